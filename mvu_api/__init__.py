@@ -1,0 +1,1 @@
+"""Transports over mvu_store: the `mvu` command line (and, later, HTTP)."""

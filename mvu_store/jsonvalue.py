@@ -1,0 +1,162 @@
+"""JSON values: canonical text, hashes, structural limits and unsafe keys.
+
+A *JSON value* here is what ``json.loads`` produces: ``dict`` with ``str`` keys, ``list``,
+``str``, ``int``, ``float`` (finite), ``bool`` and ``None``. Everything the store persists or
+hashes goes through :func:`canonical_bytes`, so two equal values always have the same bytes and
+the same hash, whatever their key order or whether a number was computed as ``5.0`` or ``5``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from dataclasses import dataclass
+from typing import Any, TypeAlias
+
+from mvu_store.errors import Code, MvuError
+
+JsonValue: TypeAlias = Any
+"""A JSON value (kept as ``Any``: recursive aliases cost more in mypy than they catch here)."""
+
+MAX_STATE_BYTES = 2 * 1024 * 1024
+MAX_NODES = 100_000
+MAX_DEPTH = 64
+
+# Keys that name JavaScript's prototype machinery. Hosts and cards are JavaScript: a state that
+# carries them can poison objects on the other side, so they are refused wherever a key enters.
+UNSAFE_KEYS = frozenset({"__proto__", "constructor", "prototype"})
+
+# Integral floats below this print as integers in JavaScript (Number.prototype.toString uses
+# exponent notation from 1e21 on); we print them the same way so hashes agree with hosts.
+_JS_INTEGER_PRINT_LIMIT = 1e21
+
+
+@dataclass(frozen=True, slots=True)
+class Measure:
+    """The structural size of a value: canonical bytes, node count and nesting depth."""
+
+    size: int
+    nodes: int
+    depth: int
+
+
+def normalize(value: JsonValue, *, max_nodes: int = MAX_NODES, max_depth: int = MAX_DEPTH) -> tuple[JsonValue, int, int]:
+    """Return ``(copy, nodes, depth)``: a fresh, normalised copy of ``value``.
+
+    Integral floats become ints (``5.0`` -> ``5``, as JavaScript prints them); non-JSON types,
+    non-string keys and non-finite numbers are ``MVU_JSON``; exceeding ``max_nodes`` or
+    ``max_depth`` is ``MVU_LIMIT``. The walk is iterative so depth never hits Python's recursion
+    limit before our own limit does.
+    """
+    nodes = 0
+    deepest = 0
+    root: list[JsonValue] = [None]
+    # Each frame: (source value, container to write into, key or index, depth).
+    stack: list[tuple[JsonValue, Any, Any, int]] = [(value, root, 0, 1)]
+    while stack:
+        item, target, slot, depth = stack.pop()
+        nodes += 1
+        if nodes > max_nodes:
+            raise MvuError(Code.LIMIT, f"value has more than {max_nodes} nodes", limit=max_nodes, kind="nodes")
+        if depth > max_depth:
+            raise MvuError(Code.LIMIT, f"value is nested deeper than {max_depth}", limit=max_depth, kind="depth")
+        if depth > deepest:
+            deepest = depth
+        kind = type(item)
+        if kind is dict:
+            copy: dict[str, JsonValue] = {}
+            target[slot] = copy
+            for key, child in item.items():
+                if type(key) is not str:
+                    raise MvuError(Code.JSON, f"object key {key!r} is not a string")
+                copy[key] = None
+                stack.append((child, copy, key, depth + 1))
+        elif kind is list:
+            items: list[JsonValue] = [None] * len(item)
+            target[slot] = items
+            for index, child in enumerate(item):
+                stack.append((child, items, index, depth + 1))
+        elif kind is str or kind is bool or kind is int or item is None:
+            target[slot] = item
+        elif kind is float:
+            if not math.isfinite(item):
+                raise MvuError(Code.JSON, "numbers must be finite (NaN and Infinity are not JSON)")
+            target[slot] = int(item) if item.is_integer() and abs(item) < _JS_INTEGER_PRINT_LIMIT else item
+        else:
+            raise MvuError(Code.JSON, f"{kind.__name__} is not a JSON value")
+    return root[0], nodes, deepest
+
+
+def dumps(value: JsonValue) -> str:
+    """Canonical JSON text of an already-normalised value: sorted keys, no spaces, UTF-8."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+
+
+def canonical_bytes(value: JsonValue) -> bytes:
+    """Canonical UTF-8 bytes of any JSON value (normalising it first)."""
+    normalized, _, _ = normalize(value)
+    return dumps(normalized).encode()
+
+
+def sha256_hex(data: bytes | str) -> str:
+    """Lower-case hex SHA-256 of bytes, or of a string's UTF-8 encoding."""
+    return hashlib.sha256(data.encode() if isinstance(data, str) else data).hexdigest()
+
+
+def content_hash(value: JsonValue) -> str:
+    """SHA-256 of a value's canonical bytes: equal values, equal hashes."""
+    return sha256_hex(canonical_bytes(value))
+
+
+def loads(text: str | bytes) -> JsonValue:
+    """Parse strict JSON (no NaN/Infinity) into a normalised value, or raise ``MVU_JSON``."""
+
+    def refuse_constant(name: str) -> None:
+        raise MvuError(Code.JSON, f"{name} is not JSON")
+
+    try:
+        parsed = json.loads(text, parse_constant=refuse_constant)
+    except (ValueError, RecursionError) as error:
+        raise MvuError(Code.JSON, f"invalid JSON: {error}") from None
+    normalized, _, _ = normalize(parsed)
+    return normalized
+
+
+def measure_state(value: JsonValue, *, max_bytes: int = MAX_STATE_BYTES) -> tuple[JsonValue, bytes, Measure]:
+    """Check a variables envelope against the state budget (DIGEST P-4).
+
+    Returns the normalised copy, its canonical bytes and its measure; a value over
+    ``max_bytes``, ``MAX_NODES`` or ``MAX_DEPTH`` is ``MVU_LIMIT``.
+    """
+    normalized, nodes, depth = normalize(value)
+    data = dumps(normalized).encode()
+    if len(data) > max_bytes:
+        raise MvuError(
+            Code.LIMIT,
+            f"state is {len(data)} bytes, over the {max_bytes}-byte limit",
+            limit=max_bytes,
+            requested=len(data),
+            kind="bytes",
+        )
+    return normalized, data, Measure(len(data), nodes, depth)
+
+
+def find_unsafe_key(value: JsonValue) -> list[str | int] | None:
+    """The path of the first prototype key (``__proto__`` ...) inside ``value``, or None."""
+    stack: list[tuple[JsonValue, list[str | int]]] = [(value, [])]
+    while stack:
+        item, path = stack.pop()
+        if isinstance(item, dict):
+            for key, child in item.items():
+                if key in UNSAFE_KEYS:
+                    return [*path, key]
+                stack.append((child, [*path, key]))
+        elif isinstance(item, list):
+            stack.extend((child, [*path, index]) for index, child in enumerate(item))
+    return None
+
+
+def json_pointer(path: list[str | int]) -> str:
+    """RFC 6901 pointer for a path of keys and indexes (``["a/b", 0]`` -> ``/a~1b/0``)."""
+    return "".join("/" + str(part).replace("~", "~0").replace("/", "~1") for part in path)
