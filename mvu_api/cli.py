@@ -1,0 +1,151 @@
+"""The ``mvu`` command: ledger status, migrations, audits, import and export.
+
+Every command takes ``--db URL`` (default: ``$MVU_DATABASE_URL``, else the embedded ledger at
+``sqlite:///./var/mvu.sqlite3``), prints ``--json`` for scripts where it reports something, and
+on failure exits non-zero with the error code alone on the last line of standard error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import sys
+from collections.abc import Callable, Coroutine, Sequence
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+from mvu_store.errors import Code, MvuError
+from mvu_store.ledger import Ledger, migrate, open_ledger
+from mvu_store.ledger.engine import EngineOptions, create_sync_engine
+
+DEFAULT_DB = "sqlite:///./var/mvu.sqlite3"
+
+Handler = Callable[[argparse.Namespace], Coroutine[Any, Any, int]]
+
+
+def _emit(args: argparse.Namespace, payload: dict[str, Any], render: Callable[[Console], None]) -> None:
+    if args.json:
+        print(json.dumps(payload, ensure_ascii=False, sort_keys=True))
+    else:
+        render(Console())
+
+
+async def _open(args: argparse.Namespace) -> Ledger:
+    return await open_ledger(args.db, ledger_id=args.ledger_id)
+
+
+async def cmd_status(args: argparse.Namespace) -> int:
+    ledger = await _open(args)
+    try:
+        usage = await ledger.usage()
+        findings = await ledger.audit()
+    finally:
+        await ledger.close()
+    payload = {
+        "database": ledger.url,
+        "ledgerId": ledger.ledger_id,
+        "formatVersion": 1,
+        "schemaRevision": migrate.head_revision(),
+        "usedBytes": usage.used_bytes,
+        "limitBytes": usage.limit_bytes,
+        "stateLimitBytes": usage.state_limit_bytes,
+        "facts": {"count": usage.facts_count, "bytes": usage.facts_bytes},
+        "audit": "clean" if not findings else f"{len(findings)} finding(s)",
+    }
+
+    def render(console: Console) -> None:
+        table = Table(title="mvu ledger", show_header=False)
+        table.add_row("database", ledger.url)
+        table.add_row("ledger id", ledger.ledger_id)
+        table.add_row("format / schema", f"{payload['formatVersion']} / {payload['schemaRevision']}")
+        share = 100 * usage.used_bytes / usage.limit_bytes
+        table.add_row("usage", f"{usage.used_bytes:,} of {usage.limit_bytes:,} bytes ({share:.2f} %)")
+        table.add_row("state limit", f"{usage.state_limit_bytes:,} bytes")
+        table.add_row("facts", f"{usage.facts_count} records, {usage.facts_bytes:,} bytes")
+        table.add_row("audit", "[green]clean[/green]" if not findings else f"[red]{payload['audit']}[/red]")
+        console.print(table)
+
+    _emit(args, payload, render)
+    return 0 if not findings else 1
+
+
+async def cmd_audit(args: argparse.Namespace) -> int:
+    ledger = await _open(args)
+    try:
+        findings = await ledger.audit()
+    finally:
+        await ledger.close()
+    payload = {
+        "clean": not findings,
+        "findings": [{"check": f.check, "ledgerId": f.ledger_id, "subject": f.subject, "detail": f.detail}
+                     for f in findings],
+    }
+
+    def render(console: Console) -> None:
+        if not findings:
+            console.print("[green]audit clean[/green]: every audit_* view is empty")
+            return
+        table = Table("check", "subject", "detail", title=f"{len(findings)} audit finding(s)")
+        for finding in findings:
+            table.add_row(finding.check, finding.subject, finding.detail)
+        console.print(table)
+
+    _emit(args, payload, render)
+    return 0 if not findings else 1
+
+
+async def cmd_db(args: argparse.Namespace) -> int:
+    engine = create_sync_engine(args.db, EngineOptions(), writer=True)
+    try:
+        if args.action == "upgrade":
+            # Opening migrates to head and creates this ledger's usage row.
+            ledger = await _open(args)
+            await ledger.close()
+        elif args.action == "check":
+            await asyncio.to_thread(migrate.check, engine)
+        current = await asyncio.to_thread(migrate.current_revision, engine)
+    finally:
+        engine.dispose()
+    head = migrate.head_revision()
+    payload = {"current": current, "head": head, "upToDate": current == head}
+    _emit(args, payload, lambda console: console.print(f"schema revision {current} (head {head})"))
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="mvu", description=__doc__)
+    parser.add_argument("--db", default=os.environ.get("MVU_DATABASE_URL") or DEFAULT_DB,
+                        help="database URL (default: $MVU_DATABASE_URL or %(default)s)")
+    parser.add_argument("--ledger-id", default="default", help="which ledger in the database")
+    parser.add_argument("--json", action="store_true", help="print machine-readable JSON")
+    commands = parser.add_subparsers(dest="command", required=True)
+    commands.add_parser("status", help="location, format, usage against budget, audit verdict").set_defaults(
+        handler=cmd_status)
+    commands.add_parser("audit", help="run the SQL audits; non-zero exit on any finding").set_defaults(
+        handler=cmd_audit)
+    db = commands.add_parser("db", help="schema migrations (Alembic)")
+    db.add_argument("action", choices=["upgrade", "current", "check"])
+    db.set_defaults(handler=cmd_db)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    handler: Handler = args.handler
+    try:
+        return asyncio.run(handler(args))
+    except MvuError as error:
+        print(f"mvu: {error.message}", file=sys.stderr)
+        print(error.code, file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print(Code.OPERATION.value, file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,115 @@
+"""Persistence: the relational ledger (SQLite embedded, PostgreSQL for scale)."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import time
+
+from sqlalchemy import Engine, insert, select, update
+
+from mvu_store.errors import Code, MvuError
+from mvu_store.jsonvalue import MAX_STATE_BYTES
+from mvu_store.ledger import migrate
+from mvu_store.ledger import tables as t
+from mvu_store.ledger.engine import EngineOptions, Synchronous, create_sync_engine
+from mvu_store.ledger.records import (
+    CheckpointRecord,
+    CommitOutcome,
+    CommitRequest,
+    Finding,
+    Head,
+    NewResource,
+    ResourceRecord,
+    Usage,
+    VersionRecord,
+)
+from mvu_store.ledger.repository import Ledger
+
+DEFAULT_LEDGER_LIMIT_BYTES = 32 * 1024 * 1024
+_LEDGER_ID = re.compile(r"^[A-Za-z0-9_.:-]{1,64}$")
+
+__all__ = [
+    "DEFAULT_LEDGER_LIMIT_BYTES",
+    "CheckpointRecord",
+    "CommitOutcome",
+    "CommitRequest",
+    "Finding",
+    "Head",
+    "Ledger",
+    "NewResource",
+    "ResourceRecord",
+    "Usage",
+    "VersionRecord",
+    "open_ledger",
+]
+
+
+async def open_ledger(
+    url: str,
+    *,
+    state_limit_bytes: int = MAX_STATE_BYTES,
+    ledger_limit_bytes: int = DEFAULT_LEDGER_LIMIT_BYTES,
+    ledger_id: str = "default",
+    synchronous: Synchronous = "FULL",
+    busy_timeout_ms: int = 5_000,
+    migrate_to_head: bool = True,
+) -> Ledger:
+    """Open (creating and migrating to head) the ledger at ``url``.
+
+    ``sqlite:///path`` opens an embedded file (WAL, ``synchronous=FULL`` unless told otherwise);
+    ``postgresql://...`` a server database, where many ledgers (``ledger_id``) may live side by
+    side, each its own budget domain. The limits are the ledger's configuration: they are stored
+    on open, so a later open with other limits changes them (lowering one below the current usage
+    refuses new writes, it never trims).
+    """
+    if not _LEDGER_ID.match(ledger_id):
+        raise MvuError(Code.CONFIG, f"ledger id {ledger_id!r} must be 1-64 letters, digits or _.:-")
+    if state_limit_bytes <= 0 or ledger_limit_bytes <= 0:
+        raise MvuError(Code.CONFIG, "limits must be positive")
+    options = EngineOptions(synchronous=synchronous, busy_timeout_ms=busy_timeout_ms)
+    writer_engine = create_sync_engine(url, options, writer=True)
+    reader_engine = create_sync_engine(url, options, writer=False)
+    try:
+        await asyncio.to_thread(
+            _prepare, writer_engine, ledger_id, state_limit_bytes, ledger_limit_bytes, migrate_to_head
+        )
+    except BaseException:
+        writer_engine.dispose()
+        reader_engine.dispose()
+        raise
+    ledger = Ledger(writer_engine=writer_engine, reader_engine=reader_engine, ledger_id=ledger_id)
+    ledger._state_limit = state_limit_bytes
+    return ledger
+
+
+def _prepare(engine: Engine, ledger_id: str, state_limit: int, ledger_limit: int, migrate_to_head: bool) -> None:
+    if engine.dialect.name == "sqlite" and engine.url.database:
+        from pathlib import Path
+
+        Path(engine.url.database).parent.mkdir(parents=True, exist_ok=True)
+    if migrate_to_head:
+        migrate.upgrade(engine)
+    elif migrate.current_revision(engine) != migrate.head_revision():
+        raise MvuError(Code.VERSION, "the database is not at the current schema: run `mvu db upgrade`")
+    with engine.begin() as connection:
+        row = connection.execute(select(t.ledger.c.format_version).where(t.ledger.c.ledger_id == ledger_id)).first()
+        if row is None:
+            connection.execute(
+                insert(t.ledger).values(
+                    ledger_id=ledger_id,
+                    format_version=t.FORMAT_VERSION,
+                    used_bytes=0,
+                    limit_bytes=ledger_limit,
+                    state_limit_bytes=state_limit,
+                    created_at=int(time.time() * 1000),
+                )
+            )
+            return
+        if row[0] != t.FORMAT_VERSION:
+            raise MvuError(Code.VERSION, f"ledger format {row[0]} is not {t.FORMAT_VERSION}", format_version=row[0])
+        connection.execute(
+            update(t.ledger)
+            .where(t.ledger.c.ledger_id == ledger_id)
+            .values(limit_bytes=ledger_limit, state_limit_bytes=state_limit)
+        )

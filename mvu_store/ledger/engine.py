@@ -1,0 +1,99 @@
+"""Engines per dialect: URLs, SQLite pragmas and ``BEGIN IMMEDIATE``.
+
+Everything dialect-specific about *connecting* lives here; the rest of the ledger speaks
+SQLAlchemy Core and runs unchanged on SQLite and PostgreSQL.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import sqlite3
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from sqlalchemy import Engine, create_engine, event
+from sqlalchemy.engine import URL, make_url
+from sqlalchemy.pool import QueuePool
+
+from mvu_store.errors import Code, MvuError
+
+Synchronous = Literal["OFF", "NORMAL", "FULL", "EXTRA"]
+
+
+@dataclass(frozen=True, slots=True)
+class EngineOptions:
+    """Connection settings that are not part of the URL."""
+
+    synchronous: Synchronous = "FULL"
+    busy_timeout_ms: int = 5_000
+    pool_size: int = 4
+
+
+def normalize_url(url: str | URL) -> URL:
+    """Accept ``sqlite:///path`` and ``postgresql://...``; pick our drivers; refuse others."""
+    try:
+        parsed = make_url(url)
+    except Exception as error:  # SQLAlchemy raises ArgumentError with no common base we need
+        raise MvuError(Code.CONFIG, f"not a database URL: {url!r} ({error})") from None
+    backend = parsed.get_backend_name()
+    if backend == "sqlite":
+        return parsed.set(drivername="sqlite+pysqlite")
+    if backend in ("postgresql", "postgres"):
+        return parsed.set(drivername="postgresql+psycopg")
+    raise MvuError(Code.CONFIG, f"unsupported database {backend!r}: use sqlite:/// or postgresql://")
+
+
+def _sqlite_sha256(value: str | bytes | None) -> str | None:
+    if value is None:
+        return None
+    return hashlib.sha256(value.encode() if isinstance(value, str) else value).hexdigest()
+
+
+def create_sync_engine(url: str | URL, options: EngineOptions, *, writer: bool = True) -> Engine:
+    """A synchronous engine with the pragmas and transaction behaviour the ledger relies on.
+
+    ``writer=True`` engines take SQLite's write lock at BEGIN (``BEGIN IMMEDIATE``); reader
+    engines use a deferred BEGIN, so under WAL a reader never blocks or waits for the writer.
+    """
+    parsed = normalize_url(url)
+    if parsed.get_backend_name() == "sqlite":
+        return _sqlite_engine(parsed, options, writer=writer)
+    return create_engine(parsed, poolclass=QueuePool, pool_size=options.pool_size, pool_pre_ping=True)
+
+
+def _sqlite_engine(url: URL, options: EngineOptions, *, writer: bool) -> Engine:
+    if not url.database or url.database == ":memory:":
+        # A memory database is private to one connection; the ledger uses several.
+        raise MvuError(Code.CONFIG, "SQLite ledgers need a file path (sqlite:///path/to/ledger.sqlite3)")
+    engine = create_engine(
+        url,
+        poolclass=QueuePool,
+        pool_size=options.pool_size,
+        # Named parameters, like psycopg's pyformat: the writer passes dicts on both dialects.
+        paramstyle="named",
+        connect_args={"check_same_thread": False, "timeout": options.busy_timeout_ms / 1000},
+    )
+    begin_statement = "BEGIN IMMEDIATE" if writer else "BEGIN"
+
+    @event.listens_for(engine, "connect")
+    def configure(dbapi_connection: sqlite3.Connection, _record: Any) -> None:
+        # pysqlite's own transaction handling issues BEGIN lazily (not before SELECT) and keeps
+        # released savepoints across an outer rollback; we take control of BEGIN ourselves.
+        dbapi_connection.isolation_level = None
+        cursor = dbapi_connection.cursor()
+        if writer:
+            cursor.execute("PRAGMA journal_mode=WAL")
+        cursor.execute(f"PRAGMA synchronous={options.synchronous}")
+        cursor.execute("PRAGMA foreign_keys=ON")
+        cursor.execute(f"PRAGMA busy_timeout={int(options.busy_timeout_ms)}")
+        cursor.close()
+        # The audit view of blob hashes calls sha256(); PostgreSQL has it built in.
+        dbapi_connection.create_function("sha256", 1, _sqlite_sha256, deterministic=True)
+
+    @event.listens_for(engine, "begin")
+    def begin(connection: Any) -> None:
+        # A deferred BEGIN in a writer upgrades to a write lock mid-transaction and fails at
+        # once with "database is locked" under contention; IMMEDIATE takes the lock up front.
+        connection.exec_driver_sql(begin_statement)
+
+    return engine

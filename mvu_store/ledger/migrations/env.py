@@ -1,0 +1,56 @@
+"""Alembic environment: the ledger's tables, batch mode (SQLite), our naming convention.
+
+``open_ledger`` and ``mvu db`` pass an open connection in ``config.attributes["connection"]``;
+the ``alembic`` command line uses ``sqlalchemy.url`` (or ``MVU_DATABASE_URL``) instead.
+"""
+
+from __future__ import annotations
+
+import os
+
+from alembic import context
+from sqlalchemy import Connection
+
+from mvu_store.ledger.engine import EngineOptions, create_sync_engine
+from mvu_store.ledger.tables import metadata
+
+config = context.config
+
+
+def run_with(connection: Connection) -> None:
+    context.configure(
+        connection=connection,
+        target_metadata=metadata,
+        render_as_batch=True,
+        compare_type=True,
+        compare_server_default=True,
+    )
+    with context.begin_transaction():
+        if connection.dialect.name == "postgresql":
+            # Two processes opening one database at once must not both create the tables.
+            connection.exec_driver_sql("SELECT pg_advisory_xact_lock(7243019)")
+        context.run_migrations()
+
+
+def run_online() -> None:
+    connection = config.attributes.get("connection")
+    if connection is not None:
+        run_with(connection)
+        return
+    url = os.environ.get("MVU_DATABASE_URL") or config.get_main_option("sqlalchemy.url")
+    if not url:
+        raise SystemExit("set MVU_DATABASE_URL or sqlalchemy.url")
+    engine = create_sync_engine(url, EngineOptions())
+    try:
+        with engine.connect() as connection:
+            run_with(connection)
+    finally:
+        engine.dispose()
+
+
+if context.is_offline_mode():
+    context.configure(url=config.get_main_option("sqlalchemy.url"), target_metadata=metadata, render_as_batch=True)
+    with context.begin_transaction():
+        context.run_migrations()
+else:
+    run_online()

@@ -1,0 +1,140 @@
+"""What the ledger reads and writes: plain frozen records, no behaviour."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+from mvu_store.jsonvalue import JsonValue
+
+VersionKind = Literal["reply", "manual", "card", "initial", "failed", "inherited"]
+ResourceKind = Literal["instance", "shared", "configured", "copy"]
+
+
+@dataclass(frozen=True, slots=True)
+class Usage:
+    """Stored bytes against the budget (DIGEST P-4), and the facts store's own bound (A-5)."""
+
+    used_bytes: int
+    limit_bytes: int
+    state_limit_bytes: int
+    facts_count: int
+    facts_bytes: int
+
+
+@dataclass(frozen=True, slots=True)
+class NewResource:
+    """A resource to create. ``definition`` holds everything but the initial envelope."""
+
+    id: str
+    kind: ResourceKind
+    initial: JsonValue
+    definition: JsonValue
+    template_id: str | None = None
+    session_id: str | None = None
+    session_created_at: JsonValue = None
+    management_mode: str | None = None
+    meta: dict[str, JsonValue] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class ResourceRecord:
+    id: str
+    position: int
+    kind: str
+    template_id: str | None
+    session_id: str | None
+    session_created_at: JsonValue
+    revision: int
+    head_key: str | None
+    head_hash: str
+    definition_hash: str
+    initial_hash: str
+    management_mode: str | None
+    parent_id: str | None
+    parent_position: int | None
+    meta: dict[str, JsonValue]
+
+
+@dataclass(frozen=True, slots=True)
+class VersionRecord:
+    resource_id: str
+    key: str
+    position: int
+    kind: str
+    revision: int
+    parent_key: str | None
+    variables_hash: str
+    source: dict[str, JsonValue]
+    meta: dict[str, JsonValue]
+    operation_id: str | None
+    fingerprint: str | None
+    error: str | None
+    created_at: int
+    inherited: bool = False
+    """True when the row belongs to an ancestor and is visible here through lineage."""
+
+
+@dataclass(frozen=True, slots=True)
+class CheckpointRecord:
+    resource_id: str
+    position: int
+    session_id: str
+    turn: int
+    seq: int
+    revision: int
+    version_key: str | None
+    variables_hash: str
+    meta: dict[str, JsonValue]
+
+
+@dataclass(frozen=True, slots=True)
+class Head:
+    """A resource's current state: what a read returns and what a CAS write expects."""
+
+    resource_id: str
+    revision: int
+    version_key: str | None
+    variables: JsonValue
+
+
+@dataclass(frozen=True, slots=True)
+class CommitRequest:
+    """One state write (or a failure receipt, ``kind='failed'``, that leaves the head alone).
+
+    Idempotency: with an ``operation_id`` the receipt ``(resource_id, operation_id)`` decides;
+    without one the version ``key`` does (a reply's key is derived from its source message, so
+    a processed message is never applied twice). Either way the same ``fingerprint`` replays
+    the stored result and a different one is ``MVU_IDEMPOTENCY_CONFLICT``.
+    """
+
+    resource_id: str
+    expected_revision: int
+    kind: VersionKind
+    variables: JsonValue
+    fingerprint: str
+    source: dict[str, JsonValue]
+    key: str | None = None
+    operation_id: str | None = None
+    error: str | None = None
+    meta: dict[str, JsonValue] = field(default_factory=dict)
+    result: JsonValue = None
+
+
+@dataclass(frozen=True, slots=True)
+class CommitOutcome:
+    resource_id: str
+    revision: int
+    version_key: str | None
+    result: JsonValue
+    replayed: bool
+
+
+@dataclass(frozen=True, slots=True)
+class Finding:
+    """One audit finding: which check, which ledger and row, and what is wrong."""
+
+    check: str
+    ledger_id: str
+    subject: str
+    detail: str

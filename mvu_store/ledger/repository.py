@@ -1,0 +1,811 @@
+"""The Ledger: transactions, CAS, receipts, budgets, blobs, lineage.
+
+Every write is one unit of work on the single writer (``writer.py``) and follows one order:
+receipt check -> row-version CAS -> writes -> budget -> commit. A unit that raises leaves
+nothing behind (its SAVEPOINT or transaction rolls back). Reads run on their own connections
+and see committed data only.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections import OrderedDict
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from sqlalchemy import BindParameter, Engine, Table, and_, bindparam, func, insert, select, text, update
+from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.sql import ClauseElement
+
+from mvu_store.errors import Code, MvuError
+from mvu_store.jsonvalue import JsonValue, dumps, measure_state, normalize, sha256_hex
+from mvu_store.ledger import tables as t
+from mvu_store.ledger.records import (
+    CheckpointRecord,
+    CommitOutcome,
+    CommitRequest,
+    Finding,
+    Head,
+    NewResource,
+    ResourceRecord,
+    Usage,
+    VersionRecord,
+)
+from mvu_store.ledger.writer import Sql, Writer, WriteTx
+
+T = TypeVar("T")
+
+FACTS_MAX_RECORDS = 2_048
+FACTS_MAX_BYTES = 1024 * 1024
+_LEDGER: BindParameter[str] = bindparam("ledger_id")
+
+
+def _now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+def _text(value: JsonValue) -> str:
+    """Canonical JSON text of a value that may not be normalised yet."""
+    normalized, _, _ = normalize(value)
+    return dumps(normalized)
+
+
+class _Blob:
+    """A JSON payload ready to store: canonical text, its UTF-8 size and its hash."""
+
+    __slots__ = ("hash", "size", "text")
+
+    def __init__(self, text: str) -> None:
+        data = text.encode()
+        self.text = text
+        self.size = len(data)
+        self.hash = sha256_hex(data)
+
+    @classmethod
+    def of(cls, value: JsonValue) -> _Blob:
+        return cls(_text(value))
+
+
+class Ledger:
+    """One budget domain of the store. Create with :func:`mvu_store.ledger.open_ledger`."""
+
+    def __init__(self, *, writer_engine: Engine, reader_engine: Engine, ledger_id: str) -> None:
+        self.ledger_id = ledger_id
+        self.dialect = writer_engine.dialect.name
+        self._writer_engine = writer_engine
+        self._reader_engine = reader_engine
+        self._writer = Writer(writer_engine, ledger_id, self._settle)
+        self._sql = self._writer.statements
+        self._state_limit = 0
+        self._blob_cache: OrderedDict[str, str] = OrderedDict()
+        self._closed = False
+
+    # -- lifecycle ----------------------------------------------------------------------------
+
+    async def close(self) -> None:
+        """Finish queued writes, stop the writer and dispose both engines (idempotent)."""
+        if self._closed:
+            return
+        self._closed = True
+        await asyncio.to_thread(self._close_sync)
+
+    def _close_sync(self) -> None:
+        self._writer.close()
+        self._writer_engine.dispose()
+        self._reader_engine.dispose()
+
+    async def __aenter__(self) -> Ledger:
+        return self
+
+    async def __aexit__(self, *_exc: object) -> None:
+        await self.close()
+
+    @property
+    def url(self) -> str:
+        return self._writer_engine.url.render_as_string(hide_password=True)
+
+    @property
+    def state_limit_bytes(self) -> int:
+        return self._state_limit
+
+    # -- low level ----------------------------------------------------------------------------
+
+    async def write(self, work: Callable[[WriteTx], T]) -> T:
+        """Run ``work`` as one atomic unit on the writer (for in-package use: importers)."""
+        return await self._writer.submit(work)
+
+    async def _read(self, work: Callable[[Any], T]) -> T:
+        if self._closed:
+            raise MvuError(Code.DISPOSED, "the ledger is closed")
+
+        def run() -> T:
+            with self._reader_engine.connect() as connection:
+                return work(connection)
+
+        return await asyncio.to_thread(run)
+
+    def _compiled(self, name: str, build: Callable[[], ClauseElement], keys: list[str] | None = None) -> Sql:
+        return self._sql.sql(name, build, keys)
+
+    def _insert_sql(self, table: Table) -> Sql:
+        keys = [column.name for column in table.columns]
+        return self._compiled(f"insert:{table.name}", lambda: insert(table), keys)
+
+    def _insert_ignore_sql(self, table: Table) -> Sql:
+        """INSERT that does nothing when the primary key exists (content-addressed rows)."""
+
+        def build() -> ClauseElement:
+            if self.dialect == "postgresql":
+                return postgresql.insert(table).on_conflict_do_nothing()
+            return sqlite.insert(table).on_conflict_do_nothing()
+
+        keys = [column.name for column in table.columns]
+        return self._compiled(f"insert-ignore:{table.name}", build, keys)
+
+    def put_blob(self, tx: WriteTx, blob: _Blob) -> str:
+        """Store a payload once; only the first copy is charged to the budget."""
+        cursor = tx.execute(
+            self._insert_ignore_sql(t.blobs),
+            {"ledger_id": self.ledger_id, "hash": blob.hash, "size": blob.size, "body": blob.text},
+        )
+        if cursor.rowcount == 1:
+            tx.charge(blob.size)
+        return blob.hash
+
+    def insert_row(self, tx: WriteTx, table: Table, values: dict[str, Any]) -> None:
+        """Insert one row, charging its ``bytes`` column when the table has one."""
+        row = {"ledger_id": self.ledger_id, **values}
+        tx.execute(self._insert_sql(table), row)
+        if "bytes" in table.c and table is not t.facts:
+            tx.charge(int(row["bytes"]))
+
+    def _settle(self, tx: WriteTx) -> None:
+        """Charge a unit's bytes with one conditional UPDATE: over budget refuses the unit."""
+        if tx.charged == 0:
+            return
+        sql = self._compiled(
+            "budget",
+            lambda: update(t.ledger)
+            .where(t.ledger.c.ledger_id == _LEDGER)
+            .where(t.ledger.c.used_bytes + bindparam("delta") <= t.ledger.c.limit_bytes)
+            .values(used_bytes=t.ledger.c.used_bytes + bindparam("delta")),
+        )
+        if tx.execute(sql, {"ledger_id": self.ledger_id, "delta": tx.charged}).rowcount == 1:
+            return
+        row = tx.fetchone(
+            self._compiled(
+                "usage",
+                lambda: select(t.ledger.c.used_bytes, t.ledger.c.limit_bytes).where(t.ledger.c.ledger_id == _LEDGER),
+            ),
+            {"ledger_id": self.ledger_id},
+        )
+        used, limit = row if row else (0, 0)
+        raise MvuError(
+            Code.STORAGE_LIMIT,
+            f"storing {tx.charged} more bytes would exceed the ledger's {limit}-byte budget ({used} used)",
+            limit=limit,
+            used=used,
+            requested=tx.charged,
+        )
+
+    def prepare_state(self, variables: JsonValue) -> tuple[JsonValue, _Blob]:
+        """Check a variables envelope against the state budget (MVU_LIMIT) and encode it."""
+        normalized, data, _ = measure_state(variables, max_bytes=self._state_limit)
+        text = data.decode()
+        blob = _Blob.__new__(_Blob)
+        blob.text, blob.size, blob.hash = text, len(data), sha256_hex(data)
+        return normalized, blob
+
+    # -- resources ----------------------------------------------------------------------------
+
+    def _resource_row(self, tx: WriteTx, resource_id: str) -> tuple[Any, ...] | None:
+        sql = self._compiled(
+            "resource-head",
+            lambda: select(
+                t.resources.c.revision,
+                t.resources.c.head_key,
+                t.resources.c.head_hash,
+                t.resources.c.parent_id,
+                t.resources.c.parent_position,
+            ).where(t.resources.c.ledger_id == _LEDGER, t.resources.c.id == bindparam("id")),
+        )
+        return tx.fetchone(sql, {"ledger_id": self.ledger_id, "id": resource_id})
+
+    def _next_position(self, tx: WriteTx, table: Table, owner_column: str | None, owner: str | None) -> int:
+        def build() -> ClauseElement:
+            query = select(func.coalesce(func.max(table.c.position) + 1, 0)).where(table.c.ledger_id == _LEDGER)
+            if owner_column:
+                query = query.where(table.c[owner_column] == bindparam("owner"))
+            return query
+
+        row = tx.fetchone(
+            self._compiled(f"next-position:{table.name}", build),
+            {"ledger_id": self.ledger_id, "owner": owner},
+        )
+        return int(row[0]) if row else 0
+
+    def insert_resource(
+        self,
+        tx: WriteTx,
+        new: NewResource,
+        *,
+        revision: int = 0,
+        head: tuple[str | None, str] | None = None,
+        lineage: tuple[str, int] | None = None,
+    ) -> None:
+        """Insert a resource row (the initial envelope and definition as blobs)."""
+        if self._resource_row(tx, new.id) is not None:
+            raise MvuError(Code.ID_CONFLICT, f"resource {new.id!r} already exists", id=new.id)
+        _, initial = self.prepare_state(new.initial)
+        initial_hash = self.put_blob(tx, initial)
+        definition_hash = self.put_blob(tx, _Blob.of(new.definition))
+        head_key, head_hash = head if head else (None, initial_hash)
+        meta = _text(new.meta)
+        self.insert_row(
+            tx,
+            t.resources,
+            {
+                "id": new.id,
+                "position": self._next_position(tx, t.resources, None, None),
+                "kind": new.kind,
+                "template_id": new.template_id,
+                "session_id": new.session_id,
+                "session_created_at": None if new.session_created_at is None else _text(new.session_created_at),
+                "revision": revision,
+                "head_key": head_key,
+                "head_hash": head_hash,
+                "definition_hash": definition_hash,
+                "initial_hash": initial_hash,
+                "management_mode": new.management_mode,
+                "parent_id": lineage[0] if lineage else None,
+                "parent_position": lineage[1] if lineage else None,
+                "meta": meta,
+                "bytes": len(meta.encode()),
+            },
+        )
+
+    async def create_resource(self, new: NewResource) -> ResourceRecord:
+        """Create a resource at revision 0 whose content is ``new.initial``.
+
+        An existing id is ``MVU_ID_CONFLICT``; an initial envelope over the state budget is
+        ``MVU_LIMIT``; a ledger without room is ``PLAY_STORAGE_LIMIT``.
+        """
+        await self.write(lambda tx: self.insert_resource(tx, new))
+        return await self._require(new.id)
+
+    async def fork(self, source_id: str, new: NewResource, *, at_key: str | None) -> ResourceRecord:
+        """Create ``new`` as a child of ``source_id`` whose head is the version ``at_key``.
+
+        The child links to the version's owner (the source or one of its ancestors) instead of
+        copying history: one row, whatever the length of the parent's history.
+        """
+
+        def work(tx: WriteTx) -> None:
+            if self._resource_row(tx, source_id) is None:
+                raise MvuError(Code.MISSING, f"no resource {source_id!r}", id=source_id)
+            if at_key is None:
+                self.insert_resource(tx, new)
+                return
+            owner, position, variables_hash = self._find_in_lineage(tx, source_id, at_key)
+            self.insert_resource(tx, new, head=(at_key, variables_hash), lineage=(owner, position))
+
+        await self.write(work)
+        return await self._require(new.id)
+
+    def _find_in_lineage(self, tx: WriteTx, resource_id: str, key: str) -> tuple[str, int, str]:
+        """The (owner, position, variables hash) of version ``key`` visible from a resource."""
+        sql = self._compiled(
+            "version-by-key",
+            lambda: select(t.versions.c.position, t.versions.c.variables_hash).where(
+                t.versions.c.ledger_id == _LEDGER,
+                t.versions.c.resource_id == bindparam("resource_id"),
+                t.versions.c.key == bindparam("key"),
+            ),
+        )
+        current: str | None = resource_id
+        cut: int | None = None
+        while current is not None:
+            row = tx.fetchone(sql, {"ledger_id": self.ledger_id, "resource_id": current, "key": key})
+            if row is not None and (cut is None or row[0] <= cut):
+                return current, int(row[0]), str(row[1])
+            resource = self._resource_row(tx, current)
+            current, cut = (resource[3], resource[4]) if resource else (None, None)
+        raise MvuError(Code.MISSING, f"version {key} is not in the history of {resource_id!r}", key=key)
+
+    # -- commits ------------------------------------------------------------------------------
+
+    async def commit(self, request: CommitRequest) -> CommitOutcome:
+        """Write one state version under CAS and idempotency (see :class:`CommitRequest`).
+
+        Refusals: ``MVU_MISSING`` (no such resource), ``REVISION_CONFLICT`` with
+        ``current_revision`` (stale ``expected_revision``), ``MVU_IDEMPOTENCY_CONFLICT`` (same
+        operation id or message, other request), ``MVU_LIMIT`` (state over budget) and
+        ``PLAY_STORAGE_LIMIT`` (ledger over budget). A refused commit writes nothing.
+        """
+        _, blob = self.prepare_state(request.variables)
+        source = _text(request.source)
+        meta = _text(request.meta)
+        key = request.key or _default_key(request, source)
+        # A key derived from the operation id is covered by the receipt check.
+        check_key = request.operation_id is None or request.key is not None
+        return await self.write(lambda tx: self._commit(tx, request, blob, key, source, meta, check_key))
+
+    def _replay(self, tx: WriteTx, request: CommitRequest, key: str, check_key: bool = True) -> CommitOutcome | None:
+        """The stored outcome when this request was already applied; a conflict when another was."""
+        params = {"ledger_id": self.ledger_id, "resource_id": request.resource_id}
+        if request.operation_id is not None:
+            receipt = tx.fetchone(
+                self._compiled(
+                    "receipt",
+                    lambda: select(
+                        t.receipts.c.fingerprint, t.receipts.c.revision, t.receipts.c.version_key, t.receipts.c.result
+                    ).where(
+                        t.receipts.c.ledger_id == _LEDGER,
+                        t.receipts.c.resource_id == bindparam("resource_id"),
+                        t.receipts.c.operation_id == bindparam("operation_id"),
+                    ),
+                ),
+                {**params, "operation_id": request.operation_id},
+            )
+            if receipt is not None:
+                if receipt[0] != request.fingerprint:
+                    raise MvuError(
+                        Code.IDEMPOTENCY_CONFLICT,
+                        "this operation id was already used for a different request",
+                        operation_id=request.operation_id,
+                    )
+                return CommitOutcome(request.resource_id, int(receipt[1]), receipt[2], json.loads(receipt[3]), True)
+        if not check_key:
+            return None
+        version = tx.fetchone(
+            self._compiled(
+                "version-replay",
+                lambda: select(t.versions.c.fingerprint, t.versions.c.revision).where(
+                    t.versions.c.ledger_id == _LEDGER,
+                    t.versions.c.resource_id == bindparam("resource_id"),
+                    t.versions.c.key == bindparam("key"),
+                ),
+            ),
+            {**params, "key": key},
+        )
+        if version is None:
+            return None
+        if version[0] != request.fingerprint:
+            raise MvuError(
+                Code.IDEMPOTENCY_CONFLICT, "this version key was already written by a different request", key=key
+            )
+        result = {"id": request.resource_id, "revision": int(version[1]), "versionKey": key}
+        return CommitOutcome(request.resource_id, int(version[1]), key, result, True)
+
+    def _commit(
+        self, tx: WriteTx, request: CommitRequest, blob: _Blob, key: str, source: str, meta: str, check_key: bool
+    ) -> CommitOutcome:
+        resource = self._resource_row(tx, request.resource_id)
+        if resource is None:
+            raise MvuError(Code.MISSING, f"no resource {request.resource_id!r}", id=request.resource_id)
+        replay = self._replay(tx, request, key, check_key)
+        if replay is not None:
+            return replay
+        current_revision, head_key = int(resource[0]), resource[1]
+        if current_revision != request.expected_revision:
+            raise self._conflict(request, current_revision)
+        committed = request.kind != "failed"
+        revision = current_revision + 1 if committed else current_revision
+        # The blob first: the head references it (foreign key). A refused CAS rolls it back.
+        variables_hash = self.put_blob(tx, blob)
+        if committed and not self._cas(tx, request.resource_id, request.expected_revision, revision, key, blob.hash):
+            # Another process moved the head between our read and our UPDATE (PostgreSQL): it may
+            # have been this very request, replayed concurrently.
+            replay = self._replay(tx, request, key, check_key)
+            if replay is not None:
+                return replay
+            latest = self._resource_row(tx, request.resource_id)
+            raise self._conflict(request, int(latest[0]) if latest else -1)
+        result = request.result if request.result is not None else {
+            "id": request.resource_id,
+            "revision": revision,
+            "versionKey": key,
+        }
+        self.insert_row(
+            tx,
+            t.versions,
+            {
+                "resource_id": request.resource_id,
+                "key": key,
+                "position": self._next_position(tx, t.versions, "resource_id", request.resource_id),
+                "kind": request.kind,
+                "revision": revision,
+                "parent_key": head_key if committed else None,
+                "variables_hash": variables_hash,
+                "session_id": request.source.get("sessionId"),
+                "message_seq": request.source.get("messageSeq"),
+                "operation_id": request.operation_id,
+                "fingerprint": request.fingerprint,
+                "error": request.error,
+                "source": source,
+                "meta": meta,
+                "bytes": len(source.encode()) + len(meta.encode()),
+                "created_at": _now_ms(),
+            },
+        )
+        if request.operation_id is not None:
+            self._insert_receipt(tx, request.resource_id, request.operation_id, "commit", request.fingerprint,
+                                 revision, key, result)
+        return CommitOutcome(request.resource_id, revision, key, result, False)
+
+    def _conflict(self, request: CommitRequest, current: int) -> MvuError:
+        return MvuError(
+            Code.REVISION_CONFLICT,
+            f"expected revision {request.expected_revision}, the resource is at {current}",
+            id=request.resource_id,
+            expected_revision=request.expected_revision,
+            current_revision=current,
+        )
+
+    def _cas(self, tx: WriteTx, resource_id: str, expected: int, revision: int, key: str | None, head: str) -> bool:
+        sql = self._compiled(
+            "cas",
+            lambda: update(t.resources)
+            .where(
+                t.resources.c.ledger_id == _LEDGER,
+                t.resources.c.id == bindparam("id"),
+                t.resources.c.revision == bindparam("expected"),
+            )
+            .values(revision=bindparam("revision"), head_key=bindparam("head_key"), head_hash=bindparam("head_hash")),
+        )
+        params = {"ledger_id": self.ledger_id, "id": resource_id, "expected": expected, "revision": revision,
+                  "head_key": key, "head_hash": head}
+        return bool(tx.execute(sql, params).rowcount == 1)
+
+    def _insert_receipt(
+        self, tx: WriteTx, resource_id: str, operation_id: str, kind: str, fingerprint: str, revision: int,
+        version_key: str | None, result: JsonValue,
+    ) -> None:
+        text = _text(result)
+        self.insert_row(
+            tx,
+            t.receipts,
+            {
+                "resource_id": resource_id,
+                "operation_id": operation_id,
+                "position": self._next_position(tx, t.receipts, "resource_id", resource_id),
+                "kind": kind,
+                "fingerprint": fingerprint,
+                "revision": revision,
+                "version_key": version_key,
+                "result": text,
+                "bytes": len(text.encode()),
+                "created_at": _now_ms(),
+            },
+        )
+
+    async def set_management_mode(
+        self, resource_id: str, *, mode: str, expected_revision: int, operation_id: str, fingerprint: str
+    ) -> CommitOutcome:
+        """Store the management-mode preference under CAS + idempotency (DIGEST I-8)."""
+
+        def work(tx: WriteTx) -> CommitOutcome:
+            request = CommitRequest(resource_id, expected_revision, "manual", None, fingerprint, {},
+                                    operation_id=operation_id)
+            resource = self._resource_row(tx, resource_id)
+            if resource is None:
+                raise MvuError(Code.MISSING, f"no resource {resource_id!r}", id=resource_id)
+            replay = self._replay(tx, request, f"management:{operation_id}")
+            if replay is not None:
+                return replay
+            if int(resource[0]) != expected_revision:
+                raise self._conflict(request, int(resource[0]))
+            revision = expected_revision + 1
+            sql = self._compiled(
+                "set-mode",
+                lambda: update(t.resources)
+                .where(
+                    t.resources.c.ledger_id == _LEDGER,
+                    t.resources.c.id == bindparam("id"),
+                    t.resources.c.revision == bindparam("expected"),
+                )
+                .values(revision=bindparam("revision"), management_mode=bindparam("mode")),
+            )
+            params = {"ledger_id": self.ledger_id, "id": resource_id, "expected": expected_revision,
+                      "revision": revision, "mode": mode}
+            if tx.execute(sql, params).rowcount != 1:
+                raise self._conflict(request, -1)
+            result = {"id": resource_id, "managementMode": mode, "revision": revision}
+            self._insert_receipt(tx, resource_id, operation_id, "management", fingerprint, revision, None, result)
+            return CommitOutcome(resource_id, revision, "", result, False)
+
+        return await self.write(work)
+
+    async def put_checkpoint(self, resource_id: str, *, session_id: str, turn: int, seq: int,
+                             meta: dict[str, JsonValue] | None = None) -> CheckpointRecord:
+        """Freeze the current head as the pre-turn baseline of ``turn`` (DIGEST F-6).
+
+        The first checkpoint of a turn wins; asking again returns it unchanged.
+        """
+
+        def work(tx: WriteTx) -> None:
+            resource = self._resource_row(tx, resource_id)
+            if resource is None:
+                raise MvuError(Code.MISSING, f"no resource {resource_id!r}", id=resource_id)
+            if self._checkpoint_position(tx, resource_id, session_id, turn) is not None:
+                return
+            text = _text(meta or {})
+            self.insert_row(
+                tx,
+                t.checkpoints,
+                {
+                    "resource_id": resource_id,
+                    "position": self._next_position(tx, t.checkpoints, "resource_id", resource_id),
+                    "session_id": session_id,
+                    "turn": turn,
+                    "seq": seq,
+                    "revision": int(resource[0]),
+                    "version_key": resource[1],
+                    "variables_hash": resource[2],
+                    "meta": text,
+                    "bytes": len(text.encode()),
+                },
+            )
+
+        await self.write(work)
+        found = [c for c in await self.checkpoints(resource_id) if c.session_id == session_id and c.turn == turn]
+        return found[0]
+
+    def _checkpoint_position(self, tx: WriteTx, resource_id: str, session_id: str, turn: int) -> int | None:
+        sql = self._compiled(
+            "checkpoint-exists",
+            lambda: select(t.checkpoints.c.position).where(
+                t.checkpoints.c.ledger_id == _LEDGER,
+                t.checkpoints.c.resource_id == bindparam("resource_id"),
+                t.checkpoints.c.session_id == bindparam("session_id"),
+                t.checkpoints.c.turn == bindparam("turn"),
+            ),
+        )
+        row = tx.fetchone(sql, {"ledger_id": self.ledger_id, "resource_id": resource_id, "session_id": session_id,
+                                "turn": turn})
+        return None if row is None else int(row[0])
+
+    # -- templates and facts ------------------------------------------------------------------
+
+    async def put_template(self, template_id: str, definition: JsonValue) -> None:
+        """Create or replace a template definition (templates are not CAS resources)."""
+        blob = _Blob.of(definition)
+
+        def work(tx: WriteTx) -> None:
+            definition_hash = self.put_blob(tx, blob)
+            sql = self._compiled(
+                "template-update",
+                lambda: update(t.templates)
+                .where(t.templates.c.ledger_id == _LEDGER, t.templates.c.id == bindparam("id"))
+                .values(definition_hash=bindparam("definition_hash")),
+            )
+            params = {"ledger_id": self.ledger_id, "id": template_id, "definition_hash": definition_hash}
+            if tx.execute(sql, params).rowcount == 0:
+                position = self._next_position(tx, t.templates, None, None)
+                self.insert_row(tx, t.templates, {"id": template_id, "position": position,
+                                                  "definition_hash": definition_hash})
+
+        await self.write(work)
+
+    async def templates(self) -> dict[str, JsonValue]:
+        rows = await self._read(
+            lambda c: c.execute(
+                select(t.templates.c.id, t.blobs.c.body)
+                .join(t.blobs, and_(t.blobs.c.ledger_id == t.templates.c.ledger_id,
+                                    t.blobs.c.hash == t.templates.c.definition_hash))
+                .where(t.templates.c.ledger_id == self.ledger_id)
+                .order_by(t.templates.c.position)
+            ).all()
+        )
+        return {row[0]: json.loads(row[1]) for row in rows}
+
+    async def append_fact(self, record: JsonValue) -> int:
+        """Append a fact; evict the oldest beyond 2,048 records or 1 MiB (DIGEST A-5)."""
+        text = _text(record)
+        size = len(text.encode())
+        if size > FACTS_MAX_BYTES:
+            raise MvuError(Code.LIMIT, "a fact record is larger than the facts store", limit=FACTS_MAX_BYTES)
+        fields = record if isinstance(record, dict) else {}
+        return await self.write(lambda tx: self._append_fact(tx, text, size, fields))
+
+    def _append_fact(self, tx: WriteTx, text: str, size: int, fields: dict[str, Any]) -> int:
+        counters = tx.fetchone(
+            self._compiled(
+                "facts-counters",
+                lambda: select(t.ledger.c.facts_count, t.ledger.c.facts_bytes, t.ledger.c.facts_next_seq).where(
+                    t.ledger.c.ledger_id == _LEDGER
+                ),
+            ),
+            {"ledger_id": self.ledger_id},
+        )
+        assert counters is not None, "open_ledger creates the ledger row"
+        count, total, seq = int(counters[0]) + 1, int(counters[1]) + size, int(counters[2])
+        self.insert_row(tx, t.facts, {
+            "seq": seq,
+            "phase": str(fields.get("phase", "")),
+            "session_id": fields.get("sessionId") if isinstance(fields.get("sessionId"), str) else None,
+            "recorded_at": int(fields["recordedAt"]) if isinstance(fields.get("recordedAt"), int) else _now_ms(),
+            "body": text,
+            "bytes": size,
+        })
+        oldest = self._compiled(
+            "facts-oldest",
+            lambda: select(t.facts.c.seq, t.facts.c.bytes)
+            .where(t.facts.c.ledger_id == _LEDGER)
+            .order_by(t.facts.c.seq)
+            .limit(1),
+        )
+        evict = self._compiled(
+            "facts-evict",
+            lambda: t.facts.delete().where(t.facts.c.ledger_id == _LEDGER, t.facts.c.seq == bindparam("seq")),
+        )
+        while count > FACTS_MAX_RECORDS or total > FACTS_MAX_BYTES:
+            row = tx.fetchone(oldest, {"ledger_id": self.ledger_id})
+            assert row is not None
+            tx.execute(evict, {"ledger_id": self.ledger_id, "seq": row[0]})
+            count, total = count - 1, total - int(row[1])
+        tx.execute(
+            self._compiled(
+                "facts-update",
+                lambda: update(t.ledger)
+                .where(t.ledger.c.ledger_id == _LEDGER)
+                .values(facts_count=bindparam("count"), facts_bytes=bindparam("total"),
+                        facts_next_seq=bindparam("next_seq")),
+            ),
+            {"ledger_id": self.ledger_id, "count": count, "total": total, "next_seq": seq + 1},
+        )
+        return seq
+
+    async def facts(self, *, session_id: str | None = None) -> list[JsonValue]:
+        query = select(t.facts.c.body).where(t.facts.c.ledger_id == self.ledger_id).order_by(t.facts.c.seq)
+        if session_id is not None:
+            query = query.where(t.facts.c.session_id == session_id)
+        rows = await self._read(lambda c: c.execute(query).all())
+        return [json.loads(row[0]) for row in rows]
+
+    # -- reads --------------------------------------------------------------------------------
+
+    async def usage(self) -> Usage:
+        row = await self._read(
+            lambda c: c.execute(
+                select(t.ledger.c.used_bytes, t.ledger.c.limit_bytes, t.ledger.c.state_limit_bytes,
+                       t.ledger.c.facts_count, t.ledger.c.facts_bytes).where(t.ledger.c.ledger_id == self.ledger_id)
+            ).one()
+        )
+        return Usage(*(int(value) for value in row))
+
+    async def resource(self, resource_id: str) -> ResourceRecord | None:
+        query = self._resources_query().where(t.resources.c.id == resource_id)
+        rows = await self._read(lambda c: c.execute(query).all())
+        return _resource(rows[0]) if rows else None
+
+    async def resources(self, *, session_id: str | None = None) -> list[ResourceRecord]:
+        query = self._resources_query().order_by(t.resources.c.position)
+        if session_id is not None:
+            query = query.where(t.resources.c.session_id == session_id)
+        rows = await self._read(lambda c: c.execute(query).all())
+        return [_resource(row) for row in rows]
+
+    def _resources_query(self) -> Any:
+        c = t.resources.c
+        return select(
+            c.id, c.position, c.kind, c.template_id, c.session_id, c.session_created_at, c.revision, c.head_key,
+            c.head_hash, c.definition_hash, c.initial_hash, c.management_mode, c.parent_id, c.parent_position, c.meta,
+        ).where(c.ledger_id == self.ledger_id)
+
+    async def _require(self, resource_id: str) -> ResourceRecord:
+        record = await self.resource(resource_id)
+        if record is None:
+            raise MvuError(Code.MISSING, f"no resource {resource_id!r}", id=resource_id)
+        return record
+
+    async def head(self, resource_id: str) -> Head:
+        """The current revision, version key and variables of a resource (``MVU_MISSING``)."""
+        c = t.resources.c
+
+        def read(connection: Any) -> Any:
+            return connection.execute(
+                select(c.revision, c.head_key, t.blobs.c.body)
+                .join(t.blobs, and_(t.blobs.c.ledger_id == c.ledger_id, t.blobs.c.hash == c.head_hash))
+                .where(c.ledger_id == self.ledger_id, c.id == resource_id)
+            ).first()
+
+        row = await self._read(read)
+        if row is None:
+            raise MvuError(Code.MISSING, f"no resource {resource_id!r}", id=resource_id)
+        return Head(resource_id, int(row[0]), row[1], json.loads(row[2]))
+
+    async def blob(self, blob_hash: str) -> JsonValue:
+        """A stored payload by hash (immutable, so its text is cached)."""
+        text = self._blob_cache.get(blob_hash)
+        if text is None:
+            rows = await self._read(
+                lambda c: c.execute(
+                    select(t.blobs.c.body).where(t.blobs.c.ledger_id == self.ledger_id, t.blobs.c.hash == blob_hash)
+                ).all()
+            )
+            if not rows:
+                raise MvuError(Code.MISSING, f"no blob {blob_hash}", hash=blob_hash)
+            text = str(rows[0][0])
+            self._blob_cache[blob_hash] = text
+            if len(self._blob_cache) > 256:
+                self._blob_cache.popitem(last=False)
+        return json.loads(text)
+
+    async def versions(self, resource_id: str, *, include_lineage: bool = True) -> list[VersionRecord]:
+        """The resource's history, oldest first: inherited ancestry (by lineage), then its own."""
+
+        def read(connection: Any) -> list[VersionRecord]:
+            chain: list[tuple[str, int | None, bool]] = [(resource_id, None, False)]
+            parent = connection.execute(
+                select(t.resources.c.parent_id, t.resources.c.parent_position).where(
+                    t.resources.c.ledger_id == self.ledger_id, t.resources.c.id == resource_id)
+            ).first()
+            while include_lineage and parent is not None and parent[0] is not None:
+                chain.append((parent[0], int(parent[1]), True))
+                parent = connection.execute(
+                    select(t.resources.c.parent_id, t.resources.c.parent_position).where(
+                        t.resources.c.ledger_id == self.ledger_id, t.resources.c.id == parent[0])
+                ).first()
+            history: list[VersionRecord] = []
+            for owner, cut, inherited in reversed(chain):
+                c = t.versions.c
+                query = select(
+                    c.resource_id, c.key, c.position, c.kind, c.revision, c.parent_key, c.variables_hash, c.source,
+                    c.meta, c.operation_id, c.fingerprint, c.error, c.created_at,
+                ).where(c.ledger_id == self.ledger_id, c.resource_id == owner).order_by(c.position)
+                if cut is not None:
+                    query = query.where(c.position <= cut)
+                history.extend(
+                    VersionRecord(
+                        row[0], row[1], int(row[2]), row[3], int(row[4]), row[5], row[6], json.loads(row[7]),
+                        json.loads(row[8]), row[9], row[10], row[11], int(row[12]), inherited,
+                    )
+                    for row in connection.execute(query)
+                )
+            return history
+
+        return await self._read(read)
+
+    async def checkpoints(self, resource_id: str) -> list[CheckpointRecord]:
+        c = t.checkpoints.c
+        rows = await self._read(
+            lambda connection: connection.execute(
+                select(c.resource_id, c.position, c.session_id, c.turn, c.seq, c.revision, c.version_key,
+                       c.variables_hash, c.meta)
+                .where(c.ledger_id == self.ledger_id, c.resource_id == resource_id)
+                .order_by(c.position)
+            ).all()
+        )
+        return [
+            CheckpointRecord(row[0], int(row[1]), row[2], int(row[3]), int(row[4]), int(row[5]), row[6], row[7],
+                             json.loads(row[8]))
+            for row in rows
+        ]
+
+    async def audit(self) -> list[Finding]:
+        """Run the ``audit_*`` views (the same SQL an auditor runs) for this ledger."""
+        rows = await self._read(
+            lambda c: c.execute(
+                text("SELECT check_name, ledger_id, subject, detail FROM audit_findings WHERE ledger_id = :ledger_id"),
+                {"ledger_id": self.ledger_id},
+            ).all()
+        )
+        return [Finding(*row) for row in rows]
+
+
+def _default_key(request: CommitRequest, source: str) -> str:
+    """A manual write is identified by its operation, a reply by its source message."""
+    if request.operation_id is not None:
+        return sha256_hex(_text({"id": request.resource_id, "operationId": request.operation_id}))
+    return sha256_hex(source)
+
+
+def _resource(row: Any) -> ResourceRecord:
+    return ResourceRecord(
+        row[0], int(row[1]), row[2], row[3], row[4], None if row[5] is None else json.loads(row[5]), int(row[6]),
+        row[7], row[8], row[9], row[10], row[11], row[12], None if row[13] is None else int(row[13]),
+        json.loads(row[14]),
+    )

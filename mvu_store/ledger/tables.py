@@ -1,0 +1,281 @@
+"""The relational schema: the one place the ledger's tables are written down.
+
+Every table carries ``ledger_id`` as the first column of its primary key, and every query
+filters on it: one database can hold many independent ledgers (each its own budget domain),
+and a distributed PostgreSQL can shard on it. A SQLite file holds one ledger (``default``).
+
+JSON is stored as canonical UTF-8 text (``mvu_store.jsonvalue.dumps``) so auditors can read it
+with ``json_extract`` (SQLite) or ``::jsonb ->>`` (PostgreSQL). Large JSON payloads (variables
+envelopes, definitions, seeds, receipt results) live once in the content-addressed ``blobs``
+table; rows reference them by hash, so equal states cost their bytes once.
+
+Accounting: ``ledger.used_bytes`` is the sum of ``blobs.size``, ``legacy_files.size`` and the
+``bytes`` column of the rows that carry inline JSON text (resources, versions, checkpoints,
+receipts: the UTF-8 length of those columns). Facts have their own bound and are not counted.
+The audit views recompute all of it.
+
+On SQLite, small-row tables are clustered on their primary key (``sqlite_with_rowid=False``):
+one b-tree per table instead of two, so fewer pages to write and fsync per commit. Blobs keep
+their rowid (large rows are what rowid tables are for).
+"""
+
+from __future__ import annotations
+
+from sqlalchemy import (
+    BigInteger,
+    Boolean,
+    Column,
+    ForeignKeyConstraint,
+    Index,
+    Integer,
+    LargeBinary,
+    MetaData,
+    String,
+    Table,
+    Text,
+    text,
+)
+
+# Constraint names are part of the contract: migrations and error translation refer to them.
+NAMING_CONVENTION = {
+    "ix": "ix_%(table_name)s_%(column_0_N_name)s",
+    "uq": "uq_%(table_name)s_%(column_0_N_name)s",
+    "ck": "ck_%(table_name)s_%(constraint_name)s",
+    "fk": "fk_%(table_name)s_%(column_0_N_name)s_%(referred_table_name)s",
+    "pk": "pk_%(table_name)s",
+}
+
+metadata = MetaData(naming_convention=NAMING_CONVENTION)
+
+FORMAT_VERSION = 1
+"""The ledger's data format version; a database at another version is refused, not guessed."""
+
+HASH = 64  # sha256 hex
+ID = 200  # resource ids are `mvu:` + up to 160 characters in the original; keep headroom
+
+# Version kinds whose revision moves the resource's head (one per revision per resource).
+COMMITTED_KINDS = ("reply", "manual", "card", "initial")
+VERSION_KINDS = (*COMMITTED_KINDS, "failed", "inherited")
+RESOURCE_KINDS = ("instance", "shared", "configured", "copy")
+
+
+def _blob_fk(column: str) -> ForeignKeyConstraint:
+    return ForeignKeyConstraint(["ledger_id", column], ["blobs.ledger_id", "blobs.hash"])
+
+
+ledger = Table(
+    "ledger",
+    metadata,
+    Column("ledger_id", String(64), primary_key=True),
+    Column("format_version", Integer, nullable=False),
+    Column("used_bytes", BigInteger, nullable=False),
+    Column("limit_bytes", BigInteger, nullable=False),
+    Column("state_limit_bytes", BigInteger, nullable=False),
+    # Facts have their own bound (DIGEST A-5) and are not part of the state budget; keeping
+    # their running totals here makes eviction O(1) per fact.
+    Column("facts_count", Integer, nullable=False, server_default=text("0")),
+    Column("facts_bytes", BigInteger, nullable=False, server_default=text("0")),
+    Column("facts_next_seq", BigInteger, nullable=False, server_default=text("1")),
+    Column("created_at", BigInteger, nullable=False),
+    sqlite_with_rowid=False,
+)
+
+blobs = Table(
+    "blobs",
+    metadata,
+    Column("ledger_id", String(64), primary_key=True),
+    Column("hash", String(HASH), primary_key=True),
+    Column("size", Integer, nullable=False),
+    Column("body", Text, nullable=False),
+)
+
+templates = Table(
+    "templates",
+    metadata,
+    Column("ledger_id", String(64), primary_key=True),
+    Column("id", String(ID), primary_key=True),
+    Column("position", Integer, nullable=False),
+    Column("definition_hash", String(HASH), nullable=False),
+    _blob_fk("definition_hash"),
+    sqlite_with_rowid=False,
+)
+
+resources = Table(
+    "resources",
+    metadata,
+    Column("ledger_id", String(64), primary_key=True),
+    Column("id", String(ID), primary_key=True),
+    Column("position", Integer, nullable=False),
+    Column("kind", String(16), nullable=False),
+    Column("template_id", String(ID)),
+    # Instance identity (DIGEST I-2): the durable session's id and createdAt (JSON text, since
+    # hosts use numbers or strings).
+    Column("session_id", String(ID)),
+    Column("session_created_at", Text),
+    # The CAS row version. Only a conditional UPDATE ... WHERE revision = :expected moves it.
+    Column("revision", BigInteger, nullable=False),
+    # The current version (NULL before the first commit) and the current variables: the
+    # version's, or the initial envelope's while there is no version yet.
+    Column("head_key", String(HASH)),
+    Column("head_hash", String(HASH), nullable=False),
+    # The definition without its `initial` envelope, which is stored on its own so that every
+    # instance of a template shares one copy of it.
+    Column("definition_hash", String(HASH), nullable=False),
+    Column("initial_hash", String(HASH), nullable=False),
+    Column("management_mode", String(16)),
+    # Lineage: a fork child reads its parent's history up to (and including) this position
+    # instead of copying it, so a fork costs the same whatever the parent's history length.
+    Column("parent_id", String(ID)),
+    Column("parent_position", Integer),
+    Column("meta", Text, nullable=False),
+    Column("bytes", Integer, nullable=False),
+    _blob_fk("definition_hash"),
+    _blob_fk("initial_hash"),
+    _blob_fk("head_hash"),
+    ForeignKeyConstraint(["ledger_id", "parent_id"], ["resources.ledger_id", "resources.id"]),
+    Index("ix_resources_session", "ledger_id", "session_id"),
+    sqlite_with_rowid=False,
+)
+
+versions = Table(
+    "versions",
+    metadata,
+    Column("ledger_id", String(64), primary_key=True),
+    Column("resource_id", String(ID), primary_key=True),
+    Column("key", String(HASH), primary_key=True),
+    # Append order within the resource (the order of the original `versions` array).
+    Column("position", Integer, nullable=False),
+    Column("kind", String(16), nullable=False),
+    Column("revision", BigInteger, nullable=False),
+    Column("parent_key", String(HASH)),
+    Column("variables_hash", String(HASH), nullable=False),
+    Column("session_id", String(ID)),
+    Column("message_seq", BigInteger),
+    Column("operation_id", String(ID)),
+    Column("fingerprint", String(HASH)),
+    Column("error", String(64)),
+    # The full original `source` object, and every remaining field of the version record.
+    Column("source", Text, nullable=False),
+    Column("meta", Text, nullable=False),
+    Column("bytes", Integer, nullable=False),
+    Column("created_at", BigInteger, nullable=False),
+    _blob_fk("variables_hash"),
+    ForeignKeyConstraint(["ledger_id", "resource_id"], ["resources.ledger_id", "resources.id"]),
+    Index("uq_versions_position", "ledger_id", "resource_id", "position", unique=True),
+    # Two committed versions can never claim the same revision of one resource: the database
+    # itself refuses a lost update, whatever the code above it does.
+    Index(
+        "uq_versions_revision",
+        "ledger_id",
+        "resource_id",
+        "revision",
+        unique=True,
+        sqlite_where=text("kind IN ('reply', 'manual', 'card', 'initial')"),
+        postgresql_where=text("kind IN ('reply', 'manual', 'card', 'initial')"),
+    ),
+    Index("ix_versions_session", "ledger_id", "session_id", "message_seq"),
+    sqlite_with_rowid=False,
+)
+
+checkpoints = Table(
+    "checkpoints",
+    metadata,
+    Column("ledger_id", String(64), primary_key=True),
+    Column("resource_id", String(ID), primary_key=True),
+    Column("position", Integer, primary_key=True),
+    # '' when the original checkpoint had no session id: NULLs would make the unique index
+    # below accept duplicates.
+    Column("session_id", String(ID), nullable=False),
+    Column("turn", BigInteger, nullable=False),
+    Column("seq", BigInteger, nullable=False),
+    Column("revision", BigInteger, nullable=False),
+    Column("version_key", String(HASH)),
+    Column("variables_hash", String(HASH), nullable=False),
+    Column("meta", Text, nullable=False),
+    Column("bytes", Integer, nullable=False),
+    _blob_fk("variables_hash"),
+    ForeignKeyConstraint(["ledger_id", "resource_id"], ["resources.ledger_id", "resources.id"]),
+    # One pre-turn baseline per turn, never overwritten (DIGEST F-6).
+    Index("uq_checkpoints_turn", "ledger_id", "resource_id", "session_id", "turn", unique=True),
+    sqlite_with_rowid=False,
+)
+
+seeds = Table(
+    "seeds",
+    metadata,
+    Column("ledger_id", String(64), primary_key=True),
+    Column("ticket", String(64), primary_key=True),
+    Column("position", Integer, nullable=False),
+    Column("kind", String(16), nullable=False),
+    Column("source_session_id", String(ID), nullable=False),
+    Column("target_session_id", String(ID)),
+    Column("installed", Boolean, nullable=False),
+    Column("body_hash", String(HASH), nullable=False),
+    _blob_fk("body_hash"),
+    Index("ix_seeds_target", "ledger_id", "target_session_id"),
+    sqlite_with_rowid=False,
+)
+
+receipts = Table(
+    "receipts",
+    metadata,
+    Column("ledger_id", String(64), primary_key=True),
+    Column("resource_id", String(ID), primary_key=True),
+    Column("operation_id", String(ID), primary_key=True),
+    Column("position", Integer, nullable=False),
+    # 'commit' (a state write; its version is `version_key`) or 'management' (a stored
+    # management-mode preference, DIGEST I-8).
+    Column("kind", String(16), nullable=False),
+    Column("fingerprint", String(HASH), nullable=False),
+    Column("revision", BigInteger, nullable=False),
+    Column("version_key", String(HASH)),
+    Column("result", Text, nullable=False),
+    Column("bytes", Integer, nullable=False),
+    Column("created_at", BigInteger, nullable=False),
+    ForeignKeyConstraint(["ledger_id", "resource_id"], ["resources.ledger_id", "resources.id"]),
+    sqlite_with_rowid=False,
+)
+
+activations = Table(
+    "activations",
+    metadata,
+    Column("ledger_id", String(64), primary_key=True),
+    # A template or resource id: replies in this session below `seq` are never applied to it.
+    Column("owner_id", String(ID), primary_key=True),
+    Column("session_id", String(ID), primary_key=True),
+    Column("seq", BigInteger, nullable=False),
+    sqlite_with_rowid=False,
+)
+
+selections = Table(
+    "selections",
+    metadata,
+    Column("ledger_id", String(64), primary_key=True),
+    Column("session_id", String(ID), primary_key=True),
+    # The discovered template a session selected; NULL records an explicit unselect.
+    Column("template_id", String(ID)),
+    sqlite_with_rowid=False,
+)
+
+facts = Table(
+    "facts",
+    metadata,
+    Column("ledger_id", String(64), primary_key=True),
+    Column("seq", BigInteger, primary_key=True),
+    Column("phase", String(16), nullable=False),
+    Column("session_id", String(ID)),
+    Column("recorded_at", BigInteger, nullable=False),
+    Column("body", Text, nullable=False),
+    Column("bytes", Integer, nullable=False),
+    sqlite_with_rowid=False,
+)
+
+legacy_files = Table(
+    "legacy_files",
+    metadata,
+    Column("ledger_id", String(64), primary_key=True),
+    Column("name", String(64), primary_key=True),
+    Column("sha256", String(HASH), nullable=False),
+    Column("size", Integer, nullable=False),
+    Column("body", LargeBinary, nullable=False),
+)

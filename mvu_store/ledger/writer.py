@@ -1,0 +1,277 @@
+"""The single writer: one thread, one connection, group commit.
+
+Python pays far more per statement than SQLite does, and an async engine pays it twice (see
+``../shared/notes/libraries.md``). So every write of a ledger runs on one dedicated thread
+that owns one raw DB-API connection: callers submit a *unit of work* (a plain function taking a
+:class:`WriteTx`) and await a future. The thread drains whatever is queued, runs the units in
+one transaction, each inside its own SAVEPOINT (a failing unit rolls back alone), and commits
+once: one fsync for the whole batch. Futures resolve only after COMMIT returned, so an
+acknowledged write is durable.
+
+Statements are SQLAlchemy Core, compiled once per dialect into driver SQL (:class:`Statements`)
+and executed on the raw cursor: Core stays the one place the schema is written, and the hot path
+costs what the driver costs.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import queue
+import sqlite3
+import threading
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Generic, TypeVar
+
+from sqlalchemy import Engine
+from sqlalchemy.engine.interfaces import Dialect
+from sqlalchemy.sql import ClauseElement
+
+from mvu_store.errors import Code, MvuError
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True, slots=True)
+class Sql:
+    """Driver SQL compiled from a Core statement, with the values of its literal binds."""
+
+    text: str
+    defaults: Mapping[str, Any]
+
+    def params(self, values: Mapping[str, Any] | None) -> Mapping[str, Any]:
+        if not self.defaults:
+            return values or {}
+        return {**self.defaults, **(values or {})}
+
+
+class Statements:
+    """Core statements compiled once for a dialect, executed with named parameters."""
+
+    def __init__(self, dialect: Dialect) -> None:
+        self._dialect = dialect
+        self._cache: dict[str, Sql] = {}
+
+    def sql(self, name: str, build: Callable[[], ClauseElement], column_keys: list[str] | None = None) -> Sql:
+        compiled_sql = self._cache.get(name)
+        if compiled_sql is None:
+            compiled = build().compile(dialect=self._dialect, column_keys=column_keys)
+            # Literal values in the statement (``max(x) + 1``) compile to binds with a value;
+            # ours are named bindparams without one and come from the caller.
+            defaults = {key: value for key, value in compiled.params.items() if value is not None}
+            compiled_sql = Sql(str(compiled), defaults)
+            self._cache[name] = compiled_sql
+        return compiled_sql
+
+
+@dataclass(slots=True)
+class WriteTx:
+    """What a unit of work sees: a cursor inside the open transaction, and a byte counter.
+
+    ``charge`` adds to the bytes this unit stores; the writer settles them against the ledger's
+    budget with one conditional UPDATE when the unit ends (O(1), whatever the ledger's size).
+    """
+
+    cursor: Any
+    statements: Statements
+    ledger_id: str
+    charged: int = 0
+    data: dict[str, Any] = field(default_factory=dict)
+
+    def execute(self, sql: Sql, params: Mapping[str, Any] | None = None) -> Any:
+        self.cursor.execute(sql.text, sql.params(params))
+        return self.cursor
+
+    def fetchone(self, sql: Sql, params: Mapping[str, Any]) -> tuple[Any, ...] | None:
+        self.cursor.execute(sql.text, sql.params(params))
+        row: tuple[Any, ...] | None = self.cursor.fetchone()
+        return row
+
+    def fetchall(self, sql: Sql, params: Mapping[str, Any]) -> list[tuple[Any, ...]]:
+        self.cursor.execute(sql.text, sql.params(params))
+        rows: list[tuple[Any, ...]] = self.cursor.fetchall()
+        return rows
+
+    def charge(self, size: int) -> None:
+        self.charged += size
+
+
+Work = Callable[[WriteTx], T]
+Settle = Callable[[WriteTx], None]
+
+
+@dataclass(slots=True)
+class _Job(Generic[T]):
+    work: Work[T]
+    future: asyncio.Future[T]
+    loop: asyncio.AbstractEventLoop
+
+
+_STOP = object()
+
+
+def translate(error: BaseException) -> BaseException:
+    """Driver errors become MvuError here, and only here (by class and SQLSTATE, not text)."""
+    if isinstance(error, MvuError):
+        return error
+    if isinstance(error, sqlite3.OperationalError) and error.sqlite_errorcode in (
+        sqlite3.SQLITE_BUSY,
+        sqlite3.SQLITE_LOCKED,
+    ):
+        return MvuError(Code.STORAGE_BUSY, "the ledger stayed busy past its timeout; nothing was written")
+    sqlstate = getattr(error, "sqlstate", None)
+    if sqlstate in ("40001", "40P01", "55P03"):  # serialization failure, deadlock, lock not available
+        return MvuError(Code.STORAGE_BUSY, "the ledger stayed busy; nothing was written", sqlstate=sqlstate)
+    if isinstance(error, sqlite3.IntegrityError) or (sqlstate or "").startswith("23"):
+        constraint = getattr(getattr(error, "diag", None), "constraint_name", None)
+        return MvuError(Code.STORAGE_CORRUPT, f"a stored row broke an integrity rule: {error}", constraint=constraint)
+    if isinstance(error, sqlite3.DatabaseError) or sqlstate is not None:
+        return MvuError(Code.STORAGE_CORRUPT, f"the database refused the write: {error}")
+    return error
+
+
+class Writer:
+    """Runs units of work on one thread, batching whatever is queued into one transaction."""
+
+    def __init__(self, engine: Engine, ledger_id: str, settle: Settle, *, max_batch: int = 64) -> None:
+        self.statements = Statements(engine.dialect)
+        self._engine = engine
+        self._ledger_id = ledger_id
+        self._settle = settle
+        self._max_batch = max_batch
+        self._sqlite = engine.dialect.name == "sqlite"
+        self._queue: queue.SimpleQueue[Any] = queue.SimpleQueue()
+        self._savepoints = itertools.count()
+        self._closed = False
+        self._thread = threading.Thread(target=self._run, name=f"mvu-writer-{ledger_id}", daemon=True)
+        self._thread.start()
+
+    async def submit(self, work: Work[T]) -> T:
+        if self._closed:
+            raise MvuError(Code.DISPOSED, "the ledger is closed")
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[T] = loop.create_future()
+        self._queue.put(_Job(work, future, loop))
+        return await future
+
+    def close(self) -> None:
+        """Finish queued work, then stop the thread and release its connection."""
+        if self._closed:
+            return
+        self._closed = True
+        self._queue.put(_STOP)
+        self._thread.join()
+
+    # -- the thread ---------------------------------------------------------------------------
+
+    def _run(self) -> None:
+        connection = self._engine.raw_connection()
+        try:
+            dbapi = connection.dbapi_connection
+            while True:
+                first = self._queue.get()
+                if first is _STOP:
+                    return
+                batch: list[_Job[Any]] = [first]
+                stop = False
+                while len(batch) < self._max_batch:
+                    try:
+                        item = self._queue.get_nowait()
+                    except queue.Empty:
+                        break
+                    if item is _STOP:
+                        stop = True
+                        break
+                    batch.append(item)
+                self._run_batch(dbapi, batch)
+                if stop:
+                    return
+        finally:
+            connection.close()
+
+    def _run_batch(self, dbapi: Any, batch: list[_Job[Any]]) -> None:
+        # A caller that was cancelled before its turn gets nothing written.
+        live = [job for job in batch if not job.future.cancelled()]
+        if not live:
+            return
+        outcomes: list[tuple[bool, Any]] = []
+        cursor = dbapi.cursor()
+        try:
+            self._begin(cursor)
+            try:
+                if len(live) == 1:
+                    outcomes.append(self._run_alone(cursor, live[0]))
+                else:
+                    outcomes.extend(self._run_in_savepoint(cursor, job) for job in live)
+                if any(ok for ok, _ in outcomes):
+                    dbapi.commit()
+                else:
+                    dbapi.rollback()
+            except BaseException:
+                with contextlib.suppress(Exception):
+                    dbapi.rollback()
+                raise
+        except BaseException as error:  # the transaction itself failed: nothing was written
+            failure = translate(error)
+            outcomes = [(False, failure)] * len(live)
+        finally:
+            cursor.close()
+        for job, (ok, value) in zip(live, outcomes, strict=True):
+            job.loop.call_soon_threadsafe(_resolve, job.future, ok, value)
+
+    def _run_alone(self, cursor: Any, job: _Job[Any]) -> tuple[bool, Any]:
+        tx = WriteTx(cursor, self.statements, self._ledger_id)
+        try:
+            result = job.work(tx)
+            self._settle(tx)
+        except Exception as error:
+            return False, translate(error)
+        if job.future.cancelled():
+            return False, None
+        return True, result
+
+    def _run_in_savepoint(self, cursor: Any, job: _Job[Any]) -> tuple[bool, Any]:
+        name = f"mvu_{next(self._savepoints)}"
+        cursor.execute(f"SAVEPOINT {name}")
+        ok, value = self._run_alone(cursor, job)
+        if ok:
+            cursor.execute(f"RELEASE SAVEPOINT {name}")
+        else:
+            cursor.execute(f"ROLLBACK TO SAVEPOINT {name}")
+            cursor.execute(f"RELEASE SAVEPOINT {name}")
+        return ok, value
+
+    def _begin(self, cursor: Any) -> None:
+        if self._sqlite:
+            # Take the write lock up front (see engine.py); PostgreSQL begins implicitly.
+            cursor.execute("BEGIN IMMEDIATE")
+
+
+def _resolve(future: asyncio.Future[Any], ok: bool, value: Any) -> None:
+    if future.done():
+        return
+    if ok:
+        future.set_result(value)
+    elif value is None:
+        future.cancel()
+    else:
+        future.set_exception(value)
+
+
+@contextlib.contextmanager
+def read_cursor(engine: Engine) -> Iterator[Any]:
+    """A raw cursor inside one read transaction (a consistent snapshot on both dialects)."""
+    connection = engine.raw_connection()
+    try:
+        cursor = connection.cursor()
+        if engine.dialect.name == "sqlite":
+            cursor.execute("BEGIN")
+        try:
+            yield cursor
+        finally:
+            connection.rollback()
+            cursor.close()
+    finally:
+        connection.close()
