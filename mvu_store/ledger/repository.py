@@ -116,7 +116,8 @@ class Ledger:
         """Run ``work`` as one atomic unit on the writer (for in-package use: importers)."""
         return await self._writer.submit(work)
 
-    async def _read(self, work: Callable[[Any], T]) -> T:
+    async def read(self, work: Callable[[Any], T]) -> T:
+        """Run ``work(connection)`` on a reader connection (committed data only), off the loop."""
         if self._closed:
             raise MvuError(Code.DISPOSED, "the ledger is closed")
 
@@ -590,7 +591,7 @@ class Ledger:
         await self.write(work)
 
     async def templates(self) -> dict[str, JsonValue]:
-        rows = await self._read(
+        rows = await self.read(
             lambda c: c.execute(
                 select(t.templates.c.id, t.blobs.c.body)
                 .join(t.blobs, and_(t.blobs.c.ledger_id == t.templates.c.ledger_id,
@@ -662,13 +663,13 @@ class Ledger:
         query = select(t.facts.c.body).where(t.facts.c.ledger_id == self.ledger_id).order_by(t.facts.c.seq)
         if session_id is not None:
             query = query.where(t.facts.c.session_id == session_id)
-        rows = await self._read(lambda c: c.execute(query).all())
+        rows = await self.read(lambda c: c.execute(query).all())
         return [json.loads(row[0]) for row in rows]
 
     # -- reads --------------------------------------------------------------------------------
 
     async def usage(self) -> Usage:
-        row = await self._read(
+        row = await self.read(
             lambda c: c.execute(
                 select(t.ledger.c.used_bytes, t.ledger.c.limit_bytes, t.ledger.c.state_limit_bytes,
                        t.ledger.c.facts_count, t.ledger.c.facts_bytes).where(t.ledger.c.ledger_id == self.ledger_id)
@@ -678,14 +679,14 @@ class Ledger:
 
     async def resource(self, resource_id: str) -> ResourceRecord | None:
         query = self._resources_query().where(t.resources.c.id == resource_id)
-        rows = await self._read(lambda c: c.execute(query).all())
+        rows = await self.read(lambda c: c.execute(query).all())
         return _resource(rows[0]) if rows else None
 
     async def resources(self, *, session_id: str | None = None) -> list[ResourceRecord]:
         query = self._resources_query().order_by(t.resources.c.position)
         if session_id is not None:
             query = query.where(t.resources.c.session_id == session_id)
-        rows = await self._read(lambda c: c.execute(query).all())
+        rows = await self.read(lambda c: c.execute(query).all())
         return [_resource(row) for row in rows]
 
     def _resources_query(self) -> Any:
@@ -712,7 +713,7 @@ class Ledger:
                 .where(c.ledger_id == self.ledger_id, c.id == resource_id)
             ).first()
 
-        row = await self._read(read)
+        row = await self.read(read)
         if row is None:
             raise MvuError(Code.MISSING, f"no resource {resource_id!r}", id=resource_id)
         return Head(resource_id, int(row[0]), row[1], json.loads(row[2]))
@@ -721,7 +722,7 @@ class Ledger:
         """A stored payload by hash (immutable, so its text is cached)."""
         text = self._blob_cache.get(blob_hash)
         if text is None:
-            rows = await self._read(
+            rows = await self.read(
                 lambda c: c.execute(
                     select(t.blobs.c.body).where(t.blobs.c.ledger_id == self.ledger_id, t.blobs.c.hash == blob_hash)
                 ).all()
@@ -767,11 +768,11 @@ class Ledger:
                 )
             return history
 
-        return await self._read(read)
+        return await self.read(read)
 
     async def checkpoints(self, resource_id: str) -> list[CheckpointRecord]:
         c = t.checkpoints.c
-        rows = await self._read(
+        rows = await self.read(
             lambda connection: connection.execute(
                 select(c.resource_id, c.position, c.session_id, c.turn, c.seq, c.revision, c.version_key,
                        c.variables_hash, c.meta)
@@ -787,7 +788,7 @@ class Ledger:
 
     async def audit(self) -> list[Finding]:
         """Run the ``audit_*`` views (the same SQL an auditor runs) for this ledger."""
-        rows = await self._read(
+        rows = await self.read(
             lambda c: c.execute(
                 text("SELECT check_name, ledger_id, subject, detail FROM audit_findings WHERE ledger_id = :ledger_id"),
                 {"ledger_id": self.ledger_id},
