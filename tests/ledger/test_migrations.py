@@ -1,0 +1,115 @@
+"""Alembic owns the schema: migrations and models never drift; upgrades are repeatable."""
+
+from __future__ import annotations
+
+import sqlite3
+import uuid
+from pathlib import Path
+
+import pytest
+from sqlalchemy import text
+
+from mvu_store.errors import MvuError
+from mvu_store.ledger import migrate, open_ledger
+from mvu_store.ledger.engine import EngineOptions, create_sync_engine
+from tests.conftest import POSTGRES_URL, require_postgres
+
+
+def test_models_and_migrations_do_not_drift_on_sqlite(tmp_path: Path) -> None:
+    engine = create_sync_engine(f"sqlite:///{tmp_path / 'drift.sqlite3'}", EngineOptions())
+    try:
+        migrate.upgrade(engine)
+        migrate.upgrade(engine)  # a second upgrade is a no-op
+        migrate.check(engine)
+        assert migrate.current_revision(engine) == migrate.head_revision()
+    finally:
+        engine.dispose()
+
+
+@pytest.mark.postgres
+def test_models_and_migrations_do_not_drift_on_postgresql() -> None:
+    require_postgres()
+    schema = f"drift_{uuid.uuid4().hex[:12]}"
+    admin = create_sync_engine(POSTGRES_URL, EngineOptions())
+    with admin.begin() as connection:
+        connection.execute(text(f"CREATE SCHEMA {schema}"))
+    engine = create_sync_engine(f"{POSTGRES_URL}?options=-csearch_path%3D{schema}", EngineOptions())
+    try:
+        migrate.upgrade(engine)
+        migrate.check(engine)
+    finally:
+        engine.dispose()
+        with admin.begin() as connection:
+            connection.execute(text(f"DROP SCHEMA {schema} CASCADE"))
+        admin.dispose()
+
+
+def test_check_refuses_a_database_behind_head(tmp_path: Path) -> None:
+    engine = create_sync_engine(f"sqlite:///{tmp_path / 'empty.sqlite3'}", EngineOptions())
+    try:
+        with pytest.raises(MvuError) as refused:
+            migrate.check(engine)
+        assert refused.value.code == "MVU_VERSION"
+    finally:
+        engine.dispose()
+
+
+def test_check_refuses_a_schema_changed_by_hand(tmp_path: Path) -> None:
+    path = tmp_path / "changed.sqlite3"
+    engine = create_sync_engine(f"sqlite:///{path}", EngineOptions())
+    try:
+        migrate.upgrade(engine)
+        with sqlite3.connect(path) as raw:
+            raw.execute("CREATE TABLE stray (x INTEGER)")
+        with pytest.raises(MvuError) as refused:
+            migrate.check(engine)
+        assert refused.value.code == "MVU_VERSION"
+    finally:
+        engine.dispose()
+
+
+async def test_sqlite_pragmas_are_durable(tmp_path: Path) -> None:
+    ledger = await open_ledger(f"sqlite:///{tmp_path / 'l.sqlite3'}")
+    try:
+        def pragmas(connection: object) -> tuple[object, ...]:
+            run = connection.exec_driver_sql  # type: ignore[attr-defined]
+            return (
+                run("PRAGMA journal_mode").scalar(),
+                run("PRAGMA foreign_keys").scalar(),
+                run("PRAGMA synchronous").scalar(),
+            )
+
+        journal, foreign_keys, _ = await ledger.read(pragmas)
+        assert (journal, foreign_keys) == ("wal", 1)
+    finally:
+        await ledger.close()
+
+
+@pytest.mark.parametrize(
+    ("url", "code"),
+    [("mysql://x/y", "MVU_CONFIG"), ("not a url", "MVU_CONFIG"), ("sqlite://", "MVU_CONFIG"),
+     ("sqlite:///:memory:", "MVU_CONFIG")],
+)
+async def test_bad_urls_are_refused(url: str, code: str) -> None:
+    with pytest.raises(MvuError) as refused:
+        await open_ledger(url)
+    assert refused.value.code == code
+
+
+async def test_bad_ledger_ids_and_limits_are_refused(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'l.sqlite3'}"
+    for kwargs in ({"ledger_id": "has space"}, {"ledger_id": ""}, {"ledger_limit_bytes": 0}):
+        with pytest.raises(MvuError) as refused:
+            await open_ledger(url, **kwargs)  # type: ignore[arg-type]
+        assert refused.value.code == "MVU_CONFIG"
+
+
+async def test_reopening_applies_new_limits(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'l.sqlite3'}"
+    first = await open_ledger(url)
+    await first.close()
+    second = await open_ledger(url, ledger_limit_bytes=1_000_000)
+    try:
+        assert (await second.usage()).limit_bytes == 1_000_000
+    finally:
+        await second.close()

@@ -1,0 +1,54 @@
+"""The `mvu` command: status, audit, db; errors end with the code on the last stderr line."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from mvu_api.cli import main
+
+
+def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    code = main(list(argv))
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def test_status_reports_location_usage_and_audit(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    url = f"sqlite:///{tmp_path / 'var' / 'mvu.sqlite3'}"
+    code, out, _ = run(capsys, "--db", url, "--json", "status")
+    assert code == 0
+    status = json.loads(out)
+    assert status["audit"] == "clean"
+    assert status["usedBytes"] == 0 and status["limitBytes"] == 32 * 1024 * 1024
+    assert status["formatVersion"] == 1
+    assert (tmp_path / "var" / "mvu.sqlite3").exists()
+
+
+def test_db_upgrade_current_check(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    url = f"sqlite:///{tmp_path / 'l.sqlite3'}"
+    assert run(capsys, "--db", url, "--json", "db", "upgrade")[0] == 0
+    code, out, _ = run(capsys, "--db", url, "--json", "db", "check")
+    assert code == 0 and json.loads(out)["upToDate"] is True
+
+
+def test_audit_finds_tampering_and_exits_non_zero(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "l.sqlite3"
+    url = f"sqlite:///{path}"
+    assert run(capsys, "--db", url, "--json", "audit")[0] == 0
+    with sqlite3.connect(path) as raw:
+        raw.execute("UPDATE ledger SET used_bytes = 99")
+    code, out, _ = run(capsys, "--db", url, "--json", "audit")
+    assert code == 1
+    report = json.loads(out)
+    assert report["clean"] is False
+    assert [finding["check"] for finding in report["findings"]] == ["usage"]
+
+
+def test_failure_prints_the_code_last(capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = run(capsys, "--db", "mysql://nowhere/x", "status")
+    assert code != 0
+    assert err.strip().splitlines()[-1] == "MVU_CONFIG"
