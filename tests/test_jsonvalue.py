@@ -1,0 +1,108 @@
+"""Canonical JSON, hashing and the structural limits (DIGEST P-4), by property."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from mvu_store.errors import MvuError
+from mvu_store.jsonvalue import (
+    MAX_DEPTH,
+    canonical_bytes,
+    content_hash,
+    find_unsafe_key,
+    json_pointer,
+    loads,
+    measure_state,
+    normalize,
+)
+
+finite_floats = st.floats(allow_nan=False, allow_infinity=False)
+scalars = st.none() | st.booleans() | st.integers(-(2**60), 2**60) | finite_floats | st.text()
+json_values = st.recursive(
+    scalars, lambda inner: st.lists(inner, max_size=5) | st.dictionaries(st.text(), inner, max_size=5), max_leaves=40
+)
+
+
+@given(json_values)
+def test_canonical_text_round_trips_to_an_equal_value(value: object) -> None:
+    text = canonical_bytes(value)
+    assert json.loads(text) == normalize(value)[0]
+    assert canonical_bytes(json.loads(text)) == text  # canonical form is a fixed point
+
+
+@given(st.dictionaries(st.text(), scalars, max_size=8))
+def test_key_order_does_not_change_the_hash(mapping: dict[str, object]) -> None:
+    reordered = dict(reversed(list(mapping.items())))
+    assert content_hash(mapping) == content_hash(reordered)
+
+
+@given(st.integers(-(2**52), 2**52))
+def test_integral_floats_hash_like_integers(number: int) -> None:
+    # JavaScript has one number type: 5.0 and 5 are the same value and must hash the same.
+    assert content_hash({"n": float(number)}) == content_hash({"n": number})
+
+
+@given(json_values)
+def test_normalize_never_aliases_the_input(value: object) -> None:
+    copy, _, _ = normalize(value)
+    if isinstance(value, (dict, list)) and value:
+        assert copy is not value
+
+
+@pytest.mark.parametrize("bad", [math.nan, math.inf, -math.inf, {1: "x"}, {"a": {1, 2}}, b"bytes", (1, 2)])
+def test_non_json_values_are_refused(bad: object) -> None:
+    with pytest.raises(MvuError) as refused:
+        normalize(bad)
+    assert refused.value.code == "MVU_JSON"
+
+
+@settings(max_examples=30)
+@given(st.integers(1, 150))
+def test_depth_limit(depth: int) -> None:
+    value: object = 0
+    for _ in range(depth - 1):
+        value = [value]
+    if depth <= MAX_DEPTH:
+        assert normalize(value)[2] == depth
+    else:
+        with pytest.raises(MvuError) as refused:
+            normalize(value)
+        assert refused.value.code == "MVU_LIMIT"
+
+
+def test_node_limit() -> None:
+    with pytest.raises(MvuError) as refused:
+        normalize(list(range(100_000)))
+    assert refused.value.code == "MVU_LIMIT"
+    assert normalize(list(range(99_999)))[1] == 100_000
+
+
+@given(st.integers(0, 3000))
+def test_state_byte_limit_is_exact(size: int) -> None:
+    value = {"s": "x" * size}
+    encoded = len(canonical_bytes(value))
+    if encoded <= 1000:
+        assert measure_state(value, max_bytes=1000)[2].size == encoded
+    else:
+        with pytest.raises(MvuError) as refused:
+            measure_state(value, max_bytes=1000)
+        assert refused.value.details["requested"] == encoded
+
+
+def test_loads_refuses_constants_and_garbage() -> None:
+    for text in ("NaN", "[Infinity]", "{", "", "[1,]"):
+        with pytest.raises(MvuError) as refused:
+            loads(text)
+        assert refused.value.code == "MVU_JSON"
+    assert loads('{"a": 1.0}') == {"a": 1}
+
+
+def test_unsafe_keys_and_pointers() -> None:
+    assert find_unsafe_key({"a": [{"b": 1}, {"__proto__": 2}]}) == ["a", 1, "__proto__"]
+    assert find_unsafe_key({"a": {"constructorx": 1}}) is None
+    assert json_pointer(["a/b", "c~d", 0]) == "/a~1b/c~0d/0"
