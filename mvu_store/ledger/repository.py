@@ -493,7 +493,7 @@ class Ledger:
             resource = self._resource_row(tx, resource_id)
             if resource is None:
                 raise MvuError(Code.MISSING, f"no resource {resource_id!r}", id=resource_id)
-            replay = self._replay(tx, request, f"management:{operation_id}")
+            replay = self._replay(tx, request, "", check_key=False)
             if replay is not None:
                 return replay
             if int(resource[0]) != expected_revision:
@@ -525,48 +525,52 @@ class Ledger:
 
         The first checkpoint of a turn wins; asking again returns it unchanged.
         """
+        text = _text(meta or {})
 
-        def work(tx: WriteTx) -> None:
+        def work(tx: WriteTx) -> CheckpointRecord:
+            existing = self._checkpoint(tx, resource_id, session_id, turn)
+            if existing is not None:
+                return existing
             resource = self._resource_row(tx, resource_id)
             if resource is None:
                 raise MvuError(Code.MISSING, f"no resource {resource_id!r}", id=resource_id)
-            if self._checkpoint_position(tx, resource_id, session_id, turn) is not None:
-                return
-            text = _text(meta or {})
-            self.insert_row(
-                tx,
-                t.checkpoints,
-                {
-                    "resource_id": resource_id,
-                    "position": self._next_position(tx, t.checkpoints, "resource_id", resource_id),
-                    "session_id": session_id,
-                    "turn": turn,
-                    "seq": seq,
-                    "revision": int(resource[0]),
-                    "version_key": resource[1],
-                    "variables_hash": resource[2],
-                    "meta": text,
-                    "bytes": len(text.encode()),
-                },
+            record = CheckpointRecord(
+                resource_id=resource_id,
+                position=self._next_position(tx, t.checkpoints, "resource_id", resource_id),
+                session_id=session_id,
+                turn=turn,
+                seq=seq,
+                revision=int(resource[0]),
+                version_key=resource[1],
+                variables_hash=resource[2],
+                meta=json.loads(text),
             )
+            self.insert_row(tx, t.checkpoints, {
+                "resource_id": resource_id, "position": record.position, "session_id": session_id, "turn": turn,
+                "seq": seq, "revision": record.revision, "version_key": record.version_key,
+                "variables_hash": record.variables_hash, "meta": text, "bytes": len(text.encode()),
+            })
+            return record
 
-        await self.write(work)
-        found = [c for c in await self.checkpoints(resource_id) if c.session_id == session_id and c.turn == turn]
-        return found[0]
+        return await self.write(work)
 
-    def _checkpoint_position(self, tx: WriteTx, resource_id: str, session_id: str, turn: int) -> int | None:
+    def _checkpoint(self, tx: WriteTx, resource_id: str, session_id: str, turn: int) -> CheckpointRecord | None:
+        c = t.checkpoints.c
         sql = self._compiled(
-            "checkpoint-exists",
-            lambda: select(t.checkpoints.c.position).where(
-                t.checkpoints.c.ledger_id == _LEDGER,
-                t.checkpoints.c.resource_id == bindparam("resource_id"),
-                t.checkpoints.c.session_id == bindparam("session_id"),
-                t.checkpoints.c.turn == bindparam("turn"),
+            "checkpoint",
+            lambda: select(c.position, c.seq, c.revision, c.version_key, c.variables_hash, c.meta).where(
+                c.ledger_id == _LEDGER,
+                c.resource_id == bindparam("resource_id"),
+                c.session_id == bindparam("session_id"),
+                c.turn == bindparam("turn"),
             ),
         )
         row = tx.fetchone(sql, {"ledger_id": self.ledger_id, "resource_id": resource_id, "session_id": session_id,
                                 "turn": turn})
-        return None if row is None else int(row[0])
+        if row is None:
+            return None
+        return CheckpointRecord(resource_id, int(row[0]), session_id, turn, int(row[1]), int(row[2]), row[3], row[4],
+                                json.loads(row[5]))
 
     # -- templates and facts ------------------------------------------------------------------
 

@@ -142,9 +142,10 @@ versions = Table(
     metadata,
     Column("ledger_id", String(64), primary_key=True),
     Column("resource_id", String(ID), primary_key=True),
-    Column("key", String(HASH), primary_key=True),
-    # Append order within the resource (the order of the original `versions` array).
-    Column("position", Integer, nullable=False),
+    # Append order within the resource (the order of the original `versions` array). Being the
+    # clustering key, every insert lands on the rightmost leaf: few pages dirtied per commit.
+    Column("position", Integer, primary_key=True),
+    Column("key", String(HASH), nullable=False),
     Column("kind", String(16), nullable=False),
     Column("revision", BigInteger, nullable=False),
     Column("parent_key", String(HASH)),
@@ -161,7 +162,8 @@ versions = Table(
     Column("created_at", BigInteger, nullable=False),
     _blob_fk("variables_hash"),
     ForeignKeyConstraint(["ledger_id", "resource_id"], ["resources.ledger_id", "resources.id"]),
-    Index("uq_versions_position", "ledger_id", "resource_id", "position", unique=True),
+    # One version per key and resource; key first so audits can find a version by key alone.
+    Index("uq_versions_key", "ledger_id", "key", "resource_id", unique=True),
     # Two committed versions can never claim the same revision of one resource: the database
     # itself refuses a lost update, whatever the code above it does.
     Index(
@@ -233,6 +235,8 @@ receipts = Table(
     Column("bytes", Integer, nullable=False),
     Column("created_at", BigInteger, nullable=False),
     ForeignKeyConstraint(["ledger_id", "resource_id"], ["resources.ledger_id", "resources.id"]),
+    # Receipts are appended in order; this keeps "next position" O(log n), not a scan.
+    Index("ix_receipts_position", "ledger_id", "resource_id", "position"),
     sqlite_with_rowid=False,
 )
 

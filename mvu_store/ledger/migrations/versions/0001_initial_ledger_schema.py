@@ -310,11 +310,14 @@ def upgrade() -> None:
     sa.PrimaryKeyConstraint('ledger_id', 'resource_id', 'operation_id', name=op.f('pk_receipts')),
     sqlite_with_rowid=False
     )
+    with op.batch_alter_table('receipts', schema=None) as batch_op:
+        batch_op.create_index('ix_receipts_position', ['ledger_id', 'resource_id', 'position'], unique=False)
+
     op.create_table('versions',
     sa.Column('ledger_id', sa.String(length=64), nullable=False),
     sa.Column('resource_id', sa.String(length=200), nullable=False),
-    sa.Column('key', sa.String(length=64), nullable=False),
     sa.Column('position', sa.Integer(), nullable=False),
+    sa.Column('key', sa.String(length=64), nullable=False),
     sa.Column('kind', sa.String(length=16), nullable=False),
     sa.Column('revision', sa.BigInteger(), nullable=False),
     sa.Column('parent_key', sa.String(length=64), nullable=True),
@@ -330,12 +333,12 @@ def upgrade() -> None:
     sa.Column('created_at', sa.BigInteger(), nullable=False),
     sa.ForeignKeyConstraint(['ledger_id', 'resource_id'], ['resources.ledger_id', 'resources.id'], name=op.f('fk_versions_ledger_id_resource_id_resources')),
     sa.ForeignKeyConstraint(['ledger_id', 'variables_hash'], ['blobs.ledger_id', 'blobs.hash'], name=op.f('fk_versions_ledger_id_variables_hash_blobs')),
-    sa.PrimaryKeyConstraint('ledger_id', 'resource_id', 'key', name=op.f('pk_versions')),
+    sa.PrimaryKeyConstraint('ledger_id', 'resource_id', 'position', name=op.f('pk_versions')),
     sqlite_with_rowid=False
     )
     with op.batch_alter_table('versions', schema=None) as batch_op:
         batch_op.create_index('ix_versions_session', ['ledger_id', 'session_id', 'message_seq'], unique=False)
-        batch_op.create_index('uq_versions_position', ['ledger_id', 'resource_id', 'position'], unique=True)
+        batch_op.create_index('uq_versions_key', ['ledger_id', 'key', 'resource_id'], unique=True)
         batch_op.create_index('uq_versions_revision', ['ledger_id', 'resource_id', 'revision'], unique=True, sqlite_where=sa.text("kind IN ('reply', 'manual', 'card', 'initial')"), postgresql_where=sa.text("kind IN ('reply', 'manual', 'card', 'initial')"))
 
 
@@ -345,10 +348,13 @@ def downgrade() -> None:
     _drop_views()
     with op.batch_alter_table('versions', schema=None) as batch_op:
         batch_op.drop_index('uq_versions_revision', sqlite_where=sa.text("kind IN ('reply', 'manual', 'card', 'initial')"), postgresql_where=sa.text("kind IN ('reply', 'manual', 'card', 'initial')"))
-        batch_op.drop_index('uq_versions_position')
+        batch_op.drop_index('uq_versions_key')
         batch_op.drop_index('ix_versions_session')
 
     op.drop_table('versions')
+    with op.batch_alter_table('receipts', schema=None) as batch_op:
+        batch_op.drop_index('ix_receipts_position')
+
     op.drop_table('receipts')
     with op.batch_alter_table('checkpoints', schema=None) as batch_op:
         batch_op.drop_index('uq_checkpoints_turn')
