@@ -76,7 +76,7 @@ class Ledger:
         self.dialect = writer_engine.dialect.name
         self._writer_engine = writer_engine
         self._reader_engine = reader_engine
-        self._writer = Writer(writer_engine, ledger_id, self._settle)
+        self._writer = Writer(writer_engine, ledger_id, self._settle, serialize=self._serialize)
         self._sql = self._writer.statements
         self._state_limit = 0
         self._blob_cache: OrderedDict[str, str] = OrderedDict()
@@ -161,6 +161,22 @@ class Ledger:
         tx.execute(self._insert_sql(table), row)
         if "bytes" in table.c and table is not t.facts:
             tx.charge(int(row["bytes"]))
+
+    def _serialize(self, tx: WriteTx) -> None:
+        """Make every transaction of this ledger run one at a time, across processes too.
+
+        Units of work read, then write (next positions, receipts, fact counters). SQLite's
+        ``BEGIN IMMEDIATE`` already serialises writers of the file; on PostgreSQL the ledger's
+        usage row is the lock: every charged unit updates it anyway, so taking it at the start
+        costs no concurrency within a ledger and rules out write skew between processes.
+        """
+        if self.dialect != "postgresql":
+            return
+        sql = self._compiled(
+            "lock-ledger",
+            lambda: select(t.ledger.c.ledger_id).where(t.ledger.c.ledger_id == _LEDGER).with_for_update(),
+        )
+        tx.execute(sql, {"ledger_id": self.ledger_id})
 
     def _settle(self, tx: WriteTx) -> None:
         """Charge a unit's bytes with one conditional UPDATE: over budget refuses the unit."""
@@ -396,14 +412,10 @@ class Ledger:
         revision = current_revision + 1 if committed else current_revision
         # The blob first: the head references it (foreign key). A refused CAS rolls it back.
         variables_hash = self.put_blob(tx, blob)
+        # The head only moves through this conditional write. Transactions of a ledger are
+        # serialised (see _serialize), so it fails only if that guarantee was broken.
         if committed and not self._cas(tx, request.resource_id, request.expected_revision, revision, key, blob.hash):
-            # Another process moved the head between our read and our UPDATE (PostgreSQL): it may
-            # have been this very request, replayed concurrently.
-            replay = self._replay(tx, request, key, check_key)
-            if replay is not None:
-                return replay
-            latest = self._resource_row(tx, request.resource_id)
-            raise self._conflict(request, int(latest[0]) if latest else -1)
+            raise self._conflict(request, current_revision)
         result = request.result if request.result is not None else {
             "id": request.resource_id,
             "revision": revision,

@@ -135,11 +135,14 @@ def translate(error: BaseException) -> BaseException:
 class Writer:
     """Runs units of work on one thread, batching whatever is queued into one transaction."""
 
-    def __init__(self, engine: Engine, ledger_id: str, settle: Settle, *, max_batch: int = 64) -> None:
+    def __init__(
+        self, engine: Engine, ledger_id: str, settle: Settle, *, serialize: Settle, max_batch: int = 64
+    ) -> None:
         self.statements = Statements(engine.dialect)
         self._engine = engine
         self._ledger_id = ledger_id
         self._settle = settle
+        self._serialize = serialize
         self._max_batch = max_batch
         self._sqlite = engine.dialect.name == "sqlite"
         self._queue: queue.SimpleQueue[Any] = queue.SimpleQueue()
@@ -200,6 +203,7 @@ class Writer:
         cursor = dbapi.cursor()
         try:
             self._begin(cursor)
+            self._serialize(WriteTx(cursor, self.statements, self._ledger_id))
             try:
                 if len(live) == 1:
                     outcomes.append(self._run_alone(cursor, live[0]))
