@@ -67,7 +67,9 @@ async def open_ledger(
         raise MvuError(Code.CONFIG, f"ledger id {ledger_id!r} must be 1-64 letters, digits or _.:-")
     if state_limit_bytes <= 0 or ledger_limit_bytes <= 0:
         raise MvuError(Code.CONFIG, "limits must be positive")
-    options = EngineOptions(synchronous=synchronous, busy_timeout_ms=busy_timeout_ms)
+    options = EngineOptions(
+        synchronous=synchronous, busy_timeout_ms=busy_timeout_ms, application_name=f"mvu-store {ledger_id}"
+    )
     writer_engine = create_sync_engine(url, options, writer=True)
     reader_engine = create_sync_engine(url, options, writer=False)
     try:

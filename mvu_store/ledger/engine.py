@@ -27,6 +27,8 @@ class EngineOptions:
     synchronous: Synchronous = "FULL"
     busy_timeout_ms: int = 5_000
     pool_size: int = 4
+    # PostgreSQL: shown in pg_stat_activity, so operators see which ledger a session serves.
+    application_name: str = "mvu-store"
 
 
 def normalize_url(url: str | URL) -> URL:
@@ -58,7 +60,14 @@ def create_sync_engine(url: str | URL, options: EngineOptions, *, writer: bool =
     parsed = normalize_url(url)
     if parsed.get_backend_name() == "sqlite":
         return _sqlite_engine(parsed, options, writer=writer)
-    return create_engine(parsed, poolclass=QueuePool, pool_size=options.pool_size, pool_pre_ping=True)
+    role = "writer" if writer else "reader"
+    return create_engine(
+        parsed,
+        poolclass=QueuePool,
+        pool_size=options.pool_size,
+        pool_pre_ping=True,
+        connect_args={"application_name": f"{options.application_name} {role}"[:63]},
+    )
 
 
 def _sqlite_engine(url: URL, options: EngineOptions, *, writer: bool) -> Engine:

@@ -25,6 +25,7 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
+import psycopg
 from sqlalchemy import Engine
 from sqlalchemy.engine.interfaces import Dialect
 from sqlalchemy.sql import ClauseElement
@@ -124,6 +125,10 @@ def translate(error: BaseException) -> BaseException:
     sqlstate = getattr(error, "sqlstate", None)
     if sqlstate in ("40001", "40P01", "55P03"):  # serialization failure, deadlock, lock not available
         return MvuError(Code.STORAGE_BUSY, "the ledger stayed busy; nothing was written", sqlstate=sqlstate)
+    if isinstance(error, psycopg.OperationalError) and (sqlstate is None or sqlstate[:2] in ("08", "57")):
+        # The connection failed (08) or the server is shutting down or restarting (57):
+        # retrying later may succeed.
+        return MvuError(Code.STORAGE_BUSY, f"the database is unavailable; nothing was written: {error}")
     if isinstance(error, sqlite3.IntegrityError) or (sqlstate or "").startswith("23"):
         constraint = getattr(getattr(error, "diag", None), "constraint_name", None)
         return MvuError(Code.STORAGE_CORRUPT, f"a stored row broke an integrity rule: {error}", constraint=constraint)
@@ -170,60 +175,76 @@ class Writer:
     # -- the thread ---------------------------------------------------------------------------
 
     def _run(self) -> None:
-        connection = self._engine.raw_connection()
+        connection: Any = None
         try:
-            dbapi = connection.dbapi_connection
             while True:
-                first = self._queue.get()
-                if first is _STOP:
-                    return
-                batch: list[_Job[Any]] = [first]
-                stop = False
-                while len(batch) < self._max_batch:
-                    try:
-                        item = self._queue.get_nowait()
-                    except queue.Empty:
-                        break
-                    if item is _STOP:
-                        stop = True
-                        break
-                    batch.append(item)
-                self._run_batch(dbapi, batch)
+                batch, stop = self._next_batch()
+                if batch:
+                    connection = self._run_batch(connection, batch)
                 if stop:
                     return
         finally:
-            connection.close()
+            if connection is not None:
+                connection.close()
 
-    def _run_batch(self, dbapi: Any, batch: list[_Job[Any]]) -> None:
+    def _next_batch(self) -> tuple[list[_Job[Any]], bool]:
+        """Block for one job, then take whatever else is queued (up to ``max_batch``)."""
+        first = self._queue.get()
+        if first is _STOP:
+            return [], True
+        batch: list[_Job[Any]] = [first]
+        while len(batch) < self._max_batch:
+            try:
+                item = self._queue.get_nowait()
+            except queue.Empty:
+                break
+            if item is _STOP:
+                return batch, True
+            batch.append(item)
+        return batch, False
+
+    def _run_batch(self, connection: Any, batch: list[_Job[Any]]) -> Any:
+        """Run a batch in one transaction; return the connection to use next (None: reconnect)."""
         # A caller that was cancelled before its turn gets nothing written.
         live = [job for job in batch if not job.future.cancelled()]
         if not live:
-            return
+            return connection
         outcomes: list[tuple[bool, Any]] = []
-        cursor = dbapi.cursor()
         try:
-            self._begin(cursor)
-            self._serialize(WriteTx(cursor, self.statements, self._ledger_id))
+            if connection is None:
+                connection = self._engine.raw_connection()
+            dbapi = connection.dbapi_connection
+            cursor = dbapi.cursor()
             try:
-                if len(live) == 1:
-                    outcomes.append(self._run_alone(cursor, live[0]))
-                else:
-                    outcomes.extend(self._run_in_savepoint(cursor, job) for job in live)
-                if any(ok for ok, _ in outcomes):
-                    dbapi.commit()
-                else:
-                    dbapi.rollback()
-            except BaseException:
+                self._begin(cursor)
+                try:
+                    self._serialize(WriteTx(cursor, self.statements, self._ledger_id))
+                    if len(live) == 1:
+                        outcomes.append(self._run_alone(cursor, live[0]))
+                    else:
+                        outcomes.extend(self._run_in_savepoint(cursor, job) for job in live)
+                    if any(ok for ok, _ in outcomes):
+                        dbapi.commit()
+                    else:
+                        dbapi.rollback()
+                except BaseException:
+                    with contextlib.suppress(Exception):
+                        dbapi.rollback()
+                    raise
+            finally:
+                cursor.close()
+        except Exception as error:  # the transaction itself failed: nothing was written
+            outcomes = [(False, translate(error))] * len(live)
+            # The connection may be broken (server gone, disk error): start afresh next time.
+            if connection is not None:
                 with contextlib.suppress(Exception):
-                    dbapi.rollback()
-                raise
-        except BaseException as error:  # the transaction itself failed: nothing was written
-            failure = translate(error)
-            outcomes = [(False, failure)] * len(live)
-        finally:
-            cursor.close()
+                    connection.invalidate()
+                connection = None
         for job, (ok, value) in zip(live, outcomes, strict=True):
-            job.loop.call_soon_threadsafe(_resolve, job.future, ok, value)
+            # The caller's loop may be gone (it stopped while waiting): nobody is left to tell.
+            with contextlib.suppress(RuntimeError):
+                job.loop.call_soon_threadsafe(_resolve, job.future, ok, value)
+        return connection
 
     def _run_alone(self, cursor: Any, job: _Job[Any]) -> tuple[bool, Any]:
         tx = WriteTx(cursor, self.statements, self._ledger_id)
