@@ -240,10 +240,14 @@ class Writer:
                 with contextlib.suppress(Exception):
                     connection.invalidate()
                 connection = None
+        # One wake-up per event loop for the whole batch, not one per caller.
+        by_loop: dict[asyncio.AbstractEventLoop, list[tuple[asyncio.Future[Any], bool, Any]]] = {}
         for job, (ok, value) in zip(live, outcomes, strict=True):
+            by_loop.setdefault(job.loop, []).append((job.future, ok, value))
+        for loop, results in by_loop.items():
             # The caller's loop may be gone (it stopped while waiting): nobody is left to tell.
             with contextlib.suppress(RuntimeError):
-                job.loop.call_soon_threadsafe(_resolve, job.future, ok, value)
+                loop.call_soon_threadsafe(_resolve_all, results)
         return connection
 
     def _run_alone(self, cursor: Any, job: _Job[Any]) -> tuple[bool, Any]:
@@ -274,15 +278,16 @@ class Writer:
             cursor.execute("BEGIN IMMEDIATE")
 
 
-def _resolve(future: asyncio.Future[Any], ok: bool, value: Any) -> None:
-    if future.done():
-        return
-    if ok:
-        future.set_result(value)
-    elif value is None:
-        future.cancel()
-    else:
-        future.set_exception(value)
+def _resolve_all(results: list[tuple[asyncio.Future[Any], bool, Any]]) -> None:
+    for future, ok, value in results:
+        if future.done():
+            continue
+        if ok:
+            future.set_result(value)
+        elif value is None:
+            future.cancel()
+        else:
+            future.set_exception(value)
 
 
 @contextlib.contextmanager
