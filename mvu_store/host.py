@@ -1,0 +1,105 @@
+"""What the service asks of a host: durable sessions (header + events) and session leases.
+
+The service never reads host files. A host implements :class:`Host`; the shapes follow
+``HOST_EVENTS.md`` (DIGEST P-5: the service freezes only these fields). ``MemoryHost`` in
+``memory_host.py`` is a reference implementation for tests, the demo and newcomers.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Protocol, runtime_checkable
+
+from mvu_store.jsonvalue import JsonValue, sha256_hex
+
+SESSION_FORMAT_VERSION = 4
+"""The session log format version hosts write today (stored as ``sessionFormatVersion``)."""
+
+Lease = Callable[[], bool]
+"""A synchronous validity check: True while nothing changed the session since it was taken."""
+
+
+@dataclass(frozen=True, slots=True)
+class SessionHeader:
+    """A session's identity. ``id`` + ``created_at`` is the durable identity of DIGEST I-2."""
+
+    id: str
+    version: int
+    created_at: int | float | str | None
+    parent_session: str | None = None
+    origin: str | None = None
+    is_seeded: bool = False
+    inherited_event_count: int | None = None
+
+    def identity(self) -> dict[str, JsonValue] | None:
+        """``{sessionId, createdAt}``, or None when the host gave no usable creation time."""
+        if self.created_at is None or self.created_at == "":
+            return None
+        return {"sessionId": self.id, "createdAt": self.created_at}
+
+
+@dataclass(frozen=True, slots=True)
+class SessionEvent:
+    """One durable event: ``seq`` is its event id; ``data`` is the event's JSON payload."""
+
+    seq: int
+    type: str
+    data: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class SessionSnapshot:
+    header: SessionHeader
+    events: tuple[SessionEvent, ...]
+
+    def event(self, seq: int) -> SessionEvent | None:
+        # Hosts number events densely from 0, so the index usually is the seq; fall back to a scan.
+        if 0 <= seq < len(self.events) and self.events[seq].seq == seq:
+            return self.events[seq]
+        return next((event for event in self.events if event.seq == seq), None)
+
+    @property
+    def last_seq(self) -> int:
+        return self.events[-1].seq if self.events else -1
+
+
+@runtime_checkable
+class Host(Protocol):
+    """The host side of the service: durable sessions and their leases (DIGEST A-1)."""
+
+    async def inspect(self, session_id: str) -> SessionSnapshot | None:
+        """The session's header and events, or None when the host has no such session."""
+        ...
+
+    async def capture_session_lease(self, session_id: str) -> Lease:
+        """A lease that stays valid until the host changes or works on the session."""
+        ...
+
+
+def message_text(event: SessionEvent) -> str:
+    """An assistant or user message's text: its text blocks joined with ``\\n``."""
+    message = event.data.get("message")
+    content = message.get("content") if isinstance(message, Mapping) else None
+    if isinstance(content, str):
+        return content
+    if not isinstance(content, list):
+        return ""
+    return "\n".join(
+        str(block.get("text", ""))
+        for block in content
+        if isinstance(block, Mapping) and block.get("type") == "text"
+    )
+
+
+def has_tool_call(event: SessionEvent) -> bool:
+    message = event.data.get("message")
+    content = message.get("content") if isinstance(message, Mapping) else None
+    return isinstance(content, list) and any(
+        isinstance(block, Mapping) and block.get("type") == "tool-call" for block in content
+    )
+
+
+def text_fingerprint(text: str) -> str:
+    """The durable source audit of a message's text (sha256 of its UTF-8)."""
+    return sha256_hex(text)
