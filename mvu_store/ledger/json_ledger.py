@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from mvu_store.errors import Code, MvuError
-from mvu_store.jsonvalue import UNSAFE_KEYS, JsonValue, dumps, json_pointer, measure_state, normalize, sha256_hex
+from mvu_store.jsonvalue import UNSAFE_KEYS, JsonValue, dumps, json_pointer, measure_state, normalize
 from mvu_store.ledger import tables as t
 from mvu_store.ledger.records import NewResource, ResourceKind, VersionKind
 from mvu_store.ledger.repository import FACTS_MAX_BYTES, FACTS_MAX_RECORDS, _Blob
@@ -581,7 +581,8 @@ def rebuild_resource(
 def instances_document(
     resources: dict[str, Any], templates: dict[str, Any], seeds: dict[str, Any], selections: dict[str, str | None]
 ) -> dict[str, Any]:
-    """``mvu-instances.json``; the optional maps are always written, as the original does on save."""
+    """``mvu-instances.json``. The optional maps are always written (empty when there is nothing):
+    a file that lacked one exports with an empty map, which means the same to the original."""
     return {"version": FORMAT, "resources": resources, "templates": templates, "seeds": seeds,
             "discoverySelections": selections}
 
@@ -589,11 +590,3 @@ def instances_document(
 def facts_document(records: list[Any]) -> dict[str, Any]:
     return {"version": FORMAT, "records": records}
 
-
-def canonical(value: JsonValue) -> str:
-    """Text for comparing two documents as JSON (key order aside; ``true`` is not ``1``)."""
-    return dumps(value)
-
-
-def digest(data: bytes) -> str:
-    return sha256_hex(data)

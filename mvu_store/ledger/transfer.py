@@ -306,7 +306,7 @@ async def export_directory(ledger: Ledger, directory: str | os.PathLike[str], *,
         tell(f"writing {name}")
         await asyncio.to_thread(write_atomically, root / name, data)
     counts = {"templates": len(content.templates), "resources": len(content.resources), "seeds": len(content.seeds),
-              "selections": len(content.selections), "facts": len(content.facts)}
+              "discoverySelections": len(content.selections), "facts": len(content.facts)}
     return ExportReport(str(root), {name: len(data) for name, data in files.items()}, counts)
 
 
