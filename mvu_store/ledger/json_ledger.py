@@ -38,7 +38,6 @@ _TOP_KEYS = frozenset({"version", "resources", "templates", "seeds", "discoveryS
 _FACTS_KEYS = frozenset({"version", "records"})
 # Kinds whose operation id is an idempotency receipt (a reply is identified by its message).
 _RECEIPT_KINDS = frozenset({"manual", "card", "initial"})
-_ABSENT: Any = object()
 
 
 def _width(limit: int) -> Fits:
@@ -68,9 +67,9 @@ _CHECKPOINT_COLUMNS: tuple[tuple[str, str, Fits], ...] = (("versionKey", "versio
 _RESOURCE_COLUMNS: tuple[tuple[str, str, Fits], ...] = (("managementMode", "management_mode", _short),)
 
 
-def refuse(code: Code, message: str, path: Path, file: str) -> MvuError:
-    return MvuError(code, f"{file} {json_pointer(list(path)) or '/'}: {message}", path=json_pointer(list(path)),
-                    file=file)
+def refuse(code: Code | str, message: str, path: Path, file: str, **details: Any) -> MvuError:
+    pointer = json_pointer(list(path))
+    return MvuError(code, f"{file} {pointer or '/'}: {message}", **details, path=pointer, file=file)
 
 
 class _Reader:
@@ -82,6 +81,17 @@ class _Reader:
 
     def fail(self, message: str, path: Path, code: Code = Code.JSON) -> MvuError:
         return refuse(code, message, path, self.file)
+
+    def versioned(self, document: Any, fields: frozenset[str] | None) -> dict[str, Any]:
+        """The root object of a file: format version 1 and, when given, no unknown fields."""
+        root = self.obj(document, ())
+        version = root.get("version")
+        if version != FORMAT or not _is_int(version):
+            raise self.fail(f"unsupported format version {version!r} (expected {FORMAT})", ("version",), Code.VERSION)
+        for key in root:
+            if fields is not None and key not in fields:
+                raise self.fail(f"unknown top-level field {key!r}", (key,))
+        return root
 
     def obj(self, value: Any, path: Path) -> dict[str, Any]:
         if not isinstance(value, dict):
@@ -114,8 +124,7 @@ class _Reader:
         try:
             _, data, _ = measure_state(value, max_bytes=self.state_limit)
         except MvuError as error:
-            raise MvuError(error.code, f"{self.file} {json_pointer(list(path))}: {error.message}",
-                           **{**error.details, "path": json_pointer(list(path)), "file": self.file}) from None
+            raise refuse(error.code, error.message, path, self.file, **error.details) from None
         return _Blob(data.decode())
 
 
@@ -184,6 +193,16 @@ class Rows:
     checkpoints: list[dict[str, Any]] = field(default_factory=list)
     receipts: list[dict[str, Any]] = field(default_factory=list)
     activations: list[dict[str, Any]] = field(default_factory=list)
+    # What the unique keys of these tables have seen so far: a duplicate is refused with its path
+    # here rather than by the database, without a path, in the middle of the write.
+    seen: set[tuple[Any, ...]] = field(default_factory=set)
+
+    def claim(self, *unique: Any) -> bool:
+        """Record a unique key; False when it was already taken."""
+        if unique in self.seen:
+            return False
+        self.seen.add(unique)
+        return True
 
 
 @dataclass(slots=True)
@@ -267,6 +286,11 @@ def _meta(fields: dict[str, Any]) -> tuple[str, int]:
     return text, len(text.encode())
 
 
+def _entries(value: Any) -> list[Any]:
+    """The items of what should be an array inside an opaque body (stored whole, as it is)."""
+    return value if isinstance(value, list) else []
+
+
 def _resource_kind(record: dict[str, Any], definition: dict[str, Any]) -> ResourceKind:
     if "copiedFrom" in record:
         return "copy"
@@ -283,13 +307,8 @@ class _InstancesParser(_Reader):
         self.now_ms = now_ms
 
     def parse(self, document: Any) -> InstancesPlan:
-        root = self.obj(document, ())
-        version = root.get("version")
-        if version != FORMAT or not _is_int(version):
-            raise self.fail(f"unsupported format version {version!r} (expected {FORMAT})", ("version",), Code.VERSION)
-        for key in root:
-            if key not in _TOP_KEYS:
-                raise self.fail(f"unknown top-level field {key!r}", (key,))
+        # Unknown top-level fields are refused rather than dropped: there is no row to keep them.
+        root = self.versioned(document, _TOP_KEYS)
         templates = [
             self.template(template_id, definition)
             for template_id, definition in self.obj(root.get("templates", {}), ("templates",)).items()
@@ -319,13 +338,9 @@ class _InstancesParser(_Reader):
         self.text(resource_id, path)
         fields = dict(self.obj(value, path))
         revision = self.integer(self.required(fields, "revision", path), (*path, "revision"))
-        current_key = fields.pop("currentKey", _ABSENT)
-        if current_key is _ABSENT:
-            raise self.fail("missing required field 'currentKey'", (*path, "currentKey"))
+        current_key = self.required(fields, "currentKey", path)
         definition = dict(self.obj(self.required(fields, "definition", path), (*path, "definition")))
-        initial = definition.pop("initial", _ABSENT)
-        if initial is _ABSENT:
-            raise self.fail("missing required field 'initial'", (*path, "definition", "initial"))
+        initial = self.required(definition, "initial", (*path, "definition"))
         head_hash = self.state(initial, (*path, "definition", "initial")).hash
         rows = Rows()
         versions = self.array(self.required(fields, "versions", path), (*path, "versions"))
@@ -344,7 +359,7 @@ class _InstancesParser(_Reader):
         if isinstance(seqs, dict) and seqs and all(_id(s) and _is_int(n) for s, n in seqs.items()):
             rows.activations = [{"owner_id": resource_id, "session_id": s, "seq": n} for s, n in seqs.items()]
             del definition["activationSeqs"]
-        del fields["revision"], fields["definition"], fields["versions"]
+        del fields["revision"], fields["currentKey"], fields["definition"], fields["versions"], definition["initial"]
         mode = _lift(fields, _RESOURCE_COLUMNS)["management_mode"]
         instance = definition.get("instance")
         identity = instance if isinstance(instance, dict) else {}
@@ -380,11 +395,10 @@ class _InstancesParser(_Reader):
         revision = self.integer(self.required(fields, "revision", path), (*path, "revision"))
         blob = self.state(self.required(fields, "variables", path), (*path, "variables"))
         source = self.obj(self.required(fields, "source", path), (*path, "source"))
-        for earlier in rows.versions:
-            if earlier["key"] == key:
-                raise self.fail("duplicate version key in this resource", (*path, "key"))
-            if kind in t.COMMITTED_KINDS and earlier["kind"] in t.COMMITTED_KINDS and earlier["revision"] == revision:
-                raise self.fail("two committed versions claim this revision", (*path, "revision"))
+        if not rows.claim("key", key):
+            raise self.fail("duplicate version key in this resource", (*path, "key"))
+        if kind in t.COMMITTED_KINDS and not rows.claim("revision", revision):
+            raise self.fail("two committed versions claim this revision", (*path, "revision"))
         for name in ("key", "revision", "variables", "source"):
             del fields[name]
         columns = _lift(fields, _VERSION_COLUMNS)
@@ -410,7 +424,7 @@ class _InstancesParser(_Reader):
         return blob.hash
 
     def receipt(self, rows: Rows, resource_id: str, operation_id: str, path: Path, **values: Any) -> None:
-        if any(row["operation_id"] == operation_id for row in rows.receipts):
+        if not rows.claim("operation", operation_id):
             raise self.fail("operation id used twice in this resource", path)
         rows.receipts.append({
             "resource_id": resource_id, "operation_id": operation_id, "position": len(rows.receipts), **values,
@@ -428,7 +442,7 @@ class _InstancesParser(_Reader):
         # '' stands for "no session id" (the unique index would accept duplicate NULLs), so
         # only a non-empty id is lifted; an absent or empty one stays as it was, in meta.
         session_id = fields.pop("sessionId") if _id(fields.get("sessionId")) and fields["sessionId"] else ""
-        if any(row["session_id"] == session_id and row["turn"] == turn for row in rows.checkpoints):
+        if not rows.claim("turn", session_id, turn):
             raise self.fail("a second checkpoint for this session and turn", (*path, "turn"))
         columns = _lift(fields, _CHECKPOINT_COLUMNS)
         meta, size = _meta(fields)
@@ -459,7 +473,7 @@ class _InstancesParser(_Reader):
         installed = self.required(body, "installed", path)
         if type(installed) is not bool:
             raise self.fail("expected true or false", (*path, "installed"))
-        for index, item in enumerate(body.get("items") or []):
+        for index, item in enumerate(_entries(body.get("items"))):
             self._seed_states(item, (*path, "items", index))
         target = body.get("targetSessionId")
         return SeedPlan(ticket, body, _Blob(dumps(body)), {
@@ -474,8 +488,7 @@ class _InstancesParser(_Reader):
         if "variables" in item:
             self.state(item["variables"], (*path, "variables"))
         for name in ("history", "checkpoints"):
-            entries = item.get(name)
-            for index, entry in enumerate(entries if isinstance(entries, list) else []):
+            for index, entry in enumerate(_entries(item.get(name))):
                 if isinstance(entry, dict) and "variables" in entry:
                     self.state(entry["variables"], (*path, name, index, "variables"))
 
@@ -485,21 +498,10 @@ def parse_instances(data: bytes, *, state_limit: int, now_ms: int) -> InstancesP
     return _InstancesParser(state_limit, now_ms).parse(parse_json(data, INSTANCES_FILE))
 
 
-def _versioned(reader: _Reader, data: bytes) -> dict[str, Any]:
-    root = reader.obj(parse_json(data, reader.file), ())
-    version = root.get("version")
-    if version != FORMAT or not _is_int(version):
-        raise reader.fail(f"unsupported format version {version!r} (expected {FORMAT})", ("version",), Code.VERSION)
-    return root
-
-
 def parse_facts(data: bytes) -> list[FactPlan]:
     """Validate ``mvu-facts.json``: at most 2,048 records and 1 MiB, as the facts store keeps."""
     reader = _Reader(FACTS_FILE, 0)
-    root = _versioned(reader, data)
-    for key in root:
-        if key not in _FACTS_KEYS:
-            raise reader.fail(f"unknown top-level field {key!r}", (key,))
+    root = reader.versioned(parse_json(data, FACTS_FILE), _FACTS_KEYS)
     records = reader.array(reader.required(root, "records", ()), ("records",))
     if len(records) > FACTS_MAX_RECORDS:
         raise reader.fail(f"more than {FACTS_MAX_RECORDS} fact records", ("records", FACTS_MAX_RECORDS), Code.LIMIT)
@@ -527,7 +529,8 @@ def parse_facts(data: bytes) -> list[FactPlan]:
 def check_legacy(data: bytes) -> None:
     """Validate the legacy ``mvu-state.json`` (kept byte for byte, never exploded into rows)."""
     reader = _Reader(LEGACY_FILE, 0)
-    reader.obj(reader.required(_versioned(reader, data), "resources", ()), ("resources",))
+    root = reader.versioned(parse_json(data, LEGACY_FILE), None)
+    reader.obj(reader.required(root, "resources", ()), ("resources",))
 
 
 # -- rebuilding: rows back to the original records (export) ------------------------------------
