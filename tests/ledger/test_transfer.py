@@ -242,3 +242,41 @@ async def test_export_replaces_files_atomically(ledger: Ledger, source: Path, tm
     assert (out / "notes.txt").read_text() == "mine"
     assert sorted(p.name for p in out.iterdir()) == ["mvu-facts.json", "mvu-instances.json", "mvu-state.json",
                                                      "notes.txt"]
+
+
+async def test_odd_but_valid_shapes_come_back_exactly(ledger: Ledger, tmp_path: Path) -> None:
+    """Fields that fit no column (nulls, odd types, empty lists, unknown fields) ride in meta."""
+    build = realistic()
+    play, untouched = build.instances[0], build.instances[2]
+    play.record["versions"][1]["fingerprint"] = None
+    play.record["versions"][2]["parentKey"] = 7
+    play.record["versions"][2]["error"] = {"code": "MVU_PARSE", "detail": "not a short code"}
+    play.record["versions"][3]["extra"] = [1, {"nested": True}]
+    play.record["checkpoints"][0]["sessionId"] = ""
+    play.record["checkpoints"][1].pop("sessionId")
+    play.record["checkpoints"][1]["versionKey"] = None
+    play.record["definition"]["activationSeqs"] = {"s-1": "three"}
+    play.record["managementMode"] = None
+    untouched.record["managementOperations"] = []
+    untouched.record["definition"]["activationSeqs"] = {}
+    build.seeds[next(iter(build.seeds))]["items"] = 5
+    build.selections["s-10"] = None
+    source = build.write(tmp_path / "odd")
+
+    await import_directory(ledger, source)
+    await export_directory(ledger, tmp_path / "out")
+
+    assert as_json(read(tmp_path / "out", "mvu-instances.json")) == as_json(read(source, "mvu-instances.json"))
+    assert await ledger.audit() == []
+
+
+async def test_a_file_without_the_optional_maps_exports_them_empty(ledger: Ledger, tmp_path: Path) -> None:
+    build = realistic()
+    document = {"version": 1, "resources": {i.id: i.record for i in build.instances[2:]}}
+    (tmp_path / "mvu-instances.json").write_text(json.dumps(document))
+
+    await import_directory(ledger, tmp_path)
+    await export_directory(ledger, tmp_path / "out")
+
+    assert as_json(read(tmp_path / "out", "mvu-instances.json")) == as_json(
+        {**document, "templates": {}, "seeds": {}, "discoverySelections": {}})
