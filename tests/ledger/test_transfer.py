@@ -280,3 +280,29 @@ async def test_a_file_without_the_optional_maps_exports_them_empty(ledger: Ledge
 
     assert as_json(read(tmp_path / "out", "mvu-instances.json")) == as_json(
         {**document, "templates": {}, "seeds": {}, "discoverySelections": {}})
+
+
+async def test_a_directory_with_only_legacy_state_and_facts(ledger: Ledger, tmp_path: Path) -> None:
+    build = realistic()
+    (tmp_path / "mvu-state.json").write_bytes(LEGACY_TEXT.encode())
+    (tmp_path / "mvu-facts.json").write_text(json.dumps({"version": 1, "records": build.facts}))
+
+    report = await import_directory(ledger, tmp_path)
+    await export_directory(ledger, tmp_path / "out")
+
+    assert (report.created["legacyFiles"], report.created["facts"], report.created["resources"]) == (1, 3, 0)
+    assert report.bytes_charged == len(LEGACY_TEXT.encode())  # facts have their own bound, not the budget
+    assert (tmp_path / "out" / "mvu-state.json").read_bytes() == LEGACY_TEXT.encode()
+    assert read(tmp_path / "out", "mvu-facts.json") == {"version": 1, "records": build.facts}
+    assert await ledger.audit() == []
+
+
+async def test_a_different_legacy_file_is_refused(ledger: Ledger, tmp_path: Path) -> None:
+    (tmp_path / "mvu-state.json").write_bytes(LEGACY_TEXT.encode())
+    await import_directory(ledger, tmp_path)
+    (tmp_path / "mvu-state.json").write_bytes(LEGACY_TEXT.replace("7.50", "7.5").encode())
+
+    with pytest.raises(MvuError) as refused:
+        await import_directory(ledger, tmp_path)
+
+    assert (refused.value.code, refused.value.details["file"]) == ("MVU_ID_CONFLICT", "mvu-state.json")
