@@ -33,7 +33,7 @@ from typing import Any
 from sqlalchemy import Table, select
 
 from mvu_store.errors import Code, MvuError
-from mvu_store.jsonvalue import JsonValue, dumps, json_pointer, sha256_hex
+from mvu_store.jsonvalue import JsonValue, dumps, sha256_hex
 from mvu_store.ledger import json_ledger as jl
 from mvu_store.ledger import tables as t
 from mvu_store.ledger.repository import Ledger
@@ -124,22 +124,28 @@ async def import_directory(ledger: Ledger, directory: str | os.PathLike[str], *,
         raise MvuError(Code.MISSING, f"{root} holds none of {jl.INSTANCES_FILE}, {jl.LEGACY_FILE}, {jl.FACTS_FILE}",
                        directory=str(root))
     tell("validating")
-    instances = jl.InstancesPlan([], [], [], {})
-    if jl.INSTANCES_FILE in sources:
-        instances = jl.parse_instances(sources[jl.INSTANCES_FILE], state_limit=ledger.state_limit_bytes,
-                                       now_ms=int(time.time() * 1000))
-    facts = jl.parse_facts(sources[jl.FACTS_FILE]) if jl.FACTS_FILE in sources else []
-    legacy = sources.get(jl.LEGACY_FILE)
-    if legacy is not None:
-        jl.check_legacy(legacy)
+    # Seconds of CPU for a large file: off the event loop, like the database work.
+    instances, facts = await asyncio.to_thread(_validate, sources, ledger.state_limit_bytes)
     tell("comparing with the ledger")
-    work = _subtract(await snapshot(ledger), instances, facts, legacy)
+    work = _subtract(await snapshot(ledger), instances, facts, sources.get(jl.LEGACY_FILE))
     created = work.counts()
     charged = 0
     if any(created.values()):
         tell("writing")
         charged = await ledger.write(lambda tx: _write(ledger, tx, work))
     return ImportReport(str(root), tuple(sorted(sources)), created, work.skipped, charged)
+
+
+def _validate(sources: dict[str, bytes], state_limit: int) -> tuple[jl.InstancesPlan, list[jl.FactPlan]]:
+    """Every file checked completely before anything is written (the legacy one too)."""
+    instances = jl.InstancesPlan([], [], [], {})
+    if jl.INSTANCES_FILE in sources:
+        instances = jl.parse_instances(sources[jl.INSTANCES_FILE], state_limit=state_limit,
+                                       now_ms=int(time.time() * 1000))
+    facts = jl.parse_facts(sources[jl.FACTS_FILE]) if jl.FACTS_FILE in sources else []
+    if jl.LEGACY_FILE in sources:
+        jl.check_legacy(sources[jl.LEGACY_FILE])
+    return instances, facts
 
 
 def _read_sources(root: Path) -> dict[str, bytes]:
@@ -153,12 +159,6 @@ def _read_sources(root: Path) -> dict[str, bytes]:
     return found
 
 
-def _clash(file: str, path: tuple[str | int, ...]) -> MvuError:
-    pointer = json_pointer(list(path))
-    return MvuError(Code.ID_CONFLICT, f"the ledger already holds something else at {file} {pointer or '/'}",
-                    path=pointer, file=file)
-
-
 def _subtract(current: Snapshot, instances: jl.InstancesPlan, facts: list[jl.FactPlan],
               legacy: bytes | None) -> _Work:
     """Drop what the ledger already holds (equal as JSON); refuse what it holds otherwise."""
@@ -168,7 +168,8 @@ def _subtract(current: Snapshot, instances: jl.InstancesPlan, facts: list[jl.Fac
         if key not in stored:
             return True
         if dumps(stored[key]) != dumps(value):
-            raise _clash(jl.INSTANCES_FILE, (section, key))
+            raise jl.refuse(Code.ID_CONFLICT, "the ledger already holds something else here", (section, key),
+                            jl.INSTANCES_FILE)
         skipped[section] += 1
         return False
 
@@ -185,7 +186,7 @@ def _subtract(current: Snapshot, instances: jl.InstancesPlan, facts: list[jl.Fac
         skipped["facts"] = len(facts) - len(new_facts)
     if legacy is not None and jl.LEGACY_FILE in current.legacy:
         if current.legacy[jl.LEGACY_FILE] != legacy:
-            raise _clash(jl.LEGACY_FILE, ())
+            raise jl.refuse(Code.ID_CONFLICT, "the ledger already holds another legacy file", (), jl.LEGACY_FILE)
         skipped["legacyFiles"] = 1
         legacy = None
     return _Work(kept, new_facts, legacy, dict(skipped))
