@@ -7,7 +7,22 @@ a record field moves to a dedicated column only when its value fits that column 
 width); everything else (nulls, odd values, unknown fields) stays in the row's ``meta`` JSON,
 and export puts column values back only where the column is set.
 
-Shapes are those of ``shared/spec/JSON_LEDGER.md``.
+Shapes are those of ``shared/spec/JSON_LEDGER.md``. What goes where:
+
+- template: the whole definition, one blob.
+- resource record: ``definition`` without ``initial`` (and without ``activationSeqs`` when they
+  become ``activations`` rows) -> definition blob; ``initial`` -> initial blob; ``revision``;
+  ``currentKey`` -> ``head_key``, with ``head_hash`` the variables of that version (or the
+  initial blob); ``managementMode``; every other field (``seed``, ``copiedFrom``,
+  ``recoveryError``, unknown ones, an empty ``checkpoints``) -> ``meta``.
+- version: ``key``, ``revision``, ``source`` and ``variables`` (blob) always; ``parentKey``,
+  ``operationId``, ``fingerprint``, ``error`` when they fit; the rest -> ``meta``. A manual, card
+  or initial version with an operation id, fingerprint and ``result`` also becomes a ``commit``
+  receipt, which then holds the ``result`` (stored once: a replay returns it).
+- checkpoint: array order -> ``position``; ``sessionId`` ('' when absent), ``turn``, ``seq``,
+  ``revision``, ``versionKey``, ``variables`` (blob); the rest (``inheritedFrom``) -> ``meta``.
+- ``managementOperations`` -> ``management`` receipts in order; seeds -> one blob each, plus
+  the columns they are looked up by; ``discoverySelections`` -> ``selections`` rows.
 """
 
 from __future__ import annotations
