@@ -24,6 +24,7 @@ from mvu_store.ledger.transfer import Snapshot, import_directory, snapshot
 from tests.ledger.transfer_fixtures import realistic
 
 BASE = realistic().instances_document()
+FACTS = {"version": 1, "records": realistic().facts}
 # Field names the importer gives meaning to: mutations that add or drop them reach its branches.
 FIELDS = ["key", "revision", "variables", "source", "error", "inheritedFrom", "operationId", "fingerprint", "result",
           "parentKey", "currentKey", "checkpoints", "managementOperations", "activationSeqs", "initial", "definition",
@@ -53,7 +54,8 @@ def paths(document: Any) -> list[tuple[Any, ...]]:
 
 def mutate(document: Any, mutations: list[tuple[str, int, str, Any]]) -> Any:
     document = copy.deepcopy(document)
-    for action, pick, key, value in mutations:
+    for action, pick, key, generated in mutations:
+        value = copy.deepcopy(generated)  # hypothesis may hand the same object to two mutations
         everywhere = paths(document)
         path = everywhere[pick % len(everywhere)]
         target = document
@@ -94,18 +96,22 @@ def test_the_validator_accepts_or_refuses_with_a_path(mutations: list[tuple[str,
     assert path is None or path == "" or path.startswith("/")
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(st.lists(MUTATION, min_size=1, max_size=3), st.none() | st.integers(min_value=1, max_value=40_000))
+@settings(max_examples=50, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(MUTATION, min_size=1, max_size=3), st.booleans(),
+       st.none() | st.integers(min_value=1, max_value=40_000))
 async def test_an_import_is_whole_lossless_or_nothing(ledger_url: str, mutations: list[tuple[str, int, str, Any]],
-                                                     cut: int | None) -> None:
-    document = mutate(BASE, mutations)
-    text = json.dumps(document)
+                                                     in_facts: bool, cut: int | None) -> None:
+    files = {"mvu-instances.json": BASE, "mvu-facts.json": FACTS}
+    target = "mvu-facts.json" if in_facts else "mvu-instances.json"
+    texts = {name: json.dumps(mutate(document, mutations) if name == target else document)
+             for name, document in files.items()}
     if cut is not None:  # damage the text itself as well, now and then
-        text = text[:cut]
+        texts[target] = texts[target][:cut]
     ledger = await open_ledger(ledger_url, ledger_id=f"h-{uuid.uuid4().hex[:20]}")
     try:
         with tempfile.TemporaryDirectory() as scratch:
-            (Path(scratch) / "mvu-instances.json").write_text(text)
+            for name, text in texts.items():
+                (Path(scratch) / name).write_text(text)
             try:
                 await import_directory(ledger, scratch)
             except MvuError as error:
@@ -115,9 +121,11 @@ async def test_an_import_is_whole_lossless_or_nothing(ledger_url: str, mutations
                 return
             event("imported")
             stored = await snapshot(ledger)
-            expected = {"templates": {}, "seeds": {}, "discoverySelections": {}, **json.loads(text)}
+            expected = {"templates": {}, "seeds": {}, "discoverySelections": {},
+                        **json.loads(texts["mvu-instances.json"]), "facts": json.loads(texts["mvu-facts.json"])}
             for section, got in (("resources", stored.resources), ("templates", stored.templates),
-                                 ("seeds", stored.seeds), ("discoverySelections", stored.selections)):
+                                 ("seeds", stored.seeds), ("discoverySelections", stored.selections),
+                                 ("facts", {"version": 1, "records": stored.facts})):
                 assert as_json(got) == as_json(expected[section])
             assert (await import_directory(ledger, scratch)).unchanged
     finally:
