@@ -11,7 +11,10 @@ the imported one is skipped; one that exists and differs is ``MVU_ID_CONFLICT`` 
 the first clash, and nothing is written. So importing the same directory twice changes nothing
 (the report says ``unchanged``), and a resource that moved on since it was imported is never
 silently overwritten. Facts are a log without identity: a record already stored (same canonical
-JSON) is skipped.
+JSON) is skipped. The comparison reads the ledger before the write unit runs: a resource created
+meanwhile by another writer is still refused (``insert_resource`` checks in the unit), a
+template or seed created meanwhile fails the unit on its primary key; either way nothing of the
+import is written.
 
 Export writes the same formats back from the rows (``json_ledger.rebuild_*``), each file
 atomically (temporary file, fsync, rename, fsync of the directory).
