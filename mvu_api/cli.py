@@ -12,19 +12,22 @@ import asyncio
 import json
 import os
 import sys
-from collections.abc import Callable, Coroutine, Sequence
-from typing import Any
+from collections.abc import Awaitable, Callable, Coroutine, Sequence
+from typing import Any, TypeVar
 
 from rich.console import Console
+from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from mvu_store.errors import Code, MvuError
 from mvu_store.ledger import Ledger, migrate, open_ledger
 from mvu_store.ledger.engine import EngineOptions, create_sync_engine
+from mvu_store.ledger.transfer import Step, export_directory, import_directory
 
 DEFAULT_DB = "sqlite:///./var/mvu.sqlite3"
 
 Handler = Callable[[argparse.Namespace], Coroutine[Any, Any, int]]
+T = TypeVar("T")
 
 
 def _emit(args: argparse.Namespace, payload: dict[str, Any], render: Callable[[Console], None]) -> None:
@@ -116,6 +119,55 @@ async def cmd_db(args: argparse.Namespace) -> int:
     return 0
 
 
+async def _with_progress(args: argparse.Namespace, work: Callable[[Step], Awaitable[T]]) -> T:
+    """Show what long work is doing on stderr (never with --json: stdout stays one JSON value)."""
+    if args.json:
+        return await work(lambda _: None)
+    columns = (SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn())
+    with Progress(*columns, console=Console(stderr=True), transient=True) as progress:
+        task = progress.add_task("starting", total=None)
+        return await work(lambda text: progress.update(task, description=text))
+
+
+def _counts_table(title: str, **columns: dict[str, int]) -> Table:
+    table = Table("what", *columns, title=title)
+    for kind in dict.fromkeys(key for counts in columns.values() for key in counts):
+        table.add_row(kind, *(str(counts.get(kind, 0)) for counts in columns.values()))
+    return table
+
+
+async def cmd_import(args: argparse.Namespace) -> int:
+    ledger = await _open(args)
+    try:
+        report = await _with_progress(args, lambda step: import_directory(ledger, args.directory, step=step))
+    finally:
+        await ledger.close()
+
+    def render(console: Console) -> None:
+        console.print(_counts_table(f"import of {report.directory}", created=report.created, skipped=report.skipped))
+        verdict = "nothing to do: the ledger already holds all of it" if report.unchanged else "imported"
+        console.print(f"{verdict}; {report.bytes_charged:,} bytes charged to the budget")
+
+    _emit(args, report.to_dict(), render)
+    return 0
+
+
+async def cmd_export(args: argparse.Namespace) -> int:
+    ledger = await _open(args)
+    try:
+        report = await _with_progress(args, lambda step: export_directory(ledger, args.directory, step=step))
+    finally:
+        await ledger.close()
+
+    def render(console: Console) -> None:
+        console.print(_counts_table(f"export to {report.directory}", exported=report.counts))
+        for name, size in report.files.items():
+            console.print(f"wrote {name} ({size:,} bytes)")
+
+    _emit(args, report.to_dict(), render)
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="mvu", description=__doc__)
     parser.add_argument("--db", default=os.environ.get("MVU_DATABASE_URL") or DEFAULT_DB,
@@ -130,6 +182,12 @@ def build_parser() -> argparse.ArgumentParser:
     db = commands.add_parser("db", help="schema migrations (Alembic)")
     db.add_argument("action", choices=["upgrade", "current", "check"])
     db.set_defaults(handler=cmd_db)
+    imports = commands.add_parser("import", help="read an original storage directory (mvu-*.json) in one transaction")
+    imports.add_argument("directory")
+    imports.set_defaults(handler=cmd_import)
+    exports = commands.add_parser("export", help="write the ledger as original mvu-*.json files")
+    exports.add_argument("directory")
+    exports.set_defaults(handler=cmd_export)
     return parser
 
 

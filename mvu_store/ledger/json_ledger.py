@@ -1,0 +1,610 @@
+"""The original JSON ledger files, mapped to rows and back (pure code: no I/O, no database).
+
+``parse_*`` validate a file completely and refuse the first problem with its JSON pointer
+(``details["path"]``) before anything is written; they return *plans*: the rows an import
+inserts. ``rebuild_*`` are their inverses, used by export. The mapping is lossless by one rule:
+a record field moves to a dedicated column only when its value fits that column exactly (type,
+width); everything else (nulls, odd values, unknown fields) stays in the row's ``meta`` JSON,
+and export puts column values back only where the column is set.
+
+Shapes are those of ``shared/spec/JSON_LEDGER.md``. What goes where:
+
+- template: the whole definition, one blob.
+- resource record: ``definition`` without ``initial`` (and without ``activationSeqs`` when they
+  become ``activations`` rows) -> definition blob; ``initial`` -> initial blob; ``revision``;
+  ``currentKey`` -> ``head_key``, with ``head_hash`` the variables of that version (or the
+  initial blob); ``managementMode``; every other field (``seed``, ``copiedFrom``,
+  ``recoveryError``, unknown ones, an empty ``checkpoints``) -> ``meta``.
+- version: ``key``, ``revision``, ``source`` and ``variables`` (blob) always; ``parentKey``,
+  ``operationId``, ``fingerprint``, ``error`` when they fit; the rest -> ``meta``. A manual, card
+  or initial version with an operation id, fingerprint and ``result`` also becomes a ``commit``
+  receipt, which then holds the ``result`` (stored once: a replay returns it).
+- checkpoint: array order -> ``position``; ``sessionId`` ('' when absent), ``turn``, ``seq``,
+  ``revision``, ``versionKey``, ``variables`` (blob); the rest (``inheritedFrom``) -> ``meta``.
+- ``managementOperations`` -> ``management`` receipts in order; seeds -> one blob each, plus
+  the columns they are looked up by; ``discoverySelections`` -> ``selections`` rows.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from mvu_store.errors import Code, MvuError
+from mvu_store.jsonvalue import UNSAFE_KEYS, JsonValue, dumps, json_pointer, measure_state, normalize
+from mvu_store.ledger import tables as t
+from mvu_store.ledger.records import NewResource, ResourceKind, VersionKind
+from mvu_store.ledger.repository import FACTS_MAX_BYTES, FACTS_MAX_RECORDS, _Blob
+
+INSTANCES_FILE = "mvu-instances.json"
+LEGACY_FILE = "mvu-state.json"
+FACTS_FILE = "mvu-facts.json"
+FORMAT = 1
+
+Path = tuple[str | int, ...]
+Fits = Callable[[Any], bool]
+
+_BIGINT = 2**63
+_TOP_KEYS = frozenset({"version", "resources", "templates", "seeds", "discoverySelections"})
+_FACTS_KEYS = frozenset({"version", "records"})
+# Kinds whose operation id is an idempotency receipt (a reply is identified by its message).
+_RECEIPT_KINDS = frozenset({"manual", "card", "initial"})
+
+
+def _width(limit: int) -> Fits:
+    # PostgreSQL refuses NUL in text columns and longer strings than varchar(n); SQLite would
+    # take both, so the check lives here to keep the two engines' behaviour the same.
+    return lambda value: type(value) is str and len(value) <= limit and "\x00" not in value
+
+
+def _is_int(value: Any) -> bool:
+    return type(value) is int and -_BIGINT <= value < _BIGINT
+
+
+_hash = _width(t.HASH)
+_id = _width(t.ID)
+_code = _width(64)
+_short = _width(16)
+_ticket = _width(64)
+
+# (record field, column, fits): the fields each row lifts into dedicated columns when they fit.
+_VERSION_COLUMNS: tuple[tuple[str, str, Fits], ...] = (
+    ("parentKey", "parent_key", _hash),
+    ("operationId", "operation_id", _id),
+    ("fingerprint", "fingerprint", _hash),
+    ("error", "error", _code),
+)
+_CHECKPOINT_COLUMNS: tuple[tuple[str, str, Fits], ...] = (("versionKey", "version_key", _hash),)
+_RESOURCE_COLUMNS: tuple[tuple[str, str, Fits], ...] = (("managementMode", "management_mode", _short),)
+
+
+def refuse(code: Code | str, message: str, path: Path, file: str, **details: Any) -> MvuError:
+    pointer = json_pointer(list(path))
+    return MvuError(code, f"{file} {pointer or '/'}: {message}", **details, path=pointer, file=file)
+
+
+class _Reader:
+    """Typed accessors that refuse with the JSON pointer of the value they were given."""
+
+    def __init__(self, file: str, state_limit: int) -> None:
+        self.file = file
+        self.state_limit = state_limit
+
+    def fail(self, message: str, path: Path, code: Code = Code.JSON) -> MvuError:
+        return refuse(code, message, path, self.file)
+
+    def versioned(self, document: Any, fields: frozenset[str] | None) -> dict[str, Any]:
+        """The root object of a file: format version 1 and, when given, no unknown fields."""
+        root = self.obj(document, ())
+        version = root.get("version")
+        if version != FORMAT or not _is_int(version):
+            raise self.fail(f"unsupported format version {version!r} (expected {FORMAT})", ("version",), Code.VERSION)
+        for key in root:
+            if fields is not None and key not in fields:
+                raise self.fail(f"unknown top-level field {key!r}", (key,))
+        return root
+
+    def obj(self, value: Any, path: Path) -> dict[str, Any]:
+        if not isinstance(value, dict):
+            raise self.fail("expected an object", path)
+        return value
+
+    def array(self, value: Any, path: Path) -> list[Any]:
+        if not isinstance(value, list):
+            raise self.fail("expected an array", path)
+        return value
+
+    def integer(self, value: Any, path: Path) -> int:
+        if not _is_int(value):
+            raise self.fail("expected a 64-bit integer", path)
+        return int(value)
+
+    def text(self, value: Any, path: Path, fits: Fits = _id) -> str:
+        if not fits(value):
+            raise self.fail("expected a string of the right length without NUL characters", path)
+        return str(value)
+
+    def required(self, record: dict[str, Any], key: str, path: Path) -> Any:
+        if key not in record:
+            raise self.fail(f"missing required field {key!r}", (*path, key))
+        return record[key]
+
+    def state(self, value: Any, path: Path) -> _Blob:
+        """A variables envelope within the state budget (2 MiB, 100,000 nodes, depth 64)."""
+        self.obj(value, path)
+        try:
+            _, data, _ = measure_state(value, max_bytes=self.state_limit)
+        except MvuError as error:
+            raise refuse(error.code, error.message, path, self.file, **error.details) from None
+        return _Blob(data.decode())
+
+
+def _walk(value: Any) -> Iterator[tuple[Path, Any, str | None]]:
+    """Every node in document order as ``(path, value, key)`` (iterative: files nest deeply)."""
+    stack: list[tuple[Path, Any, str | None]] = [((), value, None)]
+    while stack:
+        path, item, key = stack.pop()
+        yield path, item, key
+        if isinstance(item, dict):
+            stack.extend(((*path, k), v, k) for k, v in reversed(item.items()))
+        elif isinstance(item, list):
+            stack.extend(((*path, i), v, None) for i, v in reversed(list(enumerate(item))))
+
+
+def _encodable(text: str) -> bool:
+    try:
+        text.encode()
+    except UnicodeEncodeError:  # a lone surrogate from a "\ud800" escape: not storable UTF-8
+        return False
+    return True
+
+
+def parse_json(data: bytes, file: str) -> Any:
+    """Strict JSON, refusing what the store cannot keep, then normalised (``5.0`` -> ``5``)."""
+
+    def refuse_constant(name: str) -> None:
+        raise refuse(Code.JSON, f"{name} is not JSON", (), file)
+
+    try:
+        parsed = json.loads(data.decode("utf-8"), parse_constant=refuse_constant)
+    except UnicodeDecodeError as error:
+        raise refuse(Code.JSON, f"not UTF-8 ({error.reason} at byte {error.start})", (), file) from None
+    except (ValueError, RecursionError) as error:
+        raise refuse(Code.JSON, f"invalid JSON: {error}", (), file) from None
+    for path, item, key in _walk(parsed):
+        if key is not None and key in UNSAFE_KEYS:
+            raise refuse(Code.JSON, f"unsafe key {key!r}", path, file)
+        if key is not None and not _encodable(key):
+            raise refuse(Code.JSON, "key is not valid Unicode", path, file)
+        if isinstance(item, str) and not _encodable(item):
+            raise refuse(Code.JSON, "string is not valid Unicode", path, file)
+        if isinstance(item, float) and not math.isfinite(item):
+            raise refuse(Code.JSON, "number out of range", path, file)
+    # Limits apply per state (checked where states are), not to the whole file.
+    normalized, _, _ = normalize(parsed, max_nodes=sys.maxsize, max_depth=sys.maxsize)
+    return normalized
+
+
+# -- plans: what an import writes ----------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class TemplatePlan:
+    id: str
+    definition: JsonValue
+    blob: _Blob
+
+
+@dataclass(slots=True)
+class Rows:
+    """The rows that hang off one resource (``resource_id`` filled in), and their state blobs."""
+
+    blobs: dict[str, _Blob] = field(default_factory=dict)
+    versions: list[dict[str, Any]] = field(default_factory=list)
+    checkpoints: list[dict[str, Any]] = field(default_factory=list)
+    receipts: list[dict[str, Any]] = field(default_factory=list)
+    activations: list[dict[str, Any]] = field(default_factory=list)
+    # What the unique keys of these tables have seen so far: a duplicate is refused with its path
+    # here rather than by the database, without a path, in the middle of the write.
+    seen: set[tuple[Any, ...]] = field(default_factory=set)
+
+    def claim(self, *unique: Any) -> bool:
+        """Record a unique key; False when it was already taken."""
+        if unique in self.seen:
+            return False
+        self.seen.add(unique)
+        return True
+
+
+@dataclass(slots=True)
+class ResourcePlan:
+    record: JsonValue
+    """The normalised original record: what export must give back."""
+    new: NewResource
+    revision: int
+    head_key: str | None
+    head_hash: str
+    rows: Rows
+
+
+@dataclass(slots=True)
+class SeedPlan:
+    ticket: str
+    seed: JsonValue
+    blob: _Blob
+    row: dict[str, Any]
+
+
+@dataclass(slots=True)
+class InstancesPlan:
+    templates: list[TemplatePlan]
+    resources: list[ResourcePlan]
+    seeds: list[SeedPlan]
+    selections: dict[str, str | None]
+
+
+@dataclass(slots=True)
+class FactPlan:
+    text: str
+    size: int
+    record: dict[str, Any]
+
+
+def _version_kind(version: dict[str, Any]) -> VersionKind:
+    """The kind of an original version record (JSON_LEDGER.md, "Version").
+
+    ``inheritedFrom`` wins: inherited copies carry the parent's source flags but never move
+    this resource's head (and all sit at revision 0). A failed reply carries ``error``. Card
+    writes are manual edits flagged ``card``; opening card writes also carry ``initial``, which
+    alone (an initial write outside a card) is the ``initial`` kind.
+    """
+    source = version.get("source")
+    flags = source if isinstance(source, dict) else {}
+    if "inheritedFrom" in version:
+        return "inherited"
+    if "error" in version:
+        return "failed"
+    if flags.get("card") is True:
+        return "card"
+    if flags.get("manual") is True:
+        return "manual"
+    if flags.get("initial") is True:
+        return "initial"
+    return "reply"
+
+
+def _lift(fields: dict[str, Any], columns: tuple[tuple[str, str, Fits], ...]) -> dict[str, Any]:
+    """Move each field that fits its column out of ``fields``; the rest stays (as meta)."""
+    row: dict[str, Any] = {}
+    for name, column, fits in columns:
+        if name in fields and fits(fields[name]):
+            row[column] = fields.pop(name)
+        else:
+            row[column] = None
+    return row
+
+
+def _lower(record: dict[str, Any], row: Any, columns: tuple[tuple[str, str, Fits], ...]) -> None:
+    """The inverse of :func:`_lift`: put back each field whose column is set."""
+    for name, column, _ in columns:
+        value = getattr(row, column)
+        if value is not None:
+            record[name] = value
+
+
+def _meta(fields: dict[str, Any]) -> tuple[str, int]:
+    text = dumps(fields)
+    return text, len(text.encode())
+
+
+def _entries(value: Any) -> list[Any]:
+    """The items of what should be an array inside an opaque body (stored whole, as it is)."""
+    return value if isinstance(value, list) else []
+
+
+def _resource_kind(record: dict[str, Any], definition: dict[str, Any]) -> ResourceKind:
+    if "copiedFrom" in record:
+        return "copy"
+    if isinstance(definition.get("instance"), dict) or "templateId" in definition:
+        return "instance"
+    if definition.get("sharing") == "shared":
+        return "shared"
+    return "configured"
+
+
+class _InstancesParser(_Reader):
+    def __init__(self, state_limit: int, now_ms: int) -> None:
+        super().__init__(INSTANCES_FILE, state_limit)
+        self.now_ms = now_ms
+
+    def parse(self, document: Any) -> InstancesPlan:
+        # Unknown top-level fields are refused rather than dropped: there is no row to keep them.
+        root = self.versioned(document, _TOP_KEYS)
+        templates = [
+            self.template(template_id, definition)
+            for template_id, definition in self.obj(root.get("templates", {}), ("templates",)).items()
+        ]
+        resources = [
+            self.resource(resource_id, record)
+            for resource_id, record in self.obj(self.required(root, "resources", ()), ("resources",)).items()
+        ]
+        seeds = [self.seed(ticket, seed) for ticket, seed in self.obj(root.get("seeds", {}), ("seeds",)).items()]
+        selections: dict[str, str | None] = {}
+        for session_id, template_id in self.obj(root.get("discoverySelections", {}), ("discoverySelections",)).items():
+            path = ("discoverySelections", session_id)
+            self.text(session_id, path)
+            selections[session_id] = None if template_id is None else self.text(template_id, path)
+        return InstancesPlan(templates, resources, seeds, selections)
+
+    def template(self, template_id: str, definition: Any) -> TemplatePlan:
+        path: Path = ("templates", template_id)
+        self.text(template_id, path)
+        body = self.obj(definition, path)
+        if "initial" in body:
+            self.state(body["initial"], (*path, "initial"))
+        return TemplatePlan(template_id, body, _Blob(dumps(body)))
+
+    def resource(self, resource_id: str, value: Any) -> ResourcePlan:
+        path: Path = ("resources", resource_id)
+        self.text(resource_id, path)
+        fields = dict(self.obj(value, path))
+        revision = self.integer(self.required(fields, "revision", path), (*path, "revision"))
+        current_key = self.required(fields, "currentKey", path)
+        definition = dict(self.obj(self.required(fields, "definition", path), (*path, "definition")))
+        initial = self.required(definition, "initial", (*path, "definition"))
+        head_hash = self.state(initial, (*path, "definition", "initial")).hash
+        rows = Rows()
+        versions = self.array(self.required(fields, "versions", path), (*path, "versions"))
+        hashes = [self.version(rows, resource_id, index, item, (*path, "versions", index))
+                  for index, item in enumerate(versions)]
+        if current_key is not None:
+            keys = [row["key"] for row in rows.versions]
+            if current_key not in keys:
+                raise self.fail("currentKey names no version of this resource", (*path, "currentKey"))
+            head_hash = hashes[keys.index(current_key)]
+        for index, item in enumerate(self.row_list(fields, "checkpoints", path)):
+            self.checkpoint(rows, resource_id, index, item, (*path, "checkpoints", index))
+        for index, item in enumerate(self.row_list(fields, "managementOperations", path)):
+            self.management(rows, resource_id, item, (*path, "managementOperations", index))
+        seqs = definition.get("activationSeqs")
+        if isinstance(seqs, dict) and seqs and all(_id(s) and _is_int(n) for s, n in seqs.items()):
+            rows.activations = [{"owner_id": resource_id, "session_id": s, "seq": n} for s, n in seqs.items()]
+            del definition["activationSeqs"]
+        del fields["revision"], fields["currentKey"], fields["definition"], fields["versions"], definition["initial"]
+        mode = _lift(fields, _RESOURCE_COLUMNS)["management_mode"]
+        instance = definition.get("instance")
+        identity = instance if isinstance(instance, dict) else {}
+        new = NewResource(
+            id=resource_id,
+            kind=_resource_kind(value, definition),
+            initial=initial,
+            definition=definition,
+            template_id=definition.get("templateId") if _id(definition.get("templateId")) else None,
+            session_id=identity.get("sessionId") if _id(identity.get("sessionId")) else None,
+            session_created_at=identity.get("createdAt"),
+            management_mode=mode,
+            meta=fields,
+        )
+        return ResourcePlan(value, new, revision, current_key, head_hash, rows)
+
+    def row_list(self, fields: dict[str, Any], name: str, path: Path) -> list[Any]:
+        """An optional array stored as rows: taken out of ``fields`` when it has items.
+
+        An empty array stays in the meta, so export can tell ``[]`` from an absent field.
+        """
+        if name not in fields:
+            return []
+        items = self.array(fields[name], (*path, name))
+        if items:
+            del fields[name]
+        return items
+
+    def version(self, rows: Rows, resource_id: str, index: int, value: Any, path: Path) -> str:
+        fields = dict(self.obj(value, path))
+        kind = _version_kind(fields)
+        key = self.text(self.required(fields, "key", path), (*path, "key"), _hash)
+        revision = self.integer(self.required(fields, "revision", path), (*path, "revision"))
+        blob = self.state(self.required(fields, "variables", path), (*path, "variables"))
+        source = self.obj(self.required(fields, "source", path), (*path, "source"))
+        if not rows.claim("key", key):
+            raise self.fail("duplicate version key in this resource", (*path, "key"))
+        if kind in t.COMMITTED_KINDS and not rows.claim("revision", revision):
+            raise self.fail("two committed versions claim this revision", (*path, "revision"))
+        for name in ("key", "revision", "variables", "source"):
+            del fields[name]
+        columns = _lift(fields, _VERSION_COLUMNS)
+        operation_id, fingerprint = columns["operation_id"], columns["fingerprint"]
+        if kind in _RECEIPT_KINDS and operation_id is not None and fingerprint is not None and "result" in fields:
+            # The result lives in the receipt only: a replay returns it, export puts it back.
+            self.receipt(rows, resource_id, operation_id, (*path, "operationId"), kind="commit",
+                         fingerprint=fingerprint, revision=revision, version_key=key,
+                         result=dumps(fields.pop("result")))
+        source_text = dumps(source)
+        meta, meta_size = _meta(fields)
+        session_id, message_seq = source.get("sessionId"), source.get("messageSeq")
+        rows.blobs[blob.hash] = blob
+        rows.versions.append({
+            "resource_id": resource_id, "key": key, "position": index, "kind": kind, "revision": revision,
+            "variables_hash": blob.hash, **columns,
+            # Copies of source fields, for lookups by session and message; `source` keeps them.
+            "session_id": session_id if _id(session_id) else None,
+            "message_seq": message_seq if _is_int(message_seq) else None,
+            "source": source_text, "meta": meta, "bytes": len(source_text.encode()) + meta_size,
+            "created_at": self.now_ms,
+        })
+        return blob.hash
+
+    def receipt(self, rows: Rows, resource_id: str, operation_id: str, path: Path, **values: Any) -> None:
+        if not rows.claim("operation", operation_id):
+            raise self.fail("operation id used twice in this resource", path)
+        rows.receipts.append({
+            "resource_id": resource_id, "operation_id": operation_id, "position": len(rows.receipts), **values,
+            "bytes": len(values["result"].encode()), "created_at": self.now_ms,
+        })
+
+    def checkpoint(self, rows: Rows, resource_id: str, index: int, value: Any, path: Path) -> None:
+        fields = dict(self.obj(value, path))
+        turn = self.integer(self.required(fields, "turn", path), (*path, "turn"))
+        seq = self.integer(self.required(fields, "seq", path), (*path, "seq"))
+        revision = self.integer(self.required(fields, "revision", path), (*path, "revision"))
+        blob = self.state(self.required(fields, "variables", path), (*path, "variables"))
+        for name in ("turn", "seq", "revision", "variables"):
+            del fields[name]
+        # '' stands for "no session id" (the unique index would accept duplicate NULLs), so
+        # only a non-empty id is lifted; an absent or empty one stays as it was, in meta.
+        session_id = fields.pop("sessionId") if _id(fields.get("sessionId")) and fields["sessionId"] else ""
+        if not rows.claim("turn", session_id, turn):
+            raise self.fail("a second checkpoint for this session and turn", (*path, "turn"))
+        columns = _lift(fields, _CHECKPOINT_COLUMNS)
+        meta, size = _meta(fields)
+        rows.blobs[blob.hash] = blob
+        rows.checkpoints.append({
+            "resource_id": resource_id, "position": index, "session_id": session_id, "turn": turn, "seq": seq,
+            "revision": revision, "variables_hash": blob.hash, **columns, "meta": meta, "bytes": size,
+        })
+
+    def management(self, rows: Rows, resource_id: str, value: Any, path: Path) -> None:
+        entry = self.obj(value, path)
+        extra = set(entry) - {"id", "fingerprint", "result"}
+        if extra:
+            raise self.fail(f"unexpected field {sorted(extra)[0]!r}", (*path, sorted(extra)[0]))
+        operation_id = self.text(self.required(entry, "id", path), (*path, "id"))
+        fingerprint = self.text(self.required(entry, "fingerprint", path), (*path, "fingerprint"), _hash)
+        result = self.obj(self.required(entry, "result", path), (*path, "result"))
+        revision = result.get("revision")
+        self.receipt(rows, resource_id, operation_id, (*path, "id"), kind="management", fingerprint=fingerprint,
+                     revision=revision if _is_int(revision) else 0, version_key=None, result=dumps(result))
+
+    def seed(self, ticket: str, value: Any) -> SeedPlan:
+        path: Path = ("seeds", ticket)
+        self.text(ticket, path, _ticket)
+        body = self.obj(value, path)
+        kind = self.text(self.required(body, "kind", path), (*path, "kind"), _short)
+        source_session = self.text(self.required(body, "sourceSessionId", path), (*path, "sourceSessionId"))
+        installed = self.required(body, "installed", path)
+        if type(installed) is not bool:
+            raise self.fail("expected true or false", (*path, "installed"))
+        for index, item in enumerate(_entries(body.get("items"))):
+            self._seed_states(item, (*path, "items", index))
+        target = body.get("targetSessionId")
+        return SeedPlan(ticket, body, _Blob(dumps(body)), {
+            "ticket": ticket, "kind": kind, "source_session_id": source_session,
+            "target_session_id": target if _id(target) else None, "installed": installed,
+        })
+
+    def _seed_states(self, item: Any, path: Path) -> None:
+        """The states a seed carries (its variables and its history's) keep the state budget."""
+        if not isinstance(item, dict):
+            return
+        if "variables" in item:
+            self.state(item["variables"], (*path, "variables"))
+        for name in ("history", "checkpoints"):
+            for index, entry in enumerate(_entries(item.get(name))):
+                if isinstance(entry, dict) and "variables" in entry:
+                    self.state(entry["variables"], (*path, name, index, "variables"))
+
+
+def parse_instances(data: bytes, *, state_limit: int, now_ms: int) -> InstancesPlan:
+    """Validate ``mvu-instances.json`` completely and map it to rows (nothing is written)."""
+    return _InstancesParser(state_limit, now_ms).parse(parse_json(data, INSTANCES_FILE))
+
+
+def parse_facts(data: bytes) -> list[FactPlan]:
+    """Validate ``mvu-facts.json``: at most 2,048 records and 1 MiB, as the facts store keeps."""
+    reader = _Reader(FACTS_FILE, 0)
+    root = reader.versioned(parse_json(data, FACTS_FILE), _FACTS_KEYS)
+    records = reader.array(reader.required(root, "records", ()), ("records",))
+    if len(records) > FACTS_MAX_RECORDS:
+        raise reader.fail(f"more than {FACTS_MAX_RECORDS} fact records", ("records", FACTS_MAX_RECORDS), Code.LIMIT)
+    facts: list[FactPlan] = []
+    total = 0
+    for index, value in enumerate(records):
+        path: Path = ("records", index)
+        record = reader.obj(value, path)
+        # The fields the facts table lifts into columns must fit them.
+        if "phase" in record:
+            reader.text(record["phase"], (*path, "phase"), _short)
+        if isinstance(record.get("sessionId"), str):
+            reader.text(record["sessionId"], (*path, "sessionId"))
+        if isinstance(record.get("recordedAt"), int) and not _is_int(int(record["recordedAt"])):
+            raise reader.fail("expected a 64-bit integer", (*path, "recordedAt"))
+        text = dumps(record)
+        size = len(text.encode())
+        total += size
+        if total > FACTS_MAX_BYTES:
+            raise reader.fail(f"fact records exceed {FACTS_MAX_BYTES} bytes", path, Code.LIMIT)
+        facts.append(FactPlan(text, size, record))
+    return facts
+
+
+def check_legacy(data: bytes) -> None:
+    """Validate the legacy ``mvu-state.json`` (kept byte for byte, never exploded into rows)."""
+    reader = _Reader(LEGACY_FILE, 0)
+    root = reader.versioned(parse_json(data, LEGACY_FILE), None)
+    reader.obj(reader.required(root, "resources", ()), ("resources",))
+
+
+# -- rebuilding: rows back to the original records (export) ------------------------------------
+
+
+def rebuild_version(row: Any, variables: JsonValue, receipt_result: str | None) -> dict[str, Any]:
+    record: dict[str, Any] = json.loads(row.meta)
+    record.update(key=row.key, revision=row.revision, variables=variables, source=json.loads(row.source))
+    _lower(record, row, _VERSION_COLUMNS)
+    if receipt_result is not None:
+        record["result"] = json.loads(receipt_result)
+    return record
+
+
+def rebuild_checkpoint(row: Any, variables: JsonValue) -> dict[str, Any]:
+    record: dict[str, Any] = json.loads(row.meta)
+    record.update(turn=row.turn, seq=row.seq, revision=row.revision, variables=variables)
+    if row.session_id:
+        record["sessionId"] = row.session_id
+    _lower(record, row, _CHECKPOINT_COLUMNS)
+    return record
+
+
+def rebuild_management(row: Any) -> dict[str, Any]:
+    return {"id": row.operation_id, "fingerprint": row.fingerprint, "result": json.loads(row.result)}
+
+
+def rebuild_resource(
+    row: Any,
+    definition: dict[str, Any],
+    initial: JsonValue,
+    *,
+    versions: list[dict[str, Any]],
+    checkpoints: list[dict[str, Any]],
+    management: list[dict[str, Any]],
+    activations: dict[str, int],
+) -> dict[str, Any]:
+    record: dict[str, Any] = json.loads(row.meta)
+    full = {**definition, "initial": initial}
+    if activations:
+        full["activationSeqs"] = activations
+    record.update(revision=row.revision, currentKey=row.head_key, definition=full, versions=versions)
+    if checkpoints:
+        record["checkpoints"] = checkpoints
+    if management:
+        record["managementOperations"] = management
+    _lower(record, row, _RESOURCE_COLUMNS)
+    return record
+
+
+def instances_document(
+    resources: dict[str, Any], templates: dict[str, Any], seeds: dict[str, Any], selections: dict[str, str | None]
+) -> dict[str, Any]:
+    """``mvu-instances.json``. The optional maps are always written (empty when there is nothing):
+    a file that lacked one exports with an empty map, which means the same to the original."""
+    return {"version": FORMAT, "resources": resources, "templates": templates, "seeds": seeds,
+            "discoverySelections": selections}
+
+
+def facts_document(records: list[Any]) -> dict[str, Any]:
+    return {"version": FORMAT, "records": records}
+
