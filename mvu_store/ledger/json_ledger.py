@@ -38,7 +38,7 @@ from mvu_store.errors import Code, MvuError
 from mvu_store.jsonvalue import UNSAFE_KEYS, JsonValue, dumps, json_pointer, measure_state, normalize
 from mvu_store.ledger import tables as t
 from mvu_store.ledger.records import NewResource, ResourceKind, VersionKind
-from mvu_store.ledger.repository import FACTS_MAX_BYTES, FACTS_MAX_RECORDS, _Blob
+from mvu_store.ledger.repository import FACTS_MAX_BYTES, FACTS_MAX_RECORDS, Blob
 
 INSTANCES_FILE = "mvu-instances.json"
 LEGACY_FILE = "mvu-state.json"
@@ -133,14 +133,14 @@ class _Reader:
             raise self.fail(f"missing required field {key!r}", (*path, key))
         return record[key]
 
-    def state(self, value: Any, path: Path) -> _Blob:
+    def state(self, value: Any, path: Path) -> Blob:
         """A variables envelope within the state budget (2 MiB, 100,000 nodes, depth 64)."""
         self.obj(value, path)
         try:
             _, data, _ = measure_state(value, max_bytes=self.state_limit)
         except MvuError as error:
             raise refuse(error.code, error.message, path, self.file, **error.details) from None
-        return _Blob(data.decode())
+        return Blob(data.decode())
 
 
 def _walk(value: Any) -> Iterator[tuple[Path, Any, str | None]]:
@@ -196,14 +196,14 @@ def parse_json(data: bytes, file: str) -> Any:
 class TemplatePlan:
     id: str
     definition: JsonValue
-    blob: _Blob
+    blob: Blob
 
 
 @dataclass(slots=True)
 class Rows:
     """The rows that hang off one resource (``resource_id`` filled in), and their state blobs."""
 
-    blobs: dict[str, _Blob] = field(default_factory=dict)
+    blobs: dict[str, Blob] = field(default_factory=dict)
     versions: list[dict[str, Any]] = field(default_factory=list)
     checkpoints: list[dict[str, Any]] = field(default_factory=list)
     receipts: list[dict[str, Any]] = field(default_factory=list)
@@ -235,7 +235,7 @@ class ResourcePlan:
 class SeedPlan:
     ticket: str
     seed: JsonValue
-    blob: _Blob
+    blob: Blob
     row: dict[str, Any]
 
 
@@ -346,7 +346,7 @@ class _InstancesParser(_Reader):
         body = self.obj(definition, path)
         if "initial" in body:
             self.state(body["initial"], (*path, "initial"))
-        return TemplatePlan(template_id, body, _Blob(dumps(body)))
+        return TemplatePlan(template_id, body, Blob(dumps(body)))
 
     def resource(self, resource_id: str, value: Any) -> ResourcePlan:
         path: Path = ("resources", resource_id)
@@ -491,7 +491,7 @@ class _InstancesParser(_Reader):
         for index, item in enumerate(_entries(body.get("items"))):
             self._seed_states(item, (*path, "items", index))
         target = body.get("targetSessionId")
-        return SeedPlan(ticket, body, _Blob(dumps(body)), {
+        return SeedPlan(ticket, body, Blob(dumps(body)), {
             "ticket": ticket, "kind": kind, "source_session_id": source_session,
             "target_session_id": target if _id(target) else None, "installed": installed,
         })
@@ -599,10 +599,13 @@ def rebuild_resource(
 def instances_document(
     resources: dict[str, Any], templates: dict[str, Any], seeds: dict[str, Any], selections: dict[str, str | None]
 ) -> dict[str, Any]:
-    """``mvu-instances.json``. The optional maps are always written (empty when there is nothing):
-    a file that lacked one exports with an empty map, which means the same to the original."""
-    return {"version": FORMAT, "resources": resources, "templates": templates, "seeds": seeds,
-            "discoverySelections": selections}
+    """``mvu-instances.json``. The original adds ``templates``, ``seeds`` and
+    ``discoverySelections`` when it first stores an entry and never removes entries, so a map is
+    present exactly when it is non-empty: omitting empty ones gives back the original file."""
+    document: dict[str, Any] = {"version": FORMAT, "resources": resources}
+    optional = {"templates": templates, "seeds": seeds, "discoverySelections": selections}
+    document.update({name: entries for name, entries in optional.items() if entries})
+    return document
 
 
 def facts_document(records: list[Any]) -> dict[str, Any]:

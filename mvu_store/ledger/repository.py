@@ -52,7 +52,7 @@ def _text(value: JsonValue) -> str:
     return dumps(normalized)
 
 
-class _Blob:
+class Blob:
     """A JSON payload ready to store: canonical text, its UTF-8 size and its hash."""
 
     __slots__ = ("hash", "size", "text")
@@ -64,7 +64,7 @@ class _Blob:
         self.hash = sha256_hex(data)
 
     @classmethod
-    def of(cls, value: JsonValue) -> _Blob:
+    def of(cls, value: JsonValue) -> Blob:
         return cls(_text(value))
 
 
@@ -145,7 +145,7 @@ class Ledger:
         keys = [column.name for column in table.columns]
         return self._compiled(f"insert-ignore:{table.name}", build, keys)
 
-    def put_blob(self, tx: WriteTx, blob: _Blob) -> str:
+    def put_blob(self, tx: WriteTx, blob: Blob) -> str:
         """Store a payload once; only the first copy is charged to the budget."""
         cursor = tx.execute(
             self._insert_ignore_sql(t.blobs),
@@ -207,11 +207,11 @@ class Ledger:
             requested=tx.charged,
         )
 
-    def prepare_state(self, variables: JsonValue) -> tuple[JsonValue, _Blob]:
+    def prepare_state(self, variables: JsonValue) -> tuple[JsonValue, Blob]:
         """Check a variables envelope against the state budget (MVU_LIMIT) and encode it."""
         normalized, data, _ = measure_state(variables, max_bytes=self._state_limit)
         text = data.decode()
-        blob = _Blob.__new__(_Blob)
+        blob = Blob.__new__(Blob)
         blob.text, blob.size, blob.hash = text, len(data), sha256_hex(data)
         return normalized, blob
 
@@ -230,7 +230,7 @@ class Ledger:
         )
         return tx.fetchone(sql, {"ledger_id": self.ledger_id, "id": resource_id})
 
-    def _next_position(self, tx: WriteTx, table: Table, owner_column: str | None, owner: str | None) -> int:
+    def next_position(self, tx: WriteTx, table: Table, owner_column: str | None, owner: str | None) -> int:
         def build() -> ClauseElement:
             query = select(func.coalesce(func.max(table.c.position) + 1, 0)).where(table.c.ledger_id == _LEDGER)
             if owner_column:
@@ -257,7 +257,7 @@ class Ledger:
             raise MvuError(Code.ID_CONFLICT, f"resource {new.id!r} already exists", id=new.id)
         _, initial = self.prepare_state(new.initial)
         initial_hash = self.put_blob(tx, initial)
-        definition_hash = self.put_blob(tx, _Blob.of(new.definition))
+        definition_hash = self.put_blob(tx, Blob.of(new.definition))
         head_key, head_hash = head if head else (None, initial_hash)
         meta = _text(new.meta)
         self.insert_row(
@@ -265,7 +265,7 @@ class Ledger:
             t.resources,
             {
                 "id": new.id,
-                "position": self._next_position(tx, t.resources, None, None),
+                "position": self.next_position(tx, t.resources, None, None),
                 "kind": new.kind,
                 "template_id": new.template_id,
                 "session_id": new.session_id,
@@ -397,7 +397,7 @@ class Ledger:
         return CommitOutcome(request.resource_id, int(version[1]), key, result, True)
 
     def _commit(
-        self, tx: WriteTx, request: CommitRequest, blob: _Blob, key: str, source: str, meta: str, check_key: bool
+        self, tx: WriteTx, request: CommitRequest, blob: Blob, key: str, source: str, meta: str, check_key: bool
     ) -> CommitOutcome:
         resource = self._resource_row(tx, request.resource_id)
         if resource is None:
@@ -427,7 +427,7 @@ class Ledger:
             {
                 "resource_id": request.resource_id,
                 "key": key,
-                "position": self._next_position(tx, t.versions, "resource_id", request.resource_id),
+                "position": self.next_position(tx, t.versions, "resource_id", request.resource_id),
                 "kind": request.kind,
                 "revision": revision,
                 "parent_key": head_key if committed else None,
@@ -483,7 +483,7 @@ class Ledger:
             {
                 "resource_id": resource_id,
                 "operation_id": operation_id,
-                "position": self._next_position(tx, t.receipts, "resource_id", resource_id),
+                "position": self.next_position(tx, t.receipts, "resource_id", resource_id),
                 "kind": kind,
                 "fingerprint": fingerprint,
                 "revision": revision,
@@ -548,7 +548,7 @@ class Ledger:
                 raise MvuError(Code.MISSING, f"no resource {resource_id!r}", id=resource_id)
             record = CheckpointRecord(
                 resource_id=resource_id,
-                position=self._next_position(tx, t.checkpoints, "resource_id", resource_id),
+                position=self.next_position(tx, t.checkpoints, "resource_id", resource_id),
                 session_id=session_id,
                 turn=turn,
                 seq=seq,
@@ -588,7 +588,7 @@ class Ledger:
 
     async def put_template(self, template_id: str, definition: JsonValue) -> None:
         """Create or replace a template definition (templates are not CAS resources)."""
-        blob = _Blob.of(definition)
+        blob = Blob.of(definition)
 
         def work(tx: WriteTx) -> None:
             definition_hash = self.put_blob(tx, blob)
@@ -600,7 +600,7 @@ class Ledger:
             )
             params = {"ledger_id": self.ledger_id, "id": template_id, "definition_hash": definition_hash}
             if tx.execute(sql, params).rowcount == 0:
-                position = self._next_position(tx, t.templates, None, None)
+                position = self.next_position(tx, t.templates, None, None)
                 self.insert_row(tx, t.templates, {"id": template_id, "position": position,
                                                   "definition_hash": definition_hash})
 
@@ -625,9 +625,9 @@ class Ledger:
         if size > FACTS_MAX_BYTES:
             raise MvuError(Code.LIMIT, "a fact record is larger than the facts store", limit=FACTS_MAX_BYTES)
         fields = record if isinstance(record, dict) else {}
-        return await self.write(lambda tx: self._append_fact(tx, text, size, fields))
+        return await self.write(lambda tx: self.insert_fact(tx, text, size, fields))
 
-    def _append_fact(self, tx: WriteTx, text: str, size: int, fields: dict[str, Any]) -> int:
+    def insert_fact(self, tx: WriteTx, text: str, size: int, fields: dict[str, Any]) -> int:
         counters = tx.fetchone(
             self._compiled(
                 "facts-counters",

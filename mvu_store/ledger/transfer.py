@@ -197,7 +197,7 @@ def _subtract(current: Snapshot, instances: jl.InstancesPlan, facts: list[jl.Fac
 
 def _write(ledger: Ledger, tx: WriteTx, work: _Work) -> int:
     """The import's one unit of work; returns the bytes it charged to the budget."""
-    position = ledger._next_position(tx, t.templates, None, None)
+    position = ledger.next_position(tx, t.templates, None, None)
     for index, template in enumerate(work.instances.templates):
         ledger.insert_row(tx, t.templates, {"id": template.id, "position": position + index,
                                             "definition_hash": ledger.put_blob(tx, template.blob)})
@@ -211,14 +211,14 @@ def _write(ledger: Ledger, tx: WriteTx, work: _Work) -> int:
                               (t.receipts, rows.receipts), (t.activations, rows.activations)):
             for row in values:
                 ledger.insert_row(tx, table, row)
-    position = ledger._next_position(tx, t.seeds, None, None)
+    position = ledger.next_position(tx, t.seeds, None, None)
     for index, seed in enumerate(work.instances.seeds):
         ledger.insert_row(tx, t.seeds, {**seed.row, "position": position + index,
                                         "body_hash": ledger.put_blob(tx, seed.blob)})
     for session_id, template_id in work.instances.selections.items():
         ledger.insert_row(tx, t.selections, {"session_id": session_id, "template_id": template_id})
     for fact in work.facts:
-        ledger._append_fact(tx, fact.text, fact.size, fact.record)
+        ledger.insert_fact(tx, fact.text, fact.size, fact.record)
     if work.legacy is not None:
         ledger.insert_row(tx, t.legacy_files, {"name": jl.LEGACY_FILE, "sha256": sha256_hex(work.legacy),
                                                "size": len(work.legacy), "body": work.legacy})

@@ -225,8 +225,7 @@ async def test_an_empty_or_missing_directory_is_refused(ledger: Ledger, tmp_path
 async def test_an_empty_ledger_exports_an_empty_instances_file(ledger: Ledger, tmp_path: Path) -> None:
     report = await export_directory(ledger, tmp_path / "out")
     assert list(report.files) == ["mvu-instances.json"]
-    assert read(tmp_path / "out", "mvu-instances.json") == {
-        "version": 1, "resources": {}, "templates": {}, "seeds": {}, "discoverySelections": {}}
+    assert read(tmp_path / "out", "mvu-instances.json") == {"version": 1, "resources": {}}
 
 
 async def test_export_replaces_files_atomically(ledger: Ledger, source: Path, tmp_path: Path) -> None:
@@ -270,7 +269,7 @@ async def test_odd_but_valid_shapes_come_back_exactly(ledger: Ledger, tmp_path: 
     assert await ledger.audit() == []
 
 
-async def test_a_file_without_the_optional_maps_exports_them_empty(ledger: Ledger, tmp_path: Path) -> None:
+async def test_a_file_without_the_optional_maps_exports_without_them(ledger: Ledger, tmp_path: Path) -> None:
     build = realistic()
     document = {"version": 1, "resources": {i.id: i.record for i in build.instances[2:]}}
     (tmp_path / "mvu-instances.json").write_text(json.dumps(document))
@@ -278,8 +277,7 @@ async def test_a_file_without_the_optional_maps_exports_them_empty(ledger: Ledge
     await import_directory(ledger, tmp_path)
     await export_directory(ledger, tmp_path / "out")
 
-    assert as_json(read(tmp_path / "out", "mvu-instances.json")) == as_json(
-        {**document, "templates": {}, "seeds": {}, "discoverySelections": {}})
+    assert as_json(read(tmp_path / "out", "mvu-instances.json")) == as_json(document)
 
 
 async def test_a_directory_with_only_legacy_state_and_facts(ledger: Ledger, tmp_path: Path) -> None:
