@@ -13,7 +13,10 @@ def kinds(text: str) -> list[tuple[str, tuple[str, ...]]]:
 
 
 def test_commands_anywhere_in_the_message_run_including_comments_and_prose() -> None:
-    text = "story text _.set(a, 1); more /* _.set(b, 2); */ and // _.set(c, 3);\n<UpdateVariable>_.set(d,4);</UpdateVariable>"
+    text = (
+        "story text _.set(a, 1); more /* _.set(b, 2); */ and // _.set(c, 3);\n"
+        "<UpdateVariable>_.set(d,4);</UpdateVariable>"
+    )
     assert [c.path for c in parse_commands(text)] == [("a",), ("b",), ("c",), ("d",)]
 
 
