@@ -20,7 +20,7 @@ from mvu_store.lang.creation import CandidateValidator, create
 from mvu_store.lang.jsvalues import is_number, js_string, object_keys, same, truthy
 from mvu_store.lang.literals import parse_value, to_number
 from mvu_store.lang.merge import merge_into
-from mvu_store.lang.meta import Schema, apply_template, clean_metadata, merge_schema, schema_at
+from mvu_store.lang.meta import Schema, apply_template, clean_metadata, merge_schema, properties_of, schema_at
 from mvu_store.lang.paths import Path, assign, format_path, is_index, lookup, trim_quotes
 
 
@@ -126,7 +126,7 @@ def _check_insert_schema(run: Run, node: Schema | None, path: Path, key: JsonVal
         if node.get("type") == "object" and node.get("extensible") is False:
             if not keyed:
                 raise _refused(f"{format_path(path)!r} is not extensible")
-            if js_string(key) not in (node.get("properties") or {}):
+            if js_string(key) not in properties_of(node):
                 raise _refused(f"{format_path(path)!r} is not extensible (no key {js_string(key)!r})")
         elif node.get("type") == "array" and node.get("extensible") is not True:
             raise _refused(f"array {format_path(path)!r} is not extensible")
@@ -221,7 +221,7 @@ def _check_delete_schema(run: Run, container_path: Path, key: JsonValue) -> None
     if node.get("type") == "array" and node.get("extensible") is not True:
         raise _refused(f"array {format_path(container_path)!r} is not extensible")
     if node.get("type") == "object":
-        child = (node.get("properties") or {}).get(js_string(key))
+        child = properties_of(node).get(js_string(key))
         if isinstance(child, dict) and child.get("required") is True:
             raise _refused(f"{js_string(key)!r} is required in {format_path(container_path)!r}")
 

@@ -23,6 +23,17 @@ ROOT_FLAGS = ("strictTemplate", "strictSet", "concatTemplateArray")
 Schema = dict[str, Any]
 
 
+def as_node(value: JsonValue) -> Schema | None:
+    """A schema node, or ``None`` for anything else (a stored schema is data: never trust it)."""
+    return value if isinstance(value, dict) else None
+
+
+def properties_of(node: Schema | None) -> dict[str, Any]:
+    """An object node's ``properties`` (empty when absent or malformed)."""
+    properties = node.get("properties") if node is not None else None
+    return properties if isinstance(properties, dict) else {}
+
+
 def _is_array_meta(item: JsonValue) -> bool:
     return isinstance(item, dict) and item.get("$arrayMeta") is True and "$meta" in item
 
@@ -40,7 +51,7 @@ def _array_schema(data: list[JsonValue], old: Schema | None, parent_recursive: b
     if old is not None and old.get("type") == "array":
         extensible = old.get("extensible") is True
         recursive = old.get("recursiveExtensible") is True or parent_recursive
-        old_element = old.get("elementType")
+        old_element = as_node(old.get("elementType"))
         template = old.get("template")
     items = list(data)
     # Only the first meta element and the first marker count, as in MagVarUpdate.
@@ -73,7 +84,7 @@ def _object_schema(data: dict[str, JsonValue], old: Schema | None, parent_recurs
     if old is not None and old.get("type") == "object":
         old_extensible = old.get("extensible") is True
         old_recursive = old.get("recursiveExtensible") is True or parent_recursive
-        old_properties = old.get("properties") or {}
+        old_properties = properties_of(old)
     meta = _meta(data)
     node: Schema = {
         "type": "object",
@@ -94,7 +105,7 @@ def _object_schema(data: dict[str, JsonValue], old: Schema | None, parent_recurs
     for key, child in data.items():
         if key == "$meta":
             continue
-        old_child = old_properties.get(key)
+        old_child = as_node(old_properties.get(key))
         child_node = generate_schema(child, old_child, child_recursive)
         is_required = not node["extensible"] or key in required_keys
         if old_child is not None and isinstance(old_child.get("required"), bool):
@@ -133,14 +144,14 @@ def clean_metadata(data: JsonValue) -> None:
 
 def schema_at(schema: Schema | None, path: Path) -> Schema | None:
     """The schema node describing ``path``, or ``None`` when the schema does not know it."""
-    node = schema
+    node = as_node(schema)
     for segment in path:
         if node is None:
             return None
         if segment.isascii() and segment.isdigit():
-            node = node.get("elementType") if node.get("type") == "array" else None
-        elif node.get("type") == "object" and node.get("properties", {}).get(segment):
-            node = node["properties"][segment]
+            node = as_node(node.get("elementType")) if node.get("type") == "array" else None
+        elif node.get("type") == "object":
+            node = as_node(properties_of(node).get(segment))
         else:
             return None
     return node
