@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_right
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from mvu_store.errors import Code, MvuError
@@ -108,18 +109,23 @@ def _thinking_spans(text: str) -> list[tuple[int, int]]:
     return spans
 
 
-def _function_commands(text: str) -> list[Command]:
-    calls = list(_CALL.finditer(text))
-    closes = find_closes(text, [match.end() - 1 for match in calls])
+def _too_many() -> MvuError:
+    return MvuError(Code.LIMIT, f"reply has more than {MAX_COMMANDS} commands", limit=MAX_COMMANDS, kind="commands")
+
+
+def _function_commands(text: str, hidden: Callable[[int], bool]) -> list[Command]:
+    # A call needs a ')' after its '(': none can start after the text's last ')'.
+    last_close = text.rfind(")")
+    calls = [(match.start(), match.end() - 1, match.group(1)) for match in _CALL.finditer(text, 0, max(last_close, 0))]
+    closes = find_closes(text, [open_at for _, open_at, _ in calls])
     commands: list[Command] = []
     resume = 0
-    for match in calls:
-        if match.start() < resume:
+    for start, open_at, name in calls:
+        if start < resume:
             continue
-        open_at = match.end() - 1
         close_at = closes.get(open_at)
         if close_at is None:
-            resume = match.end()
+            resume = open_at + 1
             continue
         end = close_at + 1
         resume = end
@@ -132,14 +138,13 @@ def _function_commands(text: str) -> list[Command]:
             reason = found.group(1).strip()
             end = found.end()
         resume = end
-        name = match.group(1)
         kind = ALIASES[name]
         args = split_arguments(text[open_at + 1 : close_at])
-        if not _arity_ok(kind, len(args)):
+        if not _arity_ok(kind, len(args)) or hidden(start):
             continue
-        commands.append(
-            Command(kind, name, tuple(args), parse_path(args[0]), text[match.start() : end], reason, match.start(), end)
-        )
+        if len(commands) == MAX_COMMANDS:
+            raise _too_many()  # stop early: the rest of the text cannot change the outcome
+        commands.append(Command(kind, name, tuple(args), parse_path(args[0]), text[start:end], reason, start, end))
     return commands
 
 
@@ -147,25 +152,25 @@ def _patch_command(op: PatchOp, start: int, end: int, block: str) -> Command:
     return Command(op.type, op.name, op.args, op.path, block, "json_patch", start, end, "json_patch")
 
 
-def _inside(spans: list[tuple[int, int]], starts: list[int], offset: int) -> bool:
-    index = bisect_right(starts, offset) - 1
-    return index >= 0 and offset < spans[index][1]
-
-
 def parse_commands(text: str) -> list[Command]:
     """Every update command in ``text``, in text order (``MVU_LIMIT`` past 1 MiB / 1,000)."""
     if len(text) > MAX_TEXT_BYTES or len(text.encode("utf-8", "surrogatepass")) > MAX_TEXT_BYTES:
         raise MvuError(Code.LIMIT, "reply is over 1 MiB", limit=MAX_TEXT_BYTES, kind="text")
-    commands = _function_commands(text)
-    for block in find_patch_blocks(text):
-        commands.extend(_patch_command(op, block.start, block.end, text[block.start : block.end]) for op in block.ops)
     spans = _thinking_spans(text)
-    if spans:
-        starts = [start for start, _ in spans]
-        commands = [c for c in commands if not _inside(spans, starts, c.start)]
+    starts = [start for start, _ in spans]
+
+    def hidden(offset: int) -> bool:
+        index = bisect_right(starts, offset) - 1
+        return index >= 0 and offset < spans[index][1]
+
+    commands = _function_commands(text, hidden)
+    for block in find_patch_blocks(text):
+        if not hidden(block.start):
+            source = text[block.start : block.end]
+            commands.extend(_patch_command(op, block.start, block.end, source) for op in block.ops)
+        if len(commands) > MAX_COMMANDS:
+            raise _too_many()
     commands.sort(key=lambda command: command.start)
-    if len(commands) > MAX_COMMANDS:
-        raise MvuError(Code.LIMIT, f"reply has more than {MAX_COMMANDS} commands", limit=MAX_COMMANDS, kind="commands")
     return commands
 
 

@@ -52,11 +52,12 @@ class PatchBlock:
 
 
 def _body(text: str, open_end: int, close_start: int) -> str:
-    fence = _FENCE_OPEN.match(text, open_end)
+    # Searches stop at the closing tag so that many blocks on one line stay linear.
+    fence = _FENCE_OPEN.match(text, open_end, close_start)
     start = open_end
-    if fence and fence.end() <= close_start:
-        line_end = _LINE_END.search(text, fence.end())
-        if line_end is None or line_end.start() >= close_start:
+    if fence:
+        line_end = _LINE_END.search(text, fence.end(), close_start)
+        if line_end is None:
             return ""  # a one-line fenced block: MagVarUpdate's pattern captures nothing
         start = line_end.start()
     return _FENCE_CLOSE.sub("", text[start:close_start]).strip()

@@ -25,8 +25,9 @@ class _Track:
 
     def __init__(self) -> None:
         self.balance = 0
-        # balance level -> the candidate that closes when the balance drops back to it
-        self.waiting: dict[int, int] = {}
+        # (balance level, candidate) pairs, levels ascending: a candidate closes when the
+        # balance drops back to its level, and only the top one can be next.
+        self.waiting: list[tuple[int, int]] = []
 
 
 def find_closes(text: str, opens: list[int]) -> dict[int, int]:
@@ -67,14 +68,13 @@ def find_closes(text: str, opens: list[int]) -> dict[int, int]:
         outside = tracks[""]
         if char == "(":
             if pending < len(opens) and opens[pending] == at:
-                outside.waiting[outside.balance] = at
+                outside.waiting.append((outside.balance, at))
                 pending += 1
                 open_count += 1
             outside.balance += 1
         else:
             outside.balance -= 1
-            started = outside.waiting.pop(outside.balance, None)
-            if started is not None:
-                closes[started] = at
+            if outside.waiting and outside.waiting[-1][0] == outside.balance:
+                closes[outside.waiting.pop()[1]] = at
                 open_count -= 1
     return closes
