@@ -2,8 +2,10 @@
 
 MagVarUpdate hands a value it could not parse as JSON to mathjs, so models write ``_.add(hp,
 -3*2)`` or ``_.set(gold, 10+5)``. We support what replies actually use: numbers (decimal,
-``0x``/``0o``/``0b``), ``+ - * / %``, ``^`` and ``**`` (power, right-associative), parentheses
-and unary signs. Results are rounded to 12 significant digits like MagVarUpdate
+``0x``/``0o``/``0b``), ``+ - * / %``, ``^`` and ``**`` (power, right-associative), parentheses,
+unary signs, a few functions (``sqrt``, ``log``, ``round``, ``min``...) and ``pi``/``e``.
+Complex numbers, matrices, units and the rest of mathjs are not supported (DIGEST U-4).
+Results are rounded to 12 significant digits like MagVarUpdate
 (``parseFloat(x.toPrecision(12))``). Anything else, and any non-finite result, is "not
 arithmetic" (``None``) so the caller falls through to the next way of reading the value.
 """
@@ -12,14 +14,48 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Callable
 
 MAX_EXPRESSION_CHARS = 256
 MAX_NESTING = 32
 
 _TOKEN = re.compile(
     r"\s*(?:(?P<number>0[xX][0-9a-fA-F]+|0[oO][0-7]+|0[bB][01]+|(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][-+]?[0-9]+)?)"
-    r"|(?P<op>\*\*|[-+*/%^()]))"
+    r"|(?P<name>[A-Za-z_][A-Za-z0-9_]*)|(?P<op>\*\*|[-+*/%^(),]))"
 )
+
+
+def _round(value: float) -> float:
+    # mathjs rounds halves away from zero (Python's round() goes to even).
+    return math.copysign(math.floor(abs(value) + 0.5), value)
+
+
+def _log(value: float, base: float | None = None) -> float:
+    return math.log(value) if base is None else math.log(value) / math.log(base)
+
+
+# The mathjs functions and constants replies actually use; anything else is not arithmetic.
+_FUNCTIONS: dict[str, tuple[int, int, Callable[..., float]]] = {
+    "abs": (1, 1, abs),
+    "sqrt": (1, 1, math.sqrt),
+    "cbrt": (1, 1, lambda x: math.copysign(abs(x) ** (1 / 3), x)),
+    "exp": (1, 1, math.exp),
+    "log": (1, 2, _log),
+    "log10": (1, 1, math.log10),
+    "log2": (1, 1, math.log2),
+    "floor": (1, 1, math.floor),
+    "ceil": (1, 1, math.ceil),
+    "round": (1, 1, _round),
+    "fix": (1, 1, math.trunc),
+    "sign": (1, 1, lambda x: (x > 0) - (x < 0)),
+    "pow": (2, 2, math.pow),
+    "min": (1, 64, min),
+    "max": (1, 64, max),
+    "sin": (1, 1, math.sin),
+    "cos": (1, 1, math.cos),
+    "tan": (1, 1, math.tan),
+}
+_CONSTANTS = {"pi": math.pi, "PI": math.pi, "e": math.e, "E": math.e, "tau": math.tau}
 
 
 class _NotArithmetic(Exception):
@@ -37,7 +73,9 @@ def _tokenize(text: str) -> list[str | float]:
             raise _NotArithmetic
         position = match.end()
         number = match.group("number")
-        if number is None:
+        if match.group("name") is not None:
+            tokens.append(match.group("name"))
+        elif number is None:
             tokens.append(match.group("op"))
         elif number[:2].lower() in ("0x", "0o", "0b"):
             tokens.append(float(int(number, 0)))
@@ -122,7 +160,25 @@ class _Parser:
             if self._take() != ")":
                 raise _NotArithmetic
             return value
+        if isinstance(token, str) and token in _CONSTANTS:
+            return _CONSTANTS[token]
+        if isinstance(token, str) and token in _FUNCTIONS and self._take() == "(":
+            return self.call(*_FUNCTIONS[token])
         raise _NotArithmetic
+
+    def call(self, fewest: int, most: int, function: Callable[..., float]) -> float:
+        self._enter()
+        arguments = [self.expression()]
+        while self._peek() == ",":
+            self._take()
+            arguments.append(self.expression())
+        self.depth -= 1
+        if self._take() != ")" or not fewest <= len(arguments) <= most:
+            raise _NotArithmetic
+        try:
+            return float(function(*arguments))
+        except (ValueError, OverflowError, ZeroDivisionError):
+            raise _NotArithmetic from None
 
 
 def evaluate(text: str) -> float | int | None:

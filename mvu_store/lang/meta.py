@@ -170,8 +170,11 @@ def initial_schema(stat_data: dict[str, JsonValue], old: Schema | None = None) -
 def reconcile(stat_data: dict[str, JsonValue], old: Schema | None) -> Schema:
     """The schema after an update changed ``stat_data``, keeping old decisions and root flags."""
     schema = generate_schema(stat_data, old)
+    meta = _meta(stat_data)  # a root $meta written by a command overrides the stored flags
     for flag in ROOT_FLAGS:
-        if old is not None and flag in old:
+        if flag in meta:
+            schema[flag] = meta[flag]
+        elif old is not None and flag in old:
             schema[flag] = old[flag]
     return schema
 

@@ -116,3 +116,23 @@ def test_add_ignores_strict_set() -> None:
 def test_add_vwd_detection_needs_a_non_object_first_item() -> None:
     assert codes(update({"x": [{"a": 1}, "desc"]}, "_.add(x, 1);")) == ["MVU_SCHEMA"]
     assert codes(update({"x": [None, "desc"]}, "_.add(x, 1);")) == ["MVU_SCHEMA"]
+
+
+def test_a_root_meta_in_stat_data_does_not_switch_strict_set_during_the_update() -> None:
+    # Without a schema, MagVarUpdate reads strictSet only when it rebuilds the schema afterwards.
+    result = update({"$meta": {"strictSet": True}, "level": [5, "desc"]}, "_.set(level, [5, 'desc'], 6);")
+    assert result.variables["stat_data"]["level"] == [6, "desc"]
+    assert result.variables["schema"]["strictSet"] is True
+
+
+def test_arithmetic_functions_and_constants_evaluate() -> None:
+    text = "_.set(a, log(10^3, 10) * sqrt(144)); _.set(b, cos(pi) + 2); _.set(c, 10 + 2 * 5 - 3 / 3);"
+    assert stat({"a": 0, "b": 0, "c": 0}, text) == {"a": 36, "b": 1, "c": 19}
+
+
+def test_quoted_arithmetic_stays_text() -> None:
+    assert stat({"note": ""}, "_.set(note, 'old', '10 + 2');") == {"note": "10 + 2"}
+
+
+def test_template_literals_keep_their_text() -> None:
+    assert stat({"t": ""}, "_.set(t, `Hello ${name}`);") == {"t": "Hello ${name}"}
