@@ -14,6 +14,7 @@ from __future__ import annotations
 import copy
 import json
 import re
+import textwrap
 from collections.abc import Sequence
 from typing import Any
 
@@ -42,7 +43,7 @@ def _unwrap(text: str) -> str:
 def _parse_text(text: str) -> JsonValue:
     if len(text.encode()) > MAX_ENTRY_BYTES:
         raise MvuError(Code.LIMIT, "an [initvar] entry is over 1 MiB", limit=MAX_ENTRY_BYTES, kind="bytes")
-    body = _unwrap(text).strip()
+    body = textwrap.dedent(_unwrap(text)).strip()  # an indented entry is still one YAML document
     if body[:1] in ("{", "["):
         try:
             return json.loads(body)
