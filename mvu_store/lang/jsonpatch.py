@@ -24,7 +24,7 @@ import json5
 
 from mvu_store.errors import MvuError
 from mvu_store.jsonvalue import JsonValue
-from mvu_store.lang.paths import Path, format_path, is_index, parse_pointer
+from mvu_store.lang.paths import Path, format_path, parse_pointer
 from mvu_store.lang.restricted_yaml import load_yaml
 
 PATCH_TAG = re.compile(r"<(/?)(json_?patch)>", re.IGNORECASE)
@@ -112,8 +112,9 @@ def _translate(item: dict[str, JsonValue]) -> PatchOp | None:
     if not path:
         return None  # inserting "at the root" names no key
     key = path[-1]
-    # A bare number splices into arrays; any other key (and '-', append) is a JSON string.
-    key_text = key if is_index(key) else _dumps(key)
+    # All-digit keys go bare, so they are read as numbers and splice into arrays (as in
+    # MagVarUpdate, "01" is 1); any other key (and '-', append) is an exact JSON string.
+    key_text = key if key.isascii() and key.isdigit() else _dumps(key)
     return PatchOp("insert", op, (format_path(path[:-1]), key_text, value), path[:-1])
 
 

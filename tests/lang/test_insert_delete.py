@@ -230,3 +230,18 @@ def test_move_is_a_diagnosed_no_op() -> None:
     assert codes(result) == ["MVU_UNSUPPORTED"]
     assert result.variables["stat_data"] == {"a": 1}
     assert not result.changed
+
+
+def test_a_word_key_on_an_array_is_refused_to_keep_arrays_plain() -> None:
+    result = update({"w": {"l": [1]}}, "_.insert(w.l, 'x', 2); _.insert(w.l, '5', 2);")
+    assert codes(result) == ["MVU_SCHEMA", "MVU_SCHEMA"]
+    assert result.variables["stat_data"] == {"w": {"l": [1]}}
+
+
+def test_an_undefined_value_is_stored_as_null() -> None:
+    assert stat({"flag": True}, "_.set(flag, undefined);") == {"flag": None}
+
+
+def test_unsupported_mathjs_stays_text() -> None:
+    text = "_.set(z, (2+3i)*(1-2i)); _.set(t, 10:30);"
+    assert stat({"z": "", "t": ""}, text) == {"z": "(2+3i)*(1-2i)", "t": "10:30"}

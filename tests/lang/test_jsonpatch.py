@@ -108,3 +108,16 @@ def test_patch_failures_are_diagnostics_like_any_command() -> None:
 
 def test_delta_adds() -> None:
     assert stat({"测试": 10}, block([{"op": "delta", "path": "/测试", "value": 10}])) == {"测试": 20}
+
+
+def test_a_one_line_fenced_block_reads_as_empty() -> None:
+    assert parse_commands('<JSONPatch>```[{"op":"remove","path":"/a"}]```</JSONPatch>') == []
+
+
+def test_an_all_digit_key_splices_into_an_array() -> None:
+    ops = [{"op": "add", "path": "/w/l/01", "value": "x"}]
+    assert stat({"w": {"l": [1, 2]}}, block(ops)) == {"w": {"l": [1, "x", 2]}}
+
+
+def test_a_missing_value_drops_the_operation() -> None:
+    assert parse_commands(block([{"op": "replace", "path": "/a"}])) == []
