@@ -190,7 +190,8 @@ def execute_insert(run: Run, command: Command) -> None:
             updated = [*container, filled]
         elif isinstance(value, dict):
             filled = value
-            updated = merge_into(copy.deepcopy(container), value)
+            # v1 deep-merges like lodash; interpreter v2 assigns shallowly (DIGEST U-6).
+            updated = {**container, **value} if run.v2 else merge_into(copy.deepcopy(container), value)
         else:
             raise _refused(f"only an object can be merged into object {format_path(path)!r}")
     if found or path == ():

@@ -136,3 +136,16 @@ def test_quoted_arithmetic_stays_text() -> None:
 
 def test_template_literals_keep_their_text() -> None:
     assert stat({"t": ""}, "_.set(t, `Hello ${name}`);") == {"t": "Hello ${name}"}
+
+
+def test_set_vwd_number_with_an_array_becomes_null() -> None:
+    assert stat({"hp": [50, "health"]}, "_.set(hp, [1, 2]);") == {"hp": [None, "health"]}
+
+
+def test_mixed_quotes_and_parentheses_inside_values() -> None:
+    text = "_.set(a, \"x\", 'old\"value'); _.set(b, [\"item with ); inside\"]);"
+    assert stat({"a": "", "b": []}, text) == {"a": 'old"value', "b": ["item with ); inside"]}
+
+
+def test_an_unquoted_identifier_inside_a_literal_is_read_as_yaml() -> None:
+    assert stat({"o": {}}, "_.set(o, {a: b});") == {"o": {"a": "b"}}

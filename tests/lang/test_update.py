@@ -173,3 +173,14 @@ def test_a_crashing_validator_surfaces_as_mvu_error() -> None:
     with pytest.raises(MvuError) as caught:
         v2({}, "_.set(a, 1);", FakeValidator(boom))
     assert caught.value.code == "MVU_SCHEMA_CODE"
+
+
+def test_v2_object_insertion_is_shallow() -> None:
+    data = {"w": {"o": {"x": {"p": 1}}}}
+    result = v2(data, "_.insert(w.o, {x: {q: 2}});", FakeValidator(lambda d: True))
+    assert result.variables["stat_data"] == {"w": {"o": {"x": {"q": 2}}}}
+    assert stat_v1(data, "_.insert(w.o, {x: {q: 2}});") == {"w": {"o": {"x": {"p": 1, "q": 2}}}}
+
+
+def stat_v1(stat_data: dict[str, Any], text: str) -> Any:
+    return apply_update({"stat_data": stat_data}, text).variables["stat_data"]
