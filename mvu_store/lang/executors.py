@@ -13,7 +13,7 @@ from collections.abc import Callable
 from typing import Any
 
 from mvu_store.errors import Code, MvuError
-from mvu_store.jsonvalue import JsonValue, json_pointer
+from mvu_store.jsonvalue import UNSAFE_KEYS, JsonValue, json_pointer
 from mvu_store.lang.arith import round12
 from mvu_store.lang.commands import Command
 from mvu_store.lang.creation import CandidateValidator, create
@@ -147,7 +147,7 @@ def _spliced(items: list[JsonValue], key: JsonValue, value: JsonValue) -> list[J
     return [*items[:index], value, *items[index:]]
 
 
-def _keyed(run: Run, container: JsonValue, key: JsonValue, value: JsonValue) -> JsonValue:
+def _keyed(container: JsonValue, key: JsonValue, value: JsonValue) -> JsonValue:
     if isinstance(container, list):
         if is_number(key) or key == "-":
             return _spliced(container, key, value)
@@ -168,6 +168,8 @@ def execute_insert(run: Run, command: Command) -> None:
     if found and existing is not None and not isinstance(existing, dict | list):
         raise _refused(f"{format_path(path)!r} holds a {type(existing).__name__}, not a container")
     key = parse_value(command.args[1]) if keyed else None
+    if keyed and js_string(key) in UNSAFE_KEYS:
+        raise MvuError(Code.PATH, f"the key {js_string(key)!r} is refused")
     value = parse_value(command.args[2] if keyed else command.args[1])
     if not found and run.v2:
         # Interpreter v2 (U-6): an object container first, an array if the schema refuses it.
@@ -181,7 +183,7 @@ def execute_insert(run: Run, command: Command) -> None:
     _check_insert_schema(run, node, path, key, keyed)
     if keyed:
         filled = run.fill(value, run.template_of(node, "array", "object"))
-        updated = _keyed(run, existing, key, filled)
+        updated = _keyed(existing, key, filled)
     else:
         container = existing if isinstance(existing, dict | list) else ([] if isinstance(value, list) else {})
         if isinstance(container, list):

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from lang_support import codes, stat, update
 
+from mvu_store.errors import MvuError
 from mvu_store.lang import initialize_variables
 
 
@@ -245,3 +247,9 @@ def test_an_undefined_value_is_stored_as_null() -> None:
 def test_unsupported_mathjs_stays_text() -> None:
     text = "_.set(z, (2+3i)*(1-2i)); _.set(t, 10:30);"
     assert stat({"z": "", "t": ""}, text) == {"z": "(2+3i)*(1-2i)", "t": "10:30"}
+
+
+def test_a_prototype_key_argument_refuses_the_update() -> None:
+    with pytest.raises(MvuError) as caught:
+        update({"w": {"o": {}}}, "_.insert(w.o, '__proto__', {x: 1});")
+    assert caught.value.code == "MVU_PATH"
