@@ -253,3 +253,16 @@ def test_a_prototype_key_argument_refuses_the_update() -> None:
     with pytest.raises(MvuError) as caught:
         update({"w": {"o": {}}}, "_.insert(w.o, '__proto__', {x: 1});")
     assert caught.value.code == "MVU_PATH"
+
+
+def test_a_null_member_is_not_templated() -> None:
+    variables = initialize_variables(['l: [{"$arrayMeta": true, "$meta": {"extensible": true, "template": ["d"]}}]'])
+    assert stat(variables["stat_data"], "_.insert(l, null);", schema=variables["schema"]) == {"l": [None]}
+
+
+def test_templates_apply_only_to_new_members_not_to_set() -> None:
+    meta = '{"$arrayMeta": true, "$meta": {"extensible": true, "template": {"rarity": 1}}}'
+    variables = initialize_variables([f"l: [{{name: a, dmg: 1}}, {meta}]"])
+    assert stat(variables["stat_data"], "_.set(l[0].dmg, 2);", schema=variables["schema"]) == {
+        "l": [{"name": "a", "dmg": 2}]
+    }
