@@ -266,3 +266,11 @@ def test_templates_apply_only_to_new_members_not_to_set() -> None:
     assert stat(variables["stat_data"], "_.set(l[0].dmg, 2);", schema=variables["schema"]) == {
         "l": [{"name": "a", "dmg": 2}]
     }
+
+
+def test_insert_at_the_root_follows_the_root_schema_node() -> None:
+    open_root = initialize_variables(["$meta: {extensible: true}\na: 1"])
+    closed_root = initialize_variables(["a: 1"])
+    text = "_.insert('', 'element', [15, 'count']);"
+    assert stat(open_root["stat_data"], text, schema=open_root["schema"]) == {"a": 1, "element": [15, "count"]}
+    assert codes(update(closed_root["stat_data"], text, schema=closed_root["schema"])) == ["MVU_SCHEMA"]

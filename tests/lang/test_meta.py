@@ -49,3 +49,24 @@ def test_a_malformed_stored_schema_is_ignored_not_trusted() -> None:
         "type": "number",
         "required": True,
     }
+
+
+def test_a_node_that_is_not_extensible_stops_recursive_propagation() -> None:
+    old = {
+        "type": "object",
+        "recursiveExtensible": True,
+        "properties": {"root": {"type": "object", "extensible": False, "properties": {}}},
+    }
+    node = generate_schema({"root": {"child": {"leaf": 1}}}, old)
+    assert node["recursiveExtensible"] is True
+    assert node["extensible"] is False  # recursive alone does not open the node itself
+    root = node["properties"]["root"]
+    assert (root["extensible"], root["recursiveExtensible"]) == (False, False)
+    assert root["properties"]["child"]["extensible"] is False
+
+
+def test_recursive_arrays_open_their_element_arrays() -> None:
+    old = {"type": "array", "recursiveExtensible": True, "elementType": {"type": "any"}}
+    node = generate_schema([["a", "b"], EXTENSIBLE_MARKER], old)
+    assert node["elementType"]["extensible"] is True
+    assert node["elementType"]["recursiveExtensible"] is True
