@@ -4,9 +4,10 @@ Block finding reproduces MagVarUpdate's pattern without its backtracking: tag na
 case-insensitive, the opening and closing names must match, the *last* opening tag before a
 close is the one used (a block never contains another opening tag), an optional code fence
 after the opening tag and before the closing one is dropped. The body is read as JSON, then
-JSON5, then restricted YAML (MagVarUpdate also runs jsonrepair; we do not guess at broken
-JSON). It must be an array of objects with a string ``op`` and ``path``; anything else makes
-MagVarUpdate ignore the whole block, and so do we.
+JSON5, then a repair of a cut-off end, then restricted YAML (MagVarUpdate runs the whole of
+jsonrepair; we only close what a truncated reply left open). It must be an array of objects
+with a string ``op`` and ``path``; anything else makes MagVarUpdate ignore the whole block, and
+so do we.
 
 Op translation (MagVarUpdate's): ``replace`` -> set, ``delta`` -> add, ``add``/``insert`` ->
 insert into the parent container, ``remove`` -> delete, ``move`` -> a no-op command;
@@ -63,15 +64,53 @@ def _body(text: str, open_end: int, close_start: int) -> str:
     return _FENCE_CLOSE.sub("", text[start:close_start]).strip()
 
 
+def close_truncated(body: str) -> str | None:
+    """The JSON text with a cut-off end repaired (open string and brackets closed), or None.
+
+    A small part of what MagVarUpdate's jsonrepair does: models most often stop before the
+    final ``]`` or leave a trailing comma. Anything else (mismatched brackets) is not guessed at.
+    """
+    stack: list[str] = []
+    in_string = escaped = False
+    for char in body:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif char == "\\":
+                escaped = True
+            elif char == '"':
+                in_string = False
+        elif char == '"':
+            in_string = True
+        elif char in "[{":
+            stack.append("]" if char == "[" else "}")
+        elif char in "]}" and (not stack or stack.pop() != char):
+            return None
+    if not stack and not in_string:
+        return None
+    repaired = (body + '"') if in_string else body.rstrip()
+    repaired = repaired.removesuffix(",")
+    if repaired.endswith(":"):
+        repaired += "null"
+    return repaired + "".join(reversed(stack))
+
+
 def _read(body: str) -> JsonValue:
+    # strict=False lets raw newlines and tabs stand inside strings, as jsonrepair does.
     try:
-        return json.loads(body)
+        return json.loads(body, strict=False)
     except (ValueError, RecursionError):
         pass
     if len(body) <= MAX_JSON5_BODY:
         try:
             return json5.loads(body)
         except (ValueError, RecursionError, TypeError, IndexError, KeyError, AttributeError):
+            pass
+    repaired = close_truncated(body) if body[:1] in ("[", "{") else None
+    if repaired is not None:
+        try:
+            return json.loads(repaired, strict=False)
+        except (ValueError, RecursionError):
             pass
     return load_yaml(body)
 

@@ -53,7 +53,8 @@ def test_a_json5_body_is_accepted() -> None:
         '[{"op":"replace","path":"/a","value":2}, 5]',  # not all objects
         '[{"op":"replace","value":2}]',  # no path
         '[{"op":1,"path":"/a"}]',  # op not a string
-        '[{"op":"replace","path":"/a","value":2}',  # truncated: no jsonrepair here
+        '[{"op":"replace","path":"/a","value":2}]]',  # mismatched brackets are not guessed at
+        '[{"op":"replace","path":"/a","value":2},{"op":"rep',  # cut inside an operation
     ],
 )
 def test_a_malformed_block_is_ignored_whole(body: str) -> None:
@@ -121,3 +122,21 @@ def test_an_all_digit_key_splices_into_an_array() -> None:
 
 def test_a_missing_value_drops_the_operation() -> None:
     assert parse_commands(block([{"op": "replace", "path": "/a"}])) == []
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        '[{"op":"replace","path":"/a","value":2}',  # the final ] is missing
+        '[{"op":"replace","path":"/a","value":2},',  # cut after a complete operation
+        '[{"op":"replace","path":"/a","value":2},\n',
+    ],
+)
+def test_a_cut_off_end_is_closed(body: str) -> None:
+    assert stat({"a": 1}, f"<JSONPatch>{body}</JSONPatch>") == {"a": 2}
+
+
+def test_raw_newlines_inside_strings_are_accepted() -> None:
+    text = '<JSONPatch>[{"op":"replace","path":"/a","value":"l1\nl2"}]</JSONPatch>'  # a real newline
+    assert "\n" in text
+    assert stat({"a": ""}, text) == {"a": "l1\nl2"}
