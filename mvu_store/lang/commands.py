@@ -116,11 +116,13 @@ def _too_many() -> MvuError:
 def _function_commands(text: str, hidden: Callable[[int], bool]) -> list[Command]:
     # A call needs a ')' after its '(': none can start after the text's last ')'.
     last_close = text.rfind(")")
-    calls = [(match.start(), match.end() - 1, match.group(1)) for match in _CALL.finditer(text, 0, max(last_close, 0))]
-    closes = find_closes(text, [open_at for _, open_at, _ in calls])
+    end_of_calls = max(last_close, 0)
+    # Two passes over the (cheap, C-speed) matches keep only ints in memory for the scanner.
+    closes = find_closes(text, [match.end() - 1 for match in _CALL.finditer(text, 0, end_of_calls)])
     commands: list[Command] = []
     resume = 0
-    for start, open_at, name in calls:
+    for match in _CALL.finditer(text, 0, end_of_calls):
+        start, open_at, name = match.start(), match.end() - 1, match.group(1)
         if start < resume:
             continue
         close_at = closes.get(open_at)

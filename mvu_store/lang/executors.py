@@ -22,6 +22,7 @@ from mvu_store.lang.literals import parse_value, to_number
 from mvu_store.lang.merge import merge_into
 from mvu_store.lang.meta import Schema, apply_template, clean_metadata, merge_schema, properties_of, schema_at
 from mvu_store.lang.paths import Path, assign, format_path, is_index, lookup, trim_quotes
+from mvu_store.lang.slowparse import ParseBudget
 
 
 class Run:
@@ -39,6 +40,7 @@ class Run:
         self.strict_template = flags.get("strictTemplate") is True
         self.concat_arrays = flags.get("concatTemplateArray") is not False
         self.changes: list[dict[str, Any]] = []
+        self.budget = ParseBudget()
 
     def record(self, command: Command, path: Path, **facts: JsonValue) -> None:
         self.changes.append(
@@ -79,7 +81,7 @@ def _write(run: Run, path: Path, value: JsonValue) -> None:
 
 def execute_set(run: Run, command: Command) -> None:
     path = command.path
-    value = parse_value(command.args[-1])  # the middle "old value" argument is ignored
+    value = parse_value(command.args[-1], run.budget)  # the middle "old value" argument is ignored
     found, old = lookup(run.stat_data, path)
     if not found:
         if not run.v2:
@@ -105,7 +107,7 @@ def execute_add(run: Run, command: Command) -> None:
     found, old = lookup(run.stat_data, path)
     if not found:
         raise _missing(path)
-    delta = parse_value(command.args[1])
+    delta = parse_value(command.args[1], run.budget)
     vwd = _is_vwd(old) and old[0] is not None and not isinstance(old[0], dict | list)
     operand = old[0] if vwd else old
     if not is_number(operand):
@@ -167,10 +169,10 @@ def execute_insert(run: Run, command: Command) -> None:
     found, existing = lookup(run.stat_data, path)
     if found and existing is not None and not isinstance(existing, dict | list):
         raise _refused(f"{format_path(path)!r} holds a {type(existing).__name__}, not a container")
-    key = parse_value(command.args[1]) if keyed else None
+    key = parse_value(command.args[1], run.budget) if keyed else None
     if keyed and js_string(key) in UNSAFE_KEYS:
         raise MvuError(Code.PATH, f"the key {js_string(key)!r} is refused")
-    value = parse_value(command.args[2] if keyed else command.args[1])
+    value = parse_value(command.args[2] if keyed else command.args[1], run.budget)
     if not found and run.v2:
         # Interpreter v2 (U-6): an object container first, an array if the schema refuses it.
         options = [{js_string(key): value} if keyed else value, [value]]
@@ -266,7 +268,7 @@ def execute_delete(run: Run, command: Command) -> None:
     if not found:
         raise _missing(path)
     if len(command.args) > 1:
-        target = parse_value(command.args[1])
+        target = parse_value(command.args[1], run.budget)
         key = trim_quotes(target) if isinstance(target, str) else target
         _check_delete_schema(run, path, key)
         _write(run, path, _remove_from(current, target, path))

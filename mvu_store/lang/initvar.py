@@ -16,17 +16,16 @@ import json
 import re
 import textwrap
 from collections.abc import Sequence
+from contextlib import suppress
 from typing import Any
-
-import json5
 
 from mvu_store.errors import Code, MvuError
 from mvu_store.jsonvalue import JsonValue, find_unsafe_key, json_pointer, measure_state, normalize
 from mvu_store.lang.meta import Schema, clean_metadata, initial_schema
 from mvu_store.lang.restricted_yaml import load_yaml
+from mvu_store.lang.slowparse import Unreadable, read_json5
 
 MAX_ENTRY_BYTES = 1024 * 1024
-MAX_JSON5_BYTES = 128 * 1024
 
 _WRAPPER = re.compile(r"\A\s*<initvar>\s*\n?(.*?)\n?\s*</initvar>\s*\Z", re.DOTALL | re.IGNORECASE)
 _FENCE = re.compile(r"\A\s*```[^\n]*\n(.*?)\n?\s*```\s*\Z", re.DOTALL)
@@ -49,11 +48,8 @@ def _parse_text(text: str) -> JsonValue:
             return json.loads(body)
         except (ValueError, RecursionError):
             pass
-        if len(body) <= MAX_JSON5_BYTES:
-            try:
-                return json5.loads(body)
-            except (ValueError, RecursionError, TypeError, IndexError, KeyError, AttributeError):
-                pass
+        with suppress(Unreadable):
+            return read_json5(body, None)
     return load_yaml(body)
 
 

@@ -19,20 +19,19 @@ from __future__ import annotations
 
 import json
 import re
+from contextlib import suppress
 from dataclasses import dataclass
-
-import json5
 
 from mvu_store.errors import MvuError
 from mvu_store.jsonvalue import JsonValue
 from mvu_store.lang.paths import Path, format_path, parse_pointer
-from mvu_store.lang.restricted_yaml import load_yaml
+from mvu_store.lang.restricted_yaml import MAX_YAML_BYTES
+from mvu_store.lang.slowparse import ParseBudget, Unreadable, read_json5, read_yaml
 
 PATCH_TAG = re.compile(r"<(/?)(json_?patch)>", re.IGNORECASE)
 _FENCE_OPEN = re.compile(r"\s*```")
 _LINE_END = re.compile(r"[\n\r\u2028\u2029]")
 _FENCE_CLOSE = re.compile(r"```\s*\Z")
-MAX_JSON5_BODY = 64 * 1024
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,24 +94,21 @@ def close_truncated(body: str) -> str | None:
     return repaired + "".join(reversed(stack))
 
 
-def _read(body: str) -> JsonValue:
+def _read(body: str, budget: ParseBudget) -> JsonValue:
     # strict=False lets raw newlines and tabs stand inside strings, as jsonrepair does.
     try:
         return json.loads(body, strict=False)
     except (ValueError, RecursionError):
         pass
-    if len(body) <= MAX_JSON5_BODY:
-        try:
-            return json5.loads(body)
-        except (ValueError, RecursionError, TypeError, IndexError, KeyError, AttributeError):
-            pass
+    with suppress(Unreadable):
+        return read_json5(body, budget)
     repaired = close_truncated(body) if body[:1] in ("[", "{") else None
     if repaired is not None:
         try:
             return json.loads(repaired, strict=False)
         except (ValueError, RecursionError):
             pass
-    return load_yaml(body)
+    return read_yaml(body, budget, max_bytes=MAX_YAML_BYTES)
 
 
 def _is_patch(value: JsonValue) -> bool:
@@ -157,12 +153,12 @@ def _translate(item: dict[str, JsonValue]) -> PatchOp | None:
     return PatchOp("insert", op, (format_path(path[:-1]), key_text, value), path[:-1])
 
 
-def _ops(body: str) -> tuple[PatchOp, ...]:
+def _ops(body: str, budget: ParseBudget) -> tuple[PatchOp, ...]:
     if not body:
         return ()
     try:
-        value = _read(body)
-    except MvuError:
+        value = _read(body, budget)
+    except (MvuError, Unreadable):
         return ()
     if not _is_patch(value):
         return ()
@@ -176,12 +172,13 @@ def _ops(body: str) -> tuple[PatchOp, ...]:
 def find_patch_blocks(text: str) -> list[PatchBlock]:
     """Every JSON Patch block of ``text`` in order, with its translated operations."""
     blocks: list[PatchBlock] = []
+    budget = ParseBudget()
     last_open: re.Match[str] | None = None
     for tag in PATCH_TAG.finditer(text):
         if not tag.group(1):
             last_open = tag
         elif last_open is not None and last_open.group(2).lower() == tag.group(2).lower():
-            ops = _ops(_body(text, last_open.end(), tag.start()))
+            ops = _ops(_body(text, last_open.end(), tag.start()), budget)
             if ops:
                 blocks.append(PatchBlock(last_open.start(), tag.end(), ops))
             last_open = None

@@ -13,40 +13,33 @@ from __future__ import annotations
 
 import json
 import math
+from functools import partial
 from typing import Any
-
-import json5
 
 from mvu_store.errors import Code, MvuError
 from mvu_store.jsonvalue import JsonValue, find_unsafe_key, normalize
 from mvu_store.lang.arith import evaluate
 from mvu_store.lang.paths import trim_quotes
-from mvu_store.lang.restricted_yaml import load_yaml
+from mvu_store.lang.slowparse import ParseBudget, Unreadable, read_json5, read_yaml
 
-# json5 is pure Python and slow (~9 s per MiB, libraries.md): only small literals go through it.
-MAX_JSON5_CHARS = 64 * 1024
 # YAML is the slow last resort for one argument; a bigger argument is kept as text.
 MAX_VALUE_YAML_BYTES = 64 * 1024
 
 _WORDS: dict[str, JsonValue] = {"true": True, "false": False, "null": None, "undefined": None}
 
 
-class _Unreadable(Exception):
-    """Internal: this stage cannot read the text; try the next one."""
-
-
 def _refuse_constant(name: str) -> Any:
-    raise _Unreadable(name)
+    raise Unreadable(name)
 
 
 def _finite(value: JsonValue) -> JsonValue:
-    """A normalised copy, or ``_Unreadable`` for NaN/Infinity and other non-JSON content."""
+    """A normalised copy, or ``Unreadable`` for NaN/Infinity and other non-JSON content."""
     try:
         normalized, _, _ = normalize(value)
     except MvuError as error:
         if error.code == Code.LIMIT:
             raise
-        raise _Unreadable(error.message) from None
+        raise Unreadable(error.message) from None
     return normalized
 
 
@@ -54,48 +47,43 @@ def _json(text: str) -> JsonValue:
     try:
         return _finite(json.loads(text, parse_constant=_refuse_constant))
     except (ValueError, RecursionError):
-        raise _Unreadable from None
+        raise Unreadable from None
 
 
-def _json5(text: str) -> JsonValue:
+def _json5(text: str, budget: ParseBudget | None) -> JsonValue:
     if not ((text.startswith("{") and text.endswith("}")) or (text.startswith("[") and text.endswith("]"))):
-        raise _Unreadable
-    if len(text) > MAX_JSON5_CHARS:
-        raise _Unreadable
-    try:
-        return _finite(json5.loads(text, parse_constant=_refuse_constant))
-    except (ValueError, RecursionError, TypeError, IndexError, KeyError, AttributeError):
-        raise _Unreadable from None
+        raise Unreadable
+    return _finite(read_json5(text, budget))
 
 
 def _arithmetic(text: str) -> JsonValue:
     value = evaluate(text)
     if value is None:
-        raise _Unreadable
+        raise Unreadable
     return value
 
 
-def _yaml(text: str) -> JsonValue:
+def _yaml(text: str, budget: ParseBudget | None) -> JsonValue:
     if text.startswith("`"):
-        raise _Unreadable  # a backtick literal: YAML reserves the character; the fallback trims it
+        raise Unreadable  # a backtick literal: YAML reserves the character; the fallback trims it
     try:
-        return _finite(load_yaml(text, max_bytes=MAX_VALUE_YAML_BYTES))
+        return _finite(read_yaml(text, budget, max_bytes=MAX_VALUE_YAML_BYTES))
     except MvuError:
-        raise _Unreadable from None
+        raise Unreadable from None
 
 
-_STAGES = (_json, _json5, _arithmetic, _yaml)
+def parse_value(raw: str, budget: ParseBudget | None = None) -> JsonValue:
+    """Read one command argument as a JSON value (see the module docstring for the order).
 
-
-def parse_value(raw: str) -> JsonValue:
-    """Read one command argument as a JSON value (see the module docstring for the order)."""
+    ``budget`` bounds what one update may spend in the slow JSON5/YAML readers.
+    """
     text = raw.strip()
     if text in _WORDS:
         return _WORDS[text]
-    for stage in _STAGES:
+    for stage in (_json, partial(_json5, budget=budget), _arithmetic, partial(_yaml, budget=budget)):
         try:
             value = stage(text)
-        except _Unreadable:
+        except Unreadable:
             continue
         if find_unsafe_key(value) is not None:
             raise MvuError(Code.PATH, "a value carries a prototype key", key=str(find_unsafe_key(value)))

@@ -21,13 +21,14 @@ _INTERESTING = re.compile(r"[()\"'`]")
 
 
 class _Track:
-    __slots__ = ("balance", "waiting")
+    __slots__ = ("balance", "levels", "starts")
 
     def __init__(self) -> None:
         self.balance = 0
-        # (balance level, candidate) pairs, levels ascending: a candidate closes when the
-        # balance drops back to its level, and only the top one can be next.
-        self.waiting: list[tuple[int, int]] = []
+        # Parallel stacks, levels ascending: a candidate closes when the balance drops back to
+        # its level, and only the top one can be next.
+        self.levels: list[int] = []
+        self.starts: list[int] = []
 
 
 def find_closes(text: str, opens: list[int]) -> dict[int, int]:
@@ -68,13 +69,15 @@ def find_closes(text: str, opens: list[int]) -> dict[int, int]:
         outside = tracks[""]
         if char == "(":
             if pending < len(opens) and opens[pending] == at:
-                outside.waiting.append((outside.balance, at))
+                outside.levels.append(outside.balance)
+                outside.starts.append(at)
                 pending += 1
                 open_count += 1
             outside.balance += 1
         else:
             outside.balance -= 1
-            if outside.waiting and outside.waiting[-1][0] == outside.balance:
-                closes[outside.waiting.pop()[1]] = at
+            if outside.levels and outside.levels[-1] == outside.balance:
+                outside.levels.pop()
+                closes[outside.starts.pop()] = at
                 open_count -= 1
     return closes

@@ -140,3 +140,9 @@ def test_raw_newlines_inside_strings_are_accepted() -> None:
     text = '<JSONPatch>[{"op":"replace","path":"/a","value":"l1\nl2"}]</JSONPatch>'  # a real newline
     assert "\n" in text
     assert stat({"a": ""}, text) == {"a": "l1\nl2"}
+
+
+def test_yaml_blocks_beyond_the_slow_parse_budget_are_ignored() -> None:
+    body = "- op: replace\n  path: /a\n  value: '" + "x" * 2000 + "'\n"
+    commands = parse_commands(f"<JSONPatch>\n{body}</JSONPatch>\n" * 60)
+    assert 0 < len(commands) < 60  # the first blocks are read, the rest cost nothing

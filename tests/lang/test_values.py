@@ -8,6 +8,7 @@ import pytest
 
 from mvu_store.errors import MvuError
 from mvu_store.lang.literals import parse_value, to_number
+from mvu_store.lang.slowparse import ParseBudget
 
 
 @pytest.mark.parametrize(
@@ -105,3 +106,10 @@ def test_long_expressions_are_not_evaluated() -> None:
 )
 def test_number_coercion_is_javascripts(value: Any, expected: Any) -> None:
     assert to_number(value) == expected
+
+
+def test_the_slow_readers_share_a_budget_and_then_fall_back_to_text() -> None:
+    budget = ParseBudget(12)
+    assert parse_value("key: value", budget) == {"key": "value"}
+    assert parse_value("key: value", budget) == "key: value"  # budget spent: kept as text
+    assert parse_value("[1, 2]", budget) == [1, 2]  # strict JSON never spends the budget
