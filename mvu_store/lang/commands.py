@@ -166,10 +166,9 @@ def parse_commands(text: str) -> list[Command]:
         return index >= 0 and offset < spans[index][1]
 
     commands = _function_commands(text, hidden)
-    for block in find_patch_blocks(text):
-        if not hidden(block.start):
-            source = text[block.start : block.end]
-            commands.extend(_patch_command(op, block.start, block.end, source) for op in block.ops)
+    for block in find_patch_blocks(text, hidden):
+        source = text[block.start : block.end]
+        commands.extend(_patch_command(op, block.start, block.end, source) for op in block.ops)
         if len(commands) > MAX_COMMANDS:
             raise _too_many()
     commands.sort(key=lambda command: command.start)

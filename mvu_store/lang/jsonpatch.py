@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from contextlib import suppress
 from dataclasses import dataclass
 
@@ -169,8 +170,11 @@ def _ops(body: str, budget: ParseBudget) -> tuple[PatchOp, ...]:
     return tuple(op for op in translated if op is not None)
 
 
-def find_patch_blocks(text: str) -> list[PatchBlock]:
-    """Every JSON Patch block of ``text`` in order, with its translated operations."""
+def find_patch_blocks(text: str, hidden: Callable[[int], bool]) -> list[PatchBlock]:
+    """Every JSON Patch block of ``text`` in order, with its translated operations.
+
+    Blocks starting where ``hidden`` says so (inside a model's thinking) are not even read.
+    """
     blocks: list[PatchBlock] = []
     budget = ParseBudget()
     last_open: re.Match[str] | None = None
@@ -178,7 +182,7 @@ def find_patch_blocks(text: str) -> list[PatchBlock]:
         if not tag.group(1):
             last_open = tag
         elif last_open is not None and last_open.group(2).lower() == tag.group(2).lower():
-            ops = _ops(_body(text, last_open.end(), tag.start()), budget)
+            ops = () if hidden(last_open.start()) else _ops(_body(text, last_open.end(), tag.start()), budget)
             if ops:
                 blocks.append(PatchBlock(last_open.start(), tag.end(), ops))
             last_open = None

@@ -14,22 +14,17 @@ from __future__ import annotations
 import json
 import math
 from functools import partial
-from typing import Any
 
 from mvu_store.errors import Code, MvuError
 from mvu_store.jsonvalue import JsonValue, find_unsafe_key, normalize
 from mvu_store.lang.arith import evaluate
 from mvu_store.lang.paths import trim_quotes
-from mvu_store.lang.slowparse import ParseBudget, Unreadable, read_json5, read_yaml
+from mvu_store.lang.slowparse import ParseBudget, Unreadable, read_json5, read_yaml, refuse_constant
 
 # YAML is the slow last resort for one argument; a bigger argument is kept as text.
 MAX_VALUE_YAML_BYTES = 64 * 1024
 
 _WORDS: dict[str, JsonValue] = {"true": True, "false": False, "null": None, "undefined": None}
-
-
-def _refuse_constant(name: str) -> Any:
-    raise Unreadable(name)
 
 
 def _finite(value: JsonValue) -> JsonValue:
@@ -45,7 +40,7 @@ def _finite(value: JsonValue) -> JsonValue:
 
 def _json(text: str) -> JsonValue:
     try:
-        return _finite(json.loads(text, parse_constant=_refuse_constant))
+        return _finite(json.loads(text, parse_constant=refuse_constant))
     except (ValueError, RecursionError):
         raise Unreadable from None
 

@@ -40,7 +40,8 @@ class ParseBudget:
         self.remaining -= len(text)
 
 
-def _refuse_constant(name: str) -> Any:
+def refuse_constant(name: str) -> Any:
+    """``parse_constant`` hook for json/json5: NaN and Infinity are not JSON values."""
     raise Unreadable(f"{name} is not a finite number")
 
 
@@ -51,7 +52,7 @@ def read_json5(text: str, budget: ParseBudget | None) -> JsonValue:
     if budget is not None:
         budget.spend(text)
     try:
-        return json5.loads(text, parse_constant=_refuse_constant)
+        return json5.loads(text, parse_constant=refuse_constant)
     except _JSON5_FAILURES:
         raise Unreadable("not JSON5") from None
 

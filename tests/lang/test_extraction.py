@@ -164,3 +164,8 @@ def test_contains_update() -> None:
     assert not contains_update("<thinking>_.set(a, 1);</thinking>")
     assert contains_update('<json_patch>[{"op":"remove","path":"/a"}]</json_patch>')
     assert contains_update("_.set(constructor, 1);")  # refused later, but an update is there
+
+
+def test_patch_blocks_in_thinking_are_skipped_too_even_unsafe_ones() -> None:
+    text = '<think><JSONPatch>[{"op":"replace","path":"/__proto__/x","value":1}]</JSONPatch></think>'
+    assert parse_commands(text) == []
