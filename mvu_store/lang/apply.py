@@ -98,7 +98,5 @@ def apply_update(
     mutated. Raises :class:`MvuError` (``MVU_LIMIT``, ``MVU_PATH``, ``MVU_JSON`` ...) when the
     update as a whole is refused; ordinary per-command refusals are in ``diagnostics``.
     """
-    if not isinstance(text, str):
-        raise MvuError(Code.PARSE, "the reply must be text")
     commands = parse_commands(text)
     return run_commands(private_envelope(variables), commands, validator)

@@ -156,6 +156,8 @@ def _patch_command(op: PatchOp, start: int, end: int, block: str) -> Command:
 
 def parse_commands(text: str) -> list[Command]:
     """Every update command in ``text``, in text order (``MVU_LIMIT`` past 1 MiB / 1,000)."""
+    if not isinstance(text, str):
+        raise MvuError(Code.PARSE, "the reply must be text")
     if len(text) > MAX_TEXT_BYTES or len(text.encode("utf-8", "surrogatepass")) > MAX_TEXT_BYTES:
         raise MvuError(Code.LIMIT, "reply is over 1 MiB", limit=MAX_TEXT_BYTES, kind="text")
     spans = _thinking_spans(text)
@@ -177,6 +179,8 @@ def parse_commands(text: str) -> list[Command]:
 
 def contains_update(text: str) -> bool:
     """Whether ``text`` holds at least one command that would be run (for ``containsMvuUpdate``)."""
+    if not isinstance(text, str):
+        return False
     try:
         return bool(parse_commands(text))
     except MvuError:

@@ -61,6 +61,8 @@ def _entry(entry: str | dict[str, Any], index: int) -> dict[str, Any]:
         if error.code == Code.LIMIT:
             raise
         raise MvuError(Code.INITIALIZATION_INVALID, f"[initvar] entry {index}: {error.message}", entry=index) from None
+    if normalized is None:
+        return {}  # an empty entry contributes nothing
     if not isinstance(normalized, dict):
         raise MvuError(Code.INITIALIZATION_INVALID, f"[initvar] entry {index} is not an object", entry=index)
     unsafe = find_unsafe_key(normalized)
@@ -70,12 +72,12 @@ def _entry(entry: str | dict[str, Any], index: int) -> dict[str, Any]:
     return merged
 
 
-def merge_entries(target: dict[str, Any], source: dict[str, Any]) -> dict[str, Any]:
+def _merge_entries(target: dict[str, Any], source: dict[str, Any]) -> dict[str, Any]:
     """Deep-merge objects, let arrays and scalars replace (MagVarUpdate's ``correctlyMerge``)."""
     for key, value in source.items():
         current = target.get(key)
         if isinstance(value, dict) and isinstance(current, dict):
-            merge_entries(current, value)
+            _merge_entries(current, value)
         else:
             target[key] = copy.deepcopy(value)
     return target
@@ -91,9 +93,11 @@ def initialize_variables(
     """
     if isinstance(entries, str | dict):
         entries = [entries]
+    if not isinstance(entries, list | tuple):
+        raise MvuError(Code.INITIALIZATION_INVALID, "[initvar] entries must be a list of texts or objects")
     merged: dict[str, Any] = {}
     for index, entry in enumerate(entries):
-        merge_entries(merged, _entry(entry, index))
+        _merge_entries(merged, _entry(entry, index))
     envelope: dict[str, Any] = {}
     old_schema: Schema | None = None
     if existing is not None:

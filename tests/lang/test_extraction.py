@@ -169,3 +169,10 @@ def test_contains_update() -> None:
 def test_patch_blocks_in_thinking_are_skipped_too_even_unsafe_ones() -> None:
     text = '<think><JSONPatch>[{"op":"replace","path":"/__proto__/x","value":1}]</JSONPatch></think>'
     assert parse_commands(text) == []
+
+
+def test_a_reply_that_is_not_text_is_a_parse_error() -> None:
+    with pytest.raises(MvuError) as caught:
+        parse_commands(b"_.set(a, 1);")  # type: ignore[arg-type]
+    assert caught.value.code == "MVU_PARSE"
+    assert contains_update(None) is False  # type: ignore[arg-type]

@@ -110,3 +110,14 @@ def test_a_prototype_key_in_initvar_is_refused() -> None:
     with pytest.raises(MvuError) as caught:
         initialize_variables(['{"a": {"__proto__": 1}}'])
     assert caught.value.code == "MVU_PATH"
+
+
+def test_an_empty_entry_contributes_nothing() -> None:
+    assert initialize_variables(["", "a: 1", "# only a comment"])["stat_data"] == {"a": 1}
+
+
+@pytest.mark.parametrize("entries", [None, 5, [5], [["a"]], [{"a": {1, 2}}]])
+def test_entries_that_are_not_texts_or_objects_are_refused(entries: object) -> None:
+    with pytest.raises(MvuError) as caught:
+        initialize_variables(entries)  # type: ignore[arg-type]
+    assert caught.value.code == "MVU_INITIALIZATION_INVALID"
