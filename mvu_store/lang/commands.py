@@ -109,6 +109,17 @@ def _thinking_spans(text: str) -> list[tuple[int, int]]:
     return spans
 
 
+def inside_spans(spans: list[tuple[int, int]]) -> Callable[[int], bool]:
+    """A test "is this offset inside one of these sorted, disjoint spans?" in O(log n)."""
+    starts = [start for start, _ in spans]
+
+    def inside(offset: int) -> bool:
+        index = bisect_right(starts, offset) - 1
+        return index >= 0 and offset < spans[index][1]
+
+    return inside
+
+
 def _too_many() -> MvuError:
     return MvuError(Code.LIMIT, f"reply has more than {MAX_COMMANDS} commands", limit=MAX_COMMANDS, kind="commands")
 
@@ -160,13 +171,7 @@ def parse_commands(text: str) -> list[Command]:
         raise MvuError(Code.PARSE, "the reply must be text")
     if len(text) > MAX_TEXT_BYTES or len(text.encode("utf-8", "surrogatepass")) > MAX_TEXT_BYTES:
         raise MvuError(Code.LIMIT, "reply is over 1 MiB", limit=MAX_TEXT_BYTES, kind="text")
-    spans = _thinking_spans(text)
-    starts = [start for start, _ in spans]
-
-    def hidden(offset: int) -> bool:
-        index = bisect_right(starts, offset) - 1
-        return index >= 0 and offset < spans[index][1]
-
+    hidden = inside_spans(_thinking_spans(text))
     commands = _function_commands(text, hidden)
     for block in find_patch_blocks(text, hidden):
         source = text[block.start : block.end]

@@ -89,9 +89,15 @@ def test_a_greeting_applies_its_blocks() -> None:
 def test_a_greeting_with_any_failure_is_refused_whole() -> None:
     variables = initialize_variables(["hp: 10"])
     with pytest.raises(MvuError) as caught:
-        apply_greeting(variables, "_.set(hp, 5); _.set(mp, 1);")
+        apply_greeting(variables, "<UpdateVariable>_.set(hp, 5); _.set(mp, 1);</UpdateVariable>")
     assert caught.value.code == "MVU_INITIALIZATION_INVALID"
     assert [d["code"] for d in caught.value.details["diagnostics"]] == ["MVU_PATH_MISSING"]
+
+
+def test_a_greeting_applies_only_explicit_blocks() -> None:
+    variables = initialize_variables(["hp: 10\nmp: 1"])
+    greeting = "The tale begins. _.set(mp, 99);\n<UpdateVariable>\n_.set(hp, 5);\n</UpdateVariable>"
+    assert apply_greeting(variables, greeting).variables["stat_data"] == {"hp": 5, "mp": 1}
 
 
 # ---- interpreter v2 path creation (U-6) ----------------------------------------------------
