@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from mvu_store.errors import MvuError
 from mvu_store.jsonvalue import normalize
-from mvu_store.lang import apply_update, contains_update, initialize_variables, parse_commands
+from mvu_store.lang import apply_greeting, apply_update, contains_update, initialize_variables, parse_commands
 from mvu_store.lang.literals import parse_value
 from mvu_store.lang.paths import parse_path, parse_pointer
 from mvu_store.lang.restricted_yaml import load_yaml
@@ -235,4 +235,13 @@ def test_a_malformed_stored_schema_never_crashes(schema: Any, text: str) -> None
     frozen = copy.deepcopy(envelope)
     with contextlib.suppress(MvuError):
         apply_update(envelope, text)
+    assert envelope == frozen
+
+
+@SETTINGS
+@given(envelopes, replies)
+def test_greetings_raise_only_mvu_error_and_never_mutate(envelope: dict[str, Any], text: str) -> None:
+    frozen = copy.deepcopy(envelope)
+    with contextlib.suppress(MvuError):
+        apply_greeting(envelope, "<UpdateVariable>" + text + "</UpdateVariable>")
     assert envelope == frozen
