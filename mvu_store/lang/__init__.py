@@ -1,0 +1,31 @@
+"""The MVU update language: commands in replies, applied to variables (pure: no I/O, no clock).
+
+Public API::
+
+    parse_commands(text) -> list[Command]
+    apply_update(variables, text, *, validator=None) -> UpdateResult
+    initialize_variables(entries, *, existing=None) -> dict
+    apply_greeting(variables, greeting_text, *, validator=None) -> UpdateResult
+    contains_update(text) -> bool
+
+``CandidateValidator`` / ``Validation`` are the protocol through which interpreter-v2 path
+creation asks the schema interpreter about a candidate ``stat_data``.
+"""
+
+from mvu_store.lang.apply import UpdateResult, apply_update
+from mvu_store.lang.commands import Command, contains_update, parse_commands
+from mvu_store.lang.creation import CandidateValidator, Validation
+from mvu_store.lang.greeting import apply_greeting
+from mvu_store.lang.initvar import initialize_variables
+
+__all__ = [
+    "CandidateValidator",
+    "Command",
+    "UpdateResult",
+    "Validation",
+    "apply_greeting",
+    "apply_update",
+    "contains_update",
+    "initialize_variables",
+    "parse_commands",
+]

@@ -1,0 +1,102 @@
+"""Running a reply's commands against a variables envelope (DIGEST P-3, U-1, U-3, U-6).
+
+Commands run one by one on a private copy of the envelope. A command refused for an ordinary
+reason (a missing path: ``MVU_PATH_MISSING``; the native schema or a value that does not fit:
+``MVU_SCHEMA``; ``move``: ``MVU_UNSUPPORTED``) becomes an entry of ``update_diagnostics`` and
+the run continues, as in MagVarUpdate, where such errors are logged and skipped. Anything else
+(limits, an unsafe path or value, a malformed envelope) raises :class:`MvuError` and nothing is
+applied. The semantics of each command are the observed ones of ``shared/notes/magvarupdate.md``
+(b); the executors live in :mod:`mvu_store.lang.executors`.
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass
+from typing import Any
+
+from mvu_store.errors import Code, MvuError
+from mvu_store.jsonvalue import JsonValue, find_unsafe_key, json_pointer, measure_state, normalize
+from mvu_store.lang.commands import Command, parse_commands
+from mvu_store.lang.creation import CandidateValidator
+from mvu_store.lang.executors import EXECUTORS, Run
+from mvu_store.lang.jsvalues import same
+from mvu_store.lang.meta import reconcile
+
+# Refusals that MagVarUpdate logs and skips; every other MvuError aborts the whole update.
+DIAGNOSTIC_CODES = frozenset({Code.PATH_MISSING.value, Code.SCHEMA.value, Code.UNSUPPORTED.value})
+
+
+@dataclass(frozen=True, slots=True)
+class UpdateResult:
+    """The new envelope, the per-command diagnostics and whether ``stat_data`` changed."""
+
+    variables: dict[str, Any]
+    diagnostics: tuple[dict[str, Any], ...]
+    changed: bool
+
+
+def private_envelope(variables: JsonValue) -> dict[str, Any]:
+    """A normalised private copy of an envelope with an object ``stat_data`` (else ``MVU_JSON``)."""
+    if not isinstance(variables, dict):
+        raise MvuError(Code.JSON, "variables must be an object")
+    normalized, _, _ = normalize(variables)
+    envelope: dict[str, Any] = normalized
+    stat_data = envelope.setdefault("stat_data", {})
+    if not isinstance(stat_data, dict):
+        raise MvuError(Code.JSON, "stat_data must be an object")
+    unsafe = find_unsafe_key(stat_data)
+    if unsafe is not None:
+        raise MvuError(Code.PATH, "stat_data carries a prototype key", path=json_pointer(unsafe))
+    schema = envelope.get("schema")
+    if schema is not None and not isinstance(schema, dict):
+        raise MvuError(Code.JSON, "schema must be an object")
+    return envelope
+
+
+def _interpreter_version(envelope: dict[str, Any]) -> int:
+    descriptor = envelope.get("mvu_schema")
+    version = descriptor.get("interpreterVersion") if isinstance(descriptor, dict) else None
+    return version if isinstance(version, int) and not isinstance(version, bool) else 1
+
+
+def run_commands(
+    envelope: dict[str, Any], commands: list[Command], validator: CandidateValidator | None
+) -> UpdateResult:
+    """Apply ``commands`` to a private envelope (see :func:`apply_update`)."""
+    before = copy.deepcopy(envelope["stat_data"])
+    run = Run(envelope["stat_data"], envelope.get("schema"), _interpreter_version(envelope) == 2, validator)
+    diagnostics: list[dict[str, Any]] = []
+    for index, command in enumerate(commands):
+        try:
+            EXECUTORS[command.type](run, command)
+        except MvuError as error:
+            if error.code not in DIAGNOSTIC_CODES:
+                raise
+            diagnostics.append(
+                {"command": command.full_match, "index": index, "code": error.code, "message": error.message}
+            )
+    changed = not same(before, run.stat_data)
+    envelope["stat_data"] = run.stat_data
+    if changed:
+        envelope["schema"] = reconcile(run.stat_data, run.schema)
+    elif run.schema is not None:
+        envelope["schema"] = run.schema
+    envelope["display_data"] = copy.deepcopy(run.stat_data)
+    envelope["delta_data"] = {"changes": run.changes}
+    envelope["update_diagnostics"] = diagnostics
+    checked, _, _ = measure_state(envelope)
+    return UpdateResult(checked, tuple(diagnostics), changed)
+
+
+def apply_update(
+    variables: JsonValue, text: str, *, validator: CandidateValidator | None = None
+) -> UpdateResult:
+    """Run every command of the reply ``text`` on a private copy of ``variables``.
+
+    ``validator`` is consulted only for interpreter-v2 path creation. The input is never
+    mutated. Raises :class:`MvuError` (``MVU_LIMIT``, ``MVU_PATH``, ``MVU_JSON`` ...) when the
+    update as a whole is refused; ordinary per-command refusals are in ``diagnostics``.
+    """
+    commands = parse_commands(text)
+    return run_commands(private_envelope(variables), commands, validator)

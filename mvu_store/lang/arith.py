@@ -1,0 +1,208 @@
+"""A small, bounded arithmetic evaluator for command values (no ``eval``).
+
+MagVarUpdate hands a value it could not parse as JSON to mathjs, so models write ``_.add(hp,
+-3*2)`` or ``_.set(gold, 10+5)``. We support what replies actually use: numbers (decimal,
+``0x``/``0o``/``0b``), ``+ - * / %``, ``^`` and ``**`` (power, right-associative), parentheses,
+unary signs, a few functions (``sqrt``, ``log``, ``round``, ``min``...) and ``pi``/``e``.
+Complex numbers, matrices, units and the rest of mathjs are not supported (DIGEST U-4).
+Results are rounded to 12 significant digits like MagVarUpdate
+(``parseFloat(x.toPrecision(12))``). Anything else, and any non-finite result, is "not
+arithmetic" (``None``) so the caller falls through to the next way of reading the value.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Callable
+
+MAX_EXPRESSION_CHARS = 256
+MAX_NESTING = 32
+
+_TOKEN = re.compile(
+    r"\s*(?:(?P<number>0[xX][0-9a-fA-F]+|0[oO][0-7]+|0[bB][01]+|(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][-+]?[0-9]+)?)"
+    r"|(?P<name>[A-Za-z_][A-Za-z0-9_]*)|(?P<op>\*\*|[-+*/%^(),]))"
+)
+
+
+def _round(value: float) -> float:
+    # mathjs rounds halves away from zero (Python's round() goes to even).
+    return math.copysign(math.floor(abs(value) + 0.5), value)
+
+
+def _log(value: float, base: float | None = None) -> float:
+    return math.log(value) if base is None else math.log(value) / math.log(base)
+
+
+# The mathjs functions and constants replies actually use; anything else is not arithmetic.
+_FUNCTIONS: dict[str, tuple[int, int, Callable[..., float]]] = {
+    "abs": (1, 1, abs),
+    "sqrt": (1, 1, math.sqrt),
+    "cbrt": (1, 1, lambda x: math.copysign(abs(x) ** (1 / 3), x)),
+    "exp": (1, 1, math.exp),
+    "log": (1, 2, _log),
+    "log10": (1, 1, math.log10),
+    "log2": (1, 1, math.log2),
+    "floor": (1, 1, math.floor),
+    "ceil": (1, 1, math.ceil),
+    "round": (1, 1, _round),
+    "fix": (1, 1, math.trunc),
+    "sign": (1, 1, lambda x: (x > 0) - (x < 0)),
+    "pow": (2, 2, math.pow),
+    "min": (1, 64, min),
+    "max": (1, 64, max),
+    "sin": (1, 1, math.sin),
+    "cos": (1, 1, math.cos),
+    "tan": (1, 1, math.tan),
+}
+_CONSTANTS = {"pi": math.pi, "PI": math.pi, "e": math.e, "E": math.e, "tau": math.tau}
+
+
+class _NotArithmetic(Exception):
+    """Internal: the text is not an expression we evaluate."""
+
+
+def _tokenize(text: str) -> list[str | float]:
+    tokens: list[str | float] = []
+    position = 0
+    while position < len(text):
+        match = _TOKEN.match(text, position)
+        if match is None or match.end() == position:
+            if text[position:].strip() == "":
+                break
+            raise _NotArithmetic
+        position = match.end()
+        number = match.group("number")
+        if match.group("name") is not None:
+            tokens.append(match.group("name"))
+        elif number is None:
+            tokens.append(match.group("op"))
+        elif number[:2].lower() in ("0x", "0o", "0b"):
+            tokens.append(float(int(number, 0)))
+        else:
+            tokens.append(float(number))
+    return tokens
+
+
+class _Parser:
+    """Recursive descent with mathjs precedence: unary minus binds looser than ``^``."""
+
+    def __init__(self, tokens: list[str | float]) -> None:
+        self.tokens = tokens
+        self.position = 0
+        self.depth = 0
+
+    def _peek(self) -> str | float | None:
+        return self.tokens[self.position] if self.position < len(self.tokens) else None
+
+    def _take(self) -> str | float | None:
+        token = self._peek()
+        self.position += 1
+        return token
+
+    def _enter(self) -> None:
+        self.depth += 1
+        if self.depth > MAX_NESTING:
+            raise _NotArithmetic
+
+    def expression(self) -> float:
+        value = self.term()
+        while self._peek() in ("+", "-"):
+            value = value + self.term() if self._take() == "+" else value - self.term()
+        return value
+
+    def term(self) -> float:
+        value = self.unary()
+        while self._peek() in ("*", "/", "%"):
+            operator = self._take()
+            right = self.unary()
+            if operator == "*":
+                value *= right
+            elif right == 0:
+                raise _NotArithmetic  # x/0 and x%0 are not finite (or NaN) in JavaScript
+            elif operator == "/":
+                value /= right
+            else:
+                value = value - right * math.floor(value / right)  # mathjs mod: sign of divisor
+        return value
+
+    def unary(self) -> float:
+        if self._peek() in ("+", "-"):
+            self._enter()
+            sign = self._take()
+            value = self.unary()
+            self.depth -= 1
+            return -value if sign == "-" else value
+        return self.power()
+
+    def power(self) -> float:
+        base = self.primary()
+        if self._peek() in ("^", "**"):
+            self._take()
+            self._enter()
+            exponent = self.unary()
+            self.depth -= 1
+            try:
+                result = math.pow(base, exponent)
+            except (OverflowError, ValueError):
+                raise _NotArithmetic from None
+            return result
+        return base
+
+    def primary(self) -> float:
+        token = self._take()
+        if isinstance(token, float):
+            return token
+        if token == "(":
+            self._enter()
+            value = self.expression()
+            self.depth -= 1
+            if self._take() != ")":
+                raise _NotArithmetic
+            return value
+        if isinstance(token, str) and token in _CONSTANTS:
+            return _CONSTANTS[token]
+        if isinstance(token, str) and token in _FUNCTIONS and self._take() == "(":
+            return self.call(*_FUNCTIONS[token])
+        raise _NotArithmetic
+
+    def call(self, fewest: int, most: int, function: Callable[..., float]) -> float:
+        self._enter()
+        arguments = [self.expression()]
+        while self._peek() == ",":
+            self._take()
+            arguments.append(self.expression())
+        self.depth -= 1
+        if self._take() != ")" or not fewest <= len(arguments) <= most:
+            raise _NotArithmetic
+        try:
+            return float(function(*arguments))
+        except (ValueError, OverflowError, ZeroDivisionError):
+            raise _NotArithmetic from None
+
+
+def evaluate(text: str) -> float | int | None:
+    """The value of an arithmetic expression, or ``None`` if ``text`` is not one we accept."""
+    if len(text) > MAX_EXPRESSION_CHARS:
+        return None
+    try:
+        tokens = _tokenize(text)
+        if not tokens:
+            return None
+        parser = _Parser(tokens)
+        value = parser.expression()
+        if parser.position != len(tokens):
+            return None
+    except (_NotArithmetic, OverflowError):
+        return None
+    return round12(value)
+
+
+def round12(value: float) -> float | int | None:
+    """``parseFloat(value.toPrecision(12))`` as an int when integral; ``None`` if not finite."""
+    if not math.isfinite(value):
+        return None
+    rounded = float(f"{value:.12g}")
+    if rounded.is_integer() and abs(rounded) < 1e21:
+        return int(rounded)
+    return rounded

@@ -1,0 +1,194 @@
+"""Extracting update commands from a reply: ``_.set(...)`` calls and ``<JSONPatch>`` blocks.
+
+This follows MagVarUpdate's extractor (see ``shared/notes/magvarupdate.md`` (a)): a command is
+``_.name(`` (case-sensitive, no word boundary, no space before ``(``), its arguments up to the
+matching ``)``, then a mandatory ``;`` and an optional ``// reason`` that may start on the next
+line and runs to the end of its line. Everything is found by linear scans, never by a
+backtracking pattern, so adversarial replies cost time proportional to their length.
+
+One deliberate difference: commands inside a closed ``<thinking>``/``<think>`` block are not
+extracted (MagVarUpdate applies the model's drafts too; see docs/compatibility.md).
+"""
+
+from __future__ import annotations
+
+import re
+from bisect import bisect_right
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from mvu_store.errors import Code, MvuError
+from mvu_store.lang.jsonpatch import PATCH_TAG, PatchOp, find_patch_blocks
+from mvu_store.lang.paths import Path, parse_path
+from mvu_store.lang.scanner import find_closes
+
+MAX_TEXT_BYTES = 1024 * 1024
+MAX_COMMANDS = 1000
+
+ALIASES = {
+    "set": "set",
+    "add": "add",
+    "insert": "insert",
+    "assign": "insert",
+    "delete": "delete",
+    "remove": "delete",
+    "unset": "delete",
+}
+_CALL = re.compile(r"_\.(set|insert|assign|remove|unset|delete|add)\(")
+_REASON = re.compile(r"[ \t\r\n\f\v]*//([^\n\r\u2028\u2029]*)")
+_THINKING = re.compile(r"<(/?)(thinking|think)>", re.IGNORECASE)
+
+
+@dataclass(frozen=True, slots=True)
+class Command:
+    """One update command, in text order.
+
+    ``type`` is the canonical operation (``set``, ``add``, ``insert``, ``delete`` or ``move``);
+    ``name`` is what was written (``assign``, ``unset``, a JSON Patch ``op``...). ``args`` are the
+    raw argument strings (for JSON Patch, the translated MagVarUpdate arguments); ``path`` is
+    the parsed first argument (for an insert from JSON Patch, the container). ``start``/``end``
+    is the source span (a JSON Patch command spans its whole block).
+    """
+
+    type: str
+    name: str
+    args: tuple[str, ...]
+    path: Path
+    full_match: str
+    reason: str
+    start: int
+    end: int
+    source: str = "function"
+
+
+def _arity_ok(kind: str, count: int) -> bool:
+    if kind == "add":
+        return count == 2
+    if kind == "delete":
+        return count >= 1
+    return count >= 2
+
+
+def split_arguments(body: str) -> list[str]:
+    """Split on top-level commas (outside quotes and ``()[]{}``); trim; drop a trailing empty."""
+    parts: list[str] = []
+    depth = 0
+    quote = ""
+    start = 0
+    for index, char in enumerate(body):
+        if char in "\"'`" and (index == 0 or body[index - 1] != "\\"):
+            if not quote:
+                quote = char
+            elif quote == char:
+                quote = ""
+        elif quote:
+            continue
+        elif char in "([{":
+            depth += 1
+        elif char in ")]}":
+            depth -= 1
+        elif char == "," and depth == 0:
+            parts.append(body[start:index].strip())
+            start = index + 1
+    parts.append(body[start:].strip())
+    if parts and parts[-1] == "":
+        parts.pop()
+    return parts
+
+
+def _thinking_spans(text: str) -> list[tuple[int, int]]:
+    spans: list[tuple[int, int]] = []
+    opened = -1
+    for match in _THINKING.finditer(text):
+        if not match.group(1):
+            if opened == -1:
+                opened = match.start()
+        elif opened != -1:
+            spans.append((opened, match.end()))
+            opened = -1
+    return spans
+
+
+def inside_spans(spans: list[tuple[int, int]]) -> Callable[[int], bool]:
+    """A test "is this offset inside one of these sorted, disjoint spans?" in O(log n)."""
+    starts = [start for start, _ in spans]
+
+    def inside(offset: int) -> bool:
+        index = bisect_right(starts, offset) - 1
+        return index >= 0 and offset < spans[index][1]
+
+    return inside
+
+
+def _too_many() -> MvuError:
+    return MvuError(Code.LIMIT, f"reply has more than {MAX_COMMANDS} commands", limit=MAX_COMMANDS, kind="commands")
+
+
+def _function_commands(text: str, hidden: Callable[[int], bool]) -> list[Command]:
+    # A call needs a ')' after its '(': none can start after the text's last ')'.
+    last_close = text.rfind(")")
+    end_of_calls = max(last_close, 0)
+    # Two passes over the (cheap, C-speed) matches keep only ints in memory for the scanner.
+    closes = find_closes(text, [match.end() - 1 for match in _CALL.finditer(text, 0, end_of_calls)])
+    commands: list[Command] = []
+    resume = 0
+    for match in _CALL.finditer(text, 0, end_of_calls):
+        start, open_at, name = match.start(), match.end() - 1, match.group(1)
+        if start < resume:
+            continue
+        close_at = closes.get(open_at)
+        if close_at is None:
+            resume = open_at + 1
+            continue
+        end = close_at + 1
+        resume = end
+        if not text.startswith(";", end):
+            continue  # MagVarUpdate silently drops a call not followed by ';'
+        end += 1
+        reason = ""
+        found = _REASON.match(text, end)
+        if found:
+            reason = found.group(1).strip()
+            end = found.end()
+        resume = end
+        kind = ALIASES[name]
+        args = split_arguments(text[open_at + 1 : close_at])
+        if not _arity_ok(kind, len(args)) or hidden(start):
+            continue
+        if len(commands) == MAX_COMMANDS:
+            raise _too_many()  # stop early: the rest of the text cannot change the outcome
+        commands.append(Command(kind, name, tuple(args), parse_path(args[0]), text[start:end], reason, start, end))
+    return commands
+
+
+def _patch_command(op: PatchOp, start: int, end: int, block: str) -> Command:
+    return Command(op.type, op.name, op.args, op.path, block, "json_patch", start, end, "json_patch")
+
+
+def parse_commands(text: str) -> list[Command]:
+    """Every update command in ``text``, in text order (``MVU_LIMIT`` past 1 MiB / 1,000)."""
+    if not isinstance(text, str):
+        raise MvuError(Code.PARSE, "the reply must be text")
+    if len(text) > MAX_TEXT_BYTES or len(text.encode("utf-8", "surrogatepass")) > MAX_TEXT_BYTES:
+        raise MvuError(Code.LIMIT, "reply is over 1 MiB", limit=MAX_TEXT_BYTES, kind="text")
+    hidden = inside_spans(_thinking_spans(text))
+    commands = _function_commands(text, hidden)
+    for block in find_patch_blocks(text, hidden):
+        source = text[block.start : block.end]
+        commands.extend(_patch_command(op, block.start, block.end, source) for op in block.ops)
+        if len(commands) > MAX_COMMANDS:
+            raise _too_many()
+    commands.sort(key=lambda command: command.start)
+    return commands
+
+
+def contains_update(text: str) -> bool:
+    """Whether ``text`` holds at least one command that would be run (for ``containsMvuUpdate``)."""
+    if not isinstance(text, str):
+        return False
+    try:
+        return bool(parse_commands(text))
+    except MvuError:
+        # Over a limit or carrying an unsafe path: the reply still *contains* an update attempt
+        # (it will be refused), unless it has nothing that looks like one at all.
+        return _CALL.search(text) is not None or PATCH_TAG.search(text) is not None

@@ -1,0 +1,118 @@
+"""Initial variables from a card's ``[initvar]`` entries (DIGEST U-2).
+
+Each entry is YAML or JSON5 text (optionally wrapped in an ``<initvar>`` line and a code fence)
+or an already-parsed object. Entries merge in order (objects deep-merge, arrays replace), the
+``existing`` state's top-level keys win, and ``$meta`` is turned into the native schema and
+removed from ``stat_data``. Text goes through strict JSON, JSON5, then the restricted YAML loader
+(no anchors, aliases, tags, merge keys, directives or non-finite numbers). MagVarUpdate also
+runs jsonrepair, so garbage often "parses" there; here a bad entry is
+``MVU_INITIALIZATION_INVALID`` and nothing is produced.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import re
+import textwrap
+from collections.abc import Sequence
+from contextlib import suppress
+from typing import Any
+
+from mvu_store.errors import Code, MvuError
+from mvu_store.jsonvalue import JsonValue, find_unsafe_key, json_pointer, measure_state, normalize
+from mvu_store.lang.meta import Schema, clean_metadata, initial_schema
+from mvu_store.lang.restricted_yaml import load_yaml
+from mvu_store.lang.slowparse import Unreadable, read_json5
+
+MAX_ENTRY_BYTES = 1024 * 1024
+
+_WRAPPER = re.compile(r"\A\s*<initvar>\s*\n?(.*?)\n?\s*</initvar>\s*\Z", re.DOTALL | re.IGNORECASE)
+_FENCE = re.compile(r"\A\s*```[^\n]*\n(.*?)\n?\s*```\s*\Z", re.DOTALL)
+
+
+def _unwrap(text: str) -> str:
+    wrapped = _WRAPPER.match(text)
+    if wrapped:
+        text = wrapped.group(1)
+    fenced = _FENCE.match(text)
+    return fenced.group(1) if fenced else text
+
+
+def _parse_text(text: str) -> JsonValue:
+    if len(text.encode()) > MAX_ENTRY_BYTES:
+        raise MvuError(Code.LIMIT, "an [initvar] entry is over 1 MiB", limit=MAX_ENTRY_BYTES, kind="bytes")
+    body = textwrap.dedent(_unwrap(text)).strip()  # an indented entry is still one YAML document
+    if body[:1] in ("{", "["):
+        try:
+            return json.loads(body)
+        except (ValueError, RecursionError):
+            pass
+        with suppress(Unreadable):
+            return read_json5(body, None)
+    return load_yaml(body)
+
+
+def _entry(entry: str | dict[str, Any], index: int) -> dict[str, Any]:
+    try:
+        value = _parse_text(entry) if isinstance(entry, str) else entry
+        normalized, _, _ = normalize(value)
+    except MvuError as error:
+        if error.code == Code.LIMIT:
+            raise
+        raise MvuError(Code.INITIALIZATION_INVALID, f"[initvar] entry {index}: {error.message}", entry=index) from None
+    if normalized is None:
+        return {}  # an empty entry contributes nothing
+    if not isinstance(normalized, dict):
+        raise MvuError(Code.INITIALIZATION_INVALID, f"[initvar] entry {index} is not an object", entry=index)
+    unsafe = find_unsafe_key(normalized)
+    if unsafe is not None:
+        raise MvuError(Code.PATH, f"[initvar] entry {index} carries a prototype key", path=json_pointer(unsafe))
+    merged: dict[str, Any] = normalized
+    return merged
+
+
+def _merge_entries(target: dict[str, Any], source: dict[str, Any]) -> dict[str, Any]:
+    """Deep-merge objects, let arrays and scalars replace (MagVarUpdate's ``correctlyMerge``)."""
+    for key, value in source.items():
+        current = target.get(key)
+        if isinstance(value, dict) and isinstance(current, dict):
+            _merge_entries(current, value)
+        else:
+            target[key] = copy.deepcopy(value)
+    return target
+
+
+def initialize_variables(
+    entries: Sequence[str | dict[str, Any]], *, existing: JsonValue = None
+) -> dict[str, Any]:
+    """A new variables envelope from ``[initvar]`` entries, merged under ``existing``'s keys.
+
+    ``existing`` is a variables envelope (or ``None``); its top-level ``stat_data`` keys win and
+    its other fields are kept. Returns ``{stat_data, schema, display_data, delta_data, ...}``.
+    """
+    if isinstance(entries, str | dict):
+        entries = [entries]
+    if not isinstance(entries, list | tuple):
+        raise MvuError(Code.INITIALIZATION_INVALID, "[initvar] entries must be a list of texts or objects")
+    merged: dict[str, Any] = {}
+    for index, entry in enumerate(entries):
+        _merge_entries(merged, _entry(entry, index))
+    envelope: dict[str, Any] = {}
+    old_schema: Schema | None = None
+    if existing is not None:
+        if not isinstance(existing, dict):
+            raise MvuError(Code.JSON, "existing variables must be an object")
+        envelope, _, _ = normalize(existing)
+        previous = envelope.get("stat_data") or {}
+        if not isinstance(previous, dict):
+            raise MvuError(Code.JSON, "existing stat_data must be an object")
+        merged.update(previous)
+        old_schema = envelope.get("schema") if isinstance(envelope.get("schema"), dict) else None
+    schema = initial_schema(merged, old_schema)
+    clean_metadata(merged)
+    envelope.update(stat_data=merged, schema=schema, display_data=copy.deepcopy(merged), delta_data={})
+    checked, _, _ = measure_state(envelope)
+    result: dict[str, Any] = checked
+    return result
+

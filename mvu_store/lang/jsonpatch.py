@@ -1,0 +1,189 @@
+"""``<JSONPatch>`` / ``<json_patch>`` blocks and their translation into MVU commands.
+
+Block finding reproduces MagVarUpdate's pattern without its backtracking: tag names are
+case-insensitive, the opening and closing names must match, the *last* opening tag before a
+close is the one used (a block never contains another opening tag), an optional code fence
+after the opening tag and before the closing one is dropped. The body is read as JSON, then
+JSON5, then a repair of a cut-off end, then restricted YAML (MagVarUpdate runs the whole of
+jsonrepair; we only close what a truncated reply left open). It must be an array of objects
+with a string ``op`` and ``path``; anything else makes MagVarUpdate ignore the whole block, and
+so do we.
+
+Op translation (MagVarUpdate's): ``replace`` -> set, ``delta`` -> add, ``add``/``insert`` ->
+insert into the parent container, ``remove`` -> delete, ``move`` -> a no-op command;
+``copy``/``test`` and unknown ops are dropped. Unlike MagVarUpdate, paths are real JSON pointers:
+``~1``/``~0`` are decoded and dots inside a key stay inside the key.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable
+from contextlib import suppress
+from dataclasses import dataclass
+
+from mvu_store.errors import MvuError
+from mvu_store.jsonvalue import JsonValue
+from mvu_store.lang.paths import Path, format_path, parse_pointer
+from mvu_store.lang.restricted_yaml import MAX_YAML_BYTES
+from mvu_store.lang.slowparse import ParseBudget, Unreadable, read_json5, read_yaml
+
+PATCH_TAG = re.compile(r"<(/?)(json_?patch)>", re.IGNORECASE)
+_FENCE_OPEN = re.compile(r"\s*```")
+_LINE_END = re.compile(r"[\n\r\u2028\u2029]")
+_FENCE_CLOSE = re.compile(r"```\s*\Z")
+
+
+@dataclass(frozen=True, slots=True)
+class PatchOp:
+    """One translated JSON Patch operation."""
+
+    type: str
+    name: str
+    args: tuple[str, ...]
+    path: Path
+
+
+@dataclass(frozen=True, slots=True)
+class PatchBlock:
+    start: int
+    end: int
+    ops: tuple[PatchOp, ...]
+
+
+def _body(text: str, open_end: int, close_start: int) -> str:
+    # Searches stop at the closing tag so that many blocks on one line stay linear.
+    fence = _FENCE_OPEN.match(text, open_end, close_start)
+    start = open_end
+    if fence:
+        line_end = _LINE_END.search(text, fence.end(), close_start)
+        if line_end is None:
+            return ""  # a one-line fenced block: MagVarUpdate's pattern captures nothing
+        start = line_end.start()
+    return _FENCE_CLOSE.sub("", text[start:close_start]).strip()
+
+
+def close_truncated(body: str) -> str | None:
+    """The JSON text with a cut-off end repaired (open string and brackets closed), or None.
+
+    A small part of what MagVarUpdate's jsonrepair does: models most often stop before the
+    final ``]`` or leave a trailing comma. Anything else (mismatched brackets) is not guessed at.
+    """
+    stack: list[str] = []
+    in_string = escaped = False
+    for char in body:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif char == "\\":
+                escaped = True
+            elif char == '"':
+                in_string = False
+        elif char == '"':
+            in_string = True
+        elif char in "[{":
+            stack.append("]" if char == "[" else "}")
+        elif char in "]}" and (not stack or stack.pop() != char):
+            return None
+    if not stack and not in_string:
+        return None
+    repaired = (body + '"') if in_string else body.rstrip()
+    repaired = repaired.removesuffix(",")
+    if repaired.endswith(":"):
+        repaired += "null"
+    return repaired + "".join(reversed(stack))
+
+
+def _read(body: str, budget: ParseBudget) -> JsonValue:
+    # strict=False lets raw newlines and tabs stand inside strings, as jsonrepair does.
+    try:
+        return json.loads(body, strict=False)
+    except (ValueError, RecursionError):
+        pass
+    with suppress(Unreadable):
+        return read_json5(body, budget)
+    repaired = close_truncated(body) if body[:1] in ("[", "{") else None
+    if repaired is not None:
+        try:
+            return json.loads(repaired, strict=False)
+        except (ValueError, RecursionError):
+            pass
+    return read_yaml(body, budget, max_bytes=MAX_YAML_BYTES)
+
+
+def _is_patch(value: JsonValue) -> bool:
+    if not isinstance(value, list):
+        return False
+    for item in value:
+        if not isinstance(item, dict) or not isinstance(item.get("op"), str):
+            return False
+        if not isinstance(item.get("path"), str) and not (item["op"] == "move" and isinstance(item.get("to"), str)):
+            return False
+    return True
+
+
+def _dumps(value: JsonValue) -> str:
+    return json.dumps(value, ensure_ascii=False, allow_nan=False)
+
+
+def _translate(item: dict[str, JsonValue]) -> PatchOp | None:
+    op = item["op"]
+    if op == "move":
+        target = item.get("path", item.get("to"))
+        return PatchOp("move", op, (str(item.get("from", "")), str(target)), ())
+    if op not in ("replace", "delta", "add", "insert", "remove"):
+        return None
+    path = parse_pointer(str(item["path"]))
+    dotted = format_path(path)
+    if op == "remove":
+        return PatchOp("delete", op, (dotted,), path)
+    if "value" not in item:
+        return None
+    value = _dumps(item["value"])
+    if op == "replace":
+        return PatchOp("set", op, (dotted, value), path)
+    if op == "delta":
+        return PatchOp("add", op, (dotted, value), path)
+    if not path:
+        return None  # inserting "at the root" names no key
+    key = path[-1]
+    # All-digit keys go bare, so they are read as numbers and splice into arrays (as in
+    # MagVarUpdate, "01" is 1); any other key (and '-', append) is an exact JSON string.
+    key_text = key if key.isascii() and key.isdigit() else _dumps(key)
+    return PatchOp("insert", op, (format_path(path[:-1]), key_text, value), path[:-1])
+
+
+def _ops(body: str, budget: ParseBudget) -> tuple[PatchOp, ...]:
+    if not body:
+        return ()
+    try:
+        value = _read(body, budget)
+    except (MvuError, Unreadable):
+        return ()
+    if not _is_patch(value):
+        return ()
+    try:
+        translated = [_translate(item) for item in value]
+    except (ValueError, TypeError):
+        return ()  # a value JSON cannot carry (NaN from JSON5): the block is ignored
+    return tuple(op for op in translated if op is not None)
+
+
+def find_patch_blocks(text: str, hidden: Callable[[int], bool]) -> list[PatchBlock]:
+    """Every JSON Patch block of ``text`` in order, with its translated operations.
+
+    Blocks starting where ``hidden`` says so (inside a model's thinking) are not even read.
+    """
+    blocks: list[PatchBlock] = []
+    budget = ParseBudget()
+    last_open: re.Match[str] | None = None
+    for tag in PATCH_TAG.finditer(text):
+        if not tag.group(1):
+            last_open = tag
+        elif last_open is not None and last_open.group(2).lower() == tag.group(2).lower():
+            ops = () if hidden(last_open.start()) else _ops(_body(text, last_open.end(), tag.start()), budget)
+            if ops:
+                blocks.append(PatchBlock(last_open.start(), tag.end(), ops))
+            last_open = None
+    return blocks

@@ -1,0 +1,199 @@
+"""Native metadata (``$meta``) and the native schema MagVarUpdate derives from it.
+
+A card's ``[initvar]`` data may carry ``$meta`` objects (``extensible``, ``recursiveExtensible``,
+``required``, ``template``; at the root also ``strictSet``, ``strictTemplate``,
+``concatTemplateArray``), array elements ``{"$arrayMeta": true, "$meta": {...}}`` and the marker
+string ``"$__META_EXTENSIBLE__$"``. They are turned into a schema tree stored beside
+``stat_data`` (same JSON shape as MagVarUpdate's ``variables.schema``) and removed from the data.
+The rules are the observed ones of ``shared/notes/magvarupdate.md`` (c).
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from mvu_store.jsonvalue import JsonValue
+from mvu_store.lang.merge import merge_into
+from mvu_store.lang.paths import Path
+
+EXTENSIBLE_MARKER = "$__META_EXTENSIBLE__$"
+ROOT_FLAGS = ("strictTemplate", "strictSet", "concatTemplateArray")
+
+Schema = dict[str, Any]
+
+
+def as_node(value: JsonValue) -> Schema | None:
+    """A schema node, or ``None`` for anything else (a stored schema is data: never trust it)."""
+    return value if isinstance(value, dict) else None
+
+
+def properties_of(node: Schema | None) -> dict[str, Any]:
+    """An object node's ``properties`` (empty when absent or malformed)."""
+    properties = node.get("properties") if node is not None else None
+    return properties if isinstance(properties, dict) else {}
+
+
+def _is_array_meta(item: JsonValue) -> bool:
+    return isinstance(item, dict) and item.get("$arrayMeta") is True and "$meta" in item
+
+
+def _meta(data: dict[str, JsonValue]) -> dict[str, JsonValue]:
+    meta = data.get("$meta")
+    return meta if isinstance(meta, dict) else {}
+
+
+def _array_schema(data: list[JsonValue], old: Schema | None, parent_recursive: bool) -> Schema:
+    extensible = False
+    recursive = parent_recursive
+    old_element: Schema | None = None
+    template: JsonValue = None
+    if old is not None and old.get("type") == "array":
+        extensible = old.get("extensible") is True
+        recursive = old.get("recursiveExtensible") is True or parent_recursive
+        old_element = as_node(old.get("elementType"))
+        template = old.get("template")
+    items = list(data)
+    # Only the first meta element and the first marker count, as in MagVarUpdate.
+    meta_index = next((i for i, item in enumerate(items) if _is_array_meta(item)), -1)
+    if meta_index != -1:
+        meta = items.pop(meta_index)["$meta"]
+        if isinstance(meta, dict):
+            if "extensible" in meta:
+                extensible = meta["extensible"] is True
+            if "template" in meta:
+                template = meta["template"]
+    if EXTENSIBLE_MARKER in items:
+        extensible = True
+        items.remove(EXTENSIBLE_MARKER)
+    node: Schema = {
+        "type": "array",
+        "extensible": extensible or parent_recursive,
+        "recursiveExtensible": recursive,
+        "elementType": generate_schema(items[0], old_element, recursive) if items else {"type": "any"},
+    }
+    if template is not None:
+        node["template"] = template
+    return node
+
+
+def _object_schema(data: dict[str, JsonValue], old: Schema | None, parent_recursive: bool) -> Schema:
+    old_extensible = False
+    old_recursive = parent_recursive
+    old_properties: dict[str, Schema] = {}
+    if old is not None and old.get("type") == "object":
+        old_extensible = old.get("extensible") is True
+        old_recursive = old.get("recursiveExtensible") is True or parent_recursive
+        old_properties = properties_of(old)
+    meta = _meta(data)
+    node: Schema = {
+        "type": "object",
+        "properties": {},
+        "extensible": old_extensible
+        or meta.get("extensible") is True
+        or meta.get("recursiveExtensible") is True
+        or parent_recursive,
+        "recursiveExtensible": old_recursive or meta.get("recursiveExtensible") is True,
+    }
+    if meta.get("template") is not None:
+        node["template"] = meta["template"]
+    elif old is not None and old.get("type") == "object" and old.get("template"):
+        node["template"] = old["template"]
+    required = meta.get("required")
+    required_keys = {k for k in required if isinstance(k, str)} if isinstance(required, list) else set()
+    child_recursive = node["extensible"] is not False and node["recursiveExtensible"]
+    for key, child in data.items():
+        if key == "$meta":
+            continue
+        old_child = as_node(old_properties.get(key))
+        child_node = generate_schema(child, old_child, child_recursive)
+        is_required = not node["extensible"] or key in required_keys
+        if old_child is not None and isinstance(old_child.get("required"), bool):
+            is_required = old_child["required"]  # an explicit earlier decision wins
+        node["properties"][key] = {**child_node, "required": is_required}
+    return node
+
+
+def generate_schema(data: JsonValue, old: Schema | None = None, parent_recursive: bool = False) -> Schema:
+    """The schema node for ``data``, keeping what ``old`` already decided (never mutates)."""
+    if isinstance(data, list):
+        return _array_schema(data, old, parent_recursive)
+    if isinstance(data, dict):
+        return _object_schema(data, old, parent_recursive)
+    if isinstance(data, bool):
+        return {"type": "boolean"}
+    if isinstance(data, int | float):
+        return {"type": "number"}
+    if isinstance(data, str):
+        return {"type": "string"}
+    return {"type": "any"}
+
+
+def clean_metadata(data: JsonValue) -> None:
+    """Remove every ``$meta``, marker and array-meta element from ``data`` in place."""
+    stack = [data]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, list):
+            item[:] = [child for child in item if child != EXTENSIBLE_MARKER and not _is_array_meta(child)]
+            stack.extend(item)
+        elif isinstance(item, dict):
+            item.pop("$meta", None)
+            stack.extend(item.values())
+
+
+def schema_at(schema: Schema | None, path: Path) -> Schema | None:
+    """The schema node describing ``path``, or ``None`` when the schema does not know it."""
+    node = as_node(schema)
+    for segment in path:
+        if node is None:
+            return None
+        if segment.isascii() and segment.isdigit():
+            node = as_node(node.get("elementType")) if node.get("type") == "array" else None
+        elif node.get("type") == "object":
+            node = as_node(properties_of(node).get(segment))
+        else:
+            return None
+    return node
+
+
+def initial_schema(stat_data: dict[str, JsonValue], old: Schema | None = None) -> Schema:
+    """Build the schema of freshly initialised data; the caller cleans the data afterwards."""
+    schema = generate_schema(stat_data, old)
+    meta = _meta(stat_data)
+    for flag in ROOT_FLAGS:
+        if flag in meta:
+            schema[flag] = meta[flag]
+    return schema
+
+
+def reconcile(stat_data: dict[str, JsonValue], old: Schema | None) -> Schema:
+    """The schema after an update changed ``stat_data``, keeping old decisions and root flags."""
+    schema = generate_schema(stat_data, old)
+    meta = _meta(stat_data)  # a root $meta written by a command overrides the stored flags
+    for flag in ROOT_FLAGS:
+        if flag in meta:
+            schema[flag] = meta[flag]
+        elif old is not None and flag in old:
+            schema[flag] = old[flag]
+    return schema
+
+
+def merge_schema(target: Schema, inserted: JsonValue) -> None:
+    """Fold the schema of a freshly inserted value into its container's node (``$meta`` applies)."""
+    merge_into(target, generate_schema(inserted, target))
+
+
+def apply_template(value: JsonValue, template: JsonValue, *, strict: bool, concat_arrays: bool) -> JsonValue:
+    """Fill a new member from the container's template, MagVarUpdate's way."""
+    if template is None or value is None:
+        return value  # a null member is inserted as null, whatever the template
+    if isinstance(value, dict) and isinstance(template, dict):
+        return merge_into(merge_into({}, copy.deepcopy(template)), value)
+    if isinstance(value, list) and isinstance(template, list):
+        if concat_arrays:
+            return [*value, *copy.deepcopy(template)]
+        return merge_into(merge_into([], copy.deepcopy(template)), value)
+    if not isinstance(value, dict | list) and isinstance(template, list) and not strict:
+        return [value, *copy.deepcopy(template)]
+    return value

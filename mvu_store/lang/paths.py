@@ -1,0 +1,189 @@
+"""Paths into ``stat_data``: MagVarUpdate's lodash-style text paths and JSON pointers.
+
+A parsed path is a tuple of string segments; ``()`` is the root. Segments stay strings (as in
+lodash, where ``a.0`` and ``a[0]`` both mean the key ``"0"``) and become indexes only when the
+container they meet is an array. Prototype keys and paths deeper than :data:`MAX_SEGMENTS` are
+refused with ``MVU_PATH`` because the hosts on the other side are JavaScript.
+"""
+
+from __future__ import annotations
+
+from typing import TypeAlias
+
+from mvu_store.errors import Code, MvuError
+from mvu_store.jsonvalue import UNSAFE_KEYS, JsonValue
+
+Path: TypeAlias = tuple[str, ...]
+
+MAX_SEGMENTS = 64
+
+# MagVarUpdate strips every leading and trailing run of these from a command's path argument.
+_TRIMMED = "\\\"'` "
+_QUOTES = "\"'`"
+_DIGITS = frozenset("0123456789")
+
+
+def trim_quotes(text: str) -> str:
+    """Strip all leading and trailing quotes, backticks, backslashes and spaces."""
+    return text.strip(_TRIMMED)
+
+
+def is_index(segment: str) -> bool:
+    """True for a canonical array index (``0``, ``12``; not ``01``, ``-1`` or ``１``)."""
+    return bool(segment) and set(segment) <= _DIGITS and (segment == "0" or segment[0] != "0")
+
+
+def _checked(segments: list[str], source: str) -> Path:
+    if len(segments) > MAX_SEGMENTS:
+        raise MvuError(Code.PATH, f"path has more than {MAX_SEGMENTS} segments", path=source[:200])
+    for segment in segments:
+        if segment in UNSAFE_KEYS:
+            raise MvuError(Code.PATH, f"path segment {segment!r} is refused", path=source[:200])
+    return tuple(segments)
+
+
+def _read_quoted(text: str, start: int) -> int:
+    """Index of the quote closing the one at ``start`` (a backslash escapes), or -1."""
+    quote = text[start]
+    index = start + 1
+    while index < len(text):
+        char = text[index]
+        if char == "\\":
+            index += 2
+            continue
+        if char == quote:
+            return index
+        index += 1
+    return -1
+
+
+def _unescape(body: str) -> str:
+    out: list[str] = []
+    index = 0
+    while index < len(body):
+        if body[index] == "\\" and index + 1 < len(body):
+            index += 1
+        out.append(body[index])
+        index += 1
+    return "".join(out)
+
+
+def parse_path(raw: str) -> Path:
+    """Parse a command's path argument the way MagVarUpdate resolves it.
+
+    ``a.b``, ``a[0]``, ``a.0``, ``a[b]``, ``['a b']``, ``["x.y"]`` and ``a."x.y"`` all work;
+    unquoted spaces are part of a key (``npc list.the innkeeper``). Malformed paths such as
+    ``a..b`` parse to keys that will not exist, which is how MagVarUpdate fails on them too.
+    """
+    text = trim_quotes(raw.strip())
+    segments: list[str] = []
+    index = 0
+    expect_segment = True
+    while index < len(text):
+        char = text[index]
+        if char == ".":
+            if expect_segment:
+                segments.append("")
+            expect_segment = True
+            index += 1
+        elif char == "[":
+            index = _read_bracket(text, index, segments)
+            expect_segment = False
+        else:
+            index = _read_dotted(text, index, segments)
+            expect_segment = False
+        if len(segments) > MAX_SEGMENTS:
+            break
+    if expect_segment and segments:
+        segments.append("")
+    return _checked(segments, raw)
+
+
+def _read_bracket(text: str, start: int, segments: list[str]) -> int:
+    inner = start + 1
+    while inner < len(text) and text[inner] == " ":
+        inner += 1
+    if inner < len(text) and text[inner] in _QUOTES:
+        close = _read_quoted(text, inner)
+        if close != -1:
+            after = close + 1
+            while after < len(text) and text[after] == " ":
+                after += 1
+            if after < len(text) and text[after] == "]":
+                segments.append(_unescape(text[inner + 1 : close]))
+                return after + 1
+    end = text.find("]", start + 1)
+    if end == -1:
+        # An unclosed bracket is an ordinary character of the key, as in lodash.
+        return _read_dotted(text, start, segments, allow_bracket=True)
+    segments.append(text[start + 1 : end].strip())
+    return end + 1
+
+
+def _read_dotted(text: str, start: int, segments: list[str], *, allow_bracket: bool = False) -> int:
+    if text[start] in _QUOTES:
+        close = _read_quoted(text, start)
+        if close != -1 and (close + 1 == len(text) or text[close + 1] in ".["):
+            segments.append(_unescape(text[start + 1 : close]))
+            return close + 1
+    index = start + 1 if allow_bracket else start
+    while index < len(text) and text[index] not in ".[":
+        index += 1
+    segments.append(text[start:index])
+    return index
+
+
+def parse_pointer(pointer: str) -> Path:
+    """Parse a JSON Patch path: RFC 6901 with ``~1``/``~0`` decoded.
+
+    Like MagVarUpdate, a missing leading ``/`` is tolerated and ``/`` alone is the root.
+    """
+    body = pointer[1:] if pointer.startswith("/") else pointer
+    if body == "":
+        return ()
+    segments = [part.replace("~1", "/").replace("~0", "~") for part in body.split("/")]
+    return _checked(segments, pointer)
+
+
+def format_path(path: Path) -> str:
+    """A readable dotted form of a path, for diagnostics."""
+    text = ""
+    for part in path:
+        text += f"[{part}]" if is_index(part) else (f".{part}" if text else part)
+    return text
+
+
+def _child(container: JsonValue, segment: str) -> tuple[bool, JsonValue]:
+    if isinstance(container, dict):
+        if segment in container:
+            return True, container[segment]
+        return False, None
+    if isinstance(container, list):
+        if segment == "length":
+            # Writing an array's length truncates it in JavaScript; we refuse the whole idea.
+            raise MvuError(Code.PATH, "array 'length' is not a path segment")
+        if is_index(segment) and int(segment) < len(container):
+            return True, container[int(segment)]
+    return False, None
+
+
+def lookup(root: JsonValue, path: Path) -> tuple[bool, JsonValue]:
+    """``(found, value)`` at ``path``: lodash ``_.has`` and ``_.get`` in one walk."""
+    current = root
+    for segment in path:
+        found, current = _child(current, segment)
+        if not found:
+            return False, None
+    return True, current
+
+
+def assign(root: JsonValue, path: Path, value: JsonValue) -> None:
+    """Write ``value`` at an existing ``path`` (its parent must exist; not the root)."""
+    found, parent = lookup(root, path[:-1])
+    key = path[-1]
+    if isinstance(parent, dict):
+        parent[key] = value
+    elif isinstance(parent, list) and is_index(key) and int(key) < len(parent):
+        parent[int(key)] = value
+    else:
+        raise MvuError(Code.PATH_MISSING, f"cannot write at {format_path(path)!r}", found=found)

@@ -1,0 +1,45 @@
+"""The one-pass closing-parenthesis search agrees with the obvious per-candidate scan."""
+
+from __future__ import annotations
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from mvu_store.lang.scanner import find_closes
+
+
+def naive_close(text: str, open_at: int) -> int | None:
+    """MagVarUpdate's scan from one '(' (quadratic when run for every candidate)."""
+    depth = 1
+    quote = ""
+    for index in range(open_at + 1, len(text)):
+        char = text[index]
+        if char in "\"'`" and text[index - 1] != "\\":
+            if not quote:
+                quote = char
+            elif quote == char:
+                quote = ""
+        elif not quote and char == "(":
+            depth += 1
+        elif not quote and char == ")":
+            depth -= 1
+            if depth == 0:
+                return index
+    return None
+
+
+texts = st.lists(st.sampled_from(list("()\"'`\\ax")), max_size=80).map("".join)
+
+
+@settings(max_examples=2000, deadline=None)
+@given(texts)
+def test_one_pass_equals_the_naive_scan_for_every_candidate(text: str) -> None:
+    opens = [index for index, char in enumerate(text) if char == "("]
+    expected = {at: close for at in opens if (close := naive_close(text, at)) is not None}
+    assert find_closes(text, opens) == expected
+
+
+def test_a_known_case() -> None:
+    text = '(a "x)" (b) )'
+    assert find_closes(text, [0, 8]) == {0: 12, 8: 10}
+    assert find_closes("(it's)", [0]) == {}  # the apostrophe opens a quote that never closes

@@ -1,0 +1,192 @@
+"""apply_update as a whole: the envelope, diagnostics, atomicity, schema upkeep, greeting, v2."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import pytest
+from lang_support import codes, update
+
+from mvu_store.errors import MvuError
+from mvu_store.jsonvalue import JsonValue
+from mvu_store.lang import Validation, apply_greeting, apply_update, initialize_variables
+
+
+def test_the_input_is_never_mutated() -> None:
+    variables = initialize_variables(["hp: [1, d]\nnpc: {$meta: {extensible: true}}\nl: ['$__META_EXTENSIBLE__$']"])
+    frozen = copy.deepcopy(variables)
+    apply_update(variables, "_.set(hp, 5); _.insert(npc, 'a', {b: 1}); _.insert(l, 1); _.remove(l, 0);")
+    assert variables == frozen
+
+
+def test_display_data_copies_results_and_delta_data_records_changes() -> None:
+    result = update({"hp": 10, "l": [1]}, "_.set(hp, 9);//hit\n_.remove(l[0]);")
+    variables = result.variables
+    assert variables["display_data"] == variables["stat_data"] == {"hp": 9, "l": []}
+    assert variables["delta_data"]["changes"] == [
+        {"op": "set", "path": "/hp", "reason": "hit", "previous": 10, "value": 9},
+        {"op": "delete", "path": "/l/0", "reason": "", "previous": 1},
+    ]
+    assert variables["update_diagnostics"] == []
+    assert result.changed
+
+
+def test_nothing_to_do_is_not_a_change() -> None:
+    result = update({"a": 1}, "no commands here; _.set(a, 1);")
+    assert not result.changed
+    assert result.variables["stat_data"] == {"a": 1}
+
+
+def test_true_is_not_one() -> None:
+    assert update({"a": 1}, "_.set(a, true);").changed
+
+
+def test_a_fatal_error_applies_nothing() -> None:
+    with pytest.raises(MvuError) as caught:
+        update({"a": 1}, "_.set(a, 2); _.set(b, {'__proto__': 1});")
+    assert caught.value.code == "MVU_PATH"
+
+
+def test_the_result_is_held_to_the_state_budget() -> None:
+    big = "x" * (1024 * 1024)
+    with pytest.raises(MvuError) as caught:
+        # display_data doubles the state, so a 1.5 MiB value breaks the 2 MiB budget.
+        update({"a": "", "b": big}, f"_.set(a, '{'y' * (512 * 1024)}');")
+    assert caught.value.code == "MVU_LIMIT"
+
+
+@pytest.mark.parametrize("variables", [[], {"stat_data": []}, {"stat_data": {"a": float("nan")}}, {"schema": 5}])
+def test_malformed_envelopes_are_refused(variables: Any) -> None:
+    with pytest.raises(MvuError):
+        apply_update(variables, "_.set(a, 1);")
+
+
+def test_the_schema_is_regenerated_after_a_change_keeping_decisions() -> None:
+    variables = initialize_variables(["$meta: {strictSet: true}\nnpc: {$meta: {extensible: true}}"])
+    result = apply_update(variables, "_.insert(npc, 'Bob', {hp: 1});")
+    schema = result.variables["schema"]
+    assert schema["strictSet"] is True
+    assert schema["properties"]["npc"]["extensible"] is True
+    assert schema["properties"]["npc"]["properties"]["Bob"]["required"] is False
+
+
+def test_an_envelope_without_schema_gets_one_after_a_change() -> None:
+    result = update({"a": {"b": 1}}, "_.set(a.b, 2);")
+    assert result.variables["schema"]["properties"]["a"]["extensible"] is False
+
+
+# ---- greeting (U-7) ---------------------------------------------------------------------
+
+
+def test_a_greeting_applies_its_blocks() -> None:
+    variables = initialize_variables(["hp: 10\nplace: home"])
+    greeting = 'Hello!\n<JSONPatch>[{"op":"replace","path":"/place","value":"inn"}]</JSONPatch>'
+    result = apply_greeting(variables, greeting)
+    assert result.variables["stat_data"] == {"hp": 10, "place": "inn"}
+
+
+def test_a_greeting_with_any_failure_is_refused_whole() -> None:
+    variables = initialize_variables(["hp: 10"])
+    with pytest.raises(MvuError) as caught:
+        apply_greeting(variables, "<UpdateVariable>_.set(hp, 5); _.set(mp, 1);</UpdateVariable>")
+    assert caught.value.code == "MVU_INITIALIZATION_INVALID"
+    assert [d["code"] for d in caught.value.details["diagnostics"]] == ["MVU_PATH_MISSING"]
+
+
+def test_a_greeting_applies_only_explicit_blocks() -> None:
+    variables = initialize_variables(["hp: 10\nmp: 1"])
+    greeting = "The tale begins. _.set(mp, 99);\n<UpdateVariable>\n_.set(hp, 5);\n</UpdateVariable>"
+    assert apply_greeting(variables, greeting).variables["stat_data"] == {"hp": 5, "mp": 1}
+
+
+# ---- interpreter v2 path creation (U-6) ----------------------------------------------------
+
+
+class FakeValidator:
+    """Accepts a candidate when ``accept`` says so; records what it saw."""
+
+    def __init__(self, accept: Any, transform: Any = None) -> None:
+        self.accept = accept
+        self.transform = transform
+        self.seen: list[JsonValue] = []
+
+    def validate(self, stat_data: JsonValue) -> Validation:
+        self.seen.append(stat_data)
+        if not self.accept(stat_data):
+            return Validation(False, issues=("refused",))
+        return Validation(True, self.transform(stat_data) if self.transform else None)
+
+
+V2 = {"mvu_schema": {"mvuSchema": 1, "interpreterVersion": 2, "source": "..."}}
+
+
+def v2(stat_data: dict[str, Any], text: str, validator: Any) -> Any:
+    return apply_update({"stat_data": stat_data, **V2}, text, validator=validator)
+
+
+def test_v2_set_creates_missing_paths_when_the_schema_accepts() -> None:
+    result = v2({}, "_.set(a.b, 1);", FakeValidator(lambda data: True))
+    assert result.variables["stat_data"] == {"a": {"b": 1}}
+
+
+def test_v2_set_refused_by_the_schema_is_a_diagnostic() -> None:
+    result = v2({"x": 1}, "_.set(a.b, 1); _.set(x, 2);", FakeValidator(lambda data: False))
+    assert codes(result) == ["MVU_SCHEMA"]
+    assert result.variables["stat_data"] == {"x": 2}
+
+
+def test_v2_insert_tries_an_object_then_an_array() -> None:
+    wants_list = FakeValidator(lambda data: isinstance(data.get("bag"), list))
+    result = v2({}, "_.insert(bag, 'k', 'sword');", wants_list)
+    assert result.variables["stat_data"] == {"bag": ["sword"]}
+    assert wants_list.seen == [{"bag": {"k": "sword"}}, {"bag": ["sword"]}]
+
+
+def test_v2_keeps_the_parsed_candidate() -> None:
+    validator = FakeValidator(lambda data: True, transform=lambda data: {**data, "added": True})
+    assert v2({}, "_.set(a, 1);", validator).variables["stat_data"] == {"a": 1, "added": True}
+
+
+def test_v2_set_does_not_coerce_numbers_itself() -> None:
+    assert v2({"hp": 1}, "_.set(hp, '5');", FakeValidator(lambda d: True)).variables["stat_data"] == {"hp": "5"}
+
+
+def test_v2_add_still_needs_an_existing_number() -> None:
+    assert codes(v2({}, "_.add(hp, 1);", FakeValidator(lambda d: True))) == ["MVU_PATH_MISSING"]
+
+
+def test_v2_arrays_stay_dense() -> None:
+    result = v2({"l": []}, "_.set(l[2], 1); _.set(l[0], 1);", FakeValidator(lambda d: True))
+    assert codes(result) == ["MVU_PATH_MISSING"]
+    assert result.variables["stat_data"] == {"l": [1]}
+
+
+def test_v2_without_a_validator_keeps_v1_path_rules() -> None:
+    assert codes(apply_update({"stat_data": {}, **V2}, "_.set(a, 1);")) == ["MVU_PATH_MISSING"]
+
+
+def test_v1_never_creates_paths() -> None:
+    validator = FakeValidator(lambda d: True)
+    assert codes(apply_update({"stat_data": {}}, "_.set(a, 1);", validator=validator)) == ["MVU_PATH_MISSING"]
+    assert validator.seen == []
+
+
+def test_a_crashing_validator_surfaces_as_mvu_error() -> None:
+    def boom(data: Any) -> bool:
+        raise RuntimeError("bug")
+
+    with pytest.raises(MvuError) as caught:
+        v2({}, "_.set(a, 1);", FakeValidator(boom))
+    assert caught.value.code == "MVU_SCHEMA_CODE"
+
+
+def test_v2_object_insertion_is_shallow() -> None:
+    data = {"w": {"o": {"x": {"p": 1}}}}
+    result = v2(data, "_.insert(w.o, {x: {q: 2}});", FakeValidator(lambda d: True))
+    assert result.variables["stat_data"] == {"w": {"o": {"x": {"q": 2}}}}
+    assert stat_v1(data, "_.insert(w.o, {x: {q: 2}});") == {"w": {"o": {"x": {"p": 1, "q": 2}}}}
+
+
+def stat_v1(stat_data: dict[str, Any], text: str) -> Any:
+    return apply_update({"stat_data": stat_data}, text).variables["stat_data"]
