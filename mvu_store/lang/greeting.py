@@ -3,7 +3,7 @@
 The chosen greeting's *explicit update blocks* run once on the freshly initialised variables:
 JSON Patch blocks, and function commands written inside an ``<UpdateVariable>`` block. A
 ``_.set(...)`` lying loose in the greeting's prose is not an update block and is not applied
-(MagVarUpdate would apply it; see docs/compatibility.md). Unlike a conversation turn, nothing may
+(MagVarUpdate would apply it; see the compatibility table in README.md). Unlike a conversation turn, nothing may
 be skipped silently: any per-command diagnostic refuses the whole opening with
 ``MVU_INITIALIZATION_INVALID`` (its details list the diagnostics).
 """
