@@ -559,3 +559,40 @@ async def test_concurrent_creates_of_one_id_one_wins_the_rest_are_id_conflicts(
         await assert_audit_clean(ledger)
     finally:
         await other.close()
+
+
+# -- budget under concurrency -------------------------------------------------------------------
+
+
+async def test_concurrent_commits_never_take_the_ledger_past_its_budget(
+    ledger: Ledger, ledger_url: str, ledger_id: str
+) -> None:
+    resources = [f"budget-{index}" for index in range(16)]
+    for resource in resources:
+        await create(ledger, resource)
+    base = (await ledger.usage()).used_bytes
+    limit = base + 5 * 4_300  # room for about five 4 KiB commits, not sixteen
+    tight = await open_ledger(ledger_url, ledger_id=ledger_id, ledger_limit_bytes=limit)
+    try:
+        results = await asyncio.gather(
+            *(tight.commit(request(resource, 0, f"{resource}-op")) for resource in resources), return_exceptions=True
+        )
+        landed = [result for result in results if isinstance(result, CommitOutcome)]
+        refused = [result for result in results if not isinstance(result, CommitOutcome)]
+        assert landed, "nothing fitted"
+        assert refused, "everything fitted: the limit did not bite"
+        usage = await tight.usage()
+        assert usage.limit_bytes == limit
+        assert usage.used_bytes <= limit
+        for error in refused:
+            assert isinstance(error, MvuError), repr(error)
+            assert error.code == Code.STORAGE_LIMIT, repr(error)
+            assert error.details["limit"] == limit
+            assert error.details["used"] + error.details["requested"] > limit
+            # No refusal was spurious: what is left cannot hold it either.
+            assert usage.used_bytes + error.details["requested"] > limit
+        for resource, result in zip(resources, results, strict=True):
+            assert await assert_consistent(tight, resource) == (1 if isinstance(result, CommitOutcome) else 0)
+        await assert_audit_clean(tight)
+    finally:
+        await tight.close()
