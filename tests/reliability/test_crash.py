@@ -196,6 +196,13 @@ def _check_database(db: Path, run: Run) -> None:
             assert receipts == revision, f"{resource}: {receipts} receipts for {revision} versions"
             if rows:
                 assert (head_key, head_hash) == (rows[-1][0], rows[-1][4]), f"{resource}: head is not the newest"
+        # A blob nothing references would be the remains of a half-written commit.
+        orphans = connection.execute(
+            "SELECT count(*) FROM blobs b WHERE NOT EXISTS (SELECT 1 FROM versions v WHERE v.variables_hash = b.hash)"
+            " AND NOT EXISTS (SELECT 1 FROM resources r WHERE b.hash IN (r.head_hash, r.initial_hash,"
+            " r.definition_hash))"
+        ).fetchone()[0]
+        assert orphans == 0, f"{orphans} blob(s) referenced by nothing"
         refused = connection.execute("SELECT count(*) FROM receipts WHERE operation_id LIKE 'stale-%'").fetchone()[0]
         assert refused == 0, "a refused (stale) commit left a receipt"
     finally:
@@ -206,7 +213,9 @@ def _check_database(db: Path, run: Run) -> None:
 def test_sigkill_at_random_moments_loses_nothing_acknowledged(tmp_path: Path) -> None:
     db = tmp_path / "crash.sqlite3"
     run = Run()
-    rng = random.Random(int(os.environ.get("MVU_CRASH_SEED", str(random.randrange(2**32)))))
+    seed = int(os.environ.get("MVU_CRASH_SEED", str(random.randrange(2**32))))
+    print(f"MVU_CRASH_SEED={seed}")  # shown with a failure, to replay the same kill schedule
+    rng = random.Random(seed)
     started = time.monotonic()
     upcoming = _spawn(db)
     for kill in range(KILLS):
