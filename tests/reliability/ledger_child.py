@@ -9,8 +9,9 @@
     forever: one task per resource, each a CAS chain. Before a
     commit it prints ``BEGIN r n``; once ``commit`` has returned (the commit is acknowledged,
     hence durable) it prints ``ACK r n``. Now and then it replays an acknowledged operation
-    (``REPLAY r n``) or sends a stale expected revision (``STALE r n``) to exercise the refusal
-    paths between real commits. The parent kills it with SIGKILL at a random moment.
+    (``REPLAY r n``), sends a stale expected revision (``STALE r n``) to exercise the refusal
+    paths between real commits, or forks the resource at the version it just committed
+    (``FORKBEGIN fork-r-n`` / ``FORKED fork-r-n``). The parent kills it with SIGKILL at a random moment.
 
 ``increment DB RESOURCE COUNT``
     Adds 1 to ``variables["counter"]`` of RESOURCE, COUNT times, with read-head + CAS commit and
@@ -91,7 +92,13 @@ async def chain(ledger: Ledger, resource: str, rng: random.Random) -> None:
             raise SystemExit(3)
         emit(f"ACK {resource} {revision}")
         roll = rng.random()
-        if roll < 0.1:
+        if roll < 0.05:
+            # A fork at the version just committed: one row that links to the parent's history.
+            fork_id = f"fork-{resource}-{revision}"
+            emit(f"FORKBEGIN {fork_id}")
+            await ledger.fork(resource, new_resource(fork_id, state(resource, 0)), at_key=outcome.version_key)
+            emit(f"FORKED {fork_id}")
+        elif roll < 0.1:
             # A client retrying an acknowledged request gets the stored result, nothing new.
             again = await ledger.commit(request(resource, revision))
             if not again.replayed or again.revision != revision:

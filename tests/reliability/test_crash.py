@@ -13,7 +13,9 @@ reopens the file and checks, with plain ``sqlite3`` and with ``mvu audit``:
   blob (with the right hash), every version has its receipt and vice versa, the head names the
   newest version, and the stored usage equals what the rows add up to;
 - a commit that was in flight at a kill is either wholly there or wholly absent, and retrying
-  it with the same operation id lands it exactly once.
+  it with the same operation id lands it exactly once;
+- forks (cut at a just-committed version) are there once acknowledged, and any fork row
+  present links to exactly the version it was cut at.
 """
 
 from __future__ import annotations
@@ -61,6 +63,8 @@ class Run:
         self.acked: dict[str, int] = dict.fromkeys(RESOURCES, 0)
         self.in_flight: dict[str, int] = {}
         self.retries = {"replayed": 0, "applied": 0}
+        self.forks_begun: set[str] = set()
+        self.forks_acked: set[str] = set()
         self.kills_before_ready = 0
         self.kills_after_ready = 0
         self.lines: list[str] = []
@@ -80,6 +84,10 @@ class Run:
             self.acked[resource] = revision
             if self.in_flight.get(resource) == revision:
                 del self.in_flight[resource]
+        elif parts[0] == "FORKBEGIN":
+            self.forks_begun.add(parts[1])
+        elif parts[0] == "FORKED":
+            self.forks_acked.add(parts[1])
         elif parts[0] == "RETRIED":
             self.retries[parts[3]] += 1
 
@@ -196,6 +204,7 @@ def _check_database(db: Path, run: Run) -> None:
             assert receipts == revision, f"{resource}: {receipts} receipts for {revision} versions"
             if rows:
                 assert (head_key, head_hash) == (rows[-1][0], rows[-1][4]), f"{resource}: head is not the newest"
+        _check_forks(connection, run)
         # A blob nothing references would be the remains of a half-written commit.
         orphans = connection.execute(
             "SELECT count(*) FROM blobs b WHERE NOT EXISTS (SELECT 1 FROM versions v WHERE v.variables_hash = b.hash)"
@@ -207,6 +216,30 @@ def _check_database(db: Path, run: Run) -> None:
         assert refused == 0, "a refused (stale) commit left a receipt"
     finally:
         connection.close()
+
+
+def _check_forks(connection: sqlite3.Connection, run: Run) -> None:
+    """Acknowledged forks exist; any fork present is whole: linked to the version it was cut at."""
+    found = {
+        row[0]: row[1:]
+        for row in connection.execute(
+            "SELECT id, parent_id, parent_position, revision, head_key, head_hash FROM resources"
+            " WHERE ledger_id = 'default' AND id LIKE 'fork-%'"
+        )
+    }
+    assert run.forks_acked <= set(found), f"acknowledged forks lost: {sorted(run.forks_acked - set(found))}"
+    assert set(found) <= run.forks_begun, f"forks nobody asked for: {sorted(set(found) - run.forks_begun)}"
+    for fork_id, (parent_id, parent_position, revision, head_key, head_hash) in found.items():
+        source, cut = fork_id[len("fork-"):].rsplit("-", 1)
+        version = connection.execute(
+            "SELECT position, key, variables_hash FROM versions WHERE ledger_id = 'default' AND resource_id = ?"
+            " AND revision = ?",
+            (source, int(cut)),
+        ).fetchone()
+        assert version is not None, f"{fork_id}: cut at a version that is not there"
+        assert (parent_id, parent_position, revision, head_key, head_hash) == (
+            source, version[0], 0, version[1], version[2]
+        ), f"{fork_id}: not linked to the version it was cut at"
 
 
 @pytest.mark.slow
@@ -237,4 +270,6 @@ def test_sigkill_at_random_moments_loses_nothing_acknowledged(tmp_path: Path) ->
     _one_child(upcoming, run, rng)
     _check_database(db, run)
     assert cli.main(["--db", f"sqlite:///{db}", "audit"]) == 0
-    print(f"{KILLS + 1} kills in {elapsed:.1f}s, {total} acknowledged commits, retries {run.retries}")
+    assert run.forks_acked, "no fork was ever acknowledged: the fork path went untested"
+    print(f"{KILLS + 1} kills in {elapsed:.1f}s, {total} acknowledged commits, retries {run.retries}, "
+          f"{len(run.forks_acked)} forks acknowledged of {len(run.forks_begun)} begun")
