@@ -114,6 +114,8 @@ class Ledger:
 
     async def write(self, work: Callable[[WriteTx], T]) -> T:
         """Run ``work`` as one atomic unit on the writer (for in-package use: importers)."""
+        if self._closed:
+            raise MvuError(Code.DISPOSED, "the ledger is closed")
         return await self._writer.submit(work)
 
     async def read(self, work: Callable[[Any], T]) -> T:

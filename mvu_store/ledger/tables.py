@@ -97,6 +97,7 @@ templates = Table(
     Column("position", Integer, nullable=False),
     Column("definition_hash", String(HASH), nullable=False),
     _blob_fk("definition_hash"),
+    Index("ix_templates_position", "ledger_id", "position"),
     sqlite_with_rowid=False,
 )
 
@@ -134,6 +135,8 @@ resources = Table(
     _blob_fk("head_hash"),
     ForeignKeyConstraint(["ledger_id", "parent_id"], ["resources.ledger_id", "resources.id"]),
     Index("ix_resources_session", "ledger_id", "session_id"),
+    # Append order: "next position" is an index seek, not a scan of the ledger's resources.
+    Index("ix_resources_position", "ledger_id", "position"),
     sqlite_with_rowid=False,
 )
 
@@ -215,6 +218,7 @@ seeds = Table(
     Column("body_hash", String(HASH), nullable=False),
     _blob_fk("body_hash"),
     Index("ix_seeds_target", "ledger_id", "target_session_id"),
+    Index("ix_seeds_position", "ledger_id", "position"),
     sqlite_with_rowid=False,
 )
 

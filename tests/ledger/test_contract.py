@@ -2,14 +2,10 @@
 
 from __future__ import annotations
 
-import uuid
-
-import psycopg
 import pytest
 
 from mvu_store.errors import MvuError
 from mvu_store.ledger import CommitRequest, Ledger, NewResource, open_ledger
-from tests.conftest import POSTGRES_URL, require_postgres
 
 STATE = {"stat_data": {"hp": 10, "gold": 3}}
 
@@ -305,25 +301,3 @@ async def test_closed_ledger_refuses(ledger_url: str, ledger_id: str) -> None:
         await ledger.usage()
     assert refused.value.code == "MVU_DISPOSED"
 
-
-@pytest.mark.postgres
-async def test_writer_recovers_from_a_lost_connection() -> None:
-    require_postgres()
-    ledger_id = f"t-{uuid.uuid4().hex[:20]}"
-    ledger = await open_ledger(POSTGRES_URL, ledger_id=ledger_id)
-    try:
-        await ledger.create_resource(new())
-        with psycopg.connect(POSTGRES_URL, autocommit=True) as admin:
-            killed = admin.execute(
-                "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE application_name = %s",
-                (f"mvu-store {ledger_id} writer",),
-            ).fetchone()
-        assert killed == (1,)
-        with pytest.raises(MvuError) as lost:
-            await ledger.commit(edit(0, 9, "op1"))
-        assert lost.value.code == "MVU_STORAGE_BUSY"
-        # Nothing was written, and the writer reconnects for the next unit of work.
-        assert (await ledger.commit(edit(0, 9, "op1"))).revision == 1
-        assert (await ledger.head("mvu:a")).revision == 1
-    finally:
-        await ledger.close()

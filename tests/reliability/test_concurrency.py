@@ -534,13 +534,6 @@ async def test_concurrent_creates_of_one_id_one_wins_the_rest_are_id_conflicts(
     ledger: Ledger, ledger_url: str, ledger_id: str, request: pytest.FixtureRequest
 ) -> None:
     """Two writers (two ledger instances: two processes in production) race to create ids."""
-    if ledger_url.startswith("postgresql"):
-        request.applymarker(pytest.mark.xfail(
-            strict=True,
-            reason="BUG: on PostgreSQL the loser of a create race passes the _resource_row check, then hits "
-            "pk_resources (SQLSTATE 23505), which writer.translate() reports as MVU_STORAGE_CORRUPT instead of "
-            "MVU_ID_CONFLICT",
-        ))
     other = await open_ledger(ledger_url, ledger_id=ledger_id)
     try:
         codes: list[str] = []

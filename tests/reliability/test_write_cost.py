@@ -72,11 +72,6 @@ async def commit_steps(ledger: Ledger, resource: str, revision: int, samples: in
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG repository.py: _insert_receipt's _next_position scans every receipt of the resource "
-    "(receipts has no index on position), so a commit with an operation id costs O(receipts)",
-)
 async def test_commit_work_does_not_grow_with_the_resource_history(tmp_path: Path) -> None:
     ledger = await open_ledger(f"sqlite:///{tmp_path / 'cost.sqlite3'}", synchronous="OFF")
     try:
@@ -92,11 +87,6 @@ async def test_commit_work_does_not_grow_with_the_resource_history(tmp_path: Pat
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG repository.py: insert_resource's _next_position(t.resources, None, None) scans every "
-    "resource of the ledger (no index on resources.position), so creating or forking costs O(resources)",
-)
 async def test_create_resource_work_does_not_grow_with_the_ledger(tmp_path: Path) -> None:
     ledger = await open_ledger(f"sqlite:///{tmp_path / 'cost.sqlite3'}", synchronous="OFF")
     try:

@@ -10,7 +10,7 @@ write of the process hangs forever. These tests provoke the two ways found to ki
   with a write in flight, e.g. a sync facade or a CLI timing out), so resolving its future with
   ``loop.call_soon_threadsafe`` raises ``RuntimeError: Event loop is closed``.
 
-Both are marked ``xfail(strict=True)`` until the writer is fixed (see the reasons).
+The writer fails such a batch (``MVU_STORAGE_BUSY`` for a lost connection), reconnects, and goes on.
 """
 
 from __future__ import annotations
@@ -43,13 +43,6 @@ async def create(ledger: Ledger) -> None:
 
 @pytest.mark.postgres
 @pytest.mark.parametrize("ledger_url", ["postgresql"], indirect=True)
-@pytest.mark.xfail(
-    strict=True,
-    raises=(AssertionError, TimeoutError),
-    reason="BUG writer.py: after PostgreSQL drops the writer's connection the first write raises a raw "
-    "psycopg.OperationalError (translate() misses connection errors), the next batch's dbapi.cursor() raises "
-    "outside the try in _run_batch and kills the writer thread, and every later write hangs forever",
-)
 async def test_writer_survives_a_dropped_postgresql_connection(ledger: Ledger, ledger_url: str) -> None:
     await create(ledger)
 
@@ -80,13 +73,6 @@ async def test_writer_survives_a_dropped_postgresql_connection(ledger: Ledger, l
     assert head.revision == 1
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=TimeoutError,
-    reason="BUG writer.py: _run_batch resolves futures with job.loop.call_soon_threadsafe outside any try; "
-    "when the caller's loop is closed it raises RuntimeError, the writer thread dies, and every later write "
-    "of the ledger (from any loop) hangs forever",
-)
 async def test_writer_survives_a_caller_whose_event_loop_closed(ledger: Ledger) -> None:
     await create(ledger)
 

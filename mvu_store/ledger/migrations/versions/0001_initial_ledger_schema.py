@@ -247,6 +247,7 @@ def upgrade() -> None:
     sqlite_with_rowid=False
     )
     with op.batch_alter_table('resources', schema=None) as batch_op:
+        batch_op.create_index('ix_resources_position', ['ledger_id', 'position'], unique=False)
         batch_op.create_index('ix_resources_session', ['ledger_id', 'session_id'], unique=False)
 
     op.create_table('seeds',
@@ -263,6 +264,7 @@ def upgrade() -> None:
     sqlite_with_rowid=False
     )
     with op.batch_alter_table('seeds', schema=None) as batch_op:
+        batch_op.create_index('ix_seeds_position', ['ledger_id', 'position'], unique=False)
         batch_op.create_index('ix_seeds_target', ['ledger_id', 'target_session_id'], unique=False)
 
     op.create_table('templates',
@@ -274,6 +276,9 @@ def upgrade() -> None:
     sa.PrimaryKeyConstraint('ledger_id', 'id', name=op.f('pk_templates')),
     sqlite_with_rowid=False
     )
+    with op.batch_alter_table('templates', schema=None) as batch_op:
+        batch_op.create_index('ix_templates_position', ['ledger_id', 'position'], unique=False)
+
     op.create_table('checkpoints',
     sa.Column('ledger_id', sa.String(length=64), nullable=False),
     sa.Column('resource_id', sa.String(length=200), nullable=False),
@@ -360,13 +365,18 @@ def downgrade() -> None:
         batch_op.drop_index('uq_checkpoints_turn')
 
     op.drop_table('checkpoints')
+    with op.batch_alter_table('templates', schema=None) as batch_op:
+        batch_op.drop_index('ix_templates_position')
+
     op.drop_table('templates')
     with op.batch_alter_table('seeds', schema=None) as batch_op:
         batch_op.drop_index('ix_seeds_target')
+        batch_op.drop_index('ix_seeds_position')
 
     op.drop_table('seeds')
     with op.batch_alter_table('resources', schema=None) as batch_op:
         batch_op.drop_index('ix_resources_session')
+        batch_op.drop_index('ix_resources_position')
 
     op.drop_table('resources')
     op.drop_table('selections')
