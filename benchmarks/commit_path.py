@@ -116,7 +116,7 @@ def commit_request(owner: str, expected: int) -> CommitRequest:
         kind="manual",
         variables=state(owner, n),
         fingerprint=fingerprint(owner, n),
-        source={"bench": n},
+        source={"bench": n, "manual": True},
         operation_id=f"op-{owner}-{n}",
     )
 

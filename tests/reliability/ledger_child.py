@@ -62,7 +62,7 @@ def request(resource: str, revision: int) -> CommitRequest:
         kind="manual",
         variables=state(resource, revision),
         fingerprint=fingerprint(resource, revision),
-        source={"by": "crash-child", "n": revision},
+        source={"by": "crash-child", "n": revision, "manual": True},
         operation_id=operation_id(resource, revision),
     )
 
@@ -156,7 +156,7 @@ async def increment(db: str, resource: str, count: int) -> None:
             try:
                 await ledger.commit(CommitRequest(
                     resource_id=resource, expected_revision=head.revision, kind="manual",
-                    variables={"counter": value + 1}, fingerprint=token, source={"pid": token[:8]},
+                    variables={"counter": value + 1}, fingerprint=token, source={"pid": token[:8], "manual": True},
                     operation_id=f"inc-{token}",
                 ))
             except MvuError as error:

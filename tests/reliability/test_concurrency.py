@@ -52,7 +52,7 @@ def request(resource: str, expected: int, op: str, *, fingerprint: str | None = 
         kind="manual",
         variables=variables(resource, op if tag is None else tag),
         fingerprint=fingerprint or fp(resource, op),
-        source={"op": op},
+        source={"op": op, "manual": True},
         operation_id=op,
     )
 

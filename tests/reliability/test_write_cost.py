@@ -53,7 +53,7 @@ def commit(resource: str, expected: int) -> CommitRequest:
     return CommitRequest(
         resource_id=resource, expected_revision=expected, kind="manual",
         variables={"n": expected + 1, "pad": "p" * 500}, fingerprint=f"{expected + 1}".rjust(64, "0"),
-        source={}, operation_id=f"op-{expected + 1}",
+        source={"manual": True}, operation_id=f"op-{expected + 1}",
     )
 
 

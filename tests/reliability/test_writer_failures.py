@@ -33,7 +33,7 @@ WAIT = 5.0  # seconds a write may take here before it counts as hung
 def commit_request(op: str, expected: int) -> CommitRequest:
     return CommitRequest(
         resource_id="w", expected_revision=expected, kind="manual", variables={"op": op},
-        fingerprint=op.ljust(64, "0"), source={}, operation_id=op,
+        fingerprint=op.ljust(64, "0"), source={"manual": True}, operation_id=op,
     )
 
 
