@@ -12,6 +12,7 @@ import asyncio
 import json
 import os
 import sys
+import traceback
 from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from typing import Any, TypeVar
 
@@ -22,6 +23,7 @@ from rich.table import Table
 from mvu_store.errors import Code, MvuError
 from mvu_store.ledger import Ledger, migrate, open_ledger
 from mvu_store.ledger.engine import EngineOptions, create_sync_engine
+from mvu_store.ledger.tables import FORMAT_VERSION
 from mvu_store.ledger.transfer import Step, export_directory, import_directory
 
 DEFAULT_DB = "sqlite:///./var/mvu.sqlite3"
@@ -37,8 +39,9 @@ def _emit(args: argparse.Namespace, payload: dict[str, Any], render: Callable[[C
         render(Console())
 
 
-async def _open(args: argparse.Namespace) -> Ledger:
-    return await open_ledger(args.db, ledger_id=args.ledger_id)
+async def _open(args: argparse.Namespace, *, writes: bool = False) -> Ledger:
+    """Open the ledger; only commands that write may create or migrate it (`db upgrade` does)."""
+    return await open_ledger(args.db, ledger_id=args.ledger_id, migrate_to_head=writes)
 
 
 async def cmd_status(args: argparse.Namespace) -> int:
@@ -51,7 +54,7 @@ async def cmd_status(args: argparse.Namespace) -> int:
     payload = {
         "database": ledger.url,
         "ledgerId": ledger.ledger_id,
-        "formatVersion": 1,
+        "formatVersion": FORMAT_VERSION,
         "schemaRevision": migrate.head_revision(),
         "usedBytes": usage.used_bytes,
         "limitBytes": usage.limit_bytes,
@@ -106,7 +109,7 @@ async def cmd_db(args: argparse.Namespace) -> int:
     try:
         if args.action == "upgrade":
             # Opening migrates to head and creates this ledger's usage row.
-            ledger = await _open(args)
+            ledger = await _open(args, writes=True)
             await ledger.close()
         elif args.action == "check":
             await asyncio.to_thread(migrate.check, engine)
@@ -137,7 +140,7 @@ def _counts_table(title: str, **columns: dict[str, int]) -> Table:
 
 
 async def cmd_import(args: argparse.Namespace) -> int:
-    ledger = await _open(args)
+    ledger = await _open(args, writes=True)
     try:
         report = await _with_progress(args, lambda step: import_directory(ledger, args.directory, step=step))
     finally:
@@ -200,6 +203,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"mvu: {error.message}", file=sys.stderr)
         print(error.code, file=sys.stderr)
         return 2
+    except Exception as error:  # a bug or an unexpected environment: still end with a code
+        traceback.print_exception(error, file=sys.stderr)
+        print(Code.OPERATION.value, file=sys.stderr)
+        return 3
     except KeyboardInterrupt:
         print(Code.OPERATION.value, file=sys.stderr)
         return 130

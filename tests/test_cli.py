@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import sqlite3
 from pathlib import Path
@@ -9,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from mvu_api.cli import main
+from mvu_store.ledger import open_ledger
 
 
 def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
@@ -19,6 +21,10 @@ def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
 
 def test_status_reports_location_usage_and_audit(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     url = f"sqlite:///{tmp_path / 'var' / 'mvu.sqlite3'}"
+    code, _, err = run(capsys, "--db", url, "status")
+    assert code != 0  # a read-only command never creates a ledger
+    assert err.strip().splitlines()[-1] == "MVU_VERSION"
+    assert run(capsys, "--db", url, "db", "upgrade")[0] == 0
     code, out, _ = run(capsys, "--db", url, "--json", "status")
     assert code == 0
     status = json.loads(out)
@@ -38,6 +44,7 @@ def test_db_upgrade_current_check(tmp_path: Path, capsys: pytest.CaptureFixture[
 def test_audit_finds_tampering_and_exits_non_zero(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     path = tmp_path / "l.sqlite3"
     url = f"sqlite:///{path}"
+    assert run(capsys, "--db", url, "db", "upgrade")[0] == 0
     assert run(capsys, "--db", url, "--json", "audit")[0] == 0
     with sqlite3.connect(path) as raw:
         raw.execute("UPDATE ledger SET used_bytes = 99")
@@ -52,3 +59,24 @@ def test_failure_prints_the_code_last(capsys: pytest.CaptureFixture[str]) -> Non
     code, _, err = run(capsys, "--db", "mysql://nowhere/x", "status")
     assert code != 0
     assert err.strip().splitlines()[-1] == "MVU_CONFIG"
+
+
+def test_read_only_commands_keep_the_stored_limits(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    url = f"sqlite:///{tmp_path / 'l.sqlite3'}"
+
+    async def create() -> None:
+        ledger = await open_ledger(url, ledger_limit_bytes=64 * 1024 * 1024, state_limit_bytes=4 * 1024 * 1024)
+        await ledger.close()
+
+    asyncio.run(create())
+    for command in ("status", "audit"):
+        assert run(capsys, "--db", url, "--json", command)[0] == 0
+    _, out, _ = run(capsys, "--db", url, "--json", "status")
+    status = json.loads(out)
+    assert (status["limitBytes"], status["stateLimitBytes"]) == (64 * 1024 * 1024, 4 * 1024 * 1024)
+
+
+def test_an_unreachable_server_ends_with_a_code(capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = run(capsys, "--db", "postgresql://nobody@127.0.0.1:1/none", "status")
+    assert code != 0
+    assert err.strip().splitlines()[-1] == "MVU_STORAGE_BUSY"

@@ -5,8 +5,10 @@ from __future__ import annotations
 import asyncio
 import re
 import time
+from pathlib import Path
 
 from sqlalchemy import Engine, insert, select, update
+from sqlalchemy.exc import DBAPIError
 
 from mvu_store.errors import Code, MvuError
 from mvu_store.jsonvalue import MAX_STATE_BYTES
@@ -25,6 +27,7 @@ from mvu_store.ledger.records import (
     VersionRecord,
 )
 from mvu_store.ledger.repository import Ledger
+from mvu_store.ledger.writer import translate
 
 DEFAULT_LEDGER_LIMIT_BYTES = 32 * 1024 * 1024
 _LEDGER_ID = re.compile(r"^[A-Za-z0-9_.:-]{1,64}$")
@@ -48,8 +51,8 @@ __all__ = [
 async def open_ledger(
     url: str,
     *,
-    state_limit_bytes: int = MAX_STATE_BYTES,
-    ledger_limit_bytes: int = DEFAULT_LEDGER_LIMIT_BYTES,
+    state_limit_bytes: int | None = None,
+    ledger_limit_bytes: int | None = None,
     ledger_id: str = "default",
     synchronous: Synchronous = "FULL",
     busy_timeout_ms: int = 5_000,
@@ -65,7 +68,9 @@ async def open_ledger(
     """
     if not _LEDGER_ID.match(ledger_id):
         raise MvuError(Code.CONFIG, f"ledger id {ledger_id!r} must be 1-64 letters, digits or _.:-")
-    if state_limit_bytes <= 0 or ledger_limit_bytes <= 0:
+    if (state_limit_bytes is not None and state_limit_bytes <= 0) or (
+        ledger_limit_bytes is not None and ledger_limit_bytes <= 0
+    ):
         raise MvuError(Code.CONFIG, "limits must be positive")
     options = EngineOptions(
         synchronous=synchronous, busy_timeout_ms=busy_timeout_ms, application_name=f"mvu-store {ledger_id}"
@@ -73,45 +78,58 @@ async def open_ledger(
     writer_engine = create_sync_engine(url, options, writer=True)
     reader_engine = create_sync_engine(url, options, writer=False)
     try:
-        await asyncio.to_thread(
+        state_limit = await asyncio.to_thread(
             _prepare, writer_engine, ledger_id, state_limit_bytes, ledger_limit_bytes, migrate_to_head
         )
-    except BaseException:
+    except BaseException as error:
         writer_engine.dispose()
         reader_engine.dispose()
-        raise
-    ledger = Ledger(writer_engine=writer_engine, reader_engine=reader_engine, ledger_id=ledger_id)
-    ledger._state_limit = state_limit_bytes
-    return ledger
+        # Connection and schema failures surface as typed errors, like everything else.
+        cause = error.orig if isinstance(error, DBAPIError) else error
+        translated = translate(cause) if isinstance(cause, Exception) else cause
+        if translated is error or not isinstance(translated, MvuError):
+            raise
+        raise translated from None
+    return Ledger(
+        writer_engine=writer_engine, reader_engine=reader_engine, ledger_id=ledger_id, state_limit_bytes=state_limit
+    )
 
 
-def _prepare(engine: Engine, ledger_id: str, state_limit: int, ledger_limit: int, migrate_to_head: bool) -> None:
+def _prepare(
+    engine: Engine, ledger_id: str, state_limit: int | None, ledger_limit: int | None, migrate_to_head: bool
+) -> int:
+    """Migrate (or check) the schema and create or configure the ledger row; returns the state limit."""
     if engine.dialect.name == "sqlite" and engine.url.database:
-        from pathlib import Path
-
         Path(engine.url.database).parent.mkdir(parents=True, exist_ok=True)
     if migrate_to_head:
         migrate.upgrade(engine)
     elif migrate.current_revision(engine) != migrate.head_revision():
         raise MvuError(Code.VERSION, "the database is not at the current schema: run `mvu db upgrade`")
     with engine.begin() as connection:
-        row = connection.execute(select(t.ledger.c.format_version).where(t.ledger.c.ledger_id == ledger_id)).first()
+        row = connection.execute(
+            select(t.ledger.c.format_version, t.ledger.c.state_limit_bytes).where(t.ledger.c.ledger_id == ledger_id)
+        ).first()
         if row is None:
+            if not migrate_to_head:
+                raise MvuError(Code.MISSING, f"there is no ledger {ledger_id!r} here: run `mvu db upgrade`")
             connection.execute(
                 insert(t.ledger).values(
                     ledger_id=ledger_id,
                     format_version=t.FORMAT_VERSION,
                     used_bytes=0,
-                    limit_bytes=ledger_limit,
-                    state_limit_bytes=state_limit,
+                    limit_bytes=ledger_limit or DEFAULT_LEDGER_LIMIT_BYTES,
+                    state_limit_bytes=state_limit or MAX_STATE_BYTES,
                     created_at=int(time.time() * 1000),
                 )
             )
-            return
+            return state_limit or MAX_STATE_BYTES
         if row[0] != t.FORMAT_VERSION:
             raise MvuError(Code.VERSION, f"ledger format {row[0]} is not {t.FORMAT_VERSION}", format_version=row[0])
-        connection.execute(
-            update(t.ledger)
-            .where(t.ledger.c.ledger_id == ledger_id)
-            .values(limit_bytes=ledger_limit, state_limit_bytes=state_limit)
-        )
+        changes = {
+            name: value
+            for name, value in (("limit_bytes", ledger_limit), ("state_limit_bytes", state_limit))
+            if value is not None
+        }
+        if changes:
+            connection.execute(update(t.ledger).where(t.ledger.c.ledger_id == ledger_id).values(**changes))
+        return state_limit or int(row[1])

@@ -66,14 +66,14 @@ class Blob:
 class Ledger:
     """One budget domain of the store. Create with :func:`mvu_store.ledger.open_ledger`."""
 
-    def __init__(self, *, writer_engine: Engine, reader_engine: Engine, ledger_id: str) -> None:
+    def __init__(self, *, writer_engine: Engine, reader_engine: Engine, ledger_id: str, state_limit_bytes: int) -> None:
         self.ledger_id = ledger_id
         self.dialect = writer_engine.dialect.name
         self._writer_engine = writer_engine
         self._reader_engine = reader_engine
         self._writer = Writer(writer_engine, ledger_id, self._settle, serialize=self._serialize)
         self._sql = self._writer.statements
-        self._state_limit = 0
+        self._state_limit = state_limit_bytes
         self._blob_cache: OrderedDict[str, str] = OrderedDict()
         self._closed = False
 

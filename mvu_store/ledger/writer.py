@@ -129,8 +129,18 @@ def translate(error: BaseException) -> BaseException:
         # The connection failed (08) or the server is shutting down or restarting (57):
         # retrying later may succeed.
         return MvuError(Code.STORAGE_BUSY, f"the database is unavailable; nothing was written: {error}")
+    constraint = getattr(getattr(error, "diag", None), "constraint_name", None)
+    if constraint == "uq_versions_revision":
+        return MvuError(Code.REVISION_CONFLICT, "another version already claims this revision; nothing was written")
+    duplicate_key = sqlstate == "23505" or (
+        isinstance(error, sqlite3.IntegrityError)
+        and error.sqlite_errorname in ("SQLITE_CONSTRAINT_PRIMARYKEY", "SQLITE_CONSTRAINT_UNIQUE")
+    )
+    if duplicate_key:
+        # A concurrent writer stored the same key first (an import racing another, say).
+        return MvuError(Code.ID_CONFLICT, "a row with this key already exists; nothing was written",
+                        constraint=constraint)
     if isinstance(error, sqlite3.IntegrityError) or (sqlstate or "").startswith("23"):
-        constraint = getattr(getattr(error, "diag", None), "constraint_name", None)
         return MvuError(Code.STORAGE_CORRUPT, f"a stored row broke an integrity rule: {error}", constraint=constraint)
     if isinstance(error, sqlite3.DatabaseError) or sqlstate is not None:
         return MvuError(Code.STORAGE_CORRUPT, f"the database refused the write: {error}")
@@ -217,35 +227,24 @@ class Writer:
         return batch, False
 
     def _run_batch(self, connection: Any, batch: list[_Job[Any]]) -> Any:
-        """Run a batch in one transaction; return the connection to use next (None: reconnect)."""
-        # A caller that was cancelled before its turn gets nothing written.
+        """Run a batch in one transaction; return the connection to use next (None: reconnect).
+
+        A caller cancelled before COMMIT gets nothing written: the transaction is rolled back and
+        the batch runs again without it (units are functions of the database state, so running
+        one again is safe). Only a cancellation in the instant between the last check and COMMIT
+        can still see its write land; a replay of the same operation then returns it.
+        """
         live = [job for job in batch if not job.future.cancelled()]
-        if not live:
-            return connection
         outcomes: list[tuple[bool, Any]] = []
         try:
-            if connection is None:
+            if connection is None and live:
                 connection = self._engine.raw_connection()
-            dbapi = connection.dbapi_connection
-            cursor = dbapi.cursor()
-            try:
-                self._begin(cursor)
-                try:
-                    self._serialize(WriteTx(cursor, self.statements, self._ledger_id))
-                    if len(live) == 1:
-                        outcomes.append(self._run_alone(cursor, live[0]))
-                    else:
-                        outcomes.extend(self._run_in_savepoint(cursor, job) for job in live)
-                    if any(ok for ok, _ in outcomes):
-                        dbapi.commit()
-                    else:
-                        dbapi.rollback()
-                except BaseException:
-                    with contextlib.suppress(Exception):
-                        dbapi.rollback()
-                    raise
-            finally:
-                cursor.close()
+            while live:
+                outcomes = self._attempt(connection.dbapi_connection, live)
+                if not any(job.future.cancelled() for job in live):
+                    break
+                live = [job for job in live if not job.future.cancelled()]
+                outcomes = []
         except Exception as error:  # the transaction itself failed: nothing was written
             outcomes = [(False, translate(error))] * len(live)
             # The connection may be broken (server gone, disk error): start afresh next time.
@@ -263,15 +262,37 @@ class Writer:
                 loop.call_soon_threadsafe(_resolve_all, results)
         return connection
 
+    def _attempt(self, dbapi: Any, live: list[_Job[Any]]) -> list[tuple[bool, Any]]:
+        """One transaction over ``live``; commits unless a caller was cancelled meanwhile."""
+        cursor = dbapi.cursor()
+        try:
+            self._begin(cursor)
+            try:
+                self._serialize(WriteTx(cursor, self.statements, self._ledger_id))
+                if len(live) == 1:
+                    outcomes = [self._run_alone(cursor, live[0])]
+                else:
+                    outcomes = [self._run_in_savepoint(cursor, job) for job in live]
+                if any(ok for ok, _ in outcomes) and not any(job.future.cancelled() for job in live):
+                    dbapi.commit()
+                else:
+                    dbapi.rollback()
+                return outcomes
+            except BaseException:
+                with contextlib.suppress(Exception):
+                    dbapi.rollback()
+                raise
+        finally:
+            cursor.close()
+
     def _run_alone(self, cursor: Any, job: _Job[Any]) -> tuple[bool, Any]:
         tx = WriteTx(cursor, self.statements, self._ledger_id)
         try:
             result = job.work(tx)
             self._settle(tx)
-        except Exception as error:
+        # Anything a unit raises fails that unit alone, never the writer thread.
+        except BaseException as error:
             return False, translate(error)
-        if job.future.cancelled():
-            return False, None
         return True, result
 
     def _run_in_savepoint(self, cursor: Any, job: _Job[Any]) -> tuple[bool, Any]:
@@ -297,8 +318,6 @@ def _resolve_all(results: list[tuple[asyncio.Future[Any], bool, Any]]) -> None:
             continue
         if ok:
             future.set_result(value)
-        elif value is None:
-            future.cancel()
         else:
             future.set_exception(value)
 
