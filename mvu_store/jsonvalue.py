@@ -41,7 +41,9 @@ class Measure:
     depth: int
 
 
-def normalize(value: JsonValue, *, max_nodes: int = MAX_NODES, max_depth: int = MAX_DEPTH) -> tuple[JsonValue, int, int]:
+def normalize(
+    value: JsonValue, *, max_nodes: int = MAX_NODES, max_depth: int = MAX_DEPTH
+) -> tuple[JsonValue, int, int]:
     """Return ``(copy, nodes, depth)``: a fresh, normalised copy of ``value``.
 
     Integral floats become ints (``5.0`` -> ``5``, as JavaScript prints them); non-JSON types,

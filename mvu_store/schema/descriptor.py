@@ -1,0 +1,262 @@
+"""The schema descriptor ``{mvuSchema:1, interpreterVersion, source}``: compile, cache, validate.
+
+Compiling runs the declaration's top level in the interpreter (imports bind local capabilities,
+nothing is fetched), finds the registered or exported schema and applies S-2's registration rule.
+Compiled forms live in a process cache keyed by (SHA-256 of source, version) and are never
+stored: the descriptor keeps the source verbatim.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+from collections import OrderedDict
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from mvu_store.errors import Code, MvuError
+from mvu_store.jsonvalue import JsonValue, normalize, sha256_hex
+from mvu_store.schema.builtins import GLOBALS, LODASH
+from mvu_store.schema.composite import ObjectSchema
+from mvu_store.schema.dsl import make_z
+from mvu_store.schema.evaluate import Compiler, Frame, JsFunction
+from mvu_store.schema.issues import Issue
+from mvu_store.schema.syntax import Node, parse_program
+from mvu_store.schema.types import ParseCtx, Schema
+from mvu_store.schema.values import UNDEFINED, Budget, Builtin, JsCallable, Opaque, arg
+
+MVU_ZOD_URL = "https://testingcf.jsdelivr.net/gh/StageDog/tavern_resource/dist/util/mvu_zod.js"
+"""The one registration entry S-2 verified statically; only it loosens a registered root object."""
+INTERPRETER_VERSIONS = (1, 2)
+CURRENT_VERSION = 2
+_ZOD_MODULES = frozenset({"zod", "zod/v4", "zod/v4/classic"})
+_CACHE_SIZE = 128
+
+
+@dataclass(frozen=True, slots=True)
+class ValidationResult:
+    """``ok`` and the parsed ``value`` (None when refused), or the ``issues`` that refused it."""
+
+    ok: bool
+    value: JsonValue
+    issues: tuple[Issue, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Compiled:
+    root: Schema
+    frozen: frozenset[int]
+
+
+def compile_schema(source: str, *, interpreter_version: int = CURRENT_VERSION) -> dict[str, Any]:
+    """Check that ``source`` compiles and return its descriptor; refusals raise ``MvuError``."""
+    if type(source) is not str:
+        raise MvuError(Code.SCHEMA, "the declaration source must be a string")
+    _compiled(source, _version(interpreter_version))
+    return {"mvuSchema": 1, "interpreterVersion": interpreter_version, "source": source}
+
+
+def validate(descriptor: dict[str, Any], value: JsonValue, *, now_ms: int | None = None) -> ValidationResult:
+    """Parse ``value`` with the descriptor's schema, as Zod's ``safeParse`` would.
+
+    ``now_ms`` is the clock ``Date.now()`` reads inside the declaration (the caller's commit
+    time, so results are reproducible). Refused values give ``ok=False`` and Zod's issues;
+    broken declarations and exhausted budgets raise ``MvuError``.
+    """
+    if type(descriptor) is not dict or descriptor.get("mvuSchema") != 1 or type(descriptor.get("source")) is not str:
+        raise MvuError(Code.SCHEMA, "not a schema descriptor ({mvuSchema:1, interpreterVersion, source})")
+    compiled = _compiled(descriptor["source"], _version(descriptor.get("interpreterVersion")))
+    data, _, _ = normalize(value)
+    ctx = ParseCtx(Budget(now_ms, frozen=compiled.frozen))
+    output = _guarded(lambda: compiled.root.run(data, ctx))
+    if ctx.issues:
+        return ValidationResult(False, None, tuple(ctx.issues))
+    result, _, _ = normalize(_guarded(lambda: _to_json(output)))
+    return ValidationResult(True, result, ())
+
+
+def _version(version: Any) -> int:
+    if type(version) is not int or version not in INTERPRETER_VERSIONS:
+        raise MvuError(Code.VERSION, f"unknown interpreter version {version!r}", supported=list(INTERPRETER_VERSIONS))
+    return version
+
+
+_cache: OrderedDict[tuple[str, int], Compiled | MvuError] = OrderedDict()
+_cache_lock = threading.Lock()
+
+
+def _compiled(source: str, version: int) -> Compiled:
+    key = (sha256_hex(source.encode("utf-8", "surrogatepass")), version)
+    with _cache_lock:
+        entry = _cache.get(key)
+        if entry is not None:
+            _cache.move_to_end(key)
+    if entry is None:
+        try:
+            entry = _guarded(lambda: _build(source, version))
+        except MvuError as error:
+            entry = error
+        with _cache_lock:
+            _cache[key] = entry
+            while len(_cache) > _CACHE_SIZE:
+                _cache.popitem(last=False)
+    if isinstance(entry, MvuError):
+        raise MvuError(entry.code, entry.message, **entry.details)
+    return entry
+
+
+def _guarded(action: Any) -> Any:
+    """Run interpreter code; Python-level failures of the declaration become ``MvuError``."""
+    try:
+        return action()
+    except RecursionError:
+        raise MvuError(Code.LIMIT, "the declaration nests too deeply", kind="depth") from None
+    except (ArithmeticError, ValueError, TypeError) as error:
+        raise MvuError(Code.SCHEMA, f"the declaration failed: {error}") from None
+
+
+class _Registry:
+    """What the top level registered, imported and exported."""
+
+    def __init__(self) -> None:
+        self.registered: list[tuple[Any, bool]] = []  # (schema or factory, through the verified URL)
+        self.ready: list[JsCallable] = []  # `$(() => ...)` callbacks, run after the top level
+        self.exports: dict[str, Any] = {}
+        self.last_value: Any = UNDEFINED
+
+    def register(self, verified: bool) -> Builtin:
+        def register(budget: Budget, args: list[Any]) -> Any:
+            self.registered.append((arg(args, 0), verified))
+            return UNDEFINED
+
+        return Builtin("registerMvuSchema", register)
+
+    def on_ready(self, budget: Budget, args: list[Any]) -> Any:
+        callback = arg(args, 0)
+        if isinstance(callback, JsCallable):
+            self.ready.append(callback)
+        return UNDEFINED
+
+
+def _build(source: str, version: int) -> Compiled:
+    program = parse_program(source)
+    budget = Budget()
+    globals_frame = Frame(None, budget)
+    globals_frame.vars.update(GLOBALS)
+    z = make_z(version)
+    registry = _Registry()
+    globals_frame.vars.update({"z": z, "$": Builtin("$", registry.on_ready),
+                               "registerMvuSchema": registry.register(verified=False)})
+    top = Frame(globals_frame, budget)
+    compiler = Compiler()
+    for statement in program.kids:
+        assert statement is not None
+        _run_top(statement, top, compiler, registry, z, budget)
+    for callback in registry.ready:
+        callback.call(budget, [])
+    root = _pick_root(registry, budget, version)
+    return Compiled(root, frozenset(_containers(top, registry)))
+
+
+def _run_top(statement: Node, top: Frame, compiler: Compiler, registry: _Registry, z: Any, budget: Budget) -> None:
+    budget.charge(statement.size())
+    if statement.kind == "import":
+        _bind_imports(statement, top, registry, z)
+        return
+    if statement.kind == "export_default":
+        registry.exports["default"] = compiler.expression(statement.kids[0])(top)  # type: ignore[arg-type]
+        return
+    inner = statement.kids[0] if statement.kind == "export" else statement
+    assert inner is not None
+    if inner.kind == "expr":
+        registry.last_value = compiler.expression(inner.kids[0])(top)  # type: ignore[arg-type]
+        return
+    if inner.kind in {"return", "break", "continue"}:
+        raise MvuError(Code.SCHEMA_CODE, f"`{inner.kind}` outside a function at line {inner.line}, column {inner.col}",
+                       line=inner.line, column=inner.col)
+    compiler.statement(inner)(top)
+    if statement.kind == "export" and inner.kind == "declare_list":
+        for declarator in inner.kids:
+            assert declarator is not None
+            for name in _pattern_names(declarator.value):
+                registry.exports[name] = top.lookup(name)
+
+
+def _pattern_names(pattern: tuple[Any, ...]) -> list[str]:
+    if pattern[0] == "name":
+        return [pattern[1]]
+    if pattern[0] == "object":
+        return [local for _, local in pattern[1]]
+    return list(pattern[1])
+
+
+def _bind_imports(statement: Node, top: Frame, registry: _Registry, z: Any) -> None:
+    url, bindings = statement.value
+    for imported, local in bindings:
+        if url.endswith("/mvu_zod.js") and imported == "registerMvuSchema":
+            value: Any = registry.register(verified=url == MVU_ZOD_URL)
+        elif url in _ZOD_MODULES and imported in {"z", "*", "default"}:
+            value = z
+        elif url == "lodash" and imported in {"*", "default"}:
+            value = LODASH
+        else:
+            raise MvuError(Code.SCHEMA_CODE, f"import of `{imported}` from {url!r} is not supported at line "
+                           f"{statement.line}, column {statement.col}", line=statement.line, column=statement.col)
+        top.vars[local] = value
+
+
+def _pick_root(registry: _Registry, budget: Budget, version: int) -> Schema:
+    """The registered schema, else the exported one, else a bare schema expression (S-2)."""
+    if registry.registered:
+        candidate, verified = registry.registered[-1]
+        if isinstance(candidate, JsCallable):  # registerMvuSchema(() => schema)
+            candidate = candidate.call(budget, [])
+        if not isinstance(candidate, Schema):
+            raise MvuError(Code.SCHEMA, "registerMvuSchema was given something other than a schema")
+        if verified and version >= 2 and type(candidate) is ObjectSchema:
+            # mvu_zod rebuilds a directly registered root object as a loose object from its shape:
+            # the root's own strictness and checks are gone, nested schemas keep theirs.
+            return ObjectSchema(candidate.shape, "loose")
+        return candidate
+    exported = [value for value in registry.exports.values() if isinstance(value, Schema)]
+    for name in ("Schema", "default"):
+        if isinstance(registry.exports.get(name), Schema):
+            return registry.exports[name]  # type: ignore[no-any-return]
+    if len(exported) == 1:
+        return exported[0]
+    if isinstance(registry.last_value, Schema):
+        return registry.last_value
+    raise MvuError(Code.SCHEMA, "the declaration neither registers nor exports a schema")
+
+
+def _containers(top: Frame, registry: _Registry) -> Iterator[int]:
+    """Ids of every JSON container the compiled declaration can reach: frozen for validations."""
+    seen_opaque: set[int] = set()
+    stack: list[Any] = [*top.vars.values(), *registry.exports.values(), *(item for item, _ in registry.registered)]
+    while stack:
+        item = stack.pop()
+        if type(item) is dict:
+            yield id(item)
+            stack.extend(item.values())
+        elif type(item) is list:
+            yield id(item)
+            stack.extend(item)
+        elif isinstance(item, (Schema, JsFunction)) and id(item) not in seen_opaque:
+            seen_opaque.add(id(item))
+            stack.extend(item.refs())
+
+
+def _to_json(value: Any) -> Any:
+    """The parsed value as JSON, as ``JSON.stringify`` would write it; capabilities refuse."""
+    if type(value) is dict:
+        return {key: _to_json(item) for key, item in value.items() if item is not UNDEFINED}
+    if type(value) is list:
+        return [None if item is UNDEFINED else _to_json(item) for item in value]
+    if type(value) is float and not math.isfinite(value):
+        return None
+    if value is UNDEFINED:
+        return None
+    if isinstance(value, Opaque):
+        raise MvuError(Code.SCHEMA, "the schema produced a function or schema where a value belongs")
+    return value

@@ -1,0 +1,673 @@
+"""Schema nodes with Zod v4's parse semantics: the base, the wrappers and the primitives.
+
+A schema is immutable; each DSL method (``m_<name>``) returns a new one, as Zod's do. ``run``
+parses a value, appends :class:`Issue` values to ``ctx.issues`` (with paths relative to this
+schema; parents prefix their key) and returns the output. ``optin`` / ``optout`` are Zod's
+absence rungs, which decide how an object treats a missing key.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+import operator
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from mvu_store.errors import Code, MvuError
+from mvu_store.schema.issues import (
+    Issue,
+    aborted,
+    invalid_type,
+    invalid_value,
+    size_issue,
+)
+from mvu_store.schema.regex import Regex
+from mvu_store.schema.values import (
+    UNDEFINED,
+    Budget,
+    Builtin,
+    JsCallable,
+    Opaque,
+    arg,
+    js_length,
+    to_number,
+    to_string,
+    truthy,
+)
+
+
+class ParseCtx:
+    """The running validation: issues found so far and the shared budget."""
+
+    __slots__ = ("budget", "issues")
+
+    def __init__(self, budget: Budget) -> None:
+        self.budget = budget
+        self.issues: list[Issue] = []
+
+
+Check = Callable[[Any, ParseCtx], Any]
+"""A check sees the parsed value, may append issues and returns the (possibly rewritten) value."""
+
+
+def custom_message(value: Any) -> str | None:
+    """The message a DSL call passes as ``'text'``, ``{message}`` or ``{error}``."""
+    if type(value) is str:
+        return value
+    if type(value) is dict:
+        for key in ("message", "error"):
+            if type(value.get(key)) is str:
+                return value[key]  # type: ignore[no-any-return]
+    return None
+
+
+def json_copy(value: Any) -> Any:
+    """A fresh copy of a JSON value, so defaults and outputs never alias declaration constants."""
+    if type(value) is dict:
+        return {key: json_copy(item) for key, item in value.items()}
+    if type(value) is list:
+        return [json_copy(item) for item in value]
+    return value
+
+
+def as_schema(value: Any, what: str) -> Schema:
+    if not isinstance(value, Schema):
+        raise MvuError(Code.SCHEMA, f"{what} must be a schema")
+    return value
+
+
+class Schema(Opaque):
+    """Base of every schema node."""
+
+    optin: str | None = None
+    optout: str | None = None
+    checks: tuple[Check, ...] = ()
+    description: str | None = None
+    kind = "schema"
+
+    def describe(self) -> str:
+        return f"z.{self.kind}()"
+
+    def run(self, value: Any, ctx: ParseCtx) -> Any:
+        if not self.checks:
+            return self.parse(value, ctx)
+        start = len(ctx.issues)
+        value = self.parse(value, ctx)
+        return run_checks(self.checks, value, ctx, start)
+
+    def parse(self, value: Any, ctx: ParseCtx) -> Any:
+        raise NotImplementedError
+
+    def get(self, key: str) -> Any:
+        method = getattr(self, "m_" + key, None)
+        if method is not None:
+            return Builtin(key, method)
+        prop = getattr(self, "p_" + key, None)
+        if prop is not None:
+            return prop()
+        raise MvuError(Code.UNSUPPORTED, f"`.{key}` is not supported on {self.describe()}")
+
+    def refs(self) -> Iterator[Any]:
+        """Everything this schema holds (inner schemas, functions, values): for freezing."""
+        yield from vars(self).values()
+
+    def clone(self) -> Schema:
+        return copy.copy(self)
+
+    def with_check(self, check: Check) -> Schema:
+        result = self.clone()
+        result.checks = (*self.checks, check)
+        return result
+
+    # -- the DSL methods every schema has ----------------------------------------------------
+
+    def m_optional(self, budget: Budget, args: list[Any]) -> Schema:
+        return Optional(self)
+
+    def m_nullable(self, budget: Budget, args: list[Any]) -> Schema:
+        return Nullable(self)
+
+    def m_nullish(self, budget: Budget, args: list[Any]) -> Schema:
+        return Optional(Nullable(self))
+
+    def m_default(self, budget: Budget, args: list[Any]) -> Schema:
+        return Default(self, arg(args, 0), prefault=False)
+
+    def m_prefault(self, budget: Budget, args: list[Any]) -> Schema:
+        return Default(self, arg(args, 0), prefault=True)
+
+    def m_catch(self, budget: Budget, args: list[Any]) -> Schema:
+        return Catch(self, arg(args, 0))
+
+    def m_transform(self, budget: Budget, args: list[Any]) -> Schema:
+        return Pipe(self, Transform(_function(arg(args, 0), "transform")))
+
+    def m_pipe(self, budget: Budget, args: list[Any]) -> Schema:
+        return Pipe(self, as_schema(arg(args, 0), "pipe()'s argument"))
+
+    def m_refine(self, budget: Budget, args: list[Any]) -> Schema:
+        fn = _function(arg(args, 0), "refine")
+        options = arg(args, 1)
+        message = custom_message(options) or "Invalid input"
+        path = options.get("path", []) if type(options) is dict else []
+        abort = type(options) is dict and truthy(options.get("abort"))
+        if type(path) is not list:
+            raise MvuError(Code.SCHEMA, "refine's path must be an array")
+
+        def refine(value: Any, ctx: ParseCtx) -> Any:
+            if not truthy(fn.call(ctx.budget, [json_copy(value)])):
+                ctx.issues.append(Issue("custom", list(path), message, continues=not abort))
+            return value
+
+        return self.with_check(refine)
+
+    def m_superRefine(self, budget: Budget, args: list[Any]) -> Schema:
+        fn = _function(arg(args, 0), "superRefine")
+
+        def super_refine(value: Any, ctx: ParseCtx) -> Any:
+            # S-8: the refinement sees a copy; it can only report issues, never change the value.
+            fn.call(ctx.budget, [json_copy(value), IssueSink(ctx, value, continues=True)])
+            return value
+
+        return self.with_check(super_refine)
+
+    m_check = m_superRefine
+
+    def m_describe(self, budget: Budget, args: list[Any]) -> Schema:
+        result = self.clone()
+        result.description = to_string(arg(args, 0))
+        return result
+
+    def m_meta(self, budget: Budget, args: list[Any]) -> Schema:
+        return self
+
+    def m_readonly(self, budget: Budget, args: list[Any]) -> Schema:
+        return self
+
+    def m_brand(self, budget: Budget, args: list[Any]) -> Schema:
+        return self
+
+    def m_array(self, budget: Budget, args: list[Any]) -> Schema:
+        from mvu_store.schema.composite import ArraySchema
+
+        return ArraySchema(self)
+
+    def m_or(self, budget: Budget, args: list[Any]) -> Schema:
+        from mvu_store.schema.composite import UnionSchema
+
+        return UnionSchema([self, as_schema(arg(args, 0), "or()'s argument")])
+
+    def p_description(self) -> Any:
+        return UNDEFINED if self.description is None else self.description
+
+
+def run_checks(checks: tuple[Check, ...], value: Any, ctx: ParseCtx, start: int) -> Any:
+    """Zod's ``runChecks``: checks run in order until an aborting issue appears."""
+    issues = ctx.issues
+    stopped = aborted(issues, start)
+    for check in checks:
+        if stopped:
+            break
+        before = len(issues)
+        value = check(value, ctx)
+        if len(issues) > before:
+            stopped = aborted(issues, before)
+    return value
+
+
+def _function(value: Any, what: str) -> JsCallable:
+    if not isinstance(value, JsCallable):
+        raise MvuError(Code.SCHEMA, f"{what} needs a function")
+    return value
+
+
+class IssueSink(Opaque):
+    """The ``ctx`` a refinement or transform receives: ``ctx.addIssue(...)`` and ``ctx.value``."""
+
+    __slots__ = ("continues", "ctx", "value")
+
+    def __init__(self, ctx: ParseCtx, value: Any, *, continues: bool) -> None:
+        self.ctx = ctx
+        self.value = value
+        self.continues = continues
+
+    def get(self, key: str) -> Any:
+        if key == "addIssue":
+            return Builtin("addIssue", self.add_issue)
+        if key == "value":
+            return json_copy(self.value)
+        return super().get(key)
+
+    def add_issue(self, budget: Budget, args: list[Any]) -> Any:
+        spec = arg(args, 0)
+        if type(spec) is str:
+            spec = {"message": spec}
+        if type(spec) is not dict:
+            raise MvuError(Code.SCHEMA, "ctx.addIssue needs an issue object")
+        path = spec.get("path", [])
+        if type(path) is not list or not all(type(part) in (str, int, float) for part in path):
+            raise MvuError(Code.SCHEMA, "an issue's path must be an array of keys")
+        code = spec.get("code", "custom")
+        message = custom_message(spec) or "Invalid input"
+        fatal = truthy(spec.get("fatal")) or spec.get("continue") is False
+        parts: list[str | int] = [int(part) if type(part) is float else part for part in path]
+        self.ctx.issues.append(Issue(to_string(code), parts, message, continues=self.continues and not fatal))
+        return UNDEFINED
+
+
+NEVER = Opaque()
+"""``z.NEVER``: what a transform returns after reporting an issue."""
+
+
+# -- wrappers ----------------------------------------------------------------------------------
+
+
+class Optional(Schema):
+    kind = "optional"
+    optout = "optional"
+
+    def __init__(self, inner: Schema) -> None:
+        self.inner = inner
+        self.optin = "defaulted" if inner.optin == "defaulted" else "optional"
+
+    def parse(self, value: Any, ctx: ParseCtx) -> Any:
+        if value is not UNDEFINED:
+            return self.inner.run(value, ctx)
+        if self.inner.optin != "defaulted":
+            return UNDEFINED
+        trial = ParseCtx(ctx.budget)
+        result = self.inner.run(value, trial)
+        return UNDEFINED if trial.issues else result
+
+    def m_unwrap(self, budget: Budget, args: list[Any]) -> Schema:
+        return self.inner
+
+
+class Nullable(Schema):
+    kind = "nullable"
+
+    def __init__(self, inner: Schema) -> None:
+        self.inner = inner
+        self.optin = inner.optin
+        self.optout = inner.optout
+
+    def parse(self, value: Any, ctx: ParseCtx) -> Any:
+        return None if value is None else self.inner.run(value, ctx)
+
+    def m_unwrap(self, budget: Budget, args: list[Any]) -> Schema:
+        return self.inner
+
+
+class Default(Schema):
+    """``.default(v)`` (absence gives ``v`` as is) and ``.prefault(v)`` (``v`` is parsed)."""
+
+    kind = "default"
+    optin = "defaulted"
+
+    def __init__(self, inner: Schema, value: Any, *, prefault: bool) -> None:
+        if isinstance(value, Opaque) and not isinstance(value, JsCallable):
+            raise MvuError(Code.SCHEMA, "a default must be a JSON value or a function")
+        self.inner = inner
+        self.value = value
+        self.prefault = prefault
+
+    def fallback(self, budget: Budget) -> Any:
+        if isinstance(self.value, JsCallable):
+            return self.value.call(budget, [])
+        return json_copy(self.value)
+
+    def parse(self, value: Any, ctx: ParseCtx) -> Any:
+        if value is UNDEFINED:
+            if not self.prefault:
+                return self.fallback(ctx.budget)
+            value = self.fallback(ctx.budget)
+        result = self.inner.run(value, ctx)
+        if result is UNDEFINED and not self.prefault:
+            return self.fallback(ctx.budget)
+        return result
+
+    def m_removeDefault(self, budget: Budget, args: list[Any]) -> Schema:
+        return self.inner
+
+    m_unwrap = m_removeDefault
+
+
+class Catch(Schema):
+    kind = "catch"
+
+    def __init__(self, inner: Schema, value: Any) -> None:
+        self.inner = inner
+        self.value = value
+        self.optin = "defaulted" if inner.optin == "defaulted" else "optional"
+        self.optout = inner.optout
+
+    def parse(self, value: Any, ctx: ParseCtx) -> Any:
+        trial = ParseCtx(ctx.budget)
+        result = self.inner.run(value, trial)
+        if not trial.issues:
+            return result
+        if isinstance(self.value, JsCallable):
+            detail = {"input": json_copy(value), "error": {"issues": [issue.to_dict() for issue in trial.issues]}}
+            return self.value.call(ctx.budget, [detail])
+        return json_copy(self.value)
+
+
+class Transform(Schema):
+    kind = "transform"
+    optin = "optional"
+
+    def __init__(self, fn: JsCallable) -> None:
+        self.fn = fn
+
+    def parse(self, value: Any, ctx: ParseCtx) -> Any:
+        return self.fn.call(ctx.budget, [value, IssueSink(ctx, value, continues=False)])
+
+
+class Pipe(Schema):
+    """``a.transform(f)``, ``a.pipe(b)`` and ``z.preprocess(f, b)``: ``b`` runs only if ``a`` passed."""
+
+    kind = "pipe"
+
+    def __init__(self, left: Schema, right: Schema) -> None:
+        self.left = left
+        self.right = right
+        self.optin = left.optin
+        self.optout = right.optout
+
+    def run(self, value: Any, ctx: ParseCtx) -> Any:
+        start = len(ctx.issues)
+        middle = self.left.run(value, ctx)
+        issues = ctx.issues
+        if any(issues[index].code != "unrecognized_keys" for index in range(start, len(issues))):
+            return middle  # Zod marks the pipe aborted: neither the right side nor checks run
+        result = self.right.run(middle, ctx)
+        return run_checks(self.checks, result, ctx, start) if self.checks else result
+
+
+# -- primitives ----------------------------------------------------------------------------------
+
+
+class AnySchema(Schema):
+    """``z.any()`` and ``z.unknown()``: every value passes."""
+
+    def __init__(self, kind: str) -> None:
+        self.kind = kind
+
+    def parse(self, value: Any, ctx: ParseCtx) -> Any:
+        return value
+
+
+class NeverSchema(Schema):
+    kind = "never"
+
+    def parse(self, value: Any, ctx: ParseCtx) -> Any:
+        ctx.issues.append(invalid_type("never", value))
+        return value
+
+
+class LiteralSchema(Schema):
+    """``z.literal(v)``, ``z.literal([...])``, ``z.null()``, ``z.undefined()`` and ``z.enum([...])``."""
+
+    def __init__(self, kind: str, values: list[Any]) -> None:
+        for value in values:
+            if not (value is None or value is UNDEFINED or type(value) in (str, int, float, bool)):
+                raise MvuError(Code.SCHEMA, f"z.{kind}() takes primitive values")
+        self.kind = kind
+        self.values = values
+        self.keyed = {_literal_key(value): value for value in values}
+
+    def parse(self, value: Any, ctx: ParseCtx) -> Any:
+        if _literal_key(value) in self.keyed:
+            return value
+        if self.kind in {"null", "undefined"}:
+            ctx.issues.append(invalid_type(self.kind, value))
+        else:
+            ctx.issues.append(invalid_value(self.values))
+        return value
+
+    def p_options(self) -> Any:
+        return list(self.values)
+
+    def p_enum(self) -> Any:
+        return {to_string(value): value for value in self.values}
+
+    def p_value(self) -> Any:
+        return self.values[0] if self.values else UNDEFINED
+
+    def m_exclude(self, budget: Budget, args: list[Any]) -> Schema:
+        drop = {_literal_key(value) for value in _list_arg(arg(args, 0))}
+        return LiteralSchema(self.kind, [value for value in self.values if _literal_key(value) not in drop])
+
+    def m_extract(self, budget: Budget, args: list[Any]) -> Schema:
+        keep = {_literal_key(value) for value in _list_arg(arg(args, 0))}
+        return LiteralSchema(self.kind, [value for value in self.values if _literal_key(value) in keep])
+
+
+def _literal_key(value: Any) -> tuple[str, Any]:
+    """Hashable identity with JavaScript's ``===`` on primitives (``1`` and ``true`` differ)."""
+    kind = type(value)
+    if kind is bool:
+        return ("boolean", value)
+    if kind is int or kind is float:
+        return ("number", float(value)) if not math.isnan(value) else ("nan", None)
+    if kind is str:
+        return ("string", value)
+    if value is None or value is UNDEFINED:
+        return ("null" if value is None else "undefined", None)
+    return ("object", id(value))
+
+
+def _list_arg(value: Any) -> list[Any]:
+    if type(value) is not list:
+        raise MvuError(Code.SCHEMA, "expected an array")
+    return value
+
+
+class BooleanSchema(Schema):
+    kind = "boolean"
+
+    def __init__(self, coerce: bool = False) -> None:
+        self.coerce = coerce
+
+    def parse(self, value: Any, ctx: ParseCtx) -> Any:
+        if self.coerce:
+            return truthy(value)
+        if type(value) is not bool:
+            ctx.issues.append(invalid_type("boolean", value))
+        return value
+
+
+def _size_checker(code: str, origin: str, limit: int | float, exact: bool, message: str | None,
+                  measure: Callable[[Any], Any]) -> Check:
+    """A ``min``/``max``/``length`` check on numbers (identity ``measure``), strings or arrays."""
+    def check(value: Any, ctx: ParseCtx) -> Any:
+        size = measure(value)
+        if (size < limit) if code == "too_small" else (size > limit):
+            issue = size_issue(code, origin, limit, inclusive=True, exact=exact)
+            if message is not None:
+                issue.message = message
+            ctx.issues.append(issue)
+        return value
+
+    return check
+
+
+def _limit(value: Any, what: str) -> int | float:
+    number = to_number(value) if type(value) in (int, float) else math.nan
+    if math.isnan(number):
+        raise MvuError(Code.SCHEMA, f"{what} needs a number")
+    return number
+
+
+_BOUND_FAILS: dict[tuple[str, bool], Callable[[Any, Any], bool]] = {
+    ("too_small", True): operator.lt,
+    ("too_small", False): operator.le,
+    ("too_big", True): operator.gt,
+    ("too_big", False): operator.ge,
+}
+
+
+class NumberSchema(Schema):
+    kind = "number"
+
+    def __init__(self, coerce: bool = False) -> None:
+        self.coerce = coerce
+
+    def parse(self, value: Any, ctx: ParseCtx) -> Any:
+        if self.coerce:
+            value = to_number(value, explicit=True)
+        kind = type(value)
+        if (kind is not int and kind is not float) or not math.isfinite(value):
+            ctx.issues.append(invalid_type("number", value))
+        return value
+
+    def bound(self, code: str, args: list[Any], *, inclusive: bool) -> Schema:
+        limit = _limit(arg(args, 0), "a number bound")
+        message = custom_message(arg(args, 1))
+
+        fails = _BOUND_FAILS[(code, inclusive)]
+
+        def check(value: Any, ctx: ParseCtx) -> Any:
+            if fails(value, limit):
+                issue = size_issue(code, "number", limit, inclusive=inclusive)
+                if message is not None:
+                    issue.message = message
+                ctx.issues.append(issue)
+            return value
+
+        return self.with_check(check)
+
+    def m_min(self, budget: Budget, args: list[Any]) -> Schema:
+        return self.bound("too_small", args, inclusive=True)
+
+    m_gte = m_min
+
+    def m_max(self, budget: Budget, args: list[Any]) -> Schema:
+        return self.bound("too_big", args, inclusive=True)
+
+    m_lte = m_max
+
+    def m_gt(self, budget: Budget, args: list[Any]) -> Schema:
+        return self.bound("too_small", args, inclusive=False)
+
+    def m_lt(self, budget: Budget, args: list[Any]) -> Schema:
+        return self.bound("too_big", args, inclusive=False)
+
+    def m_positive(self, budget: Budget, args: list[Any]) -> Schema:
+        return self.bound("too_small", [0, *args[:1]], inclusive=False)
+
+    def m_nonnegative(self, budget: Budget, args: list[Any]) -> Schema:
+        return self.bound("too_small", [0, *args[:1]], inclusive=True)
+
+    def m_negative(self, budget: Budget, args: list[Any]) -> Schema:
+        return self.bound("too_big", [0, *args[:1]], inclusive=False)
+
+    def m_nonpositive(self, budget: Budget, args: list[Any]) -> Schema:
+        return self.bound("too_big", [0, *args[:1]], inclusive=True)
+
+    def m_int(self, budget: Budget, args: list[Any]) -> Schema:
+        message = custom_message(arg(args, 0))
+
+        def integer(value: Any, ctx: ParseCtx) -> Any:
+            if (type(value) is float and not value.is_integer()) or (type(value) is int and abs(value) > 2**53 - 1):
+                issue = invalid_type("int", value)
+                if message is not None:
+                    issue.message = message
+                ctx.issues.append(issue)  # aborting, as Zod's int check is
+            return value
+
+        return self.with_check(integer)
+
+    m_safe = m_int
+
+    def m_multipleOf(self, budget: Budget, args: list[Any]) -> Schema:
+        step = _limit(arg(args, 0), "multipleOf")
+        message = custom_message(arg(args, 1))
+
+        def multiple(value: Any, ctx: ParseCtx) -> Any:
+            ratio = value / step if step else math.nan
+            if not math.isfinite(ratio) or abs(ratio - round(ratio)) > 1e-9 * max(1, abs(ratio)):
+                text = message or f"Invalid number: must be a multiple of {to_string(step)}"
+                ctx.issues.append(Issue("not_multiple_of", [], text, continues=True))
+            return value
+
+        return self.with_check(multiple)
+
+    m_step = m_multipleOf
+
+    def m_finite(self, budget: Budget, args: list[Any]) -> Schema:
+        return self
+
+
+class StringSchema(Schema):
+    kind = "string"
+
+    def __init__(self, coerce: bool = False) -> None:
+        self.coerce = coerce
+
+    def parse(self, value: Any, ctx: ParseCtx) -> Any:
+        if self.coerce:
+            value = to_string(value)
+        if type(value) is not str:
+            ctx.issues.append(invalid_type("string", value))
+        return value
+
+    def size(self, code: str, args: list[Any], *, exact: bool = False) -> Check:
+        limit = _limit(arg(args, 0), "a length")
+        return _size_checker(code, "string", limit, exact, custom_message(arg(args, 1)), js_length)
+
+    def m_min(self, budget: Budget, args: list[Any]) -> Schema:
+        return self.with_check(self.size("too_small", args))
+
+    def m_max(self, budget: Budget, args: list[Any]) -> Schema:
+        return self.with_check(self.size("too_big", args))
+
+    def m_nonempty(self, budget: Budget, args: list[Any]) -> Schema:
+        return self.with_check(self.size("too_small", [1, *args[:1]]))
+
+    def m_length(self, budget: Budget, args: list[Any]) -> Schema:
+        shorter = self.size("too_small", args, exact=True)
+        return self.with_check(shorter).with_check(self.size("too_big", args, exact=True))
+
+    def format(self, test: Callable[[str, Budget], bool], message: str) -> Schema:
+        def check(value: Any, ctx: ParseCtx) -> Any:
+            if not test(value, ctx.budget):
+                ctx.issues.append(Issue("invalid_format", [], message, continues=True))
+            return value
+
+        return self.with_check(check)
+
+    def m_regex(self, budget: Budget, args: list[Any]) -> Schema:
+        pattern = arg(args, 0)
+        if not isinstance(pattern, Regex):
+            raise MvuError(Code.UNSUPPORTED, "regex() needs a regex literal")
+        message = custom_message(arg(args, 1)) or f"Invalid string: must match pattern {pattern.source()}"
+        return self.format(pattern.matches, message)
+
+    def affix(self, args: list[Any], test: Callable[[str, str], bool], template: str) -> Schema:
+        text = to_string(arg(args, 0))
+        message = custom_message(arg(args, 1)) or template.format(text)
+        return self.format(lambda value, budget: test(value, text), message)
+
+    def m_startsWith(self, budget: Budget, args: list[Any]) -> Schema:
+        return self.affix(args, str.startswith, 'Invalid string: must start with "{}"')
+
+    def m_endsWith(self, budget: Budget, args: list[Any]) -> Schema:
+        return self.affix(args, str.endswith, 'Invalid string: must end with "{}"')
+
+    def m_includes(self, budget: Budget, args: list[Any]) -> Schema:
+        return self.affix(args, lambda value, text: text in value, 'Invalid string: must include "{}"')
+
+    def rewrite(self, fn: Callable[[str], str]) -> Schema:
+        return self.with_check(lambda value, ctx: fn(value))
+
+    def m_trim(self, budget: Budget, args: list[Any]) -> Schema:
+        return self.rewrite(str.strip)
+
+    def m_toLowerCase(self, budget: Budget, args: list[Any]) -> Schema:
+        return self.rewrite(str.lower)
+
+    def m_toUpperCase(self, budget: Budget, args: list[Any]) -> Schema:
+        return self.rewrite(str.upper)
+
