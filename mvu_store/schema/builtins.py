@@ -130,6 +130,9 @@ def _round(value: float | int, digits: int = 0) -> float | int:
 
 
 def _num(value: Any) -> float | int:
+    kind = type(value)
+    if kind is int or kind is float:
+        return value  # type: ignore[no-any-return]
     return to_number(value, explicit=True)
 
 

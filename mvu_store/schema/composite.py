@@ -19,11 +19,13 @@ from mvu_store.schema.types import (
     Optional,
     ParseCtx,
     Schema,
+    StringSchema,
     _limit,
     _literal_key,
     _size_checker,
     as_schema,
     custom_message,
+    runner,
 )
 from mvu_store.schema.values import UNDEFINED, Budget, arg, to_string, truthy
 
@@ -41,7 +43,7 @@ class ObjectSchema(Schema):
         self.mode = mode
         self.rest = rest
         # Precomputed once: the hot loop of every validation walks these tuples.
-        self.fields = tuple((key, schema, schema.optin, schema.optout) for key, schema in shape.items())
+        self.fields = tuple((key, runner(schema), schema.optin, schema.optout) for key, schema in shape.items())
 
     def parse(self, value: Any, ctx: ParseCtx) -> Any:
         if type(value) is not dict:
@@ -50,12 +52,12 @@ class ObjectSchema(Schema):
         ctx.budget.charge(len(self.fields) + 1)
         issues = ctx.issues
         out: dict[str, Any] = {}
-        for key, schema, optin, optout in self.fields:
+        for key, run, optin, optout in self.fields:
             present = key in value
             if not present and optout == "optional" and optin == "optional":
                 continue
             start = len(issues)
-            result = schema.run(value[key] if present else UNDEFINED, ctx)
+            result = run(value[key] if present else UNDEFINED, ctx)
             if len(issues) > start:
                 if optin is not None and optout == "optional" and not present:
                     del issues[start:]
@@ -159,6 +161,7 @@ class ArraySchema(Schema):
 
     def __init__(self, item: Schema) -> None:
         self.item = item
+        self.item_run = runner(item)
 
     def parse(self, value: Any, ctx: ParseCtx) -> Any:
         if type(value) is not list:
@@ -166,11 +169,11 @@ class ArraySchema(Schema):
             return value
         ctx.budget.charge(len(value) + 1)
         issues = ctx.issues
-        item = self.item
+        run = self.item_run
         out = []
         for index, element in enumerate(value):
             start = len(issues)
-            out.append(item.run(element, ctx))
+            out.append(run(element, ctx))
             if len(issues) > start:
                 prefix(issues, start, index)
         return out
@@ -267,7 +270,10 @@ class RecordSchema(Schema):
     def __init__(self, key: Schema, value: Schema, *, partial: bool = False) -> None:
         self.key = key
         self.value = value
+        self.value_run = runner(value)
         self.partial = partial
+        # Keys are strings already: a bare z.string() key schema cannot refuse or change one.
+        self.any_key = type(key) is StringSchema and not key.checks and not key.coerce
         values = finite_values(key)
         self.enum_keys = None if values is None else [to_string(item) for item in values]
 
@@ -281,7 +287,7 @@ class RecordSchema(Schema):
         if self.enum_keys is not None and not self.partial:
             for key in self.enum_keys:
                 start = len(issues)
-                out[key] = self.value.run(value.get(key, UNDEFINED), ctx)
+                out[key] = self.value_run(value.get(key, UNDEFINED), ctx)
                 prefix(issues, start, key)
             extra = [key for key in value if key not in out]
             if extra:
@@ -291,17 +297,20 @@ class RecordSchema(Schema):
         for key, item in value.items():
             if key == "__proto__":
                 continue
-            trial = ParseCtx(ctx.budget)
-            out_key = self.key.run(key, trial)
-            if trial.issues:
-                if self.enum_keys is not None:
-                    unknown.append(key)
-                else:
-                    issues.append(Issue("invalid_key", [key], "Invalid key in record"))
-                continue
+            out_key = key
+            if not self.any_key:
+                trial = ParseCtx(ctx.budget)
+                out_key = self.key.run(key, trial)
+                if trial.issues:
+                    if self.enum_keys is not None:
+                        unknown.append(key)
+                    else:
+                        issues.append(Issue("invalid_key", [key], "Invalid key in record"))
+                    continue
             start = len(issues)
-            result = self.value.run(item, ctx)
-            prefix(issues, start, key)
+            result = self.value_run(item, ctx)
+            if len(issues) > start:
+                prefix(issues, start, key)
             if result is not UNDEFINED:
                 out[to_string(out_key)] = result
         if unknown:

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from mvu_store.errors import Code, MvuError
-from mvu_store.jsonvalue import JsonValue, normalize, sha256_hex
+from mvu_store.jsonvalue import MAX_DEPTH, JsonValue, normalize, sha256_hex
 from mvu_store.schema.builtins import GLOBALS, LODASH
 from mvu_store.schema.composite import ObjectSchema
 from mvu_store.schema.dsl import make_z
@@ -24,7 +24,7 @@ from mvu_store.schema.evaluate import Compiler, Frame, JsFunction
 from mvu_store.schema.issues import Issue
 from mvu_store.schema.syntax import Node, parse_program
 from mvu_store.schema.types import ParseCtx, Schema
-from mvu_store.schema.values import UNDEFINED, Budget, Builtin, JsCallable, Opaque, arg
+from mvu_store.schema.values import UNDEFINED, Budget, Builtin, JsCallable, arg
 
 MVU_ZOD_URL = "https://testingcf.jsdelivr.net/gh/StageDog/tavern_resource/dist/util/mvu_zod.js"
 """The one registration entry S-2 verified statically; only it loosens a registered root object."""
@@ -72,8 +72,7 @@ def validate(descriptor: dict[str, Any], value: JsonValue, *, now_ms: int | None
     output = _guarded(lambda: compiled.root.run(data, ctx))
     if ctx.issues:
         return ValidationResult(False, None, tuple(ctx.issues))
-    result, _, _ = normalize(_guarded(lambda: _to_json(output)))
-    return ValidationResult(True, result, ())
+    return ValidationResult(True, _guarded(lambda: _to_json(output, 1)), ())
 
 
 def _version(version: Any) -> int:
@@ -149,7 +148,7 @@ def _build(source: str, version: int) -> Compiled:
     globals_frame.vars.update({"z": z, "$": Builtin("$", registry.on_ready),
                                "registerMvuSchema": registry.register(verified=False)})
     top = Frame(globals_frame, budget)
-    compiler = Compiler()
+    compiler = Compiler(globals_frame.vars, program)
     for statement in program.kids:
         assert statement is not None
         _run_top(statement, top, compiler, registry, z, budget)
@@ -247,16 +246,25 @@ def _containers(top: Frame, registry: _Registry) -> Iterator[int]:
             stack.extend(item.refs())
 
 
-def _to_json(value: Any) -> Any:
-    """The parsed value as JSON, as ``JSON.stringify`` would write it; capabilities refuse."""
-    if type(value) is dict:
-        return {key: _to_json(item) for key, item in value.items() if item is not UNDEFINED}
-    if type(value) is list:
-        return [None if item is UNDEFINED else _to_json(item) for item in value]
-    if type(value) is float and not math.isfinite(value):
-        return None
+def _to_json(value: Any, depth: int) -> Any:
+    """The parsed value as normalised JSON, as ``JSON.stringify`` would write it.
+
+    ``undefined`` members vanish, NaN and infinities become null, integral floats become ints
+    (as jsonvalue.normalize does), functions and schemas refuse, and the depth limit holds.
+    """
+    kind = type(value)
+    if kind is str or kind is int or kind is bool or value is None:
+        return value
+    if depth > MAX_DEPTH:
+        raise MvuError(Code.LIMIT, f"the parsed value is nested deeper than {MAX_DEPTH}", limit=MAX_DEPTH, kind="depth")
+    if kind is dict:
+        return {key: _to_json(item, depth + 1) for key, item in value.items() if item is not UNDEFINED}
+    if kind is list:
+        return [None if item is UNDEFINED else _to_json(item, depth + 1) for item in value]
+    if kind is float:
+        if not math.isfinite(value):
+            return None
+        return int(value) if value.is_integer() and abs(value) < 1e21 else value
     if value is UNDEFINED:
         return None
-    if isinstance(value, Opaque):
-        raise MvuError(Code.SCHEMA, "the schema produced a function or schema where a value belongs")
-    return value
+    raise MvuError(Code.SCHEMA, "the schema produced a function or schema where a value belongs")

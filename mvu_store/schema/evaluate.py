@@ -41,13 +41,13 @@ _ABSENT = object()
 
 
 class Frame:
-    """One lexical scope: its bindings, which of them are assignable, and the running budget."""
+    """One lexical scope: its bindings, which of them are constants, and the running budget."""
 
-    __slots__ = ("assignable", "budget", "parent", "vars")
+    __slots__ = ("budget", "consts", "parent", "vars")
 
-    def __init__(self, parent: Frame | None, budget: Budget) -> None:
-        self.vars: dict[str, Any] = {}
-        self.assignable: set[str] = set()
+    def __init__(self, parent: Frame | None, budget: Budget, bindings: dict[str, Any] | None = None) -> None:
+        self.vars: dict[str, Any] = {} if bindings is None else bindings
+        self.consts: set[str] | None = None  # created on the first `const`: most call frames have none
         self.parent = parent
         self.budget = budget
 
@@ -64,7 +64,7 @@ class Frame:
         frame: Frame | None = self
         while frame is not None:
             if name in frame.vars:
-                if name not in frame.assignable:
+                if frame.consts is not None and name in frame.consts:
                     raise fail(f"assignment to constant `{name}`")
                 frame.vars[name] = value
                 return
@@ -90,30 +90,42 @@ Param = tuple[tuple[Any, ...], Eval | None]  # (binding pattern, default value)
 class JsFunction(JsCallable):
     """A declaration's arrow or function expression, closed over its defining frame."""
 
-    __slots__ = ("body", "closure", "cost", "params")
+    __slots__ = ("body", "closure", "cost", "expression", "names", "params")
 
-    def __init__(self, params: list[Param], body: Exec, closure: Frame, cost: int) -> None:
+    def __init__(self, params: list[Param], body: Exec, closure: Frame, cost: int, expression: bool) -> None:
         self.params = params
         self.body = body
         self.closure = closure
         self.cost = cost
+        self.expression = expression  # `x => expr`: the body is an Eval, no Return to unwrap
+        # Plain `(a, b) => ...` parameters (most transforms) bind with one dict: the hot path.
+        simple = all(pattern[0] == "name" and default is None for pattern, default in params)
+        self.names = [pattern[1] for pattern, _ in params] if simple else None
 
     def call(self, budget: Budget, args: list[Any]) -> Any:
         budget.charge(self.cost)
         if budget.depth >= MAX_CALL_DEPTH:
             raise MvuError(Code.LIMIT, f"calls nested deeper than {MAX_CALL_DEPTH}",
                            limit=MAX_CALL_DEPTH, kind="call_depth")
-        frame = Frame(self.closure, budget)
-        for index, (pattern, default) in enumerate(self.params):
-            value = args[index] if index < len(args) else UNDEFINED
-            if value is UNDEFINED and default is not None:
-                value = default(frame)
-            bind(frame, pattern, value, assignable=True)
+        names = self.names
+        if names is not None:
+            if len(args) < len(names):
+                args = [*args, *[UNDEFINED] * (len(names) - len(args))]
+            frame = Frame(self.closure, budget, dict(zip(names, args, strict=False)))
+        else:
+            frame = Frame(self.closure, budget)
+            for index, (pattern, default) in enumerate(self.params):
+                value = args[index] if index < len(args) else UNDEFINED
+                if value is UNDEFINED and default is not None:
+                    value = default(frame)
+                bind(frame, pattern, value, const=False)
         budget.depth += 1
         try:
             result = self.body(frame)
         finally:
             budget.depth -= 1
+        if self.expression:
+            return result
         return result.value if type(result) is Return else UNDEFINED
 
     def refs(self) -> Iterator[Any]:
@@ -123,7 +135,7 @@ class JsFunction(JsCallable):
             frame = frame.parent
 
 
-def bind(frame: Frame, pattern: tuple[Any, ...], value: Any, *, assignable: bool) -> None:
+def bind(frame: Frame, pattern: tuple[Any, ...], value: Any, *, const: bool) -> None:
     """Bind a name or a flat destructuring pattern in ``frame``."""
     shape = pattern[0]
     if shape == "name":
@@ -134,8 +146,10 @@ def bind(frame: Frame, pattern: tuple[Any, ...], value: Any, *, assignable: bool
         pairs = [(local, get_member(value, index)) for index, local in enumerate(pattern[1])]
     for name, item in pairs:
         frame.vars[name] = item
-        if assignable:
-            frame.assignable.add(name)
+        if const:
+            if frame.consts is None:
+                frame.consts = set()
+            frame.consts.add(name)
 
 
 # -- property access -------------------------------------------------------------------------
@@ -284,7 +298,10 @@ def _int32(value: Any) -> int:
 
 def _compare(test: Callable[[Any, Any], bool]) -> Callable[[Any, Any], bool]:
     def compare(left: Any, right: Any) -> bool:
-        if type(left) is str and type(right) is str:
+        left_kind, right_kind = type(left), type(right)
+        if (left_kind is int or left_kind is float) and (right_kind is int or right_kind is float):
+            return test(left, right)
+        if left_kind is str and right_kind is str:
             return test(left, right)
         return test(to_number(left), to_number(right))
 
@@ -354,7 +371,16 @@ def call_value(budget: Budget, callee: Any, args: list[Any], label: str = "value
 
 
 class Compiler:
-    """Turns AST nodes into closures. ``globals_frame`` is where free names resolve."""
+    """Turns AST nodes into closures.
+
+    ``fixed`` are the global capabilities (``z``, ``Math``, ``_`` ...). A name the program never
+    binds anywhere always means its global, so it compiles to a constant instead of a walk up
+    the frames on every use (most transforms are `v => _.clamp(v, 0, 100)`).
+    """
+
+    def __init__(self, fixed: dict[str, Any], program: Node) -> None:
+        bound = _bound_names(program)
+        self.fixed = {name: value for name, value in fixed.items() if name not in bound}
 
     def expression(self, node: Node) -> Eval:
         if node.kind in {"member", "index", "call"} and _has_optional(node):
@@ -387,6 +413,8 @@ class Compiler:
 
     def e_name(self, node: Node) -> Eval:
         name = node.value
+        if name in self.fixed:
+            return _constant(self.fixed[name])
         return lambda frame: frame.lookup(name)
 
     def e_template(self, node: Node) -> Eval:
@@ -514,13 +542,13 @@ class Compiler:
 
     def e_function(self, node: Node) -> Eval:
         params = [(pattern, None if default is None else self.expression(default)) for pattern, default in node.value]
-        body_node = node.kids[0]
-        assert body_node is not None
-        body = self.statement(body_node)
+        body_node = node.child(0)
+        expression = body_node.kind == "return" and body_node.kids[0] is not None
+        body = self.expression(body_node.child(0)) if expression else self.statement(body_node)
         cost = 1 + body_node.size()
 
         def function(frame: Frame) -> JsFunction:
-            return JsFunction(params, body, frame, cost)
+            return JsFunction(params, body, frame, cost, expression)
 
         return function
 
@@ -657,13 +685,13 @@ class Compiler:
         return run
 
     def s_declare_list(self, node: Node) -> Exec:
-        assignable = node.value != "const"
+        const = node.value == "const"
         declarators = [(kid.value, None if kid.kids[0] is None else self.expression(kid.kids[0]))
                        for kid in (node.child(index) for index in range(len(node.kids)))]
 
         def declare(frame: Frame) -> None:
             for pattern, init in declarators:
-                bind(frame, pattern, UNDEFINED if init is None else init(frame), assignable=assignable)
+                bind(frame, pattern, UNDEFINED if init is None else init(frame), const=const)
 
         return declare
 
@@ -712,7 +740,8 @@ class Compiler:
         return lambda frame: body(Frame(frame, frame.budget))
 
     def s_for_of(self, node: Node) -> Exec:
-        pattern = node.value
+        binding, pattern = node.value
+        const = binding == "const"
         iterable = self.expression(node.child(0))
         body = self.statement(node.child(1))
         cost = 1 + node.child(1).size()
@@ -727,7 +756,7 @@ class Compiler:
             for item in list(items):
                 frame.budget.charge(cost)
                 inner = Frame(frame, frame.budget)
-                bind(inner, pattern, item, assignable=False)
+                bind(inner, pattern, item, const=const)
                 completion = body(inner)
                 if completion is BREAK:
                     break
@@ -736,6 +765,33 @@ class Compiler:
             return None
 
         return loop
+
+
+def _bound_names(program: Node) -> set[str]:
+    """Every name a declaration, parameter, loop or import binds anywhere in ``program``."""
+    names: set[str] = set()
+    stack = [program]
+    while stack:
+        node = stack.pop()
+        patterns: list[tuple[Any, ...]] = []
+        if node.kind == "declare":
+            patterns.append(node.value)
+        elif node.kind == "function":
+            patterns.extend(pattern for pattern, _ in node.value)
+            stack.extend(default for _, default in node.value if default is not None)
+        elif node.kind == "for_of":
+            patterns.append(node.value[1])
+        elif node.kind == "import":
+            names.update(local for _, local in node.value[1])
+        for pattern in patterns:
+            if pattern[0] == "name":
+                names.add(pattern[1])
+            elif pattern[0] == "object":
+                names.update(local for _, local in pattern[1])
+            else:
+                names.update(pattern[1])
+        stack.extend(kid for kid in node.kids if kid is not None)
+    return names
 
 
 def _constant(value: Any) -> Eval:

@@ -242,7 +242,7 @@ class _Lowerer:
         if binding is None or not is_of or self.text(binding) not in {"const", "let"}:
             raise refuse(cst, "only `for (const item of array)` loops are supported")
         body = self.statement(self.field(cst, "body")) or self.node(cst, "block")
-        return self.node(cst, "for_of", self.pattern(self.field(cst, "left")),
+        return self.node(cst, "for_of", (self.text(binding), self.pattern(self.field(cst, "left"))),
                          self.expression(self.field(cst, "right")), body)
 
     # -- patterns and functions --------------------------------------------------------------

@@ -202,6 +202,17 @@ class Schema(Opaque):
         return UNDEFINED if self.description is None else self.description
 
 
+def runner(schema: Schema) -> Callable[[Any, ParseCtx], Any]:
+    """The fastest entry of ``schema``: its ``parse`` when it has no checks (most fields are so).
+
+    Schemas are immutable, so parents take this once at construction and skip a dispatch per
+    value on every validation.
+    """
+    if schema.checks or type(schema).run is not Schema.run:
+        return schema.run
+    return schema.parse
+
+
 def run_checks(checks: tuple[Check, ...], value: Any, ctx: ParseCtx, start: int) -> Any:
     """Zod's ``runChecks``: checks run in order until an aborting issue appears."""
     issues = ctx.issues
@@ -269,11 +280,12 @@ class Optional(Schema):
 
     def __init__(self, inner: Schema) -> None:
         self.inner = inner
+        self.inner_run = runner(inner)
         self.optin = "defaulted" if inner.optin == "defaulted" else "optional"
 
     def parse(self, value: Any, ctx: ParseCtx) -> Any:
         if value is not UNDEFINED:
-            return self.inner.run(value, ctx)
+            return self.inner_run(value, ctx)
         if self.inner.optin != "defaulted":
             return UNDEFINED
         trial = ParseCtx(ctx.budget)
@@ -289,11 +301,12 @@ class Nullable(Schema):
 
     def __init__(self, inner: Schema) -> None:
         self.inner = inner
+        self.inner_run = runner(inner)
         self.optin = inner.optin
         self.optout = inner.optout
 
     def parse(self, value: Any, ctx: ParseCtx) -> Any:
-        return None if value is None else self.inner.run(value, ctx)
+        return None if value is None else self.inner_run(value, ctx)
 
     def m_unwrap(self, budget: Budget, args: list[Any]) -> Schema:
         return self.inner
@@ -309,6 +322,7 @@ class Default(Schema):
         if isinstance(value, Opaque) and not isinstance(value, JsCallable):
             raise MvuError(Code.SCHEMA, "a default must be a JSON value or a function")
         self.inner = inner
+        self.inner_run = runner(inner)
         self.value = value
         self.prefault = prefault
 
@@ -322,7 +336,7 @@ class Default(Schema):
             if not self.prefault:
                 return self.fallback(ctx.budget)
             value = self.fallback(ctx.budget)
-        result = self.inner.run(value, ctx)
+        result = self.inner_run(value, ctx)
         if result is UNDEFINED and not self.prefault:
             return self.fallback(ctx.budget)
         return result
@@ -359,8 +373,12 @@ class Transform(Schema):
 
     def __init__(self, fn: JsCallable) -> None:
         self.fn = fn
+        # Most transforms are `v => ...`: only build the issue sink for functions that take a ctx.
+        self.wants_ctx = len(getattr(fn, "params", ())) != 1
 
     def parse(self, value: Any, ctx: ParseCtx) -> Any:
+        if not self.wants_ctx:
+            return self.fn.call(ctx.budget, [value])
         return self.fn.call(ctx.budget, [value, IssueSink(ctx, value, continues=False)])
 
 
@@ -372,16 +390,18 @@ class Pipe(Schema):
     def __init__(self, left: Schema, right: Schema) -> None:
         self.left = left
         self.right = right
+        self.left_run = runner(left)
+        self.right_run = runner(right)
         self.optin = left.optin
         self.optout = right.optout
 
     def run(self, value: Any, ctx: ParseCtx) -> Any:
-        start = len(ctx.issues)
-        middle = self.left.run(value, ctx)
         issues = ctx.issues
-        if any(issues[index].code != "unrecognized_keys" for index in range(start, len(issues))):
+        start = len(issues)
+        middle = self.left_run(value, ctx)
+        if len(issues) > start and any(issue.code != "unrecognized_keys" for issue in issues[start:]):
             return middle  # Zod marks the pipe aborted: neither the right side nor checks run
-        result = self.right.run(middle, ctx)
+        result = self.right_run(middle, ctx)
         return run_checks(self.checks, result, ctx, start) if self.checks else result
 
 

@@ -14,7 +14,7 @@ from typing import Any
 
 from mvu_store.errors import Code, MvuError
 
-FUEL = 2_000_000
+FUEL = 1_000_000
 """Work units one compile or one validation may spend (about one unit per AST node visited)."""
 MAX_CALL_DEPTH = 64
 
