@@ -69,7 +69,9 @@ class _Parser:
         return char
 
     def parse(self) -> RegexAst:
-        if not (self.pattern.startswith("^") and self.pattern.endswith("$") and not self.pattern.endswith("\\$")):
+        body = self.pattern[:-1]
+        escaped_end = (len(body) - len(body.rstrip("\\"))) % 2 == 1  # `\$` is a literal dollar
+        if not (self.pattern.startswith("^") and self.pattern.endswith("$")) or escaped_end:
             raise _refuse(self.pattern, "patterns must be anchored with ^...$")
         self.pos = 1
         end = len(self.pattern) - 1

@@ -1,0 +1,51 @@
+"""Random source text never crashes the interpreter: only MvuError escapes, within the budget."""
+
+from __future__ import annotations
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from mvu_store.errors import MvuError
+from mvu_store.schema import compile_schema, validate
+
+# Fragments of real declarations, so random programs often parse and reach the interpreter.
+TOKENS = [
+    "z", ".", "object", "array", "record", "string", "number", "coerce", "transform", "prefault", "default",
+    "optional", "union", "enum", "(", ")", "{", "}", "[", "]", ",", ":", ";", "=>", "v", "x", "const", "let",
+    "=", "+", "-", "*", "/", "%", "?", "??", "?.", "&&", "||", "!", "===", "<", ">", "1", "0", "-1", "1e400",
+    "'a'", "`t${v}`", "_.clamp", "Math.max", "return", "if", "else", "for", "of", "...", "export", "default",
+    "registerMvuSchema", "$", "__proto__", "length", "constructor", "/^a{1,3}$/", "Date.now()", "\n",
+]
+SOURCES = st.one_of(
+    st.text(max_size=200),
+    st.lists(st.sampled_from(TOKENS), max_size=60).map(" ".join),
+)
+VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers(-10**6, 10**6) | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(max_size=8),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=4), inner, max_size=4),
+    max_leaves=12,
+)
+
+
+def attempt(source: str, value: object) -> str | None:
+    """The code of the MvuError the pair raises, or None when it compiles and validates."""
+    try:
+        validate(compile_schema(source), value, now_ms=0)
+    except MvuError as error:
+        return error.code
+    return None
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(source=SOURCES, value=VALUES)
+def test_random_sources_only_raise_mvu_errors(source: str, value: object) -> None:
+    code = attempt(source, value)  # any other exception fails the test
+    assert code is None or code.startswith("MVU_")
+
+
+@settings(max_examples=200, deadline=None)
+@given(body=st.lists(st.sampled_from(TOKENS), min_size=1, max_size=30).map(" ".join), value=VALUES)
+def test_random_transform_bodies_only_raise_mvu_errors(body: str, value: object) -> None:
+    code = attempt(f"export const Schema = z.any().transform(v => {{ {body} }});", value)
+    assert code is None or code.startswith("MVU_")
