@@ -414,7 +414,24 @@ def _is_integer(value: Any) -> bool:
     return is_number(value) and math.isfinite(value) and value == int(value)
 
 
-LODASH = Namespace("_", {
+class LodashChain(Opaque):
+    """``_(value)`` / ``_.chain(value)``: lodash's wrapper, ended by ``.value()``."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value: Any) -> None:
+        self.value = value
+
+    def get(self, key: str) -> Any:
+        if key == "value":
+            return Builtin("value", lambda budget, args: self.value)
+        helper = _LODASH_HELPERS.get(key)
+        if not isinstance(helper, Builtin):
+            return super().get(key)
+        return Builtin(key, lambda budget, args: LodashChain(helper.call(budget, [self.value, *args])))
+
+
+_LODASH_HELPERS: dict[str, Any] = {
     "clamp": Builtin("clamp", _clamp),
     "pickBy": Builtin("pickBy", _pick_by(True)),
     "omitBy": Builtin("omitBy", _pick_by(False)),
@@ -464,7 +481,9 @@ LODASH = Namespace("_", {
     "last": _wrap("last", lambda value=UNDEFINED, *_: value[-1] if type(value) is list and value else UNDEFINED),
     "compact": _wrap("compact", lambda value=UNDEFINED, *_: [x for x in value if truthy(x)] if type(value) is list
                      else []),
-})
+}
+_LODASH_HELPERS["chain"] = Builtin("chain", lambda budget, args: LodashChain(arg(args, 0)))
+LODASH = Builtin("_", lambda budget, args: LodashChain(arg(args, 0)), _LODASH_HELPERS)
 
 
 def _in_range(args: list[Any]) -> bool:
@@ -540,6 +559,27 @@ def _has_own(budget: Budget, args: list[Any]) -> bool:
     return False
 
 
+def _define_property(budget: Budget, args: list[Any]) -> Any:
+    """``Object.defineProperty(target, key, {value | get})``: bundlers' export getters.
+
+    A getter is read once, now: declarations are evaluated once, top to bottom.
+    """
+    from mvu_store.schema.evaluate import set_member  # evaluate imports this module
+
+    target, key, descriptor = arg(args, 0), arg(args, 1), arg(args, 2)
+    if type(descriptor) is not dict:
+        raise fail("Object.defineProperty needs a descriptor object")
+    getter = descriptor.get("get")
+    if "value" in descriptor:
+        value = descriptor["value"]
+    elif isinstance(getter, JsCallable):
+        value = getter.call(budget, [])
+    else:
+        value = UNDEFINED
+    set_member(budget, target, key, value)
+    return target
+
+
 def _stringify(budget: Budget, args: list[Any]) -> Any:
     value = arg(args, 0)
     if value is UNDEFINED or isinstance(value, Opaque):
@@ -589,6 +629,7 @@ OBJECT = Namespace("Object", {
     "entries": Builtin("entries", _entries),
     "fromEntries": Builtin("fromEntries", _from_entries),
     "freeze": Builtin("freeze", lambda budget, args: arg(args, 0)),
+    "defineProperty": Builtin("defineProperty", _define_property),
     "prototype": Namespace("Object.prototype", {
         "hasOwnProperty": Namespace("Object.prototype.hasOwnProperty", {"call": Builtin("hasOwnProperty", _has_own)}),
     }),
@@ -690,8 +731,6 @@ def _splice(budget: Budget, items: list[Any], args: list[Any]) -> Any:
 
 def _push(budget: Budget, items: list[Any], args: list[Any]) -> Any:
     check_writable(budget, items)
-    if any(isinstance(item, Opaque) for item in args):
-        raise fail("functions and schemas cannot be stored in values")
     items.extend(args)
     return len(items)
 

@@ -230,7 +230,8 @@ def _pick_root(registry: _Registry, budget: Budget, version: int) -> Schema:
 
 
 def _containers(top: Frame, registry: _Registry) -> Iterator[int]:
-    """Ids of every JSON container the compiled declaration can reach: frozen for validations."""
+    """Ids of every container (objects, arrays, functions' property bags) the compiled
+    declaration can reach: frozen for validations."""
     seen_opaque: set[int] = set()
     stack: list[Any] = [*top.vars.values(), *registry.exports.values(), *(item for item, _ in registry.registered)]
     while stack:
@@ -243,6 +244,8 @@ def _containers(top: Frame, registry: _Registry) -> Iterator[int]:
             stack.extend(item)
         elif isinstance(item, (Schema, JsFunction)) and id(item) not in seen_opaque:
             seen_opaque.add(id(item))
+            if isinstance(item, JsFunction):
+                yield id(item)  # its property bag is a constant too
             stack.extend(item.refs())
 
 

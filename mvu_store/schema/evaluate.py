@@ -90,9 +90,11 @@ Param = tuple[tuple[Any, ...], Eval | None]  # (binding pattern, default value)
 class JsFunction(JsCallable):
     """A declaration's arrow or function expression, closed over its defining frame."""
 
-    __slots__ = ("body", "closure", "cost", "expression", "names", "params")
+    __slots__ = ("body", "closure", "cost", "expression", "members", "names", "params")
 
     def __init__(self, params: list[Param], body: Exec, closure: Frame, cost: int, expression: bool) -> None:
+        # Properties set on the function (bundlers' `getter.a`); empty for nearly every function.
+        self.members: dict[str, Any] = {}
         self.params = params
         self.body = body
         self.closure = closure
@@ -128,7 +130,13 @@ class JsFunction(JsCallable):
             return result
         return result.value if type(result) is Return else UNDEFINED
 
+    def get(self, key: str) -> Any:
+        if key in {"call", "apply", "bind"}:
+            return super().get(key)
+        return self.members.get(key, UNDEFINED)
+
     def refs(self) -> Iterator[Any]:
+        yield from self.members.values()
         frame: Frame | None = self.closure
         while frame is not None:
             yield from frame.vars.values()
@@ -207,26 +215,34 @@ def get_member(obj: Any, key: Any) -> Any:
 
 
 def set_member(budget: Budget, obj: Any, key: Any, value: Any) -> None:
-    """``obj[key] = value`` on a JSON container the declaration may write."""
-    builtins.check_writable(budget, obj)
-    if isinstance(value, Opaque):
-        raise MvuError(Code.SCHEMA, "functions and schemas cannot be stored in values")
-    if type(obj) is dict:
+    """``obj[key] = value`` on a container the declaration may write.
+
+    Objects may hold functions and schemas while the declaration builds itself (bundlers keep
+    their runtime in one); a parsed value that still holds one is refused when it is output.
+    """
+    target: Any = obj
+    if isinstance(obj, JsFunction):
+        if id(obj) in budget.frozen:
+            raise MvuError(Code.SCHEMA, "the declaration's constants are read-only")
+        target = obj.members
+    else:
+        builtins.check_writable(budget, obj)
+    if type(target) is dict:
         name = property_key(key)
         if name in UNSAFE_KEYS:
             raise MvuError(Code.SCHEMA, f"writing `{name}` is not allowed", key=name)
-        obj[name] = value
+        target[name] = value
         return
     index = _index(key)
     if property_key(key) == "length":
         raise MvuError(Code.SCHEMA, "writing an array's `length` is not allowed")
-    if index is None or index > len(obj):
+    if index is None or index > len(target):
         raise MvuError(Code.SCHEMA, "arrays stay dense: only existing indexes or the next one can be written")
     budget.charge(1)
-    if index == len(obj):
-        obj.append(value)
+    if index == len(target):
+        target.append(value)
     else:
-        obj[index] = value
+        target[index] = value
 
 
 # -- operators -------------------------------------------------------------------------------
@@ -740,6 +756,12 @@ class Compiler:
         return lambda frame: body(Frame(frame, frame.budget))
 
     def s_for_of(self, node: Node) -> Exec:
+        return self.loop(node, _array_items)
+
+    def s_for_in(self, node: Node) -> Exec:
+        return self.loop(node, _own_keys)
+
+    def loop(self, node: Node, items_of: Callable[[Any], list[Any]]) -> Exec:
         binding, pattern = node.value
         const = binding == "const"
         iterable = self.expression(node.child(0))
@@ -747,13 +769,11 @@ class Compiler:
         cost = 1 + node.child(1).size()
 
         def loop(frame: Frame) -> Any:
-            items = iterable(frame)
-            if type(items) is not list and type(items) is not str:
-                raise fail("for...of needs an array")
+            items = items_of(iterable(frame))
             if len(items) > MAX_LOOP_ITEMS:
-                raise MvuError(Code.LIMIT, f"for...of visits at most {MAX_LOOP_ITEMS} items",
+                raise MvuError(Code.LIMIT, f"loops visit at most {MAX_LOOP_ITEMS} items",
                                limit=MAX_LOOP_ITEMS, kind="loop")
-            for item in list(items):
+            for item in items:
                 frame.budget.charge(cost)
                 inner = Frame(frame, frame.budget)
                 bind(inner, pattern, item, const=const)
@@ -765,6 +785,23 @@ class Compiler:
             return None
 
         return loop
+
+
+def _array_items(value: Any) -> list[Any]:
+    if type(value) is not list and type(value) is not str:
+        raise fail("for...of needs an array")
+    return list(value)
+
+
+def _own_keys(value: Any) -> list[Any]:
+    """What ``for...in`` visits here: own keys of an object, indexes of an array, nothing else."""
+    if type(value) is dict:
+        return list(value)
+    if type(value) is list or type(value) is str:
+        return [str(index) for index in range(len(value))]
+    if isinstance(value, JsFunction):
+        return list(value.members)
+    return []
 
 
 def _bound_names(program: Node) -> set[str]:
@@ -779,7 +816,7 @@ def _bound_names(program: Node) -> set[str]:
         elif node.kind == "function":
             patterns.extend(pattern for pattern, _ in node.value)
             stack.extend(default for _, default in node.value if default is not None)
-        elif node.kind == "for_of":
+        elif node.kind in {"for_of", "for_in"}:
             patterns.append(node.value[1])
         elif node.kind == "import":
             names.update(local for _, local in node.value[1])

@@ -236,13 +236,15 @@ class _Lowerer:
         raise refuse(cst, _describe_refusal(kind))
 
     def for_of(self, cst: CstNode) -> Node:
+        """``for (const x of array)`` and ``for (const key in object)`` (own keys, as bundlers'
+        runtimes write it); both visit at most 1,000 items under the shared budget."""
         binding = cst.child_by_field_name("kind")
         operator = cst.child_by_field_name("operator")
-        is_of = operator is not None and self.text(operator) == "of"
-        if binding is None or not is_of or self.text(binding) not in {"const", "let"}:
+        loop = {"of": "for_of", "in": "for_in"}.get(self.text(operator) if operator is not None else "")
+        if binding is None or loop is None or self.text(binding) not in {"const", "let", "var"}:
             raise refuse(cst, "only `for (const item of array)` loops are supported")
         body = self.statement(self.field(cst, "body")) or self.node(cst, "block")
-        return self.node(cst, "for_of", (self.text(binding), self.pattern(self.field(cst, "left"))),
+        return self.node(cst, loop, (self.text(binding), self.pattern(self.field(cst, "left"))),
                          self.expression(self.field(cst, "right")), body)
 
     # -- patterns and functions --------------------------------------------------------------

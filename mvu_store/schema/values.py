@@ -95,6 +95,8 @@ class Builtin(JsCallable):
     def get(self, key: str) -> Any:
         if key in self.members:
             return self.members[key]
+        if key == "__esModule":
+            return UNDEFINED
         return super().get(key)
 
     def call(self, budget: Budget, args: list[Any]) -> Any:
@@ -117,6 +119,8 @@ class Namespace(Opaque):
     def get(self, key: str) -> Any:
         if key in self.members:
             return self.members[key]
+        if key == "__esModule":  # bundlers probe it to pick a module's default export
+            return UNDEFINED
         raise MvuError(Code.UNSUPPORTED, f"`{self.name}.{key}` is not supported")
 
     def describe(self) -> str:

@@ -87,8 +87,9 @@ def test_unbounded_recursion_hits_the_call_depth() -> None:
     assert error.details["kind"] == "call_depth"
 
 
-def test_for_of_is_capped_at_a_thousand_items() -> None:
-    source = "export default z.array(z.number()).transform(a => { let n = 0; for (const x of a) n++; return n });"
+@pytest.mark.parametrize("loop", ["for (const x of a)", "for (const k in a)"])
+def test_loops_are_capped_at_a_thousand_items(loop: str) -> None:
+    source = f"export default z.array(z.number()).transform(a => {{ let n = 0; {loop} n++; return n }});"
     assert validate(compile_schema(source), [0] * 1000).value == 1000
     error = refusal(source, [0] * 1001)
     assert error.code == "MVU_LIMIT"
@@ -99,7 +100,7 @@ def test_for_of_is_capped_at_a_thousand_items() -> None:
     ("while (true) {}", "MVU_SCHEMA_CODE"),
     ("for (let i = 0; ; i++) {}", "MVU_SCHEMA_CODE"),
     ("do {} while (true)", "MVU_SCHEMA_CODE"),
-    ("for (const k in {}) {}", "MVU_SCHEMA_CODE"),
+    ("for (k in {}) {}", "MVU_SCHEMA_CODE"),
     ("export default z.number().transform(async v => v);", "MVU_SCHEMA_CODE"),
     ("const x = await 1;", "MVU_SCHEMA_CODE"),
     ("function* g() { yield 1 }", "MVU_SCHEMA_CODE"),
