@@ -634,7 +634,10 @@ OBJECT = Namespace("Object", {
         "hasOwnProperty": Namespace("Object.prototype.hasOwnProperty", {"call": Builtin("hasOwnProperty", _has_own)}),
     }),
 })
+_QUIET = Builtin("log", lambda budget, args: UNDEFINED)
 GLOBALS: dict[str, Any] = {
+    # Cards log around registration; the interpreter has no console, so logging does nothing.
+    "console": Namespace("console", {name: _QUIET for name in ("log", "info", "warn", "error", "debug")}),
     "Math": MATH,
     "_": LODASH,
     "Number": NUMBER,

@@ -25,6 +25,7 @@ from mvu_store.schema.values import (
     Budget,
     JsCallable,
     Opaque,
+    ScriptError,
     fail,
     is_number,
     loose_equals,
@@ -371,6 +372,11 @@ UNARY: dict[str, Callable[[Any], Any]] = {
     "void": lambda value: UNDEFINED,
     "~": lambda value: _int32(~_int32(value)),
 }
+
+
+def _thrown(value: Any) -> ScriptError:
+    message = value.get("message", UNDEFINED) if type(value) is dict else value
+    return ScriptError(f"the declaration threw: {to_string(message)}", value)
 
 
 class _ShortCircuit(Exception):
@@ -730,6 +736,42 @@ class Compiler:
 
         return branch
 
+    def s_throw(self, node: Node) -> Exec:
+        value = self.expression(node.child(0))
+
+        def throw(frame: Frame) -> Any:
+            raise _thrown(value(frame))
+
+        return throw
+
+    def e_new_error(self, node: Node) -> Eval:
+        name = node.value
+        message = self.expression(node.child(0)) if node.kids else _constant("")
+        return lambda frame: {"name": name, "message": to_string(message(frame))}
+
+    def s_try(self, node: Node) -> Exec:
+        param = node.value
+        body = self.scoped(node.child(0))
+        handler = None if node.kids[1] is None else self.scoped(node.child(1))
+        finalizer = None if node.kids[2] is None else self.scoped(node.child(2))
+
+        def attempt(frame: Frame) -> Any:
+            try:
+                return body(frame)
+            except ScriptError as error:
+                # Only the declaration's own exceptions are catchable (see ScriptError).
+                if handler is None:
+                    raise
+                inner = Frame(frame, frame.budget)
+                if param is not None:
+                    bind(inner, param, error.value, const=False)
+                return handler(inner)
+            finally:
+                if finalizer is not None:
+                    finalizer(frame)
+
+        return attempt
+
     def s_break(self, node: Node) -> Exec:
         return lambda frame: BREAK
 
@@ -818,6 +860,8 @@ def _bound_names(program: Node) -> set[str]:
             stack.extend(default for _, default in node.value if default is not None)
         elif node.kind in {"for_of", "for_in"}:
             patterns.append(node.value[1])
+        elif node.kind == "try" and node.value is not None:
+            patterns.append(node.value)
         elif node.kind == "import":
             names.update(local for _, local in node.value[1])
         for pattern in patterns:

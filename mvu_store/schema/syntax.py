@@ -42,6 +42,7 @@ UNARY_OPERATORS = frozenset({"!", "-", "+", "typeof", "void", "~"})
 ASSIGN_OPERATORS = frozenset(
     {"=", "+=", "-=", "*=", "/=", "%=", "**=", "&&=", "||=", "??=", "|=", "&=", "^=", "<<=", ">>="}
 )
+ERROR_CLASSES = frozenset({"Error", "TypeError", "RangeError"})
 _ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "b": "\b", "f": "\f", "v": "\v", "0": "\0"}
 
 
@@ -229,11 +230,29 @@ class _Lowerer:
             return self.node(cst, "block", None, *[stmt for stmt in body if stmt is not None])
         if kind == "for_in_statement":
             return self.for_of(cst)
+        if kind == "try_statement":
+            return self.try_statement(cst)
+        if kind == "throw_statement":
+            return self.node(cst, "throw", None, self.expression(self.children(cst)[0]))
         if kind in {"break_statement", "continue_statement"}:
             if self.children(cst):
                 raise refuse(cst, "labelled jumps are not supported")
             return self.node(cst, kind.split("_")[0])
         raise refuse(cst, _describe_refusal(kind))
+
+    def try_statement(self, cst: CstNode) -> Node:
+        """``try``/``catch``/``finally``: cards wrap registration in one. What a catch may see is
+        decided at run time (only the declaration's own errors, never a budget or a refusal)."""
+        body = self.statement(self.field(cst, "body"))
+        handler = cst.child_by_field_name("handler")
+        finalizer = cst.child_by_field_name("finalizer")
+        catch_body = param = None
+        if handler is not None:
+            parameter = handler.child_by_field_name("parameter")
+            param = None if parameter is None else self.pattern(parameter)
+            catch_body = self.statement(self.field(handler, "body"))
+        finally_body = None if finalizer is None else self.statement(self.field(finalizer, "body"))
+        return self.node(cst, "try", param, body, catch_body, finally_body)
 
     def for_of(self, cst: CstNode) -> Node:
         """``for (const x of array)`` and ``for (const key in object)`` (own keys, as bundlers'
@@ -447,6 +466,16 @@ class _Lowerer:
 
     x_function = x_function_expression
 
+    def x_new_expression(self, cst: CstNode) -> Node:
+        """Only ``new Error(message)`` (and its kin), for ``throw``; no other constructor exists."""
+        constructor = self.field(cst, "constructor")
+        name = self.text(constructor)
+        if constructor.type != "identifier" or name not in ERROR_CLASSES:
+            raise refuse(cst, "classes and `new` are not supported")
+        arguments = cst.child_by_field_name("arguments")
+        args = [] if arguments is None else [self.expression(child) for child in self.children(arguments)]
+        return self.node(cst, "new_error", name, *args[:1])
+
     def x_unary_expression(self, cst: CstNode) -> Node:
         operator = self.text(self.field(cst, "operator"))
         if operator not in UNARY_OPERATORS:
@@ -513,7 +542,7 @@ def _describe_refusal(kind: str) -> str:
         return "async functions and generators are not supported"
     if kind in {"while_statement", "do_statement", "for_statement"}:
         return "only `for (const item of array)` loops are supported"
-    if kind in {"new_expression", "class", "class_declaration"}:
+    if kind in {"class", "class_declaration"}:
         return "classes and `new` are not supported"
     return f"unsupported syntax `{kind}`"
 

@@ -131,9 +131,19 @@ def arg(args: list[Any], index: int) -> Any:
     return args[index] if index < len(args) else UNDEFINED
 
 
-def fail(message: str, **details: Any) -> MvuError:
+class ScriptError(MvuError):
+    """A JavaScript exception (a ``TypeError``, a ``throw``): ``MVU_SCHEMA``, and the only kind a
+    declaration's own ``try``/``catch`` may handle. Isolation refusals, budgets and unsupported
+    code are plain ``MvuError`` and always end the run."""
+
+    def __init__(self, message: str, value: Any = None, **details: Any) -> None:
+        super().__init__(Code.SCHEMA, message, **details)
+        self.value = {"name": "TypeError", "message": message} if value is None else value
+
+
+def fail(message: str, **details: Any) -> ScriptError:
     """The error a JavaScript ``TypeError`` becomes: the declaration cannot go on."""
-    return MvuError(Code.SCHEMA, message, **details)
+    return ScriptError(message, **details)
 
 
 def is_number(value: Any) -> bool:

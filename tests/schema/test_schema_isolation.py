@@ -115,8 +115,8 @@ def test_loops_are_capped_at_a_thousand_items(loop: str) -> None:
     ("class A {}", "MVU_SCHEMA_CODE"),
     ("eval('1')", "MVU_SCHEMA_CODE"),
     ("globalThis.z = 1", "MVU_SCHEMA_CODE"),
-    ("try { a } catch (e) {}", "MVU_SCHEMA_CODE"),
-    ("throw 1", "MVU_SCHEMA_CODE"),
+    ("const d = new Map();", "MVU_SCHEMA_CODE"),
+    ("throw new Error('stop')", "MVU_SCHEMA"),
     ("with (z) {}", "MVU_SCHEMA_CODE"),
     ("const = ;", "MVU_SCHEMA_CODE"),
     ("const a = (1;", "MVU_SCHEMA_CODE"),
@@ -130,6 +130,24 @@ def test_unsupported_syntax_and_capabilities_are_refused(source: str, code: str)
     with pytest.raises(MvuError) as refused:
         compile_schema(source)
     assert refused.value.code == code
+
+
+@pytest.mark.parametrize("guarded", [
+    "v.__proto__", "v.constructor", "C.push(1)", "'x'.repeat(1e9)", "Math.random()",
+    "(() => { for (const i of _.range(5000)) {} })()",
+])
+def test_a_catch_never_swallows_isolation_or_budget_refusals(guarded: str) -> None:
+    source = f"const C = [1];\nexport default z.any().transform(v => {{ try {{ return {guarded} }} " \
+             "catch (e) { return 'caught' } });"
+    assert refusal(source, {}).code in {"MVU_SCHEMA", "MVU_LIMIT", "MVU_UNSUPPORTED"}
+
+
+def test_a_catch_handles_the_declarations_own_errors() -> None:
+    source = "export default z.any().transform(v => { try { if (v === 5) throw new Error('big'); return v.x.y } " \
+             "catch (e) { return e.message } finally { console.log('done') } });"
+    descriptor = compile_schema(source)
+    assert validate(descriptor, 5).value == "big"
+    assert validate(descriptor, {}).value == "cannot read property `y` of undefined"
 
 
 def test_syntax_refusals_carry_line_and_column() -> None:
