@@ -28,6 +28,7 @@ from mvu_store.schema.values import (
     ScriptError,
     fail,
     is_number,
+    js_length,
     loose_equals,
     strict_equals,
     to_number,
@@ -197,7 +198,7 @@ def get_member(obj: Any, key: Any) -> Any:
             return obj[index] if 0 <= index < len(obj) else UNDEFINED
         name = property_key(key)
         if name == "length":
-            return len(obj)
+            return len(obj) if kind is list else js_length(obj)
         if name in UNSAFE_KEYS:
             raise MvuError(Code.SCHEMA, f"access to `{name}` is not allowed", key=name)
         return builtins.method_of(obj, name)

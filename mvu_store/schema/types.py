@@ -30,7 +30,6 @@ from mvu_store.schema.values import (
     JsCallable,
     Opaque,
     arg,
-    js_length,
     to_number,
     to_string,
     truthy,
@@ -635,7 +634,8 @@ class StringSchema(Schema):
 
     def size(self, code: str, args: list[Any], *, exact: bool = False) -> Check:
         limit = _limit(arg(args, 0), "a length")
-        return _size_checker(code, "string", limit, exact, custom_message(arg(args, 1)), js_length)
+        # Zod 4 measures strings in code points (an emoji is one), which is Python's len.
+        return _size_checker(code, "string", limit, exact, custom_message(arg(args, 1)), len)
 
     def m_min(self, budget: Budget, args: list[Any]) -> Schema:
         return self.with_check(self.size("too_small", args))
