@@ -53,22 +53,29 @@ class ObjectSchema(Schema):
         issues = ctx.issues
         out: dict[str, Any] = {}
         for key, run, optin, optout in self.fields:
-            present = key in value
-            if not present and optout == "optional" and optin == "optional":
-                continue
             start = len(issues)
-            result = run(value[key] if present else UNDEFINED, ctx)
-            if len(issues) > start:
-                if optin is not None and optout == "optional" and not present:
-                    del issues[start:]
-                    continue
-                prefix(issues, start, key)
-                if not present and optin is None:
-                    continue
-            elif not present and optin is None:
-                issues.append(Issue("invalid_type", [key], _NONOPTIONAL))
+            if key in value:  # the common case: a present key always keeps its result
+                out[key] = run(value[key], ctx)
+                if len(issues) != start:
+                    prefix(issues, start, key)
                 continue
-            if result is not UNDEFINED or present or (optin == "defaulted" and optout != "optional"):
+            # An absent key follows Zod's rungs: omitted, substituted or reported.
+            if optout == "optional" and optin == "optional":
+                continue
+            result = run(UNDEFINED, ctx)
+            if len(issues) != start:
+                if optin is not None and optout == "optional":
+                    del issues[start:]
+                elif optin is not None:
+                    prefix(issues, start, key)
+                    if result is not UNDEFINED or optin == "defaulted":
+                        out[key] = result
+                else:
+                    prefix(issues, start, key)
+                continue
+            if optin is None:
+                issues.append(Issue("invalid_type", [key], _NONOPTIONAL))
+            elif result is not UNDEFINED or (optin == "defaulted" and optout != "optional"):
                 out[key] = result
         if self.mode != "strip":
             self.rest_keys(value, out, ctx)

@@ -85,7 +85,8 @@ def _tuple(budget: Budget, args: list[Any]) -> Schema:
 
 
 def _preprocess(budget: Budget, args: list[Any]) -> Schema:
-    return Pipe(Transform(_function(arg(args, 0), "preprocess")), as_schema(arg(args, 1), "preprocess's schema"))
+    fn = _function(arg(args, 0), "preprocess")
+    return Pipe(Transform(fn, raw_input=True), as_schema(arg(args, 1), "preprocess's schema"))
 
 
 def _make(factory: Any) -> Builtin:

@@ -123,11 +123,11 @@ class JsFunction(JsCallable):
                 if value is UNDEFINED and default is not None:
                     value = default(frame)
                 bind(frame, pattern, value, const=False)
+        # No try/finally here (it costs on every call): a failing call ends the run, unless a
+        # declaration's catch handles it, and s_try restores the depth it started with.
         budget.depth += 1
-        try:
-            result = self.body(frame)
-        finally:
-            budget.depth -= 1
+        result = self.body(frame)
+        budget.depth -= 1
         if self.expression:
             return result
         return result.value if type(result) is Return else UNDEFINED
@@ -384,12 +384,6 @@ class _ShortCircuit(Exception):
     """Raised by an optional link (`a?.b`) on null/undefined; caught at the top of its chain."""
 
 
-def call_value(budget: Budget, callee: Any, args: list[Any], label: str = "value") -> Any:
-    if not isinstance(callee, JsCallable):
-        raise fail(f"{label} is not a function")
-    return callee.call(budget, args)
-
-
 # -- the compiler ----------------------------------------------------------------------------
 
 
@@ -539,9 +533,11 @@ class Compiler:
 
         def call(frame: Frame) -> Any:
             function = callee(frame)
+            if isinstance(function, JsCallable):
+                return function.call(frame.budget, args(frame))
             if optional and (function is None or function is UNDEFINED):
                 raise _ShortCircuit
-            return call_value(frame.budget, function, args(frame), label)
+            raise fail(f"{label} is not a function")
 
         return call
 
@@ -757,10 +753,12 @@ class Compiler:
         finalizer = None if node.kids[2] is None else self.scoped(node.child(2))
 
         def attempt(frame: Frame) -> Any:
+            depth = frame.budget.depth
             try:
                 return body(frame)
             except ScriptError as error:
                 # Only the declaration's own exceptions are catchable (see ScriptError).
+                frame.budget.depth = depth
                 if handler is None:
                     raise
                 inner = Frame(frame, frame.budget)

@@ -370,12 +370,16 @@ class Transform(Schema):
     kind = "transform"
     optin = "optional"
 
-    def __init__(self, fn: JsCallable) -> None:
+    def __init__(self, fn: JsCallable, *, raw_input: bool = False) -> None:
         self.fn = fn
         # Most transforms are `v => ...`: only build the issue sink for functions that take a ctx.
         self.wants_ctx = len(getattr(fn, "params", ())) != 1
+        # z.preprocess sees the caller's input itself: give it a copy it may change.
+        self.raw_input = raw_input
 
     def parse(self, value: Any, ctx: ParseCtx) -> Any:
+        if self.raw_input:
+            value = json_copy(value)
         if not self.wants_ctx:
             return self.fn.call(ctx.budget, [value])
         return self.fn.call(ctx.budget, [value, IssueSink(ctx, value, continues=False)])
@@ -414,7 +418,9 @@ class AnySchema(Schema):
         self.kind = kind
 
     def parse(self, value: Any, ctx: ParseCtx) -> Any:
-        return value
+        # The caller's input is never copied up front (see descriptor._check_input), so the
+        # one schema that hands it through whole gives out a copy a transform may change.
+        return json_copy(value) if type(value) is dict or type(value) is list else value
 
 
 class NeverSchema(Schema):

@@ -196,3 +196,44 @@ def test_string_lengths_count_code_points_like_zod() -> None:
     assert run("export default z.string().max(1);", "😀").ok
     assert not run("export default z.string().min(2);", "😀").ok
     assert run("export default z.any().transform(s => s.length);", "😀").value == 2  # JavaScript's own length
+
+
+@pytest.mark.parametrize("schema", [
+    "z.any().transform(v => { v.a.push(2); v.b = 1; return v })",
+    "z.preprocess(v => { v.a.push(2); return v }, z.object({ a: z.array(z.number()) }))",
+    "z.object({ a: z.array(z.number()) }).transform(v => { v.a.push(2); return v })",
+    "z.record(z.string(), z.any()).transform(v => { v.a.push(2); return v })",
+])
+def test_the_callers_value_is_never_changed(schema: str) -> None:
+    value = {"a": [1]}
+    result = run(f"export default {schema};", value)
+    assert result.ok
+    assert result.value["a"] == [1, 2]
+    assert value == {"a": [1]}
+
+
+@pytest.mark.parametrize(("value", "code"), [
+    ({"a": float("nan")}, "MVU_JSON"), ({"a": (1, 2)}, "MVU_JSON"), ({"a": {1, 2}}, "MVU_JSON"),
+    ({1: "a"}, "MVU_JSON"), (float("inf"), "MVU_JSON"),
+])
+def test_inputs_must_be_json(value: object, code: str) -> None:
+    with pytest.raises(MvuError) as refused:
+        run("export default z.any();", value)
+    assert refused.value.code == code
+
+
+def test_input_size_limits_hold() -> None:
+    deep: object = 1
+    for _ in range(80):
+        deep = [deep]
+    with pytest.raises(MvuError) as refused:
+        run("export default z.any();", deep)
+    assert refused.value.code == "MVU_LIMIT"
+    with pytest.raises(MvuError) as wide:
+        run("export default z.any();", list(range(100_001)))
+    assert wide.value.code == "MVU_LIMIT"
+
+
+def test_integral_floats_come_out_as_integers() -> None:
+    value = run("export default z.object({ a: z.number(), b: z.any() });", {"a": 5.0, "b": [2.0, 2.5]}).value
+    assert [type(value["a"]), type(value["b"][0]), type(value["b"][1])] == [int, int, float]
