@@ -104,15 +104,19 @@ def measure_compile(source: str) -> float:
     return best
 
 
-def measure_validations(source: str, state: dict[str, Any], seconds: float = 2.0) -> float:
+def measure_validations(source: str, state: dict[str, Any], seconds: float = 2.0) -> tuple[float, float]:
+    """(validations per wall-clock second, per CPU second of this process).
+
+    The CPU figure does not move when other processes share the machine; both are printed.
+    """
     schema = compile_schema(source)
     assert validate(schema, state, now_ms=NOW_MS).ok
     count = 0
-    start = time.perf_counter()
+    start, cpu_start = time.perf_counter(), time.process_time()
     while time.perf_counter() - start < seconds:
         validate(schema, state, now_ms=NOW_MS)
         count += 1
-    return count / (time.perf_counter() - start)
+    return count / (time.perf_counter() - start), count / max(time.process_time() - cpu_start, 1e-9)
 
 
 _NODE_RUNNER = """
@@ -158,18 +162,20 @@ def main() -> None:
     source = sixty_field_declaration()
     state = five_kib_state()
     compile_s = measure_compile(big)
-    ours = measure_validations(source, state)
+    ours, ours_cpu = measure_validations(source, state)
     zod = measure_zod(source, state)
     report = {
         "declaration_bytes": len(big.encode()),
         "compile_ms": round(compile_s * 1000, 2),
         "state_bytes": len(json.dumps(state, ensure_ascii=False).encode()),
         "validations_per_s": round(ours, 1),
+        "cpu_validations_per_s": round(ours_cpu, 1),
         "zod_validations_per_s": None if zod is None else round(zod, 1),
         "ratio_to_zod": None if zod is None else round(ours / zod, 4),
     }
     print(f"compile of a {report['declaration_bytes']}-byte declaration: {report['compile_ms']} ms")
-    print(f"validations of a {report['state_bytes']}-byte state (60 fields): {report['validations_per_s']}/s")
+    print(f"validations of a {report['state_bytes']}-byte state (60 fields): {report['validations_per_s']}/s "
+          f"({report['cpu_validations_per_s']} per CPU second)")
     print(f"real Zod v4 on node: {report['zod_validations_per_s']}/s")
     print(json.dumps(report))
 

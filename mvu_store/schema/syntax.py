@@ -3,7 +3,7 @@
 The declaration is untrusted JavaScript (or TypeScript). Nothing here runs it: tree-sitter gives
 a concrete syntax tree, and :func:`parse_program` copies the few node kinds we understand into
 :class:`Node` values. Any other kind, any tree with a syntax error (tree-sitter recovers from
-errors, so we check ``has_error`` ourselves) and any tree deeper than :data:`MAX_SYNTAX_DEPTH`
+errors, so we check ``has_error`` ourselves) and any program nested deeper than :data:`MAX_SYNTAX_DEPTH`
 is ``MVU_SCHEMA_CODE`` with the line and column, so a refusal is always explainable.
 """
 
@@ -20,9 +20,10 @@ from tree_sitter import Node as CstNode
 from mvu_store.errors import Code, MvuError
 
 MAX_SOURCE_BYTES = 128 * 1024
-# Lowering recurses; this bound keeps Python's own stack far away (about 5 tree levels per
-# nested z.object, so real cards stay under 100).
-MAX_SYNTAX_DEPTH = 240
+# Lowering, compiling and running recurse once per nested expression or statement; this bound
+# keeps Python's own stack far away (a nested z.object costs about 3 levels, so real cards stay
+# far under it).
+MAX_SYNTAX_DEPTH = 150
 MAX_LITERAL_CHARS = 64 * 1024
 
 _JS = Language(tree_sitter_javascript.language())
@@ -96,7 +97,6 @@ def parse_program(source: str) -> Node:
         if ts_root.has_error:
             raise refuse(_first_error(root), "syntax error")
         root = ts_root
-    _check_depth(root)
     return _Lowerer(data).program(root)
 
 
@@ -110,27 +110,18 @@ def _first_error(root: CstNode) -> CstNode:
     return root
 
 
-def _check_depth(root: CstNode) -> None:
-    cursor = root.walk()
-    depth = 0
-    while True:
-        if depth > MAX_SYNTAX_DEPTH:
-            raise MvuError(Code.LIMIT, f"declaration is nested deeper than {MAX_SYNTAX_DEPTH}",
-                           limit=MAX_SYNTAX_DEPTH, kind="syntax_depth")
-        if cursor.goto_first_child():
-            depth += 1
-            continue
-        while not cursor.goto_next_sibling():
-            if not cursor.goto_parent():
-                return
-            depth -= 1
-
-
 class _Lowerer:
     """Copies whitelisted CST nodes into :class:`Node` values; refuses everything else."""
 
     def __init__(self, data: bytes) -> None:
         self.data = data
+        self.depth = 0
+
+    def deeper(self, cst: CstNode) -> None:
+        self.depth += 1
+        if self.depth > MAX_SYNTAX_DEPTH:
+            raise MvuError(Code.LIMIT, f"declaration is nested deeper than {MAX_SYNTAX_DEPTH} at line "
+                           f"{cst.start_point[0] + 1}", limit=MAX_SYNTAX_DEPTH, kind="syntax_depth")
 
     def text(self, cst: CstNode) -> str:
         return self.data[cst.start_byte:cst.end_byte].decode("utf-8", "surrogatepass")
@@ -196,6 +187,13 @@ class _Lowerer:
         raise refuse(cst, "unsupported export form")
 
     def statement(self, cst: CstNode) -> Node | None:
+        self.deeper(cst)
+        try:
+            return self.statement_kind(cst)
+        finally:
+            self.depth -= 1
+
+    def statement_kind(self, cst: CstNode) -> Node | None:
         kind = cst.type
         if kind in _TYPE_STATEMENTS or kind in {"empty_statement", "comment"}:
             return None
@@ -327,6 +325,13 @@ class _Lowerer:
     # -- expressions -------------------------------------------------------------------------
 
     def expression(self, cst: CstNode) -> Node:
+        self.deeper(cst)
+        try:
+            return self.expression_kind(cst)
+        finally:
+            self.depth -= 1
+
+    def expression_kind(self, cst: CstNode) -> Node:
         kind = cst.type
         method = getattr(self, "x_" + kind, None)
         if method is not None:
