@@ -13,20 +13,8 @@ from mvu_store.schema.issues import (
     size_issue,
     unrecognized_keys,
 )
-from mvu_store.schema.types import (
-    Check,
-    LiteralSchema,
-    Optional,
-    ParseCtx,
-    Schema,
-    StringSchema,
-    _limit,
-    _literal_key,
-    _size_checker,
-    as_schema,
-    custom_message,
-    runner,
-)
+from mvu_store.schema.primitives import LiteralSchema, StringSchema, literal_key, number_arg, size_checker
+from mvu_store.schema.types import Check, Optional, ParseCtx, Schema, as_schema, custom_message, runner
 from mvu_store.schema.values import UNDEFINED, Budget, arg, to_string, truthy
 
 _NONOPTIONAL = "Invalid input: expected nonoptional, received undefined"
@@ -186,8 +174,8 @@ class ArraySchema(Schema):
         return out
 
     def size(self, code: str, args: list[Any], *, exact: bool = False) -> Check:
-        limit = _limit(arg(args, 0), "a length")
-        return _size_checker(code, "array", limit, exact, custom_message(arg(args, 1)), len)
+        limit = number_arg(arg(args, 0), "a length")
+        return size_checker(code, "array", limit, exact, custom_message(arg(args, 1)), len)
 
     def m_min(self, budget: Budget, args: list[Any]) -> Schema:
         return self.with_check(self.size("too_small", args))
@@ -380,14 +368,14 @@ class DiscriminatedUnionSchema(Schema):
             if values is None:
                 raise MvuError(Code.SCHEMA, f"discriminatedUnion option has no literal `{key}`")
             for item in values:
-                self.by_value.setdefault(_literal_key(item), option)
+                self.by_value.setdefault(literal_key(item), option)
                 self.labels.append(to_string(item))
 
     def parse(self, value: Any, ctx: ParseCtx) -> Any:
         if type(value) is not dict:
             ctx.issues.append(invalid_type("object", value))
             return value
-        option = self.by_value.get(_literal_key(value.get(self.key, UNDEFINED)))
+        option = self.by_value.get(literal_key(value.get(self.key, UNDEFINED)))
         if option is not None:
             return option.run(value, ctx)
         expected = " | ".join(f"'{label}'" for label in self.labels)

@@ -17,11 +17,13 @@ from typing import Any
 
 from mvu_store.errors import Code, MvuError
 from mvu_store.jsonvalue import MAX_DEPTH, MAX_NODES, JsonValue, sha256_hex
-from mvu_store.schema.builtins import GLOBALS, LODASH
+from mvu_store.schema.builtins import GLOBALS
 from mvu_store.schema.composite import ObjectSchema
 from mvu_store.schema.dsl import make_z
-from mvu_store.schema.evaluate import Compiler, Frame, JsFunction
+from mvu_store.schema.evaluate import Compiler
 from mvu_store.schema.issues import Issue
+from mvu_store.schema.lodash import LODASH
+from mvu_store.schema.runtime import Frame, JsFunction
 from mvu_store.schema.syntax import Node, parse_program
 from mvu_store.schema.types import ParseCtx, Schema
 from mvu_store.schema.values import UNDEFINED, Budget, Builtin, JsCallable, arg
@@ -145,7 +147,7 @@ def _build(source: str, version: int) -> Compiled:
     globals_frame.vars.update(GLOBALS)
     z = make_z(version)
     registry = _Registry()
-    globals_frame.vars.update({"z": z, "$": Builtin("$", registry.on_ready),
+    globals_frame.vars.update({"z": z, "_": LODASH, "$": Builtin("$", registry.on_ready),
                                "registerMvuSchema": registry.register(verified=False)})
     top = Frame(globals_frame, budget)
     compiler = Compiler(globals_frame.vars, program)

@@ -19,23 +19,16 @@ from mvu_store.schema.composite import (
     UnionSchema,
     shape_arg,
 )
-from mvu_store.schema.types import (
-    NEVER,
+from mvu_store.schema.primitives import (
     AnySchema,
     BooleanSchema,
     LiteralSchema,
     NeverSchema,
-    Nullable,
     NumberSchema,
-    Optional,
-    Pipe,
-    Schema,
     StringSchema,
-    Transform,
-    _function,
-    _list_arg,
-    as_schema,
+    list_arg,
 )
+from mvu_store.schema.types import NEVER, Nullable, Optional, Pipe, Schema, Transform, as_schema, function_arg
 from mvu_store.schema.values import UNDEFINED, Budget, Builtin, Namespace, arg
 
 _V2_ONLY = frozenset({"looseObject", "strictObject"})
@@ -49,7 +42,7 @@ def _enum(budget: Budget, args: list[Any]) -> Schema:
     values = arg(args, 0)
     if type(values) is dict:  # z.enum({A: 'a'}) / nativeEnum: the object's values
         values = list(values.values())
-    return LiteralSchema("enum", list(_list_arg(values)))
+    return LiteralSchema("enum", list(list_arg(values)))
 
 
 def _literal(budget: Budget, args: list[Any]) -> Schema:
@@ -68,24 +61,24 @@ def _record(partial: bool) -> Any:
 
 
 def _union(budget: Budget, args: list[Any]) -> Schema:
-    return UnionSchema([as_schema(option, "a union option") for option in _list_arg(arg(args, 0))])
+    return UnionSchema([as_schema(option, "a union option") for option in list_arg(arg(args, 0))])
 
 
 def _discriminated(budget: Budget, args: list[Any]) -> Schema:
     key = arg(args, 0)
     if type(key) is not str:
         raise MvuError(Code.SCHEMA, "discriminatedUnion needs a key name")
-    return DiscriminatedUnionSchema(key, [as_schema(option, "an option") for option in _list_arg(arg(args, 1))])
+    return DiscriminatedUnionSchema(key, [as_schema(option, "an option") for option in list_arg(arg(args, 1))])
 
 
 def _tuple(budget: Budget, args: list[Any]) -> Schema:
-    items = [as_schema(item, "a tuple item") for item in _list_arg(arg(args, 0))]
+    items = [as_schema(item, "a tuple item") for item in list_arg(arg(args, 0))]
     rest = arg(args, 1)
     return TupleSchema(items, None if rest is UNDEFINED else as_schema(rest, "tuple's rest"))
 
 
 def _preprocess(budget: Budget, args: list[Any]) -> Schema:
-    fn = _function(arg(args, 0), "preprocess")
+    fn = function_arg(arg(args, 0), "preprocess")
     return Pipe(Transform(fn, raw_input=True), as_schema(arg(args, 1), "preprocess's schema"))
 
 

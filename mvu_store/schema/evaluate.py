@@ -3,34 +3,38 @@
 Each expression becomes ``fn(frame) -> value`` and each statement ``fn(frame) -> completion``
 once, at compile time; validations then only call closures (no AST walk per value). Work is
 charged where it can repeat: every function call and loop iteration costs the node count of its
-body, builtins cost the size of what they touch. Property access goes through
-:func:`get_member` / :func:`set_member`, which own the isolation rules of S-7: own properties
-only, no prototype names, no ``length`` writes, no writes to declaration constants.
+body, builtins cost the size of what they touch.
 """
 
 from __future__ import annotations
 
-import math
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 from mvu_store.errors import Code, MvuError
 from mvu_store.jsonvalue import UNSAFE_KEYS
 from mvu_store.schema import builtins
+from mvu_store.schema.operators import BINARY, UNARY, clip
 from mvu_store.schema.regex import compile_regex
+from mvu_store.schema.runtime import (
+    BREAK,
+    CONTINUE,
+    Eval,
+    Exec,
+    Frame,
+    JsFunction,
+    Return,
+    bind,
+    get_member,
+    property_key,
+    set_member,
+)
 from mvu_store.schema.syntax import Node
 from mvu_store.schema.values import (
-    MAX_CALL_DEPTH,
     UNDEFINED,
-    Budget,
     JsCallable,
-    Opaque,
     ScriptError,
     fail,
-    is_number,
-    js_length,
-    loose_equals,
-    strict_equals,
     to_number,
     to_string,
     truthy,
@@ -38,341 +42,6 @@ from mvu_store.schema.values import (
 )
 
 MAX_LOOP_ITEMS = 1_000
-_INT_LIMIT = 2**53
-_ABSENT = object()
-
-
-class Frame:
-    """One lexical scope: its bindings, which of them are constants, and the running budget."""
-
-    __slots__ = ("budget", "consts", "parent", "vars")
-
-    def __init__(self, parent: Frame | None, budget: Budget, bindings: dict[str, Any] | None = None) -> None:
-        self.vars: dict[str, Any] = {} if bindings is None else bindings
-        self.consts: set[str] | None = None  # created on the first `const`: most call frames have none
-        self.parent = parent
-        self.budget = budget
-
-    def lookup(self, name: str) -> Any:
-        frame: Frame | None = self
-        while frame is not None:
-            value = frame.vars.get(name, _ABSENT)
-            if value is not _ABSENT:
-                return value
-            frame = frame.parent
-        raise fail(f"{name} is not defined")
-
-    def assign(self, name: str, value: Any) -> None:
-        frame: Frame | None = self
-        while frame is not None:
-            if name in frame.vars:
-                if frame.consts is not None and name in frame.consts:
-                    raise fail(f"assignment to constant `{name}`")
-                frame.vars[name] = value
-                return
-            frame = frame.parent
-        raise fail(f"{name} is not defined")
-
-
-class Return:
-    __slots__ = ("value",)
-
-    def __init__(self, value: Any) -> None:
-        self.value = value
-
-
-BREAK = object()
-CONTINUE = object()
-
-Eval = Callable[[Frame], Any]
-Exec = Callable[[Frame], Any]  # returns None, BREAK, CONTINUE or a Return
-Param = tuple[tuple[Any, ...], Eval | None]  # (binding pattern, default value)
-
-
-class JsFunction(JsCallable):
-    """A declaration's arrow or function expression, closed over its defining frame."""
-
-    __slots__ = ("body", "closure", "cost", "expression", "members", "names", "params")
-
-    def __init__(self, params: list[Param], body: Exec, closure: Frame, cost: int, expression: bool) -> None:
-        # Properties set on the function (bundlers' `getter.a`); empty for nearly every function.
-        self.members: dict[str, Any] = {}
-        self.params = params
-        self.body = body
-        self.closure = closure
-        self.cost = cost
-        self.expression = expression  # `x => expr`: the body is an Eval, no Return to unwrap
-        # Plain `(a, b) => ...` parameters (most transforms) bind with one dict: the hot path.
-        simple = all(pattern[0] == "name" and default is None for pattern, default in params)
-        self.names = [pattern[1] for pattern, _ in params] if simple else None
-
-    def call(self, budget: Budget, args: list[Any]) -> Any:
-        budget.charge(self.cost)
-        if budget.depth >= MAX_CALL_DEPTH:
-            raise MvuError(Code.LIMIT, f"calls nested deeper than {MAX_CALL_DEPTH}",
-                           limit=MAX_CALL_DEPTH, kind="call_depth")
-        names = self.names
-        if names is not None:
-            if len(args) < len(names):
-                args = [*args, *[UNDEFINED] * (len(names) - len(args))]
-            frame = Frame(self.closure, budget, dict(zip(names, args, strict=False)))
-        else:
-            frame = Frame(self.closure, budget)
-            for index, (pattern, default) in enumerate(self.params):
-                value = args[index] if index < len(args) else UNDEFINED
-                if value is UNDEFINED and default is not None:
-                    value = default(frame)
-                bind(frame, pattern, value, const=False)
-        # No try/finally here (it costs on every call): a failing call ends the run, unless a
-        # declaration's catch handles it, and s_try restores the depth it started with.
-        budget.depth += 1
-        result = self.body(frame)
-        budget.depth -= 1
-        if self.expression:
-            return result
-        return result.value if type(result) is Return else UNDEFINED
-
-    def get(self, key: str) -> Any:
-        if key in {"call", "apply", "bind"}:
-            return super().get(key)
-        return self.members.get(key, UNDEFINED)
-
-    def refs(self) -> Iterator[Any]:
-        yield from self.members.values()
-        frame: Frame | None = self.closure
-        while frame is not None:
-            yield from frame.vars.values()
-            frame = frame.parent
-
-
-def bind(frame: Frame, pattern: tuple[Any, ...], value: Any, *, const: bool) -> None:
-    """Bind a name or a flat destructuring pattern in ``frame``."""
-    shape = pattern[0]
-    if shape == "name":
-        pairs: list[tuple[str, Any]] = [(pattern[1], value)]
-    elif shape == "object":
-        pairs = [(local, get_member(value, key)) for key, local in pattern[1]]
-    else:
-        pairs = [(local, get_member(value, index)) for index, local in enumerate(pattern[1])]
-    for name, item in pairs:
-        frame.vars[name] = item
-        if const:
-            if frame.consts is None:
-                frame.consts = set()
-            frame.consts.add(name)
-
-
-# -- property access -------------------------------------------------------------------------
-
-
-def property_key(key: Any) -> str:
-    kind = type(key)
-    if kind is str:
-        return key  # type: ignore[no-any-return]
-    if kind is int or kind is float or kind is bool or key is None or key is UNDEFINED:
-        return to_string(key)
-    raise fail(f"a {typeof(key)} cannot be a property key")
-
-
-def _index(key: Any) -> int | None:
-    if type(key) is int:
-        return int(key)
-    if type(key) is float and key.is_integer():
-        return int(key)
-    if type(key) is str and key.isdigit() and key.isascii() and (key == "0" or key[0] != "0"):
-        return int(key)
-    return None
-
-
-def get_member(obj: Any, key: Any) -> Any:
-    """``obj[key]`` with S-7's rules: own data only, prototype names refused."""
-    kind = type(obj)
-    if kind is dict:
-        name = key if type(key) is str else property_key(key)
-        if name in UNSAFE_KEYS:
-            raise MvuError(Code.SCHEMA, f"access to `{name}` is not allowed", key=name)
-        return obj.get(name, UNDEFINED)
-    if kind is list or kind is str:
-        index = _index(key)
-        if index is not None:
-            return obj[index] if 0 <= index < len(obj) else UNDEFINED
-        name = property_key(key)
-        if name == "length":
-            return len(obj) if kind is list else js_length(obj)
-        if name in UNSAFE_KEYS:
-            raise MvuError(Code.SCHEMA, f"access to `{name}` is not allowed", key=name)
-        return builtins.method_of(obj, name)
-    if isinstance(obj, Opaque):
-        name = property_key(key)
-        # `Object.prototype.hasOwnProperty.call(data, key)` is S-8's one explicit primitive.
-        if name in UNSAFE_KEYS and not (obj is builtins.OBJECT and name == "prototype"):
-            raise MvuError(Code.SCHEMA, f"access to `{name}` is not allowed", key=name)
-        return obj.get(name)
-    if obj is None or obj is UNDEFINED:
-        raise fail(f"cannot read property `{to_string(key)}` of {to_string(obj)}")
-    name = property_key(key)
-    if name in UNSAFE_KEYS:
-        raise MvuError(Code.SCHEMA, f"access to `{name}` is not allowed", key=name)
-    return builtins.method_of(obj, name)
-
-
-def set_member(budget: Budget, obj: Any, key: Any, value: Any) -> None:
-    """``obj[key] = value`` on a container the declaration may write.
-
-    Objects may hold functions and schemas while the declaration builds itself (bundlers keep
-    their runtime in one); a parsed value that still holds one is refused when it is output.
-    """
-    target: Any = obj
-    if isinstance(obj, JsFunction):
-        if id(obj) in budget.frozen:
-            raise MvuError(Code.SCHEMA, "the declaration's constants are read-only")
-        target = obj.members
-    else:
-        builtins.check_writable(budget, obj)
-    if type(target) is dict:
-        name = property_key(key)
-        if name in UNSAFE_KEYS:
-            raise MvuError(Code.SCHEMA, f"writing `{name}` is not allowed", key=name)
-        target[name] = value
-        return
-    index = _index(key)
-    if property_key(key) == "length":
-        raise MvuError(Code.SCHEMA, "writing an array's `length` is not allowed")
-    if index is None or index > len(target):
-        raise MvuError(Code.SCHEMA, "arrays stay dense: only existing indexes or the next one can be written")
-    budget.charge(1)
-    if index == len(target):
-        target.append(value)
-    else:
-        target[index] = value
-
-
-# -- operators -------------------------------------------------------------------------------
-
-
-def _clip(value: Any) -> Any:
-    """Keep integer results within JavaScript's exact range (beyond it numbers are doubles)."""
-    if type(value) is int and not -_INT_LIMIT <= value <= _INT_LIMIT:
-        try:
-            return float(value)
-        except OverflowError:
-            return math.inf if value > 0 else -math.inf
-    return value
-
-
-def _add(left: Any, right: Any) -> Any:
-    if is_number(left) and is_number(right):
-        return _clip(left + right)
-    if type(left) is str and type(right) is str:
-        return left + right
-    if type(left) is dict or type(right) is dict or isinstance(left, Opaque) or isinstance(right, Opaque):
-        raise fail("implicit conversion of an object is not allowed")
-    if type(left) is str or type(right) is str or type(left) is list or type(right) is list:
-        return to_string(left) + to_string(right)
-    return _clip(to_number(left) + to_number(right))
-
-
-def _divide(left: Any, right: Any) -> Any:
-    a, b = to_number(left), to_number(right)
-    if b == 0:
-        if a == 0 or math.isnan(a):
-            return math.nan
-        return math.copysign(math.inf, a) * math.copysign(1, b)
-    return a / b
-
-
-def _remainder(left: Any, right: Any) -> Any:
-    a, b = to_number(left), to_number(right)
-    if b == 0 or math.isinf(a) or math.isnan(a) or math.isnan(b):
-        return math.nan
-    if math.isinf(b):
-        return a
-    if type(a) is int and type(b) is int:
-        result = abs(a) % abs(b)
-        return -result if a < 0 else result
-    return math.fmod(a, b)
-
-
-def _power(left: Any, right: Any) -> Any:
-    a, b = float(to_number(left)), float(to_number(right))
-    try:
-        result = a**b
-    except OverflowError:
-        return math.inf
-    except ZeroDivisionError:
-        return math.inf
-    if isinstance(result, complex):
-        return math.nan
-    return result
-
-
-def _int32(value: Any) -> int:
-    number = to_number(value)
-    if math.isnan(number) or math.isinf(number):
-        return 0
-    result = int(number) & 0xFFFFFFFF
-    return result - 2**32 if result >= 2**31 else result
-
-
-def _compare(test: Callable[[Any, Any], bool]) -> Callable[[Any, Any], bool]:
-    def compare(left: Any, right: Any) -> bool:
-        left_kind, right_kind = type(left), type(right)
-        if (left_kind is int or left_kind is float) and (right_kind is int or right_kind is float):
-            return test(left, right)
-        if left_kind is str and right_kind is str:
-            return test(left, right)
-        return test(to_number(left), to_number(right))
-
-    return compare
-
-
-def _in(left: Any, right: Any) -> bool:
-    if type(right) is dict:
-        return property_key(left) in right
-    if type(right) is list:
-        index = _index(left)
-        return (index is not None and 0 <= index < len(right)) or property_key(left) == "length"
-    raise fail("`in` needs an object on its right")
-
-
-BINARY: dict[str, Callable[[Any, Any], Any]] = {
-    "+": _add,
-    "-": lambda a, b: _clip(to_number(a) - to_number(b)),
-    "*": lambda a, b: _clip(to_number(a) * to_number(b)),
-    "/": _divide,
-    "%": _remainder,
-    "**": _power,
-    "<": _compare(lambda a, b: a < b),
-    ">": _compare(lambda a, b: a > b),
-    "<=": _compare(lambda a, b: a <= b),
-    ">=": _compare(lambda a, b: a >= b),
-    "===": strict_equals,
-    "!==": lambda a, b: not strict_equals(a, b),
-    "==": loose_equals,
-    "!=": lambda a, b: not loose_equals(a, b),
-    "&": lambda a, b: _int32(_int32(a) & _int32(b)),
-    "|": lambda a, b: _int32(_int32(a) | _int32(b)),
-    "^": lambda a, b: _int32(_int32(a) ^ _int32(b)),
-    "<<": lambda a, b: _int32(_int32(a) << (_int32(b) & 31)),
-    ">>": lambda a, b: _int32(a) >> (_int32(b) & 31),
-    ">>>": lambda a, b: (_int32(a) & 0xFFFFFFFF) >> (_int32(b) & 31),
-    "in": _in,
-}
-
-
-def _negate(value: Any) -> Any:
-    number = to_number(value)
-    return -number if number != 0 else (-0.0 if type(number) is float or number == 0 else 0)
-
-
-UNARY: dict[str, Callable[[Any], Any]] = {
-    "!": lambda value: not truthy(value),
-    "-": _negate,
-    "+": to_number,
-    "typeof": typeof,
-    "void": lambda value: UNDEFINED,
-    "~": lambda value: _int32(~_int32(value)),
-}
 
 
 def _thrown(value: Any) -> ScriptError:
@@ -684,7 +353,7 @@ class Compiler:
 
         def update(frame: Frame) -> Any:
             old = to_number(read(frame))
-            write(frame, _clip(old + step))
+            write(frame, clip(old + step))
             return old + step if prefix else old
 
         return update

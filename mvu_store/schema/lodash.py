@@ -1,0 +1,298 @@
+"""The lodash helpers real cards call (``_.clamp``, ``_.pickBy``, chains ``_(x)...value()``).
+
+Each takes plain JSON collections and declaration functions, charges the budget for the items it
+touches and never mutates its input unless lodash itself does (``_.merge``, ``_.set``).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from functools import cmp_to_key
+from typing import Any
+
+from mvu_store.jsonvalue import UNSAFE_KEYS
+from mvu_store.schema.builtins import (
+    Fn,
+    check_writable,
+    collection,
+    deep_copy,
+    entries,
+    from_entries,
+    is_integer,
+    js_compare,
+    js_round,
+    keys,
+    make_mapper,
+    make_predicate,
+    plain,
+    to_num,
+    values,
+)
+from mvu_store.schema.values import (
+    UNDEFINED,
+    Budget,
+    Builtin,
+    Opaque,
+    arg,
+    is_number,
+    strict_equals,
+    to_string,
+    truthy,
+)
+
+
+def _clamp(budget: Budget, args: list[Any]) -> Any:
+    number = to_num(arg(args, 0))
+    lower, upper = arg(args, 1), arg(args, 2)
+    if upper is UNDEFINED:
+        lower, upper = UNDEFINED, lower
+    if math.isnan(number):
+        return number
+    if upper is not UNDEFINED and not math.isnan(to_num(upper)):
+        number = min(number, to_num(upper))
+    if lower is not UNDEFINED and not math.isnan(to_num(lower)):
+        number = max(number, to_num(lower))
+    return number
+
+
+def _pick_by(keep: bool) -> Fn:
+    def pick_by(budget: Budget, args: list[Any]) -> Any:
+        test = make_predicate(budget, arg(args, 1))
+        return {key: item for key, item in collection(budget, arg(args, 0)) if test(item, key) == keep}
+
+    return pick_by
+
+
+def _pick(keep: bool) -> Fn:
+    def pick(budget: Budget, args: list[Any]) -> Any:
+        names: set[str] = set()
+        for item in args[1:]:
+            names.update(to_string(name) for name in (item if type(item) is list else [item]))
+        return {key: item for key, item in collection(budget, arg(args, 0)) if (key in names) == keep}
+
+    return pick
+
+
+def _map_values(budget: Budget, args: list[Any]) -> Any:
+    mapper = make_mapper(budget, arg(args, 1))
+    return {key: mapper(item, key) for key, item in collection(budget, arg(args, 0))}
+
+
+def _lodash_map(budget: Budget, args: list[Any]) -> Any:
+    mapper = make_mapper(budget, arg(args, 1))
+    return [mapper(item, key) for key, item in collection(budget, arg(args, 0))]
+
+
+def _lodash_filter(budget: Budget, args: list[Any]) -> Any:
+    test = make_predicate(budget, arg(args, 1))
+    return [item for key, item in collection(budget, arg(args, 0)) if test(item, key)]
+
+
+def _lodash_get(budget: Budget, args: list[Any]) -> Any:
+    from mvu_store.schema.runtime import get_member  # runtime imports the library
+
+    value, path, default = arg(args, 0), arg(args, 1), arg(args, 2)
+    parts = path if type(path) is list else to_string(path).replace("[", ".").replace("]", "").split(".")
+    budget.charge(len(parts))
+    for part in parts:
+        if type(value) is not dict and type(value) is not list:
+            return default
+        value = get_member(value, part)
+        if value is UNDEFINED:
+            return default
+    return value
+
+
+def _is_empty(budget: Budget, args: list[Any]) -> bool:
+    value = arg(args, 0)
+    if type(value) in (dict, list, str):
+        return len(value) == 0
+    return True
+
+
+def _sort_by(budget: Budget, args: list[Any]) -> Any:
+    items = [item for _, item in collection(budget, arg(args, 0))]
+    keys = arg(args, 1)
+    mappers = [make_mapper(budget, key) for key in (keys if type(keys) is list else [keys])]
+    budget.charge(len(items) * max(1, len(items).bit_length()))
+    decorated = [([mapper(item, None) for mapper in mappers], item) for item in items]
+
+    def compare(left: tuple[list[Any], Any], right: tuple[list[Any], Any]) -> int:
+        for a, b in zip(left[0], right[0], strict=True):
+            order = js_compare(a, b)
+            if order:
+                return order
+        return 0
+
+    return [item for _, item in sorted(decorated, key=cmp_to_key(compare))]
+
+
+def _uniq(budget: Budget, args: list[Any]) -> Any:
+    items = arg(args, 0)
+    if type(items) is not list:
+        return []
+    budget.charge(len(items) ** 2 // 64 + len(items))
+    result: list[Any] = []
+    for item in items:
+        if not any(strict_equals(item, seen) for seen in result):
+            result.append(item)
+    return result
+
+
+def _sum(budget: Budget, args: list[Any]) -> Any:
+    items = [item for _, item in collection(budget, arg(args, 0))]
+    return sum((to_num(item) for item in items), 0)
+
+
+def _merge(budget: Budget, args: list[Any]) -> Any:
+    target = arg(args, 0)
+    check_writable(budget, target)
+
+    def merge_into(into: dict[str, Any], source: Any) -> None:
+        if type(source) is not dict:
+            return
+        budget.charge(len(source))
+        for key, item in source.items():
+            if key in UNSAFE_KEYS:
+                continue
+            if type(item) is dict and type(into.get(key)) is dict and id(into[key]) not in budget.frozen:
+                merge_into(into[key], item)
+            else:
+                into[key] = deep_copy(budget, item)
+
+    for source in args[1:]:
+        merge_into(target, source)
+    return target
+
+
+def _range(budget: Budget, args: list[Any]) -> Any:
+    numbers = [to_num(item) for item in args if item is not UNDEFINED]
+    if len(numbers) == 1:
+        numbers = [0, numbers[0]]
+    start, end, step = numbers[0], numbers[1], numbers[2] if len(numbers) > 2 else 1
+    if step == 0 or not all(math.isfinite(x) for x in (start, end, step)):
+        return []
+    count = max(0, math.ceil((end - start) / step))
+    budget.charge(count)
+    return [start + index * step for index in range(count)]
+
+
+def _size(budget: Budget, args: list[Any]) -> Any:
+    value = arg(args, 0)
+    return len(value) if type(value) in (dict, list, str) else 0
+
+
+def _lodash_round(method: str) -> Fn:
+    def apply(budget: Budget, args: list[Any]) -> Any:
+        number, digits = to_num(arg(args, 0)), arg(args, 1)
+        precision = 0 if digits is UNDEFINED else int(to_num(digits))
+        if method == "round":
+            return js_round(number, precision)
+        factor = 10**precision
+        rounded = (math.floor if method == "floor" else math.ceil)(number * factor) / factor
+        return int(rounded) if precision <= 0 else rounded
+
+    return apply
+
+
+def _minmax_of(pick: Callable[..., Any]) -> Fn:
+    def apply(budget: Budget, args: list[Any]) -> Any:
+        items = [item for _, item in collection(budget, arg(args, 0))]
+        return pick(items, key=to_num) if items else UNDEFINED
+
+    return apply
+
+
+def _take(from_end: bool) -> Fn:
+    def take(budget: Budget, args: list[Any]) -> Any:
+        items = arg(args, 0)
+        count = 1 if arg(args, 1) is UNDEFINED else max(0, int(to_num(arg(args, 1))))
+        if type(items) is not list:
+            return []
+        budget.charge(len(items))
+        if from_end:
+            return items[len(items) - count:] if count else []
+        return items[:count]
+
+    return take
+
+
+class LodashChain(Opaque):
+    """``_(value)`` / ``_.chain(value)``: lodash's wrapper, ended by ``.value()``."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value: Any) -> None:
+        self.value = value
+
+    def get(self, key: str) -> Any:
+        if key == "value":
+            return Builtin("value", lambda budget, args: self.value)
+        helper = _LODASH_HELPERS.get(key)
+        if not isinstance(helper, Builtin):
+            return super().get(key)
+        return Builtin(key, lambda budget, args: LodashChain(helper.call(budget, [self.value, *args])))
+
+
+_LODASH_HELPERS: dict[str, Any] = {
+    "clamp": Builtin("clamp", _clamp),
+    "pickBy": Builtin("pickBy", _pick_by(True)),
+    "omitBy": Builtin("omitBy", _pick_by(False)),
+    "pick": Builtin("pick", _pick(True)),
+    "omit": Builtin("omit", _pick(False)),
+    "mapValues": Builtin("mapValues", _map_values),
+    "map": Builtin("map", _lodash_map),
+    "filter": Builtin("filter", _lodash_filter),
+    "get": Builtin("get", _lodash_get),
+    "isEmpty": Builtin("isEmpty", _is_empty),
+    "sortBy": Builtin("sortBy", _sort_by),
+    "uniq": Builtin("uniq", _uniq),
+    "sum": Builtin("sum", _sum),
+    "keys": Builtin("keys", keys),
+    "values": Builtin("values", values),
+    "entries": Builtin("entries", entries),
+    "toPairs": Builtin("toPairs", entries),
+    "fromPairs": Builtin("fromPairs", from_entries),
+    "size": Builtin("size", _size),
+    "round": Builtin("round", _lodash_round("round")),
+    "floor": Builtin("floor", _lodash_round("floor")),
+    "ceil": Builtin("ceil", _lodash_round("ceil")),
+    "max": Builtin("max", _minmax_of(max)),
+    "min": Builtin("min", _minmax_of(min)),
+    "take": Builtin("take", _take(False)),
+    "takeRight": Builtin("takeRight", _take(True)),
+    "range": Builtin("range", _range),
+    "merge": Builtin("merge", _merge),
+    "cloneDeep": Builtin("cloneDeep", lambda budget, args: deep_copy(budget, arg(args, 0))),
+    "has": Builtin("has", lambda budget, args: type(arg(args, 0)) is dict and to_string(arg(args, 1)) in arg(args, 0)),
+    "includes": Builtin("includes", lambda budget, args: any(
+        strict_equals(item, arg(args, 1)) for _, item in collection(budget, arg(args, 0)))),
+    "isNumber": plain("isNumber", lambda value=UNDEFINED, *_: is_number(value)),
+    "isString": plain("isString", lambda value=UNDEFINED, *_: type(value) is str),
+    "isBoolean": plain("isBoolean", lambda value=UNDEFINED, *_: type(value) is bool),
+    "isArray": plain("isArray", lambda value=UNDEFINED, *_: type(value) is list),
+    "isPlainObject": plain("isPlainObject", lambda value=UNDEFINED, *_: type(value) is dict),
+    "isObject": plain("isObject", lambda value=UNDEFINED, *_: type(value) in (dict, list) or isinstance(value, Opaque)),
+    "isNil": plain("isNil", lambda value=UNDEFINED, *_: value is None or value is UNDEFINED),
+    "isFinite": plain("isFinite", lambda value=UNDEFINED, *_: is_number(value) and math.isfinite(value)),
+    "isInteger": plain("isInteger", lambda value=UNDEFINED, *_: is_integer(value)),
+    "inRange": Builtin("inRange", lambda budget, args: _in_range(args)),
+    "toNumber": plain("toNumber", lambda value=UNDEFINED, *_: to_num(value)),
+    "toString": plain("toString", lambda value=UNDEFINED, *_: "" if value in (None, UNDEFINED) else to_string(value)),
+    "first": plain("first", lambda value=UNDEFINED, *_: value[0] if type(value) is list and value else UNDEFINED),
+    "head": plain("head", lambda value=UNDEFINED, *_: value[0] if type(value) is list and value else UNDEFINED),
+    "last": plain("last", lambda value=UNDEFINED, *_: value[-1] if type(value) is list and value else UNDEFINED),
+    "compact": plain("compact", lambda value=UNDEFINED, *_: [x for x in value if truthy(x)] if type(value) is list
+                     else []),
+}
+_LODASH_HELPERS["chain"] = Builtin("chain", lambda budget, args: LodashChain(arg(args, 0)))
+LODASH = Builtin("_", lambda budget, args: LodashChain(arg(args, 0)), _LODASH_HELPERS)
+
+
+def _in_range(args: list[Any]) -> bool:
+    number, start, end = to_num(arg(args, 0)), to_num(arg(args, 1)), arg(args, 2)
+    if end is UNDEFINED:
+        start, end = 0, start
+    low, high = sorted((start, to_num(end)))
+    return bool(low <= number < high)
