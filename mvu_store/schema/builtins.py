@@ -34,6 +34,13 @@ from mvu_store.schema.values import (
 Fn = Callable[[Budget, list[Any]], Any]
 
 
+def safe_key(name: str) -> str:
+    """``name`` as a key a declaration may create: prototype names are refused (S-7)."""
+    if name in UNSAFE_KEYS:
+        raise MvuError(Code.SCHEMA, f"the key `{name}` is not allowed", key=name)
+    return name
+
+
 def check_writable(budget: Budget, obj: Any) -> None:
     """Refuse writes to anything but a JSON container created outside the declaration's constants."""
     if type(obj) is not dict and type(obj) is not list:
@@ -43,7 +50,9 @@ def check_writable(budget: Budget, obj: Any) -> None:
 
 
 def iterate(budget: Budget, value: Any) -> list[Any]:
-    """The items ``...value`` spreads (arrays and strings)."""
+    """The items ``...value`` spreads (arrays, strings and sets)."""
+    if isinstance(value, JsSet):
+        value = value.items
     if type(value) is list:
         budget.charge(len(value))
         return list(value)
@@ -220,10 +229,7 @@ def from_entries(budget: Budget, args: list[Any]) -> Any:
     for _, pair in collection(budget, arg(args, 0)):
         if type(pair) is not list:
             raise fail("fromEntries needs [key, value] pairs")
-        key = to_string(arg(pair, 0))
-        if key in UNSAFE_KEYS:
-            raise MvuError(Code.SCHEMA, f"the key `{key}` is not allowed", key=key)
-        result[key] = arg(pair, 1)
+        result[safe_key(to_string(arg(pair, 0)))] = arg(pair, 1)
     return result
 
 
@@ -300,6 +306,68 @@ def _has_own(budget: Budget, args: list[Any]) -> bool:
     return False
 
 
+def assign_into(defaults_only: bool) -> Fn:
+    """``Object.assign`` / ``_.assign`` (later sources win) and ``_.defaults`` (fills only
+    undefined keys): shallow copies of own entries into a writable target."""
+    def assign(budget: Budget, args: list[Any]) -> Any:
+        target = arg(args, 0)
+        check_writable(budget, target)
+        for source in args[1:]:
+            for key, item in collection(budget, source):
+                name = to_string(key)
+                if name in UNSAFE_KEYS or (defaults_only and target.get(name, UNDEFINED) is not UNDEFINED):
+                    continue
+                target[name] = item
+        return target
+
+    return assign
+
+
+class JsSet(Opaque):
+    """``new Set(items)``: insertion-ordered unique items (JavaScript equality on primitives)."""
+
+    __slots__ = ("items",)
+
+    def __init__(self, items: list[Any]) -> None:
+        self.items: list[Any] = []
+        for item in items:
+            self.add(item)
+
+    def add(self, item: Any) -> JsSet:
+        if not any(strict_equals(item, seen) for seen in self.items):
+            self.items.append(item)
+        return self
+
+    def add_checked(self, budget: Budget, args: list[Any]) -> JsSet:
+        if id(self) in budget.frozen:
+            raise MvuError(Code.SCHEMA, "the declaration's constants are read-only")
+        return self.add(arg(args, 0))
+
+    def get(self, key: str) -> Any:
+        if key == "size":
+            return len(self.items)
+        if key == "has":
+            return Builtin("has", lambda budget, args: any(strict_equals(arg(args, 0), seen) for seen in self.items))
+        if key == "add":
+            return Builtin("add", self.add_checked)
+        if key == "values":
+            return Builtin("values", lambda budget, args: list(self.items))
+        return super().get(key)
+
+
+def _array_from(budget: Budget, args: list[Any]) -> Any:
+    source, fn = arg(args, 0), arg(args, 1)
+    if type(source) is dict and "length" in source:  # Array.from({ length: n }, fn)
+        count = max(0, int(to_num(source["length"])))
+        budget.charge(count)
+        items: list[Any] = [UNDEFINED] * count
+    elif type(source) is list or type(source) is str or isinstance(source, JsSet):
+        items = iterate(budget, source)
+    else:
+        items = []
+    return items if fn is UNDEFINED else [call_fn(budget, fn, item, index) for index, item in enumerate(items)]
+
+
 def _define_property(budget: Budget, args: list[Any]) -> Any:
     """``Object.defineProperty(target, key, {value | get})``: bundlers' export getters.
 
@@ -370,6 +438,7 @@ OBJECT = Namespace("Object", {
     "entries": Builtin("entries", entries),
     "fromEntries": Builtin("fromEntries", from_entries),
     "freeze": Builtin("freeze", lambda budget, args: arg(args, 0)),
+    "assign": Builtin("assign", assign_into(defaults_only=False)),
     "defineProperty": Builtin("defineProperty", _define_property),
     "prototype": Namespace("Object.prototype", {
         "hasOwnProperty": Namespace("Object.prototype.hasOwnProperty", {"call": Builtin("hasOwnProperty", _has_own)}),
@@ -383,7 +452,9 @@ GLOBALS: dict[str, Any] = {
     "Number": NUMBER,
     "String": Builtin("String", _string),
     "Boolean": Builtin("Boolean", lambda budget, args: truthy(arg(args, 0))),
-    "Array": Namespace("Array", {"isArray": plain("isArray", lambda value=UNDEFINED, *_: type(value) is list)}),
+    "Array": Namespace("Array", {"isArray": plain("isArray", lambda value=UNDEFINED, *_: type(value) is list),
+                                 "from": Builtin("from", _array_from)}),
+    "structuredClone": Builtin("structuredClone", lambda budget, args: deep_copy(budget, arg(args, 0))),
     "Object": OBJECT,
     "JSON": Namespace("JSON", {"stringify": Builtin("stringify", _stringify), "parse": Builtin("parse", _json_parse)}),
     "Date": Namespace("Date", {"now": Builtin("now", _date_now)}),

@@ -17,7 +17,7 @@ from typing import Any
 
 from mvu_store.errors import Code, MvuError
 from mvu_store.jsonvalue import MAX_DEPTH, MAX_NODES, JsonValue, sha256_hex
-from mvu_store.schema.builtins import GLOBALS
+from mvu_store.schema.builtins import GLOBALS, JsSet
 from mvu_store.schema.composite import ObjectSchema
 from mvu_store.schema.dsl import make_z
 from mvu_store.schema.evaluate import Compiler
@@ -244,6 +244,9 @@ def _containers(top: Frame, registry: _Registry) -> Iterator[int]:
         elif type(item) is list:
             yield id(item)
             stack.extend(item)
+        elif isinstance(item, JsSet):
+            yield id(item)
+            stack.extend(item.items)
         elif isinstance(item, (Schema, JsFunction)) and id(item) not in seen_opaque:
             seen_opaque.add(id(item))
             if isinstance(item, JsFunction):

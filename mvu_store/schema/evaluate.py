@@ -410,8 +410,11 @@ class Compiler:
 
         return throw
 
-    def e_new_error(self, node: Node) -> Eval:
+    def e_new(self, node: Node) -> Eval:
         name = node.value
+        if name == "Set":
+            items = self.expression(node.child(0)) if node.kids else _constant([])
+            return lambda frame: builtins.JsSet(builtins.iterate(frame.budget, items(frame)))
         message = self.expression(node.child(0)) if node.kids else _constant("")
         return lambda frame: {"name": name, "message": to_string(message(frame))}
 
@@ -498,6 +501,8 @@ class Compiler:
 
 
 def _array_items(value: Any) -> list[Any]:
+    if isinstance(value, builtins.JsSet):
+        return list(value.items)
     if type(value) is not list and type(value) is not str:
         raise fail("for...of needs an array")
     return list(value)

@@ -14,6 +14,8 @@ from typing import Any
 from mvu_store.jsonvalue import UNSAFE_KEYS
 from mvu_store.schema.builtins import (
     Fn,
+    assign_into,
+    call_fn,
     check_writable,
     collection,
     deep_copy,
@@ -26,6 +28,7 @@ from mvu_store.schema.builtins import (
     make_mapper,
     make_predicate,
     plain,
+    safe_key,
     to_num,
     values,
 )
@@ -286,8 +289,226 @@ _LODASH_HELPERS: dict[str, Any] = {
     "compact": plain("compact", lambda value=UNDEFINED, *_: [x for x in value if truthy(x)] if type(value) is list
                      else []),
 }
+
+
+def _items(budget: Budget, value: Any) -> list[Any]:
+    return [item for _, item in collection(budget, value)]
+
+
+def _find(want_key: bool) -> Fn:
+    def find(budget: Budget, args: list[Any]) -> Any:
+        test = make_predicate(budget, arg(args, 1))
+        for key, item in collection(budget, arg(args, 0)):
+            if test(item, key):
+                return key if want_key else item
+        return UNDEFINED
+
+    return find
+
+
+def _test_all(every: bool) -> Fn:
+    def test_all(budget: Budget, args: list[Any]) -> bool:
+        test = make_predicate(budget, arg(args, 1))
+        hits = (test(item, key) for key, item in collection(budget, arg(args, 0)))
+        return all(hits) if every else any(hits)
+
+    return test_all
+
+
+def _for_each(budget: Budget, args: list[Any]) -> Any:
+    fn = make_mapper(budget, arg(args, 1))
+    for key, item in collection(budget, arg(args, 0)):
+        if fn(item, key) is False:
+            break
+    return arg(args, 0)
+
+
+def _reduce(budget: Budget, args: list[Any]) -> Any:
+    fn, pairs = arg(args, 1), collection(budget, arg(args, 0))
+    if len(args) > 2:
+        accumulator = args[2]
+    elif pairs:
+        accumulator = pairs.pop(0)[1]
+    else:
+        return UNDEFINED
+    for key, item in pairs:
+        accumulator = call_fn(budget, fn, accumulator, item, key)
+    return accumulator
+
+
+def _by(pick: Callable[..., Any]) -> Fn:
+    """``sumBy`` / ``maxBy`` / ``minBy``: apply an iteratee, then reduce."""
+    def by(budget: Budget, args: list[Any]) -> Any:
+        get = make_mapper(budget, arg(args, 1))
+        pairs = [(get(item, key), item) for key, item in collection(budget, arg(args, 0))]
+        if pick is sum:
+            return sum((to_num(value) for value, _ in pairs), 0)
+        valid = [(value, item) for value, item in pairs if is_number(value)]
+        return pick(valid, key=lambda pair: pair[0])[1] if valid else UNDEFINED
+
+    return by
+
+
+def _group(mode: str) -> Fn:
+    """``groupBy`` / ``keyBy`` / ``countBy``: bucket items by an iteratee's string."""
+    def group(budget: Budget, args: list[Any]) -> Any:
+        get = make_mapper(budget, arg(args, 1))
+        result: dict[str, Any] = {}
+        for key, item in collection(budget, arg(args, 0)):
+            bucket = safe_key(to_string(get(item, key)))
+            if mode == "group":
+                result.setdefault(bucket, []).append(item)
+            elif mode == "key":
+                result[bucket] = item
+            else:
+                result[bucket] = result.get(bucket, 0) + 1
+        return result
+
+    return group
+
+
+def _order_by(budget: Budget, args: list[Any]) -> Any:
+    orders = arg(args, 2)
+    ordered = _sort_by(budget, args[:2])
+    descending = (type(orders) is list and orders[:1] == ["desc"]) or orders == "desc"
+    return ordered[::-1] if descending else ordered
+
+
+def _map_keys(budget: Budget, args: list[Any]) -> Any:
+    get = make_mapper(budget, arg(args, 1))
+    renamed = arg(args, 1) is not UNDEFINED
+    return {safe_key(to_string(get(item, key) if renamed else key)): item
+            for key, item in collection(budget, arg(args, 0))}
+
+
+def _set_ops(mode: str) -> Fn:
+    """``union`` / ``difference`` / ``without`` on arrays, by JavaScript equality."""
+    def set_op(budget: Budget, args: list[Any]) -> Any:
+        first = _items(budget, arg(args, 0))
+        others = [item for part in args[1:] for item in (part if type(part) is list else [part])]
+        budget.charge(len(first) * max(1, len(others)) // 64 + len(others))
+        if mode == "union":
+            return _uniq(budget, [first + [item for part in args[1:] if type(part) is list for item in part]])
+        return [item for item in first if not any(strict_equals(item, other) for other in others)]
+
+    return set_op
+
+
+def _flatten(budget: Budget, args: list[Any]) -> Any:
+    return [part for item in _items(budget, arg(args, 0)) for part in (item if type(item) is list else [item])]
+
+
+def _is_equal(budget: Budget, args: list[Any]) -> bool:
+    def equal(left: Any, right: Any) -> bool:
+        budget.charge(1)
+        if type(left) is dict and type(right) is dict:
+            return left.keys() == right.keys() and all(equal(left[key], right[key]) for key in left)
+        if type(left) is list and type(right) is list:
+            return len(left) == len(right) and all(equal(a, b) for a, b in zip(left, right, strict=True))
+        return strict_equals(left, right) or (left is right)
+
+    return equal(arg(args, 0), arg(args, 1))
+
+
+def _drop(from_end: bool) -> Fn:
+    def drop(budget: Budget, args: list[Any]) -> Any:
+        items = _items(budget, arg(args, 0))
+        count = 1 if arg(args, 1) is UNDEFINED else max(0, int(to_num(arg(args, 1))))
+        return items[:max(0, len(items) - count)] if from_end else items[count:]
+
+    return drop
+
+
+def _set_path(budget: Budget, args: list[Any]) -> Any:
+    """``_.set(object, 'a.b', value)``: creates plain objects along the path."""
+    from mvu_store.schema.runtime import get_member, set_member  # runtime imports the library
+
+    target, path, value = arg(args, 0), arg(args, 1), arg(args, 2)
+    parts = path if type(path) is list else to_string(path).replace("[", ".").replace("]", "").split(".")
+    budget.charge(len(parts))
+    node = target
+    for part in parts[:-1]:
+        child = get_member(node, part)
+        if type(child) is not dict and type(child) is not list:
+            child = {}
+            set_member(budget, node, part, child)
+        node = child
+    set_member(budget, node, parts[-1], value)
+    return target
+
+
+def _times(budget: Budget, args: list[Any]) -> Any:
+    count = max(0, int(to_num(arg(args, 0))))
+    budget.charge(count)
+    fn = arg(args, 1)
+    return [index if fn is UNDEFINED else call_fn(budget, fn, index) for index in range(count)]
+
+
+def _text_of(args: list[Any], index: int) -> str:
+    value = arg(args, index)
+    return "" if value in (None, UNDEFINED) else to_string(value)
+
+
+def _text(fn: Callable[[str], str]) -> Builtin:
+    return plain("text", lambda value=UNDEFINED, *_: fn("" if value in (None, UNDEFINED) else to_string(value)))
+
+
+_LODASH_HELPERS.update({
+    "find": Builtin("find", _find(want_key=False)),
+    "findKey": Builtin("findKey", _find(want_key=True)),
+    "some": Builtin("some", _test_all(every=False)),
+    "every": Builtin("every", _test_all(every=True)),
+    "forEach": Builtin("forEach", _for_each),
+    "each": Builtin("each", _for_each),
+    "reduce": Builtin("reduce", _reduce),
+    "sumBy": Builtin("sumBy", _by(sum)),
+    "maxBy": Builtin("maxBy", _by(max)),
+    "minBy": Builtin("minBy", _by(min)),
+    "groupBy": Builtin("groupBy", _group("group")),
+    "keyBy": Builtin("keyBy", _group("key")),
+    "countBy": Builtin("countBy", _group("count")),
+    "orderBy": Builtin("orderBy", _order_by),
+    "mapKeys": Builtin("mapKeys", _map_keys),
+    "union": Builtin("union", _set_ops("union")),
+    "difference": Builtin("difference", _set_ops("difference")),
+    "without": Builtin("without", lambda budget, args: _set_ops("difference")(budget, [arg(args, 0), list(args[1:])])),
+    "flatten": Builtin("flatten", _flatten),
+    "isEqual": Builtin("isEqual", _is_equal),
+    "assign": Builtin("assign", assign_into(defaults_only=False)),
+    "defaults": Builtin("defaults", assign_into(defaults_only=True)),
+    "drop": Builtin("drop", _drop(from_end=False)),
+    "dropRight": Builtin("dropRight", _drop(from_end=True)),
+    "reverse": Builtin("reverse", lambda budget, args: _items(budget, arg(args, 0))[::-1]),
+    "clone": Builtin("clone", lambda budget, args: spread_copy(arg(args, 0))),
+    "set": Builtin("set", _set_path),
+    "times": Builtin("times", _times),
+    "isUndefined": plain("isUndefined", lambda value=UNDEFINED, *_: value is UNDEFINED),
+    "isNull": plain("isNull", lambda value=UNDEFINED, *_: value is None),
+    "toInteger": plain("toInteger", lambda value=UNDEFINED, *_: _to_integer(to_num(value))),
+    "trim": _text(str.strip),
+    "toLower": _text(str.lower),
+    "toUpper": _text(str.upper),
+    "capitalize": _text(lambda text: text[:1].upper() + text[1:].lower()),
+    "startsWith": Builtin("startsWith", lambda budget, args: _text_of(args, 0).startswith(_text_of(args, 1))),
+    "endsWith": Builtin("endsWith", lambda budget, args: _text_of(args, 0).endswith(_text_of(args, 1))),
+})
 _LODASH_HELPERS["chain"] = Builtin("chain", lambda budget, args: LodashChain(arg(args, 0)))
 LODASH = Builtin("_", lambda budget, args: LodashChain(arg(args, 0)), _LODASH_HELPERS)
+
+
+def _to_integer(number: float | int) -> float | int:
+    if math.isnan(number):
+        return 0
+    return number if math.isinf(number) else int(number)
+
+
+def spread_copy(value: Any) -> Any:
+    """A shallow copy of a collection (``_.clone``)."""
+    if type(value) is dict:
+        return dict(value)
+    if type(value) is list:
+        return list(value)
+    return value
 
 
 def _in_range(args: list[Any]) -> bool:

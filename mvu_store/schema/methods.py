@@ -253,6 +253,7 @@ _STRING_METHODS: dict[str, Method] = {
     "at": _at,
     "concat": lambda budget, text, args: text + "".join(to_string(part) for part in args),
     "toString": lambda budget, text, args: text,
+    "localeCompare": lambda budget, text, args: js_compare(text, to_string(arg(args, 0))),
 }
 
 

@@ -43,7 +43,7 @@ UNARY_OPERATORS = frozenset({"!", "-", "+", "typeof", "void", "~"})
 ASSIGN_OPERATORS = frozenset(
     {"=", "+=", "-=", "*=", "/=", "%=", "**=", "&&=", "||=", "??=", "|=", "&=", "^=", "<<=", ">>="}
 )
-ERROR_CLASSES = frozenset({"Error", "TypeError", "RangeError"})
+CONSTRUCTORS = frozenset({"Error", "TypeError", "RangeError", "Set"})
 _ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "b": "\b", "f": "\f", "v": "\v", "0": "\0"}
 
 
@@ -472,14 +472,14 @@ class _Lowerer:
     x_function = x_function_expression
 
     def x_new_expression(self, cst: CstNode) -> Node:
-        """Only ``new Error(message)`` (and its kin), for ``throw``; no other constructor exists."""
+        """Only ``new Error(message)`` (and its kin, for ``throw``) and ``new Set(items)``."""
         constructor = self.field(cst, "constructor")
         name = self.text(constructor)
-        if constructor.type != "identifier" or name not in ERROR_CLASSES:
+        if constructor.type != "identifier" or name not in CONSTRUCTORS:
             raise refuse(cst, "classes and `new` are not supported")
         arguments = cst.child_by_field_name("arguments")
         args = [] if arguments is None else [self.expression(child) for child in self.children(arguments)]
-        return self.node(cst, "new_error", name, *args[:1])
+        return self.node(cst, "new", name, *args[:1])
 
     def x_unary_expression(self, cst: CstNode) -> Node:
         operator = self.text(self.field(cst, "operator"))
