@@ -15,7 +15,7 @@ from mvu_store.schema.issues import (
 )
 from mvu_store.schema.primitives import LiteralSchema, StringSchema, literal_key, number_arg, size_checker
 from mvu_store.schema.types import Check, Optional, ParseCtx, Schema, as_schema, custom_message, runner
-from mvu_store.schema.values import UNDEFINED, Budget, arg, to_string, truthy
+from mvu_store.schema.values import UNDEFINED, Budget, arg, fail, strict_equals, to_string, truthy
 
 _NONOPTIONAL = "Invalid input: expected nonoptional, received undefined"
 
@@ -384,3 +384,35 @@ class DiscriminatedUnionSchema(Schema):
 
     def p_options(self) -> Any:
         return list(self.options)
+
+
+class IntersectionSchema(Schema):
+    """``z.intersection(a, b)`` / ``a.and(b)``: both parse the input; their outputs merge."""
+
+    kind = "intersection"
+
+    def __init__(self, left: Schema, right: Schema) -> None:
+        self.left = left
+        self.right = right
+
+    def parse(self, value: Any, ctx: ParseCtx) -> Any:
+        start = len(ctx.issues)
+        left = self.left.run(value, ctx)
+        right = self.right.run(value, ctx)
+        if len(ctx.issues) > start:
+            return value
+        return _merge_values(left, right)
+
+
+def _merge_values(left: Any, right: Any) -> Any:
+    """Zod's mergeValues: objects merge key by key, arrays item by item, else both must agree."""
+    if type(left) is dict and type(right) is dict:
+        merged = dict(left)
+        for key, item in right.items():
+            merged[key] = _merge_values(left[key], item) if key in left else item
+        return merged
+    if type(left) is list and type(right) is list and len(left) == len(right):
+        return [_merge_values(a, b) for a, b in zip(left, right, strict=True)]
+    if strict_equals(left, right) or left is right:
+        return left
+    raise fail("Unmergable intersection")

@@ -13,6 +13,7 @@ from mvu_store.errors import Code, MvuError
 from mvu_store.schema.composite import (
     ArraySchema,
     DiscriminatedUnionSchema,
+    IntersectionSchema,
     ObjectSchema,
     RecordSchema,
     TupleSchema,
@@ -127,6 +128,8 @@ def make_z(version: int) -> Namespace:
         "record": Builtin("record", _record(partial=False)),
         "partialRecord": Builtin("partialRecord", _record(partial=True)),
         "union": Builtin("union", _union),
+        "intersection": Builtin("intersection", lambda budget, args: IntersectionSchema(
+            as_schema(arg(args, 0), "intersection's left"), as_schema(arg(args, 1), "intersection's right"))),
         "discriminatedUnion": Builtin("discriminatedUnion", _discriminated),
         "optional": Builtin("optional", _wrap_first(Optional)),
         "nullable": Builtin("nullable", _wrap_first(Nullable)),

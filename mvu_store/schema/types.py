@@ -23,6 +23,7 @@ from mvu_store.schema.values import (
     Builtin,
     JsCallable,
     Opaque,
+    ScriptError,
     arg,
     to_string,
     truthy,
@@ -189,6 +190,26 @@ class Schema(Opaque):
         from mvu_store.schema.composite import UnionSchema
 
         return UnionSchema([self, as_schema(arg(args, 0), "or()'s argument")])
+
+    def m_and(self, budget: Budget, args: list[Any]) -> Schema:
+        from mvu_store.schema.composite import IntersectionSchema
+
+        return IntersectionSchema(self, as_schema(arg(args, 0), "and()'s argument"))
+
+    def m_safeParse(self, budget: Budget, args: list[Any]) -> Any:
+        """``schema.safeParse(v)`` inside a declaration: ``{success, data}`` or ``{success, error}``."""
+        ctx = ParseCtx(budget)
+        data = self.run(json_copy(arg(args, 0)), ctx)
+        if ctx.issues:
+            return {"success": False, "error": {"issues": [issue.to_dict() for issue in ctx.issues]}}
+        return {"success": True, "data": data}
+
+    def m_parse(self, budget: Budget, args: list[Any]) -> Any:
+        result = self.m_safeParse(budget, args)
+        if not result["success"]:
+            raise ScriptError("ZodError", {"name": "ZodError", "message": "validation failed",
+                                           "issues": result["error"]["issues"]})
+        return result["data"]
 
     def p_description(self) -> Any:
         return UNDEFINED if self.description is None else self.description
