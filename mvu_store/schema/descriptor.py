@@ -157,7 +157,8 @@ def _build(source: str, version: int) -> Compiled:
     for callback in registry.ready:
         callback.call(budget, [])
     root = _pick_root(registry, budget, version)
-    return Compiled(root, frozenset(_containers(top, registry)))
+    top.sealed = globals_frame.sealed = True
+    return Compiled(root, frozenset(_freeze(top, registry)))
 
 
 def _run_top(statement: Node, top: Frame, compiler: Compiler, registry: _Registry, z: Any, budget: Budget) -> None:
@@ -231,9 +232,10 @@ def _pick_root(registry: _Registry, budget: Budget, version: int) -> Schema:
     raise MvuError(Code.SCHEMA, "the declaration neither registers nor exports a schema")
 
 
-def _containers(top: Frame, registry: _Registry) -> Iterator[int]:
-    """Ids of every container (objects, arrays, functions' property bags) the compiled
-    declaration can reach: frozen for validations."""
+def _freeze(top: Frame, registry: _Registry) -> Iterator[int]:
+    """Seal every scope the compiled declaration's functions close over, and yield the ids of
+    every container (objects, arrays, sets, functions' property bags) it can reach: validations
+    may read all of them and change none."""
     seen_opaque: set[int] = set()
     stack: list[Any] = [*top.vars.values(), *registry.exports.values(), *(item for item, _ in registry.registered)]
     while stack:
@@ -251,6 +253,8 @@ def _containers(top: Frame, registry: _Registry) -> Iterator[int]:
             seen_opaque.add(id(item))
             if isinstance(item, JsFunction):
                 yield id(item)  # its property bag is a constant too
+                for frame in item.frames():
+                    frame.sealed = True
             stack.extend(item.refs())
 
 

@@ -36,13 +36,16 @@ Param = tuple[tuple[Any, ...], Eval | None]  # (binding pattern, default value)
 class Frame:
     """One lexical scope: its bindings, which of them are constants, and the running budget."""
 
-    __slots__ = ("budget", "consts", "parent", "vars")
+    __slots__ = ("budget", "consts", "parent", "sealed", "vars")
 
     def __init__(self, parent: Frame | None, budget: Budget, bindings: dict[str, Any] | None = None) -> None:
         self.vars: dict[str, Any] = {} if bindings is None else bindings
         self.consts: set[str] | None = None  # created on the first `const`: most call frames have none
         self.parent = parent
         self.budget = budget
+        # Set on the declaration's own scopes once it is compiled: validations share them, so
+        # none may reassign a top-level `let` (every validation must start from the same state).
+        self.sealed = False
 
     def lookup(self, name: str) -> Any:
         frame: Frame | None = self
@@ -59,6 +62,8 @@ class Frame:
             if name in frame.vars:
                 if frame.consts is not None and name in frame.consts:
                     raise fail(f"assignment to constant `{name}`")
+                if frame.sealed:
+                    raise MvuError(Code.SCHEMA, f"`{name}` belongs to the declaration and is read-only here")
                 frame.vars[name] = value
                 return
             frame = frame.parent
@@ -123,12 +128,16 @@ class JsFunction(JsCallable):
             return super().get(key)
         return self.members.get(key, UNDEFINED)
 
-    def refs(self) -> Iterator[Any]:
-        yield from self.members.values()
+    def frames(self) -> Iterator[Frame]:
         frame: Frame | None = self.closure
         while frame is not None:
-            yield from frame.vars.values()
+            yield frame
             frame = frame.parent
+
+    def refs(self) -> Iterator[Any]:
+        yield from self.members.values()
+        for frame in self.frames():
+            yield from frame.vars.values()
 
 
 def bind(frame: Frame, pattern: tuple[Any, ...], value: Any, *, const: bool) -> None:

@@ -180,3 +180,19 @@ def test_refusals_are_cached_and_raised_again() -> None:
         with pytest.raises(MvuError) as refused:
             compile_schema("while (1) {}")
         assert refused.value.code == "MVU_SCHEMA_CODE"
+
+
+@pytest.mark.parametrize("source", [
+    "let hits = 0;\nexport default z.any().transform(v => ++hits);",
+    "let last = null;\nexport default z.any().transform(v => { last = v; return v });",
+    "const make = () => { let n = 0; return v => { n += 1; return n } };\nexport default z.any().transform(make());",
+    "const seen = new Set();\nexport default z.any().transform(v => seen.add(v).size);",
+])
+def test_validations_cannot_carry_state_between_runs(source: str) -> None:
+    assert refusal(source, 1).code == "MVU_SCHEMA"
+
+
+def test_local_variables_of_a_call_stay_writable() -> None:
+    source = "export default z.array(z.number()).transform(a => { let total = 0; for (const x of a) total += x; " \
+             "const box = { n: total }; box.n *= 2; return box.n });"
+    assert validate(compile_schema(source), [1, 2]).value == 6
