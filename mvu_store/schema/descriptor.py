@@ -26,7 +26,7 @@ from mvu_store.schema.lodash import LODASH
 from mvu_store.schema.runtime import Frame, JsFunction
 from mvu_store.schema.syntax import Node, parse_program
 from mvu_store.schema.types import ParseCtx, Schema
-from mvu_store.schema.values import UNDEFINED, Budget, Builtin, JsCallable, arg
+from mvu_store.schema.values import UNDEFINED, Budget, Builtin, JsCallable, Namespace, arg
 
 MVU_ZOD_URL = "https://testingcf.jsdelivr.net/gh/StageDog/tavern_resource/dist/util/mvu_zod.js"
 """The one registration entry S-2 verified statically; only it loosens a registered root object."""
@@ -125,6 +125,7 @@ class _Registry:
         self.ready: list[JsCallable] = []  # `$(() => ...)` callbacks, run after the top level
         self.exports: dict[str, Any] = {}
         self.last_value: Any = UNDEFINED
+        self.top_schema: Any = UNDEFINED
 
     def register(self, verified: bool) -> Builtin:
         def register(budget: Budget, args: list[Any]) -> Any:
@@ -134,10 +135,12 @@ class _Registry:
         return Builtin("registerMvuSchema", register)
 
     def on_ready(self, budget: Budget, args: list[Any]) -> Any:
+        """``$(fn)`` and ``$(document).ready(fn)``: run ``fn`` after the top level, as jQuery does."""
         callback = arg(args, 0)
         if isinstance(callback, JsCallable):
             self.ready.append(callback)
-        return UNDEFINED
+            return UNDEFINED
+        return Namespace("jQuery", {"ready": Builtin("ready", self.on_ready)})
 
 
 def _build(source: str, version: int) -> Compiled:
@@ -148,6 +151,7 @@ def _build(source: str, version: int) -> Compiled:
     z = make_z(version)
     registry = _Registry()
     globals_frame.vars.update({"z": z, "_": LODASH, "$": Builtin("$", registry.on_ready),
+                               "document": Namespace("document", {}),
                                "registerMvuSchema": registry.register(verified=False)})
     top = Frame(globals_frame, budget)
     compiler = Compiler(globals_frame.vars, program)
@@ -156,6 +160,7 @@ def _build(source: str, version: int) -> Compiled:
         _run_top(statement, top, compiler, registry, z, budget)
     for callback in registry.ready:
         callback.call(budget, [])
+    registry.top_schema = top.vars.get("Schema", UNDEFINED)
     root = _pick_root(registry, budget, version)
     top.sealed = globals_frame.sealed = True
     return Compiled(root, frozenset(_freeze(top, registry)))
@@ -165,6 +170,10 @@ def _run_top(statement: Node, top: Frame, compiler: Compiler, registry: _Registr
     budget.charge(statement.size())
     if statement.kind == "import":
         _bind_imports(statement, top, registry, z)
+        return
+    if statement.kind == "export_names":
+        for local, exported in statement.value:
+            registry.exports[exported] = top.lookup(local)
         return
     if statement.kind == "export_default":
         registry.exports["default"] = compiler.expression(statement.kids[0])(top)  # type: ignore[arg-type]
@@ -229,6 +238,8 @@ def _pick_root(registry: _Registry, budget: Budget, version: int) -> Schema:
         return exported[0]
     if isinstance(registry.last_value, Schema):
         return registry.last_value
+    if isinstance(registry.top_schema, Schema):  # a script that only declares `const Schema = ...`
+        return registry.top_schema
     raise MvuError(Code.SCHEMA, "the declaration neither registers nor exports a schema")
 
 

@@ -182,8 +182,15 @@ class _Lowerer:
         value = cst.child_by_field_name("value")
         if value is not None:
             return self.node(cst, "export_default", None, self.expression(value))
-        if all(child.type in {"export_clause", "comment"} for child in self.children(cst)):
-            return None  # `export { Schema }` re-exports an existing binding: nothing to run
+        clauses = self.children(cst)
+        if cst.child_by_field_name("source") is None and all(child.type == "export_clause" for child in clauses):
+            names: list[tuple[str, str]] = []  # `export { Schema, helper as other }`: (local, exported)
+            for clause in clauses:
+                for spec in self.children(clause):
+                    local = self.text(self.field(spec, "name"))
+                    alias = spec.child_by_field_name("alias")
+                    names.append((local, self.text(alias) if alias is not None else local))
+            return self.node(cst, "export_names", tuple(names))
         raise refuse(cst, "unsupported export form")
 
     def statement(self, cst: CstNode) -> Node | None:

@@ -237,3 +237,14 @@ def test_input_size_limits_hold() -> None:
 def test_integral_floats_come_out_as_integers() -> None:
     value = run("export default z.object({ a: z.number(), b: z.any() });", {"a": 5.0, "b": [2.0, 2.5]}).value
     assert [type(value["a"]), type(value["b"][0]), type(value["b"][1])] == [int, int, float]
+
+
+def test_export_lists_and_a_lone_schema_constant_are_found() -> None:
+    assert run("const S = z.number();\nexport { S as Schema };", "x").issues[0].code == "invalid_type"
+    assert run("const Schema = z.string();", 1).issues[0].code == "invalid_type"
+
+
+def test_document_ready_registration() -> None:
+    source = HELPER_IMPORT + "const Schema = z.object({ a: z.number() });\n" \
+        "$(document).ready(() => registerMvuSchema(Schema));"
+    assert run(source, {"a": 1, "b": 2}).value == {"a": 1, "b": 2}
