@@ -103,6 +103,16 @@ def make_mapper(budget: Budget, mapper: Any) -> Callable[[Any, Any], Any]:
     raise fail("unsupported iteratee")
 
 
+def js_key_order(obj: dict[str, Any]) -> list[str]:
+    """An object's keys in JavaScript's order: integer-like keys first, ascending, then the
+    rest in insertion order (``Object.keys({b: 1, 2: 1, 1: 1})`` is ``['1', '2', 'b']``)."""
+    numeric = [key for key in obj if key.isdigit() and key.isascii() and (key == "0" or key[0] != "0")]
+    if not numeric:
+        return list(obj)
+    numeric.sort(key=int)
+    return numeric + [key for key in obj if not (key.isdigit() and key.isascii() and (key == "0" or key[0] != "0"))]
+
+
 def collection(budget: Budget, value: Any) -> list[tuple[Any, Any]]:
     """(key, item) pairs of an array or an object, as lodash's collection helpers see them."""
     if type(value) is list:
@@ -110,7 +120,7 @@ def collection(budget: Budget, value: Any) -> list[tuple[Any, Any]]:
         return list(zip(range(len(value)), value, strict=True))
     if type(value) is dict:
         budget.charge(len(value))
-        return list(value.items())
+        return [(key, value[key]) for key in js_key_order(value)]
     if value is None or value is UNDEFINED:
         return []
     raise fail(f"expected a collection, got {typeof(value)}")
@@ -397,8 +407,8 @@ def _stringify(budget: Budget, args: list[Any]) -> Any:
 
     def clean(item: Any) -> Any:
         if type(item) is dict:
-            return {key: clean(child) for key, child in item.items()
-                    if child is not UNDEFINED and not isinstance(child, Opaque)}
+            return {key: clean(item[key]) for key in js_key_order(item)
+                    if item[key] is not UNDEFINED and not isinstance(item[key], Opaque)}
         if type(item) is list:
             return [None if child is UNDEFINED or isinstance(child, Opaque) else clean(child) for child in item]
         if type(item) is float and not math.isfinite(item):

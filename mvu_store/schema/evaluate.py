@@ -511,7 +511,7 @@ def _array_items(value: Any) -> list[Any]:
 def _own_keys(value: Any) -> list[Any]:
     """What ``for...in`` visits here: own keys of an object, indexes of an array, nothing else."""
     if type(value) is dict:
-        return list(value)
+        return builtins.js_key_order(value)
     if type(value) is list or type(value) is str:
         return [str(index) for index in range(len(value))]
     if isinstance(value, JsFunction):
