@@ -20,11 +20,11 @@ from mvu_store.jsonvalue import MAX_DEPTH, MAX_NODES, JsonValue, sha256_hex
 from mvu_store.schema.builtins import GLOBALS, JsSet
 from mvu_store.schema.composite import ObjectSchema
 from mvu_store.schema.dsl import make_z
-from mvu_store.schema.evaluate import Compiler
+from mvu_store.schema.evaluate import Compiler, hoisted
 from mvu_store.schema.issues import Issue
 from mvu_store.schema.lodash import LODASH
 from mvu_store.schema.runtime import Frame, JsFunction
-from mvu_store.schema.syntax import Node, parse_program
+from mvu_store.schema.syntax import Node, parse_program, pattern_names
 from mvu_store.schema.types import ParseCtx, Schema
 from mvu_store.schema.values import UNDEFINED, Budget, Builtin, JsCallable, Namespace, arg
 
@@ -155,8 +155,7 @@ def _build(source: str, version: int) -> Compiled:
                                "registerMvuSchema": registry.register(verified=False)})
     top = Frame(globals_frame, budget)
     compiler = Compiler(globals_frame.vars, program)
-    for statement in program.kids:
-        assert statement is not None
+    for statement in hoisted(program):
         _run_top(statement, top, compiler, registry, z, budget)
     for callback in registry.ready:
         callback.call(budget, [])
@@ -190,16 +189,8 @@ def _run_top(statement: Node, top: Frame, compiler: Compiler, registry: _Registr
     if statement.kind == "export" and inner.kind == "declare_list":
         for declarator in inner.kids:
             assert declarator is not None
-            for name in _pattern_names(declarator.value):
+            for name in pattern_names(declarator.value):
                 registry.exports[name] = top.lookup(name)
-
-
-def _pattern_names(pattern: tuple[Any, ...]) -> list[str]:
-    if pattern[0] == "name":
-        return [pattern[1]]
-    if pattern[0] == "object":
-        return [local for _, local in pattern[1]]
-    return list(pattern[1])
 
 
 def _bind_imports(statement: Node, top: Frame, registry: _Registry, z: Any) -> None:

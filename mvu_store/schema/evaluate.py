@@ -25,16 +25,18 @@ from mvu_store.schema.runtime import (
     JsFunction,
     Return,
     bind,
+    delete_member,
     get_member,
     property_key,
     set_member,
 )
-from mvu_store.schema.syntax import Node
+from mvu_store.schema.syntax import Node, pattern_names
 from mvu_store.schema.values import (
     UNDEFINED,
     JsCallable,
     ScriptError,
     fail,
+    strict_equals,
     to_number,
     to_string,
     truthy,
@@ -229,7 +231,8 @@ class Compiler:
         return spread_args
 
     def e_function(self, node: Node) -> Eval:
-        params = [(pattern, None if default is None else self.expression(default)) for pattern, default in node.value]
+        params = [(self.pattern(pattern), None if default is None else self.expression(default))
+                  for pattern, default in node.value]
         body_node = node.child(0)
         expression = body_node.kind == "return" and body_node.kids[0] is not None
         body = self.expression(body_node.child(0)) if expression else self.statement(body_node)
@@ -374,7 +377,7 @@ class Compiler:
 
     def s_declare_list(self, node: Node) -> Exec:
         const = node.value == "const"
-        declarators = [(kid.value, None if kid.kids[0] is None else self.expression(kid.kids[0]))
+        declarators = [(self.pattern(kid.value), None if kid.kids[0] is None else self.expression(kid.kids[0]))
                        for kid in (node.child(index) for index in range(len(node.kids)))]
 
         def declare(frame: Frame) -> None:
@@ -419,7 +422,7 @@ class Compiler:
         return lambda frame: {"name": name, "message": to_string(message(frame))}
 
     def s_try(self, node: Node) -> Exec:
-        param = node.value
+        param = None if node.value is None else self.pattern(node.value)
         body = self.scoped(node.child(0))
         handler = None if node.kids[1] is None else self.scoped(node.child(1))
         finalizer = None if node.kids[2] is None else self.scoped(node.child(2))
@@ -443,14 +446,60 @@ class Compiler:
 
         return attempt
 
+    def e_delete(self, node: Node) -> Eval:
+        target = node.child(0)
+        if (target.kind == "member" and target.value[1]) or (target.kind == "index" and target.value):
+            raise _refuse_at(node, "optional chains cannot be deleted")
+        holder = self.expression(target.child(0))
+        key = _constant(target.value[0]) if target.kind == "member" else self.expression(target.child(1))
+
+        def delete(frame: Frame) -> bool:
+            return delete_member(frame.budget, holder(frame), key(frame))
+
+        return delete
+
+    def s_switch(self, node: Node) -> Exec:
+        subject = self.expression(node.child(0))
+        cases = [(None if case.kids[0] is None else self.expression(case.child(0)), self.statement(case.child(1)))
+                 for case in (node.child(index) for index in range(1, len(node.kids)))]
+        fallback = next((index for index, (test, _) in enumerate(cases) if test is None), None)
+
+        def switch(frame: Frame) -> Any:
+            value = subject(frame)
+            start = next((index for index, (test, _) in enumerate(cases)
+                          if test is not None and strict_equals(value, test(frame))), fallback)
+            if start is None:
+                return None
+            inner = Frame(frame, frame.budget)
+            for _, body in cases[start:]:  # cases fall through until a break
+                completion = body(inner)
+                if completion is BREAK:
+                    return None
+                if completion is not None:
+                    return completion
+            return None
+
+        return switch
+
     def s_break(self, node: Node) -> Exec:
         return lambda frame: BREAK
 
     def s_continue(self, node: Node) -> Exec:
         return lambda frame: CONTINUE
 
+    def pattern(self, pattern: tuple[Any, ...]) -> tuple[Any, ...]:
+        """A binding pattern with its default values compiled to closures."""
+        if pattern[0] == "name":
+            return pattern
+        if pattern[0] == "object":
+            return ("object", tuple((key, self.pattern(target), None if default is None else self.expression(default))
+                                    for key, target, default in pattern[1]))
+        return ("array", tuple(None if element is None else
+                               (self.pattern(element[0]), None if element[1] is None else self.expression(element[1]))
+                               for element in pattern[1]))
+
     def s_block(self, node: Node) -> Exec:
-        steps = [self.statement(kid) for kid in node.kids if kid is not None]
+        steps = [self.statement(kid) for kid in hoisted(node)]
 
         def block(frame: Frame) -> Any:
             for step in steps:
@@ -475,7 +524,7 @@ class Compiler:
         return self.loop(node, _own_keys)
 
     def loop(self, node: Node, items_of: Callable[[Any], list[Any]]) -> Exec:
-        binding, pattern = node.value
+        binding, pattern = node.value[0], self.pattern(node.value[1])
         const = binding == "const"
         iterable = self.expression(node.child(0))
         body = self.statement(node.child(1))
@@ -519,6 +568,27 @@ def _own_keys(value: Any) -> list[Any]:
     return []
 
 
+def hoisted(block: Node) -> list[Node]:
+    """A block's statements with function declarations first, as JavaScript hoists them."""
+    statements = [kid for kid in block.kids if kid is not None]
+    return sorted(statements, key=lambda statement: not _declares_function(statement))
+
+
+def _declares_function(statement: Node) -> bool:
+    inner = statement.kids[0] if statement.kind == "export" and statement.kids else statement
+    return inner is not None and inner.kind == "declare_list" and inner.value == "function"
+
+
+def _pattern_defaults(pattern: tuple[Any, ...]) -> list[Node]:
+    if pattern[0] == "object":
+        return [node for _, target, default in pattern[1]
+                for node in ([default] if default is not None else []) + _pattern_defaults(target)]
+    if pattern[0] == "array":
+        return [node for element in pattern[1] if element is not None
+                for node in ([element[1]] if element[1] is not None else []) + _pattern_defaults(element[0])]
+    return []
+
+
 def _bound_names(program: Node) -> set[str]:
     """Every name a declaration, parameter, loop or import binds anywhere in ``program``."""
     names: set[str] = set()
@@ -538,12 +608,8 @@ def _bound_names(program: Node) -> set[str]:
         elif node.kind == "import":
             names.update(local for _, local in node.value[1])
         for pattern in patterns:
-            if pattern[0] == "name":
-                names.add(pattern[1])
-            elif pattern[0] == "object":
-                names.update(local for _, local in pattern[1])
-            else:
-                names.update(pattern[1])
+            names.update(pattern_names(pattern))
+            stack.extend(_pattern_defaults(pattern))
         stack.extend(kid for kid in node.kids if kid is not None)
     return names
 

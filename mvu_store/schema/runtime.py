@@ -141,20 +141,29 @@ class JsFunction(JsCallable):
 
 
 def bind(frame: Frame, pattern: tuple[Any, ...], value: Any, *, const: bool) -> None:
-    """Bind a name or a flat destructuring pattern in ``frame``."""
+    """Bind a name or a (compiled) destructuring pattern in ``frame``; defaults are closures."""
     shape = pattern[0]
     if shape == "name":
-        pairs: list[tuple[str, Any]] = [(pattern[1], value)]
-    elif shape == "object":
-        pairs = [(local, get_member(value, key)) for key, local in pattern[1]]
-    else:
-        pairs = [(local, get_member(value, index)) for index, local in enumerate(pattern[1])]
-    for name, item in pairs:
-        frame.vars[name] = item
+        frame.vars[pattern[1]] = value
         if const:
             if frame.consts is None:
                 frame.consts = set()
-            frame.consts.add(name)
+            frame.consts.add(pattern[1])
+        return
+    if value is None or value is UNDEFINED:
+        raise fail(f"cannot destructure {to_string(value)}")
+    if shape == "object":
+        for key, target, default in pattern[1]:
+            item = get_member(value, key)
+            bind(frame, target, default(frame) if item is UNDEFINED and default is not None else item, const=const)
+        return
+    if type(value) is not list and type(value) is not str:
+        raise fail(f"a {typeof(value)} cannot be destructured as an array")
+    for index, element in enumerate(pattern[1]):
+        if element is not None:
+            target, default = element
+            item = get_member(value, index)
+            bind(frame, target, default(frame) if item is UNDEFINED and default is not None else item, const=const)
 
 
 def property_key(key: Any) -> str:
@@ -239,3 +248,15 @@ def set_member(budget: Budget, obj: Any, key: Any, value: Any) -> None:
         target[index] = value
 
 
+
+
+def delete_member(budget: Budget, obj: Any, key: Any) -> bool:
+    """``delete obj[key]`` on an object the declaration may change; arrays stay dense."""
+    if type(obj) is not dict:
+        raise MvuError(Code.SCHEMA, "only object fields can be deleted (arrays stay dense)")
+    builtins.check_writable(budget, obj)
+    name = property_key(key)
+    if name in UNSAFE_KEYS:
+        raise MvuError(Code.SCHEMA, f"deleting `{name}` is not allowed", key=name)
+    obj.pop(name, None)
+    return True

@@ -217,9 +217,12 @@ class _Lowerer:
         if kind == "expression_statement":
             return self.node(cst, "expr", None, self.expression(self.children(cst)[0]))
         if kind == "function_declaration":
+            # value "function": hoisted to the top of its block, as JavaScript does.
             name = self.text(self.field(cst, "name"))
-            return self.node(cst, "declare_list", "const",
+            return self.node(cst, "declare_list", "function",
                              self.node(cst, "declare", ("name", name), self.function(cst)))
+        if kind == "switch_statement":
+            return self.switch(cst)
         if kind == "return_statement":
             kids = self.children(cst)
             return self.node(cst, "return", None, self.expression(kids[0]) if kids else None)
@@ -244,6 +247,16 @@ class _Lowerer:
                 raise refuse(cst, "labelled jumps are not supported")
             return self.node(cst, kind.split("_")[0])
         raise refuse(cst, _describe_refusal(kind))
+
+    def switch(self, cst: CstNode) -> Node:
+        """``switch``: kids are the discriminant, then ``case`` nodes (test or None for default)."""
+        cases = []
+        for clause in self.children(self.field(cst, "body")):
+            test = clause.child_by_field_name("value") if clause.type == "switch_case" else None
+            body = [self.statement(child) for child in clause.children_by_field_name("body")]
+            cases.append(self.node(clause, "case", None, None if test is None else self.expression(test),
+                                   self.node(clause, "block", None, *[stmt for stmt in body if stmt is not None])))
+        return self.node(cst, "switch", None, self.expression(self.field(cst, "value")), *cases)
 
     def try_statement(self, cst: CstNode) -> Node:
         """``try``/``catch``/``finally``: cards wrap registration in one. What a catch may see is
@@ -274,10 +287,11 @@ class _Lowerer:
     # -- patterns and functions --------------------------------------------------------------
 
     def pattern(self, cst: CstNode) -> tuple[Any, ...]:
-        """A binding target: ``("name", n)``, ``("object", ((key, local), ...))`` or ``("array", names)``.
+        """A binding target: ``("name", n)``, ``("object", ((key, pattern, default), ...))`` or
+        ``("array", ((pattern, default) | None, ...))`` (None is a hole, as in ``[, v]``).
 
-        Only flat destructuring is accepted (real cards write ``({ 数量 }) => 数量 > 0``); rest
-        elements, nested patterns and defaults inside patterns are refused.
+        Real cards destructure (``({ 数量 }) => 数量 > 0``, ``([k, { n }]) => n``); defaults are
+        AST nodes the compiler turns into closures. Rest elements are refused.
         """
         kind = cst.type
         if kind == "identifier":
@@ -286,23 +300,38 @@ class _Lowerer:
                 raise refuse(cst, f"`{name}` is not available")
             return ("name", name)
         if kind == "object_pattern":
-            pairs: list[tuple[str, str]] = []
+            entries: list[tuple[str, tuple[Any, ...], Node | None]] = []
             for child in self.children(cst):
                 if child.type == "shorthand_property_identifier_pattern":
-                    pairs.append((self.text(child), self.text(child)))
-                elif child.type == "pair_pattern" and self.field(child, "value").type == "identifier":
-                    pairs.append((self.property_key(self.field(child, "key")), self.text(self.field(child, "value"))))
+                    entries.append((self.text(child), ("name", self.text(child)), None))
+                elif child.type == "object_assignment_pattern":
+                    name = self.text(self.field(child, "left"))
+                    entries.append((name, ("name", name), self.expression(self.field(child, "right"))))
+                elif child.type == "pair_pattern":
+                    target, default = self.element(self.field(child, "value"))
+                    entries.append((self.property_key(self.field(child, "key")), target, default))
                 else:
-                    raise refuse(child, "only flat destructuring is supported")
-            return ("object", tuple(pairs))
+                    raise refuse(child, "rest elements are not supported")
+            return ("object", tuple(entries))
         if kind == "array_pattern":
-            names = []
-            for child in self.children(cst):
-                if child.type != "identifier":
-                    raise refuse(child, "only flat destructuring is supported")
-                names.append(self.text(child))
-            return ("array", tuple(names))
-        raise refuse(cst, "rest and nested parameters are not supported")
+            items: list[tuple[tuple[Any, ...], Node | None] | None] = []
+            current: tuple[tuple[Any, ...], Node | None] | None = None
+            for child in cst.children[1:-1]:  # between the brackets; a bare comma leaves a hole
+                if child.type == ",":
+                    items.append(current)
+                    current = None
+                elif child.type != "comment":
+                    current = self.element(child)
+            if current is not None:
+                items.append(current)
+            return ("array", tuple(items))
+        raise refuse(cst, "rest parameters and this binding form are not supported")
+
+    def element(self, cst: CstNode) -> tuple[tuple[Any, ...], Node | None]:
+        """A destructuring element with its optional default (``x = 2``)."""
+        if cst.type == "assignment_pattern":
+            return self.pattern(self.field(cst, "left")), self.expression(self.field(cst, "right"))
+        return self.pattern(cst), None
 
     def function(self, cst: CstNode) -> Node:
         if any(child.type in {"async", "*"} for child in cst.children):
@@ -490,6 +519,11 @@ class _Lowerer:
 
     def x_unary_expression(self, cst: CstNode) -> Node:
         operator = self.text(self.field(cst, "operator"))
+        if operator == "delete":
+            target = self.field(cst, "argument")
+            if target.type not in {"member_expression", "subscript_expression"}:
+                raise refuse(cst, "only fields can be deleted")
+            return self.node(cst, "delete", None, self.expression(target))
         if operator not in UNARY_OPERATORS:
             raise refuse(cst, f"operator `{operator}` is not supported")
         return self.node(cst, "unary", operator, self.expression(self.field(cst, "argument")))
@@ -545,6 +579,15 @@ class _Lowerer:
         if len(value) > MAX_LITERAL_CHARS:
             raise MvuError(Code.LIMIT, "string literal is too long", limit=MAX_LITERAL_CHARS, kind="literal")
         return value
+
+
+def pattern_names(pattern: tuple[Any, ...]) -> list[str]:
+    """Every name a binding pattern binds."""
+    if pattern[0] == "name":
+        return [pattern[1]]
+    if pattern[0] == "object":
+        return [name for _, target, _ in pattern[1] for name in pattern_names(target)]
+    return [name for element in pattern[1] if element is not None for name in pattern_names(element[0])]
 
 
 def _describe_refusal(kind: str) -> str:
