@@ -44,11 +44,17 @@ def test_the_explicit_own_property_primitive_works() -> None:
 
 
 @pytest.mark.parametrize("body", [
-    "v.length = 0", "v['length'] = 0", "v.length += 1", "v[5] = 1",
+    "v.length = 0", "v['length'] = 0", "v.length += 1", "v[5] = 1", "delete v[0]",
 ])
 def test_array_length_writes_and_holes_are_refused(body: str) -> None:
     assert refusal(f"export default z.array(z.number()).transform(v => {{ {body}; return v }});", [1]).code == \
         "MVU_SCHEMA"
+
+
+@pytest.mark.parametrize("body", ["delete v.__proto__", "delete v['const' + 'ructor']", "delete D.a"])
+def test_deleting_prototype_names_or_constants_is_refused(body: str) -> None:
+    source = f"const D = {{ a: 1 }};\nexport default z.any().transform(v => {{ {body}; return v }});"
+    assert refusal(source, {"a": 1}).code == "MVU_SCHEMA"
 
 
 def test_declaration_constants_are_read_only_during_validation() -> None:
