@@ -154,7 +154,7 @@ def _build(source: str, version: int) -> Compiled:
                                "document": Namespace("document", {}),
                                "registerMvuSchema": registry.register(verified=False)})
     top = Frame(globals_frame, budget)
-    compiler = Compiler(globals_frame.vars, program)
+    compiler = Compiler(globals_frame.vars, program, lambda url, node: _module(url, node, registry, z))
     for statement in hoisted(program):
         _run_top(statement, top, compiler, registry, z, budget)
     for callback in registry.ready:
@@ -195,17 +195,28 @@ def _run_top(statement: Node, top: Frame, compiler: Compiler, registry: _Registr
 
 def _bind_imports(statement: Node, top: Frame, registry: _Registry, z: Any) -> None:
     url, bindings = statement.value
+    module = _module(url, statement, registry, z)
     for imported, local in bindings:
-        if url.endswith("/mvu_zod.js") and imported == "registerMvuSchema":
-            value: Any = registry.register(verified=url == MVU_ZOD_URL)
-        elif url in _ZOD_MODULES and imported in {"z", "*", "default"}:
-            value = z
-        elif url == "lodash" and imported in {"*", "default"}:
-            value = LODASH
+        members = getattr(module, "members", {})
+        if imported in {"*", "default"}:
+            top.vars[local] = module
+        elif imported in members:
+            top.vars[local] = members[imported]
         else:
             raise MvuError(Code.SCHEMA_CODE, f"import of `{imported}` from {url!r} is not supported at line "
                            f"{statement.line}, column {statement.col}", line=statement.line, column=statement.col)
-        top.vars[local] = value
+
+
+def _module(url: str, node: Node, registry: _Registry, z: Any) -> Any:
+    """The local capability an import URL stands for; nothing is fetched or run."""
+    if url.endswith("/mvu_zod.js"):
+        return Namespace("mvu_zod", {"registerMvuSchema": registry.register(verified=url == MVU_ZOD_URL)})
+    if url in _ZOD_MODULES:
+        return z
+    if url == "lodash":
+        return LODASH
+    raise MvuError(Code.SCHEMA_CODE, f"import from {url!r} is not supported at line {node.line}, column {node.col}",
+                   line=node.line, column=node.col)
 
 
 def _pick_root(registry: _Registry, budget: Budget, version: int) -> Schema:

@@ -26,6 +26,7 @@ from mvu_store.schema.runtime import (
     Return,
     bind,
     delete_member,
+    destructure,
     get_member,
     property_key,
     set_member,
@@ -66,9 +67,10 @@ class Compiler:
     the frames on every use (most transforms are `v => _.clamp(v, 0, 100)`).
     """
 
-    def __init__(self, fixed: dict[str, Any], program: Node) -> None:
+    def __init__(self, fixed: dict[str, Any], program: Node, modules: Callable[[str, Node], Any]) -> None:
         bound = _bound_names(program)
         self.fixed = {name: value for name, value in fixed.items() if name not in bound}
+        self.modules = modules  # resolves `await import(url)` to a local capability
 
     def expression(self, node: Node) -> Eval:
         if node.kind in {"member", "index", "call"} and _has_optional(node):
@@ -445,6 +447,21 @@ class Compiler:
                     finalizer(frame)
 
         return attempt
+
+    def e_import_module(self, node: Node) -> Eval:
+        module = self.modules(node.value, node)
+        return lambda frame: module
+
+    def e_assign_pattern(self, node: Node) -> Eval:
+        pattern = self.pattern(node.value)
+        value = self.expression(node.child(0))
+
+        def assign(frame: Frame) -> Any:
+            result = value(frame)
+            destructure(frame, pattern, result, frame.assign)
+            return result
+
+        return assign
 
     def e_delete(self, node: Node) -> Eval:
         target = node.child(0)

@@ -141,21 +141,30 @@ class JsFunction(JsCallable):
 
 
 def bind(frame: Frame, pattern: tuple[Any, ...], value: Any, *, const: bool) -> None:
-    """Bind a name or a (compiled) destructuring pattern in ``frame``; defaults are closures."""
-    shape = pattern[0]
-    if shape == "name":
-        frame.vars[pattern[1]] = value
+    """Declare the names of a (compiled) pattern in ``frame``; defaults are closures."""
+    def declare(name: str, item: Any) -> None:
+        frame.vars[name] = item
         if const:
             if frame.consts is None:
                 frame.consts = set()
-            frame.consts.add(pattern[1])
+            frame.consts.add(name)
+
+    destructure(frame, pattern, value, declare)
+
+
+def destructure(frame: Frame, pattern: tuple[Any, ...], value: Any, store: Callable[[str, Any], None]) -> None:
+    """Walk a pattern over ``value``, handing each name and its value to ``store`` (a
+    declaration binds, an assignment writes an existing variable)."""
+    shape = pattern[0]
+    if shape == "name":
+        store(pattern[1], value)
         return
     if value is None or value is UNDEFINED:
         raise fail(f"cannot destructure {to_string(value)}")
     if shape == "object":
         for key, target, default in pattern[1]:
             item = get_member(value, key)
-            bind(frame, target, default(frame) if item is UNDEFINED and default is not None else item, const=const)
+            destructure(frame, target, default(frame) if item is UNDEFINED and default is not None else item, store)
         return
     if type(value) is not list and type(value) is not str:
         raise fail(f"a {typeof(value)} cannot be destructured as an array")
@@ -163,7 +172,7 @@ def bind(frame: Frame, pattern: tuple[Any, ...], value: Any, *, const: bool) -> 
         if element is not None:
             target, default = element
             item = get_member(value, index)
-            bind(frame, target, default(frame) if item is UNDEFINED and default is not None else item, const=const)
+            destructure(frame, target, default(frame) if item is UNDEFINED and default is not None else item, store)
 
 
 def property_key(key: Any) -> str:

@@ -507,6 +507,17 @@ class _Lowerer:
 
     x_function = x_function_expression
 
+    def x_await_expression(self, cst: CstNode) -> Node:
+        """Only ``await import('<url>')``, the registration form some cards use at top level; the
+        URL binds a local capability like a static import (nothing is fetched)."""
+        call = self.children(cst)[0] if self.children(cst) else cst
+        callee = call.child_by_field_name("function") if call.type == "call_expression" else None
+        arguments = call.child_by_field_name("arguments") if callee is not None else None
+        args = [] if arguments is None else self.children(arguments)
+        if callee is None or callee.type != "import" or len(args) != 1 or args[0].type != "string":
+            raise refuse(cst, "async functions and generators are not supported")
+        return self.node(cst, "import_module", self.string_value(args[0]))
+
     def x_new_expression(self, cst: CstNode) -> Node:
         """Only ``new Error(message)`` (and its kin, for ``throw``) and ``new Set(items)``."""
         constructor = self.field(cst, "constructor")
@@ -556,6 +567,9 @@ class _Lowerer:
         if operator not in ASSIGN_OPERATORS:
             raise refuse(cst, f"operator `{operator}` is not supported")
         target = self.field(cst, "left")
+        if operator == "=" and target.type in {"object_pattern", "array_pattern"}:
+            # `({ registerMvuSchema } = await import(url))`: destructuring into existing variables
+            return self.node(cst, "assign_pattern", self.pattern(target), self.expression(self.field(cst, "right")))
         if target.type not in {"identifier", "member_expression", "subscript_expression"}:
             raise refuse(target, "only variables and fields can be assigned")
         return self.node(cst, "assign", operator, self.expression(target), self.expression(self.field(cst, "right")))

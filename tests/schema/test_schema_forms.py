@@ -248,3 +248,36 @@ def test_document_ready_registration() -> None:
     source = HELPER_IMPORT + "const Schema = z.object({ a: z.number() });\n" \
         "$(document).ready(() => registerMvuSchema(Schema));"
     assert run(source, {"a": 1, "b": 2}).value == {"a": 1, "b": 2}
+
+
+def test_awaited_dynamic_import_of_the_helper_binds_registration() -> None:
+    source = f"""
+let registerMvuSchema;
+try {{
+  ({{ registerMvuSchema }} = await import('{OTHER_URL}'));
+}} catch (error) {{
+  ({{ registerMvuSchema }} = await import('{MVU_ZOD_URL}'));
+}}
+const Schema = z.object({{ a: z.number() }});
+$(() => {{ registerMvuSchema(Schema); }});
+"""
+    assert run(source, {"a": 1, "b": 2}).value == {"a": 1}  # the first URL is not the verified one
+    verified = f"const {{ registerMvuSchema }} = await import('{MVU_ZOD_URL}');\nregisterMvuSchema(z.object({{}}));"
+    assert run(verified, {"b": 2}).value == {"b": 2}
+
+
+@pytest.mark.parametrize("source", [
+    "const m = await import('https://example.com/evil.js');",
+    "const f = async () => 1;",
+    "const x = await 5;",
+    "const m = import('zod');",
+])
+def test_other_awaits_and_dynamic_imports_are_refused(source: str) -> None:
+    with pytest.raises(MvuError) as refused:
+        compile_schema(source)
+    assert refused.value.code == "MVU_SCHEMA_CODE"
+
+
+def test_named_lodash_imports() -> None:
+    source = "import { clamp } from 'lodash';\nexport default z.number().transform(v => clamp(v, 0, 1));"
+    assert run(source, 3).value == 1
