@@ -411,11 +411,18 @@ def _stringify(budget: Budget, args: list[Any]) -> Any:
                     if item[key] is not UNDEFINED and not isinstance(item[key], Opaque)}
         if type(item) is list:
             return [None if child is UNDEFINED or isinstance(child, Opaque) else clean(child) for child in item]
-        if type(item) is float and not math.isfinite(item):
-            return None
+        if type(item) is float:
+            # JavaScript prints 3.0 as 3 and has no NaN/Infinity in JSON.
+            if not math.isfinite(item):
+                return None
+            return int(item) if item.is_integer() and abs(item) < 1e21 else item
         return item
 
-    return json.dumps(clean(value), ensure_ascii=False, separators=(",", ":"))
+    space = arg(args, 2)
+    indent = min(10, int(to_num(space))) if is_number(space) else (space[:10] if type(space) is str else None)
+    if not indent:
+        return json.dumps(clean(value), ensure_ascii=False, separators=(",", ":"))
+    return json.dumps(clean(value), ensure_ascii=False, indent=indent, separators=(",", ": "))
 
 
 def _json_parse(budget: Budget, args: list[Any]) -> Any:
