@@ -34,7 +34,9 @@ from mvu_store.schema.runtime import (
 from mvu_store.schema.syntax import Node, pattern_names
 from mvu_store.schema.values import (
     UNDEFINED,
+    Builtin,
     JsCallable,
+    Namespace,
     ScriptError,
     fail,
     strict_equals,
@@ -173,7 +175,15 @@ class Compiler:
 
     def e_member(self, node: Node) -> Eval:
         name, optional = node.value
-        target = self.operand(node.child(0))
+        holder = node.child(0)
+        if not optional and holder.kind == "name" and isinstance(self.fixed.get(holder.value), (Namespace, Builtin)):
+            # `_.clamp`, `Math.max`, `z.object`: the library is immutable, so resolve it once here.
+            # A missing member is left to fail at run time, only if that code ever runs.
+            try:
+                return _constant(get_member(self.fixed[holder.value], name))
+            except MvuError:
+                pass
+        target = self.operand(holder)
 
         def member(frame: Frame) -> Any:
             obj = target(frame)

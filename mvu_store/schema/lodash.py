@@ -46,6 +46,14 @@ from mvu_store.schema.values import (
 
 
 def _clamp(budget: Budget, args: list[Any]) -> Any:
+    # The common `_.clamp(v, 0, 100)` on plain numbers takes the short road.
+    if len(args) == 3 and all((type(item) is int or type(item) is float) and item == item for item in args):
+        number, lower, upper = args
+        return max(min(number, upper), lower)
+    return _clamp_slow(args)
+
+
+def _clamp_slow(args: list[Any]) -> Any:
     number = to_num(arg(args, 0))
     lower, upper = arg(args, 1), arg(args, 2)
     if upper is UNDEFINED:

@@ -144,9 +144,12 @@ class NumberSchema(Schema):
         self.coerce = coerce
 
     def parse(self, value: Any, ctx: ParseCtx) -> Any:
-        if self.coerce:
-            value = to_number(value, explicit=True)
         kind = type(value)
+        if kind is int:  # the common case first: a JSON integer is always a finite number
+            return value
+        if self.coerce and kind is not float:
+            value = to_number(value, explicit=True)
+            kind = type(value)
         if (kind is not int and kind is not float) or not math.isfinite(value):
             ctx.issues.append(invalid_type("number", value))
         return value
