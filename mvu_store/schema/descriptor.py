@@ -283,23 +283,41 @@ def _check_input(value: Any, depth: int, room: int) -> int:
         raise MvuError(Code.LIMIT, f"value has more than {MAX_NODES} nodes", limit=MAX_NODES, kind="nodes")
     if kind is str or kind is int or kind is bool or value is None:
         return room - 1
-    if depth > MAX_DEPTH:
-        raise MvuError(Code.LIMIT, f"value is nested deeper than {MAX_DEPTH}", limit=MAX_DEPTH, kind="depth")
-    if kind is dict:
-        for key, item in value.items():
-            if type(key) is not str:
-                raise MvuError(Code.JSON, f"object key {key!r} is not a string")
-            room = _check_input(item, depth + 1, room)
-        return room - 1
-    if kind is list:
-        for item in value:
-            room = _check_input(item, depth + 1, room)
-        return room - 1
+    if kind is dict or kind is list:
+        room = _check_container(value, depth, room)
+        if room < 0:
+            raise MvuError(Code.LIMIT, f"value has more than {MAX_NODES} nodes", limit=MAX_NODES, kind="nodes")
+        return room
     if kind is float and math.isfinite(value):
         return room - 1
     if kind is float:
         raise MvuError(Code.JSON, "numbers must be finite (NaN and Infinity are not JSON)")
     raise MvuError(Code.JSON, f"{kind.__name__} is not a JSON value")
+
+
+def _check_container(value: Any, depth: int, room: int) -> int:
+    if depth > MAX_DEPTH:
+        raise MvuError(Code.LIMIT, f"value is nested deeper than {MAX_DEPTH}", limit=MAX_DEPTH, kind="depth")
+    if type(value) is dict:
+        for key, item in value.items():
+            if type(key) is not str:
+                raise MvuError(Code.JSON, f"object key {key!r} is not a string")
+            leaf = type(item)  # leaves are counted inline: most nodes are leaves
+            if leaf is str or leaf is int or leaf is bool or item is None:
+                room -= 1
+            else:
+                room = _check_input(item, depth + 1, room)
+        return room - 1
+    for item in value:
+        leaf = type(item)
+        if leaf is str or leaf is int or leaf is bool or item is None:
+            room -= 1
+        else:
+            room = _check_input(item, depth + 1, room)
+    return room - 1
+
+
+_LEAVES = frozenset({str, int, bool, type(None)})  # values _to_json returns unchanged
 
 
 def _to_json(value: Any, depth: int) -> Any:
@@ -314,9 +332,10 @@ def _to_json(value: Any, depth: int) -> Any:
     if depth > MAX_DEPTH:
         raise MvuError(Code.LIMIT, f"the parsed value is nested deeper than {MAX_DEPTH}", limit=MAX_DEPTH, kind="depth")
     if kind is dict:
-        return {key: _to_json(item, depth + 1) for key, item in value.items() if item is not UNDEFINED}
+        return {key: item if type(item) in _LEAVES else _to_json(item, depth + 1)
+                for key, item in value.items() if item is not UNDEFINED}
     if kind is list:
-        return [None if item is UNDEFINED else _to_json(item, depth + 1) for item in value]
+        return [item if type(item) in _LEAVES else _to_json(item, depth + 1) for item in value]
     if kind is float:
         if not math.isfinite(value):
             return None
