@@ -218,8 +218,13 @@ def deep_copy(budget: Budget, value: Any) -> Any:
 
 
 def plain(name: str, fn: Callable[..., Any]) -> Builtin:
-    """A lodash helper of plain values: ``fn(*args)`` without the budget."""
-    return Builtin(name, lambda budget, args: fn(*args))
+    """A helper of plain values, ``fn(*args)``, charged for the size of its first argument."""
+    def call(budget: Budget, args: list[Any]) -> Any:
+        first: Any = args[0] if args else None
+        budget.charge(len(first) if type(first) in (dict, list, str) else 1)
+        return fn(*args)
+
+    return Builtin(name, call)
 
 
 def entries(budget: Budget, args: list[Any]) -> Any:
@@ -406,6 +411,8 @@ def _stringify(budget: Budget, args: list[Any]) -> Any:
     budget.charge(len(value) if type(value) in (dict, list, str) else 1)
 
     def clean(item: Any) -> Any:
+        if type(item) is dict or type(item) is list:
+            budget.charge(len(item))
         if type(item) is dict:
             return {key: clean(item[key]) for key in js_key_order(item)
                     if item[key] is not UNDEFINED and not isinstance(item[key], Opaque)}

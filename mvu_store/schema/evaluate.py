@@ -40,6 +40,7 @@ from mvu_store.schema.values import (
     ScriptError,
     fail,
     strict_equals,
+    text_limit,
     to_number,
     to_string,
     truthy,
@@ -113,7 +114,7 @@ class Compiler:
         parts = [self.expression(kid) for kid in node.kids if kid is not None]
 
         def template(frame: Frame) -> str:
-            text = "".join(to_string(part(frame)) for part in parts)
+            text = text_limit("".join(to_string(part(frame)) for part in parts))
             frame.budget.charge(len(text) // 64)
             return text
 

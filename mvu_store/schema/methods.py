@@ -22,6 +22,7 @@ from mvu_store.schema.values import (
     js_length,
     number_to_string,
     strict_equals,
+    text_limit,
     to_string,
     truthy,
     typeof,
@@ -36,7 +37,13 @@ def method_of(value: Any, name: str) -> Any:
     method = table.get(name)
     if method is None:
         raise MvuError(Code.UNSUPPORTED, f"`{name}` of a {typeof(value)} is not supported")
-    return Builtin(name, lambda budget, args: method(budget, value, args))
+    size = 1 + len(value) // 4 if type(value) is list or type(value) is str else 1
+
+    def bound(budget: Budget, args: list[Any]) -> Any:
+        budget.charge(size)  # every array or string method may touch all of it
+        return method(budget, value, args)
+
+    return Builtin(name, bound)
 
 
 Method = Callable[[Budget, Any, list[Any]], Any]
@@ -118,7 +125,7 @@ def _index_of(budget: Budget, items: Any, args: list[Any]) -> int:
 def _join(budget: Budget, items: list[Any], args: list[Any]) -> str:
     separator = "," if arg(args, 0) is UNDEFINED else to_string(args[0])
     budget.charge(len(items))
-    return separator.join("" if item is None or item is UNDEFINED else to_string(item) for item in items)
+    return text_limit(separator.join("" if item is None or item is UNDEFINED else to_string(item) for item in items))
 
 
 def _flat(budget: Budget, items: list[Any], args: list[Any]) -> list[Any]:
@@ -202,7 +209,7 @@ def _replace(every: bool) -> Method:
         if type(pattern) is not str or type(replacement) is not str:
             raise MvuError(Code.UNSUPPORTED, "replace needs a string pattern and a string replacement")
         budget.charge(len(text))
-        return text.replace(pattern, replacement, -1 if every else 1)
+        return text_limit(text.replace(pattern, replacement, -1 if every else 1))
 
     return replace
 
@@ -214,7 +221,7 @@ def _pad(at_start: bool) -> Method:
         missing = width - js_length(text)
         if missing <= 0 or not filler:
             return text
-        budget.charge(missing)
+        budget.charge(missing)  # before building: a huge width runs out of fuel first
         padding = (filler * (missing // len(filler) + 1))[:missing]
         return padding + text if at_start else text + padding
 
@@ -226,7 +233,7 @@ def _repeat(budget: Budget, text: str, args: list[Any]) -> str:
     if count < 0:
         raise fail("invalid repeat count")
     budget.charge(len(text) * count)
-    return text * count
+    return text_limit(text * count)
 
 
 _STRING_METHODS: dict[str, Method] = {
@@ -251,7 +258,7 @@ _STRING_METHODS: dict[str, Method] = {
     "repeat": _repeat,
     "charAt": lambda budget, text, args: _at(budget, text, args[:1] or [0]) if to_num(arg(args, 0) or 0) >= 0 else "",
     "at": _at,
-    "concat": lambda budget, text, args: text + "".join(to_string(part) for part in args),
+    "concat": lambda budget, text, args: text_limit(text + "".join(to_string(part) for part in args)),
     "toString": lambda budget, text, args: text,
     "localeCompare": lambda budget, text, args: js_compare(text, to_string(arg(args, 0))),
 }

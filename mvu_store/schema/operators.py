@@ -17,6 +17,7 @@ from mvu_store.schema.values import (
     is_number,
     loose_equals,
     strict_equals,
+    text_limit,
     to_number,
     to_string,
     truthy,
@@ -40,11 +41,11 @@ def _add(left: Any, right: Any) -> Any:
     if is_number(left) and is_number(right):
         return clip(left + right)
     if type(left) is str and type(right) is str:
-        return left + right
+        return text_limit(left + right)
     if type(left) is dict or type(right) is dict or isinstance(left, Opaque) or isinstance(right, Opaque):
         raise fail("implicit conversion of an object is not allowed")
     if type(left) is str or type(right) is str or type(left) is list or type(right) is list:
-        return to_string(left) + to_string(right)
+        return text_limit(to_string(left) + to_string(right))
     return clip(to_number(left) + to_number(right))
 
 

@@ -17,6 +17,8 @@ from mvu_store.errors import Code, MvuError
 FUEL = 1_000_000
 """Work units one compile or one validation may spend (about one unit per AST node visited)."""
 MAX_CALL_DEPTH = 64
+MAX_TEXT = 1 << 20
+"""Longest string a declaration may build (a state is at most 2 MiB of JSON anyway)."""
 
 
 class _Undefined:
@@ -125,6 +127,13 @@ class Namespace(Opaque):
 
     def describe(self) -> str:
         return self.name
+
+
+def text_limit(text: str) -> str:
+    """``text``, or ``MVU_LIMIT`` when it is longer than :data:`MAX_TEXT` (no string doubling)."""
+    if len(text) > MAX_TEXT:
+        raise MvuError(Code.LIMIT, f"a string grew beyond {MAX_TEXT} characters", limit=MAX_TEXT, kind="string")
+    return text
 
 
 def arg(args: list[Any], index: int) -> Any:
@@ -268,7 +277,7 @@ def to_string(value: Any) -> str:
     if value is UNDEFINED:
         return "undefined"
     if kind is list:
-        return ",".join("" if item is None or item is UNDEFINED else to_string(item) for item in value)
+        return text_limit(",".join("" if item is None or item is UNDEFINED else to_string(item) for item in value))
     if kind is dict:
         return "[object Object]"
     raise fail(f"cannot convert {typeof(value)} to a string")

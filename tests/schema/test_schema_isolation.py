@@ -203,3 +203,17 @@ def test_local_variables_of_a_call_stay_writable() -> None:
     source = "export default z.array(z.number()).transform(a => { let total = 0; for (const x of a) total += x; " \
              "const box = { n: total }; box.n *= 2; return box.n });"
     assert validate(compile_schema(source), [1, 2]).value == 6
+
+
+@pytest.mark.parametrize("body", [
+    "let s = 'ab'; for (const i of _.range(40)) s = s + s; return s.length",
+    "let s = 'ab'; for (const i of _.range(40)) s = `${s}${s}`; return s.length",
+    "let a = [1]; for (const i of _.range(40)) a.push(...a); return a.length",
+    "let a = [1]; for (const i of _.range(40)) a = a.concat(a); return a.length",
+    "let s = 'ab'; for (const i of _.range(40)) s = [s, s].join(''); return s.length",
+    "const big = _.range(5000); let n = 0; for (const i of _.range(1000)) { if (big.includes(-1)) n++ } return n",
+    "const big = _.range(5000); let n = 0; for (const i of _.range(1000)) n += _.compact(big).length; return n",
+    "const big = _.range(2000); let n = 0; for (const i of _.range(1000)) n += JSON.stringify([big]).length; return n",
+])
+def test_growth_and_repeated_scans_are_bounded(body: str) -> None:
+    assert refusal(f"export default z.any().transform(v => {{ {body} }});", 1).code == "MVU_LIMIT"
