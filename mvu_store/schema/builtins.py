@@ -24,6 +24,7 @@ from mvu_store.schema.values import (
     arg,
     fail,
     is_number,
+    same_value_key,
     strict_equals,
     to_number,
     to_string,
@@ -341,15 +342,18 @@ def assign_into(defaults_only: bool) -> Fn:
 class JsSet(Opaque):
     """``new Set(items)``: insertion-ordered unique items (JavaScript equality on primitives)."""
 
-    __slots__ = ("items",)
+    __slots__ = ("items", "keys")
 
     def __init__(self, items: list[Any]) -> None:
         self.items: list[Any] = []
+        self.keys: set[tuple[str, Any]] = set()  # hashed identities: adding stays O(1)
         for item in items:
             self.add(item)
 
     def add(self, item: Any) -> JsSet:
-        if not any(strict_equals(item, seen) for seen in self.items):
+        key = same_value_key(item)
+        if key not in self.keys:
+            self.keys.add(key)
             self.items.append(item)
         return self
 
@@ -362,7 +366,7 @@ class JsSet(Opaque):
         if key == "size":
             return len(self.items)
         if key == "has":
-            return Builtin("has", lambda budget, args: any(strict_equals(arg(args, 0), seen) for seen in self.items))
+            return Builtin("has", lambda budget, args: same_value_key(arg(args, 0)) in self.keys)
         if key == "add":
             return Builtin("add", self.add_checked)
         if key == "values":

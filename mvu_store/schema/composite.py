@@ -13,9 +13,9 @@ from mvu_store.schema.issues import (
     size_issue,
     unrecognized_keys,
 )
-from mvu_store.schema.primitives import LiteralSchema, StringSchema, literal_key, number_arg, size_checker
+from mvu_store.schema.primitives import LiteralSchema, StringSchema, number_arg, size_checker
 from mvu_store.schema.types import Check, Optional, ParseCtx, Schema, as_schema, custom_message, runner
-from mvu_store.schema.values import UNDEFINED, Budget, arg, fail, strict_equals, to_string, truthy
+from mvu_store.schema.values import UNDEFINED, Budget, arg, fail, same_value_key, strict_equals, to_string, truthy
 
 _NONOPTIONAL = "Invalid input: expected nonoptional, received undefined"
 
@@ -368,14 +368,14 @@ class DiscriminatedUnionSchema(Schema):
             if values is None:
                 raise MvuError(Code.SCHEMA, f"discriminatedUnion option has no literal `{key}`")
             for item in values:
-                self.by_value.setdefault(literal_key(item), option)
+                self.by_value.setdefault(same_value_key(item), option)
                 self.labels.append(to_string(item))
 
     def parse(self, value: Any, ctx: ParseCtx) -> Any:
         if type(value) is not dict:
             ctx.issues.append(invalid_type("object", value))
             return value
-        option = self.by_value.get(literal_key(value.get(self.key, UNDEFINED)))
+        option = self.by_value.get(same_value_key(value.get(self.key, UNDEFINED)))
         if option is not None:
             return option.run(value, ctx)
         expected = " | ".join(f"'{label}'" for label in self.labels)

@@ -39,6 +39,7 @@ from mvu_store.schema.values import (
     Opaque,
     arg,
     is_number,
+    same_value_key,
     strict_equals,
     to_string,
     truthy,
@@ -143,10 +144,13 @@ def _uniq(budget: Budget, args: list[Any]) -> Any:
     items = arg(args, 0)
     if type(items) is not list:
         return []
-    budget.charge(len(items) ** 2 // 64 + len(items))
+    budget.charge(len(items))
+    seen: set[tuple[str, Any]] = set()
     result: list[Any] = []
     for item in items:
-        if not any(strict_equals(item, seen) for seen in result):
+        key = same_value_key(item)
+        if key not in seen:
+            seen.add(key)
             result.append(item)
     return result
 

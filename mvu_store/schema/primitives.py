@@ -12,7 +12,7 @@ from mvu_store.errors import Code, MvuError
 from mvu_store.schema.issues import Issue, invalid_type, invalid_value, size_issue
 from mvu_store.schema.regex import Regex
 from mvu_store.schema.types import Check, ParseCtx, Schema, custom_message, json_copy
-from mvu_store.schema.values import UNDEFINED, Budget, arg, to_number, to_string, truthy
+from mvu_store.schema.values import UNDEFINED, Budget, arg, same_value_key, to_number, to_string, truthy
 
 
 class AnySchema(Schema):
@@ -44,10 +44,10 @@ class LiteralSchema(Schema):
                 raise MvuError(Code.SCHEMA, f"z.{kind}() takes primitive values")
         self.kind = kind
         self.values = values
-        self.keyed = {literal_key(value): value for value in values}
+        self.keyed = {same_value_key(value): value for value in values}
 
     def parse(self, value: Any, ctx: ParseCtx) -> Any:
-        if literal_key(value) in self.keyed:
+        if same_value_key(value) in self.keyed:
             return value
         if self.kind in {"null", "undefined"}:
             ctx.issues.append(invalid_type(self.kind, value))
@@ -65,26 +65,12 @@ class LiteralSchema(Schema):
         return self.values[0] if self.values else UNDEFINED
 
     def m_exclude(self, budget: Budget, args: list[Any]) -> Schema:
-        drop = {literal_key(value) for value in list_arg(arg(args, 0))}
-        return LiteralSchema(self.kind, [value for value in self.values if literal_key(value) not in drop])
+        drop = {same_value_key(value) for value in list_arg(arg(args, 0))}
+        return LiteralSchema(self.kind, [value for value in self.values if same_value_key(value) not in drop])
 
     def m_extract(self, budget: Budget, args: list[Any]) -> Schema:
-        keep = {literal_key(value) for value in list_arg(arg(args, 0))}
-        return LiteralSchema(self.kind, [value for value in self.values if literal_key(value) in keep])
-
-
-def literal_key(value: Any) -> tuple[str, Any]:
-    """Hashable identity with JavaScript's ``===`` on primitives (``1`` and ``true`` differ)."""
-    kind = type(value)
-    if kind is bool:
-        return ("boolean", value)
-    if kind is int or kind is float:
-        return ("number", float(value)) if not math.isnan(value) else ("nan", None)
-    if kind is str:
-        return ("string", value)
-    if value is None or value is UNDEFINED:
-        return ("null" if value is None else "undefined", None)
-    return ("object", id(value))
+        keep = {same_value_key(value) for value in list_arg(arg(args, 0))}
+        return LiteralSchema(self.kind, [value for value in self.values if same_value_key(value) in keep])
 
 
 def list_arg(value: Any) -> list[Any]:

@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from mvu_store.errors import Code, MvuError
+from mvu_store.schema.builtins import deep_copy
 from mvu_store.schema.issues import (
     Issue,
     aborted,
@@ -149,7 +150,7 @@ class Schema(Opaque):
             raise MvuError(Code.SCHEMA, "refine's path must be an array")
 
         def refine(value: Any, ctx: ParseCtx) -> Any:
-            if not truthy(fn.call(ctx.budget, [json_copy(value)])):
+            if not truthy(fn.call(ctx.budget, [deep_copy(ctx.budget, value)])):
                 ctx.issues.append(Issue("custom", list(path), message, continues=not abort))
             return value
 
@@ -160,7 +161,7 @@ class Schema(Opaque):
 
         def super_refine(value: Any, ctx: ParseCtx) -> Any:
             # S-8: the refinement sees a copy; it can only report issues, never change the value.
-            fn.call(ctx.budget, [json_copy(value), IssueSink(ctx, value, continues=True)])
+            fn.call(ctx.budget, [deep_copy(ctx.budget, value), IssueSink(ctx, value, continues=True)])
             return value
 
         return self.with_check(super_refine)
@@ -199,7 +200,7 @@ class Schema(Opaque):
     def m_safeParse(self, budget: Budget, args: list[Any]) -> Any:
         """``schema.safeParse(v)`` inside a declaration: ``{success, data}`` or ``{success, error}``."""
         ctx = ParseCtx(budget)
-        data = self.run(json_copy(arg(args, 0)), ctx)
+        data = self.run(deep_copy(budget, arg(args, 0)), ctx)
         if ctx.issues:
             return {"success": False, "error": {"issues": [issue.to_dict() for issue in ctx.issues]}}
         return {"success": True, "data": data}
@@ -260,7 +261,7 @@ class IssueSink(Opaque):
         if key == "addIssue":
             return Builtin("addIssue", self.add_issue)
         if key == "value":
-            return json_copy(self.value)
+            return deep_copy(self.ctx.budget, self.value)
         return super().get(key)
 
     def add_issue(self, budget: Budget, args: list[Any]) -> Any:

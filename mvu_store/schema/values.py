@@ -308,6 +308,21 @@ def loose_equals(left: Any, right: Any) -> bool:
     return bool(to_number(left) == to_number(right))
 
 
+def same_value_key(value: Any) -> tuple[str, Any]:
+    """A hashable identity with JavaScript's SameValueZero: ``1`` and ``1.0`` are one, ``1`` and
+    ``true`` differ, NaN equals NaN, objects are themselves. Sets, uniq and literals use it."""
+    kind = type(value)
+    if kind is bool:
+        return ("boolean", value)
+    if kind is int or kind is float:
+        return ("number", float(value)) if not math.isnan(value) else ("nan", None)
+    if kind is str:
+        return ("string", value)
+    if value is None or value is UNDEFINED:
+        return ("null" if value is None else "undefined", None)
+    return ("object", id(value))
+
+
 def _is_primitive(value: Any) -> bool:
     return type(value) in (str, int, float, bool)
 

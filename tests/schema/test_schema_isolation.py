@@ -217,3 +217,8 @@ def test_local_variables_of_a_call_stay_writable() -> None:
 ])
 def test_growth_and_repeated_scans_are_bounded(body: str) -> None:
     assert refusal(f"export default z.any().transform(v => {{ {body} }});", 1).code == "MVU_LIMIT"
+
+
+def test_sets_and_uniq_scale_linearly() -> None:
+    source = "export default z.any().transform(v => [new Set(_.range(200000)).size, _.uniq(_.range(200000)).length]);"
+    assert validate(compile_schema(source), 1).value == [200000, 200000]
