@@ -177,7 +177,7 @@ class Schema(Opaque):
         return self
 
     def m_readonly(self, budget: Budget, args: list[Any]) -> Schema:
-        return self
+        return Readonly(self)
 
     def m_brand(self, budget: Budget, args: list[Any]) -> Schema:
         return self
@@ -324,6 +324,22 @@ class Nullable(Schema):
 
     def m_unwrap(self, budget: Budget, args: list[Any]) -> Schema:
         return self.inner
+
+
+class Readonly(Schema):
+    """``.readonly()``: the value passes unchanged (JSON output is never shared), but the node
+    is no longer the object it wraps (so a registered root stays as declared, S-2)."""
+
+    kind = "readonly"
+
+    def __init__(self, inner: Schema) -> None:
+        self.inner = inner
+        self.inner_run = runner(inner)
+        self.optin = inner.optin
+        self.optout = inner.optout
+
+    def parse(self, value: Any, ctx: ParseCtx) -> Any:
+        return self.inner_run(value, ctx)
 
 
 class Default(Schema):
