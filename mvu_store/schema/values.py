@@ -188,7 +188,8 @@ def truthy(value: Any) -> bool:
     return value is not None and value is not UNDEFINED
 
 
-_NUMBER_TEXT = re.compile(r"[+-]?(?:\d+\.?\d*(?:e[+-]?\d+)?|\.\d+(?:e[+-]?\d+)?|infinity)", re.IGNORECASE)
+# StringToNumber's decimal literal (no `_`, no `inf`/`nan` spellings Python's float() accepts).
+_NUMBER_TEXT = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?", re.ASCII)
 
 
 def to_number(value: Any, *, explicit: bool = False) -> float | int:
@@ -220,16 +221,15 @@ def _string_to_number(text: str) -> float | int:
     stripped = text.strip(" \t\n\r\v\f\u00a0\ufeff\u2028\u2029")
     if not stripped:
         return 0
-    lowered = stripped.lower()
-    if lowered.startswith(("0x", "0o", "0b")):
+    if stripped[:2] in {"0x", "0X", "0o", "0O", "0b", "0B"}:
         try:
-            return int(lowered, 0)
+            return int(stripped, 0)
         except ValueError:
             return math.nan
-    if not _NUMBER_TEXT.fullmatch(stripped) or ("inf" in lowered and lowered.lstrip("+-") != "infinity"):
-        return math.nan
-    if stripped.lstrip("+-").lower() == "infinity":
+    if stripped.lstrip("+-") == "Infinity" and len(stripped) - len(stripped.lstrip("+-")) <= 1:
         return -math.inf if stripped.startswith("-") else math.inf
+    if not _NUMBER_TEXT.fullmatch(stripped):
+        return math.nan
     number = float(stripped)
     return int(number) if number.is_integer() and abs(number) < 2**53 else number
 
@@ -244,12 +244,12 @@ def number_to_string(value: float | int) -> str:
         return "Infinity" if value > 0 else "-Infinity"
     if value == 0:
         return "0"
-    if float(value).is_integer() and abs(value) < 1e21:
+    if float(value).is_integer() and abs(value) < 2**53:
         return str(int(value))
     text = repr(value)
     mantissa, _, exponent_text = text.partition("e")
     if not exponent_text:
-        return text
+        return text.removesuffix(".0")  # integral doubles from 2**53 up print without a fraction
     exponent = int(exponent_text)
     sign = "-" if mantissa.startswith("-") else ""
     digits = mantissa.lstrip("-").replace(".", "")
