@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from mvu_store.schema import compile_schema, validate
-from mvu_store.schema.descriptor import MVU_ZOD_URL
+from mvu_store.schema.program import MVU_ZOD_URL
 
 NOW_MS = 1_700_000_000_000
 

@@ -6,7 +6,7 @@ import pytest
 
 from mvu_store.errors import MvuError
 from mvu_store.schema import Issue, ValidationResult, compile_schema, validate
-from mvu_store.schema.descriptor import MVU_ZOD_URL
+from mvu_store.schema.program import MVU_ZOD_URL
 
 HELPER_IMPORT = f"import {{ registerMvuSchema }} from '{MVU_ZOD_URL}';\n"
 OTHER_URL = "https://cdn.jsdelivr.net/gh/StageDog/tavern_resource/dist/util/mvu_zod.js"
