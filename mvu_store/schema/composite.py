@@ -13,8 +13,8 @@ from mvu_store.schema.issues import (
     size_issue,
     unrecognized_keys,
 )
-from mvu_store.schema.primitives import LiteralSchema, StringSchema, number_arg, size_checker
-from mvu_store.schema.types import Check, Optional, ParseCtx, Schema, as_schema, custom_message, runner
+from mvu_store.schema.primitives import LiteralSchema, StringSchema, number_arg
+from mvu_store.schema.types import Check, Optional, ParseCtx, Schema, SizeCheck, as_schema, custom_message, runner
 from mvu_store.schema.values import UNDEFINED, Budget, arg, fail, same_value_key, strict_equals, to_string, truthy
 
 _NONOPTIONAL = "Invalid input: expected nonoptional, received undefined"
@@ -175,7 +175,7 @@ class ArraySchema(Schema):
 
     def size(self, code: str, args: list[Any], *, exact: bool = False) -> Check:
         limit = number_arg(arg(args, 0), "a length")
-        return size_checker(code, "array", limit, exact, custom_message(arg(args, 1)), len)
+        return SizeCheck(code, limit, exact, custom_message(arg(args, 1)))
 
     def m_min(self, budget: Budget, args: list[Any]) -> Schema:
         return self.with_check(self.size("too_small", args))

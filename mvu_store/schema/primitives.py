@@ -11,7 +11,7 @@ from typing import Any
 from mvu_store.errors import Code, MvuError
 from mvu_store.schema.issues import Issue, invalid_type, invalid_value, size_issue
 from mvu_store.schema.regex import Regex
-from mvu_store.schema.types import Check, ParseCtx, Schema, custom_message, json_copy
+from mvu_store.schema.types import Check, ParseCtx, Schema, SizeCheck, custom_message, json_copy
 from mvu_store.schema.values import UNDEFINED, Budget, arg, same_value_key, to_number, to_string, truthy
 
 
@@ -91,21 +91,6 @@ class BooleanSchema(Schema):
         if type(value) is not bool:
             ctx.issues.append(invalid_type("boolean", value))
         return value
-
-
-def size_checker(code: str, origin: str, limit: int | float, exact: bool, message: str | None,
-                  measure: Callable[[Any], Any]) -> Check:
-    """A ``min``/``max``/``length`` check on numbers (identity ``measure``), strings or arrays."""
-    def check(value: Any, ctx: ParseCtx) -> Any:
-        size = measure(value)
-        if (size < limit) if code == "too_small" else (size > limit):
-            issue = size_issue(code, origin, limit, inclusive=True, exact=exact)
-            if message is not None:
-                issue.message = message
-            ctx.issues.append(issue)
-        return value
-
-    return check
 
 
 def number_arg(value: Any, what: str) -> int | float:
@@ -233,8 +218,7 @@ class StringSchema(Schema):
 
     def size(self, code: str, args: list[Any], *, exact: bool = False) -> Check:
         limit = number_arg(arg(args, 0), "a length")
-        # Zod 4 measures strings in code points (an emoji is one), which is Python's len.
-        return size_checker(code, "string", limit, exact, custom_message(arg(args, 1)), len)
+        return SizeCheck(code, limit, exact, custom_message(arg(args, 1)))
 
     def m_min(self, budget: Budget, args: list[Any]) -> Schema:
         return self.with_check(self.size("too_small", args))

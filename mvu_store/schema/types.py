@@ -17,6 +17,7 @@ from mvu_store.schema.builtins import deep_copy
 from mvu_store.schema.issues import (
     Issue,
     aborted,
+    size_issue,
 )
 from mvu_store.schema.values import (
     UNDEFINED,
@@ -227,16 +228,46 @@ def runner(schema: Schema) -> Callable[[Any, ParseCtx], Any]:
     return schema.parse
 
 
+class SizeCheck:
+    """``min`` / ``max`` / ``length`` of strings and arrays.
+
+    Like Zod's length checks (which carry a ``when``), it runs on any string or array even after
+    the type check failed: ``z.string().min(1)`` given ``[]`` reports both issues.
+    """
+
+    __slots__ = ("code", "exact", "limit", "message")
+
+    def __init__(self, code: str, limit: int | float, exact: bool, message: str | None) -> None:
+        self.code = code
+        self.limit = limit
+        self.exact = exact
+        self.message = message
+
+    def __call__(self, value: Any, ctx: ParseCtx) -> Any:
+        size = len(value)  # code points for strings, as Zod 4 counts
+        if (size < self.limit) if self.code == "too_small" else (size > self.limit):
+            origin = "string" if type(value) is str else "array"
+            issue = size_issue(self.code, origin, self.limit, inclusive=True, exact=self.exact)
+            if self.message is not None:
+                issue.message = self.message
+            ctx.issues.append(issue)
+        return value
+
+
 def run_checks(checks: tuple[Check, ...], value: Any, ctx: ParseCtx, start: int) -> Any:
-    """Zod's ``runChecks``: checks run in order until an aborting issue appears."""
+    """Zod's ``runChecks``: checks run in order and stop at an aborting issue, except length
+    checks, which run whenever the value has a length."""
     issues = ctx.issues
     stopped = aborted(issues, start)
     for check in checks:
-        if stopped:
-            break
+        if type(check) is SizeCheck:
+            if type(value) is not str and type(value) is not list:
+                continue
+        elif stopped:
+            continue
         before = len(issues)
         value = check(value, ctx)
-        if len(issues) > before:
+        if not stopped and len(issues) > before:
             stopped = aborted(issues, before)
     return value
 

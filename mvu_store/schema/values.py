@@ -212,8 +212,8 @@ def to_number(value: Any, *, explicit: bool = False) -> float | int:
         return _string_to_number(value)
     if not explicit:
         raise fail(f"implicit conversion of {typeof(value)} to a number is not allowed")
-    if kind is list and len(value) <= 1:
-        return 0 if not value else _string_to_number(to_string(value[0]))
+    if kind is list:  # through its string, as JavaScript does: [] is 0, [5] is 5, [null] is 0
+        return _string_to_number(to_string(value))
     return math.nan
 
 
