@@ -157,11 +157,33 @@ class ArraySchema(Schema):
     def __init__(self, item: Schema) -> None:
         self.item = item
         self.item_run = runner(item)
+        self.caps: tuple[SizeCheck, ...] = ()
+
+    def with_check(self, check: Check) -> Schema:
+        result = super().with_check(check)
+        assert isinstance(result, ArraySchema)
+        # Zod's size caps: the upper bounds among the leading length checks (a later check may
+        # rewrite the value, so the scan stops at the first other check).
+        caps = []
+        for leading in result.checks:
+            if type(leading) is not SizeCheck:
+                break
+            if leading.code == "too_big":
+                caps.append(leading)
+        result.caps = tuple(caps)
+        return result
 
     def parse(self, value: Any, ctx: ParseCtx) -> Any:
         if type(value) is not list:
             ctx.issues.append(invalid_type("array", value))
             return value
+        for cap in self.caps:
+            if len(value) > cap.limit:
+                # An oversized array is refused before its items are parsed, as Zod does.
+                cap(value, ctx)
+                ctx.issues[-1].continues = False
+                ctx.issues[-1].stops = True
+                return value
         ctx.budget.charge(len(value) + 1)
         issues = ctx.issues
         run = self.item_run

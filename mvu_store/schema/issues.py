@@ -15,13 +15,16 @@ class Issue:
     """One reason a value was refused: a Zod issue ``code``, the ``path`` to it and a message.
 
     ``continues`` mirrors Zod's ``continue`` flag: a check failure (``too_small``...) lets later
-    checks and refinements run, a type failure does not. It is internal and not compared.
+    checks and refinements run, a type failure does not. ``stops`` is Zod's explicit
+    ``continue: false`` (an aborting refinement, an oversized array): then even length checks
+    stay silent. Both are internal and not compared.
     """
 
     code: str
     path: list[str | int]
     message: str
     continues: bool = field(default=False, compare=False, repr=False)
+    stops: bool = field(default=False, compare=False, repr=False)
 
     def to_dict(self) -> dict[str, Any]:
         return {"code": self.code, "path": list(self.path), "message": self.message}

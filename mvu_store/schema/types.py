@@ -152,7 +152,7 @@ class Schema(Opaque):
 
         def refine(value: Any, ctx: ParseCtx) -> Any:
             if not truthy(fn.call(ctx.budget, [deep_copy(ctx.budget, value)])):
-                ctx.issues.append(Issue("custom", list(path), message, continues=not abort))
+                ctx.issues.append(Issue("custom", list(path), message, continues=not abort, stops=abort))
             return value
 
         return self.with_check(refine)
@@ -259,16 +259,18 @@ def run_checks(checks: tuple[Check, ...], value: Any, ctx: ParseCtx, start: int)
     checks, which run whenever the value has a length."""
     issues = ctx.issues
     stopped = aborted(issues, start)
+    halted = stopped and any(issues[index].stops for index in range(start, len(issues)))
     for check in checks:
         if type(check) is SizeCheck:
-            if type(value) is not str and type(value) is not list:
+            if halted or (type(value) is not str and type(value) is not list):
                 continue
         elif stopped:
             continue
         before = len(issues)
         value = check(value, ctx)
-        if not stopped and len(issues) > before:
-            stopped = aborted(issues, before)
+        if len(issues) > before:
+            stopped = stopped or aborted(issues, before)
+            halted = halted or any(issues[index].stops for index in range(before, len(issues)))
     return value
 
 
@@ -308,7 +310,8 @@ class IssueSink(Opaque):
         message = custom_message(spec) or "Invalid input"
         fatal = truthy(spec.get("fatal")) or spec.get("continue") is False
         parts: list[str | int] = [int(part) if type(part) is float else part for part in path]
-        self.ctx.issues.append(Issue(to_string(code), parts, message, continues=self.continues and not fatal))
+        self.ctx.issues.append(Issue(to_string(code), parts, message, continues=self.continues and not fatal,
+                                     stops=fatal))
         return UNDEFINED
 
 
