@@ -88,7 +88,9 @@ def _sort(budget: Budget, items: list[Any], args: list[Any]) -> Any:
     fn = arg(args, 0)
     budget.charge(len(items) * max(1, len(items).bit_length()))
     if fn is UNDEFINED:
-        items.sort(key=cmp_to_key(js_compare))
+        # Array.prototype.sort's default order compares strings ([10, 2] stays [10, 2]);
+        # undefined sorts last.
+        items.sort(key=lambda item: (item is UNDEFINED, "" if item is UNDEFINED else to_string(item)))
     else:
         def compare(left: Any, right: Any) -> int:
             order = to_num(call_fn(budget, fn, left, right))
@@ -180,6 +182,7 @@ _ARRAY_METHODS: dict[str, Method] = {
     "concat": lambda budget, items, args: items + [x for part in args
                                                    for x in (part if type(part) is list else [part])],
     "flat": _flat,
+    "flatMap": lambda budget, items, args: _flat(budget, [out for _, _, out in _each(budget, items, arg(args, 0))], []),
     "at": _at,
     "sort": _sort,
     "toSorted": lambda budget, items, args: _sort(budget, list(items), args),
@@ -191,6 +194,12 @@ _ARRAY_METHODS: dict[str, Method] = {
     "unshift": lambda budget, items, args: (_splice(budget, items, [0, 0, *args]) and len(items)) or len(items),
     "splice": _splice,
 }
+
+
+def _char_at(text: str, args: list[Any]) -> str:
+    position = to_num(arg(args, 0)) if arg(args, 0) is not UNDEFINED else 0
+    index = 0 if position != position else int(position)  # NaN counts as 0
+    return text[index] if 0 <= index < len(text) else ""
 
 
 def _split(budget: Budget, text: str, args: list[Any]) -> list[str]:
@@ -256,7 +265,7 @@ _STRING_METHODS: dict[str, Method] = {
     "padStart": _pad(True),
     "padEnd": _pad(False),
     "repeat": _repeat,
-    "charAt": lambda budget, text, args: _at(budget, text, args[:1] or [0]) if to_num(arg(args, 0) or 0) >= 0 else "",
+    "charAt": lambda budget, text, args: _char_at(text, args),
     "at": _at,
     "concat": lambda budget, text, args: text_limit(text + "".join(to_string(part) for part in args)),
     "toString": lambda budget, text, args: text,

@@ -4,7 +4,9 @@ this suite needs no node. A result is `{ok, value}` on success or `{ok: false, i
 
 zod_parity.json holds hand-written declarations in the shapes real cards use; zod_fuzz_parity.json
 holds randomly nested schema forms with random inputs (seed 2026), which found differences
-hand-written cases did not (length checks after type failures, array size caps).
+hand-written cases did not (length checks after type failures, array size caps);
+zod_library_parity.json holds random transforms over the lodash, array, string and number
+helpers cards call (seed 2027).
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ import pytest
 from mvu_store.schema import compile_schema, validate
 
 HERE = Path(__file__).parent
-CASES = [case for name in ("zod_parity.json", "zod_fuzz_parity.json")
+CASES = [case for name in ("zod_parity.json", "zod_fuzz_parity.json", "zod_library_parity.json")
          for case in json.loads((HERE / name).read_text(encoding="utf-8"))]
 NOW_MS = 1_700_000_000_000  # the clock the reference run gave Date.now()
 
