@@ -249,10 +249,6 @@ def from_entries(budget: Budget, args: list[Any]) -> Any:
     return result
 
 
-def _is_plain(value: Any) -> bool:
-    return type(value) is dict
-
-
 def is_integer(value: Any) -> bool:
     return is_number(value) and math.isfinite(value) and value == int(value)
 

@@ -191,7 +191,7 @@ _ARRAY_METHODS: dict[str, Method] = {
     "push": _push,
     "pop": lambda budget, items, args: _take_out(budget, items, -1),
     "shift": lambda budget, items, args: _take_out(budget, items, 0),
-    "unshift": lambda budget, items, args: (_splice(budget, items, [0, 0, *args]) and len(items)) or len(items),
+    "unshift": _unshift,
     "splice": _splice,
 }
 
