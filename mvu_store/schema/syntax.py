@@ -152,7 +152,9 @@ class _Lowerer:
             return self.export_statement(cst)
         return self.statement(cst)
 
-    def import_statement(self, cst: CstNode) -> Node:
+    def import_statement(self, cst: CstNode) -> Node | None:
+        if any(child.type == "type" for child in cst.children):
+            return None  # TypeScript's `import type`: types only, erased
         source = self.string_value(self.field(cst, "source"))
         bindings: list[tuple[str, str]] = []  # (imported name or '*' / 'default', local name)
         for clause in self.children(cst):
@@ -165,6 +167,8 @@ class _Lowerer:
                     bindings.append(("*", self.text(self.children(part)[0])))
                 elif part.type == "named_imports":
                     for spec in self.children(part):
+                        if any(child.type == "type" for child in spec.children):
+                            continue  # `import { type T }`: erased
                         name = self.text(self.field(spec, "name"))
                         alias = spec.child_by_field_name("alias")
                         bindings.append((name, self.text(alias) if alias is not None else name))
@@ -182,6 +186,8 @@ class _Lowerer:
         value = cst.child_by_field_name("value")
         if value is not None:
             return self.node(cst, "export_default", None, self.expression(value))
+        if any(child.type == "type" for child in cst.children):
+            return None  # TypeScript's `export type { T }`: erased
         clauses = self.children(cst)
         if cst.child_by_field_name("source") is None and all(child.type == "export_clause" for child in clauses):
             names: list[tuple[str, str]] = []  # `export { Schema, helper as other }`: (local, exported)

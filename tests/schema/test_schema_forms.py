@@ -281,3 +281,13 @@ def test_other_awaits_and_dynamic_imports_are_refused(source: str) -> None:
 def test_named_lodash_imports() -> None:
     source = "import { clamp } from 'lodash';\nexport default z.number().transform(v => clamp(v, 0, 1));"
     assert run(source, 3).value == 1
+
+
+def test_typescript_type_only_imports_and_exports_are_erased() -> None:
+    source = """import type { Mood } from './types';
+import { type Helper, z } from 'zod';
+const Schema = z.object({ mood: z.string() as z.ZodType<Mood> });
+export type { Mood };
+export { Schema };
+"""
+    assert run(source, {"mood": "calm"}).value == {"mood": "calm"}
