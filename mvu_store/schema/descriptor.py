@@ -98,6 +98,13 @@ def _guarded(action: Any) -> Any:
         raise MvuError(Code.LIMIT, "the declaration nests too deeply", kind="depth") from None
     except (ArithmeticError, ValueError, TypeError) as error:
         raise MvuError(Code.SCHEMA, f"the declaration failed: {error}") from None
+    except MvuError:
+        raise
+    except Exception as error:
+        # The public contract is that only MvuError escapes. A defect of the interpreter itself
+        # (never of the caller) is refused cleanly and marked, so tests still catch it.
+        raise MvuError(Code.SCHEMA, "internal error while interpreting the declaration",
+                       internal=type(error).__name__) from error
 
 
 def _check_input(value: Any, depth: int, room: int) -> int:

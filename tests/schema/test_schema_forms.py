@@ -291,3 +291,16 @@ export type { Mood };
 export { Schema };
 """
     assert run(source, {"mood": "calm"}).value == {"mood": "calm"}
+
+
+def test_an_interpreter_defect_still_surfaces_as_mvu_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    from mvu_store.schema import descriptor
+
+    def broken(source: str, version: int) -> None:
+        raise KeyError("defect")
+
+    monkeypatch.setattr(descriptor, "build", broken)
+    with pytest.raises(MvuError) as refused:
+        compile_schema("export default z.never(); // a source no other test compiles")
+    assert refused.value.code == "MVU_SCHEMA"
+    assert refused.value.details == {"internal": "KeyError"}
