@@ -29,7 +29,7 @@ from mvu_store.schema.primitives import (
     StringSchema,
     list_arg,
 )
-from mvu_store.schema.types import NEVER, Nullable, Optional, Pipe, Schema, Transform, as_schema, function_arg
+from mvu_store.schema.types import NEVER, Lazy, Nullable, Optional, Pipe, Schema, Transform, as_schema, function_arg
 from mvu_store.schema.values import UNDEFINED, Budget, Builtin, Namespace, arg
 
 _V2_ONLY = frozenset({"looseObject", "strictObject"})
@@ -135,6 +135,7 @@ def make_z(version: int) -> Namespace:
         "nullable": Builtin("nullable", _wrap_first(Nullable)),
         "nullish": Builtin("nullish", lambda budget, args: Optional(Nullable(as_schema(arg(args, 0), "nullish")))),
         "preprocess": Builtin("preprocess", _preprocess),
+        "lazy": Builtin("lazy", lambda budget, args: Lazy(function_arg(arg(args, 0), "z.lazy"))),
         "coerce": _coerce(),
         "NEVER": NEVER,
         "ZodIssueCode": _issue_codes(),

@@ -376,6 +376,19 @@ class Readonly(Schema):
         return self.inner_run(value, ctx)
 
 
+class Lazy(Schema):
+    """``z.lazy(() => schema)``: recursive declarations; the getter runs when a value is parsed,
+    within the budget (and the call depth bounds runaway recursion)."""
+
+    kind = "lazy"
+
+    def __init__(self, getter: JsCallable) -> None:
+        self.getter = getter
+
+    def parse(self, value: Any, ctx: ParseCtx) -> Any:
+        return as_schema(self.getter.call(ctx.budget, []), "z.lazy's getter result").run(value, ctx)
+
+
 class Default(Schema):
     """``.default(v)`` (absence gives ``v`` as is) and ``.prefault(v)`` (``v`` is parsed)."""
 

@@ -222,3 +222,8 @@ def test_growth_and_repeated_scans_are_bounded(body: str) -> None:
 def test_sets_and_uniq_scale_linearly() -> None:
     source = "export default z.any().transform(v => [new Set(_.range(200000)).size, _.uniq(_.range(200000)).length]);"
     assert validate(compile_schema(source), 1).value == [200000, 200000]
+
+
+def test_self_referencing_lazy_schemas_hit_a_limit() -> None:
+    source = "const Loop = z.lazy(() => Loop);\nexport default Loop;"
+    assert refusal(source, 1).code == "MVU_LIMIT"
