@@ -24,6 +24,7 @@ from mvu_store.schema.values import (
     Budget,
     Builtin,
     JsCallable,
+    Namespace,
     Opaque,
     ScriptError,
     arg,
@@ -167,7 +168,15 @@ class Schema(Opaque):
 
         return self.with_check(super_refine)
 
-    m_check = m_superRefine
+    def m_check(self, budget: Budget, args: list[Any]) -> Schema:
+        """Zod 4's ``.check(ctx => ...)``: one argument, ``ctx.value`` and ``ctx.issues.push``."""
+        fn = function_arg(arg(args, 0), "check")
+
+        def check(value: Any, ctx: ParseCtx) -> Any:
+            fn.call(ctx.budget, [IssueSink(ctx, value, continues=True)])
+            return value
+
+        return self.with_check(check)
 
     def m_describe(self, budget: Budget, args: list[Any]) -> Schema:
         result = self.clone()
@@ -295,6 +304,8 @@ class IssueSink(Opaque):
             return Builtin("addIssue", self.add_issue)
         if key == "value":
             return deep_copy(self.ctx.budget, self.value)
+        if key == "issues":  # `.check()` style: ctx.issues.push({...})
+            return Namespace("ctx.issues", {"push": Builtin("push", self.add_issue)})
         return super().get(key)
 
     def add_issue(self, budget: Budget, args: list[Any]) -> Any:
