@@ -41,12 +41,18 @@ class ObjectSchema(Schema):
         issues = ctx.issues
         out: dict[str, Any] = {}
         for key, run, optin, optout in self.fields:
-            start = len(issues)
             if key in value:  # the common case: a present key always keeps its result
+                if not issues:  # and usually nothing has failed yet: no counting needed
+                    out[key] = run(value[key], ctx)
+                    if issues:
+                        prefix(issues, 0, key)
+                    continue
+                start = len(issues)
                 out[key] = run(value[key], ctx)
                 if len(issues) != start:
                     prefix(issues, start, key)
                 continue
+            start = len(issues)
             # An absent key follows Zod's rungs: omitted, substituted or reported.
             if optout == "optional" and optin == "optional":
                 continue
@@ -189,9 +195,9 @@ class ArraySchema(Schema):
         run = self.item_run
         out = []
         for index, element in enumerate(value):
-            start = len(issues)
+            start = len(issues) if issues else 0
             out.append(run(element, ctx))
-            if len(issues) > start:
+            if issues and len(issues) > start:
                 prefix(issues, start, index)
         return out
 
@@ -324,9 +330,9 @@ class RecordSchema(Schema):
                     else:
                         issues.append(Issue("invalid_key", [key], "Invalid key in record"))
                     continue
-            start = len(issues)
+            start = len(issues) if issues else 0
             result = self.value_run(item, ctx)
-            if len(issues) > start:
+            if issues and len(issues) > start:
                 prefix(issues, start, key)
             if result is not UNDEFINED:
                 out[to_string(out_key)] = result
