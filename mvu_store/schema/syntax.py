@@ -418,7 +418,7 @@ class _Lowerer:
         for child in cst.named_children:
             if child.type == "template_substitution":
                 if literal:
-                    parts.append(self.node(child, "const", "".join(literal)))
+                    parts.append(self.node(child, "const", _join_surrogates("".join(literal))))
                     literal = []
                 parts.append(self.expression(self.children(child)[0]))
             elif child.type == "escape_sequence":
@@ -426,7 +426,7 @@ class _Lowerer:
             elif child.type == "string_fragment":
                 literal.append(self.text(child))
         if literal:
-            parts.append(self.node(cst, "const", "".join(literal)))
+            parts.append(self.node(cst, "const", _join_surrogates("".join(literal))))
         return self.node(cst, "template", None, *parts)
 
     def x_regex(self, cst: CstNode) -> Node:
@@ -595,7 +595,7 @@ class _Lowerer:
                 parts.append(self.text(child))
             elif child.type == "escape_sequence":
                 parts.append(_unescape(self.text(child), child))
-        value = "".join(parts)
+        value = _join_surrogates("".join(parts))
         if len(value) > MAX_LITERAL_CHARS:
             raise MvuError(Code.LIMIT, "string literal is too long", limit=MAX_LITERAL_CHARS, kind="literal")
         return value
@@ -608,6 +608,14 @@ def pattern_names(pattern: tuple[Any, ...]) -> list[str]:
     if pattern[0] == "object":
         return [name for _, target, _ in pattern[1] for name in pattern_names(target)]
     return [name for element in pattern[1] if element is not None for name in pattern_names(element[0])]
+
+
+def _join_surrogates(text: str) -> str:
+    """Combine escaped surrogate pairs (``\\uD83D\\uDE00``) into one character, as JavaScript
+    strings hold them; a lone surrogate stays as it is."""
+    if not any("\ud800" <= char <= "\udfff" for char in text):
+        return text
+    return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "surrogatepass")
 
 
 def _describe_refusal(kind: str) -> str:

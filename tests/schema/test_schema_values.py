@@ -38,3 +38,8 @@ def test_parse_int_parse_float_and_to_fixed() -> None:
               "parseFloat('3.5e1x'), parseFloat('.5'), parseInt('z', 36), (1.005).toFixed(2), (2.5).toFixed(0), "
               "(-1.5).toFixed(0), (1e21).toFixed(2)]);")
     assert validate(compile_schema(source), 1).value == [12, 31, -7, 35, 0.5, 35, "1.00", "3", "-2", "1e+21"]
+
+
+def test_escaped_surrogate_pairs_make_one_character() -> None:
+    source = r"export default z.any().transform(v => ['\uD83D\uDE00', `\uD83D\uDE00!`, '\u{1F600}'.length]);"
+    assert validate(compile_schema(source), 1).value == ["😀", "😀!", 2]
