@@ -41,6 +41,7 @@ from mvu_store.schema.values import (
     is_number,
     same_value_key,
     strict_equals,
+    text_limit,
     to_string,
     truthy,
 )
@@ -504,8 +505,143 @@ _LODASH_HELPERS.update({
     "startsWith": Builtin("startsWith", lambda budget, args: _text_of(args, 0).startswith(_text_of(args, 1))),
     "endsWith": Builtin("endsWith", lambda budget, args: _text_of(args, 0).endswith(_text_of(args, 1))),
 })
+
+
+def _chunk(budget: Budget, args: list[Any]) -> Any:
+    items = _items(budget, arg(args, 0))
+    size = 1 if arg(args, 1) is UNDEFINED else max(0, int(to_num(arg(args, 1))))
+    return [items[start:start + size] for start in range(0, len(items), size)] if size else []
+
+
+def _partition(budget: Budget, args: list[Any]) -> Any:
+    test = make_predicate(budget, arg(args, 1))
+    pairs = collection(budget, arg(args, 0))
+    return [[item for key, item in pairs if test(item, key)], [item for key, item in pairs if not test(item, key)]]
+
+
+def _intersection(budget: Budget, args: list[Any]) -> Any:
+    first = _items(budget, arg(args, 0))
+    others = [{same_value_key(item) for item in _items(budget, part)} for part in args[1:]]
+    return _uniq(budget, [[item for item in first if all(same_value_key(item) in keys for keys in others)]])
+
+
+def _zip_object(budget: Budget, args: list[Any]) -> Any:
+    names, items = _items(budget, arg(args, 0)), _items(budget, arg(args, 1))
+    return {safe_key(to_string(name)): items[index] if index < len(items) else UNDEFINED
+            for index, name in enumerate(names)}
+
+
+def _invert(budget: Budget, args: list[Any]) -> Any:
+    return {safe_key(to_string(item)): to_string(key) for key, item in collection(budget, arg(args, 0))}
+
+
+def _find_last(budget: Budget, args: list[Any]) -> Any:
+    test = make_predicate(budget, arg(args, 1))
+    for key, item in reversed(collection(budget, arg(args, 0))):
+        if test(item, key):
+            return item
+    return UNDEFINED
+
+
+def _find_index(from_end: bool) -> Fn:
+    def find_index(budget: Budget, args: list[Any]) -> Any:
+        test = make_predicate(budget, arg(args, 1))
+        pairs = collection(budget, arg(args, 0))
+        for index, item in (reversed(pairs) if from_end else pairs):
+            if test(item, index):
+                return index
+        return -1
+
+    return find_index
+
+
+def _mean(budget: Budget, args: list[Any]) -> Any:
+    values_ = [to_num(item) for item in _items(budget, arg(args, 0))]
+    return sum(values_, 0) / len(values_) if values_ else math.nan
+
+
+def _truncate(budget: Budget, args: list[Any]) -> Any:
+    text = _text_of(args, 0)
+    options = arg(args, 1)
+    length = int(to_num(options.get("length", 30))) if type(options) is dict else 30
+    omission = to_string(options.get("omission", "...")) if type(options) is dict else "..."
+    return text if len(text) <= length else text[:max(0, length - len(omission))] + omission
+
+
+def _unset_path(budget: Budget, args: list[Any]) -> Any:
+    from mvu_store.schema.runtime import delete_member, get_member  # runtime imports the library
+
+    target, path = arg(args, 0), arg(args, 1)
+    parts = path if type(path) is list else to_string(path).replace("[", ".").replace("]", "").split(".")
+    node = target
+    for part in parts[:-1]:
+        node = get_member(node, part)
+        if type(node) is not dict:
+            return True
+    if type(node) is dict:
+        delete_member(budget, node, parts[-1])
+    return True
+
+
+_LODASH_HELPERS.update({
+    "chunk": Builtin("chunk", _chunk),
+    "partition": Builtin("partition", _partition),
+    "intersection": Builtin("intersection", _intersection),
+    "zipObject": Builtin("zipObject", _zip_object),
+    "invert": Builtin("invert", _invert),
+    "findLast": Builtin("findLast", _find_last),
+    "findIndex": Builtin("findIndex", _find_index(from_end=False)),
+    "findLastIndex": Builtin("findLastIndex", _find_index(from_end=True)),
+    "flatMap": Builtin("flatMap", lambda budget, args: _flatten(budget, [_lodash_map(budget, args)])),
+    "mean": Builtin("mean", _mean),
+    "meanBy": Builtin("meanBy", lambda budget, args: _mean(budget, [_lodash_map(budget, args)])),
+    "indexOf": Builtin("indexOf", lambda budget, args: next(
+        (index for index, item in enumerate(_items(budget, arg(args, 0))) if strict_equals(item, arg(args, 1))), -1)),
+    "nth": Builtin("nth", lambda budget, args: _nth(_items(budget, arg(args, 0)), arg(args, 1))),
+    "tail": Builtin("tail", lambda budget, args: _items(budget, arg(args, 0))[1:]),
+    "initial": Builtin("initial", lambda budget, args: _items(budget, arg(args, 0))[:-1]),
+    "toArray": Builtin("toArray", lambda budget, args: _items(budget, arg(args, 0))),
+    "castArray": plain("castArray", lambda value=UNDEFINED, *_: value if type(value) is list else [value]),
+    "defaultTo": plain("defaultTo", lambda value=UNDEFINED, fallback=UNDEFINED, *_:
+                       fallback if value is None or value is UNDEFINED or value != value else value),
+    "identity": plain("identity", lambda value=UNDEFINED, *_: value),
+    "isFunction": plain("isFunction", lambda value=UNDEFINED, *_: isinstance(value, Builtin) or (callable(
+        getattr(value, "call", None)) and not isinstance(value, (dict, list, str)))),
+    "truncate": Builtin("truncate", _truncate),
+    "unset": Builtin("unset", _unset_path),
+    "upperFirst": _text(lambda text: text[:1].upper() + text[1:]),
+    "lowerFirst": _text(lambda text: text[:1].lower() + text[1:]),
+    "padStart": Builtin("padStart", lambda budget, args: _pad(budget, args, at_start=True)),
+    "padEnd": Builtin("padEnd", lambda budget, args: _pad(budget, args, at_start=False)),
+    "repeat": Builtin("repeat", lambda budget, args: _repeat(budget, args)),
+})
 _LODASH_HELPERS["chain"] = Builtin("chain", lambda budget, args: LodashChain(arg(args, 0)))
 LODASH = Builtin("_", lambda budget, args: LodashChain(arg(args, 0)), _LODASH_HELPERS)
+
+
+def _nth(items: list[Any], position: Any) -> Any:
+    index = 0 if position is UNDEFINED else int(to_num(position))
+    index = index + len(items) if index < 0 else index
+    return items[index] if 0 <= index < len(items) else UNDEFINED
+
+
+def _pad(budget: Budget, args: list[Any], *, at_start: bool) -> str:
+    text = _text_of(args, 0)
+    width = 0 if arg(args, 1) is UNDEFINED else int(to_num(arg(args, 1)))
+    filler = " " if arg(args, 2) is UNDEFINED else to_string(arg(args, 2))
+    missing = width - len(text)
+    if missing <= 0 or not filler:
+        return text
+    budget.charge(missing)
+    padding = (filler * (missing // len(filler) + 1))[:missing]
+    return padding + text if at_start else text + padding
+
+
+def _repeat(budget: Budget, args: list[Any]) -> str:
+    count = 1 if arg(args, 1) is UNDEFINED else max(0, int(to_num(arg(args, 1))))
+    text = _text_of(args, 0)
+    budget.charge(len(text) * count)
+    return text_limit(text * count)
 
 
 def _to_integer(number: float | int) -> float | int:
