@@ -68,7 +68,12 @@ def _slice_bounds(length: int, args: list[Any]) -> tuple[int, int]:
     return position(arg(args, 0), 0), position(arg(args, 1), length)
 
 
-def _reduce(budget: Budget, items: list[Any], args: list[Any]) -> Any:
+def _each_reversed(budget: Budget, items: list[Any], fn: Any) -> Iterator[tuple[int, Any, Any]]:
+    for index in range(len(items) - 1, -1, -1):
+        yield index, items[index], call_fn(budget, fn, items[index], index)
+
+
+def _reduce(budget: Budget, items: list[Any], args: list[Any], reversed_from: int = 0) -> Any:
     fn = arg(args, 0)
     rest = list(items)
     if len(args) > 1:
@@ -79,7 +84,9 @@ def _reduce(budget: Budget, items: list[Any], args: list[Any]) -> Any:
         raise fail("reduce of an empty array with no initial value")
     offset = len(items) - len(rest)
     for index, item in enumerate(rest):
-        accumulator = call_fn(budget, fn, accumulator, item, index + offset)
+        position = index + offset  # reduceRight walks a reversed copy but reports original indexes
+        original = reversed_from - 1 - position if reversed_from else position
+        accumulator = call_fn(budget, fn, accumulator, item, original)
     return accumulator
 
 
@@ -193,7 +200,26 @@ _ARRAY_METHODS: dict[str, Method] = {
     "shift": lambda budget, items, args: _take_out(budget, items, 0),
     "unshift": _unshift,
     "splice": _splice,
+    "lastIndexOf": lambda budget, items, args: next(
+        (index for index in range(len(items) - 1, -1, -1) if strict_equals(items[index], arg(args, 0))), -1),
+    "findLast": lambda budget, items, args: next(
+        (item for index, item, hit in _each_reversed(budget, items, arg(args, 0)) if truthy(hit)), UNDEFINED),
+    "findLastIndex": lambda budget, items, args: next(
+        (index for index, _, hit in _each_reversed(budget, items, arg(args, 0)) if truthy(hit)), -1),
+    "reduceRight": lambda budget, items, args: _reduce(budget, items[::-1], args, reversed_from=len(items)),
+    "entries": lambda budget, items, args: [[index, item] for index, item in enumerate(items)],
+    "keys": lambda budget, items, args: list(range(len(items))),
+    "values": lambda budget, items, args: list(items),
 }
+
+
+def _code_at(text: str, args: list[Any], *, utf16: bool) -> Any:
+    position = to_num(arg(args, 0)) if arg(args, 0) is not UNDEFINED else 0
+    index = 0 if position != position else int(position)
+    if not 0 <= index < len(text):
+        return math.nan if utf16 else UNDEFINED
+    point = ord(text[index])
+    return 0xD800 + ((point - 0x10000) >> 10) if utf16 and point > 0xFFFF else point
 
 
 def _char_at(text: str, args: list[Any]) -> str:
@@ -270,6 +296,11 @@ _STRING_METHODS: dict[str, Method] = {
     "concat": lambda budget, text, args: text_limit(text + "".join(to_string(part) for part in args)),
     "toString": lambda budget, text, args: text,
     "localeCompare": lambda budget, text, args: js_compare(text, to_string(arg(args, 0))),
+    "lastIndexOf": lambda budget, text, args: text.rfind(to_string(arg(args, 0))),
+    "charCodeAt": lambda budget, text, args: _code_at(text, args, utf16=True),
+    "codePointAt": lambda budget, text, args: _code_at(text, args, utf16=False),
+    "trimLeft": lambda budget, text, args: text.lstrip(),
+    "trimRight": lambda budget, text, args: text.rstrip(),
 }
 
 
