@@ -98,15 +98,20 @@ class JsFunction(JsCallable):
         self.names = [pattern[1] for pattern, _ in params] if simple else None
 
     def call(self, budget: Budget, args: list[Any]) -> Any:
-        budget.charge(self.cost)
+        budget.fuel -= self.cost  # Budget.charge inlined: this is the hottest call of all
+        if budget.fuel < 0:
+            budget.charge(0)
         if budget.depth >= MAX_CALL_DEPTH:
             raise MvuError(Code.LIMIT, f"calls nested deeper than {MAX_CALL_DEPTH}",
                            limit=MAX_CALL_DEPTH, kind="call_depth")
         names = self.names
         if names is not None:
-            if len(args) < len(names):
-                args = [*args, *[UNDEFINED] * (len(names) - len(args))]
-            frame = Frame(self.closure, budget, dict(zip(names, args, strict=False)))
+            if len(names) == 1:  # `v => ...`
+                frame = Frame(self.closure, budget, {names[0]: args[0] if args else UNDEFINED})
+            else:
+                if len(args) < len(names):
+                    args = [*args, *[UNDEFINED] * (len(names) - len(args))]
+                frame = Frame(self.closure, budget, dict(zip(names, args, strict=False)))
         else:
             frame = Frame(self.closure, budget)
             for index, (pattern, default) in enumerate(self.params):
