@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from mvu_store.errors import Code, MvuError
@@ -15,9 +16,20 @@ from mvu_store.schema.issues import (
 )
 from mvu_store.schema.primitives import LiteralSchema, StringSchema, number_arg
 from mvu_store.schema.types import Check, Optional, ParseCtx, Schema, SizeCheck, as_schema, custom_message, runner
-from mvu_store.schema.values import UNDEFINED, Budget, arg, fail, same_value_key, strict_equals, to_string, truthy
+from mvu_store.schema.values import (
+    UNDEFINED,
+    Budget,
+    arg,
+    fail,
+    same_value_key,
+    strict_equals,
+    to_number,
+    to_string,
+    truthy,
+)
 
 _NONOPTIONAL = "Invalid input: expected nonoptional, received undefined"
+_NUMERIC_KEY = re.compile(r"-?\d+(?:\.\d+)?", re.ASCII)  # Zod's number pattern for record keys
 
 
 class ObjectSchema(Schema):
@@ -324,6 +336,12 @@ class RecordSchema(Schema):
             if not self.any_key:
                 trial = ParseCtx(ctx.budget)
                 out_key = self.key.run(key, trial)
+                if trial.issues and _NUMERIC_KEY.fullmatch(key):
+                    # Zod retries a numeric-looking key as a number (z.record(z.number(), ...)).
+                    retry = ParseCtx(ctx.budget)
+                    number_key = self.key.run(to_number(key), retry)
+                    if not retry.issues:
+                        trial, out_key = retry, number_key
                 if trial.issues:
                     if self.enum_keys is not None:
                         unknown.append(key)
