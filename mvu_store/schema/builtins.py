@@ -1,0 +1,491 @@
+"""The pure library a declaration may use: ``Math``, ``Number``, ``String``, ``Object``'s
+readers, ``JSON``, the global functions, and the helpers the lodash and method modules share.
+
+Everything here is deterministic (no ``Math.random``; ``Date.now()`` is the caller's ``now_ms``),
+charges the budget in proportion to the data it touches, and never exposes a prototype.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Callable
+from typing import Any
+
+from mvu_store.errors import Code, MvuError
+from mvu_store.jsonvalue import UNSAFE_KEYS
+from mvu_store.schema.values import (
+    UNDEFINED,
+    Budget,
+    Builtin,
+    JsCallable,
+    Namespace,
+    Opaque,
+    arg,
+    fail,
+    is_number,
+    same_value_key,
+    strict_equals,
+    to_number,
+    to_string,
+    truthy,
+    typeof,
+)
+
+Fn = Callable[[Budget, list[Any]], Any]
+
+
+def safe_key(name: str) -> str:
+    """``name`` as a key a declaration may create: prototype names are refused (S-7)."""
+    if name in UNSAFE_KEYS:
+        raise MvuError(Code.SCHEMA, f"the key `{name}` is not allowed", key=name)
+    return name
+
+
+def check_writable(budget: Budget, obj: Any) -> None:
+    """Refuse writes to anything but a JSON container created outside the declaration's constants."""
+    if type(obj) is not dict and type(obj) is not list:
+        raise fail(f"cannot modify a {typeof(obj)}")
+    if id(obj) in budget.frozen:
+        raise MvuError(Code.SCHEMA, "the declaration's constants are read-only")
+
+
+def iterate(budget: Budget, value: Any) -> list[Any]:
+    """The items ``...value`` spreads (arrays, strings and sets)."""
+    if isinstance(value, JsSet):
+        value = value.items
+    if type(value) is list:
+        budget.charge(len(value))
+        return list(value)
+    if type(value) is str:
+        budget.charge(len(value))
+        return list(value)
+    raise fail(f"a {typeof(value)} is not iterable")
+
+
+def spread_entries(value: Any) -> dict[str, Any]:
+    """The own entries ``{...value}`` copies."""
+    if type(value) is dict:
+        return {key: item for key, item in value.items() if key not in UNSAFE_KEYS}
+    if type(value) is list or type(value) is str:
+        return {str(index): item for index, item in enumerate(value)}
+    if value is None or value is UNDEFINED or type(value) in (bool, int, float):
+        return {}
+    raise fail(f"cannot spread a {typeof(value)}")
+
+
+def call_fn(budget: Budget, fn: Any, *args: Any) -> Any:
+    if not isinstance(fn, JsCallable):
+        raise fail("callback is not a function")
+    return fn.call(budget, list(args))
+
+
+def make_predicate(budget: Budget, matcher: Any) -> Callable[[Any, Any], bool]:
+    """lodash's iteratee shorthand: a function, a property name or a partial object."""
+    if isinstance(matcher, JsCallable):
+        return lambda item, key: truthy(matcher.call(budget, [item, key]))
+    if type(matcher) is str:
+        return lambda item, key: type(item) is dict and truthy(item.get(matcher, UNDEFINED))
+    if matcher is UNDEFINED:
+        return lambda item, key: truthy(item)
+    if type(matcher) is dict:
+        return lambda item, key: type(item) is dict and all(
+            strict_equals(item.get(k, UNDEFINED), v) for k, v in matcher.items())
+    raise fail("unsupported iteratee")
+
+
+def make_mapper(budget: Budget, mapper: Any) -> Callable[[Any, Any], Any]:
+    if isinstance(mapper, JsCallable):
+        return lambda item, key: mapper.call(budget, [item, key])
+    if type(mapper) is str:
+        return lambda item, key: item.get(mapper, UNDEFINED) if type(item) is dict else UNDEFINED
+    if mapper is UNDEFINED:
+        return lambda item, key: item
+    raise fail("unsupported iteratee")
+
+
+def js_key_order(obj: dict[str, Any]) -> list[str]:
+    """An object's keys in JavaScript's order: integer-like keys first, ascending, then the
+    rest in insertion order (``Object.keys({b: 1, 2: 1, 1: 1})`` is ``['1', '2', 'b']``)."""
+    numeric = [key for key in obj if key.isdigit() and key.isascii() and (key == "0" or key[0] != "0")]
+    if not numeric:
+        return list(obj)
+    numeric.sort(key=int)
+    return numeric + [key for key in obj if not (key.isdigit() and key.isascii() and (key == "0" or key[0] != "0"))]
+
+
+def collection(budget: Budget, value: Any) -> list[tuple[Any, Any]]:
+    """(key, item) pairs of an array or an object, as lodash's collection helpers see them."""
+    if type(value) is list:
+        budget.charge(len(value))
+        return list(zip(range(len(value)), value, strict=True))
+    if type(value) is dict:
+        budget.charge(len(value))
+        return [(key, value[key]) for key in js_key_order(value)]
+    if value is None or value is UNDEFINED:
+        return []
+    raise fail(f"expected a collection, got {typeof(value)}")
+
+
+def js_compare(left: Any, right: Any) -> int:
+    """Default ordering for ``sort``/``sortBy``: numbers by value, everything else as strings."""
+    if left is UNDEFINED or right is UNDEFINED:
+        return (left is UNDEFINED) - (right is UNDEFINED)
+    if is_number(left) and is_number(right):
+        return int(left > right) - int(left < right)
+    a, b = to_string(left), to_string(right)
+    return int(a > b) - int(a < b)
+
+
+def js_round(value: float | int, digits: int = 0) -> float | int:
+    """JavaScript's Math.round (halves go up) with lodash's optional precision."""
+    if not math.isfinite(value):
+        return value
+    factor = 10**digits
+    result = math.floor(value * factor + 0.5) / factor
+    return int(result) if digits <= 0 else result
+
+
+def to_num(value: Any) -> float | int:
+    kind = type(value)
+    if kind is int or kind is float:
+        return value  # type: ignore[no-any-return]
+    return to_number(value, explicit=True)
+
+
+def _math_minmax(pick: Callable[..., Any], empty: float) -> Fn:
+    def minmax(budget: Budget, args: list[Any]) -> Any:
+        numbers = [to_num(item) for item in args]
+        if any(math.isnan(item) for item in numbers):
+            return math.nan
+        return pick(numbers) if numbers else empty
+
+    return minmax
+
+
+def _unary_math(fn: Callable[[float], float]) -> Fn:
+    def apply(budget: Budget, args: list[Any]) -> Any:
+        number = to_num(arg(args, 0))
+        try:
+            result = fn(number)
+        except (ValueError, OverflowError):
+            return math.nan
+        return int(result) if isinstance(result, float) and result.is_integer() and abs(result) < 2**53 else result
+
+    return apply
+
+
+def _math_round(budget: Budget, args: list[Any]) -> Any:
+    return js_round(to_num(arg(args, 0)))
+
+
+def _sign(value: float) -> float:
+    return value if value == 0 or math.isnan(value) else math.copysign(1, value)
+
+
+MATH = Namespace("Math", {
+    "abs": Builtin("abs", _unary_math(abs)),
+    "ceil": Builtin("ceil", _unary_math(lambda x: x if not math.isfinite(x) else float(math.ceil(x)))),
+    "floor": Builtin("floor", _unary_math(lambda x: x if not math.isfinite(x) else float(math.floor(x)))),
+    "trunc": Builtin("trunc", _unary_math(lambda x: x if not math.isfinite(x) else float(math.trunc(x)))),
+    "round": Builtin("round", _math_round),
+    "sign": Builtin("sign", _unary_math(_sign)),
+    "sqrt": Builtin("sqrt", _unary_math(math.sqrt)),
+    "cbrt": Builtin("cbrt", _unary_math(lambda x: math.copysign(abs(x) ** (1 / 3), x))),
+    "log": Builtin("log", _unary_math(math.log)),
+    "log10": Builtin("log10", _unary_math(math.log10)),
+    "log2": Builtin("log2", _unary_math(math.log2)),
+    "exp": Builtin("exp", _unary_math(math.exp)),
+    "pow": Builtin("pow", lambda b, a: _unary_math(lambda x: x ** to_num(arg(a, 1)))(b, a)),
+    "min": Builtin("min", _math_minmax(min, math.inf)),
+    "max": Builtin("max", _math_minmax(max, -math.inf)),
+    "hypot": Builtin("hypot", lambda b, a: math.hypot(*(to_num(x) for x in a))),
+    "PI": math.pi,
+    "E": math.e,
+})
+
+
+# -- lodash --------------------------------------------------------------------------------
+
+
+def deep_copy(budget: Budget, value: Any) -> Any:
+    if type(value) is dict:
+        budget.charge(len(value))
+        return {key: deep_copy(budget, item) for key, item in value.items()}
+    if type(value) is list:
+        budget.charge(len(value))
+        return [deep_copy(budget, item) for item in value]
+    return value
+
+
+def plain(name: str, fn: Callable[..., Any]) -> Builtin:
+    """A helper of plain values, ``fn(*args)``, charged for the size of its first argument."""
+    def call(budget: Budget, args: list[Any]) -> Any:
+        first: Any = args[0] if args else None
+        budget.charge(len(first) if type(first) in (dict, list, str) else 1)
+        return fn(*args)
+
+    return Builtin(name, call)
+
+
+def entries(budget: Budget, args: list[Any]) -> Any:
+    return [[to_string(key), item] for key, item in collection(budget, arg(args, 0))]
+
+
+def keys(budget: Budget, args: list[Any]) -> Any:
+    return [to_string(key) for key, _ in collection(budget, arg(args, 0))]
+
+
+def values(budget: Budget, args: list[Any]) -> Any:
+    return [item for _, item in collection(budget, arg(args, 0))]
+
+
+def from_entries(budget: Budget, args: list[Any]) -> Any:
+    result: dict[str, Any] = {}
+    for _, pair in collection(budget, arg(args, 0)):
+        if type(pair) is not list:
+            raise fail("fromEntries needs [key, value] pairs")
+        result[safe_key(to_string(arg(pair, 0)))] = arg(pair, 1)
+    return result
+
+
+def is_integer(value: Any) -> bool:
+    return is_number(value) and math.isfinite(value) and value == int(value)
+
+
+# -- global functions and namespaces ------------------------------------------------------------
+
+
+def _parse_float(budget: Budget, args: list[Any]) -> Any:
+    text = to_string(arg(args, 0)).strip()
+    end = 0
+    best: float | int = math.nan
+    while end < len(text) and end < 400:
+        end += 1
+        candidate = text[:end]
+        if candidate.lower() in {"inf", "infi", "infin", "infini", "infinit", "nan"}:
+            continue
+        try:
+            best = float(candidate)
+        except ValueError:
+            if candidate[-1] not in "eE+-.":
+                break
+    if text.startswith(("Infinity", "+Infinity")):
+        return math.inf
+    if text.startswith("-Infinity"):
+        return -math.inf
+    return int(best) if isinstance(best, float) and best.is_integer() and abs(best) < 2**53 else best
+
+
+def _parse_int(budget: Budget, args: list[Any]) -> Any:
+    text = to_string(arg(args, 0)).strip()
+    radix = arg(args, 1)
+    base = 10 if radix is UNDEFINED or to_num(radix) == 0 else int(to_num(radix))
+    sign = -1 if text.startswith("-") else 1
+    text = text.lstrip("+-")
+    if base in (10, 16) and text.lower().startswith("0x") and radix in (UNDEFINED, 16):
+        base, text = 16, text[2:]
+    digits = "0123456789abcdefghijklmnopqrstuvwxyz"[:base]
+    count = 0
+    while count < len(text) and text[count].lower() in digits:
+        count += 1
+    if count == 0 or not 2 <= base <= 36:
+        return math.nan
+    value = sign * int(text[:count], base)
+    return value if abs(value) < 2**53 else float(value)
+
+
+def _number(budget: Budget, args: list[Any]) -> Any:
+    return 0 if not args else to_num(args[0])
+
+
+def _string(budget: Budget, args: list[Any]) -> Any:
+    return "" if not args else to_string(args[0])
+
+
+def _date_now(budget: Budget, args: list[Any]) -> Any:
+    if budget.now_ms is None:
+        raise MvuError(Code.SCHEMA, "Date.now() needs the caller's clock (now_ms)")
+    return budget.now_ms
+
+
+def _has_own(budget: Budget, args: list[Any]) -> bool:
+    target, key = arg(args, 0), to_string(arg(args, 1))
+    if type(target) is dict:
+        return key in target
+    if type(target) is list:
+        return key.isdigit() and int(key) < len(target)
+    return False
+
+
+def assign_into(defaults_only: bool) -> Fn:
+    """``Object.assign`` / ``_.assign`` (later sources win) and ``_.defaults`` (fills only
+    undefined keys): shallow copies of own entries into a writable target."""
+    def assign(budget: Budget, args: list[Any]) -> Any:
+        target = arg(args, 0)
+        check_writable(budget, target)
+        for source in args[1:]:
+            for key, item in collection(budget, source):
+                name = to_string(key)
+                if name in UNSAFE_KEYS or (defaults_only and target.get(name, UNDEFINED) is not UNDEFINED):
+                    continue
+                target[name] = item
+        return target
+
+    return assign
+
+
+class JsSet(Opaque):
+    """``new Set(items)``: insertion-ordered unique items (JavaScript equality on primitives)."""
+
+    __slots__ = ("items", "keys")
+
+    def __init__(self, items: list[Any]) -> None:
+        self.items: list[Any] = []
+        self.keys: set[tuple[str, Any]] = set()  # hashed identities: adding stays O(1)
+        for item in items:
+            self.add(item)
+
+    def add(self, item: Any) -> JsSet:
+        key = same_value_key(item)
+        if key not in self.keys:
+            self.keys.add(key)
+            self.items.append(item)
+        return self
+
+    def add_checked(self, budget: Budget, args: list[Any]) -> JsSet:
+        if id(self) in budget.frozen:
+            raise MvuError(Code.SCHEMA, "the declaration's constants are read-only")
+        return self.add(arg(args, 0))
+
+    def get(self, key: str) -> Any:
+        if key == "size":
+            return len(self.items)
+        if key == "has":
+            return Builtin("has", lambda budget, args: same_value_key(arg(args, 0)) in self.keys)
+        if key == "add":
+            return Builtin("add", self.add_checked)
+        if key == "values":
+            return Builtin("values", lambda budget, args: list(self.items))
+        return super().get(key)
+
+
+def _array_from(budget: Budget, args: list[Any]) -> Any:
+    source, fn = arg(args, 0), arg(args, 1)
+    if type(source) is dict and "length" in source:  # Array.from({ length: n }, fn)
+        count = max(0, int(to_num(source["length"])))
+        budget.charge(count)
+        items: list[Any] = [UNDEFINED] * count
+    elif type(source) is list or type(source) is str or isinstance(source, JsSet):
+        items = iterate(budget, source)
+    else:
+        items = []
+    return items if fn is UNDEFINED else [call_fn(budget, fn, item, index) for index, item in enumerate(items)]
+
+
+def _define_property(budget: Budget, args: list[Any]) -> Any:
+    """``Object.defineProperty(target, key, {value | get})``: bundlers' export getters.
+
+    A getter is read once, now: declarations are evaluated once, top to bottom.
+    """
+    from mvu_store.schema.runtime import set_member  # runtime imports this module
+
+    target, key, descriptor = arg(args, 0), arg(args, 1), arg(args, 2)
+    if type(descriptor) is not dict:
+        raise fail("Object.defineProperty needs a descriptor object")
+    getter = descriptor.get("get")
+    if "value" in descriptor:
+        value = descriptor["value"]
+    elif isinstance(getter, JsCallable):
+        value = getter.call(budget, [])
+    else:
+        value = UNDEFINED
+    set_member(budget, target, key, value)
+    return target
+
+
+def _stringify(budget: Budget, args: list[Any]) -> Any:
+    value = arg(args, 0)
+    if value is UNDEFINED or isinstance(value, Opaque):
+        return UNDEFINED
+    budget.charge(len(value) if type(value) in (dict, list, str) else 1)
+
+    def clean(item: Any) -> Any:
+        if type(item) is dict or type(item) is list:
+            budget.charge(len(item))
+        if type(item) is dict:
+            return {key: clean(item[key]) for key in js_key_order(item)
+                    if item[key] is not UNDEFINED and not isinstance(item[key], Opaque)}
+        if type(item) is list:
+            return [None if child is UNDEFINED or isinstance(child, Opaque) else clean(child) for child in item]
+        if type(item) is float:
+            # JavaScript prints 3.0 as 3 and has no NaN/Infinity in JSON.
+            if not math.isfinite(item):
+                return None
+            return int(item) if item.is_integer() and abs(item) < 1e21 else item
+        return item
+
+    space = arg(args, 2)
+    indent = min(10, int(to_num(space))) if is_number(space) else (space[:10] if type(space) is str else None)
+    if not indent:
+        return json.dumps(clean(value), ensure_ascii=False, separators=(",", ":"))
+    return json.dumps(clean(value), ensure_ascii=False, indent=indent, separators=(",", ": "))
+
+
+def _json_parse(budget: Budget, args: list[Any]) -> Any:
+    from mvu_store.jsonvalue import loads
+
+    text = to_string(arg(args, 0))
+    budget.charge(len(text))
+    return loads(text)
+
+
+NUMBER = Builtin("Number", _number, {
+    "isInteger": plain("isInteger", lambda value=UNDEFINED, *_: is_integer(value)),
+    "isSafeInteger": plain("isSafeInteger", lambda value=UNDEFINED, *_: is_number(value) and math.isfinite(value)
+                           and value == int(value) and abs(value) <= 2**53 - 1),
+    "isFinite": plain("isFinite", lambda value=UNDEFINED, *_: is_number(value) and math.isfinite(value)),
+    "isNaN": plain("isNaN", lambda value=UNDEFINED, *_: is_number(value) and math.isnan(value)),
+    "parseFloat": Builtin("parseFloat", _parse_float),
+    "parseInt": Builtin("parseInt", _parse_int),
+    "MAX_SAFE_INTEGER": 2**53 - 1,
+    "MIN_SAFE_INTEGER": -(2**53 - 1),
+    "MAX_VALUE": 1.7976931348623157e308,
+    "EPSILON": 2.0**-52,
+    "POSITIVE_INFINITY": math.inf,
+    "NEGATIVE_INFINITY": -math.inf,
+    "NaN": math.nan,
+})
+OBJECT = Namespace("Object", {
+    "keys": Builtin("keys", keys),
+    "values": Builtin("values", values),
+    "entries": Builtin("entries", entries),
+    "fromEntries": Builtin("fromEntries", from_entries),
+    "freeze": Builtin("freeze", lambda budget, args: arg(args, 0)),
+    "assign": Builtin("assign", assign_into(defaults_only=False)),
+    "defineProperty": Builtin("defineProperty", _define_property),
+    "prototype": Namespace("Object.prototype", {
+        "hasOwnProperty": Namespace("Object.prototype.hasOwnProperty", {"call": Builtin("hasOwnProperty", _has_own)}),
+    }),
+})
+_QUIET = Builtin("log", lambda budget, args: UNDEFINED)
+GLOBALS: dict[str, Any] = {
+    # Cards log around registration; the interpreter has no console, so logging does nothing.
+    "console": Namespace("console", {name: _QUIET for name in ("log", "info", "warn", "error", "debug")}),
+    "Math": MATH,
+    "Number": NUMBER,
+    "String": Builtin("String", _string),
+    "Boolean": Builtin("Boolean", lambda budget, args: truthy(arg(args, 0))),
+    "Array": Namespace("Array", {"isArray": plain("isArray", lambda value=UNDEFINED, *_: type(value) is list),
+                                 "from": Builtin("from", _array_from)}),
+    "structuredClone": Builtin("structuredClone", lambda budget, args: deep_copy(budget, arg(args, 0))),
+    "Object": OBJECT,
+    "JSON": Namespace("JSON", {"stringify": Builtin("stringify", _stringify), "parse": Builtin("parse", _json_parse)}),
+    "Date": Namespace("Date", {"now": Builtin("now", _date_now)}),
+    "parseInt": Builtin("parseInt", _parse_int),
+    "parseFloat": Builtin("parseFloat", _parse_float),
+    "isNaN": Builtin("isNaN", lambda budget, args: math.isnan(to_num(arg(args, 0)))),
+    "isFinite": Builtin("isFinite", lambda budget, args: math.isfinite(to_num(arg(args, 0)))),
+    "Infinity": math.inf,
+    "NaN": math.nan,
+}

@@ -1,0 +1,464 @@
+"""Container schemas with Zod v4's semantics: object, array, tuple, record and unions."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from mvu_store.errors import Code, MvuError
+from mvu_store.schema.issues import (
+    Issue,
+    aborted,
+    invalid_type,
+    prefix,
+    size_issue,
+    unrecognized_keys,
+)
+from mvu_store.schema.primitives import LiteralSchema, StringSchema, number_arg
+from mvu_store.schema.types import Check, Optional, ParseCtx, Schema, SizeCheck, as_schema, custom_message, runner
+from mvu_store.schema.values import (
+    UNDEFINED,
+    Budget,
+    arg,
+    fail,
+    same_value_key,
+    strict_equals,
+    to_number,
+    to_string,
+    truthy,
+)
+
+_NONOPTIONAL = "Invalid input: expected nonoptional, received undefined"
+_NUMERIC_KEY = re.compile(r"-?\d+(?:\.\d+)?", re.ASCII)  # Zod's number pattern for record keys
+
+
+class ObjectSchema(Schema):
+    """``z.object`` (mode ``strip``), ``looseObject``/``passthrough`` (``loose``), ``strictObject``/
+    ``strict`` (``strict``) and ``catchall(schema)`` (``catchall``)."""
+
+    kind = "object"
+
+    def __init__(self, shape: dict[str, Schema], mode: str = "strip", rest: Schema | None = None) -> None:
+        self.shape = shape
+        self.mode = mode
+        self.rest = rest
+        # Precomputed once: the hot loop of every validation walks these tuples.
+        self.fields = tuple((key, runner(schema), schema.optin, schema.optout) for key, schema in shape.items())
+
+    def parse(self, value: Any, ctx: ParseCtx) -> Any:
+        if type(value) is not dict:
+            ctx.issues.append(invalid_type("object", value))
+            return value
+        ctx.budget.charge(len(self.fields) + 1)
+        issues = ctx.issues
+        out: dict[str, Any] = {}
+        for key, run, optin, optout in self.fields:
+            if key in value:  # the common case: a present key always keeps its result
+                if not issues:  # and usually nothing has failed yet: no counting needed
+                    out[key] = run(value[key], ctx)
+                    if issues:
+                        prefix(issues, 0, key)
+                    continue
+                start = len(issues)
+                out[key] = run(value[key], ctx)
+                if len(issues) != start:
+                    prefix(issues, start, key)
+                continue
+            start = len(issues)
+            # An absent key follows Zod's rungs: omitted, substituted or reported.
+            if optout == "optional" and optin == "optional":
+                continue
+            result = run(UNDEFINED, ctx)
+            if len(issues) != start:
+                if optin is not None and optout == "optional":
+                    del issues[start:]
+                elif optin is not None:
+                    prefix(issues, start, key)
+                    if result is not UNDEFINED or optin == "defaulted":
+                        out[key] = result
+                else:
+                    prefix(issues, start, key)
+                continue
+            if optin is None:
+                issues.append(Issue("invalid_type", [key], _NONOPTIONAL))
+            elif result is not UNDEFINED or (optin == "defaulted" and optout != "optional"):
+                out[key] = result
+        if self.mode != "strip":
+            self.rest_keys(value, out, ctx)
+        return out
+
+    def rest_keys(self, value: dict[str, Any], out: dict[str, Any], ctx: ParseCtx) -> None:
+        extra = [key for key in value if key not in self.shape]
+        if self.mode == "strict":
+            if extra:
+                ctx.issues.append(unrecognized_keys(extra))
+            return
+        ctx.budget.charge(len(extra))
+        for key in extra:
+            if key == "__proto__":
+                continue
+            if self.rest is None:
+                out[key] = value[key]
+                continue
+            start = len(ctx.issues)
+            out[key] = self.rest.run(value[key], ctx)
+            prefix(ctx.issues, start, key)
+
+    def reshape(self, shape: dict[str, Schema], mode: str | None = None) -> ObjectSchema:
+        return ObjectSchema(shape, self.mode if mode is None else mode, self.rest)
+
+    def p_shape(self) -> Any:
+        return dict(self.shape)
+
+    def m_extend(self, budget: Budget, args: list[Any]) -> Schema:
+        return self.reshape({**self.shape, **shape_arg(arg(args, 0))})
+
+    m_safeExtend = m_extend
+
+    def m_merge(self, budget: Budget, args: list[Any]) -> Schema:
+        other = as_schema(arg(args, 0), "merge()'s argument")
+        if not isinstance(other, ObjectSchema):
+            raise MvuError(Code.SCHEMA, "merge() needs an object schema")
+        return ObjectSchema({**self.shape, **other.shape}, other.mode, other.rest)
+
+    def mask(self, value: Any) -> set[str]:
+        if type(value) is not dict:
+            raise MvuError(Code.SCHEMA, "expected a {key: true} mask")
+        return {key for key, flag in value.items() if truthy(flag)}
+
+    def m_pick(self, budget: Budget, args: list[Any]) -> Schema:
+        keys = self.mask(arg(args, 0))
+        return self.reshape({key: schema for key, schema in self.shape.items() if key in keys})
+
+    def m_omit(self, budget: Budget, args: list[Any]) -> Schema:
+        keys = self.mask(arg(args, 0))
+        return self.reshape({key: schema for key, schema in self.shape.items() if key not in keys})
+
+    def m_partial(self, budget: Budget, args: list[Any]) -> Schema:
+        keys = set(self.shape) if arg(args, 0) is UNDEFINED else self.mask(arg(args, 0))
+        return self.reshape({key: Optional(schema) if key in keys else schema for key, schema in self.shape.items()})
+
+    def m_required(self, budget: Budget, args: list[Any]) -> Schema:
+        keys = set(self.shape) if arg(args, 0) is UNDEFINED else self.mask(arg(args, 0))
+        return self.reshape({key: schema.inner if key in keys and isinstance(schema, Optional) else schema
+                             for key, schema in self.shape.items()})
+
+    def m_keyof(self, budget: Budget, args: list[Any]) -> Schema:
+        return LiteralSchema("enum", list(self.shape))
+
+    def m_strict(self, budget: Budget, args: list[Any]) -> Schema:
+        return self.reshape(self.shape, "strict")
+
+    def m_passthrough(self, budget: Budget, args: list[Any]) -> Schema:
+        return self.reshape(self.shape, "loose")
+
+    m_loose = m_passthrough
+
+    def m_strip(self, budget: Budget, args: list[Any]) -> Schema:
+        return self.reshape(self.shape, "strip")
+
+    def m_catchall(self, budget: Budget, args: list[Any]) -> Schema:
+        return ObjectSchema(self.shape, "catchall", as_schema(arg(args, 0), "catchall()'s argument"))
+
+
+def shape_arg(value: Any) -> dict[str, Schema]:
+    if type(value) is not dict:
+        raise MvuError(Code.SCHEMA, "an object shape must be an object of schemas")
+    for key, schema in value.items():
+        as_schema(schema, f"the shape's `{key}`")
+    return value
+
+
+class ArraySchema(Schema):
+    kind = "array"
+
+    def __init__(self, item: Schema) -> None:
+        self.item = item
+        self.item_run = runner(item)
+        self.caps: tuple[SizeCheck, ...] = ()
+
+    def with_check(self, check: Check) -> Schema:
+        result = super().with_check(check)
+        assert isinstance(result, ArraySchema)
+        # Zod's size caps: the upper bounds among the leading length checks (a later check may
+        # rewrite the value, so the scan stops at the first other check).
+        caps = []
+        for leading in result.checks:
+            if type(leading) is not SizeCheck:
+                break
+            if leading.code == "too_big":
+                caps.append(leading)
+        result.caps = tuple(caps)
+        return result
+
+    def parse(self, value: Any, ctx: ParseCtx) -> Any:
+        if type(value) is not list:
+            ctx.issues.append(invalid_type("array", value))
+            return value
+        for cap in self.caps:
+            if len(value) > cap.limit:
+                # An oversized array is refused before its items are parsed, as Zod does.
+                cap(value, ctx)
+                ctx.issues[-1].continues = False
+                ctx.issues[-1].stops = True
+                return value
+        ctx.budget.charge(len(value) + 1)
+        issues = ctx.issues
+        run = self.item_run
+        out = []
+        for index, element in enumerate(value):
+            start = len(issues) if issues else 0
+            out.append(run(element, ctx))
+            if issues and len(issues) > start:
+                prefix(issues, start, index)
+        return out
+
+    def size(self, code: str, args: list[Any], *, exact: bool = False) -> Check:
+        limit = number_arg(arg(args, 0), "a length")
+        return SizeCheck(code, limit, exact, custom_message(arg(args, 1)))
+
+    def m_min(self, budget: Budget, args: list[Any]) -> Schema:
+        return self.with_check(self.size("too_small", args))
+
+    def m_max(self, budget: Budget, args: list[Any]) -> Schema:
+        return self.with_check(self.size("too_big", args))
+
+    def m_nonempty(self, budget: Budget, args: list[Any]) -> Schema:
+        return self.with_check(self.size("too_small", [1, *args[:1]]))
+
+    def m_length(self, budget: Budget, args: list[Any]) -> Schema:
+        shorter = self.size("too_small", args, exact=True)
+        return self.with_check(shorter).with_check(self.size("too_big", args, exact=True))
+
+    def p_element(self) -> Any:
+        return self.item
+
+
+class TupleSchema(Schema):
+    kind = "tuple"
+
+    def __init__(self, items: list[Schema], rest: Schema | None) -> None:
+        self.items = items
+        self.rest = rest
+        # Zod's optStart: from here on, trailing items may be absent (optin) or omitted (optout).
+        self.optin_start = _opt_start([item.optin is not None for item in items])
+        self.optout_start = _opt_start([item.optout == "optional" for item in items])
+
+    def parse(self, value: Any, ctx: ParseCtx) -> Any:
+        if type(value) is not list:
+            ctx.issues.append(invalid_type("tuple", value))
+            return value
+        items, issues = self.items, ctx.issues
+        if self.rest is None:
+            if len(value) < self.optin_start:
+                issues.append(_length_issue("too_small", self.optin_start))
+                return value
+            if len(value) > len(items):
+                issues.append(_length_issue("too_big", len(items)))
+        ctx.budget.charge(len(value) + 1)
+        trials = []
+        for index, schema in enumerate(items):
+            trial = ParseCtx(ctx.budget)
+            trials.append((schema.run(value[index] if index < len(value) else UNDEFINED, trial), trial.issues))
+        rest_out = []
+        if self.rest is not None:
+            for index in range(len(items), len(value)):
+                start = len(issues)
+                rest_out.append(self.rest.run(value[index], ctx))
+                prefix(issues, start, index)
+        out: list[Any] = []
+        for index, (result, found) in enumerate(trials):
+            present = index < len(value)
+            if not present and index >= self.optout_start and (items[index].optin == "optional" or found):
+                break
+            if found:
+                start = len(issues)
+                issues.extend(found)
+                prefix(issues, start, index)
+            out.append(result)
+        while len(out) > len(value) and out[-1] is UNDEFINED and items[len(out) - 1].optout == "optional":
+            out.pop()
+        return out + rest_out if len(out) == len(items) else out
+
+    def m_rest(self, budget: Budget, args: list[Any]) -> Schema:
+        return TupleSchema(self.items, as_schema(arg(args, 0), "rest()'s argument"))
+
+
+def _opt_start(omittable: list[bool]) -> int:
+    for index in range(len(omittable) - 1, -1, -1):
+        if not omittable[index]:
+            return index + 1
+    return 0
+
+
+def _length_issue(code: str, limit: int) -> Issue:
+    issue = size_issue(code, "array", limit, inclusive=True)
+    issue.continues = False  # Zod reports a tuple's length as an aborting issue
+    return issue
+
+
+class RecordSchema(Schema):
+    """``z.record(keys, values)``: an enum key set is exhaustive unless ``partial`` (z.partialRecord)."""
+
+    kind = "record"
+
+    def __init__(self, key: Schema, value: Schema, *, partial: bool = False) -> None:
+        self.key = key
+        self.value = value
+        self.value_run = runner(value)
+        self.partial = partial
+        # Keys are strings already: a bare z.string() key schema cannot refuse or change one.
+        self.any_key = type(key) is StringSchema and not key.checks and not key.coerce
+        values = finite_values(key)
+        self.enum_keys = None if values is None else [to_string(item) for item in values]
+
+    def parse(self, value: Any, ctx: ParseCtx) -> Any:
+        if type(value) is not dict:
+            ctx.issues.append(invalid_type("record", value))
+            return value
+        ctx.budget.charge(len(value) + 1)
+        issues = ctx.issues
+        out: dict[str, Any] = {}
+        if self.enum_keys is not None and not self.partial:
+            for key in self.enum_keys:
+                start = len(issues)
+                out[key] = self.value_run(value.get(key, UNDEFINED), ctx)
+                prefix(issues, start, key)
+            extra = [key for key in value if key not in out]
+            if extra:
+                issues.append(unrecognized_keys(extra))
+            return {key: item for key, item in out.items() if item is not UNDEFINED}
+        unknown: list[str] = []
+        for key, item in value.items():
+            if key == "__proto__":
+                continue
+            out_key = key
+            if not self.any_key:
+                trial = ParseCtx(ctx.budget)
+                out_key = self.key.run(key, trial)
+                if trial.issues and _NUMERIC_KEY.fullmatch(key):
+                    # Zod retries a numeric-looking key as a number (z.record(z.number(), ...)).
+                    retry = ParseCtx(ctx.budget)
+                    number_key = self.key.run(to_number(key), retry)
+                    if not retry.issues:
+                        trial, out_key = retry, number_key
+                if trial.issues:
+                    if self.enum_keys is not None:
+                        unknown.append(key)
+                    else:
+                        issues.append(Issue("invalid_key", [key], "Invalid key in record"))
+                    continue
+            start = len(issues) if issues else 0
+            result = self.value_run(item, ctx)
+            if issues and len(issues) > start:
+                prefix(issues, start, key)
+            if result is not UNDEFINED:
+                out[to_string(out_key)] = result
+        if unknown:
+            issues.append(unrecognized_keys(unknown))
+        return out
+
+
+def finite_values(schema: Schema) -> list[Any] | None:
+    """The values an enum or literal key schema allows (Zod's ``_zod.values``), else None."""
+    if isinstance(schema, LiteralSchema):
+        return schema.values
+    if isinstance(schema, UnionSchema):
+        parts = [finite_values(option) for option in schema.options]
+        if all(part is not None for part in parts):
+            return [value for part in parts for value in part]  # type: ignore[union-attr]
+    return None
+
+
+class UnionSchema(Schema):
+    kind = "union"
+
+    def __init__(self, options: list[Schema]) -> None:
+        self.options = options
+        self.optin = ("defaulted" if any(option.optin == "defaulted" for option in options)
+                      else "optional" if any(option.optin is not None for option in options) else None)
+        self.optout = "optional" if any(option.optout == "optional" for option in options) else None
+
+    def parse(self, value: Any, ctx: ParseCtx) -> Any:
+        if len(self.options) == 1:
+            return self.options[0].run(value, ctx)
+        trials: list[tuple[Any, list[Issue]]] = []
+        for option in self.options:
+            trial = ParseCtx(ctx.budget)
+            result = option.run(value, trial)
+            if not trial.issues:
+                return result
+            trials.append((result, trial.issues))
+        survivors = [trial for trial in trials if not aborted(trial[1])]
+        if len(survivors) == 1:
+            ctx.issues.extend(survivors[0][1])
+            return survivors[0][0]
+        ctx.issues.append(Issue("invalid_union", [], "Invalid input"))
+        return value
+
+    def p_options(self) -> Any:
+        return list(self.options)
+
+
+class DiscriminatedUnionSchema(Schema):
+    kind = "discriminatedUnion"
+
+    def __init__(self, key: str, options: list[Schema]) -> None:
+        self.key = key
+        self.options = options
+        self.by_value: dict[tuple[str, Any], Schema] = {}
+        self.labels: list[str] = []
+        for option in options:
+            tag = option.shape.get(key) if isinstance(option, ObjectSchema) else None
+            values = None if tag is None else finite_values(tag)
+            if values is None:
+                raise MvuError(Code.SCHEMA, f"discriminatedUnion option has no literal `{key}`")
+            for item in values:
+                self.by_value.setdefault(same_value_key(item), option)
+                self.labels.append(to_string(item))
+
+    def parse(self, value: Any, ctx: ParseCtx) -> Any:
+        if type(value) is not dict:
+            ctx.issues.append(invalid_type("object", value))
+            return value
+        option = self.by_value.get(same_value_key(value.get(self.key, UNDEFINED)))
+        if option is not None:
+            return option.run(value, ctx)
+        expected = " | ".join(f"'{label}'" for label in self.labels)
+        ctx.issues.append(Issue("invalid_union", [self.key], f"Invalid discriminator value. Expected {expected}"))
+        return value
+
+    def p_options(self) -> Any:
+        return list(self.options)
+
+
+class IntersectionSchema(Schema):
+    """``z.intersection(a, b)`` / ``a.and(b)``: both parse the input; their outputs merge."""
+
+    kind = "intersection"
+
+    def __init__(self, left: Schema, right: Schema) -> None:
+        self.left = left
+        self.right = right
+
+    def parse(self, value: Any, ctx: ParseCtx) -> Any:
+        start = len(ctx.issues)
+        left = self.left.run(value, ctx)
+        right = self.right.run(value, ctx)
+        if len(ctx.issues) > start:
+            return value
+        return _merge_values(left, right)
+
+
+def _merge_values(left: Any, right: Any) -> Any:
+    """Zod's mergeValues: objects merge key by key, arrays item by item, else both must agree."""
+    if type(left) is dict and type(right) is dict:
+        merged = dict(left)
+        for key, item in right.items():
+            merged[key] = _merge_values(left[key], item) if key in left else item
+        return merged
+    if type(left) is list and type(right) is list and len(left) == len(right):
+        return [_merge_values(a, b) for a, b in zip(left, right, strict=True)]
+    if strict_equals(left, right) or left is right:
+        return left
+    raise fail("Unmergable intersection")

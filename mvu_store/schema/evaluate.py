@@ -1,0 +1,661 @@
+"""Compile the internal AST to Python closures and run them under the fuel budget.
+
+Each expression becomes ``fn(frame) -> value`` and each statement ``fn(frame) -> completion``
+once, at compile time; validations then only call closures (no AST walk per value). Work is
+charged where it can repeat: every function call and loop iteration costs the node count of its
+body, builtins cost the size of what they touch.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from mvu_store.errors import Code, MvuError
+from mvu_store.jsonvalue import UNSAFE_KEYS
+from mvu_store.schema import builtins
+from mvu_store.schema.operators import BINARY, UNARY, clip
+from mvu_store.schema.regex import compile_regex
+from mvu_store.schema.runtime import (
+    BREAK,
+    CONTINUE,
+    Eval,
+    Exec,
+    Frame,
+    JsFunction,
+    Return,
+    bind,
+    delete_member,
+    destructure,
+    get_member,
+    property_key,
+    set_member,
+)
+from mvu_store.schema.syntax import Node, pattern_names
+from mvu_store.schema.values import (
+    UNDEFINED,
+    Builtin,
+    JsCallable,
+    Namespace,
+    ScriptError,
+    fail,
+    strict_equals,
+    text_limit,
+    to_number,
+    to_string,
+    truthy,
+    typeof,
+)
+
+MAX_LOOP_ITEMS = 1_000
+
+
+def _thrown(value: Any) -> ScriptError:
+    message = value.get("message", UNDEFINED) if type(value) is dict else value
+    return ScriptError(f"the declaration threw: {to_string(message)}", value)
+
+
+class _ShortCircuit(Exception):
+    """Raised by an optional link (`a?.b`) on null/undefined; caught at the top of its chain."""
+
+
+# -- the compiler ----------------------------------------------------------------------------
+
+
+class Compiler:
+    """Turns AST nodes into closures.
+
+    ``fixed`` are the global capabilities (``z``, ``Math``, ``_`` ...). A name the program never
+    binds anywhere always means its global, so it compiles to a constant instead of a walk up
+    the frames on every use (most transforms are `v => _.clamp(v, 0, 100)`).
+    """
+
+    def __init__(self, fixed: dict[str, Any], program: Node, modules: Callable[[str, Node], Any]) -> None:
+        bound = _bound_names(program)
+        self.fixed = {name: value for name, value in fixed.items() if name not in bound}
+        self.modules = modules  # resolves `await import(url)` to a local capability
+
+    def expression(self, node: Node) -> Eval:
+        if node.kind in {"member", "index", "call"} and _has_optional(node):
+            link = self.link(node)
+
+            def chain(frame: Frame) -> Any:
+                try:
+                    return link(frame)
+                except _ShortCircuit:
+                    return UNDEFINED
+
+            return chain
+        method: Callable[[Node], Eval] = getattr(self, "e_" + node.kind)
+        return method(node)
+
+    def link(self, node: Node) -> Eval:
+        """A member/index/call inside an optional chain: nested links do not catch."""
+        method: Callable[[Node], Eval] = getattr(self, "e_" + node.kind)
+        return method(node)
+
+    def operand(self, node: Node) -> Eval:
+        return self.link(node) if node.kind in {"member", "index", "call"} else self.expression(node)
+
+    def e_const(self, node: Node) -> Eval:
+        value = node.value
+        return lambda frame: value
+
+    def e_undefined(self, node: Node) -> Eval:
+        return lambda frame: UNDEFINED
+
+    def e_name(self, node: Node) -> Eval:
+        name = node.value
+        if name in self.fixed:
+            return _constant(self.fixed[name])
+        return lambda frame: frame.lookup(name)
+
+    def e_template(self, node: Node) -> Eval:
+        parts = [self.expression(kid) for kid in node.kids if kid is not None]
+
+        def template(frame: Frame) -> str:
+            text = text_limit("".join(to_string(part(frame)) for part in parts))
+            frame.budget.charge(len(text) // 64)
+            return text
+
+        return template
+
+    def e_regex(self, node: Node) -> Eval:
+        pattern, flags = node.value
+
+        def regex(frame: Frame) -> Any:
+            return compile_regex(pattern, flags, frame.budget)
+
+        return regex
+
+    def e_array(self, node: Node) -> Eval:
+        items = [(kid.kind == "spread", self.expression(kid.child(0) if kid.kind == "spread" else kid))
+                 for kid in node.kids if kid is not None]
+
+        def array(frame: Frame) -> list[Any]:
+            result: list[Any] = []
+            for spread, item in items:
+                if spread:
+                    result.extend(builtins.iterate(frame.budget, item(frame)))
+                else:
+                    result.append(item(frame))
+            return result
+
+        return array
+
+    def e_object(self, node: Node) -> Eval:
+        entries: list[tuple[str, Any, Eval]] = []
+        for kid in node.kids:
+            assert kid is not None
+            if kid.kind == "property":
+                if kid.value in UNSAFE_KEYS:
+                    raise _refuse_at(kid, f"the key `{kid.value}` is not allowed")
+                entries.append(("property", kid.value, self.expression(kid.child(0))))
+            elif kid.kind == "computed":
+                entries.append(("computed", self.expression(kid.child(0)), self.expression(kid.child(1))))
+            else:
+                entries.append(("spread", None, self.expression(kid.child(0))))
+
+        def obj(frame: Frame) -> dict[str, Any]:
+            result: dict[str, Any] = {}
+            for shape, key, value in entries:
+                if shape == "property":
+                    result[key] = value(frame)
+                elif shape == "computed":
+                    name = property_key(key(frame))
+                    if name in UNSAFE_KEYS:
+                        raise MvuError(Code.SCHEMA, f"the key `{name}` is not allowed", key=name)
+                    result[name] = value(frame)
+                else:
+                    source = value(frame)
+                    frame.budget.charge(len(source) if isinstance(source, (dict, list, str)) else 1)
+                    result.update(builtins.spread_entries(source))
+            return result
+
+        return obj
+
+    def e_member(self, node: Node) -> Eval:
+        name, optional = node.value
+        holder = node.child(0)
+        if not optional and holder.kind == "name" and isinstance(self.fixed.get(holder.value), (Namespace, Builtin)):
+            # `_.clamp`, `Math.max`, `z.object`: the library is immutable, so resolve it once here.
+            # A missing member is left to fail at run time, only if that code ever runs.
+            try:
+                return _constant(get_member(self.fixed[holder.value], name))
+            except MvuError:
+                pass
+        target = self.operand(holder)
+
+        def member(frame: Frame) -> Any:
+            obj = target(frame)
+            if optional and (obj is None or obj is UNDEFINED):
+                raise _ShortCircuit
+            return get_member(obj, name)
+
+        return member
+
+    def e_index(self, node: Node) -> Eval:
+        optional = node.value
+        target = self.operand(node.child(0))
+        key = self.expression(node.child(1))
+
+        def index(frame: Frame) -> Any:
+            obj = target(frame)
+            if optional and (obj is None or obj is UNDEFINED):
+                raise _ShortCircuit
+            return get_member(obj, key(frame))
+
+        return index
+
+    def e_call(self, node: Node) -> Eval:
+        optional = node.value
+        callee_node = node.kids[0]
+        assert callee_node is not None
+        callee = self.operand(callee_node)
+        label = callee_node.value[0] if callee_node.kind == "member" else str(callee_node.value)
+        args = self.arguments(node.kids[1:])
+
+        def call(frame: Frame) -> Any:
+            function = callee(frame)
+            if isinstance(function, JsCallable):
+                return function.call(frame.budget, args(frame))
+            if optional and (function is None or function is UNDEFINED):
+                raise _ShortCircuit
+            raise fail(f"{label} is not a function")
+
+        return call
+
+    def arguments(self, nodes: tuple[Node | None, ...]) -> Callable[[Frame], list[Any]]:
+        parts = [(kid.kind == "spread", self.expression(kid.child(0) if kid.kind == "spread" else kid))
+                 for kid in nodes if kid is not None]
+        if not any(spread for spread, _ in parts):
+            plain = [part for _, part in parts]
+            return lambda frame: [part(frame) for part in plain]
+
+        def spread_args(frame: Frame) -> list[Any]:
+            values: list[Any] = []
+            for spread, part in parts:
+                if spread:
+                    values.extend(builtins.iterate(frame.budget, part(frame)))
+                else:
+                    values.append(part(frame))
+            return values
+
+        return spread_args
+
+    def e_function(self, node: Node) -> Eval:
+        params = [(self.pattern(pattern), None if default is None else self.expression(default))
+                  for pattern, default in node.value]
+        body_node = node.child(0)
+        expression = body_node.kind == "return" and body_node.kids[0] is not None
+        body = self.expression(body_node.child(0)) if expression else self.statement(body_node)
+        cost = 1 + body_node.size()
+
+        def function(frame: Frame) -> JsFunction:
+            return JsFunction(params, body, frame, cost, expression)
+
+        return function
+
+    def e_unary(self, node: Node) -> Eval:
+        operator = node.value
+        argument_node = node.kids[0]
+        assert argument_node is not None
+        if operator == "typeof" and argument_node.kind == "name":
+            name = argument_node.value
+
+            def typeof_name(frame: Frame) -> str:
+                try:
+                    return typeof(frame.lookup(name))
+                except MvuError:
+                    return "undefined"
+
+            return typeof_name
+        apply = UNARY[operator]
+        argument = self.expression(argument_node)
+        return lambda frame: apply(argument(frame))
+
+    def e_binary(self, node: Node) -> Eval:
+        apply = BINARY[node.value]
+        left = self.expression(node.child(0))
+        right = self.expression(node.child(1))
+        return lambda frame: apply(left(frame), right(frame))
+
+    def e_logical(self, node: Node) -> Eval:
+        left = self.expression(node.child(0))
+        right = self.expression(node.child(1))
+        if node.value == "&&":
+            return lambda frame: right(frame) if truthy(value := left(frame)) else value
+        if node.value == "||":
+            return lambda frame: value if truthy(value := left(frame)) else right(frame)
+        return lambda frame: right(frame) if (value := left(frame)) is None or value is UNDEFINED else value
+
+    def e_conditional(self, node: Node) -> Eval:
+        test, then, other = (self.expression(node.child(index)) for index in range(3))
+        return lambda frame: then(frame) if truthy(test(frame)) else other(frame)
+
+    def e_sequence(self, node: Node) -> Eval:
+        parts = [self.expression(node.child(index)) for index in range(len(node.kids))]
+
+        def sequence(frame: Frame) -> Any:
+            value = UNDEFINED
+            for part in parts:
+                value = part(frame)
+            return value
+
+        return sequence
+
+    def e_spread(self, node: Node) -> Eval:
+        raise _refuse_at(node, "spread is only supported in arrays, objects and calls")
+
+    def target(self, node: Node) -> tuple[Eval, Callable[[Frame, Any], None]]:
+        """A readable and writable place: a variable or a field of a JSON container."""
+        if node.kind == "name":
+            name = node.value
+            return (lambda frame: frame.lookup(name)), (lambda frame, value: frame.assign(name, value))
+        if node.kind not in {"member", "index"} or (node.value[1] if node.kind == "member" else node.value):
+            raise _refuse_at(node, "only variables and fields can be assigned")
+        holder = self.expression(node.child(0))
+        key: Eval = _constant(node.value[0]) if node.kind == "member" else self.expression(node.child(1))
+
+        def read(frame: Frame) -> Any:
+            return get_member(holder(frame), key(frame))
+
+        def write(frame: Frame, value: Any) -> None:
+            set_member(frame.budget, holder(frame), key(frame), value)
+
+        return read, write
+
+    def e_assign(self, node: Node) -> Eval:
+        operator = node.value
+        read, write = self.target(node.child(0))
+        value = self.expression(node.child(1))
+        if operator == "=":
+            def assign(frame: Frame) -> Any:
+                result = value(frame)
+                write(frame, result)
+                return result
+
+            return assign
+        if operator in {"&&=", "||=", "??="}:
+            def keep(current: Any) -> bool:
+                if operator == "&&=":
+                    return not truthy(current)
+                if operator == "||=":
+                    return truthy(current)
+                return current is not None and current is not UNDEFINED
+
+            def logical_assign(frame: Frame) -> Any:
+                current = read(frame)
+                if keep(current):
+                    return current
+                result = value(frame)
+                write(frame, result)
+                return result
+
+            return logical_assign
+        apply = BINARY[operator[:-1]]
+
+        def compound(frame: Frame) -> Any:
+            result = apply(read(frame), value(frame))
+            write(frame, result)
+            return result
+
+        return compound
+
+    def e_update(self, node: Node) -> Eval:
+        operator, prefix = node.value
+        read, write = self.target(node.child(0))
+        step = 1 if operator == "++" else -1
+
+        def update(frame: Frame) -> Any:
+            old = to_number(read(frame))
+            write(frame, clip(old + step))
+            return old + step if prefix else old
+
+        return update
+
+    # -- statements --------------------------------------------------------------------------
+
+    def statement(self, node: Node) -> Exec:
+        method: Callable[[Node], Exec] = getattr(self, "s_" + node.kind)
+        return method(node)
+
+    def s_expr(self, node: Node) -> Exec:
+        expression = self.expression(node.child(0))
+
+        def run(frame: Frame) -> None:
+            expression(frame)
+
+        return run
+
+    def s_declare_list(self, node: Node) -> Exec:
+        const = node.value == "const"
+        declarators = [(self.pattern(kid.value), None if kid.kids[0] is None else self.expression(kid.kids[0]))
+                       for kid in (node.child(index) for index in range(len(node.kids)))]
+
+        def declare(frame: Frame) -> None:
+            for pattern, init in declarators:
+                bind(frame, pattern, UNDEFINED if init is None else init(frame), const=const)
+
+        return declare
+
+    def s_return(self, node: Node) -> Exec:
+        value_node = node.kids[0]
+        if value_node is None:
+            return lambda frame: Return(UNDEFINED)
+        value = self.expression(value_node)
+        return lambda frame: Return(value(frame))
+
+    def s_if(self, node: Node) -> Exec:
+        test = self.expression(node.child(0))
+        then = self.scoped(node.child(1))
+        other = None if node.kids[2] is None else self.scoped(node.kids[2])
+
+        def branch(frame: Frame) -> Any:
+            if truthy(test(frame)):
+                return then(frame)
+            return None if other is None else other(frame)
+
+        return branch
+
+    def s_throw(self, node: Node) -> Exec:
+        value = self.expression(node.child(0))
+
+        def throw(frame: Frame) -> Any:
+            raise _thrown(value(frame))
+
+        return throw
+
+    def e_new(self, node: Node) -> Eval:
+        name = node.value
+        if name == "Set":
+            items = self.expression(node.child(0)) if node.kids else _constant([])
+            return lambda frame: builtins.JsSet(builtins.iterate(frame.budget, items(frame)))
+        message = self.expression(node.child(0)) if node.kids else _constant("")
+        return lambda frame: {"name": name, "message": to_string(message(frame))}
+
+    def s_try(self, node: Node) -> Exec:
+        param = None if node.value is None else self.pattern(node.value)
+        body = self.scoped(node.child(0))
+        handler = None if node.kids[1] is None else self.scoped(node.child(1))
+        finalizer = None if node.kids[2] is None else self.scoped(node.child(2))
+
+        def attempt(frame: Frame) -> Any:
+            depth = frame.budget.depth
+            try:
+                return body(frame)
+            except ScriptError as error:
+                # Only the declaration's own exceptions are catchable (see ScriptError).
+                frame.budget.depth = depth
+                if handler is None:
+                    raise
+                inner = Frame(frame, frame.budget)
+                if param is not None:
+                    bind(inner, param, error.value, const=False)
+                return handler(inner)
+            finally:
+                if finalizer is not None:
+                    finalizer(frame)
+
+        return attempt
+
+    def e_import_module(self, node: Node) -> Eval:
+        module = self.modules(node.value, node)
+        return lambda frame: module
+
+    def e_assign_pattern(self, node: Node) -> Eval:
+        pattern = self.pattern(node.value)
+        value = self.expression(node.child(0))
+
+        def assign(frame: Frame) -> Any:
+            result = value(frame)
+            destructure(frame, pattern, result, frame.assign)
+            return result
+
+        return assign
+
+    def e_delete(self, node: Node) -> Eval:
+        target = node.child(0)
+        if (target.kind == "member" and target.value[1]) or (target.kind == "index" and target.value):
+            raise _refuse_at(node, "optional chains cannot be deleted")
+        holder = self.expression(target.child(0))
+        key = _constant(target.value[0]) if target.kind == "member" else self.expression(target.child(1))
+
+        def delete(frame: Frame) -> bool:
+            return delete_member(frame.budget, holder(frame), key(frame))
+
+        return delete
+
+    def s_switch(self, node: Node) -> Exec:
+        subject = self.expression(node.child(0))
+        cases = [(None if case.kids[0] is None else self.expression(case.child(0)), self.statement(case.child(1)))
+                 for case in (node.child(index) for index in range(1, len(node.kids)))]
+        fallback = next((index for index, (test, _) in enumerate(cases) if test is None), None)
+
+        def switch(frame: Frame) -> Any:
+            value = subject(frame)
+            start = next((index for index, (test, _) in enumerate(cases)
+                          if test is not None and strict_equals(value, test(frame))), fallback)
+            if start is None:
+                return None
+            inner = Frame(frame, frame.budget)
+            for _, body in cases[start:]:  # cases fall through until a break
+                completion = body(inner)
+                if completion is BREAK:
+                    return None
+                if completion is not None:
+                    return completion
+            return None
+
+        return switch
+
+    def s_break(self, node: Node) -> Exec:
+        return lambda frame: BREAK
+
+    def s_continue(self, node: Node) -> Exec:
+        return lambda frame: CONTINUE
+
+    def pattern(self, pattern: tuple[Any, ...]) -> tuple[Any, ...]:
+        """A binding pattern with its default values compiled to closures."""
+        if pattern[0] == "name":
+            return pattern
+        if pattern[0] == "object":
+            return ("object", tuple((key, self.pattern(target), None if default is None else self.expression(default))
+                                    for key, target, default in pattern[1]))
+        return ("array", tuple(None if element is None else
+                               (self.pattern(element[0]), None if element[1] is None else self.expression(element[1]))
+                               for element in pattern[1]))
+
+    def s_block(self, node: Node) -> Exec:
+        steps = [self.statement(kid) for kid in hoisted(node)]
+
+        def block(frame: Frame) -> Any:
+            for step in steps:
+                completion = step(frame)
+                if completion is not None:
+                    return completion
+            return None
+
+        return block
+
+    def scoped(self, node: Node) -> Exec:
+        """A nested block gets its own frame when it declares names (so shadowing works)."""
+        body = self.statement(node)
+        if node.kind != "block" or not any(kid is not None and kid.kind == "declare_list" for kid in node.kids):
+            return body
+        return lambda frame: body(Frame(frame, frame.budget))
+
+    def s_for_of(self, node: Node) -> Exec:
+        return self.loop(node, _array_items)
+
+    def s_for_in(self, node: Node) -> Exec:
+        return self.loop(node, _own_keys)
+
+    def loop(self, node: Node, items_of: Callable[[Any], list[Any]]) -> Exec:
+        binding, pattern = node.value[0], self.pattern(node.value[1])
+        const = binding == "const"
+        iterable = self.expression(node.child(0))
+        body = self.statement(node.child(1))
+        cost = 1 + node.child(1).size()
+
+        def loop(frame: Frame) -> Any:
+            items = items_of(iterable(frame))
+            if len(items) > MAX_LOOP_ITEMS:
+                raise MvuError(Code.LIMIT, f"loops visit at most {MAX_LOOP_ITEMS} items",
+                               limit=MAX_LOOP_ITEMS, kind="loop")
+            for item in items:
+                frame.budget.charge(cost)
+                inner = Frame(frame, frame.budget)
+                bind(inner, pattern, item, const=const)
+                completion = body(inner)
+                if completion is BREAK:
+                    break
+                if type(completion) is Return:
+                    return completion
+            return None
+
+        return loop
+
+
+def _array_items(value: Any) -> list[Any]:
+    if isinstance(value, builtins.JsSet):
+        return list(value.items)
+    if type(value) is not list and type(value) is not str:
+        raise fail("for...of needs an array")
+    return list(value)
+
+
+def _own_keys(value: Any) -> list[Any]:
+    """What ``for...in`` visits here: own keys of an object, indexes of an array, nothing else."""
+    if type(value) is dict:
+        return builtins.js_key_order(value)
+    if type(value) is list or type(value) is str:
+        return [str(index) for index in range(len(value))]
+    if isinstance(value, JsFunction):
+        return list(value.members)
+    return []
+
+
+def hoisted(block: Node) -> list[Node]:
+    """A block's statements with function declarations first, as JavaScript hoists them."""
+    statements = [kid for kid in block.kids if kid is not None]
+    return sorted(statements, key=lambda statement: not _declares_function(statement))
+
+
+def _declares_function(statement: Node) -> bool:
+    inner = statement.kids[0] if statement.kind == "export" and statement.kids else statement
+    return inner is not None and inner.kind == "declare_list" and inner.value == "function"
+
+
+def _pattern_defaults(pattern: tuple[Any, ...]) -> list[Node]:
+    if pattern[0] == "object":
+        return [node for _, target, default in pattern[1]
+                for node in ([default] if default is not None else []) + _pattern_defaults(target)]
+    if pattern[0] == "array":
+        return [node for element in pattern[1] if element is not None
+                for node in ([element[1]] if element[1] is not None else []) + _pattern_defaults(element[0])]
+    return []
+
+
+def _bound_names(program: Node) -> set[str]:
+    """Every name a declaration, parameter, loop or import binds anywhere in ``program``."""
+    names: set[str] = set()
+    stack = [program]
+    while stack:
+        node = stack.pop()
+        patterns: list[tuple[Any, ...]] = []
+        if node.kind == "declare":
+            patterns.append(node.value)
+        elif node.kind == "function":
+            patterns.extend(pattern for pattern, _ in node.value)
+            stack.extend(default for _, default in node.value if default is not None)
+        elif node.kind in {"for_of", "for_in"}:
+            patterns.append(node.value[1])
+        elif node.kind == "try" and node.value is not None:
+            patterns.append(node.value)
+        elif node.kind == "import":
+            names.update(local for _, local in node.value[1])
+        for pattern in patterns:
+            names.update(pattern_names(pattern))
+            stack.extend(_pattern_defaults(pattern))
+        stack.extend(kid for kid in node.kids if kid is not None)
+    return names
+
+
+def _constant(value: Any) -> Eval:
+    return lambda frame: value
+
+
+def _has_optional(node: Node) -> bool:
+    current: Node | None = node
+    while current is not None and current.kind in {"member", "index", "call"}:
+        optional = current.value[1] if current.kind == "member" else current.value
+        if optional:
+            return True
+        current = current.kids[0]
+    return False
+
+
+def _refuse_at(node: Node, message: str) -> MvuError:
+    where = f"line {node.line}, column {node.col}"
+    return MvuError(Code.SCHEMA_CODE, f"{message} at {where}", line=node.line, column=node.col)

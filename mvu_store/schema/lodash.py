@@ -1,0 +1,667 @@
+"""The lodash helpers real cards call (``_.clamp``, ``_.pickBy``, chains ``_(x)...value()``).
+
+Each takes plain JSON collections and declaration functions, charges the budget for the items it
+touches and never mutates its input unless lodash itself does (``_.merge``, ``_.set``).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from functools import cmp_to_key
+from typing import Any
+
+from mvu_store.jsonvalue import UNSAFE_KEYS
+from mvu_store.schema.builtins import (
+    Fn,
+    assign_into,
+    call_fn,
+    check_writable,
+    collection,
+    deep_copy,
+    entries,
+    from_entries,
+    is_integer,
+    js_compare,
+    js_round,
+    keys,
+    make_mapper,
+    make_predicate,
+    plain,
+    safe_key,
+    to_num,
+    values,
+)
+from mvu_store.schema.values import (
+    UNDEFINED,
+    Budget,
+    Builtin,
+    Opaque,
+    arg,
+    is_number,
+    same_value_key,
+    strict_equals,
+    text_limit,
+    to_string,
+    truthy,
+)
+
+
+def _clamp(budget: Budget, args: list[Any]) -> Any:
+    # The common `_.clamp(v, 0, 100)` on plain numbers takes the short road.
+    if len(args) == 3 and all((type(item) is int or type(item) is float) and item == item for item in args):
+        number, lower, upper = args
+        return max(min(number, upper), lower)
+    return _clamp_slow(args)
+
+
+def _clamp_slow(args: list[Any]) -> Any:
+    number = to_num(arg(args, 0))
+    lower, upper = arg(args, 1), arg(args, 2)
+    if upper is UNDEFINED:
+        lower, upper = UNDEFINED, lower
+    if math.isnan(number):
+        return number
+    if upper is not UNDEFINED and not math.isnan(to_num(upper)):
+        number = min(number, to_num(upper))
+    if lower is not UNDEFINED and not math.isnan(to_num(lower)):
+        number = max(number, to_num(lower))
+    return number
+
+
+def _pick_by(keep: bool) -> Fn:
+    def pick_by(budget: Budget, args: list[Any]) -> Any:
+        test = make_predicate(budget, arg(args, 1))
+        return {key: item for key, item in collection(budget, arg(args, 0)) if test(item, key) == keep}
+
+    return pick_by
+
+
+def _pick(keep: bool) -> Fn:
+    def pick(budget: Budget, args: list[Any]) -> Any:
+        names: set[str] = set()
+        for item in args[1:]:
+            names.update(to_string(name) for name in (item if type(item) is list else [item]))
+        return {key: item for key, item in collection(budget, arg(args, 0)) if (key in names) == keep}
+
+    return pick
+
+
+def _map_values(budget: Budget, args: list[Any]) -> Any:
+    mapper = make_mapper(budget, arg(args, 1))
+    return {key: mapper(item, key) for key, item in collection(budget, arg(args, 0))}
+
+
+def _lodash_map(budget: Budget, args: list[Any]) -> Any:
+    mapper = make_mapper(budget, arg(args, 1))
+    return [mapper(item, key) for key, item in collection(budget, arg(args, 0))]
+
+
+def _lodash_filter(budget: Budget, args: list[Any]) -> Any:
+    test = make_predicate(budget, arg(args, 1))
+    return [item for key, item in collection(budget, arg(args, 0)) if test(item, key)]
+
+
+def _lodash_get(budget: Budget, args: list[Any]) -> Any:
+    from mvu_store.schema.runtime import get_member  # runtime imports the library
+
+    value, path, default = arg(args, 0), arg(args, 1), arg(args, 2)
+    parts = path if type(path) is list else to_string(path).replace("[", ".").replace("]", "").split(".")
+    budget.charge(len(parts))
+    for part in parts:
+        if type(value) is not dict and type(value) is not list:
+            return default
+        value = get_member(value, part)
+        if value is UNDEFINED:
+            return default
+    return value
+
+
+def _is_empty(budget: Budget, args: list[Any]) -> bool:
+    value = arg(args, 0)
+    if type(value) in (dict, list, str):
+        return len(value) == 0
+    return True
+
+
+def _sort_by(budget: Budget, args: list[Any]) -> Any:
+    items = [item for _, item in collection(budget, arg(args, 0))]
+    keys = arg(args, 1)
+    mappers = [make_mapper(budget, key) for key in (keys if type(keys) is list else [keys])]
+    budget.charge(len(items) * max(1, len(items).bit_length()))
+    decorated = [([mapper(item, None) for mapper in mappers], item) for item in items]
+
+    def compare(left: tuple[list[Any], Any], right: tuple[list[Any], Any]) -> int:
+        for a, b in zip(left[0], right[0], strict=True):
+            order = js_compare(a, b)
+            if order:
+                return order
+        return 0
+
+    return [item for _, item in sorted(decorated, key=cmp_to_key(compare))]
+
+
+def _uniq(budget: Budget, args: list[Any]) -> Any:
+    items = arg(args, 0)
+    if type(items) is not list:
+        return []
+    budget.charge(len(items))
+    seen: set[tuple[str, Any]] = set()
+    result: list[Any] = []
+    for item in items:
+        key = same_value_key(item)
+        if key not in seen:
+            seen.add(key)
+            result.append(item)
+    return result
+
+
+def _sum(budget: Budget, args: list[Any]) -> Any:
+    items = [item for _, item in collection(budget, arg(args, 0))]
+    return sum((to_num(item) for item in items), 0)
+
+
+def _merge(budget: Budget, args: list[Any]) -> Any:
+    target = arg(args, 0)
+    check_writable(budget, target)
+
+    def merge_into(into: dict[str, Any], source: Any) -> None:
+        if type(source) is not dict:
+            return
+        budget.charge(len(source))
+        for key, item in source.items():
+            if key in UNSAFE_KEYS:
+                continue
+            if type(item) is dict and type(into.get(key)) is dict and id(into[key]) not in budget.frozen:
+                merge_into(into[key], item)
+            else:
+                into[key] = deep_copy(budget, item)
+
+    for source in args[1:]:
+        merge_into(target, source)
+    return target
+
+
+def _range(budget: Budget, args: list[Any]) -> Any:
+    numbers = [to_num(item) for item in args if item is not UNDEFINED]
+    if len(numbers) == 1:
+        numbers = [0, numbers[0]]
+    start, end, step = numbers[0], numbers[1], numbers[2] if len(numbers) > 2 else 1
+    if step == 0 or not all(math.isfinite(x) for x in (start, end, step)):
+        return []
+    count = max(0, math.ceil((end - start) / step))
+    budget.charge(count)
+    return [start + index * step for index in range(count)]
+
+
+def _size(budget: Budget, args: list[Any]) -> Any:
+    value = arg(args, 0)
+    return len(value) if type(value) in (dict, list, str) else 0
+
+
+def _lodash_round(method: str) -> Fn:
+    def apply(budget: Budget, args: list[Any]) -> Any:
+        number, digits = to_num(arg(args, 0)), arg(args, 1)
+        precision = 0 if digits is UNDEFINED else int(to_num(digits))
+        if method == "round":
+            return js_round(number, precision)
+        factor = 10**precision
+        rounded = (math.floor if method == "floor" else math.ceil)(number * factor) / factor
+        return int(rounded) if precision <= 0 else rounded
+
+    return apply
+
+
+def _minmax_of(pick: Callable[..., Any]) -> Fn:
+    def apply(budget: Budget, args: list[Any]) -> Any:
+        items = [item for _, item in collection(budget, arg(args, 0))]
+        return pick(items, key=to_num) if items else UNDEFINED
+
+    return apply
+
+
+def _take(from_end: bool) -> Fn:
+    def take(budget: Budget, args: list[Any]) -> Any:
+        items = arg(args, 0)
+        count = 1 if arg(args, 1) is UNDEFINED else max(0, int(to_num(arg(args, 1))))
+        if type(items) is not list:
+            return []
+        budget.charge(len(items))
+        if from_end:
+            return items[len(items) - count:] if count else []
+        return items[:count]
+
+    return take
+
+
+class LodashChain(Opaque):
+    """``_(value)`` / ``_.chain(value)``: lodash's wrapper, ended by ``.value()``."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value: Any) -> None:
+        self.value = value
+
+    def get(self, key: str) -> Any:
+        if key == "value":
+            return Builtin("value", lambda budget, args: self.value)
+        helper = _LODASH_HELPERS.get(key)
+        if not isinstance(helper, Builtin):
+            return super().get(key)
+        return Builtin(key, lambda budget, args: LodashChain(helper.call(budget, [self.value, *args])))
+
+
+_LODASH_HELPERS: dict[str, Any] = {
+    "clamp": Builtin("clamp", _clamp),
+    "pickBy": Builtin("pickBy", _pick_by(True)),
+    "omitBy": Builtin("omitBy", _pick_by(False)),
+    "pick": Builtin("pick", _pick(True)),
+    "omit": Builtin("omit", _pick(False)),
+    "mapValues": Builtin("mapValues", _map_values),
+    "map": Builtin("map", _lodash_map),
+    "filter": Builtin("filter", _lodash_filter),
+    "get": Builtin("get", _lodash_get),
+    "isEmpty": Builtin("isEmpty", _is_empty),
+    "sortBy": Builtin("sortBy", _sort_by),
+    "uniq": Builtin("uniq", _uniq),
+    "sum": Builtin("sum", _sum),
+    "keys": Builtin("keys", keys),
+    "values": Builtin("values", values),
+    "entries": Builtin("entries", entries),
+    "toPairs": Builtin("toPairs", entries),
+    "fromPairs": Builtin("fromPairs", from_entries),
+    "size": Builtin("size", _size),
+    "round": Builtin("round", _lodash_round("round")),
+    "floor": Builtin("floor", _lodash_round("floor")),
+    "ceil": Builtin("ceil", _lodash_round("ceil")),
+    "max": Builtin("max", _minmax_of(max)),
+    "min": Builtin("min", _minmax_of(min)),
+    "take": Builtin("take", _take(False)),
+    "takeRight": Builtin("takeRight", _take(True)),
+    "range": Builtin("range", _range),
+    "merge": Builtin("merge", _merge),
+    "cloneDeep": Builtin("cloneDeep", lambda budget, args: deep_copy(budget, arg(args, 0))),
+    "has": Builtin("has", lambda budget, args: type(arg(args, 0)) is dict and to_string(arg(args, 1)) in arg(args, 0)),
+    "includes": Builtin("includes", lambda budget, args: any(
+        strict_equals(item, arg(args, 1)) for _, item in collection(budget, arg(args, 0)))),
+    "isNumber": plain("isNumber", lambda value=UNDEFINED, *_: is_number(value)),
+    "isString": plain("isString", lambda value=UNDEFINED, *_: type(value) is str),
+    "isBoolean": plain("isBoolean", lambda value=UNDEFINED, *_: type(value) is bool),
+    "isArray": plain("isArray", lambda value=UNDEFINED, *_: type(value) is list),
+    "isPlainObject": plain("isPlainObject", lambda value=UNDEFINED, *_: type(value) is dict),
+    "isObject": plain("isObject", lambda value=UNDEFINED, *_: type(value) in (dict, list) or isinstance(value, Opaque)),
+    "isNil": plain("isNil", lambda value=UNDEFINED, *_: value is None or value is UNDEFINED),
+    "isFinite": plain("isFinite", lambda value=UNDEFINED, *_: is_number(value) and math.isfinite(value)),
+    "isInteger": plain("isInteger", lambda value=UNDEFINED, *_: is_integer(value)),
+    "inRange": Builtin("inRange", lambda budget, args: _in_range(args)),
+    "toNumber": plain("toNumber", lambda value=UNDEFINED, *_: to_num(value)),
+    "toString": plain("toString", lambda value=UNDEFINED, *_: "" if value in (None, UNDEFINED) else to_string(value)),
+    "first": plain("first", lambda value=UNDEFINED, *_: value[0] if type(value) is list and value else UNDEFINED),
+    "head": plain("head", lambda value=UNDEFINED, *_: value[0] if type(value) is list and value else UNDEFINED),
+    "last": plain("last", lambda value=UNDEFINED, *_: value[-1] if type(value) is list and value else UNDEFINED),
+    "compact": plain("compact", lambda value=UNDEFINED, *_: [x for x in value if truthy(x)] if type(value) is list
+                     else []),
+}
+
+
+def _items(budget: Budget, value: Any) -> list[Any]:
+    return [item for _, item in collection(budget, value)]
+
+
+def _find(want_key: bool) -> Fn:
+    def find(budget: Budget, args: list[Any]) -> Any:
+        test = make_predicate(budget, arg(args, 1))
+        for key, item in collection(budget, arg(args, 0)):
+            if test(item, key):
+                return key if want_key else item
+        return UNDEFINED
+
+    return find
+
+
+def _test_all(every: bool) -> Fn:
+    def test_all(budget: Budget, args: list[Any]) -> bool:
+        test = make_predicate(budget, arg(args, 1))
+        hits = (test(item, key) for key, item in collection(budget, arg(args, 0)))
+        return all(hits) if every else any(hits)
+
+    return test_all
+
+
+def _for_each(budget: Budget, args: list[Any]) -> Any:
+    fn = make_mapper(budget, arg(args, 1))
+    for key, item in collection(budget, arg(args, 0)):
+        if fn(item, key) is False:
+            break
+    return arg(args, 0)
+
+
+def _reduce(budget: Budget, args: list[Any]) -> Any:
+    fn, pairs = arg(args, 1), collection(budget, arg(args, 0))
+    if len(args) > 2:
+        accumulator = args[2]
+    elif pairs:
+        accumulator = pairs.pop(0)[1]
+    else:
+        return UNDEFINED
+    for key, item in pairs:
+        accumulator = call_fn(budget, fn, accumulator, item, key)
+    return accumulator
+
+
+def _by(pick: Callable[..., Any]) -> Fn:
+    """``sumBy`` / ``maxBy`` / ``minBy``: apply an iteratee, then reduce."""
+    def by(budget: Budget, args: list[Any]) -> Any:
+        get = make_mapper(budget, arg(args, 1))
+        pairs = [(get(item, key), item) for key, item in collection(budget, arg(args, 0))]
+        if pick is sum:
+            return sum((to_num(value) for value, _ in pairs), 0)
+        valid = [(value, item) for value, item in pairs if is_number(value)]
+        return pick(valid, key=lambda pair: pair[0])[1] if valid else UNDEFINED
+
+    return by
+
+
+def _group(mode: str) -> Fn:
+    """``groupBy`` / ``keyBy`` / ``countBy``: bucket items by an iteratee's string."""
+    def group(budget: Budget, args: list[Any]) -> Any:
+        get = make_mapper(budget, arg(args, 1))
+        result: dict[str, Any] = {}
+        for key, item in collection(budget, arg(args, 0)):
+            bucket = safe_key(to_string(get(item, key)))
+            if mode == "group":
+                result.setdefault(bucket, []).append(item)
+            elif mode == "key":
+                result[bucket] = item
+            else:
+                result[bucket] = result.get(bucket, 0) + 1
+        return result
+
+    return group
+
+
+def _order_by(budget: Budget, args: list[Any]) -> Any:
+    orders = arg(args, 2)
+    ordered = _sort_by(budget, args[:2])
+    descending = (type(orders) is list and orders[:1] == ["desc"]) or orders == "desc"
+    return ordered[::-1] if descending else ordered
+
+
+def _map_keys(budget: Budget, args: list[Any]) -> Any:
+    get = make_mapper(budget, arg(args, 1))
+    renamed = arg(args, 1) is not UNDEFINED
+    return {safe_key(to_string(get(item, key) if renamed else key)): item
+            for key, item in collection(budget, arg(args, 0))}
+
+
+def _set_ops(mode: str) -> Fn:
+    """``union`` / ``difference`` / ``without`` on arrays, by JavaScript equality."""
+    def set_op(budget: Budget, args: list[Any]) -> Any:
+        first = _items(budget, arg(args, 0))
+        others = [item for part in args[1:] for item in (part if type(part) is list else [part])]
+        budget.charge(len(first) * max(1, len(others)) // 64 + len(others))
+        if mode == "union":
+            return _uniq(budget, [first + [item for part in args[1:] if type(part) is list for item in part]])
+        return [item for item in first if not any(strict_equals(item, other) for other in others)]
+
+    return set_op
+
+
+def _flatten(budget: Budget, args: list[Any]) -> Any:
+    return [part for item in _items(budget, arg(args, 0)) for part in (item if type(item) is list else [item])]
+
+
+def _is_equal(budget: Budget, args: list[Any]) -> bool:
+    def equal(left: Any, right: Any) -> bool:
+        budget.charge(1)
+        if type(left) is dict and type(right) is dict:
+            return left.keys() == right.keys() and all(equal(left[key], right[key]) for key in left)
+        if type(left) is list and type(right) is list:
+            return len(left) == len(right) and all(equal(a, b) for a, b in zip(left, right, strict=True))
+        return strict_equals(left, right) or (left is right)
+
+    return equal(arg(args, 0), arg(args, 1))
+
+
+def _drop(from_end: bool) -> Fn:
+    def drop(budget: Budget, args: list[Any]) -> Any:
+        items = _items(budget, arg(args, 0))
+        count = 1 if arg(args, 1) is UNDEFINED else max(0, int(to_num(arg(args, 1))))
+        return items[:max(0, len(items) - count)] if from_end else items[count:]
+
+    return drop
+
+
+def _set_path(budget: Budget, args: list[Any]) -> Any:
+    """``_.set(object, 'a.b', value)``: creates plain objects along the path."""
+    from mvu_store.schema.runtime import get_member, set_member  # runtime imports the library
+
+    target, path, value = arg(args, 0), arg(args, 1), arg(args, 2)
+    parts = path if type(path) is list else to_string(path).replace("[", ".").replace("]", "").split(".")
+    budget.charge(len(parts))
+    node = target
+    for part in parts[:-1]:
+        child = get_member(node, part)
+        if type(child) is not dict and type(child) is not list:
+            child = {}
+            set_member(budget, node, part, child)
+        node = child
+    set_member(budget, node, parts[-1], value)
+    return target
+
+
+def _times(budget: Budget, args: list[Any]) -> Any:
+    count = max(0, int(to_num(arg(args, 0))))
+    budget.charge(count)
+    fn = arg(args, 1)
+    return [index if fn is UNDEFINED else call_fn(budget, fn, index) for index in range(count)]
+
+
+def _text_of(args: list[Any], index: int) -> str:
+    value = arg(args, index)
+    return "" if value in (None, UNDEFINED) else to_string(value)
+
+
+def _text(fn: Callable[[str], str]) -> Builtin:
+    return plain("text", lambda value=UNDEFINED, *_: fn("" if value in (None, UNDEFINED) else to_string(value)))
+
+
+_LODASH_HELPERS.update({
+    "find": Builtin("find", _find(want_key=False)),
+    "findKey": Builtin("findKey", _find(want_key=True)),
+    "some": Builtin("some", _test_all(every=False)),
+    "every": Builtin("every", _test_all(every=True)),
+    "forEach": Builtin("forEach", _for_each),
+    "each": Builtin("each", _for_each),
+    "reduce": Builtin("reduce", _reduce),
+    "sumBy": Builtin("sumBy", _by(sum)),
+    "maxBy": Builtin("maxBy", _by(max)),
+    "minBy": Builtin("minBy", _by(min)),
+    "groupBy": Builtin("groupBy", _group("group")),
+    "keyBy": Builtin("keyBy", _group("key")),
+    "countBy": Builtin("countBy", _group("count")),
+    "orderBy": Builtin("orderBy", _order_by),
+    "mapKeys": Builtin("mapKeys", _map_keys),
+    "union": Builtin("union", _set_ops("union")),
+    "difference": Builtin("difference", _set_ops("difference")),
+    "without": Builtin("without", lambda budget, args: _set_ops("difference")(budget, [arg(args, 0), list(args[1:])])),
+    "flatten": Builtin("flatten", _flatten),
+    "isEqual": Builtin("isEqual", _is_equal),
+    "assign": Builtin("assign", assign_into(defaults_only=False)),
+    "defaults": Builtin("defaults", assign_into(defaults_only=True)),
+    "drop": Builtin("drop", _drop(from_end=False)),
+    "dropRight": Builtin("dropRight", _drop(from_end=True)),
+    "reverse": Builtin("reverse", lambda budget, args: _items(budget, arg(args, 0))[::-1]),
+    "clone": Builtin("clone", lambda budget, args: spread_copy(arg(args, 0))),
+    "set": Builtin("set", _set_path),
+    "times": Builtin("times", _times),
+    "isUndefined": plain("isUndefined", lambda value=UNDEFINED, *_: value is UNDEFINED),
+    "isNull": plain("isNull", lambda value=UNDEFINED, *_: value is None),
+    "toInteger": plain("toInteger", lambda value=UNDEFINED, *_: _to_integer(to_num(value))),
+    "trim": _text(str.strip),
+    "toLower": _text(str.lower),
+    "toUpper": _text(str.upper),
+    "capitalize": _text(lambda text: text[:1].upper() + text[1:].lower()),
+    "startsWith": Builtin("startsWith", lambda budget, args: _text_of(args, 0).startswith(_text_of(args, 1))),
+    "endsWith": Builtin("endsWith", lambda budget, args: _text_of(args, 0).endswith(_text_of(args, 1))),
+})
+
+
+def _chunk(budget: Budget, args: list[Any]) -> Any:
+    items = _items(budget, arg(args, 0))
+    size = 1 if arg(args, 1) is UNDEFINED else max(0, int(to_num(arg(args, 1))))
+    return [items[start:start + size] for start in range(0, len(items), size)] if size else []
+
+
+def _partition(budget: Budget, args: list[Any]) -> Any:
+    test = make_predicate(budget, arg(args, 1))
+    pairs = collection(budget, arg(args, 0))
+    return [[item for key, item in pairs if test(item, key)], [item for key, item in pairs if not test(item, key)]]
+
+
+def _intersection(budget: Budget, args: list[Any]) -> Any:
+    first = _items(budget, arg(args, 0))
+    others = [{same_value_key(item) for item in _items(budget, part)} for part in args[1:]]
+    return _uniq(budget, [[item for item in first if all(same_value_key(item) in keys for keys in others)]])
+
+
+def _zip_object(budget: Budget, args: list[Any]) -> Any:
+    names, items = _items(budget, arg(args, 0)), _items(budget, arg(args, 1))
+    return {safe_key(to_string(name)): items[index] if index < len(items) else UNDEFINED
+            for index, name in enumerate(names)}
+
+
+def _invert(budget: Budget, args: list[Any]) -> Any:
+    return {safe_key(to_string(item)): to_string(key) for key, item in collection(budget, arg(args, 0))}
+
+
+def _find_last(budget: Budget, args: list[Any]) -> Any:
+    test = make_predicate(budget, arg(args, 1))
+    for key, item in reversed(collection(budget, arg(args, 0))):
+        if test(item, key):
+            return item
+    return UNDEFINED
+
+
+def _find_index(from_end: bool) -> Fn:
+    def find_index(budget: Budget, args: list[Any]) -> Any:
+        test = make_predicate(budget, arg(args, 1))
+        pairs = collection(budget, arg(args, 0))
+        for index, item in (reversed(pairs) if from_end else pairs):
+            if test(item, index):
+                return index
+        return -1
+
+    return find_index
+
+
+def _mean(budget: Budget, args: list[Any]) -> Any:
+    values_ = [to_num(item) for item in _items(budget, arg(args, 0))]
+    return sum(values_, 0) / len(values_) if values_ else math.nan
+
+
+def _truncate(budget: Budget, args: list[Any]) -> Any:
+    text = _text_of(args, 0)
+    options = arg(args, 1)
+    length = int(to_num(options.get("length", 30))) if type(options) is dict else 30
+    omission = to_string(options.get("omission", "...")) if type(options) is dict else "..."
+    return text if len(text) <= length else text[:max(0, length - len(omission))] + omission
+
+
+def _unset_path(budget: Budget, args: list[Any]) -> Any:
+    from mvu_store.schema.runtime import delete_member, get_member  # runtime imports the library
+
+    target, path = arg(args, 0), arg(args, 1)
+    parts = path if type(path) is list else to_string(path).replace("[", ".").replace("]", "").split(".")
+    node = target
+    for part in parts[:-1]:
+        node = get_member(node, part)
+        if type(node) is not dict:
+            return True
+    if type(node) is dict:
+        delete_member(budget, node, parts[-1])
+    return True
+
+
+_LODASH_HELPERS.update({
+    "chunk": Builtin("chunk", _chunk),
+    "partition": Builtin("partition", _partition),
+    "intersection": Builtin("intersection", _intersection),
+    "zipObject": Builtin("zipObject", _zip_object),
+    "invert": Builtin("invert", _invert),
+    "findLast": Builtin("findLast", _find_last),
+    "findIndex": Builtin("findIndex", _find_index(from_end=False)),
+    "findLastIndex": Builtin("findLastIndex", _find_index(from_end=True)),
+    "flatMap": Builtin("flatMap", lambda budget, args: _flatten(budget, [_lodash_map(budget, args)])),
+    "mean": Builtin("mean", _mean),
+    "meanBy": Builtin("meanBy", lambda budget, args: _mean(budget, [_lodash_map(budget, args)])),
+    "indexOf": Builtin("indexOf", lambda budget, args: next(
+        (index for index, item in enumerate(_items(budget, arg(args, 0))) if strict_equals(item, arg(args, 1))), -1)),
+    "nth": Builtin("nth", lambda budget, args: _nth(_items(budget, arg(args, 0)), arg(args, 1))),
+    "tail": Builtin("tail", lambda budget, args: _items(budget, arg(args, 0))[1:]),
+    "initial": Builtin("initial", lambda budget, args: _items(budget, arg(args, 0))[:-1]),
+    "toArray": Builtin("toArray", lambda budget, args: _items(budget, arg(args, 0))),
+    "castArray": plain("castArray", lambda value=UNDEFINED, *_: value if type(value) is list else [value]),
+    "defaultTo": plain("defaultTo", lambda value=UNDEFINED, fallback=UNDEFINED, *_:
+                       fallback if value is None or value is UNDEFINED or value != value else value),
+    "identity": plain("identity", lambda value=UNDEFINED, *_: value),
+    "isFunction": plain("isFunction", lambda value=UNDEFINED, *_: isinstance(value, Builtin) or (callable(
+        getattr(value, "call", None)) and not isinstance(value, (dict, list, str)))),
+    "truncate": Builtin("truncate", _truncate),
+    "unset": Builtin("unset", _unset_path),
+    "upperFirst": _text(lambda text: text[:1].upper() + text[1:]),
+    "lowerFirst": _text(lambda text: text[:1].lower() + text[1:]),
+    "padStart": Builtin("padStart", lambda budget, args: _pad(budget, args, at_start=True)),
+    "padEnd": Builtin("padEnd", lambda budget, args: _pad(budget, args, at_start=False)),
+    "repeat": Builtin("repeat", lambda budget, args: _repeat(budget, args)),
+})
+_LODASH_HELPERS["chain"] = Builtin("chain", lambda budget, args: LodashChain(arg(args, 0)))
+LODASH = Builtin("_", lambda budget, args: LodashChain(arg(args, 0)), _LODASH_HELPERS)
+
+
+def _nth(items: list[Any], position: Any) -> Any:
+    index = 0 if position is UNDEFINED else int(to_num(position))
+    index = index + len(items) if index < 0 else index
+    return items[index] if 0 <= index < len(items) else UNDEFINED
+
+
+def _pad(budget: Budget, args: list[Any], *, at_start: bool) -> str:
+    text = _text_of(args, 0)
+    width = 0 if arg(args, 1) is UNDEFINED else int(to_num(arg(args, 1)))
+    filler = " " if arg(args, 2) is UNDEFINED else to_string(arg(args, 2))
+    missing = width - len(text)
+    if missing <= 0 or not filler:
+        return text
+    budget.charge(missing)
+    padding = (filler * (missing // len(filler) + 1))[:missing]
+    return padding + text if at_start else text + padding
+
+
+def _repeat(budget: Budget, args: list[Any]) -> str:
+    count = 1 if arg(args, 1) is UNDEFINED else max(0, int(to_num(arg(args, 1))))
+    text = _text_of(args, 0)
+    budget.charge(len(text) * count)
+    return text_limit(text * count)
+
+
+def _to_integer(number: float | int) -> float | int:
+    if math.isnan(number):
+        return 0
+    return number if math.isinf(number) else int(number)
+
+
+def spread_copy(value: Any) -> Any:
+    """A shallow copy of a collection (``_.clone``)."""
+    if type(value) is dict:
+        return dict(value)
+    if type(value) is list:
+        return list(value)
+    return value
+
+
+def _in_range(args: list[Any]) -> bool:
+    number, start, end = to_num(arg(args, 0)), to_num(arg(args, 1)), arg(args, 2)
+    if end is UNDEFINED:
+        start, end = 0, start
+    low, high = sorted((start, to_num(end)))
+    return bool(low <= number < high)

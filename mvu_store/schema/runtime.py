@@ -1,0 +1,276 @@
+"""The interpreter's runtime: scopes, declaration functions and property access.
+
+:func:`get_member` / :func:`set_member` own the isolation rules of S-7: own properties only, no
+prototype names (``__proto__``, ``constructor``, ``prototype``) however they are spelled, no
+``length`` writes or holes in arrays, and no writes to the declaration's own constants while a
+validation runs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from mvu_store.errors import Code, MvuError
+from mvu_store.jsonvalue import UNSAFE_KEYS
+from mvu_store.schema import builtins, methods
+from mvu_store.schema.values import (
+    MAX_CALL_DEPTH,
+    UNDEFINED,
+    Budget,
+    JsCallable,
+    Opaque,
+    fail,
+    js_length,
+    to_string,
+    typeof,
+)
+
+_ABSENT = object()
+
+Eval = Callable[["Frame"], Any]
+Exec = Callable[["Frame"], Any]  # returns None, BREAK, CONTINUE or a Return
+Param = tuple[tuple[Any, ...], Eval | None]  # (binding pattern, default value)
+
+
+class Frame:
+    """One lexical scope: its bindings, which of them are constants, and the running budget."""
+
+    __slots__ = ("budget", "consts", "parent", "sealed", "vars")
+
+    def __init__(self, parent: Frame | None, budget: Budget, bindings: dict[str, Any] | None = None) -> None:
+        self.vars: dict[str, Any] = {} if bindings is None else bindings
+        self.consts: set[str] | None = None  # created on the first `const`: most call frames have none
+        self.parent = parent
+        self.budget = budget
+        # Set on the declaration's own scopes once it is compiled: validations share them, so
+        # none may reassign a top-level `let` (every validation must start from the same state).
+        self.sealed = False
+
+    def lookup(self, name: str) -> Any:
+        frame: Frame | None = self
+        while frame is not None:
+            value = frame.vars.get(name, _ABSENT)
+            if value is not _ABSENT:
+                return value
+            frame = frame.parent
+        raise fail(f"{name} is not defined")
+
+    def assign(self, name: str, value: Any) -> None:
+        frame: Frame | None = self
+        while frame is not None:
+            if name in frame.vars:
+                if frame.consts is not None and name in frame.consts:
+                    raise fail(f"assignment to constant `{name}`")
+                if frame.sealed:
+                    raise MvuError(Code.SCHEMA, f"`{name}` belongs to the declaration and is read-only here")
+                frame.vars[name] = value
+                return
+            frame = frame.parent
+        raise fail(f"{name} is not defined")
+
+
+class Return:
+    __slots__ = ("value",)
+
+    def __init__(self, value: Any) -> None:
+        self.value = value
+
+
+BREAK = object()
+CONTINUE = object()
+
+class JsFunction(JsCallable):
+    """A declaration's arrow or function expression, closed over its defining frame."""
+
+    __slots__ = ("body", "closure", "cost", "expression", "members", "names", "params")
+
+    def __init__(self, params: list[Param], body: Exec, closure: Frame, cost: int, expression: bool) -> None:
+        # Properties set on the function (bundlers' `getter.a`); empty for nearly every function.
+        self.members: dict[str, Any] = {}
+        self.params = params
+        self.body = body
+        self.closure = closure
+        self.cost = cost
+        self.expression = expression  # `x => expr`: the body is an Eval, no Return to unwrap
+        # Plain `(a, b) => ...` parameters (most transforms) bind with one dict: the hot path.
+        simple = all(pattern[0] == "name" and default is None for pattern, default in params)
+        self.names = [pattern[1] for pattern, _ in params] if simple else None
+
+    def call(self, budget: Budget, args: list[Any]) -> Any:
+        budget.fuel -= self.cost  # Budget.charge inlined: this is the hottest call of all
+        if budget.fuel < 0:
+            budget.charge(0)
+        if budget.depth >= MAX_CALL_DEPTH:
+            raise MvuError(Code.LIMIT, f"calls nested deeper than {MAX_CALL_DEPTH}",
+                           limit=MAX_CALL_DEPTH, kind="call_depth")
+        names = self.names
+        if names is not None:
+            if len(names) == 1:  # `v => ...`
+                frame = Frame(self.closure, budget, {names[0]: args[0] if args else UNDEFINED})
+            else:
+                if len(args) < len(names):
+                    args = [*args, *[UNDEFINED] * (len(names) - len(args))]
+                frame = Frame(self.closure, budget, dict(zip(names, args, strict=False)))
+        else:
+            frame = Frame(self.closure, budget)
+            for index, (pattern, default) in enumerate(self.params):
+                value = args[index] if index < len(args) else UNDEFINED
+                if value is UNDEFINED and default is not None:
+                    value = default(frame)
+                bind(frame, pattern, value, const=False)
+        # No try/finally here (it costs on every call): a failing call ends the run, unless a
+        # declaration's catch handles it, and s_try restores the depth it started with.
+        budget.depth += 1
+        result = self.body(frame)
+        budget.depth -= 1
+        if self.expression:
+            return result
+        return result.value if type(result) is Return else UNDEFINED
+
+    def get(self, key: str) -> Any:
+        if key in {"call", "apply", "bind"}:
+            return super().get(key)
+        return self.members.get(key, UNDEFINED)
+
+    def frames(self) -> Iterator[Frame]:
+        frame: Frame | None = self.closure
+        while frame is not None:
+            yield frame
+            frame = frame.parent
+
+    def refs(self) -> Iterator[Any]:
+        yield from self.members.values()
+        for frame in self.frames():
+            yield from frame.vars.values()
+
+
+def bind(frame: Frame, pattern: tuple[Any, ...], value: Any, *, const: bool) -> None:
+    """Declare the names of a (compiled) pattern in ``frame``; defaults are closures."""
+    def declare(name: str, item: Any) -> None:
+        frame.vars[name] = item
+        if const:
+            if frame.consts is None:
+                frame.consts = set()
+            frame.consts.add(name)
+
+    destructure(frame, pattern, value, declare)
+
+
+def destructure(frame: Frame, pattern: tuple[Any, ...], value: Any, store: Callable[[str, Any], None]) -> None:
+    """Walk a pattern over ``value``, handing each name and its value to ``store`` (a
+    declaration binds, an assignment writes an existing variable)."""
+    shape = pattern[0]
+    if shape == "name":
+        store(pattern[1], value)
+        return
+    if value is None or value is UNDEFINED:
+        raise fail(f"cannot destructure {to_string(value)}")
+    if shape == "object":
+        for key, target, default in pattern[1]:
+            item = get_member(value, key)
+            destructure(frame, target, default(frame) if item is UNDEFINED and default is not None else item, store)
+        return
+    if type(value) is not list and type(value) is not str:
+        raise fail(f"a {typeof(value)} cannot be destructured as an array")
+    for index, element in enumerate(pattern[1]):
+        if element is not None:
+            target, default = element
+            item = get_member(value, index)
+            destructure(frame, target, default(frame) if item is UNDEFINED and default is not None else item, store)
+
+
+def property_key(key: Any) -> str:
+    kind = type(key)
+    if kind is str:
+        return key  # type: ignore[no-any-return]
+    if kind is int or kind is float or kind is bool or key is None or key is UNDEFINED:
+        return to_string(key)
+    raise fail(f"a {typeof(key)} cannot be a property key")
+
+
+def array_index(key: Any) -> int | None:
+    if type(key) is int:
+        return int(key)
+    if type(key) is float and key.is_integer():
+        return int(key)
+    if type(key) is str and key.isdigit() and key.isascii() and (key == "0" or key[0] != "0"):
+        return int(key)
+    return None
+
+
+def get_member(obj: Any, key: Any) -> Any:
+    """``obj[key]`` with S-7's rules: own data only, prototype names refused."""
+    kind = type(obj)
+    if kind is dict:
+        name = key if type(key) is str else property_key(key)
+        if name in UNSAFE_KEYS:
+            raise MvuError(Code.SCHEMA, f"access to `{name}` is not allowed", key=name)
+        return obj.get(name, UNDEFINED)
+    if kind is list or kind is str:
+        index = array_index(key)
+        if index is not None:
+            return obj[index] if 0 <= index < len(obj) else UNDEFINED
+        name = property_key(key)
+        if name == "length":
+            return len(obj) if kind is list else js_length(obj)
+        if name in UNSAFE_KEYS:
+            raise MvuError(Code.SCHEMA, f"access to `{name}` is not allowed", key=name)
+        return methods.method_of(obj, name)
+    if isinstance(obj, Opaque):
+        name = property_key(key)
+        # `Object.prototype.hasOwnProperty.call(data, key)` is S-8's one explicit primitive.
+        if name in UNSAFE_KEYS and not (obj is builtins.OBJECT and name == "prototype"):
+            raise MvuError(Code.SCHEMA, f"access to `{name}` is not allowed", key=name)
+        return obj.get(name)
+    if obj is None or obj is UNDEFINED:
+        raise fail(f"cannot read property `{to_string(key)}` of {to_string(obj)}")
+    name = property_key(key)
+    if name in UNSAFE_KEYS:
+        raise MvuError(Code.SCHEMA, f"access to `{name}` is not allowed", key=name)
+    return methods.method_of(obj, name)
+
+
+def set_member(budget: Budget, obj: Any, key: Any, value: Any) -> None:
+    """``obj[key] = value`` on a container the declaration may write.
+
+    Objects may hold functions and schemas while the declaration builds itself (bundlers keep
+    their runtime in one); a parsed value that still holds one is refused when it is output.
+    """
+    target: Any = obj
+    if isinstance(obj, JsFunction):
+        if id(obj) in budget.frozen:
+            raise MvuError(Code.SCHEMA, "the declaration's constants are read-only")
+        target = obj.members
+    else:
+        builtins.check_writable(budget, obj)
+    if type(target) is dict:
+        name = property_key(key)
+        if name in UNSAFE_KEYS:
+            raise MvuError(Code.SCHEMA, f"writing `{name}` is not allowed", key=name)
+        target[name] = value
+        return
+    index = array_index(key)
+    if property_key(key) == "length":
+        raise MvuError(Code.SCHEMA, "writing an array's `length` is not allowed")
+    if index is None or index > len(target):
+        raise MvuError(Code.SCHEMA, "arrays stay dense: only existing indexes or the next one can be written")
+    budget.charge(1)
+    if index == len(target):
+        target.append(value)
+    else:
+        target[index] = value
+
+
+
+
+def delete_member(budget: Budget, obj: Any, key: Any) -> bool:
+    """``delete obj[key]`` on an object the declaration may change; arrays stay dense."""
+    if type(obj) is not dict:
+        raise MvuError(Code.SCHEMA, "only object fields can be deleted (arrays stay dense)")
+    builtins.check_writable(budget, obj)
+    name = property_key(key)
+    if name in UNSAFE_KEYS:
+        raise MvuError(Code.SCHEMA, f"deleting `{name}` is not allowed", key=name)
+    obj.pop(name, None)
+    return True
