@@ -27,8 +27,10 @@ MAX_DEPTH = 64
 # carries them can poison objects on the other side, so they are refused wherever a key enters.
 UNSAFE_KEYS = frozenset({"__proto__", "constructor", "prototype"})
 
-# Integral floats below this print as integers in JavaScript (Number.prototype.toString uses
-# exponent notation from 1e21 on); we print them the same way so hashes agree with hosts.
+# Integral floats below this print as integers, as JavaScript prints them (it switches to exponent
+# notation from 1e21 on), so a value computed as 5.0 stores and hashes like 5. Other floats keep
+# Python's shortest repr, which can differ from JavaScript's in exponent form (1e-05 vs 1e-5):
+# canonical text is mvu-store's own, and nothing compares it byte for byte with a host's.
 _JS_INTEGER_PRINT_LIMIT = 1e21
 
 

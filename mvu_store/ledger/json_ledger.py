@@ -37,8 +37,9 @@ from typing import Any
 from mvu_store.errors import Code, MvuError
 from mvu_store.jsonvalue import UNSAFE_KEYS, JsonValue, dumps, json_pointer, measure_state, normalize
 from mvu_store.ledger import tables as t
+from mvu_store.ledger.blob import Blob
 from mvu_store.ledger.records import NewResource, ResourceKind, VersionKind
-from mvu_store.ledger.repository import FACTS_MAX_BYTES, FACTS_MAX_RECORDS, Blob
+from mvu_store.ledger.repository import FACTS_MAX_BYTES, FACTS_MAX_RECORDS
 
 INSTANCES_FILE = "mvu-instances.json"
 LEGACY_FILE = "mvu-state.json"

@@ -11,7 +11,6 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -20,9 +19,10 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.sql import ClauseElement
 
 from mvu_store.errors import Code, MvuError
-from mvu_store.jsonvalue import JsonValue, canonical_text, measure_state, sha256_hex, utf8
+from mvu_store.jsonvalue import JsonValue, canonical_text, measure_state
 from mvu_store.ledger import tables as t
 from mvu_store.ledger.audit import row_bytes
+from mvu_store.ledger.blob import Blob
 from mvu_store.ledger.records import (
     CheckpointRecord,
     CommitOutcome,
@@ -34,6 +34,7 @@ from mvu_store.ledger.records import (
     Usage,
     VersionRecord,
 )
+from mvu_store.ledger.rules import check_request, check_text, default_key, fact_fields, indexable
 from mvu_store.ledger.writer import Sql, Writer, WriteTx
 
 T = TypeVar("T")
@@ -47,22 +48,6 @@ def _now_ms() -> int:
     return int(time.time() * 1000)
 
 
-class Blob:
-    """A JSON payload ready to store: canonical text, its UTF-8 size and its hash."""
-
-    __slots__ = ("hash", "size", "text")
-
-    def __init__(self, text: str, data: bytes | None = None) -> None:
-        encoded = utf8(text) if data is None else data
-        self.text = text
-        self.size = len(encoded)
-        self.hash = sha256_hex(encoded)
-
-    @classmethod
-    def of(cls, value: JsonValue) -> Blob:
-        return cls(canonical_text(value))
-
-
 class Ledger:
     """One budget domain of the store. Create with :func:`mvu_store.ledger.open_ledger`."""
 
@@ -74,7 +59,6 @@ class Ledger:
         self._writer = Writer(writer_engine, ledger_id, self._settle, serialize=self._serialize)
         self._sql = self._writer.statements
         self._state_limit = state_limit_bytes
-        self._blob_cache: OrderedDict[str, str] = OrderedDict()
         self._closed = False
 
     # -- lifecycle ----------------------------------------------------------------------------
@@ -354,7 +338,7 @@ class Ledger:
         _, blob = self.prepare_state(request.variables)
         source = canonical_text(request.source)
         meta = canonical_text(request.meta)
-        key = request.key or _default_key(request)
+        key = request.key or default_key(request)
         # A key derived from the operation id is covered by the receipt check.
         check_key = request.operation_id is None or request.key is not None
         return await self.write(lambda tx: self._commit(tx, request, blob, key, source, meta, check_key))
@@ -662,7 +646,7 @@ class Ledger:
         size = self.insert_row(tx, t.facts, {
             "seq": seq,
             "phase": str(fields.get("phase", ""))[:16],
-            "session_id": _indexable(fields.get("sessionId")),
+            "session_id": indexable(fields.get("sessionId")),
             "recorded_at": int(fields["recordedAt"]) if isinstance(fields.get("recordedAt"), int) else _now_ms(),
             "body": text,
         })
@@ -757,21 +741,15 @@ class Ledger:
         return Head(resource_id, int(row[0]), row[1], json.loads(row[2]))
 
     async def blob(self, blob_hash: str) -> JsonValue:
-        """A stored payload by hash (immutable, so its text is cached)."""
-        text = self._blob_cache.get(blob_hash)
-        if text is None:
-            rows = await self.read(
-                lambda c: c.execute(
-                    select(t.blobs.c.body).where(t.blobs.c.ledger_id == self.ledger_id, t.blobs.c.hash == blob_hash)
-                ).all()
-            )
-            if not rows:
-                raise MvuError(Code.MISSING, f"no blob {blob_hash}", hash=blob_hash)
-            text = str(rows[0][0])
-            self._blob_cache[blob_hash] = text
-            if len(self._blob_cache) > 256:
-                self._blob_cache.popitem(last=False)
-        return json.loads(text)
+        """A stored payload (a state, a definition, a seed) by its hash."""
+        rows = await self.read(
+            lambda c: c.execute(
+                select(t.blobs.c.body).where(t.blobs.c.ledger_id == self.ledger_id, t.blobs.c.hash == blob_hash)
+            ).all()
+        )
+        if not rows:
+            raise MvuError(Code.MISSING, f"no blob {blob_hash}", hash=blob_hash)
+        return json.loads(rows[0][0])
 
     async def versions(self, resource_id: str, *, include_lineage: bool = True) -> list[VersionRecord]:
         """The resource's history, oldest first: inherited ancestry (by lineage), then its own."""
@@ -833,85 +811,6 @@ class Ledger:
             ).all()
         )
         return [Finding(*row) for row in rows]
-
-
-FACT_FIELDS = ("phase", "recordedAt", "id", "sessionId", "eventId", "on", "cause", "requestId", "reason", "detail",
-               "turn", "turnKind", "revision", "configRevision")
-FACT_TEXT_LIMIT = 300
-
-
-def fact_fields(record: dict[str, JsonValue]) -> dict[str, JsonValue]:
-    """The content-free part of a fact: known fields, scalar values, strings cut to 300 chars."""
-    if not isinstance(record, dict) or not isinstance(record.get("phase"), str):
-        raise MvuError(Code.JSON, "a fact is an object with a string phase")
-    fields: dict[str, JsonValue] = {}
-    for name in FACT_FIELDS:
-        value = record.get(name)
-        if isinstance(value, str):
-            fields[name] = value[:FACT_TEXT_LIMIT]
-        elif (isinstance(value, (int, float)) and not isinstance(value, bool)) or (value is None and name in record):
-            fields[name] = value
-    return fields
-
-
-def _indexable(value: JsonValue) -> str | None:
-    """A session id to index a fact by, when it fits the column (else the fact is unindexed)."""
-    return value if isinstance(value, str) and len(value) <= t.ID and "\x00" not in value else None
-
-
-def check_text(name: str, value: str | None, width: int) -> None:
-    """Refuse text a column cannot hold alike on SQLite and PostgreSQL (width, NUL)."""
-    if value is None:
-        return
-    if not isinstance(value, str) or not value:
-        raise MvuError(Code.OPERATION, f"{name} must be a non-empty string", field=name)
-    if len(value) > width:
-        raise MvuError(Code.LIMIT, f"{name} is longer than {width} characters", field=name, limit=width)
-    if "\x00" in value:
-        raise MvuError(Code.JSON, f"{name} contains a NUL character", field=name)
-    utf8(value)
-
-
-def _default_key(request: CommitRequest) -> str:
-    """The original's version keys: a manual write is identified by its operation, a reply by
-    its source message, each as ``sha256(JSON.stringify(...))`` (insertion order, no spaces), so
-    a reply imported from the original ledger and delivered again is recognised as a replay."""
-    if request.operation_id is not None:
-        return sha256_hex(_js_json({"id": request.resource_id, "operationId": request.operation_id}))
-    return sha256_hex(_js_json(request.source))
-
-
-def _js_json(value: JsonValue) -> str:
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
-
-
-# What a version's source says about its kind, as the original format records it (and as the
-# importer reads it back): a kind that disagrees would not survive an export and re-import.
-_SOURCE_FLAGS: dict[str, tuple[bool, bool, bool]] = {  # kind: (manual, card, initial)
-    "reply": (False, False, False),
-    "failed": (False, False, False),
-    "manual": (True, False, False),
-    "initial": (False, False, True),
-}
-
-
-def check_request(request: CommitRequest) -> None:
-    """Refuse a commit whose fields the ledger could not store or export faithfully."""
-    check_text("resource id", request.resource_id, t.ID)
-    check_text("operation id", request.operation_id, t.ID)
-    check_text("version key", request.key, t.HASH)
-    check_text("fingerprint", request.fingerprint, t.HASH)
-    check_text("error", request.error, 64)
-    if (request.kind == "failed") != (request.error is not None):
-        raise MvuError(Code.OPERATION, "a failed version, and only a failed version, carries an error code")
-    flags = (bool(request.source.get("manual")), bool(request.source.get("card")), bool(request.source.get("initial")))
-    if request.kind == "card":
-        if not flags[1]:
-            raise MvuError(Code.OPERATION, "a card write's source says card: true", kind=request.kind)
-    elif request.kind not in _SOURCE_FLAGS:
-        raise MvuError(Code.OPERATION, f"a commit cannot be of kind {request.kind!r}", kind=request.kind)
-    elif flags != _SOURCE_FLAGS[request.kind]:
-        raise MvuError(Code.OPERATION, f"a {request.kind} version's source flags say otherwise", kind=request.kind)
 
 
 def _resource(row: Any) -> ResourceRecord:

@@ -21,8 +21,8 @@ import itertools
 import queue
 import sqlite3
 import threading
-from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
 import psycopg
@@ -79,7 +79,6 @@ class WriteTx:
     statements: Statements
     ledger_id: str
     charged: int = 0
-    data: dict[str, Any] = field(default_factory=dict)
 
     def execute(self, sql: Sql, params: Mapping[str, Any] | None = None) -> Any:
         self.cursor.execute(sql.text, sql.params(params))
@@ -320,20 +319,3 @@ def _resolve_all(results: list[tuple[asyncio.Future[Any], bool, Any]]) -> None:
             future.set_result(value)
         else:
             future.set_exception(value)
-
-
-@contextlib.contextmanager
-def read_cursor(engine: Engine) -> Iterator[Any]:
-    """A raw cursor inside one read transaction (a consistent snapshot on both dialects)."""
-    connection = engine.raw_connection()
-    try:
-        cursor = connection.cursor()
-        if engine.dialect.name == "sqlite":
-            cursor.execute("BEGIN")
-        try:
-            yield cursor
-        finally:
-            connection.rollback()
-            cursor.close()
-    finally:
-        connection.close()

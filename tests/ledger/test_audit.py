@@ -13,6 +13,7 @@ TAMPERING = {
     "blobs": "UPDATE blobs SET body = body || ' ' WHERE hash = (SELECT head_hash FROM resources)",
     "heads": "UPDATE resources SET head_key = (SELECT key FROM versions WHERE revision = 1)",
     "revisions": "UPDATE versions SET parent_key = NULL WHERE revision = 2",
+    "revision_hole": "UPDATE resources SET revision = revision + 1",
     "references": "UPDATE receipts SET version_key = 'f' || substr(version_key, 2) WHERE revision = 2",
     "row_bytes": "UPDATE versions SET meta = '{\"x\":1}' WHERE revision = 1",
     "usage": "UPDATE ledger SET used_bytes = used_bytes + 1",
@@ -34,6 +35,7 @@ async def test_audit_view_catches(check: str, tmp_path: Path) -> None:
             raw.create_function("sha256", 1, lambda _: None)
             raw.execute(TAMPERING[check])
         findings = await ledger.audit()
-        assert check in {finding.check for finding in findings}, findings
+        expected = "revisions" if check == "revision_hole" else check
+        assert expected in {finding.check for finding in findings}, findings
     finally:
         await ledger.close()

@@ -1,0 +1,89 @@
+"""What the ledger refuses before it writes: texts its columns cannot hold, commits whose kind and
+source disagree, facts that would carry content; and the original format's version keys."""
+
+from __future__ import annotations
+
+import json
+
+from mvu_store.errors import Code, MvuError
+from mvu_store.jsonvalue import JsonValue, sha256_hex, utf8
+from mvu_store.ledger import tables as t
+from mvu_store.ledger.records import CommitRequest
+
+FACT_FIELDS = ("phase", "recordedAt", "id", "sessionId", "eventId", "on", "cause", "requestId", "reason", "detail",
+               "turn", "turnKind", "revision", "configRevision")
+FACT_TEXT_LIMIT = 300
+
+
+def fact_fields(record: dict[str, JsonValue]) -> dict[str, JsonValue]:
+    """The content-free part of a fact: known fields, scalar values, strings cut to 300 chars."""
+    if not isinstance(record, dict) or not isinstance(record.get("phase"), str):
+        raise MvuError(Code.JSON, "a fact is an object with a string phase")
+    fields: dict[str, JsonValue] = {}
+    for name in FACT_FIELDS:
+        value = record.get(name)
+        if isinstance(value, str):
+            fields[name] = value[:FACT_TEXT_LIMIT]
+        elif (isinstance(value, (int, float)) and not isinstance(value, bool)) or (value is None and name in record):
+            fields[name] = value
+    return fields
+
+
+def indexable(value: JsonValue) -> str | None:
+    """A session id to index a fact by, when it fits the column (else the fact is unindexed)."""
+    return value if isinstance(value, str) and len(value) <= t.ID and "\x00" not in value else None
+
+
+def check_text(name: str, value: str | None, width: int) -> None:
+    """Refuse text a column cannot hold alike on SQLite and PostgreSQL (width, NUL)."""
+    if value is None:
+        return
+    if not isinstance(value, str) or not value:
+        raise MvuError(Code.OPERATION, f"{name} must be a non-empty string", field=name)
+    if len(value) > width:
+        raise MvuError(Code.LIMIT, f"{name} is longer than {width} characters", field=name, limit=width)
+    if "\x00" in value:
+        raise MvuError(Code.JSON, f"{name} contains a NUL character", field=name)
+    utf8(value)
+
+
+def default_key(request: CommitRequest) -> str:
+    """The original's version keys: a manual write is identified by its operation, a reply by
+    its source message, each as ``sha256(JSON.stringify(...))`` (insertion order, no spaces), so
+    a reply imported from the original ledger and delivered again is recognised as a replay."""
+    if request.operation_id is not None:
+        return sha256_hex(_js_json({"id": request.resource_id, "operationId": request.operation_id}))
+    return sha256_hex(_js_json(request.source))
+
+
+def _js_json(value: JsonValue) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+
+
+# What a version's source says about its kind, as the original format records it (and as the
+# importer reads it back): a kind that disagrees would not survive an export and re-import.
+_SOURCE_FLAGS: dict[str, tuple[bool, bool, bool]] = {  # kind: (manual, card, initial)
+    "reply": (False, False, False),
+    "failed": (False, False, False),
+    "manual": (True, False, False),
+    "initial": (False, False, True),
+}
+
+
+def check_request(request: CommitRequest) -> None:
+    """Refuse a commit whose fields the ledger could not store or export faithfully."""
+    check_text("resource id", request.resource_id, t.ID)
+    check_text("operation id", request.operation_id, t.ID)
+    check_text("version key", request.key, t.HASH)
+    check_text("fingerprint", request.fingerprint, t.HASH)
+    check_text("error", request.error, 64)
+    if (request.kind == "failed") != (request.error is not None):
+        raise MvuError(Code.OPERATION, "a failed version, and only a failed version, carries an error code")
+    flags = (bool(request.source.get("manual")), bool(request.source.get("card")), bool(request.source.get("initial")))
+    if request.kind == "card":
+        if not flags[1]:
+            raise MvuError(Code.OPERATION, "a card write's source says card: true", kind=request.kind)
+    elif request.kind not in _SOURCE_FLAGS:
+        raise MvuError(Code.OPERATION, f"a commit cannot be of kind {request.kind!r}", kind=request.kind)
+    elif flags != _SOURCE_FLAGS[request.kind]:
+        raise MvuError(Code.OPERATION, f"a {request.kind} version's source flags say otherwise", kind=request.kind)
