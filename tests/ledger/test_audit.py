@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
+import shutil
 import sqlite3
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -39,3 +42,24 @@ async def test_audit_view_catches(check: str, tmp_path: Path) -> None:
         assert expected in {finding.check for finding in findings}, findings
     finally:
         await ledger.close()
+
+
+PORTABLE_VIEWS = ("audit_revisions", "audit_heads", "audit_references", "audit_row_bytes", "audit_usage")
+
+
+@pytest.mark.skipif(shutil.which("sqlite3") is None, reason="the sqlite3 shell is not installed")
+async def test_audit_views_run_in_the_stock_sqlite3_shell(tmp_path: Path) -> None:
+    path = tmp_path / "l.sqlite3"
+    ledger = await open_ledger(f"sqlite:///{path}")
+    try:
+        await ledger.create_resource(NewResource(id="mvu:a", kind="shared", initial={"stat_data": {}}, definition={}))
+        await ledger.commit(CommitRequest("mvu:a", 0, "manual", {"stat_data": {"n": 1}}, "f",
+                                          {"sessionId": "s", "manual": True}, operation_id="op"))
+    finally:
+        await ledger.close()
+    queries = " ".join(f"SELECT '{view}', count(*) FROM {view};" for view in PORTABLE_VIEWS)
+    shell = await asyncio.to_thread(
+        subprocess.run, ["sqlite3", str(path), queries], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert shell.returncode == 0, shell.stderr
+    assert shell.stdout.split() == [f"{view}|0" for view in PORTABLE_VIEWS]
