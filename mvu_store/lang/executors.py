@@ -79,6 +79,23 @@ def _write(run: Run, path: Path, value: JsonValue) -> None:
         run.stat_data = value
 
 
+def _is_undefined(raw: str) -> bool:
+    """The literal ``undefined``, which :func:`parse_value` reads as ``null``.
+
+    MagVarUpdate stores JavaScript's ``undefined`` there, and the saved JSON then has no such
+    key (an array element becomes ``null``). Callers use this to drop the key instead.
+    """
+    return raw.strip() == "undefined"
+
+
+def _write_or_drop(run: Run, path: Path, value: JsonValue, undefined: bool) -> None:
+    parent = lookup(run.stat_data, path[:-1])[1] if path else None
+    if undefined and value is None and isinstance(parent, dict):
+        del parent[path[-1]]
+    else:
+        _write(run, path, value)
+
+
 def execute_set(run: Run, command: Command) -> None:
     path = command.path
     value = parse_value(command.args[-1], run.budget)  # the middle "old value" argument is ignored
@@ -98,7 +115,7 @@ def execute_set(run: Run, command: Command) -> None:
         new = [first, old[1]]
     elif not run.v2 and is_number(old) and isinstance(value, str):
         new = to_number(value)
-    _write(run, path, new)
+    _write_or_drop(run, path, new, _is_undefined(command.args[-1]))
     run.record(command, path, previous=old, value=new)
 
 
@@ -186,6 +203,8 @@ def execute_insert(run: Run, command: Command) -> None:
     if keyed:
         filled = run.fill(value, run.template_of(node, "array", "object"))
         updated = _keyed(existing, key, filled)
+        if isinstance(updated, dict) and filled is None and _is_undefined(command.args[2]):
+            del updated[js_string(key)]  # obj[key] = undefined: JSON keeps no such key
     else:
         container = existing if isinstance(existing, dict | list) else ([] if isinstance(value, list) else {})
         if isinstance(container, list):

@@ -240,8 +240,19 @@ def test_a_word_key_on_an_array_is_refused_to_keep_arrays_plain() -> None:
     assert result.variables["stat_data"] == {"w": {"l": [1]}}
 
 
-def test_an_undefined_value_is_stored_as_null() -> None:
-    assert stat({"flag": True}, "_.set(flag, undefined);") == {"flag": None}
+def test_setting_undefined_removes_the_key_as_magvarupdates_saved_json_does() -> None:
+    assert stat({"flag": True, "n": 1}, "_.set(flag, undefined); _.set(n, undefined);") == {}
+
+
+def test_undefined_in_an_array_or_a_description_pair_is_null() -> None:
+    text = "_.set(l[0], undefined); _.set(hp, undefined);"
+    assert stat({"l": [1, 2], "hp": [5, "health"]}, text) == {"l": [None, 2], "hp": [None, "health"]}
+
+
+def test_inserting_undefined_under_a_key_leaves_no_key_but_pushes_null() -> None:
+    variables = initialize_variables(["o: {$meta: {extensible: true}, k: 1}\nl: [$__META_EXTENSIBLE__$]"])
+    text = "_.insert(o, 'k', undefined); _.insert(o, 'j', undefined); _.insert(l, undefined);"
+    assert stat(variables["stat_data"], text, schema=variables["schema"]) == {"o": {}, "l": [None]}
 
 
 def test_unsupported_mathjs_stays_text() -> None:
