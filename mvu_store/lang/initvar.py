@@ -53,21 +53,22 @@ def _parse_text(text: str) -> JsonValue:
     return load_yaml(body)
 
 
-def _entry(entry: str | dict[str, Any], index: int) -> dict[str, Any]:
+def _entry(entry: str | dict[str, Any], index: int, label: str) -> dict[str, Any]:
+    name = f"{label} {index}"
     try:
         value = _parse_text(entry) if isinstance(entry, str) else entry
         normalized, _, _ = normalize(value)
     except MvuError as error:
         if error.code == Code.LIMIT:
             raise
-        raise MvuError(Code.INITIALIZATION_INVALID, f"[initvar] entry {index}: {error.message}", entry=index) from None
+        raise MvuError(Code.INITIALIZATION_INVALID, f"{name}: {error.message}", entry=index) from None
     if normalized is None:
         return {}  # an empty entry contributes nothing
     if not isinstance(normalized, dict):
-        raise MvuError(Code.INITIALIZATION_INVALID, f"[initvar] entry {index} is not an object", entry=index)
+        raise MvuError(Code.INITIALIZATION_INVALID, f"{name} is not an object", entry=index)
     unsafe = find_unsafe_key(normalized)
     if unsafe is not None:
-        raise MvuError(Code.PATH, f"[initvar] entry {index} carries a prototype key", path=json_pointer(unsafe))
+        raise MvuError(Code.PATH, f"{name} carries a prototype key", path=json_pointer(unsafe))
     merged: dict[str, Any] = normalized
     return merged
 
@@ -83,6 +84,26 @@ def _merge_entries(target: dict[str, Any], source: dict[str, Any]) -> dict[str, 
     return target
 
 
+def merge_entries(entries: Sequence[str | dict[str, Any]], *, label: str = "[initvar] entry") -> dict[str, Any]:
+    """Parse the entries and merge them in order; ``label`` names a bad one in the error."""
+    merged: dict[str, Any] = {}
+    for index, entry in enumerate(entries):
+        _merge_entries(merged, _entry(entry, index, label))
+    return merged
+
+
+def with_stat_data(envelope: dict[str, Any], stat_data: dict[str, Any], schema: Schema) -> dict[str, Any]:
+    """``envelope`` holding freshly initialised data: ``$meta`` removed, display reset, budget checked.
+
+    ``schema`` must already have been derived from ``stat_data`` (it reads the ``$meta``).
+    """
+    clean_metadata(stat_data)
+    envelope.update(stat_data=stat_data, schema=schema, display_data=copy.deepcopy(stat_data), delta_data={})
+    checked, _, _ = measure_state(envelope)
+    result: dict[str, Any] = checked
+    return result
+
+
 def initialize_variables(
     entries: Sequence[str | dict[str, Any]], *, existing: JsonValue = None
 ) -> dict[str, Any]:
@@ -95,9 +116,7 @@ def initialize_variables(
         entries = [entries]
     if not isinstance(entries, list | tuple):
         raise MvuError(Code.INITIALIZATION_INVALID, "[initvar] entries must be a list of texts or objects")
-    merged: dict[str, Any] = {}
-    for index, entry in enumerate(entries):
-        _merge_entries(merged, _entry(entry, index))
+    merged = merge_entries(entries)
     envelope: dict[str, Any] = {}
     old_schema: Schema | None = None
     if existing is not None:
@@ -109,10 +128,4 @@ def initialize_variables(
             raise MvuError(Code.JSON, "existing stat_data must be an object")
         merged.update(previous)
         old_schema = envelope.get("schema") if isinstance(envelope.get("schema"), dict) else None
-    schema = initial_schema(merged, old_schema)
-    clean_metadata(merged)
-    envelope.update(stat_data=merged, schema=schema, display_data=copy.deepcopy(merged), delta_data={})
-    checked, _, _ = measure_state(envelope)
-    result: dict[str, Any] = checked
-    return result
-
+    return with_stat_data(envelope, merged, initial_schema(merged, old_schema))

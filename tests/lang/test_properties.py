@@ -244,4 +244,6 @@ def test_greetings_raise_only_mvu_error_and_never_mutate(envelope: dict[str, Any
     frozen = copy.deepcopy(envelope)
     with contextlib.suppress(MvuError):
         apply_greeting(envelope, "<UpdateVariable>" + text + "</UpdateVariable>")
+    with contextlib.suppress(MvuError):
+        apply_greeting(envelope, "<initvar>" + text + "</initvar>")
     assert envelope == frozen
