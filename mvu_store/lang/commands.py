@@ -35,7 +35,10 @@ ALIASES = {
     "unset": "delete",
 }
 _CALL = re.compile(r"_\.(set|insert|assign|remove|unset|delete|add)\(")
-_REASON = re.compile(r"[ \t\r\n\f\v]*//([^\n\r\u2028\u2029]*)")
+# JavaScript's \s (MagVarUpdate's reason pattern), which also spans the ideographic space that
+# Chinese replies put before "//"; Python's \s differs (it has \x1c-\x1f, not \ufeff).
+_JS_SPACE = "\t\n\v\f\r \u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000\ufeff"
+_REASON = re.compile(f"[{_JS_SPACE}]*//([^\n\r\u2028\u2029]*)")
 _THINKING = re.compile(r"<(/?)(thinking|think)>", re.IGNORECASE)
 
 
@@ -72,7 +75,9 @@ def _arity_ok(kind: str, count: int) -> bool:
 def split_arguments(body: str) -> list[str]:
     """Split on top-level commas (outside quotes and ``()[]{}``); trim; drop a trailing empty."""
     parts: list[str] = []
-    depth = 0
+    # MagVarUpdate counts each bracket kind on its own: "(]" is not balanced.
+    depth = {"(": 0, "[": 0, "{": 0}
+    closer = {")": "(", "]": "[", "}": "{"}
     quote = ""
     start = 0
     for index, char in enumerate(body):
@@ -83,11 +88,11 @@ def split_arguments(body: str) -> list[str]:
                 quote = ""
         elif quote:
             continue
-        elif char in "([{":
-            depth += 1
-        elif char in ")]}":
-            depth -= 1
-        elif char == "," and depth == 0:
+        elif char in depth:
+            depth[char] += 1
+        elif char in closer:
+            depth[closer[char]] -= 1
+        elif char == "," and not any(depth.values()):
             parts.append(body[start:index].strip())
             start = index + 1
     parts.append(body[start:].strip())
