@@ -138,9 +138,9 @@ def _translate(item: dict[str, JsonValue]) -> PatchOp | None:
     dotted = format_path(path)
     if op == "remove":
         return PatchOp("delete", op, (dotted,), path)
-    if "value" not in item:
-        return None
-    value = _dumps(item["value"])
+    # MagVarUpdate passes JSON.stringify(undefined) on; the value then reads as undefined, which
+    # removes a key (see executors) and is null in an array.
+    value = _dumps(item["value"]) if "value" in item else "undefined"
     if op == "replace":
         return PatchOp("set", op, (dotted, value), path)
     if op == "delta":

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from lang_support import codes, stat, update
 
-from mvu_store.lang import parse_commands
+from mvu_store.lang import apply_update, initialize_variables, parse_commands
 
 
 def block(ops: list[dict[str, Any]], tag: str = "JSONPatch") -> str:
@@ -120,8 +120,12 @@ def test_an_all_digit_key_splices_into_an_array() -> None:
     assert stat({"w": {"l": [1, 2]}}, block(ops)) == {"w": {"l": [1, "x", 2]}}
 
 
-def test_a_missing_value_drops_the_operation() -> None:
-    assert parse_commands(block([{"op": "replace", "path": "/a"}])) == []
+def test_a_missing_value_is_undefined_so_the_key_goes_as_in_magvarupdates_saved_json() -> None:
+    ops = [{"op": "replace", "path": "/a"}, {"op": "add", "path": "/l/0"}, {"op": "delta", "path": "/n"}]
+    variables = initialize_variables(["a: 1\nl: [$__META_EXTENSIBLE__$, 1]\nn: 1"])
+    result = apply_update(variables, block(ops))
+    assert result.variables["stat_data"] == {"l": [None, 1], "n": 1}
+    assert codes(result) == ["MVU_SCHEMA"]  # delta needs a number
 
 
 @pytest.mark.parametrize(
