@@ -140,6 +140,26 @@ def test_a_cut_off_end_is_closed(body: str) -> None:
     assert stat({"a": 1}, f"<JSONPatch>{body}</JSONPatch>") == {"a": 2}
 
 
+def test_an_unescaped_quote_inside_a_value_is_kept_as_a_character() -> None:
+    body = (
+        '[{"op": "replace", "path": "/said", "value": "他说"你好"然后走了"}, '
+        '{"op": "delta", "path": "/n", "value": 1}]'
+    )
+    assert stat({"said": "", "n": 1}, f"<JSONPatch>{body}</JSONPatch>") == {"said": '他说"你好"然后走了', "n": 2}
+
+
+def test_a_missing_comma_between_operations_is_supplied() -> None:
+    body = '[\n{"op": "delta", "path": "/n", "value": 1}\n{"op": "delta", "path": "/n", "value": 2}\n]'
+    assert stat({"n": 0}, f"<JSONPatch>{body}</JSONPatch>") == {"n": 3}
+
+
+@pytest.mark.parametrize(
+    "body", ['[{"op": "delta", "path": "/n", "value": 1}]]', '[{"op": "delta", "path": "/n", "value": 1)]']
+)
+def test_mismatched_brackets_are_not_guessed_at(body: str) -> None:
+    assert parse_commands(f"<JSONPatch>{body}</JSONPatch>") == []
+
+
 def test_raw_newlines_inside_strings_are_accepted() -> None:
     text = '<JSONPatch>[{"op":"replace","path":"/a","value":"l1\nl2"}]</JSONPatch>'  # a real newline
     assert "\n" in text
