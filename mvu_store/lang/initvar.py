@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import copy
 import json
-import re
 import textwrap
 from collections.abc import Sequence
 from contextlib import suppress
@@ -27,16 +26,26 @@ from mvu_store.lang.slowparse import Unreadable, read_json5
 
 MAX_ENTRY_BYTES = 1024 * 1024
 
-_WRAPPER = re.compile(r"\A\s*<initvar>\s*\n?(.*?)\n?\s*</initvar>\s*\Z", re.DOTALL | re.IGNORECASE)
-_FENCE = re.compile(r"\A\s*```[^\n]*\n(.*?)\n?\s*```\s*\Z", re.DOTALL)
+_OPEN, _CLOSE = "<initvar>", "</initvar>"
 
 
 def _unwrap(text: str) -> str:
-    wrapped = _WRAPPER.match(text)
-    if wrapped:
-        text = wrapped.group(1)
-    fenced = _FENCE.match(text)
-    return fenced.group(1) if fenced else text
+    """The entry without an ``<initvar>`` wrapper and without its code fence.
+
+    Like MagVarUpdate, a fence may follow a line of prose: the body runs from the line after the
+    first fence to the last fence. String searches, not a pattern, so a huge entry costs linear
+    time.
+    """
+    body = text
+    stripped = text.strip()  # only to look at the ends: the caller dedents the indentation
+    if stripped[: len(_OPEN)].lower() == _OPEN and stripped[-len(_CLOSE) :].lower() == _CLOSE:
+        body = stripped[len(_OPEN) : -len(_CLOSE)]
+    fence = body.find("```")
+    line_end = body.find("\n", fence) if fence != -1 else -1
+    close = body.rfind("\n```")
+    if line_end != -1 and close > line_end:
+        return body[line_end + 1 : close]
+    return body
 
 
 def _parse_text(text: str) -> JsonValue:
