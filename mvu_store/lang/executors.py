@@ -88,12 +88,14 @@ def _is_undefined(raw: str) -> bool:
     return raw.strip() == "undefined"
 
 
-def _write_or_drop(run: Run, path: Path, value: JsonValue, undefined: bool) -> None:
+def _write_or_drop(run: Run, path: Path, value: JsonValue, undefined: bool) -> bool:
+    """Write ``value``, or drop the key if it stands for ``undefined``; True if dropped."""
     parent = lookup(run.stat_data, path[:-1])[1] if path else None
     if undefined and value is None and isinstance(parent, dict):
         del parent[path[-1]]
-    else:
-        _write(run, path, value)
+        return True
+    _write(run, path, value)
+    return False
 
 
 def execute_set(run: Run, command: Command) -> None:
@@ -115,8 +117,10 @@ def execute_set(run: Run, command: Command) -> None:
         new = [first, old[1]]
     elif not run.v2 and is_number(old) and isinstance(value, str):
         new = to_number(value)
-    _write_or_drop(run, path, new, _is_undefined(command.args[-1]))
-    run.record(command, path, previous=old, value=new)
+    if _write_or_drop(run, path, new, _is_undefined(command.args[-1])):
+        run.record(command, path, previous=old)  # no value: the key is gone
+    else:
+        run.record(command, path, previous=old, value=new)
 
 
 def execute_add(run: Run, command: Command) -> None:

@@ -241,7 +241,10 @@ def test_a_word_key_on_an_array_is_refused_to_keep_arrays_plain() -> None:
 
 
 def test_setting_undefined_removes_the_key_as_magvarupdates_saved_json_does() -> None:
-    assert stat({"flag": True, "n": 1}, "_.set(flag, undefined); _.set(n, undefined);") == {}
+    result = update({"flag": True, "n": 1}, "_.set(flag, undefined); _.set(n, undefined);")
+    assert result.variables["stat_data"] == {}
+    first = result.variables["delta_data"]["changes"][0]
+    assert first == {"op": "set", "path": "/flag", "reason": "", "previous": True}  # no value: gone
 
 
 def test_undefined_in_an_array_or_a_description_pair_is_null() -> None:
