@@ -88,6 +88,11 @@ def test_a_missing_leading_slash_is_tolerated() -> None:
     assert stat({"a": {"b": {}}}, block([{"op": "insert", "path": "a/b/c", "value": 1}])) == {"a": {"b": {"c": 1}}}
 
 
+def test_a_path_without_any_slash_is_read_as_a_command_path() -> None:
+    ops = [{"op": "replace", "path": "角色.好感度", "value": 5}, {"op": "delta", "path": "list[0]", "value": 1}]
+    assert stat({"角色": {"好感度": 1}, "list": [1]}, block(ops)) == {"角色": {"好感度": 5}, "list": [2]}
+
+
 def test_pointers_decode_escapes_and_keep_dots_inside_keys() -> None:
     data = {"a/b": 1, "c": {"x.y": {}}}
     ops = [{"op": "replace", "path": "/a~1b", "value": 2}, {"op": "add", "path": "/c/x.y/line\nbreak", "value": 3}]
