@@ -15,7 +15,7 @@ Anything else (mismatched brackets, unquoted words) is not guessed at: the block
 
 from __future__ import annotations
 
-_CLOSES_STRING = frozenset(",:}]")
+_CLOSES_STRING = frozenset([",", ":", "}", "]", ""])
 _BLANKS = frozenset(" \t\r\n")
 
 
@@ -44,7 +44,7 @@ def repair_json(body: str) -> str | None:
             elif char == "\\":
                 escaped = True
             elif char == '"':
-                if _next_significant(body, index + 1) in _CLOSES_STRING:
+                if _next_significant(body, index + 1) in _CLOSES_STRING:  # "" (the end) too
                     in_string = False
                     last = '"'
                 else:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import json
 from typing import Any
 
 from hypothesis import HealthCheck, given, settings
@@ -13,6 +14,7 @@ from hypothesis import strategies as st
 from mvu_store.errors import MvuError
 from mvu_store.jsonvalue import normalize
 from mvu_store.lang import apply_greeting, apply_update, contains_update, initialize_variables, parse_commands
+from mvu_store.lang.jsonrepair import repair_json
 from mvu_store.lang.literals import parse_value
 from mvu_store.lang.paths import parse_path, parse_pointer
 from mvu_store.lang.restricted_yaml import load_yaml
@@ -192,6 +194,20 @@ def test_any_value_reads_as_json_or_raises_mvu_error(raw: str) -> None:
     except MvuError:
         return
     normalize(value)
+
+
+@SETTINGS
+@given(json_values)
+def test_valid_json_needs_no_repair(value: Any) -> None:
+    assert repair_json(json.dumps(value, ensure_ascii=False)) is None
+    assert repair_json(json.dumps(value, ensure_ascii=False, indent=1)) is None
+
+
+@SETTINGS
+@given(st.text(alphabet='[]{}",:\\ \nab1', max_size=60))
+def test_a_repair_is_none_or_text(text: str) -> None:
+    repaired = repair_json(text)
+    assert repaired is None or isinstance(repaired, str)
 
 
 @SETTINGS
