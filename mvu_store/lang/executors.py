@@ -98,8 +98,20 @@ def _write_or_drop(run: Run, path: Path, value: JsonValue, undefined: bool) -> b
     return False
 
 
+def _target(run: Run, command: Command) -> Path:
+    """The command's path, except that a whole top-level key wins over splitting the text.
+
+    MagVarUpdate's ``_.has/_.get/_.set`` go through lodash, which first asks whether the path
+    text is itself a key of ``stat_data``: ``_.set('Lv.2', 3)`` writes the key ``"Lv.2"`` if
+    there is one. (Brackets and quotes are rewritten before that check, so they never match.)
+    """
+    whole = trim_quotes(command.args[0].strip())
+    plain = command.source == "function" and len(command.path) > 1 and not set(whole) & set("[]\"'")
+    return (whole,) if plain and isinstance(run.stat_data, dict) and whole in run.stat_data else command.path
+
+
 def execute_set(run: Run, command: Command) -> None:
-    path = command.path
+    path = _target(run, command)
     value = parse_value(command.args[-1], run.budget)  # the middle "old value" argument is ignored
     found, old = lookup(run.stat_data, path)
     if not found:
@@ -124,7 +136,7 @@ def execute_set(run: Run, command: Command) -> None:
 
 
 def execute_add(run: Run, command: Command) -> None:
-    path = command.path
+    path = _target(run, command)
     found, old = lookup(run.stat_data, path)
     if not found:
         raise _missing(path)
