@@ -95,10 +95,23 @@ def dumps(value: JsonValue) -> str:
     return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
 
 
+def utf8(text: str) -> bytes:
+    """UTF-8 bytes of a text, or ``MVU_JSON`` for one that has none (a lone surrogate)."""
+    try:
+        return text.encode()
+    except UnicodeEncodeError:
+        raise MvuError(Code.JSON, "text holds a lone surrogate, which no UTF-8 JSON can carry") from None
+
+
+def canonical_text(value: JsonValue) -> str:
+    """Canonical JSON text of any JSON value (normalising it first)."""
+    normalized, _, _ = normalize(value)
+    return dumps(normalized)
+
+
 def canonical_bytes(value: JsonValue) -> bytes:
     """Canonical UTF-8 bytes of any JSON value (normalising it first)."""
-    normalized, _, _ = normalize(value)
-    return dumps(normalized).encode()
+    return utf8(canonical_text(value))
 
 
 def sha256_hex(data: bytes | str) -> str:
@@ -132,7 +145,7 @@ def measure_state(value: JsonValue, *, max_bytes: int = MAX_STATE_BYTES) -> tupl
     ``max_bytes``, ``MAX_NODES`` or ``MAX_DEPTH`` is ``MVU_LIMIT``.
     """
     normalized, nodes, depth = normalize(value)
-    data = dumps(normalized).encode()
+    data = utf8(dumps(normalized))
     if len(data) > max_bytes:
         raise MvuError(
             Code.LIMIT,

@@ -1,8 +1,9 @@
 """Shared fixtures: ledgers on SQLite and PostgreSQL behind one parameter.
 
-The storage contract runs on both engines. Each PostgreSQL test gets its own ``ledger_id`` in
-the shared ``test`` database (every table is keyed by it), so tests never see each other's rows.
-Without a reachable server the PostgreSQL cases are skipped locally and fail under ``CI=true``.
+The storage contract runs on both engines. A test run works in its own PostgreSQL schema of the
+``test`` database (created here, dropped at the end), so runs never see each other's tables or a
+schema an older checkout left behind; inside it each test gets its own ``ledger_id``. Without a
+reachable server the PostgreSQL cases are skipped locally and fail under ``CI=true``.
 """
 
 from __future__ import annotations
@@ -12,24 +13,41 @@ import uuid
 from collections.abc import AsyncIterator
 from pathlib import Path
 
+import psycopg
 import pytest
 
 from mvu_store.ledger import Ledger, open_ledger
 
-POSTGRES_URL = os.environ.get("MVU_TEST_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/test")
+POSTGRES_SERVER_URL = os.environ.get("MVU_TEST_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/test")
+_RUN_SCHEMA = f"mvu_test_{os.getpid()}_{uuid.uuid4().hex[:8]}"
 
 
-def postgres_available() -> bool:
-    import psycopg
+def postgres_url_in_schema(schema: str) -> str:
+    """The test server's URL with ``search_path`` set to ``schema``."""
+    separator = "&" if "?" in POSTGRES_SERVER_URL else "?"
+    return f"{POSTGRES_SERVER_URL}{separator}options=-csearch_path%3D{schema}"
 
+
+POSTGRES_URL = postgres_url_in_schema(_RUN_SCHEMA)
+
+
+def _create_run_schema() -> bool:
     try:
-        with psycopg.connect(POSTGRES_URL.replace("postgresql://", "postgresql://", 1), connect_timeout=3):
-            return True
+        with psycopg.connect(POSTGRES_SERVER_URL, connect_timeout=3, autocommit=True) as admin:
+            admin.execute(f"CREATE SCHEMA {_RUN_SCHEMA}")
+        return True
     except psycopg.OperationalError:
         return False
 
 
-_POSTGRES = postgres_available()
+_POSTGRES = _create_run_schema()
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    if not _POSTGRES:
+        return
+    with psycopg.connect(POSTGRES_SERVER_URL, connect_timeout=3, autocommit=True) as admin:
+        admin.execute(f"DROP SCHEMA IF EXISTS {_RUN_SCHEMA} CASCADE")
 
 
 def require_postgres() -> None:

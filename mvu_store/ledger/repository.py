@@ -20,8 +20,9 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.sql import ClauseElement
 
 from mvu_store.errors import Code, MvuError
-from mvu_store.jsonvalue import JsonValue, dumps, measure_state, normalize, sha256_hex
+from mvu_store.jsonvalue import JsonValue, canonical_text, measure_state, sha256_hex, utf8
 from mvu_store.ledger import tables as t
+from mvu_store.ledger.audit import row_bytes
 from mvu_store.ledger.records import (
     CheckpointRecord,
     CommitOutcome,
@@ -46,26 +47,20 @@ def _now_ms() -> int:
     return int(time.time() * 1000)
 
 
-def _text(value: JsonValue) -> str:
-    """Canonical JSON text of a value that may not be normalised yet."""
-    normalized, _, _ = normalize(value)
-    return dumps(normalized)
-
-
 class Blob:
     """A JSON payload ready to store: canonical text, its UTF-8 size and its hash."""
 
     __slots__ = ("hash", "size", "text")
 
-    def __init__(self, text: str) -> None:
-        data = text.encode()
+    def __init__(self, text: str, data: bytes | None = None) -> None:
+        encoded = utf8(text) if data is None else data
         self.text = text
-        self.size = len(data)
-        self.hash = sha256_hex(data)
+        self.size = len(encoded)
+        self.hash = sha256_hex(encoded)
 
     @classmethod
     def of(cls, value: JsonValue) -> Blob:
-        return cls(_text(value))
+        return cls(canonical_text(value))
 
 
 class Ledger:
@@ -114,6 +109,8 @@ class Ledger:
 
     async def write(self, work: Callable[[WriteTx], T]) -> T:
         """Run ``work`` as one atomic unit on the writer (for in-package use: importers)."""
+        if self._closed:
+            raise MvuError(Code.DISPOSED, "the ledger is closed")
         return await self._writer.submit(work)
 
     async def read(self, work: Callable[[Any], T]) -> T:
@@ -155,12 +152,20 @@ class Ledger:
             tx.charge(blob.size)
         return blob.hash
 
-    def insert_row(self, tx: WriteTx, table: Table, values: dict[str, Any]) -> None:
-        """Insert one row, charging its ``bytes`` column when the table has one."""
+    def insert_row(self, tx: WriteTx, table: Table, values: dict[str, Any]) -> int:
+        """Insert one row, computing and charging its ``bytes``; returns them.
+
+        Facts are the exception: they are bounded on their own (DIGEST A-5), not charged.
+        """
         row = {"ledger_id": self.ledger_id, **values}
+        if "bytes" in table.c:
+            row["bytes"] = row_bytes(table, row)
         tx.execute(self._insert_sql(table), row)
-        if "bytes" in table.c and table is not t.facts:
-            tx.charge(int(row["bytes"]))
+        if "bytes" not in table.c:
+            return 0
+        if table is not t.facts:
+            tx.charge(row["bytes"])
+        return int(row["bytes"])
 
     def _serialize(self, tx: WriteTx) -> None:
         """Make every transaction of this ledger run one at a time, across processes too.
@@ -210,10 +215,7 @@ class Ledger:
     def prepare_state(self, variables: JsonValue) -> tuple[JsonValue, Blob]:
         """Check a variables envelope against the state budget (MVU_LIMIT) and encode it."""
         normalized, data, _ = measure_state(variables, max_bytes=self._state_limit)
-        text = data.decode()
-        blob = Blob.__new__(Blob)
-        blob.text, blob.size, blob.hash = text, len(data), sha256_hex(data)
-        return normalized, blob
+        return normalized, Blob(data.decode(), data)
 
     # -- resources ----------------------------------------------------------------------------
 
@@ -253,13 +255,19 @@ class Ledger:
         lineage: tuple[str, int] | None = None,
     ) -> None:
         """Insert a resource row (the initial envelope and definition as blobs)."""
+        check_text("resource id", new.id, t.ID)
+        check_text("template id", new.template_id, t.ID)
+        check_text("session id", new.session_id, t.ID)
+        check_text("management mode", new.management_mode, 16)
+        if new.kind not in t.RESOURCE_KINDS:
+            raise MvuError(Code.OPERATION, f"unknown resource kind {new.kind!r}", kind=new.kind)
         if self._resource_row(tx, new.id) is not None:
             raise MvuError(Code.ID_CONFLICT, f"resource {new.id!r} already exists", id=new.id)
         _, initial = self.prepare_state(new.initial)
         initial_hash = self.put_blob(tx, initial)
         definition_hash = self.put_blob(tx, Blob.of(new.definition))
         head_key, head_hash = head if head else (None, initial_hash)
-        meta = _text(new.meta)
+        meta = canonical_text(new.meta)
         self.insert_row(
             tx,
             t.resources,
@@ -269,7 +277,9 @@ class Ledger:
                 "kind": new.kind,
                 "template_id": new.template_id,
                 "session_id": new.session_id,
-                "session_created_at": None if new.session_created_at is None else _text(new.session_created_at),
+                "session_created_at": (
+                    None if new.session_created_at is None else canonical_text(new.session_created_at)
+                ),
                 "revision": revision,
                 "head_key": head_key,
                 "head_hash": head_hash,
@@ -279,7 +289,6 @@ class Ledger:
                 "parent_id": lineage[0] if lineage else None,
                 "parent_position": lineage[1] if lineage else None,
                 "meta": meta,
-                "bytes": len(meta.encode()),
             },
         )
 
@@ -341,10 +350,11 @@ class Ledger:
         operation id or message, other request), ``MVU_LIMIT`` (state over budget) and
         ``PLAY_STORAGE_LIMIT`` (ledger over budget). A refused commit writes nothing.
         """
+        check_request(request)
         _, blob = self.prepare_state(request.variables)
-        source = _text(request.source)
-        meta = _text(request.meta)
-        key = request.key or _default_key(request, source)
+        source = canonical_text(request.source)
+        meta = canonical_text(request.meta)
+        key = request.key or _default_key(request)
         # A key derived from the operation id is covered by the receipt check.
         check_key = request.operation_id is None or request.key is not None
         return await self.write(lambda tx: self._commit(tx, request, blob, key, source, meta, check_key))
@@ -379,7 +389,7 @@ class Ledger:
         version = tx.fetchone(
             self._compiled(
                 "version-replay",
-                lambda: select(t.versions.c.fingerprint, t.versions.c.revision).where(
+                lambda: select(t.versions.c.fingerprint, t.versions.c.revision, t.versions.c.error).where(
                     t.versions.c.ledger_id == _LEDGER,
                     t.versions.c.resource_id == bindparam("resource_id"),
                     t.versions.c.key == bindparam("key"),
@@ -393,7 +403,9 @@ class Ledger:
             raise MvuError(
                 Code.IDEMPOTENCY_CONFLICT, "this version key was already written by a different request", key=key
             )
-        result = {"id": request.resource_id, "revision": int(version[1]), "versionKey": key}
+        result: dict[str, JsonValue] = {"id": request.resource_id, "revision": int(version[1]), "versionKey": key}
+        if version[2] is not None:
+            result["error"] = version[2]
         return CommitOutcome(request.resource_id, int(version[1]), key, result, True)
 
     def _commit(
@@ -416,11 +428,11 @@ class Ledger:
         # serialised (see _serialize), so it fails only if that guarantee was broken.
         if committed and not self._cas(tx, request.resource_id, request.expected_revision, revision, key, blob.hash):
             raise self._conflict(request, current_revision)
-        result = request.result if request.result is not None else {
-            "id": request.resource_id,
-            "revision": revision,
-            "versionKey": key,
-        }
+        result = request.result
+        if result is None:
+            result = {"id": request.resource_id, "revision": revision, "versionKey": key}
+            if request.error is not None:
+                result["error"] = request.error
         self.insert_row(
             tx,
             t.versions,
@@ -439,7 +451,6 @@ class Ledger:
                 "error": request.error,
                 "source": source,
                 "meta": meta,
-                "bytes": len(source.encode()) + len(meta.encode()),
                 "created_at": _now_ms(),
             },
         )
@@ -476,7 +487,7 @@ class Ledger:
         self, tx: WriteTx, resource_id: str, operation_id: str, kind: str, fingerprint: str, revision: int,
         version_key: str | None, result: JsonValue,
     ) -> None:
-        text = _text(result)
+        text = canonical_text(result)
         self.insert_row(
             tx,
             t.receipts,
@@ -489,7 +500,6 @@ class Ledger:
                 "revision": revision,
                 "version_key": version_key,
                 "result": text,
-                "bytes": len(text.encode()),
                 "created_at": _now_ms(),
             },
         )
@@ -498,9 +508,14 @@ class Ledger:
         self, resource_id: str, *, mode: str, expected_revision: int, operation_id: str, fingerprint: str
     ) -> CommitOutcome:
         """Store the management-mode preference under CAS + idempotency (DIGEST I-8)."""
+        if mode not in ("native", "managed"):
+            raise MvuError(Code.CONFIG, f"management mode is 'native' or 'managed', not {mode!r}", mode=mode)
+        check_text("resource id", resource_id, t.ID)
+        check_text("operation id", operation_id, t.ID)
+        check_text("fingerprint", fingerprint, t.HASH)
 
         def work(tx: WriteTx) -> CommitOutcome:
-            request = CommitRequest(resource_id, expected_revision, "manual", None, fingerprint, {},
+            request = CommitRequest(resource_id, expected_revision, "manual", None, fingerprint, {"manual": True},
                                     operation_id=operation_id)
             resource = self._resource_row(tx, resource_id)
             if resource is None:
@@ -537,7 +552,9 @@ class Ledger:
 
         The first checkpoint of a turn wins; asking again returns it unchanged.
         """
-        text = _text(meta or {})
+        check_text("resource id", resource_id, t.ID)
+        check_text("session id", session_id or None, t.ID)
+        text = canonical_text(meta or {})
 
         def work(tx: WriteTx) -> CheckpointRecord:
             existing = self._checkpoint(tx, resource_id, session_id, turn)
@@ -560,7 +577,7 @@ class Ledger:
             self.insert_row(tx, t.checkpoints, {
                 "resource_id": resource_id, "position": record.position, "session_id": session_id, "turn": turn,
                 "seq": seq, "revision": record.revision, "version_key": record.version_key,
-                "variables_hash": record.variables_hash, "meta": text, "bytes": len(text.encode()),
+                "variables_hash": record.variables_hash, "meta": text,
             })
             return record
 
@@ -588,6 +605,7 @@ class Ledger:
 
     async def put_template(self, template_id: str, definition: JsonValue) -> None:
         """Create or replace a template definition (templates are not CAS resources)."""
+        check_text("template id", template_id, t.ID)
         blob = Blob.of(definition)
 
         def work(tx: WriteTx) -> None:
@@ -618,16 +636,18 @@ class Ledger:
         )
         return {row[0]: json.loads(row[1]) for row in rows}
 
-    async def append_fact(self, record: JsonValue) -> int:
-        """Append a fact; evict the oldest beyond 2,048 records or 1 MiB (DIGEST A-5)."""
-        text = _text(record)
-        size = len(text.encode())
-        if size > FACTS_MAX_BYTES:
-            raise MvuError(Code.LIMIT, "a fact record is larger than the facts store", limit=FACTS_MAX_BYTES)
-        fields = record if isinstance(record, dict) else {}
-        return await self.write(lambda tx: self.insert_fact(tx, text, size, fields))
+    async def append_fact(self, record: dict[str, JsonValue]) -> int:
+        """Append a fact; evict the oldest beyond 2,048 records or 1 MiB (DIGEST A-5).
 
-    def insert_fact(self, tx: WriteTx, text: str, size: int, fields: dict[str, Any]) -> int:
+        A fact is content-free by construction: only the fields of the original facts format
+        are kept, each a scalar, strings cut to 300 characters, so no variables or chat text
+        can end up here whatever a caller passes.
+        """
+        fields = fact_fields(record)
+        text = canonical_text(fields)
+        return await self.write(lambda tx: self.insert_fact(tx, text, fields))
+
+    def insert_fact(self, tx: WriteTx, text: str, fields: dict[str, Any]) -> int:
         counters = tx.fetchone(
             self._compiled(
                 "facts-counters",
@@ -638,15 +658,17 @@ class Ledger:
             {"ledger_id": self.ledger_id},
         )
         assert counters is not None, "open_ledger creates the ledger row"
-        count, total, seq = int(counters[0]) + 1, int(counters[1]) + size, int(counters[2])
-        self.insert_row(tx, t.facts, {
+        seq = int(counters[2])
+        size = self.insert_row(tx, t.facts, {
             "seq": seq,
-            "phase": str(fields.get("phase", "")),
-            "session_id": fields.get("sessionId") if isinstance(fields.get("sessionId"), str) else None,
+            "phase": str(fields.get("phase", ""))[:16],
+            "session_id": _indexable(fields.get("sessionId")),
             "recorded_at": int(fields["recordedAt"]) if isinstance(fields.get("recordedAt"), int) else _now_ms(),
             "body": text,
-            "bytes": size,
         })
+        if size > FACTS_MAX_BYTES:
+            raise MvuError(Code.LIMIT, "a fact record is larger than the facts store", limit=FACTS_MAX_BYTES)
+        count, total = int(counters[0]) + 1, int(counters[1]) + size
         oldest = self._compiled(
             "facts-oldest",
             lambda: select(t.facts.c.seq, t.facts.c.bytes)
@@ -813,11 +835,83 @@ class Ledger:
         return [Finding(*row) for row in rows]
 
 
-def _default_key(request: CommitRequest, source: str) -> str:
-    """A manual write is identified by its operation, a reply by its source message."""
+FACT_FIELDS = ("phase", "recordedAt", "id", "sessionId", "eventId", "on", "cause", "requestId", "reason", "detail",
+               "turn", "turnKind", "revision", "configRevision")
+FACT_TEXT_LIMIT = 300
+
+
+def fact_fields(record: dict[str, JsonValue]) -> dict[str, JsonValue]:
+    """The content-free part of a fact: known fields, scalar values, strings cut to 300 chars."""
+    if not isinstance(record, dict) or not isinstance(record.get("phase"), str):
+        raise MvuError(Code.JSON, "a fact is an object with a string phase")
+    fields: dict[str, JsonValue] = {}
+    for name in FACT_FIELDS:
+        value = record.get(name)
+        if isinstance(value, str):
+            fields[name] = value[:FACT_TEXT_LIMIT]
+        elif (isinstance(value, (int, float)) and not isinstance(value, bool)) or (value is None and name in record):
+            fields[name] = value
+    return fields
+
+
+def _indexable(value: JsonValue) -> str | None:
+    """A session id to index a fact by, when it fits the column (else the fact is unindexed)."""
+    return value if isinstance(value, str) and len(value) <= t.ID and "\x00" not in value else None
+
+
+def check_text(name: str, value: str | None, width: int) -> None:
+    """Refuse text a column cannot hold alike on SQLite and PostgreSQL (width, NUL)."""
+    if value is None:
+        return
+    if not isinstance(value, str) or not value:
+        raise MvuError(Code.OPERATION, f"{name} must be a non-empty string", field=name)
+    if len(value) > width:
+        raise MvuError(Code.LIMIT, f"{name} is longer than {width} characters", field=name, limit=width)
+    if "\x00" in value:
+        raise MvuError(Code.JSON, f"{name} contains a NUL character", field=name)
+    utf8(value)
+
+
+def _default_key(request: CommitRequest) -> str:
+    """The original's version keys: a manual write is identified by its operation, a reply by
+    its source message, each as ``sha256(JSON.stringify(...))`` (insertion order, no spaces), so
+    a reply imported from the original ledger and delivered again is recognised as a replay."""
     if request.operation_id is not None:
-        return sha256_hex(_text({"id": request.resource_id, "operationId": request.operation_id}))
-    return sha256_hex(source)
+        return sha256_hex(_js_json({"id": request.resource_id, "operationId": request.operation_id}))
+    return sha256_hex(_js_json(request.source))
+
+
+def _js_json(value: JsonValue) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+
+
+# What a version's source says about its kind, as the original format records it (and as the
+# importer reads it back): a kind that disagrees would not survive an export and re-import.
+_SOURCE_FLAGS: dict[str, tuple[bool, bool, bool]] = {  # kind: (manual, card, initial)
+    "reply": (False, False, False),
+    "failed": (False, False, False),
+    "manual": (True, False, False),
+    "initial": (False, False, True),
+}
+
+
+def check_request(request: CommitRequest) -> None:
+    """Refuse a commit whose fields the ledger could not store or export faithfully."""
+    check_text("resource id", request.resource_id, t.ID)
+    check_text("operation id", request.operation_id, t.ID)
+    check_text("version key", request.key, t.HASH)
+    check_text("fingerprint", request.fingerprint, t.HASH)
+    check_text("error", request.error, 64)
+    if (request.kind == "failed") != (request.error is not None):
+        raise MvuError(Code.OPERATION, "a failed version, and only a failed version, carries an error code")
+    flags = (bool(request.source.get("manual")), bool(request.source.get("card")), bool(request.source.get("initial")))
+    if request.kind == "card":
+        if not flags[1]:
+            raise MvuError(Code.OPERATION, "a card write's source says card: true", kind=request.kind)
+    elif request.kind not in _SOURCE_FLAGS:
+        raise MvuError(Code.OPERATION, f"a commit cannot be of kind {request.kind!r}", kind=request.kind)
+    elif flags != _SOURCE_FLAGS[request.kind]:
+        raise MvuError(Code.OPERATION, f"a {request.kind} version's source flags say otherwise", kind=request.kind)
 
 
 def _resource(row: Any) -> ResourceRecord:

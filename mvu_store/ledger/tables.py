@@ -10,9 +10,9 @@ envelopes, definitions, seeds, receipt results) live once in the content-address
 table; rows reference them by hash, so equal states cost their bytes once.
 
 Accounting: ``ledger.used_bytes`` is the sum of ``blobs.size``, ``legacy_files.size`` and the
-``bytes`` column of the rows that carry inline JSON text (resources, versions, checkpoints,
-receipts: the UTF-8 length of those columns). Facts have their own bound and are not counted.
-The audit views recompute all of it.
+``bytes`` column of every other row: the UTF-8 length of its text columns (ids, keys, inline
+JSON; see ``audit.charged_columns``). Facts have their own bound (DIGEST A-5) and are not
+counted. The audit views recompute all of it.
 
 On SQLite, small-row tables are clustered on their primary key (``sqlite_with_rowid=False``):
 one b-tree per table instead of two, so fewer pages to write and fsync per commit. Blobs keep
@@ -59,6 +59,11 @@ VERSION_KINDS = (*COMMITTED_KINDS, "failed", "inherited")
 RESOURCE_KINDS = ("instance", "shared", "configured", "copy")
 
 
+# Columns a row's UPDATEs change: not charged, so a row's bytes never go stale (each is small
+# and bounded, so leaving it out cannot let a ledger grow unnoticed).
+MUTABLE = {"mutable": True}
+
+
 def _blob_fk(column: str) -> ForeignKeyConstraint:
     return ForeignKeyConstraint(["ledger_id", column], ["blobs.ledger_id", "blobs.hash"])
 
@@ -95,8 +100,10 @@ templates = Table(
     Column("ledger_id", String(64), primary_key=True),
     Column("id", String(ID), primary_key=True),
     Column("position", Integer, nullable=False),
-    Column("definition_hash", String(HASH), nullable=False),
+    Column("definition_hash", String(HASH), nullable=False, info=MUTABLE),
+    Column("bytes", Integer, nullable=False),
     _blob_fk("definition_hash"),
+    Index("ix_templates_position", "ledger_id", "position"),
     sqlite_with_rowid=False,
 )
 
@@ -116,13 +123,13 @@ resources = Table(
     Column("revision", BigInteger, nullable=False),
     # The current version (NULL before the first commit) and the current variables: the
     # version's, or the initial envelope's while there is no version yet.
-    Column("head_key", String(HASH)),
-    Column("head_hash", String(HASH), nullable=False),
+    Column("head_key", String(HASH), info=MUTABLE),
+    Column("head_hash", String(HASH), nullable=False, info=MUTABLE),
     # The definition without its `initial` envelope, which is stored on its own so that every
     # instance of a template shares one copy of it.
     Column("definition_hash", String(HASH), nullable=False),
     Column("initial_hash", String(HASH), nullable=False),
-    Column("management_mode", String(16)),
+    Column("management_mode", String(16), info=MUTABLE),
     # Lineage: a fork child reads its parent's history up to (and including) this position
     # instead of copying it, so a fork costs the same whatever the parent's history length.
     Column("parent_id", String(ID)),
@@ -134,6 +141,8 @@ resources = Table(
     _blob_fk("head_hash"),
     ForeignKeyConstraint(["ledger_id", "parent_id"], ["resources.ledger_id", "resources.id"]),
     Index("ix_resources_session", "ledger_id", "session_id"),
+    # Append order: "next position" is an index seek, not a scan of the ledger's resources.
+    Index("ix_resources_position", "ledger_id", "position"),
     sqlite_with_rowid=False,
 )
 
@@ -210,11 +219,13 @@ seeds = Table(
     Column("position", Integer, nullable=False),
     Column("kind", String(16), nullable=False),
     Column("source_session_id", String(ID), nullable=False),
-    Column("target_session_id", String(ID)),
+    Column("target_session_id", String(ID), info=MUTABLE),
     Column("installed", Boolean, nullable=False),
     Column("body_hash", String(HASH), nullable=False),
+    Column("bytes", Integer, nullable=False),
     _blob_fk("body_hash"),
     Index("ix_seeds_target", "ledger_id", "target_session_id"),
+    Index("ix_seeds_position", "ledger_id", "position"),
     sqlite_with_rowid=False,
 )
 
@@ -248,6 +259,7 @@ activations = Table(
     Column("owner_id", String(ID), primary_key=True),
     Column("session_id", String(ID), primary_key=True),
     Column("seq", BigInteger, nullable=False),
+    Column("bytes", Integer, nullable=False),
     sqlite_with_rowid=False,
 )
 
@@ -257,7 +269,8 @@ selections = Table(
     Column("ledger_id", String(64), primary_key=True),
     Column("session_id", String(ID), primary_key=True),
     # The discovered template a session selected; NULL records an explicit unselect.
-    Column("template_id", String(ID)),
+    Column("template_id", String(ID), info=MUTABLE),
+    Column("bytes", Integer, nullable=False),
     sqlite_with_rowid=False,
 )
 

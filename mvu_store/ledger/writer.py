@@ -186,6 +186,19 @@ class Writer:
         finally:
             if connection is not None:
                 connection.close()
+            self._refuse_leftovers()
+
+    def _refuse_leftovers(self) -> None:
+        """Work queued behind the stop (a submit racing ``close``) is refused, never left waiting."""
+        closed = MvuError(Code.DISPOSED, "the ledger is closed")
+        while True:
+            try:
+                job = self._queue.get_nowait()
+            except queue.Empty:
+                return
+            if isinstance(job, _Job):
+                with contextlib.suppress(RuntimeError):
+                    job.loop.call_soon_threadsafe(_resolve_all, [(job.future, False, closed)])
 
     def _next_batch(self) -> tuple[list[_Job[Any]], bool]:
         """Block for one job, then take whatever else is queued (up to ``max_batch``)."""

@@ -28,7 +28,7 @@ async def test_audit_view_catches(check: str, tmp_path: Path) -> None:
         await ledger.create_resource(NewResource(id="mvu:a", kind="shared", initial={"stat_data": {}}, definition={}))
         for revision in range(2):
             await ledger.commit(CommitRequest("mvu:a", revision, "manual", {"stat_data": {"n": revision}}, "f",
-                                              {"sessionId": "s"}, operation_id=f"op{revision}"))
+                                              {"sessionId": "s", "manual": True}, operation_id=f"op{revision}"))
         assert await ledger.audit() == []
         with sqlite3.connect(path) as raw:
             raw.create_function("sha256", 1, lambda _: None)

@@ -12,7 +12,7 @@ from sqlalchemy import text
 from mvu_store.errors import MvuError
 from mvu_store.ledger import migrate, open_ledger
 from mvu_store.ledger.engine import EngineOptions, create_sync_engine
-from tests.conftest import POSTGRES_URL, require_postgres
+from tests.conftest import POSTGRES_SERVER_URL, postgres_url_in_schema, require_postgres
 
 
 def test_models_and_migrations_do_not_drift_on_sqlite(tmp_path: Path) -> None:
@@ -30,10 +30,10 @@ def test_models_and_migrations_do_not_drift_on_sqlite(tmp_path: Path) -> None:
 def test_models_and_migrations_do_not_drift_on_postgresql() -> None:
     require_postgres()
     schema = f"drift_{uuid.uuid4().hex[:12]}"
-    admin = create_sync_engine(POSTGRES_URL, EngineOptions())
+    admin = create_sync_engine(POSTGRES_SERVER_URL, EngineOptions())
     with admin.begin() as connection:
         connection.execute(text(f"CREATE SCHEMA {schema}"))
-    engine = create_sync_engine(f"{POSTGRES_URL}?options=-csearch_path%3D{schema}", EngineOptions())
+    engine = create_sync_engine(postgres_url_in_schema(schema), EngineOptions())
     try:
         migrate.upgrade(engine)
         migrate.check(engine)

@@ -9,8 +9,10 @@ from __future__ import annotations
 import os
 
 from alembic import context
+from alembic.script import ScriptDirectory
 from sqlalchemy import Connection
 
+from mvu_store.ledger import audit
 from mvu_store.ledger.engine import EngineOptions, create_sync_engine
 from mvu_store.ledger.tables import metadata
 
@@ -29,7 +31,15 @@ def run_with(connection: Connection) -> None:
         if connection.dialect.name == "postgresql":
             # Two processes opening one database at once must not both create the tables.
             connection.exec_driver_sql("SELECT pg_advisory_xact_lock(7243019)")
+        head = ScriptDirectory.from_config(config).get_current_head()
+        pending = context.get_context().get_current_revision() != head
+        if pending:
+            # The audit views are not part of any one migration: they follow the tables, and
+            # SQLite's batch migrations cannot rebuild a table a view refers to.
+            audit.drop_views(connection)
         context.run_migrations()
+        if pending and context.get_context().get_current_revision() is not None:
+            audit.create_views(connection)
 
 
 def run_online() -> None:
@@ -42,7 +52,7 @@ def run_online() -> None:
         raise SystemExit("set MVU_DATABASE_URL or sqlalchemy.url")
     engine = create_sync_engine(url, EngineOptions())
     try:
-        with engine.connect() as connection:
+        with engine.begin() as connection:  # committed at the end, views included
             run_with(connection)
     finally:
         engine.dispose()

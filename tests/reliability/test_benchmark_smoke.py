@@ -1,0 +1,37 @@
+"""Smoke test of ``benchmarks/commit_path.py --quick``: it runs and its last line carries the figures.
+
+No timing is asserted (the machine is shared and noisy); only that every figure the issue asks
+for is there, positive, and that the fork side measured what it claims to.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+BENCHMARK = Path(__file__).resolve().parents[2] / "benchmarks" / "commit_path.py"
+KEYS = (
+    "ratio_single", "ratio_concurrent", "ratio_vs_json_file", "fork_cost_growth",
+    "raw_sqlite_ops_per_s", "ours_single_ops_per_s", "ours_concurrent_ops_per_s", "json_file_ops_per_s",
+    "fork_bytes_ratio", "fork_time_ratio", "fork_bytes_10", "fork_bytes_1000", "fork_ms_10", "fork_ms_1000",
+)
+
+
+def test_quick_benchmark_prints_every_figure_as_json_on_its_last_line() -> None:
+    done = subprocess.run([sys.executable, str(BENCHMARK), "--quick"], capture_output=True, text=True, timeout=120,
+                          check=False)
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.strip().splitlines()
+    assert len(lines) > 1, "human lines come before the JSON"
+    figures = json.loads(lines[-1])
+    for key in KEYS:
+        assert isinstance(figures[key], int | float), key
+        assert figures[key] > 0, key
+    assert figures["quick"] is True
+    assert figures["state_bytes"] == 4096
+    assert figures["synchronous"] == "FULL"
+    assert figures["fork_history_versions"] == {"short": 10, "long": 1000}
+    assert set(figures["targets_met"]) == {"ratio_single", "ratio_concurrent", "ratio_vs_json_file",
+                                           "fork_cost_growth"}
