@@ -18,6 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from mvu_store.errors import Code, MvuError
+from mvu_store.jsonvalue import utf8
 from mvu_store.lang.jsonpatch import PATCH_TAG, PatchOp, find_patch_blocks
 from mvu_store.lang.paths import Path, parse_path
 from mvu_store.lang.scanner import find_closes
@@ -174,7 +175,8 @@ def parse_commands(text: str) -> list[Command]:
     """Every update command in ``text``, in text order (``MVU_LIMIT`` past 1 MiB / 1,000)."""
     if not isinstance(text, str):
         raise MvuError(Code.PARSE, "the reply must be text")
-    if len(text) > MAX_TEXT_BYTES or len(text.encode("utf-8", "surrogatepass")) > MAX_TEXT_BYTES:
+    # utf8() refuses a lone surrogate (MVU_JSON): no value taken from such a reply could be saved.
+    if len(text) > MAX_TEXT_BYTES or len(utf8(text)) > MAX_TEXT_BYTES:
         raise MvuError(Code.LIMIT, "reply is over 1 MiB", limit=MAX_TEXT_BYTES, kind="text")
     hidden = inside_spans(_thinking_spans(text))
     commands = _function_commands(text, hidden)

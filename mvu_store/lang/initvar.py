@@ -19,7 +19,7 @@ from contextlib import suppress
 from typing import Any
 
 from mvu_store.errors import Code, MvuError
-from mvu_store.jsonvalue import JsonValue, find_unsafe_key, json_pointer, measure_state, normalize
+from mvu_store.jsonvalue import JsonValue, find_unsafe_key, json_pointer, measure_state, normalize, utf8
 from mvu_store.lang.meta import Schema, clean_metadata, initial_schema
 from mvu_store.lang.restricted_yaml import load_yaml
 from mvu_store.lang.slowparse import Unreadable, read_json5
@@ -49,7 +49,7 @@ def _unwrap(text: str) -> str:
 
 
 def _parse_text(text: str) -> JsonValue:
-    if len(text.encode()) > MAX_ENTRY_BYTES:
+    if len(utf8(text)) > MAX_ENTRY_BYTES:
         raise MvuError(Code.LIMIT, "an [initvar] entry is over 1 MiB", limit=MAX_ENTRY_BYTES, kind="bytes")
     body = textwrap.dedent(_unwrap(text)).strip()  # an indented entry is still one YAML document
     if body[:1] in ("{", "["):

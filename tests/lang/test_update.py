@@ -76,6 +76,22 @@ def test_an_envelope_without_schema_gets_one_after_a_change() -> None:
     assert result.variables["schema"]["properties"]["a"]["extensible"] is False
 
 
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda: apply_update({"stat_data": {"a": 1}}, "_.set(a, x\ud800y);"),
+        lambda: apply_update({"stat_data": {"a\ud800": 1}}, "_.set(a, 1);"),
+        lambda: initialize_variables(["a: \ud800"]),
+        lambda: apply_greeting({"stat_data": {}}, "<initvar>a: '\udc00'</initvar>"),
+    ],
+)
+def test_a_lone_surrogate_is_an_mvu_error_not_a_crash(call: Any) -> None:
+    # No UTF-8 JSON can carry one, so the text or state is refused as a whole.
+    with pytest.raises(MvuError) as caught:
+        call()
+    assert caught.value.code in ("MVU_JSON", "MVU_INITIALIZATION_INVALID")
+
+
 # ---- greeting (U-7) ---------------------------------------------------------------------
 
 
