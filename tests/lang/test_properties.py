@@ -140,8 +140,12 @@ class AcceptEverything:
         return Validation(True)
 
 
+# Every code point, lone surrogates included (st.text leaves them out by default).
+any_text = st.text(alphabet=st.characters(blacklist_categories=()), max_size=400)
+
+
 @SETTINGS
-@given(st.text(max_size=400))
+@given(st.text(max_size=400) | any_text)
 def test_any_text_parses_or_raises_mvu_error(text: str) -> None:
     with contextlib.suppress(MvuError):
         parse_commands(text)
@@ -211,7 +215,7 @@ def test_a_repair_is_none_or_text(text: str) -> None:
 
 
 @SETTINGS
-@given(st.text(max_size=200) | replies)
+@given(st.text(max_size=200) | replies | any_text)
 def test_any_yaml_or_initvar_loads_or_raises_mvu_error(text: str) -> None:
     with contextlib.suppress(MvuError):
         load_yaml(text)
