@@ -269,9 +269,11 @@ def test_a_prototype_key_argument_refuses_the_update() -> None:
     assert caught.value.code == "MVU_PATH"
 
 
-def test_a_null_member_is_not_templated() -> None:
-    variables = initialize_variables(['l: [{"$arrayMeta": true, "$meta": {"extensible": true, "template": ["d"]}}]'])
-    assert stat(variables["stat_data"], "_.insert(l, null);", schema=variables["schema"]) == {"l": [None]}
+def test_a_null_member_is_a_primitive_to_templates_as_in_javascript() -> None:
+    meta = '{"$arrayMeta": true, "$meta": {"extensible": true, "template": ["d"]}}'
+    variables = initialize_variables([f"l: [{meta}]\no: {{$meta: {{extensible: true, template: {{x: 1}}}}}}"])
+    text = "_.insert(l, null); _.insert(o, 'k', null);"
+    assert stat(variables["stat_data"], text, schema=variables["schema"]) == {"l": [[None, "d"]], "o": {"k": None}}
 
 
 def test_templates_apply_only_to_new_members_not_to_set() -> None:
