@@ -130,6 +130,7 @@ def test_array_templates_concatenate_by_default_and_merge_when_asked() -> None:
     )
     assert stat(concat["stat_data"], "_.insert(t, 'k', [1]);", schema=concat["schema"]) == {"t": {"k": [1, 0, 0]}}
     assert stat(merged["stat_data"], "_.insert(t, 'k', [1]);", schema=merged["schema"]) == {"t": {"k": [1, 0]}}
+    assert stat(merged["stat_data"], "_.insert(t, 'k', 7);", schema=merged["schema"]) == {"t": {"k": [7, 0]}}
 
 
 def test_a_primitive_with_an_array_template_is_prefixed_unless_strict_template() -> None:
