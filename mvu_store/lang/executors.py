@@ -303,6 +303,8 @@ def execute_delete(run: Run, command: Command) -> None:
     if not found:
         raise _missing(path)
     if len(command.args) > 1:
+        if _is_undefined(command.args[1]):
+            raise _refused("undefined names nothing to remove")  # MagVarUpdate refuses it too
         target = parse_value(command.args[1], run.budget)
         key = trim_quotes(target) if isinstance(target, str) else target
         _check_delete_schema(run, path, key)

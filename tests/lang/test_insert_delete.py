@@ -8,7 +8,7 @@ import pytest
 from lang_support import codes, stat, update
 
 from mvu_store.errors import MvuError
-from mvu_store.lang import initialize_variables
+from mvu_store.lang import apply_update, initialize_variables
 
 
 def open_schema(**flags: Any) -> dict[str, Any]:
@@ -251,6 +251,13 @@ def test_setting_undefined_removes_the_key_as_magvarupdates_saved_json_does() ->
 def test_undefined_in_an_array_or_a_description_pair_is_null() -> None:
     text = "_.set(l[0], undefined); _.set(hp, undefined);"
     assert stat({"l": [1, 2], "hp": [5, "health"]}, text) == {"l": [None, 2], "hp": [None, "health"]}
+
+
+def test_removing_undefined_is_refused_while_null_removes_the_first_null() -> None:
+    variables = initialize_variables(["l: [$__META_EXTENSIBLE__$, 1, null, null]"])
+    result = apply_update(variables, "_.remove(l, undefined); _.remove(l, null);")
+    assert codes(result) == ["MVU_SCHEMA"]
+    assert result.variables["stat_data"] == {"l": [1, None]}
 
 
 def test_inserting_undefined_under_a_key_leaves_no_key_but_pushes_null() -> None:
