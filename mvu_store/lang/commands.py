@@ -18,6 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from mvu_store.errors import Code, MvuError
+from mvu_store.jsonvalue import utf8
 from mvu_store.lang.jsonpatch import PATCH_TAG, PatchOp, find_patch_blocks
 from mvu_store.lang.paths import Path, parse_path
 from mvu_store.lang.scanner import find_closes
@@ -35,7 +36,10 @@ ALIASES = {
     "unset": "delete",
 }
 _CALL = re.compile(r"_\.(set|insert|assign|remove|unset|delete|add)\(")
-_REASON = re.compile(r"[ \t\r\n\f\v]*//([^\n\r\u2028\u2029]*)")
+# JavaScript's \s (MagVarUpdate's reason pattern), which also spans the ideographic space that
+# Chinese replies put before "//"; Python's \s differs (it has \x1c-\x1f, not \ufeff).
+_JS_SPACE = "\t\n\v\f\r \u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000\ufeff"
+_REASON = re.compile(f"[{_JS_SPACE}]*//([^\n\r\u2028\u2029]*)")
 _THINKING = re.compile(r"<(/?)(thinking|think)>", re.IGNORECASE)
 
 
@@ -72,7 +76,9 @@ def _arity_ok(kind: str, count: int) -> bool:
 def split_arguments(body: str) -> list[str]:
     """Split on top-level commas (outside quotes and ``()[]{}``); trim; drop a trailing empty."""
     parts: list[str] = []
-    depth = 0
+    # MagVarUpdate counts each bracket kind on its own: "(]" is not balanced.
+    depth = {"(": 0, "[": 0, "{": 0}
+    closer = {")": "(", "]": "[", "}": "{"}
     quote = ""
     start = 0
     for index, char in enumerate(body):
@@ -83,11 +89,11 @@ def split_arguments(body: str) -> list[str]:
                 quote = ""
         elif quote:
             continue
-        elif char in "([{":
-            depth += 1
-        elif char in ")]}":
-            depth -= 1
-        elif char == "," and depth == 0:
+        elif char in depth:
+            depth[char] += 1
+        elif char in closer:
+            depth[closer[char]] -= 1
+        elif char == "," and not any(depth.values()):
             parts.append(body[start:index].strip())
             start = index + 1
     parts.append(body[start:].strip())
@@ -169,7 +175,8 @@ def parse_commands(text: str) -> list[Command]:
     """Every update command in ``text``, in text order (``MVU_LIMIT`` past 1 MiB / 1,000)."""
     if not isinstance(text, str):
         raise MvuError(Code.PARSE, "the reply must be text")
-    if len(text) > MAX_TEXT_BYTES or len(text.encode("utf-8", "surrogatepass")) > MAX_TEXT_BYTES:
+    # utf8() refuses a lone surrogate (MVU_JSON): no value taken from such a reply could be saved.
+    if len(text) > MAX_TEXT_BYTES or len(utf8(text)) > MAX_TEXT_BYTES:
         raise MvuError(Code.LIMIT, "reply is over 1 MiB", limit=MAX_TEXT_BYTES, kind="text")
     hidden = inside_spans(_thinking_spans(text))
     commands = _function_commands(text, hidden)

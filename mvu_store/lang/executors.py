@@ -79,8 +79,39 @@ def _write(run: Run, path: Path, value: JsonValue) -> None:
         run.stat_data = value
 
 
+def _is_undefined(raw: str) -> bool:
+    """The literal ``undefined``, which :func:`parse_value` reads as ``null``.
+
+    MagVarUpdate stores JavaScript's ``undefined`` there, and the saved JSON then has no such
+    key (an array element becomes ``null``). Callers use this to drop the key instead.
+    """
+    return raw.strip() == "undefined"
+
+
+def _write_or_drop(run: Run, path: Path, value: JsonValue, undefined: bool) -> bool:
+    """Write ``value``, or drop the key if it stands for ``undefined``; True if dropped."""
+    parent = lookup(run.stat_data, path[:-1])[1] if path else None
+    if undefined and value is None and isinstance(parent, dict):
+        del parent[path[-1]]
+        return True
+    _write(run, path, value)
+    return False
+
+
+def _target(run: Run, command: Command) -> Path:
+    """The command's path, except that a whole top-level key wins over splitting the text.
+
+    MagVarUpdate's ``_.has/_.get/_.set`` go through lodash, which first asks whether the path
+    text is itself a key of ``stat_data``: ``_.set('Lv.2', 3)`` writes the key ``"Lv.2"`` if
+    there is one. (Brackets and quotes are rewritten before that check, so they never match.)
+    """
+    whole = trim_quotes(command.args[0].strip())
+    plain = command.source == "function" and len(command.path) > 1 and not set(whole) & set("[]\"'")
+    return (whole,) if plain and isinstance(run.stat_data, dict) and whole in run.stat_data else command.path
+
+
 def execute_set(run: Run, command: Command) -> None:
-    path = command.path
+    path = _target(run, command)
     value = parse_value(command.args[-1], run.budget)  # the middle "old value" argument is ignored
     found, old = lookup(run.stat_data, path)
     if not found:
@@ -98,12 +129,14 @@ def execute_set(run: Run, command: Command) -> None:
         new = [first, old[1]]
     elif not run.v2 and is_number(old) and isinstance(value, str):
         new = to_number(value)
-    _write(run, path, new)
-    run.record(command, path, previous=old, value=new)
+    if _write_or_drop(run, path, new, _is_undefined(command.args[-1])):
+        run.record(command, path, previous=old)  # no value: the key is gone
+    else:
+        run.record(command, path, previous=old, value=new)
 
 
 def execute_add(run: Run, command: Command) -> None:
-    path = command.path
+    path = _target(run, command)
     found, old = lookup(run.stat_data, path)
     if not found:
         raise _missing(path)
@@ -186,6 +219,8 @@ def execute_insert(run: Run, command: Command) -> None:
     if keyed:
         filled = run.fill(value, run.template_of(node, "array", "object"))
         updated = _keyed(existing, key, filled)
+        if isinstance(updated, dict) and filled is None and _is_undefined(command.args[2]):
+            del updated[js_string(key)]  # obj[key] = undefined: JSON keeps no such key
     else:
         container = existing if isinstance(existing, dict | list) else ([] if isinstance(value, list) else {})
         if isinstance(container, list):
@@ -268,6 +303,8 @@ def execute_delete(run: Run, command: Command) -> None:
     if not found:
         raise _missing(path)
     if len(command.args) > 1:
+        if _is_undefined(command.args[1]):
+            raise _refused("undefined names nothing to remove")  # MagVarUpdate refuses it too
         target = parse_value(command.args[1], run.budget)
         key = trim_quotes(target) if isinstance(target, str) else target
         _check_delete_schema(run, path, key)

@@ -13,34 +13,43 @@ from __future__ import annotations
 
 import copy
 import json
-import re
 import textwrap
 from collections.abc import Sequence
 from contextlib import suppress
 from typing import Any
 
 from mvu_store.errors import Code, MvuError
-from mvu_store.jsonvalue import JsonValue, find_unsafe_key, json_pointer, measure_state, normalize
+from mvu_store.jsonvalue import JsonValue, find_unsafe_key, json_pointer, measure_state, normalize, utf8
 from mvu_store.lang.meta import Schema, clean_metadata, initial_schema
 from mvu_store.lang.restricted_yaml import load_yaml
 from mvu_store.lang.slowparse import Unreadable, read_json5
 
 MAX_ENTRY_BYTES = 1024 * 1024
 
-_WRAPPER = re.compile(r"\A\s*<initvar>\s*\n?(.*?)\n?\s*</initvar>\s*\Z", re.DOTALL | re.IGNORECASE)
-_FENCE = re.compile(r"\A\s*```[^\n]*\n(.*?)\n?\s*```\s*\Z", re.DOTALL)
+_OPEN, _CLOSE = "<initvar>", "</initvar>"
 
 
 def _unwrap(text: str) -> str:
-    wrapped = _WRAPPER.match(text)
-    if wrapped:
-        text = wrapped.group(1)
-    fenced = _FENCE.match(text)
-    return fenced.group(1) if fenced else text
+    """The entry without an ``<initvar>`` wrapper and without its code fence.
+
+    Like MagVarUpdate, a fence may follow a line of prose: the body runs from the line after the
+    first fence to the last fence. String searches, not a pattern, so a huge entry costs linear
+    time.
+    """
+    body = text
+    stripped = text.strip()  # only to look at the ends: the caller dedents the indentation
+    if stripped[: len(_OPEN)].lower() == _OPEN and stripped[-len(_CLOSE) :].lower() == _CLOSE:
+        body = stripped[len(_OPEN) : -len(_CLOSE)]
+    fence = body.find("```")
+    line_end = body.find("\n", fence) if fence != -1 else -1
+    close = body.rfind("\n```")
+    if line_end != -1 and close > line_end:
+        return body[line_end + 1 : close]
+    return body
 
 
 def _parse_text(text: str) -> JsonValue:
-    if len(text.encode()) > MAX_ENTRY_BYTES:
+    if len(utf8(text)) > MAX_ENTRY_BYTES:
         raise MvuError(Code.LIMIT, "an [initvar] entry is over 1 MiB", limit=MAX_ENTRY_BYTES, kind="bytes")
     body = textwrap.dedent(_unwrap(text)).strip()  # an indented entry is still one YAML document
     if body[:1] in ("{", "["):
@@ -53,21 +62,22 @@ def _parse_text(text: str) -> JsonValue:
     return load_yaml(body)
 
 
-def _entry(entry: str | dict[str, Any], index: int) -> dict[str, Any]:
+def _entry(entry: str | dict[str, Any], index: int, label: str) -> dict[str, Any]:
+    name = f"{label} {index}"
     try:
         value = _parse_text(entry) if isinstance(entry, str) else entry
         normalized, _, _ = normalize(value)
     except MvuError as error:
         if error.code == Code.LIMIT:
             raise
-        raise MvuError(Code.INITIALIZATION_INVALID, f"[initvar] entry {index}: {error.message}", entry=index) from None
+        raise MvuError(Code.INITIALIZATION_INVALID, f"{name}: {error.message}", entry=index) from None
     if normalized is None:
         return {}  # an empty entry contributes nothing
     if not isinstance(normalized, dict):
-        raise MvuError(Code.INITIALIZATION_INVALID, f"[initvar] entry {index} is not an object", entry=index)
+        raise MvuError(Code.INITIALIZATION_INVALID, f"{name} is not an object", entry=index)
     unsafe = find_unsafe_key(normalized)
     if unsafe is not None:
-        raise MvuError(Code.PATH, f"[initvar] entry {index} carries a prototype key", path=json_pointer(unsafe))
+        raise MvuError(Code.PATH, f"{name} carries a prototype key", path=json_pointer(unsafe))
     merged: dict[str, Any] = normalized
     return merged
 
@@ -83,6 +93,26 @@ def _merge_entries(target: dict[str, Any], source: dict[str, Any]) -> dict[str, 
     return target
 
 
+def merge_entries(entries: Sequence[str | dict[str, Any]], *, label: str = "[initvar] entry") -> dict[str, Any]:
+    """Parse the entries and merge them in order; ``label`` names a bad one in the error."""
+    merged: dict[str, Any] = {}
+    for index, entry in enumerate(entries):
+        _merge_entries(merged, _entry(entry, index, label))
+    return merged
+
+
+def with_stat_data(envelope: dict[str, Any], stat_data: dict[str, Any], schema: Schema) -> dict[str, Any]:
+    """``envelope`` holding freshly initialised data: ``$meta`` removed, display reset, budget checked.
+
+    ``schema`` must already have been derived from ``stat_data`` (it reads the ``$meta``).
+    """
+    clean_metadata(stat_data)
+    envelope.update(stat_data=stat_data, schema=schema, display_data=copy.deepcopy(stat_data), delta_data={})
+    checked, _, _ = measure_state(envelope)
+    result: dict[str, Any] = checked
+    return result
+
+
 def initialize_variables(
     entries: Sequence[str | dict[str, Any]], *, existing: JsonValue = None
 ) -> dict[str, Any]:
@@ -95,9 +125,7 @@ def initialize_variables(
         entries = [entries]
     if not isinstance(entries, list | tuple):
         raise MvuError(Code.INITIALIZATION_INVALID, "[initvar] entries must be a list of texts or objects")
-    merged: dict[str, Any] = {}
-    for index, entry in enumerate(entries):
-        _merge_entries(merged, _entry(entry, index))
+    merged = merge_entries(entries)
     envelope: dict[str, Any] = {}
     old_schema: Schema | None = None
     if existing is not None:
@@ -109,10 +137,4 @@ def initialize_variables(
             raise MvuError(Code.JSON, "existing stat_data must be an object")
         merged.update(previous)
         old_schema = envelope.get("schema") if isinstance(envelope.get("schema"), dict) else None
-    schema = initial_schema(merged, old_schema)
-    clean_metadata(merged)
-    envelope.update(stat_data=merged, schema=schema, display_data=copy.deepcopy(merged), delta_data={})
-    checked, _, _ = measure_state(envelope)
-    result: dict[str, Any] = checked
-    return result
-
+    return with_stat_data(envelope, merged, initial_schema(merged, old_schema))

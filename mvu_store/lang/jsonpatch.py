@@ -4,8 +4,8 @@ Block finding reproduces MagVarUpdate's pattern without its backtracking: tag na
 case-insensitive, the opening and closing names must match, the *last* opening tag before a
 close is the one used (a block never contains another opening tag), an optional code fence
 after the opening tag and before the closing one is dropped. The body is read as JSON, then
-JSON5, then a repair of a cut-off end, then restricted YAML (MagVarUpdate runs the whole of
-jsonrepair; we only close what a truncated reply left open). It must be an array of objects
+JSON5, then a repair of the usual model mistakes (:mod:`mvu_store.lang.jsonrepair`; MagVarUpdate
+runs the whole of jsonrepair), then restricted YAML. It must be an array of objects
 with a string ``op`` and ``path``; anything else makes MagVarUpdate ignore the whole block, and
 so do we.
 
@@ -25,6 +25,7 @@ from dataclasses import dataclass
 
 from mvu_store.errors import MvuError
 from mvu_store.jsonvalue import JsonValue
+from mvu_store.lang.jsonrepair import repair_json
 from mvu_store.lang.paths import Path, format_path, parse_pointer
 from mvu_store.lang.restricted_yaml import MAX_YAML_BYTES
 from mvu_store.lang.slowparse import ParseBudget, Unreadable, read_json5, read_yaml
@@ -64,37 +65,6 @@ def _body(text: str, open_end: int, close_start: int) -> str:
     return _FENCE_CLOSE.sub("", text[start:close_start]).strip()
 
 
-def close_truncated(body: str) -> str | None:
-    """The JSON text with a cut-off end repaired (open string and brackets closed), or None.
-
-    A small part of what MagVarUpdate's jsonrepair does: models most often stop before the
-    final ``]`` or leave a trailing comma. Anything else (mismatched brackets) is not guessed at.
-    """
-    stack: list[str] = []
-    in_string = escaped = False
-    for char in body:
-        if in_string:
-            if escaped:
-                escaped = False
-            elif char == "\\":
-                escaped = True
-            elif char == '"':
-                in_string = False
-        elif char == '"':
-            in_string = True
-        elif char in "[{":
-            stack.append("]" if char == "[" else "}")
-        elif char in "]}" and (not stack or stack.pop() != char):
-            return None
-    if not stack and not in_string:
-        return None
-    repaired = (body + '"') if in_string else body.rstrip()
-    repaired = repaired.removesuffix(",")
-    if repaired.endswith(":"):
-        repaired += "null"
-    return repaired + "".join(reversed(stack))
-
-
 def _read(body: str, budget: ParseBudget) -> JsonValue:
     # strict=False lets raw newlines and tabs stand inside strings, as jsonrepair does.
     try:
@@ -103,7 +73,7 @@ def _read(body: str, budget: ParseBudget) -> JsonValue:
         pass
     with suppress(Unreadable):
         return read_json5(body, budget)
-    repaired = close_truncated(body) if body[:1] in ("[", "{") else None
+    repaired = repair_json(body) if body[:1] in ("[", "{") else None
     if repaired is not None:
         try:
             return json.loads(repaired, strict=False)
@@ -138,9 +108,9 @@ def _translate(item: dict[str, JsonValue]) -> PatchOp | None:
     dotted = format_path(path)
     if op == "remove":
         return PatchOp("delete", op, (dotted,), path)
-    if "value" not in item:
-        return None
-    value = _dumps(item["value"])
+    # MagVarUpdate passes JSON.stringify(undefined) on; the value then reads as undefined, which
+    # removes a key (see executors) and is null in an array.
+    value = _dumps(item["value"]) if "value" in item else "undefined"
     if op == "replace":
         return PatchOp("set", op, (dotted, value), path)
     if op == "delta":

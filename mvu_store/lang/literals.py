@@ -24,6 +24,8 @@ from mvu_store.lang.slowparse import ParseBudget, Unreadable, read_json5, read_y
 # YAML is the slow last resort for one argument; a bigger argument is kept as text.
 MAX_VALUE_YAML_BYTES = 64 * 1024
 
+# JSON has no undefined: it reads as null here, and set/insert drop the key instead of storing it
+# (mvu_store.lang.executors), which is what MagVarUpdate's saved JSON shows.
 _WORDS: dict[str, JsonValue] = {"true": True, "false": False, "null": None, "undefined": None}
 
 

@@ -186,14 +186,16 @@ def merge_schema(target: Schema, inserted: JsonValue) -> None:
 
 def apply_template(value: JsonValue, template: JsonValue, *, strict: bool, concat_arrays: bool) -> JsonValue:
     """Fill a new member from the container's template, MagVarUpdate's way."""
-    if template is None or value is None:
-        return value  # a null member is inserted as null, whatever the template
+    if template is None:
+        return value
     if isinstance(value, dict) and isinstance(template, dict):
         return merge_into(merge_into({}, copy.deepcopy(template)), value)
+    if not isinstance(value, dict | list) and isinstance(template, list):
+        if strict:
+            return value
+        value = [value]  # a primitive joins an array template as [value], concatenated or merged
     if isinstance(value, list) and isinstance(template, list):
         if concat_arrays:
             return [*value, *copy.deepcopy(template)]
         return merge_into(merge_into([], copy.deepcopy(template)), value)
-    if not isinstance(value, dict | list) and isinstance(template, list) and not strict:
-        return [value, *copy.deepcopy(template)]
     return value

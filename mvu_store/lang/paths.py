@@ -136,8 +136,12 @@ def _read_dotted(text: str, start: int, segments: list[str], *, allow_bracket: b
 def parse_pointer(pointer: str) -> Path:
     """Parse a JSON Patch path: RFC 6901 with ``~1``/``~0`` decoded.
 
-    Like MagVarUpdate, a missing leading ``/`` is tolerated and ``/`` alone is the root.
+    Like MagVarUpdate, a missing leading ``/`` is tolerated and ``/`` alone is the root. A path
+    with no ``/`` at all is not a pointer but a model writing the command syntax
+    (``角色.好感度``): MagVarUpdate resolves it with lodash, so we read it as a command path.
     """
+    if "/" not in pointer:
+        return parse_path(pointer)
     body = pointer[1:] if pointer.startswith("/") else pointer
     if body == "":
         return ()

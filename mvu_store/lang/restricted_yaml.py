@@ -29,7 +29,7 @@ from ruamel.yaml.events import (
 )
 
 from mvu_store.errors import Code, MvuError
-from mvu_store.jsonvalue import MAX_DEPTH, MAX_NODES, JsonValue
+from mvu_store.jsonvalue import MAX_DEPTH, MAX_NODES, JsonValue, utf8
 
 MAX_YAML_BYTES = 256 * 1024
 
@@ -140,7 +140,7 @@ def load_yaml(
     text: str, *, max_bytes: int = MAX_YAML_BYTES, max_depth: int = MAX_DEPTH, max_nodes: int = MAX_NODES
 ) -> JsonValue:
     """Parse one YAML document into a JSON value, or raise ``MVU_PARSE`` / ``MVU_LIMIT``."""
-    if len(text.encode()) > max_bytes:
+    if len(utf8(text)) > max_bytes:
         raise MvuError(Code.LIMIT, f"YAML text is over {max_bytes} bytes", limit=max_bytes, kind="bytes")
     builder = _Builder(max_depth, max_nodes)
     documents = 0

@@ -102,6 +102,16 @@ def test_a_reason_swallows_the_rest_of_its_line_including_commands() -> None:
     assert kinds("_.set(a,1);//r _.set(b,2);//r2") == [("set", ("a", "1"))]
 
 
+def test_the_space_before_a_reason_is_javascripts_so_an_ideographic_space_counts() -> None:
+    (command,) = parse_commands("_.set(a,1);\u3000//受伤 _.set(b,2);")
+    assert (command.args, command.reason) == (("a", "1"), "受伤 _.set(b,2);")
+
+
+def test_each_bracket_kind_is_counted_on_its_own_when_splitting() -> None:
+    # "{" then "]" leaves a brace open and a bracket below zero: no split, as in MagVarUpdate.
+    assert parse_commands("_.set(a, x{], y);")[0].args == ("a", "x{], y")
+
+
 def test_arguments_split_on_top_level_commas_only() -> None:
     (command,) = parse_commands("_.set(a, {x: 1, y: [2, 3]}, 'p, q', f(1, 2));")
     assert command.args == ("a", "{x: 1, y: [2, 3]}", "'p, q'", "f(1, 2)")

@@ -23,6 +23,11 @@ def test_initvar_wrapper_and_code_fence_are_stripped() -> None:
     assert initialize_variables([text])["stat_data"] == {"hp": 10}
 
 
+def test_a_fence_after_a_line_of_prose_is_still_the_body() -> None:
+    text = "Variables of the card:\n```yaml\nhp: 10\nnote: |\n  x\n```\ntrailing words"
+    assert initialize_variables([text])["stat_data"] == {"hp": 10, "note": "x"}
+
+
 def test_existing_top_level_keys_win_and_other_fields_stay() -> None:
     existing = {"stat_data": {"hp": 3}, "extra": "kept"}
     variables = initialize_variables(["hp: 10\nmp: 5"], existing=existing)

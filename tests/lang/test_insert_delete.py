@@ -8,7 +8,7 @@ import pytest
 from lang_support import codes, stat, update
 
 from mvu_store.errors import MvuError
-from mvu_store.lang import initialize_variables
+from mvu_store.lang import apply_update, initialize_variables
 
 
 def open_schema(**flags: Any) -> dict[str, Any]:
@@ -130,6 +130,7 @@ def test_array_templates_concatenate_by_default_and_merge_when_asked() -> None:
     )
     assert stat(concat["stat_data"], "_.insert(t, 'k', [1]);", schema=concat["schema"]) == {"t": {"k": [1, 0, 0]}}
     assert stat(merged["stat_data"], "_.insert(t, 'k', [1]);", schema=merged["schema"]) == {"t": {"k": [1, 0]}}
+    assert stat(merged["stat_data"], "_.insert(t, 'k', 7);", schema=merged["schema"]) == {"t": {"k": [7, 0]}}
 
 
 def test_a_primitive_with_an_array_template_is_prefixed_unless_strict_template() -> None:
@@ -240,8 +241,29 @@ def test_a_word_key_on_an_array_is_refused_to_keep_arrays_plain() -> None:
     assert result.variables["stat_data"] == {"w": {"l": [1]}}
 
 
-def test_an_undefined_value_is_stored_as_null() -> None:
-    assert stat({"flag": True}, "_.set(flag, undefined);") == {"flag": None}
+def test_setting_undefined_removes_the_key_as_magvarupdates_saved_json_does() -> None:
+    result = update({"flag": True, "n": 1}, "_.set(flag, undefined); _.set(n, undefined);")
+    assert result.variables["stat_data"] == {}
+    first = result.variables["delta_data"]["changes"][0]
+    assert first == {"op": "set", "path": "/flag", "reason": "", "previous": True}  # no value: gone
+
+
+def test_undefined_in_an_array_or_a_description_pair_is_null() -> None:
+    text = "_.set(l[0], undefined); _.set(hp, undefined);"
+    assert stat({"l": [1, 2], "hp": [5, "health"]}, text) == {"l": [None, 2], "hp": [None, "health"]}
+
+
+def test_removing_undefined_is_refused_while_null_removes_the_first_null() -> None:
+    variables = initialize_variables(["l: [$__META_EXTENSIBLE__$, 1, null, null]"])
+    result = apply_update(variables, "_.remove(l, undefined); _.remove(l, null);")
+    assert codes(result) == ["MVU_SCHEMA"]
+    assert result.variables["stat_data"] == {"l": [1, None]}
+
+
+def test_inserting_undefined_under_a_key_leaves_no_key_but_pushes_null() -> None:
+    variables = initialize_variables(["o: {$meta: {extensible: true}, k: 1}\nl: [$__META_EXTENSIBLE__$]"])
+    text = "_.insert(o, 'k', undefined); _.insert(o, 'j', undefined); _.insert(l, undefined);"
+    assert stat(variables["stat_data"], text, schema=variables["schema"]) == {"o": {}, "l": [None]}
 
 
 def test_unsupported_mathjs_stays_text() -> None:
@@ -255,9 +277,11 @@ def test_a_prototype_key_argument_refuses_the_update() -> None:
     assert caught.value.code == "MVU_PATH"
 
 
-def test_a_null_member_is_not_templated() -> None:
-    variables = initialize_variables(['l: [{"$arrayMeta": true, "$meta": {"extensible": true, "template": ["d"]}}]'])
-    assert stat(variables["stat_data"], "_.insert(l, null);", schema=variables["schema"]) == {"l": [None]}
+def test_a_null_member_is_a_primitive_to_templates_as_in_javascript() -> None:
+    meta = '{"$arrayMeta": true, "$meta": {"extensible": true, "template": ["d"]}}'
+    variables = initialize_variables([f"l: [{meta}]\no: {{$meta: {{extensible: true, template: {{x: 1}}}}}}"])
+    text = "_.insert(l, null); _.insert(o, 'k', null);"
+    assert stat(variables["stat_data"], text, schema=variables["schema"]) == {"l": [[None, "d"]], "o": {"k": None}}
 
 
 def test_templates_apply_only_to_new_members_not_to_set() -> None:

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from lang_support import codes, stat, update
 
-from mvu_store.lang import parse_commands
+from mvu_store.lang import apply_update, initialize_variables, parse_commands
 
 
 def block(ops: list[dict[str, Any]], tag: str = "JSONPatch") -> str:
@@ -88,6 +88,11 @@ def test_a_missing_leading_slash_is_tolerated() -> None:
     assert stat({"a": {"b": {}}}, block([{"op": "insert", "path": "a/b/c", "value": 1}])) == {"a": {"b": {"c": 1}}}
 
 
+def test_a_path_without_any_slash_is_read_as_a_command_path() -> None:
+    ops = [{"op": "replace", "path": "角色.好感度", "value": 5}, {"op": "delta", "path": "list[0]", "value": 1}]
+    assert stat({"角色": {"好感度": 1}, "list": [1]}, block(ops)) == {"角色": {"好感度": 5}, "list": [2]}
+
+
 def test_pointers_decode_escapes_and_keep_dots_inside_keys() -> None:
     data = {"a/b": 1, "c": {"x.y": {}}}
     ops = [{"op": "replace", "path": "/a~1b", "value": 2}, {"op": "add", "path": "/c/x.y/line\nbreak", "value": 3}]
@@ -120,8 +125,12 @@ def test_an_all_digit_key_splices_into_an_array() -> None:
     assert stat({"w": {"l": [1, 2]}}, block(ops)) == {"w": {"l": [1, "x", 2]}}
 
 
-def test_a_missing_value_drops_the_operation() -> None:
-    assert parse_commands(block([{"op": "replace", "path": "/a"}])) == []
+def test_a_missing_value_is_undefined_so_the_key_goes_as_in_magvarupdates_saved_json() -> None:
+    ops = [{"op": "replace", "path": "/a"}, {"op": "add", "path": "/l/0"}, {"op": "delta", "path": "/n"}]
+    variables = initialize_variables(["a: 1\nl: [$__META_EXTENSIBLE__$, 1]\nn: 1"])
+    result = apply_update(variables, block(ops))
+    assert result.variables["stat_data"] == {"l": [None, 1], "n": 1}
+    assert codes(result) == ["MVU_SCHEMA"]  # delta needs a number
 
 
 @pytest.mark.parametrize(
@@ -134,6 +143,26 @@ def test_a_missing_value_drops_the_operation() -> None:
 )
 def test_a_cut_off_end_is_closed(body: str) -> None:
     assert stat({"a": 1}, f"<JSONPatch>{body}</JSONPatch>") == {"a": 2}
+
+
+def test_an_unescaped_quote_inside_a_value_is_kept_as_a_character() -> None:
+    body = (
+        '[{"op": "replace", "path": "/said", "value": "他说"你好"然后走了"}, '
+        '{"op": "delta", "path": "/n", "value": 1}]'
+    )
+    assert stat({"said": "", "n": 1}, f"<JSONPatch>{body}</JSONPatch>") == {"said": '他说"你好"然后走了', "n": 2}
+
+
+def test_a_missing_comma_between_operations_is_supplied() -> None:
+    body = '[\n{"op": "delta", "path": "/n", "value": 1}\n{"op": "delta", "path": "/n", "value": 2}\n]'
+    assert stat({"n": 0}, f"<JSONPatch>{body}</JSONPatch>") == {"n": 3}
+
+
+@pytest.mark.parametrize(
+    "body", ['[{"op": "delta", "path": "/n", "value": 1}]]', '[{"op": "delta", "path": "/n", "value": 1)]']
+)
+def test_mismatched_brackets_are_not_guessed_at(body: str) -> None:
+    assert parse_commands(f"<JSONPatch>{body}</JSONPatch>") == []
 
 
 def test_raw_newlines_inside_strings_are_accepted() -> None:

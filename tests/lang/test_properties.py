@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import json
 from typing import Any
 
 from hypothesis import HealthCheck, given, settings
@@ -13,6 +14,7 @@ from hypothesis import strategies as st
 from mvu_store.errors import MvuError
 from mvu_store.jsonvalue import normalize
 from mvu_store.lang import apply_greeting, apply_update, contains_update, initialize_variables, parse_commands
+from mvu_store.lang.jsonrepair import repair_json
 from mvu_store.lang.literals import parse_value
 from mvu_store.lang.paths import parse_path, parse_pointer
 from mvu_store.lang.restricted_yaml import load_yaml
@@ -138,8 +140,12 @@ class AcceptEverything:
         return Validation(True)
 
 
+# Every code point, lone surrogates included (st.text leaves them out by default).
+any_text = st.text(alphabet=st.characters(blacklist_categories=()), max_size=400)
+
+
 @SETTINGS
-@given(st.text(max_size=400))
+@given(st.text(max_size=400) | any_text)
 def test_any_text_parses_or_raises_mvu_error(text: str) -> None:
     with contextlib.suppress(MvuError):
         parse_commands(text)
@@ -195,7 +201,21 @@ def test_any_value_reads_as_json_or_raises_mvu_error(raw: str) -> None:
 
 
 @SETTINGS
-@given(st.text(max_size=200) | replies)
+@given(json_values)
+def test_valid_json_needs_no_repair(value: Any) -> None:
+    assert repair_json(json.dumps(value, ensure_ascii=False)) is None
+    assert repair_json(json.dumps(value, ensure_ascii=False, indent=1)) is None
+
+
+@SETTINGS
+@given(st.text(alphabet='[]{}",:\\ \nab1', max_size=60))
+def test_a_repair_is_none_or_text(text: str) -> None:
+    repaired = repair_json(text)
+    assert repaired is None or isinstance(repaired, str)
+
+
+@SETTINGS
+@given(st.text(max_size=200) | replies | any_text)
 def test_any_yaml_or_initvar_loads_or_raises_mvu_error(text: str) -> None:
     with contextlib.suppress(MvuError):
         load_yaml(text)
@@ -244,4 +264,6 @@ def test_greetings_raise_only_mvu_error_and_never_mutate(envelope: dict[str, Any
     frozen = copy.deepcopy(envelope)
     with contextlib.suppress(MvuError):
         apply_greeting(envelope, "<UpdateVariable>" + text + "</UpdateVariable>")
+    with contextlib.suppress(MvuError):
+        apply_greeting(envelope, "<initvar>" + text + "</initvar>")
     assert envelope == frozen

@@ -149,3 +149,8 @@ def test_mixed_quotes_and_parentheses_inside_values() -> None:
 
 def test_an_unquoted_identifier_inside_a_literal_is_read_as_yaml() -> None:
     assert stat({"o": {}}, "_.set(o, {a: b});") == {"o": {"a": "b"}}
+
+
+def test_a_whole_top_level_key_with_a_dot_wins_over_splitting_as_in_lodash() -> None:
+    data = {"Lv.2": 1, "Lv": {"2": 5}, "a": {"b": 1}}
+    assert stat(data, "_.set('Lv.2', 3); _.add(Lv.2, 1); _.set(a.b, 2);") == {"Lv.2": 4, "Lv": {"2": 5}, "a": {"b": 2}}

@@ -76,6 +76,22 @@ def test_an_envelope_without_schema_gets_one_after_a_change() -> None:
     assert result.variables["schema"]["properties"]["a"]["extensible"] is False
 
 
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda: apply_update({"stat_data": {"a": 1}}, "_.set(a, x\ud800y);"),
+        lambda: apply_update({"stat_data": {"a\ud800": 1}}, "_.set(a, 1);"),
+        lambda: initialize_variables(["a: \ud800"]),
+        lambda: apply_greeting({"stat_data": {}}, "<initvar>a: '\udc00'</initvar>"),
+    ],
+)
+def test_a_lone_surrogate_is_an_mvu_error_not_a_crash(call: Any) -> None:
+    # No UTF-8 JSON can carry one, so the text or state is refused as a whole.
+    with pytest.raises(MvuError) as caught:
+        call()
+    assert caught.value.code in ("MVU_JSON", "MVU_INITIALIZATION_INVALID")
+
+
 # ---- greeting (U-7) ---------------------------------------------------------------------
 
 
@@ -98,6 +114,48 @@ def test_a_greeting_applies_only_explicit_blocks() -> None:
     variables = initialize_variables(["hp: 10\nmp: 1"])
     greeting = "The tale begins. _.set(mp, 99);\n<UpdateVariable>\n_.set(hp, 5);\n</UpdateVariable>"
     assert apply_greeting(variables, greeting).variables["stat_data"] == {"hp": 5, "mp": 1}
+
+
+def test_greeting_initvar_blocks_replace_the_lorebook_data_then_the_blocks_run() -> None:
+    variables = initialize_variables(["$meta: {strictSet: true}\nhp: 10\nlore_only: 1"])
+    greeting = (
+        "Day one.\n<initvar>\n```yaml\nhp: 50\nbag:\n  - $__META_EXTENSIBLE__$\n```\n</initvar>\n"
+        "<InitVar>{mood: 'calm', hp: 60}</InitVar>\n"
+        "<UpdateVariable>_.insert(bag, 'rope');</UpdateVariable>"
+    )
+    result = apply_greeting(variables, greeting)
+    assert result.variables["stat_data"] == {"hp": 60, "bag": ["rope"], "mood": "calm"}
+    assert result.variables["schema"]["strictSet"] is True  # the earlier root flags carry over
+    assert result.changed
+    assert variables["stat_data"] == {"hp": 10, "lore_only": 1}
+
+
+def test_greeting_initvar_meta_becomes_schema_and_leaves_the_data() -> None:
+    variables = initialize_variables(["hp: 10"])
+    greeting = (
+        "<initvar>npc:\n  $meta: {extensible: true}\n</initvar>"
+        "<UpdateVariable>_.insert(npc, 'Bob', 1);</UpdateVariable>"
+    )
+    result = apply_greeting(variables, greeting)
+    assert result.variables["stat_data"] == {"npc": {"Bob": 1}}
+    assert result.variables["schema"]["properties"]["npc"]["extensible"] is True
+
+
+@pytest.mark.parametrize("body", ["a: [1", "base: &b {hp: 1}", "- 1\n- 2", "a: !!str 1"])
+def test_an_unreadable_greeting_initvar_block_refuses_the_opening(body: str) -> None:
+    variables = initialize_variables(["hp: 10"])
+    with pytest.raises(MvuError) as caught:
+        apply_greeting(variables, f"<initvar>ok: 1</initvar><initvar>{body}</initvar>")
+    assert caught.value.code == "MVU_INITIALIZATION_INVALID"
+    assert caught.value.details["entry"] == 1
+    assert "greeting <initvar> block 1" in caught.value.message
+
+
+def test_a_greeting_without_initvar_keeps_the_lorebook_data() -> None:
+    variables = initialize_variables(["hp: 10"])
+    result = apply_greeting(variables, "Hello. <initvar is not a tag here")
+    assert result.variables["stat_data"] == {"hp": 10}
+    assert not result.changed
 
 
 # ---- interpreter v2 path creation (U-6) ----------------------------------------------------
