@@ -410,7 +410,9 @@ class Ledger:
         variables_hash = self.put_blob(tx, blob)
         # The head only moves through this conditional write. Transactions of a ledger are
         # serialised (see _serialize), so it fails only if that guarantee was broken.
-        if committed and not self._cas(tx, request.resource_id, request.expected_revision, revision, key, blob.hash):
+        if committed and not self._cas(
+            tx, request.resource_id, request.expected_revision, head_key=key, head_hash=blob.hash
+        ):
             raise self._conflict(request, current_revision)
         result = request.result
         if result is None:
@@ -452,19 +454,22 @@ class Ledger:
             current_revision=current,
         )
 
-    def _cas(self, tx: WriteTx, resource_id: str, expected: int, revision: int, key: str | None, head: str) -> bool:
+    def _cas(self, tx: WriteTx, resource_id: str, expected: int, **changes: Any) -> bool:
+        """Move a resource to revision ``expected + 1`` with ``changes``, only if it is still at
+        ``expected``: the one conditional write through which a head ever moves."""
+        names = sorted(changes)
         sql = self._compiled(
-            "cas",
+            "cas:" + ",".join(names),
             lambda: update(t.resources)
             .where(
                 t.resources.c.ledger_id == _LEDGER,
                 t.resources.c.id == bindparam("id"),
                 t.resources.c.revision == bindparam("expected"),
             )
-            .values(revision=bindparam("revision"), head_key=bindparam("head_key"), head_hash=bindparam("head_hash")),
+            .values(revision=bindparam("revision"), **{name: bindparam(name) for name in names}),
         )
-        params = {"ledger_id": self.ledger_id, "id": resource_id, "expected": expected, "revision": revision,
-                  "head_key": key, "head_hash": head}
+        params = {"ledger_id": self.ledger_id, "id": resource_id, "expected": expected, "revision": expected + 1,
+                  **changes}
         return bool(tx.execute(sql, params).rowcount == 1)
 
     def _insert_receipt(
@@ -510,19 +515,7 @@ class Ledger:
             if int(resource[0]) != expected_revision:
                 raise self._conflict(request, int(resource[0]))
             revision = expected_revision + 1
-            sql = self._compiled(
-                "set-mode",
-                lambda: update(t.resources)
-                .where(
-                    t.resources.c.ledger_id == _LEDGER,
-                    t.resources.c.id == bindparam("id"),
-                    t.resources.c.revision == bindparam("expected"),
-                )
-                .values(revision=bindparam("revision"), management_mode=bindparam("mode")),
-            )
-            params = {"ledger_id": self.ledger_id, "id": resource_id, "expected": expected_revision,
-                      "revision": revision, "mode": mode}
-            if tx.execute(sql, params).rowcount != 1:
+            if not self._cas(tx, resource_id, expected_revision, management_mode=mode):
                 raise self._conflict(request, -1)
             result = {"id": resource_id, "managementMode": mode, "revision": revision}
             self._insert_receipt(tx, resource_id, operation_id, "management", fingerprint, revision, None, result)
