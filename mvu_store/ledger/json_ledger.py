@@ -370,6 +370,7 @@ class _InstancesParser(_Reader):
             self.checkpoint(rows, resource_id, index, item, (*path, "checkpoints", index))
         for index, item in enumerate(self.row_list(fields, "managementOperations", path)):
             self.management(rows, resource_id, item, (*path, "managementOperations", index))
+        self.history(path, revision, current_key, rows)
         seqs = definition.get("activationSeqs")
         if isinstance(seqs, dict) and seqs and all(_id(s) and _is_int(n) for s, n in seqs.items()):
             rows.activations = [{"owner_id": resource_id, "session_id": s, "seq": n} for s, n in seqs.items()]
@@ -412,8 +413,6 @@ class _InstancesParser(_Reader):
         source = self.obj(self.required(fields, "source", path), (*path, "source"))
         if not rows.claim("key", key):
             raise self.fail("duplicate version key in this resource", (*path, "key"))
-        if kind in t.COMMITTED_KINDS and not rows.claim("revision", revision):
-            raise self.fail("two committed versions claim this revision", (*path, "revision"))
         for name in ("key", "revision", "variables", "source"):
             del fields[name]
         columns = _lift(fields, _VERSION_COLUMNS)
@@ -475,9 +474,67 @@ class _InstancesParser(_Reader):
         operation_id = self.text(self.required(entry, "id", path), (*path, "id"))
         fingerprint = self.text(self.required(entry, "fingerprint", path), (*path, "fingerprint"), _hash)
         result = self.obj(self.required(entry, "result", path), (*path, "result"))
-        revision = result.get("revision")
+        # The revision this operation moved the record to: one of the record's revisions (see history).
+        revision = self.integer(self.required(result, "revision", (*path, "result")), (*path, "result", "revision"))
         self.receipt(rows, resource_id, operation_id, (*path, "id"), kind="management", fingerprint=fingerprint,
-                     revision=revision if _is_int(revision) else 0, version_key=None, result=dumps(result))
+                     revision=revision, version_key=None, result=dumps(result))
+
+    def history(self, path: Path, revision: int, current_key: Any, rows: Rows) -> None:
+        """Refuse a record whose history the audit (``audit.py``) would flag once imported.
+
+        The original moves ``revision`` by one per committed version (reply, manual, card,
+        initial) and per management operation, from 0 at creation (instances, copies, fork
+        children alike), so those claims are exactly 1..revision: no duplicate, no hole, and no
+        leading gap either (the original has no path that moves a revision without claiming it,
+        so a gap means a damaged file). Each committed version is written on the current one
+        (``parentKey``), so after the first they chain by revision, and ``currentKey`` is the
+        newest; with none it is null or an inherited version (a fork child's inherited head).
+        Any other key a version or checkpoint names must be a version of this record. Keys are
+        checked as the columns hold them: a value that fits no key column (``parentKey: 7``) is
+        kept in ``meta``, where no audit follows it.
+        """
+        kinds = {row["key"]: row["kind"] for row in rows.versions}
+        committed = sorted((row for row in rows.versions if row["kind"] in t.COMMITTED_KINDS),
+                           key=lambda row: row["revision"])
+        # Management receipts are appended in managementOperations order: index is the array's.
+        management = [receipt for receipt in rows.receipts if receipt["kind"] == "management"]
+        claims = sorted(
+            [(row["revision"], (*path, "versions", row["position"], "revision")) for row in committed]
+            + [(receipt["revision"], (*path, "managementOperations", index, "result", "revision"))
+               for index, receipt in enumerate(management)],
+            key=lambda claim: claim[0],
+        )
+        for expected, (claimed, where) in enumerate(claims, start=1):
+            if claimed == expected - 1 and expected > 1:
+                raise self.fail(f"a second committed version or management operation claims revision {claimed}",
+                                where)
+            if claimed != expected:
+                raise self.fail(f"revision {claimed} breaks the sequence of committed versions and management "
+                                f"operations (expected {expected}: revisions start at 1, without holes)", where)
+        if revision != len(claims):
+            raise self.fail(f"the record is at revision {revision}, but its committed versions and management "
+                            f"operations end at revision {len(claims)}", (*path, "revision"))
+        previous: str | None = None
+        for row in committed:
+            parent = row["parent_key"]
+            if previous is not None and parent != previous:
+                raise self.fail(f"a committed version must be written on the previous one ({previous})",
+                                (*path, "versions", row["position"], "parentKey"))
+            if previous is None and parent is not None and kinds.get(parent) != "inherited":
+                raise self.fail("the first committed version is written on nothing or on an inherited version",
+                                (*path, "versions", row["position"], "parentKey"))
+            previous = row["key"]
+        if current_key != previous and (previous is not None or kinds[current_key] != "inherited"):
+            raise self.fail("currentKey must be the newest committed version (or, with none, null or an inherited "
+                            "version)", (*path, "currentKey"))
+        for row in rows.versions:
+            if row["parent_key"] is not None and row["parent_key"] not in kinds:
+                raise self.fail("parentKey names no version of this resource",
+                                (*path, "versions", row["position"], "parentKey"))
+        for index, row in enumerate(rows.checkpoints):
+            if row["version_key"] is not None and row["version_key"] not in kinds:
+                raise self.fail("versionKey names no version of this resource",
+                                (*path, "checkpoints", index, "versionKey"))
 
     def seed(self, ticket: str, value: Any) -> SeedPlan:
         path: Path = ("seeds", ticket)

@@ -175,7 +175,7 @@ async def test_a_different_record_under_an_existing_id_is_refused(ledger: Ledger
     await import_directory(ledger, source)
     before = state(await snapshot(ledger))
     build = realistic()
-    build.instances[2].record["revision"] += 1
+    build.instances[2].record["recoveryError"]["code"] = "MVU_HISTORY_CHANGED"
     build.template("carol", hp=1)  # new, but the import is refused as a whole
 
     with pytest.raises(MvuError) as refused:
