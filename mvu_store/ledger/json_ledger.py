@@ -35,7 +35,15 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from mvu_store.errors import Code, MvuError
-from mvu_store.jsonvalue import UNSAFE_KEYS, JsonValue, dumps, json_pointer, measure_state, normalize
+from mvu_store.jsonvalue import (
+    UNSAFE_KEYS,
+    JsonValue,
+    dumps,
+    json_pointer,
+    measure_state,
+    normalize,
+    sha256_hex,
+)
 from mvu_store.ledger import tables as t
 from mvu_store.ledger.records import NewResource, ResourceKind, VersionKind
 from mvu_store.ledger.repository import FACTS_MAX_BYTES, FACTS_MAX_RECORDS, Blob
@@ -617,6 +625,50 @@ def rebuild_version(row: Any, variables: JsonValue, receipt_result: str | None) 
     return record
 
 
+def js_json(value: JsonValue) -> str:
+    """``JSON.stringify``: insertion order, no spaces (the original hashes and writes this)."""
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+
+
+def instance_identity(session_id: str | None, created_at: JsonValue) -> dict[str, JsonValue] | None:
+    """An instance's identity as the original spells it, ``{sessionId, createdAt}``; None if not one."""
+    if session_id is None or created_at is None:
+        return None
+    return {"sessionId": session_id, "createdAt": created_at}
+
+
+def inherited_version(version: dict[str, Any], resource_id: str, identity: dict[str, JsonValue] | None
+                      ) -> dict[str, Any]:
+    """The copy of ``version`` in the history of a fork child, as the original's ``inheritedVersion``.
+
+    The key is the original's, ``sha256(JSON.stringify(['inherited', identity, key]))`` with the
+    child's instance identity. A child without one (a fork of a shared or configured resource,
+    which the original cannot make) puts its resource id in the identity's place: still
+    deterministic and distinct per child. The original also stamps the child session's
+    ``sessionFormatVersion`` on the source; the ledger does not know the child's session header,
+    so the version's own value stays.
+    """
+    source = dict(version["source"])
+    if identity is not None:
+        source.update(sessionId=identity["sessionId"], sessionCreatedAt=identity["createdAt"])
+    source.update(inherited=True, manual=False, card=False)
+    copy: dict[str, Any] = {
+        "key": sha256_hex(js_json(["inherited", identity or resource_id, version["key"]])),
+        "variables": version["variables"], "revision": 0, "source": source,
+    }
+    # `a ?? b` in the original: a manual edit names the reply it was made on; absent stays absent.
+    fingerprint = version.get("sourceFingerprint")
+    if fingerprint is None:
+        fingerprint = version.get("fingerprint")
+    if fingerprint is not None:
+        copy["fingerprint"] = fingerprint
+    revision = version.get("revision")
+    copy["inheritedFrom"] = {"versionKey": version["key"], "revision": 0 if revision is None else revision}
+    if "sessionId" in version["source"]:
+        copy["inheritedFrom"]["sessionId"] = version["source"]["sessionId"]
+    return copy
+
+
 def rebuild_checkpoint(row: Any, variables: JsonValue) -> dict[str, Any]:
     record: dict[str, Any] = json.loads(row.meta)
     record.update(turn=row.turn, seq=row.seq, revision=row.revision, variables=variables)
@@ -635,6 +687,7 @@ def rebuild_resource(
     definition: dict[str, Any],
     initial: JsonValue,
     *,
+    current_key: str | None,
     versions: list[dict[str, Any]],
     checkpoints: list[dict[str, Any]],
     management: list[dict[str, Any]],
@@ -644,7 +697,7 @@ def rebuild_resource(
     full = {**definition, "initial": initial}
     if activations:
         full["activationSeqs"] = activations
-    record.update(revision=row.revision, currentKey=row.head_key, definition=full, versions=versions)
+    record.update(revision=row.revision, currentKey=current_key, definition=full, versions=versions)
     if checkpoints:
         record["checkpoints"] = checkpoints
     if management:

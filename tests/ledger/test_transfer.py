@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 import json
-import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -13,7 +12,7 @@ from sqlalchemy import select
 
 from mvu_store.errors import MvuError
 from mvu_store.jsonvalue import dumps, normalize
-from mvu_store.ledger import CommitRequest, Ledger, open_ledger
+from mvu_store.ledger import CommitRequest, Ledger
 from mvu_store.ledger import tables as t
 from mvu_store.ledger.transfer import Snapshot, export_directory, import_directory, snapshot
 from tests.ledger.transfer_fixtures import LEGACY_TEXT, realistic
@@ -40,21 +39,6 @@ def state(snap: Snapshot) -> str:
 @pytest.fixture
 def source(tmp_path: Path) -> Path:
     return realistic().write(tmp_path / "source")
-
-
-@pytest.fixture
-async def others(ledger_url: str) -> AsyncIterator[Callable[..., Awaitable[Ledger]]]:
-    """Opens more ledgers in the test's database (each its own ledger id), closed after the test."""
-    opened: list[Ledger] = []
-
-    async def open_(**options: Any) -> Ledger:
-        ledger = await open_ledger(ledger_url, ledger_id=f"x-{uuid.uuid4().hex[:20]}", **options)
-        opened.append(ledger)
-        return ledger
-
-    yield open_
-    for ledger in opened:
-        await ledger.close()
 
 
 async def test_export_of_an_import_equals_the_original_files(ledger: Ledger, source: Path, tmp_path: Path) -> None:
