@@ -10,8 +10,20 @@ resource, seed ticket, discovery selection, legacy file) that exists and is equa
 the imported one is skipped; one that exists and differs is ``MVU_ID_CONFLICT`` with the path of
 the first clash, and nothing is written. So importing the same directory twice changes nothing
 (the report says ``unchanged``), and a resource that moved on since it was imported is never
-silently overwritten. Facts are a log without identity: a record already stored (same canonical
-JSON) is skipped. The comparison reads the ledger before the write unit runs: a resource created
+silently overwritten.
+
+Facts are a bounded log without identity (oldest evicted, DIGEST A-5): a record already stored
+(same canonical JSON) is skipped, and once the store has evicted anything, so is a record whose
+``recordedAt`` is not newer than the oldest stored one. Eviction leaves no trace of what it
+dropped, and a stored-content check alone would re-add an imported file's evicted records on
+every re-import. The oldest kept time is the evidence that remains: eviction drops the oldest
+first, so a record at or before it is one the store held and dropped, or one a store that keeps
+only the newest records would not hold anyway; either way skipping it is what the bound means.
+Before any eviction the content check is exact. A record without an integer ``recordedAt`` (the
+original always writes one) is checked by content alone. (Recording each imported file's digest
+would be exact too, but needs a table the schema does not have.)
+
+The comparison reads the ledger before the write unit runs: a resource created
 meanwhile by another writer is still refused (``insert_resource`` checks in the unit), a
 template or seed created meanwhile fails the unit on its primary key; either way nothing of the
 import is written.
@@ -90,6 +102,8 @@ class Snapshot:
     seeds: dict[str, JsonValue] = field(default_factory=dict)
     selections: dict[str, str | None] = field(default_factory=dict)
     facts: list[JsonValue] = field(default_factory=list)
+    facts_floor: int | None = None
+    """Once the facts store has evicted records: the oldest stored ``recordedAt`` (see module doc)."""
     legacy: dict[str, bytes] = field(default_factory=dict)
 
 
@@ -189,7 +203,7 @@ def _subtract(current: Snapshot, instances: jl.InstancesPlan, facts: list[jl.Fac
          if new("discoverySelections", current.selections, session, template)},
     )
     stored_facts = {dumps(record) for record in current.facts}
-    new_facts = [fact for fact in facts if fact.text not in stored_facts]
+    new_facts = [fact for fact in facts if fact.text not in stored_facts and not _evicted(fact, current.facts_floor)]
     if len(new_facts) < len(facts):
         skipped["facts"] = len(facts) - len(new_facts)
     if legacy is not None and jl.LEGACY_FILE in current.legacy:
@@ -198,6 +212,12 @@ def _subtract(current: Snapshot, instances: jl.InstancesPlan, facts: list[jl.Fac
         skipped["legacyFiles"] = 1
         legacy = None
     return _Work(kept, new_facts, legacy, dict(skipped))
+
+
+def _evicted(fact: jl.FactPlan, floor: int | None) -> bool:
+    """Whether ``fact`` is one the store may have held and evicted (so importing it again is not new)."""
+    recorded_at = fact.record.get("recordedAt")
+    return floor is not None and type(recorded_at) is int and recorded_at <= floor
 
 
 def _write(ledger: Ledger, tx: WriteTx, work: _Work) -> int:
@@ -303,7 +323,12 @@ def _snapshot(connection: Any, ledger_id: str) -> Snapshot:
         result.seeds[row.ticket] = blob(row.body_hash)
     for row in rows(t.selections, "session_id", "template_id", order=("session_id",)):
         result.selections[row.session_id] = row.template_id
-    result.facts = [json.loads(row.body) for row in rows(t.facts, "body", order=("seq",))]
+    facts = rows(t.facts, "body", "recorded_at", order=("seq",))
+    result.facts = [json.loads(row.body) for row in facts]
+    counters = rows(t.ledger, "facts_count", "facts_next_seq")
+    # Sequence numbers start at 1 and are never reused: fewer rows than numbers means evictions.
+    if facts and counters and counters[0].facts_next_seq - 1 > counters[0].facts_count:
+        result.facts_floor = min(row.recorded_at for row in facts)
     result.legacy = {row.name: bytes(row.body) for row in rows(t.legacy_files, "name", "body", order=("name",))}
     return result
 

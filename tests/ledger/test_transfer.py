@@ -288,3 +288,40 @@ async def test_a_different_legacy_file_is_refused(ledger: Ledger, tmp_path: Path
         await import_directory(ledger, tmp_path)
 
     assert (refused.value.code, refused.value.details["file"]) == ("MVU_ID_CONFLICT", "mvu-state.json")
+
+
+def facts_directory(directory: Path, first: int, count: int, **fields: Any) -> Path:
+    directory.mkdir(parents=True, exist_ok=True)
+    records = [{"phase": "commit", "recordedAt": 1_700_000_000_000 + first + index, "id": f"f{first + index}",
+                **fields} for index in range(count)]
+    (directory / "mvu-facts.json").write_text(json.dumps({"version": 1, "records": records}))
+    return directory
+
+
+async def test_facts_evicted_after_an_import_are_not_imported_again(ledger: Ledger, tmp_path: Path) -> None:
+    old = facts_directory(tmp_path / "old", 0, 3)
+    await import_directory(ledger, old)
+    # Newer facts evict the first of the three, then all of them.
+    for name, first, count, evicted in (("newer", 10, 2_046, 1), ("newest", 3_000, 2_048, 3)):
+        await import_directory(ledger, facts_directory(tmp_path / name, first, count))
+        stored = [fact["id"] for fact in await ledger.facts()]
+        assert len(stored) == 2_048 and [i for i in stored if i in {"f0", "f1", "f2"}] == ["f0", "f1", "f2"][evicted:]
+
+        again = await import_directory(ledger, old)
+
+        assert again.unchanged and again.skipped["facts"] == 3
+        assert [fact["id"] for fact in await ledger.facts()] == stored
+    # A record newer than every stored one is still new, in the same file.
+    document = read(old, "mvu-facts.json")
+    document["records"].append({"phase": "commit", "recordedAt": 1_700_000_009_000, "id": "later"})
+    (old / "mvu-facts.json").write_text(json.dumps(document))
+    report = await import_directory(ledger, old)
+    assert (report.created["facts"], report.skipped["facts"]) == (1, 3)
+    assert (await ledger.facts())[-1]["id"] == "later"
+    assert await ledger.audit() == []
+
+
+async def test_facts_before_any_eviction_are_compared_by_content(ledger: Ledger, tmp_path: Path) -> None:
+    await import_directory(ledger, facts_directory(tmp_path / "late", 100, 2))
+    report = await import_directory(ledger, facts_directory(tmp_path / "early", 0, 2))
+    assert report.created["facts"] == 2  # older than what is stored, but nothing was ever evicted
