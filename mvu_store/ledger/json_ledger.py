@@ -23,6 +23,11 @@ Shapes are those of ``shared/spec/JSON_LEDGER.md``. What goes where:
   ``revision``, ``versionKey``, ``variables`` (blob); the rest (``inheritedFrom``) -> ``meta``.
 - ``managementOperations`` -> ``management`` receipts in order; seeds -> one blob each, plus
   the columns they are looked up by; ``discoverySelections`` -> ``selections`` rows.
+
+Besides shapes, a record's history is checked as the audit checks it (``_InstancesParser.history``):
+an import never leaves a finding behind. ``currentKey`` is required (export always writes it, so
+an absent one could not come back). ``inherited_version`` is the other direction: a fork made by
+``Ledger.fork`` exported as the original's fork child.
 """
 
 from __future__ import annotations
@@ -258,7 +263,6 @@ class InstancesPlan:
 @dataclass(slots=True)
 class FactPlan:
     text: str
-    size: int
     record: dict[str, Any]
 
 
@@ -302,11 +306,6 @@ def _lower(record: dict[str, Any], row: Any, columns: tuple[tuple[str, str, Fits
         value = getattr(row, column)
         if value is not None:
             record[name] = value
-
-
-def _meta(fields: dict[str, Any]) -> tuple[str, int]:
-    text = dumps(fields)
-    return text, len(text.encode())
 
 
 def _entries(value: Any) -> list[Any]:
@@ -430,8 +429,6 @@ class _InstancesParser(_Reader):
             self.receipt(rows, resource_id, operation_id, (*path, "operationId"), kind="commit",
                          fingerprint=fingerprint, revision=revision, version_key=key,
                          result=dumps(fields.pop("result")))
-        source_text = dumps(source)
-        meta, meta_size = _meta(fields)
         session_id, message_seq = source.get("sessionId"), source.get("messageSeq")
         rows.blobs[blob.hash] = blob
         rows.versions.append({
@@ -440,8 +437,7 @@ class _InstancesParser(_Reader):
             # Copies of source fields, for lookups by session and message; `source` keeps them.
             "session_id": session_id if _id(session_id) else None,
             "message_seq": message_seq if _is_int(message_seq) else None,
-            "source": source_text, "meta": meta, "bytes": len(source_text.encode()) + meta_size,
-            "created_at": self.now_ms,
+            "source": dumps(source), "meta": dumps(fields), "created_at": self.now_ms,
         })
         return blob.hash
 
@@ -450,7 +446,7 @@ class _InstancesParser(_Reader):
             raise self.fail("operation id used twice in this resource", path)
         rows.receipts.append({
             "resource_id": resource_id, "operation_id": operation_id, "position": len(rows.receipts), **values,
-            "bytes": len(values["result"].encode()), "created_at": self.now_ms,
+            "created_at": self.now_ms,
         })
 
     def checkpoint(self, rows: Rows, resource_id: str, index: int, value: Any, path: Path) -> None:
@@ -467,11 +463,10 @@ class _InstancesParser(_Reader):
         if not rows.claim("turn", session_id, turn):
             raise self.fail("a second checkpoint for this session and turn", (*path, "turn"))
         columns = _lift(fields, _CHECKPOINT_COLUMNS)
-        meta, size = _meta(fields)
         rows.blobs[blob.hash] = blob
         rows.checkpoints.append({
             "resource_id": resource_id, "position": index, "session_id": session_id, "turn": turn, "seq": seq,
-            "revision": revision, "variables_hash": blob.hash, **columns, "meta": meta, "bytes": size,
+            "revision": revision, "variables_hash": blob.hash, **columns, "meta": dumps(fields),
         })
 
     def management(self, rows: Rows, resource_id: str, value: Any, path: Path) -> None:
@@ -602,7 +597,7 @@ def parse_facts(data: bytes) -> list[FactPlan]:
         total += size
         if total > FACTS_MAX_BYTES:
             raise reader.fail(f"fact records exceed {FACTS_MAX_BYTES} bytes", path, Code.LIMIT)
-        facts.append(FactPlan(text, size, record))
+        facts.append(FactPlan(text, record))
     return facts
 
 
