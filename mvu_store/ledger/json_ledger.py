@@ -524,7 +524,7 @@ class _InstancesParser(_Reader):
                 raise self.fail(f"a committed version must be written on the previous one ({previous})",
                                 (*path, "versions", row["position"], "parentKey"))
             if previous is None and parent is not None and kinds.get(parent) != "inherited":
-                raise self.fail("the first committed version is written on nothing or on an inherited version",
+                raise self.fail("the first committed version must be written on nothing (null) or an inherited version",
                                 (*path, "versions", row["position"], "parentKey"))
             previous = row["key"]
         if current_key != previous and (previous is not None or kinds[current_key] != "inherited"):
