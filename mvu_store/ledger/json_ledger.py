@@ -23,6 +23,11 @@ Shapes are those of ``shared/spec/JSON_LEDGER.md``. What goes where:
   ``revision``, ``versionKey``, ``variables`` (blob); the rest (``inheritedFrom``) -> ``meta``.
 - ``managementOperations`` -> ``management`` receipts in order; seeds -> one blob each, plus
   the columns they are looked up by; ``discoverySelections`` -> ``selections`` rows.
+
+Besides shapes, a record's history is checked as the audit checks it (``_InstancesParser.history``):
+an import never leaves a finding behind. ``currentKey`` is required (export always writes it, so
+an absent one could not come back). ``inherited_version`` is the other direction: a fork made by
+``Ledger.fork`` exported as the original's fork child.
 """
 
 from __future__ import annotations
@@ -35,7 +40,15 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from mvu_store.errors import Code, MvuError
-from mvu_store.jsonvalue import UNSAFE_KEYS, JsonValue, dumps, json_pointer, measure_state, normalize
+from mvu_store.jsonvalue import (
+    UNSAFE_KEYS,
+    JsonValue,
+    dumps,
+    json_pointer,
+    measure_state,
+    normalize,
+    sha256_hex,
+)
 from mvu_store.ledger import tables as t
 from mvu_store.ledger.blob import Blob
 from mvu_store.ledger.records import NewResource, ResourceKind, VersionKind
@@ -251,7 +264,6 @@ class InstancesPlan:
 @dataclass(slots=True)
 class FactPlan:
     text: str
-    size: int
     record: dict[str, Any]
 
 
@@ -295,11 +307,6 @@ def _lower(record: dict[str, Any], row: Any, columns: tuple[tuple[str, str, Fits
         value = getattr(row, column)
         if value is not None:
             record[name] = value
-
-
-def _meta(fields: dict[str, Any]) -> tuple[str, int]:
-    text = dumps(fields)
-    return text, len(text.encode())
 
 
 def _entries(value: Any) -> list[Any]:
@@ -371,6 +378,7 @@ class _InstancesParser(_Reader):
             self.checkpoint(rows, resource_id, index, item, (*path, "checkpoints", index))
         for index, item in enumerate(self.row_list(fields, "managementOperations", path)):
             self.management(rows, resource_id, item, (*path, "managementOperations", index))
+        self.history(path, revision, current_key, rows)
         seqs = definition.get("activationSeqs")
         if isinstance(seqs, dict) and seqs and all(_id(s) and _is_int(n) for s, n in seqs.items()):
             rows.activations = [{"owner_id": resource_id, "session_id": s, "seq": n} for s, n in seqs.items()]
@@ -413,8 +421,6 @@ class _InstancesParser(_Reader):
         source = self.obj(self.required(fields, "source", path), (*path, "source"))
         if not rows.claim("key", key):
             raise self.fail("duplicate version key in this resource", (*path, "key"))
-        if kind in t.COMMITTED_KINDS and not rows.claim("revision", revision):
-            raise self.fail("two committed versions claim this revision", (*path, "revision"))
         for name in ("key", "revision", "variables", "source"):
             del fields[name]
         columns = _lift(fields, _VERSION_COLUMNS)
@@ -424,8 +430,6 @@ class _InstancesParser(_Reader):
             self.receipt(rows, resource_id, operation_id, (*path, "operationId"), kind="commit",
                          fingerprint=fingerprint, revision=revision, version_key=key,
                          result=dumps(fields.pop("result")))
-        source_text = dumps(source)
-        meta, meta_size = _meta(fields)
         session_id, message_seq = source.get("sessionId"), source.get("messageSeq")
         rows.blobs[blob.hash] = blob
         rows.versions.append({
@@ -434,8 +438,7 @@ class _InstancesParser(_Reader):
             # Copies of source fields, for lookups by session and message; `source` keeps them.
             "session_id": session_id if _id(session_id) else None,
             "message_seq": message_seq if _is_int(message_seq) else None,
-            "source": source_text, "meta": meta, "bytes": len(source_text.encode()) + meta_size,
-            "created_at": self.now_ms,
+            "source": dumps(source), "meta": dumps(fields), "created_at": self.now_ms,
         })
         return blob.hash
 
@@ -444,7 +447,7 @@ class _InstancesParser(_Reader):
             raise self.fail("operation id used twice in this resource", path)
         rows.receipts.append({
             "resource_id": resource_id, "operation_id": operation_id, "position": len(rows.receipts), **values,
-            "bytes": len(values["result"].encode()), "created_at": self.now_ms,
+            "created_at": self.now_ms,
         })
 
     def checkpoint(self, rows: Rows, resource_id: str, index: int, value: Any, path: Path) -> None:
@@ -461,11 +464,10 @@ class _InstancesParser(_Reader):
         if not rows.claim("turn", session_id, turn):
             raise self.fail("a second checkpoint for this session and turn", (*path, "turn"))
         columns = _lift(fields, _CHECKPOINT_COLUMNS)
-        meta, size = _meta(fields)
         rows.blobs[blob.hash] = blob
         rows.checkpoints.append({
             "resource_id": resource_id, "position": index, "session_id": session_id, "turn": turn, "seq": seq,
-            "revision": revision, "variables_hash": blob.hash, **columns, "meta": meta, "bytes": size,
+            "revision": revision, "variables_hash": blob.hash, **columns, "meta": dumps(fields),
         })
 
     def management(self, rows: Rows, resource_id: str, value: Any, path: Path) -> None:
@@ -476,9 +478,67 @@ class _InstancesParser(_Reader):
         operation_id = self.text(self.required(entry, "id", path), (*path, "id"))
         fingerprint = self.text(self.required(entry, "fingerprint", path), (*path, "fingerprint"), _hash)
         result = self.obj(self.required(entry, "result", path), (*path, "result"))
-        revision = result.get("revision")
+        # The revision this operation moved the record to: one of the record's revisions (see history).
+        revision = self.integer(self.required(result, "revision", (*path, "result")), (*path, "result", "revision"))
         self.receipt(rows, resource_id, operation_id, (*path, "id"), kind="management", fingerprint=fingerprint,
-                     revision=revision if _is_int(revision) else 0, version_key=None, result=dumps(result))
+                     revision=revision, version_key=None, result=dumps(result))
+
+    def history(self, path: Path, revision: int, current_key: Any, rows: Rows) -> None:
+        """Refuse a record whose history the audit (``audit.py``) would flag once imported.
+
+        The original moves ``revision`` by one per committed version (reply, manual, card,
+        initial) and per management operation, from 0 at creation (instances, copies, fork
+        children alike), so those claims are exactly 1..revision: no duplicate, no hole, and no
+        leading gap either (the original has no path that moves a revision without claiming it,
+        so a gap means a damaged file). Each committed version is written on the current one
+        (``parentKey``), so after the first they chain by revision, and ``currentKey`` is the
+        newest; with none it is null or an inherited version (a fork child's inherited head).
+        Any other key a version or checkpoint names must be a version of this record. Keys are
+        checked as the columns hold them: a value that fits no key column (``parentKey: 7``) is
+        kept in ``meta``, where no audit follows it.
+        """
+        kinds = {row["key"]: row["kind"] for row in rows.versions}
+        committed = sorted((row for row in rows.versions if row["kind"] in t.COMMITTED_KINDS),
+                           key=lambda row: row["revision"])
+        # Management receipts are appended in managementOperations order: index is the array's.
+        management = [receipt for receipt in rows.receipts if receipt["kind"] == "management"]
+        claims = sorted(
+            [(row["revision"], (*path, "versions", row["position"], "revision")) for row in committed]
+            + [(receipt["revision"], (*path, "managementOperations", index, "result", "revision"))
+               for index, receipt in enumerate(management)],
+            key=lambda claim: claim[0],
+        )
+        for expected, (claimed, where) in enumerate(claims, start=1):
+            if claimed == expected - 1 and expected > 1:
+                raise self.fail(f"a second committed version or management operation claims revision {claimed}",
+                                where)
+            if claimed != expected:
+                raise self.fail(f"revision {claimed} breaks the sequence of committed versions and management "
+                                f"operations (expected {expected}: revisions start at 1, without holes)", where)
+        if revision != len(claims):
+            raise self.fail(f"the record is at revision {revision}, but its committed versions and management "
+                            f"operations end at revision {len(claims)}", (*path, "revision"))
+        previous: str | None = None
+        for row in committed:
+            parent = row["parent_key"]
+            if previous is not None and parent != previous:
+                raise self.fail(f"a committed version must be written on the previous one ({previous})",
+                                (*path, "versions", row["position"], "parentKey"))
+            if previous is None and parent is not None and kinds.get(parent) != "inherited":
+                raise self.fail("the first committed version must be written on nothing (null) or an inherited version",
+                                (*path, "versions", row["position"], "parentKey"))
+            previous = row["key"]
+        if current_key != previous and (previous is not None or kinds[current_key] != "inherited"):
+            raise self.fail("currentKey must be the newest committed version (or, with none, null or an inherited "
+                            "version)", (*path, "currentKey"))
+        for row in rows.versions:
+            if row["parent_key"] is not None and row["parent_key"] not in kinds:
+                raise self.fail("parentKey names no version of this resource",
+                                (*path, "versions", row["position"], "parentKey"))
+        for index, row in enumerate(rows.checkpoints):
+            if row["version_key"] is not None and row["version_key"] not in kinds:
+                raise self.fail("versionKey names no version of this resource",
+                                (*path, "checkpoints", index, "versionKey"))
 
     def seed(self, ticket: str, value: Any) -> SeedPlan:
         path: Path = ("seeds", ticket)
@@ -538,7 +598,7 @@ def parse_facts(data: bytes) -> list[FactPlan]:
         total += size
         if total > FACTS_MAX_BYTES:
             raise reader.fail(f"fact records exceed {FACTS_MAX_BYTES} bytes", path, Code.LIMIT)
-        facts.append(FactPlan(text, size, record))
+        facts.append(FactPlan(text, record))
     return facts
 
 
@@ -561,6 +621,50 @@ def rebuild_version(row: Any, variables: JsonValue, receipt_result: str | None) 
     return record
 
 
+def js_json(value: JsonValue) -> str:
+    """``JSON.stringify``: insertion order, no spaces (the original hashes and writes this)."""
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+
+
+def instance_identity(session_id: str | None, created_at: JsonValue) -> dict[str, JsonValue] | None:
+    """An instance's identity as the original spells it, ``{sessionId, createdAt}``; None if not one."""
+    if session_id is None or created_at is None:
+        return None
+    return {"sessionId": session_id, "createdAt": created_at}
+
+
+def inherited_version(version: dict[str, Any], resource_id: str, identity: dict[str, JsonValue] | None
+                      ) -> dict[str, Any]:
+    """The copy of ``version`` in the history of a fork child, as the original's ``inheritedVersion``.
+
+    The key is the original's, ``sha256(JSON.stringify(['inherited', identity, key]))`` with the
+    child's instance identity. A child without one (a fork of a shared or configured resource,
+    which the original cannot make) puts its resource id in the identity's place: still
+    deterministic and distinct per child. The original also stamps the child session's
+    ``sessionFormatVersion`` on the source; the ledger does not know the child's session header,
+    so the version's own value stays.
+    """
+    source = dict(version["source"])
+    if identity is not None:
+        source.update(sessionId=identity["sessionId"], sessionCreatedAt=identity["createdAt"])
+    source.update(inherited=True, manual=False, card=False)
+    copy: dict[str, Any] = {
+        "key": sha256_hex(js_json(["inherited", identity or resource_id, version["key"]])),
+        "variables": version["variables"], "revision": 0, "source": source,
+    }
+    # `a ?? b` in the original: a manual edit names the reply it was made on; absent stays absent.
+    fingerprint = version.get("sourceFingerprint")
+    if fingerprint is None:
+        fingerprint = version.get("fingerprint")
+    if fingerprint is not None:
+        copy["fingerprint"] = fingerprint
+    revision = version.get("revision")
+    copy["inheritedFrom"] = {"versionKey": version["key"], "revision": 0 if revision is None else revision}
+    if "sessionId" in version["source"]:
+        copy["inheritedFrom"]["sessionId"] = version["source"]["sessionId"]
+    return copy
+
+
 def rebuild_checkpoint(row: Any, variables: JsonValue) -> dict[str, Any]:
     record: dict[str, Any] = json.loads(row.meta)
     record.update(turn=row.turn, seq=row.seq, revision=row.revision, variables=variables)
@@ -579,6 +683,7 @@ def rebuild_resource(
     definition: dict[str, Any],
     initial: JsonValue,
     *,
+    current_key: str | None,
     versions: list[dict[str, Any]],
     checkpoints: list[dict[str, Any]],
     management: list[dict[str, Any]],
@@ -588,7 +693,7 @@ def rebuild_resource(
     full = {**definition, "initial": initial}
     if activations:
         full["activationSeqs"] = activations
-    record.update(revision=row.revision, currentKey=row.head_key, definition=full, versions=versions)
+    record.update(revision=row.revision, currentKey=current_key, definition=full, versions=versions)
     if checkpoints:
         record["checkpoints"] = checkpoints
     if management:

@@ -10,14 +10,31 @@ resource, seed ticket, discovery selection, legacy file) that exists and is equa
 the imported one is skipped; one that exists and differs is ``MVU_ID_CONFLICT`` with the path of
 the first clash, and nothing is written. So importing the same directory twice changes nothing
 (the report says ``unchanged``), and a resource that moved on since it was imported is never
-silently overwritten. Facts are a log without identity: a record already stored (same canonical
-JSON) is skipped. The comparison reads the ledger before the write unit runs: a resource created
+silently overwritten.
+
+Facts are a bounded log without identity (oldest evicted, DIGEST A-5): a record already stored
+(same canonical JSON) is skipped, and once the store has evicted anything, so is a record whose
+``recordedAt`` is not newer than the oldest stored one. Eviction leaves no trace of what it
+dropped, and a stored-content check alone would re-add an imported file's evicted records on
+every re-import. The oldest kept time is the evidence that remains: eviction drops the oldest
+first, so a record at or before it is one the store held and dropped, or one a store that keeps
+only the newest records would not hold anyway; either way skipping it is what the bound means.
+Before any eviction the content check is exact. A record without an integer ``recordedAt`` (the
+original always writes one) is checked by content alone. (Recording each imported file's digest
+would be exact too, but needs a table the schema does not have.)
+
+The comparison reads the ledger before the write unit runs: a resource created
 meanwhile by another writer is still refused (``insert_resource`` checks in the unit), a
 template or seed created meanwhile fails the unit on its primary key; either way nothing of the
 import is written.
 
 Export writes the same formats back from the rows (``json_ledger.rebuild_*``), each file
-atomically (temporary file, fsync, rename, fsync of the directory).
+atomically (temporary file, fsync, rename, fsync of the directory). A fork made by
+``Ledger.fork`` links to its ancestry instead of copying it; the original's file has no such
+link, so export writes the child as the original's fork child: its inherited history as
+inherited versions (``json_ledger.inherited_version``), its head and its own first commit's
+``parentKey`` naming the copy of the fork point. Re-importing that file gives a child holding its
+copies, whose export is the same file.
 """
 
 from __future__ import annotations
@@ -85,6 +102,8 @@ class Snapshot:
     seeds: dict[str, JsonValue] = field(default_factory=dict)
     selections: dict[str, str | None] = field(default_factory=dict)
     facts: list[JsonValue] = field(default_factory=list)
+    facts_floor: int | None = None
+    """Once the facts store has evicted records: the oldest stored ``recordedAt`` (see module doc)."""
     legacy: dict[str, bytes] = field(default_factory=dict)
 
 
@@ -184,7 +203,7 @@ def _subtract(current: Snapshot, instances: jl.InstancesPlan, facts: list[jl.Fac
          if new("discoverySelections", current.selections, session, template)},
     )
     stored_facts = {dumps(record) for record in current.facts}
-    new_facts = [fact for fact in facts if fact.text not in stored_facts]
+    new_facts = [fact for fact in facts if fact.text not in stored_facts and not _evicted(fact, current.facts_floor)]
     if len(new_facts) < len(facts):
         skipped["facts"] = len(facts) - len(new_facts)
     if legacy is not None and jl.LEGACY_FILE in current.legacy:
@@ -193,6 +212,12 @@ def _subtract(current: Snapshot, instances: jl.InstancesPlan, facts: list[jl.Fac
         skipped["legacyFiles"] = 1
         legacy = None
     return _Work(kept, new_facts, legacy, dict(skipped))
+
+
+def _evicted(fact: jl.FactPlan, floor: int | None) -> bool:
+    """Whether ``fact`` is one the store may have held and evicted (so importing it again is not new)."""
+    recorded_at = fact.record.get("recordedAt")
+    return floor is not None and type(recorded_at) is int and recorded_at <= floor
 
 
 def _write(ledger: Ledger, tx: WriteTx, work: _Work) -> int:
@@ -259,33 +284,77 @@ def _snapshot(connection: Any, ledger_id: str) -> Snapshot:
     for receipt in receipts:
         if receipt.kind == "management":
             management[receipt.resource_id].append(jl.rebuild_management(receipt))
-    versions: dict[str, list[dict[str, Any]]] = defaultdict(list)
-    for row in rows(t.versions, "resource_id", "key", "revision", "parent_key", "variables_hash", "operation_id",
-                    "fingerprint", "error", "source", "meta", order=("resource_id", "position")):
-        versions[row.resource_id].append(
-            jl.rebuild_version(row, blob(row.variables_hash), results.get((row.resource_id, row.key))))
-    checkpoints: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    own: dict[str, list[Any]] = defaultdict(list)
+    for row in rows(t.versions, "resource_id", "key", "position", "revision", "parent_key", "variables_hash",
+                    "operation_id", "fingerprint", "error", "source", "meta", order=("resource_id", "position")):
+        own[row.resource_id].append(row)
+    checkpoints: dict[str, list[Any]] = defaultdict(list)
     for row in rows(t.checkpoints, "resource_id", "session_id", "turn", "seq", "revision", "version_key",
                     "variables_hash", "meta", order=("resource_id", "position")):
-        checkpoints[row.resource_id].append(jl.rebuild_checkpoint(row, blob(row.variables_hash)))
+        checkpoints[row.resource_id].append(row)
     activations: dict[str, dict[str, int]] = defaultdict(dict)
     for row in rows(t.activations, "owner_id", "session_id", "seq"):
         activations[row.owner_id][row.session_id] = row.seq
     result = Snapshot()
     for row in rows(t.templates, "id", "definition_hash", order=("position",)):
         result.templates[row.id] = blob(row.definition_hash)
+    # Creation order: a fork's owner comes before the child, so its history is already built.
+    histories: dict[str, list[dict[str, Any]]] = {}
     for row in rows(t.resources, "id", "revision", "head_key", "definition_hash", "initial_hash", "management_mode",
-                    "meta", order=("position",)):
+                    "meta", "session_id", "session_created_at", "parent_id", "parent_position", order=("position",)):
+        inherited = _inherited(row, histories, own)
+        # The child's own rows name its fork point by the owner's key; the file names the copy.
+        renamed = {copy["inheritedFrom"]["versionKey"]: copy["key"] for copy in inherited}
+        versions = [*inherited]
+        for version in own[row.id]:
+            record = jl.rebuild_version(version, blob(version.variables_hash), results.get((row.id, version.key)))
+            if "parentKey" in record:
+                record["parentKey"] = _rename(renamed, record["parentKey"])
+            versions.append(record)
+        histories[row.id] = versions
+        points = [jl.rebuild_checkpoint(point, blob(point.variables_hash)) for point in checkpoints[row.id]]
+        for point in points:
+            if "versionKey" in point:
+                point["versionKey"] = _rename(renamed, point["versionKey"])
         result.resources[row.id] = jl.rebuild_resource(
-            row, blob(row.definition_hash), blob(row.initial_hash), versions=versions[row.id],
-            checkpoints=checkpoints[row.id], management=management[row.id], activations=activations[row.id])
+            row, blob(row.definition_hash), blob(row.initial_hash), current_key=_rename(renamed, row.head_key),
+            versions=versions, checkpoints=points, management=management[row.id], activations=activations[row.id])
     for row in rows(t.seeds, "ticket", "body_hash", order=("position",)):
         result.seeds[row.ticket] = blob(row.body_hash)
     for row in rows(t.selections, "session_id", "template_id", order=("session_id",)):
         result.selections[row.session_id] = row.template_id
-    result.facts = [json.loads(row.body) for row in rows(t.facts, "body", order=("seq",))]
+    facts = rows(t.facts, "body", "recorded_at", order=("seq",))
+    result.facts = [json.loads(row.body) for row in facts]
+    counters = rows(t.ledger, "facts_count", "facts_next_seq")
+    # Sequence numbers start at 1 and are never reused: fewer rows than numbers means evictions.
+    if facts and counters and counters[0].facts_next_seq - 1 > counters[0].facts_count:
+        result.facts_floor = min(row.recorded_at for row in facts)
     result.legacy = {row.name: bytes(row.body) for row in rows(t.legacy_files, "name", "body", order=("name",))}
     return result
+
+
+def _rename(renamed: dict[str, str], key: Any) -> Any:
+    return renamed.get(key, key) if isinstance(key, str) else key
+
+
+def _inherited(row: Any, histories: dict[str, list[dict[str, Any]]], own: dict[str, list[Any]]
+               ) -> list[dict[str, Any]]:
+    """The history a fork made by ``Ledger.fork`` inherits, copied the way the original copies it.
+
+    The ledger links the child to the owner of its fork point (``parent_id``) and a position in
+    the owner's own rows instead of copying: the child sees the owner's whole history up to that
+    row, the owner's own inherited part included. The original's file holds copies instead
+    (``json_ledger.inherited_version``), so export makes them: a grandchild's are copies of its
+    owner's copies, as in the original. A fork of an inherited version links to the version's
+    owner, not to the resource forked, so it exports as a fork of that owner.
+    """
+    if row.parent_id is None:
+        return []
+    owner, owner_rows = histories[row.parent_id], own[row.parent_id]
+    seen = len(owner) - len(owner_rows) + sum(1 for version in owner_rows if version.position <= row.parent_position)
+    created_at = None if row.session_created_at is None else json.loads(row.session_created_at)
+    identity = jl.instance_identity(row.session_id, created_at)
+    return [jl.inherited_version(version, row.id, identity) for version in owner[:seen]]
 
 
 async def export_directory(ledger: Ledger, directory: str | os.PathLike[str], *,
@@ -316,7 +385,7 @@ async def export_directory(ledger: Ledger, directory: str | os.PathLike[str], *,
 
 def _encode(document: JsonValue) -> bytes:
     # Compact like JSON.stringify, so an export stays within the original's 32 MiB file limit.
-    return json.dumps(document, ensure_ascii=False, separators=(",", ":")).encode()
+    return jl.js_json(document).encode()
 
 
 def write_atomically(path: Path, data: bytes) -> None:

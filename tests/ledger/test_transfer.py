@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 import json
-import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -13,7 +12,7 @@ from sqlalchemy import select
 
 from mvu_store.errors import MvuError
 from mvu_store.jsonvalue import dumps, normalize
-from mvu_store.ledger import CommitRequest, Ledger, open_ledger
+from mvu_store.ledger import CommitRequest, Ledger
 from mvu_store.ledger import tables as t
 from mvu_store.ledger.transfer import Snapshot, export_directory, import_directory, snapshot
 from tests.ledger.transfer_fixtures import LEGACY_TEXT, realistic
@@ -40,21 +39,6 @@ def state(snap: Snapshot) -> str:
 @pytest.fixture
 def source(tmp_path: Path) -> Path:
     return realistic().write(tmp_path / "source")
-
-
-@pytest.fixture
-async def others(ledger_url: str) -> AsyncIterator[Callable[..., Awaitable[Ledger]]]:
-    """Opens more ledgers in the test's database (each its own ledger id), closed after the test."""
-    opened: list[Ledger] = []
-
-    async def open_(**options: Any) -> Ledger:
-        ledger = await open_ledger(ledger_url, ledger_id=f"x-{uuid.uuid4().hex[:20]}", **options)
-        opened.append(ledger)
-        return ledger
-
-    yield open_
-    for ledger in opened:
-        await ledger.close()
 
 
 async def test_export_of_an_import_equals_the_original_files(ledger: Ledger, source: Path, tmp_path: Path) -> None:
@@ -175,7 +159,7 @@ async def test_a_different_record_under_an_existing_id_is_refused(ledger: Ledger
     await import_directory(ledger, source)
     before = state(await snapshot(ledger))
     build = realistic()
-    build.instances[2].record["revision"] += 1
+    build.instances[2].record["recoveryError"]["code"] = "MVU_HISTORY_CHANGED"
     build.template("carol", hp=1)  # new, but the import is refused as a whole
 
     with pytest.raises(MvuError) as refused:
@@ -304,3 +288,40 @@ async def test_a_different_legacy_file_is_refused(ledger: Ledger, tmp_path: Path
         await import_directory(ledger, tmp_path)
 
     assert (refused.value.code, refused.value.details["file"]) == ("MVU_ID_CONFLICT", "mvu-state.json")
+
+
+def facts_directory(directory: Path, first: int, count: int, **fields: Any) -> Path:
+    directory.mkdir(parents=True, exist_ok=True)
+    records = [{"phase": "commit", "recordedAt": 1_700_000_000_000 + first + index, "id": f"f{first + index}",
+                **fields} for index in range(count)]
+    (directory / "mvu-facts.json").write_text(json.dumps({"version": 1, "records": records}))
+    return directory
+
+
+async def test_facts_evicted_after_an_import_are_not_imported_again(ledger: Ledger, tmp_path: Path) -> None:
+    old = facts_directory(tmp_path / "old", 0, 3)
+    await import_directory(ledger, old)
+    # Newer facts evict the first of the three, then all of them.
+    for name, first, count, evicted in (("newer", 10, 2_046, 1), ("newest", 3_000, 2_048, 3)):
+        await import_directory(ledger, facts_directory(tmp_path / name, first, count))
+        stored = [fact["id"] for fact in await ledger.facts()]
+        assert len(stored) == 2_048 and [i for i in stored if i in {"f0", "f1", "f2"}] == ["f0", "f1", "f2"][evicted:]
+
+        again = await import_directory(ledger, old)
+
+        assert again.unchanged and again.skipped["facts"] == 3
+        assert [fact["id"] for fact in await ledger.facts()] == stored
+    # A record newer than every stored one is still new, in the same file.
+    document = read(old, "mvu-facts.json")
+    document["records"].append({"phase": "commit", "recordedAt": 1_700_000_009_000, "id": "later"})
+    (old / "mvu-facts.json").write_text(json.dumps(document))
+    report = await import_directory(ledger, old)
+    assert (report.created["facts"], report.skipped["facts"]) == (1, 3)
+    assert (await ledger.facts())[-1]["id"] == "later"
+    assert await ledger.audit() == []
+
+
+async def test_facts_before_any_eviction_are_compared_by_content(ledger: Ledger, tmp_path: Path) -> None:
+    await import_directory(ledger, facts_directory(tmp_path / "late", 100, 2))
+    report = await import_directory(ledger, facts_directory(tmp_path / "early", 0, 2))
+    assert report.created["facts"] == 2  # older than what is stored, but nothing was ever evicted

@@ -48,6 +48,20 @@ def setitem(target: dict[str, Any] | list[Any], key: Any, value: Any) -> None:
     target[key] = value
 
 
+def shift_revisions(files: dict[str, Any]) -> None:
+    """Every revision one higher: consistent but for the leading gap (the original starts at 1)."""
+    record = play(files)
+    for claim in (*record["versions"], *(op["result"] for op in record["managementOperations"]), record):
+        claim["revision"] += 1
+
+
+def only_a_failed_reply(files: dict[str, Any]) -> None:
+    record = play(files)
+    failed = record["versions"][2]
+    record.update(versions=[failed], revision=0, currentKey=failed["key"], checkpoints=[])
+    del record["managementOperations"]
+
+
 def truncate(files: dict[str, Any]) -> None:
     files["mvu-instances.json"] = json.dumps(files["mvu-instances.json"])[:-3]
 
@@ -91,6 +105,35 @@ CASES = [
          "MVU_JSON", f"/resources/{PLAY}/versions/1/key"),
     Case("two commits at one revision", lambda f: setitem(play(f)["versions"][3], "revision", 2), "MVU_JSON",
          f"/resources/{PLAY}/versions/3/revision"),
+    Case("a hole in the revisions", lambda f: [setitem(play(f)["versions"][6], "revision", 8),
+                                               setitem(play(f), "revision", 8)],
+         "MVU_JSON", f"/resources/{PLAY}/versions/6/revision"),
+    Case("revisions that do not start at 1", shift_revisions, "MVU_JSON", f"/resources/{PLAY}/versions/0/revision"),
+    Case("a record ahead of its newest commit", lambda f: setitem(play(f), "revision", 8), "MVU_JSON",
+         f"/resources/{PLAY}/revision"),
+    Case("a record behind its newest commit", lambda f: setitem(play(f), "revision", 6), "MVU_JSON",
+         f"/resources/{PLAY}/revision"),
+    Case("a management operation at a committed revision",
+         lambda f: setitem(play(f)["managementOperations"][0]["result"], "revision", 5), "MVU_JSON",
+         f"/resources/{PLAY}/managementOperations/0/result/revision"),
+    Case("a management operation without a revision", lambda f: play(f)["managementOperations"][0]["result"].pop(
+        "revision"), "MVU_JSON", f"/resources/{PLAY}/managementOperations/0/result/revision"),
+    Case("a commit not written on the previous one",
+         lambda f: setitem(play(f)["versions"][3], "parentKey", play(f)["versions"][0]["key"]), "MVU_JSON",
+         f"/resources/{PLAY}/versions/3/parentKey"),
+    Case("a first commit written on a failed reply",
+         lambda f: setitem(play(f)["versions"][0], "parentKey", play(f)["versions"][2]["key"]), "MVU_JSON",
+         f"/resources/{PLAY}/versions/0/parentKey"),
+    Case("currentKey behind the newest commit", lambda f: setitem(play(f), "currentKey", play(f)["versions"][5]["key"]),
+         "MVU_JSON", f"/resources/{PLAY}/currentKey"),
+    Case("currentKey on a failed reply", lambda f: setitem(play(f), "currentKey", play(f)["versions"][2]["key"]),
+         "MVU_JSON", f"/resources/{PLAY}/currentKey"),
+    Case("currentKey on a failed reply, without any commit", only_a_failed_reply, "MVU_JSON",
+         f"/resources/{PLAY}/currentKey"),
+    Case("a failed reply's parentKey names nothing", lambda f: setitem(play(f)["versions"][2], "parentKey", "1" * 64),
+         "MVU_JSON", f"/resources/{PLAY}/versions/2/parentKey"),
+    Case("a checkpoint names no version", lambda f: setitem(play(f)["checkpoints"][1], "versionKey", "0" * 64),
+         "MVU_JSON", f"/resources/{PLAY}/checkpoints/1/versionKey"),
     Case("two checkpoints for one turn", lambda f: setitem(play(f)["checkpoints"][1], "turn", 1), "MVU_JSON",
          f"/resources/{PLAY}/checkpoints/1/turn"),
     Case("checkpoints not an array", lambda f: setitem(play(f), "checkpoints", {}), "MVU_JSON",
