@@ -97,6 +97,15 @@ def dumps(value: JsonValue) -> str:
     return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
 
 
+def js_json(value: JsonValue) -> str:
+    """What JavaScript's ``JSON.stringify`` writes for JSON data: insertion order, no spaces.
+
+    The original implementation hashes this text for its keys (versions, inherited copies), so
+    keys computed here match keys it wrote.
+    """
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+
+
 def utf8(text: str) -> bytes:
     """UTF-8 bytes of a text, or ``MVU_JSON`` for one that has none (a lone surrogate)."""
     try:

@@ -44,6 +44,7 @@ from mvu_store.jsonvalue import (
     UNSAFE_KEYS,
     JsonValue,
     dumps,
+    js_json,
     json_pointer,
     measure_state,
     normalize,
@@ -619,11 +620,6 @@ def rebuild_version(row: Any, variables: JsonValue, receipt_result: str | None) 
     if receipt_result is not None:
         record["result"] = json.loads(receipt_result)
     return record
-
-
-def js_json(value: JsonValue) -> str:
-    """``JSON.stringify``: insertion order, no spaces (the original hashes and writes this)."""
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
 
 
 def instance_identity(session_id: str | None, created_at: JsonValue) -> dict[str, JsonValue] | None:

@@ -3,10 +3,8 @@ source disagree, facts that would carry content; and the original format's versi
 
 from __future__ import annotations
 
-import json
-
 from mvu_store.errors import Code, MvuError
-from mvu_store.jsonvalue import JsonValue, sha256_hex, utf8
+from mvu_store.jsonvalue import JsonValue, js_json, sha256_hex, utf8
 from mvu_store.ledger import tables as t
 from mvu_store.ledger.records import CommitRequest
 
@@ -52,12 +50,9 @@ def default_key(request: CommitRequest) -> str:
     its source message, each as ``sha256(JSON.stringify(...))`` (insertion order, no spaces), so
     a reply imported from the original ledger and delivered again is recognised as a replay."""
     if request.operation_id is not None:
-        return sha256_hex(_js_json({"id": request.resource_id, "operationId": request.operation_id}))
-    return sha256_hex(_js_json(request.source))
+        return sha256_hex(js_json({"id": request.resource_id, "operationId": request.operation_id}))
+    return sha256_hex(js_json(request.source))
 
-
-def _js_json(value: JsonValue) -> str:
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
 
 
 # What a version's source says about its kind, as the original format records it (and as the

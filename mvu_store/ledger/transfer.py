@@ -53,7 +53,7 @@ from typing import Any
 from sqlalchemy import Table, select
 
 from mvu_store.errors import Code, MvuError
-from mvu_store.jsonvalue import JsonValue, dumps, sha256_hex
+from mvu_store.jsonvalue import JsonValue, dumps, js_json, sha256_hex
 from mvu_store.ledger import json_ledger as jl
 from mvu_store.ledger import tables as t
 from mvu_store.ledger.repository import Ledger
@@ -385,7 +385,7 @@ async def export_directory(ledger: Ledger, directory: str | os.PathLike[str], *,
 
 def _encode(document: JsonValue) -> bytes:
     # Compact like JSON.stringify, so an export stays within the original's 32 MiB file limit.
-    return jl.js_json(document).encode()
+    return js_json(document).encode()
 
 
 def write_atomically(path: Path, data: bytes) -> None:
