@@ -115,6 +115,8 @@ def test_loops_are_capped_at_a_thousand_items(loop: str) -> None:
     ("const f = (...rest) => rest;", "MVU_SCHEMA_CODE"),
     ("const f = ({ a, ...others }) => a;", "MVU_SCHEMA_CODE"),
     ("const [first, ...others] = [1, 2];", "MVU_SCHEMA_CODE"),
+    ("const { a: { b, ...inner } } = { a: { b: 1 } };", "MVU_SCHEMA_CODE"),
+    ("const { ...[first] } = [1];", "MVU_SCHEMA_CODE"),
     ("import fs from 'fs';", "MVU_SCHEMA_CODE"),
     ("import { z } from 'https://esm.sh/zod';", "MVU_SCHEMA_CODE"),
     ("const m = import('zod');", "MVU_SCHEMA_CODE"),
@@ -227,3 +229,20 @@ def test_sets_and_uniq_scale_linearly() -> None:
 def test_self_referencing_lazy_schemas_hit_a_limit() -> None:
     source = "const Loop = z.lazy(() => Loop);\nexport default Loop;"
     assert refusal(source, 1).code == "MVU_LIMIT"
+
+
+def test_an_object_rest_copies_own_data_only() -> None:
+    source = """export default z.any().transform(v => {
+  const { a, ...rest } = v;
+  return [rest.__proto__ === undefined, Object.keys(rest), rest.constructor];
+});"""
+    assert refusal(source, {"a": 1, "b": 2}).code == "MVU_SCHEMA"  # `constructor` stays refused
+    copied = "export default z.any().transform(v => { const { a, ...rest } = v; return Object.keys(rest); });"
+    assert validate(compile_schema(copied), {"a": 1, "b": 2, "1": 3}, now_ms=0).value == ["1", "b"]
+
+
+def test_an_object_rest_over_a_large_value_shares_the_budget() -> None:
+    source = """export default z.any().transform(v => {
+  for (const i of _.range(1000)) { for (const j of _.range(1000)) { const { a, ...rest } = v; } }
+});"""
+    assert refusal(source, {str(i): i for i in range(500)}).code == "MVU_LIMIT"
