@@ -7,6 +7,7 @@ touches and never mutates its input unless lodash itself does (``_.merge``, ``_.
 from __future__ import annotations
 
 import math
+import sys
 from collections.abc import Callable
 from functools import cmp_to_key
 from typing import Any
@@ -29,6 +30,7 @@ from mvu_store.schema.builtins import (
     make_predicate,
     plain,
     safe_key,
+    to_integer,
     to_num,
     values,
 )
@@ -202,7 +204,7 @@ def _size(budget: Budget, args: list[Any]) -> Any:
 def _lodash_round(method: str) -> Fn:
     def apply(budget: Budget, args: list[Any]) -> Any:
         number, digits = to_num(arg(args, 0)), arg(args, 1)
-        precision = 0 if digits is UNDEFINED else int(to_num(digits))
+        precision = 0 if digits is UNDEFINED else to_integer(digits)
         if method == "round":
             return js_round(number, precision)
         factor = 10**precision
@@ -222,13 +224,12 @@ def _minmax_of(pick: Callable[..., Any]) -> Fn:
 
 def _take(from_end: bool) -> Fn:
     def take(budget: Budget, args: list[Any]) -> Any:
-        items = arg(args, 0)
-        count = 1 if arg(args, 1) is UNDEFINED else max(0, int(to_num(arg(args, 1))))
-        if type(items) is not list:
-            return []
+        source = arg(args, 0)
+        items = source if type(source) is list else list(source) if type(source) is str else []
         budget.charge(len(items))
-        if from_end:
-            return items[len(items) - count:] if count else []
+        count = 1 if arg(args, 1) is UNDEFINED else max(0, to_integer(arg(args, 1)))
+        if from_end:  # a count past the length takes everything (a negative slice start would not)
+            return items[max(0, len(items) - count):] if count else []
         return items[:count]
 
     return take
@@ -426,7 +427,7 @@ def _is_equal(budget: Budget, args: list[Any]) -> bool:
 def _drop(from_end: bool) -> Fn:
     def drop(budget: Budget, args: list[Any]) -> Any:
         items = _items(budget, arg(args, 0))
-        count = 1 if arg(args, 1) is UNDEFINED else max(0, int(to_num(arg(args, 1))))
+        count = 1 if arg(args, 1) is UNDEFINED else max(0, to_integer(arg(args, 1)))
         return items[:max(0, len(items) - count)] if from_end else items[count:]
 
     return drop
@@ -451,7 +452,7 @@ def _set_path(budget: Budget, args: list[Any]) -> Any:
 
 
 def _times(budget: Budget, args: list[Any]) -> Any:
-    count = max(0, int(to_num(arg(args, 0))))
+    count = max(0, to_integer(arg(args, 0)))
     budget.charge(count)
     fn = arg(args, 1)
     return [index if fn is UNDEFINED else call_fn(budget, fn, index) for index in range(count)]
@@ -509,7 +510,7 @@ _LODASH_HELPERS.update({
 
 def _chunk(budget: Budget, args: list[Any]) -> Any:
     items = _items(budget, arg(args, 0))
-    size = 1 if arg(args, 1) is UNDEFINED else max(0, int(to_num(arg(args, 1))))
+    size = 1 if arg(args, 1) is UNDEFINED else max(0, to_integer(arg(args, 1)))
     return [items[start:start + size] for start in range(0, len(items), size)] if size else []
 
 
@@ -563,7 +564,7 @@ def _mean(budget: Budget, args: list[Any]) -> Any:
 def _truncate(budget: Budget, args: list[Any]) -> Any:
     text = _text_of(args, 0)
     options = arg(args, 1)
-    length = int(to_num(options.get("length", 30))) if type(options) is dict else 30
+    length = to_integer(options.get("length", 30)) if type(options) is dict else 30
     omission = to_string(options.get("omission", "...")) if type(options) is dict else "..."
     return text if len(text) <= length else text[:max(0, length - len(omission))] + omission
 
@@ -620,14 +621,14 @@ LODASH = Builtin("_", lambda budget, args: LodashChain(arg(args, 0)), _LODASH_HE
 
 
 def _nth(items: list[Any], position: Any) -> Any:
-    index = 0 if position is UNDEFINED else int(to_num(position))
+    index = 0 if position is UNDEFINED else to_integer(position)
     index = index + len(items) if index < 0 else index
     return items[index] if 0 <= index < len(items) else UNDEFINED
 
 
 def _pad(budget: Budget, args: list[Any], *, at_start: bool) -> str:
     text = _text_of(args, 0)
-    width = 0 if arg(args, 1) is UNDEFINED else int(to_num(arg(args, 1)))
+    width = 0 if arg(args, 1) is UNDEFINED else to_integer(arg(args, 1))
     filler = " " if arg(args, 2) is UNDEFINED else to_string(arg(args, 2))
     missing = width - len(text)
     if missing <= 0 or not filler:
@@ -638,16 +639,17 @@ def _pad(budget: Budget, args: list[Any], *, at_start: bool) -> str:
 
 
 def _repeat(budget: Budget, args: list[Any]) -> str:
-    count = 1 if arg(args, 1) is UNDEFINED else max(0, int(to_num(arg(args, 1))))
+    count = 1 if arg(args, 1) is UNDEFINED else max(0, to_integer(arg(args, 1)))
     text = _text_of(args, 0)
     budget.charge(len(text) * count)
     return text_limit(text * count)
 
 
 def _to_integer(number: float | int) -> float | int:
+    """lodash's ``toInteger``: NaN is 0 and the infinities become ±Number.MAX_VALUE (toFinite)."""
     if math.isnan(number):
         return 0
-    return number if math.isinf(number) else int(number)
+    return math.copysign(sys.float_info.max, number) if math.isinf(number) else int(number)
 
 
 def spread_copy(value: Any) -> Any:

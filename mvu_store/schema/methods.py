@@ -12,7 +12,7 @@ from functools import cmp_to_key
 from typing import Any
 
 from mvu_store.errors import Code, MvuError
-from mvu_store.schema.builtins import call_fn, check_writable, js_compare, to_num
+from mvu_store.schema.builtins import call_fn, check_writable, js_compare, to_integer, to_num
 from mvu_store.schema.values import (
     UNDEFINED,
     Budget,
@@ -110,7 +110,7 @@ def _sort(budget: Budget, items: list[Any], args: list[Any]) -> Any:
 def _splice(budget: Budget, items: list[Any], args: list[Any]) -> Any:
     check_writable(budget, items)
     start, _ = _slice_bounds(len(items), [arg(args, 0)])
-    count = len(items) - start if len(args) < 2 else max(0, min(int(to_num(args[1])), len(items) - start))
+    count = len(items) - start if len(args) < 2 else max(0, min(to_integer(args[1]), len(items) - start))
     removed = items[start:start + count]
     items[start:start + count] = args[2:]
     budget.charge(len(items))
@@ -149,7 +149,7 @@ def _flat(budget: Budget, items: list[Any], args: list[Any]) -> list[Any]:
 
 
 def _at(budget: Budget, items: Any, args: list[Any]) -> Any:
-    index = int(to_num(arg(args, 0)))
+    index = to_integer(arg(args, 0))
     index = index + len(items) if index < 0 else index
     return items[index] if 0 <= index < len(items) else UNDEFINED
 
@@ -251,7 +251,7 @@ def _replace(every: bool) -> Method:
 
 def _pad(at_start: bool) -> Method:
     def pad(budget: Budget, text: str, args: list[Any]) -> str:
-        width = int(to_num(arg(args, 0)))
+        width = to_integer(arg(args, 0))
         filler = " " if arg(args, 1) is UNDEFINED else to_string(args[1])
         missing = width - js_length(text)
         if missing <= 0 or not filler:
@@ -264,7 +264,7 @@ def _pad(at_start: bool) -> Method:
 
 
 def _repeat(budget: Budget, text: str, args: list[Any]) -> str:
-    count = int(to_num(arg(args, 0)))
+    count = to_integer(arg(args, 0))
     if count < 0:
         raise fail("invalid repeat count")
     budget.charge(len(text) * count)
@@ -305,7 +305,7 @@ _STRING_METHODS: dict[str, Method] = {
 
 
 def _to_fixed(budget: Budget, number: Any, args: list[Any]) -> str:
-    digits = 0 if arg(args, 0) is UNDEFINED else int(to_num(args[0]))
+    digits = 0 if arg(args, 0) is UNDEFINED else to_integer(args[0])
     if not 0 <= digits <= 100:
         raise fail("toFixed() digits must be between 0 and 100")
     if not math.isfinite(number) or abs(number) >= 1e21:

@@ -131,6 +131,9 @@ class Namespace(Opaque):
         return self.name
 
 
+MAX_SAFE_INTEGER = 2**53 - 1  # Number.MAX_SAFE_INTEGER
+
+
 def text_limit(text: str) -> str:
     """``text``, or ``MVU_LIMIT`` when it is longer than :data:`MAX_TEXT` (no string doubling)."""
     if len(text) > MAX_TEXT:

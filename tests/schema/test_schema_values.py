@@ -43,3 +43,24 @@ def test_parse_int_parse_float_and_to_fixed() -> None:
 def test_escaped_surrogate_pairs_make_one_character() -> None:
     source = r"export default z.any().transform(v => ['\uD83D\uDE00', `\uD83D\uDE00!`, '\u{1F600}'.length]);"
     assert validate(compile_schema(source), 1).value == ["😀", "😀!", 2]
+
+
+def test_counts_and_indexes_accept_infinity_and_nan() -> None:
+    """ToIntegerOrInfinity: ``int(inf)`` would raise in Python; node gave these answers."""
+    source = ("export default z.any().transform(v => [_.takeRight([1, 2], 3), _.take([1, 2], Infinity), "
+              "_.takeRight('abc', 2), [1, 2, 3].slice(0, Infinity), _.drop([1, 2, 3], Infinity), "
+              "'ab'.padStart(NaN), _.toInteger(-Infinity), _(v).toPairs().takeRight(3).fromPairs().value()]);")
+    assert validate(compile_schema(source), {"k": 1, "j": 2}).value == [
+        [1, 2], [1, 2], ["b", "c"], [1, 2, 3], [], "ab", -1.7976931348623157e308, {"k": 1, "j": 2}]
+
+
+@pytest.mark.parametrize(("value", "issues"), [
+    (1e21, [("too_big", "Too big: expected int to be <=9007199254740991"),
+            ("too_big", "Too big: expected number to be <=5")]),
+    (-(2**53), [("too_small", "Too small: expected int to be >=-9007199254740991")]),
+    (1.5, [("invalid_type", "Invalid input: expected int, received number")]),
+])
+def test_integers_outside_the_safe_range_are_bounds_not_types(value: float, issues: list[tuple[str, str]]) -> None:
+    """As Zod 4 reports them: a non-integer aborts, an unsafe integer is a bound later checks follow."""
+    result = validate(compile_schema("export default z.number().int().max(5);"), value)
+    assert [(issue.code, issue.message) for issue in result.issues] == issues
