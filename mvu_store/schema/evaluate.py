@@ -440,7 +440,7 @@ class Compiler:
         handler = None if node.kids[1] is None else self.scoped(node.child(1))
         finalizer = None if node.kids[2] is None else self.scoped(node.child(2))
 
-        def attempt(frame: Frame) -> Any:
+        def guarded(frame: Frame) -> Any:
             depth = frame.budget.depth
             try:
                 return body(frame)
@@ -453,9 +453,23 @@ class Compiler:
                 if param is not None:
                     bind(inner, param, error.value, const=False)
                 return handler(inner)
-            finally:
-                if finalizer is not None:
-                    finalizer(frame)
+
+        if finalizer is None:
+            return guarded
+
+        def attempt(frame: Frame) -> Any:
+            # As in JavaScript, a `return`/`break`/`continue` in `finally` replaces the try's own
+            # completion, even a thrown error. Refusals (budget, isolation) are not ScriptErrors:
+            # they skip the finalizer, so no declaration code runs after them or can swallow them.
+            try:
+                completion = guarded(frame)
+            except ScriptError:
+                override = finalizer(frame)
+                if override is not None:
+                    return override
+                raise
+            override = finalizer(frame)
+            return completion if override is None else override
 
         return attempt
 

@@ -151,6 +151,22 @@ def test_a_catch_never_swallows_isolation_or_budget_refusals(guarded: str) -> No
     assert refusal(source, {}).code in {"MVU_SCHEMA", "MVU_LIMIT", "MVU_UNSUPPORTED"}
 
 
+@pytest.mark.parametrize("guarded", ["v.__proto__", "(() => { for (const i of _.range(5000)) {} })()"])
+def test_a_finally_return_never_swallows_isolation_or_budget_refusals(guarded: str) -> None:
+    source = f"export default z.any().transform(v => {{ try {{ return {guarded} }} finally {{ return 'kept' }} }});"
+    assert refusal(source, {}).code in {"MVU_SCHEMA", "MVU_LIMIT"}
+
+
+def test_a_finally_completion_replaces_the_try_as_in_javascript() -> None:
+    source = """export default z.any().transform(v => {
+  const f = () => { try { return 1 } finally { return 2 } };
+  const g = () => { try { throw new Error('x') } finally { return 'swallowed' } };
+  const h = () => { try { return 'body' } finally { console.log('no completion') } };
+  return [f(), g(), h()];
+});"""
+    assert validate(compile_schema(source), 0).value == [2, "swallowed", "body"]
+
+
 def test_a_catch_handles_the_declarations_own_errors() -> None:
     source = "export default z.any().transform(v => { try { if (v === 5) throw new Error('big'); return v.x.y } " \
              "catch (e) { return e.message } finally { console.log('done') } });"
