@@ -235,13 +235,28 @@ def _take(from_end: bool) -> Fn:
     return take
 
 
+# Helpers that end an implicit chain: `_(items).values().sumBy(f)` is a number, not a wrapper
+# (lodash's "not chainable by default" methods; the list was taken from lodash 4.17 on node).
+_UNWRAPPING = frozenset({
+    "clamp", "find", "findKey", "some", "every", "forEach", "each", "reduce", "get", "has", "includes",
+    "isEmpty", "isEqual", "sum", "sumBy", "max", "maxBy", "min", "minBy", "size", "round", "floor", "ceil",
+    "times", "clone", "cloneDeep", "first", "head", "last", "inRange", "toNumber", "toInteger", "toString",
+    "trim", "toLower", "toUpper", "capitalize", "startsWith", "endsWith", "isNumber", "isString", "isBoolean",
+    "isArray", "isPlainObject", "isObject", "isNil", "isNull", "isUndefined", "isFinite", "isInteger",
+    "isFunction", "isNaN", "findLast", "findIndex", "findLastIndex", "mean", "meanBy", "indexOf", "nth",
+    "defaultTo", "identity", "truncate", "upperFirst", "lowerFirst", "padStart", "padEnd", "repeat",
+})
+
+
 class LodashChain(Opaque):
-    """``_(value)`` / ``_.chain(value)``: lodash's wrapper, ended by ``.value()``."""
+    """``_(value)`` (implicit: helpers of :data:`_UNWRAPPING` return plain values) or
+    ``_.chain(value)`` (explicit: everything stays wrapped); either ends with ``.value()``."""
 
-    __slots__ = ("value",)
+    __slots__ = ("explicit", "value")
 
-    def __init__(self, value: Any) -> None:
+    def __init__(self, value: Any, *, explicit: bool) -> None:
         self.value = value
+        self.explicit = explicit
 
     def get(self, key: str) -> Any:
         if key == "value":
@@ -249,7 +264,10 @@ class LodashChain(Opaque):
         helper = _LODASH_HELPERS.get(key)
         if not isinstance(helper, Builtin):
             return super().get(key)
-        return Builtin(key, lambda budget, args: LodashChain(helper.call(budget, [self.value, *args])))
+        if not self.explicit and key in _UNWRAPPING:
+            return Builtin(key, lambda budget, args: helper.call(budget, [self.value, *args]))
+        return Builtin(key, lambda budget, args: LodashChain(helper.call(budget, [self.value, *args]),
+                                                             explicit=self.explicit))
 
 
 _LODASH_HELPERS: dict[str, Any] = {
@@ -292,6 +310,7 @@ _LODASH_HELPERS: dict[str, Any] = {
     "isPlainObject": plain("isPlainObject", lambda value=UNDEFINED, *_: type(value) is dict),
     "isObject": plain("isObject", lambda value=UNDEFINED, *_: type(value) in (dict, list) or isinstance(value, Opaque)),
     "isNil": plain("isNil", lambda value=UNDEFINED, *_: value is None or value is UNDEFINED),
+    "isNaN": plain("isNaN", lambda value=UNDEFINED, *_: type(value) is float and math.isnan(value)),
     "isFinite": plain("isFinite", lambda value=UNDEFINED, *_: is_number(value) and math.isfinite(value)),
     "isInteger": plain("isInteger", lambda value=UNDEFINED, *_: is_integer(value)),
     "inRange": Builtin("inRange", lambda budget, args: _in_range(args)),
@@ -616,8 +635,8 @@ _LODASH_HELPERS.update({
     "padEnd": Builtin("padEnd", lambda budget, args: _pad(budget, args, at_start=False)),
     "repeat": Builtin("repeat", lambda budget, args: _repeat(budget, args)),
 })
-_LODASH_HELPERS["chain"] = Builtin("chain", lambda budget, args: LodashChain(arg(args, 0)))
-LODASH = Builtin("_", lambda budget, args: LodashChain(arg(args, 0)), _LODASH_HELPERS)
+_LODASH_HELPERS["chain"] = Builtin("chain", lambda budget, args: LodashChain(arg(args, 0), explicit=True))
+LODASH = Builtin("_", lambda budget, args: LodashChain(arg(args, 0), explicit=False), _LODASH_HELPERS)
 
 
 def _nth(items: list[Any], position: Any) -> Any:

@@ -6,7 +6,7 @@ zod_parity.json holds hand-written declarations in the shapes real cards use; zo
 holds randomly nested schema forms with random inputs (seed 2026), which found differences
 hand-written cases did not (length checks after type failures, array size caps);
 zod_library_parity.json holds random transforms over the lodash, array, string and number
-helpers cards call (seed 2027). zod_cards_parity.json holds 13 published card declarations
+helpers cards call (seed 2027). zod_cards_parity.json holds 15 published card declarations
 (collected by searching public code for registerMvuSchema; abridged, comments dropped and every
 non-ASCII name rewritten) with their defaults, generated samples and perturbations of them
 (strings for numbers, out-of-range and unsafe numbers, missing and extra keys); pairs where Zod
@@ -24,7 +24,8 @@ import pytest
 from mvu_store.schema import compile_schema, validate
 
 HERE = Path(__file__).parent
-CASES = [case for name in ("zod_parity.json", "zod_fuzz_parity.json", "zod_library_parity.json", "zod_cards_parity.json")
+FIXTURES = ("zod_parity.json", "zod_fuzz_parity.json", "zod_library_parity.json", "zod_cards_parity.json")
+CASES = [case for name in FIXTURES
          for case in json.loads((HERE / name).read_text(encoding="utf-8"))]
 NOW_MS = 1_700_000_000_000  # the clock the reference run gave Date.now()
 

@@ -64,3 +64,18 @@ def test_integers_outside_the_safe_range_are_bounds_not_types(value: float, issu
     """As Zod 4 reports them: a non-integer aborts, an unsafe integer is a bound later checks follow."""
     result = validate(compile_schema("export default z.number().int().max(5);"), value)
     assert [(issue.code, issue.message) for issue in result.issues] == issues
+
+
+def test_implicit_lodash_chains_unwrap_where_lodash_does() -> None:
+    """``_(x)`` ends at a value-returning helper; ``_.chain(x)`` stays wrapped until ``.value()``.
+    Cards total a record with ``_(record).values().sumBy(f)`` and count with ``.filter(p).size()``."""
+    source = """export default z.any().transform(v => [
+  _(v).values().sumBy(r => r.n),
+  _(v).values().filter(r => r.n > 1).size(),
+  _(v).values().groupBy('kind').mapValues(rows => rows.length).value(),
+  _.chain(v).values().sumBy(r => r.n).value(),
+  _(v).keys().first(),
+  [_.isNaN(NaN), _.isNaN('x'), _.isNaN(1)],
+]);"""
+    value = {"a": {"n": 1, "kind": "x"}, "b": {"n": 2, "kind": "y"}, "c": {"n": 3, "kind": "x"}}
+    assert validate(compile_schema(source), value).value == [6, 2, {"x": 2, "y": 1}, 6, "a", [True, False, False]]
