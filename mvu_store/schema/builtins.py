@@ -314,8 +314,17 @@ def _number(budget: Budget, args: list[Any]) -> Any:
     return 0 if not args else to_num(args[0])
 
 
+def charged_text(budget: Budget, value: Any) -> str:
+    """``ToString`` that pays for an array's text: joining a large array is real work, and a loop
+    of ``String(items)`` or ``` `${items}` ``` must exhaust the budget like any other loop."""
+    text = to_string(value)
+    if type(value) is list:
+        budget.charge(len(text) // 8)
+    return text
+
+
 def _string(budget: Budget, args: list[Any]) -> Any:
-    return "" if not args else to_string(args[0])
+    return "" if not args else charged_text(budget, args[0])
 
 
 def _date_now(budget: Budget, args: list[Any]) -> Any:

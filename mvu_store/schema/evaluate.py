@@ -114,8 +114,9 @@ class Compiler:
         parts = [self.expression(kid) for kid in node.kids if kid is not None]
 
         def template(frame: Frame) -> str:
-            text = text_limit("".join(to_string(part(frame)) for part in parts))
-            frame.budget.charge(len(text) // 64)
+            budget = frame.budget
+            text = text_limit("".join(builtins.charged_text(budget, part(frame)) for part in parts))
+            budget.charge(len(text) // 64)
             return text
 
         return template
@@ -278,7 +279,17 @@ class Compiler:
         apply = BINARY[node.value]
         left = self.expression(node.child(0))
         right = self.expression(node.child(1))
-        return lambda frame: apply(left(frame), right(frame))
+        if node.value != "+":
+            return lambda frame: apply(left(frame), right(frame))
+
+        def add(frame: Frame) -> Any:
+            a, b = left(frame), right(frame)
+            result = apply(a, b)
+            if type(a) is list or type(b) is list:  # `items + ''` joins the array: pay as String() does
+                frame.budget.charge(len(result) // 8)
+            return result
+
+        return add
 
     def e_logical(self, node: Node) -> Eval:
         left = self.expression(node.child(0))

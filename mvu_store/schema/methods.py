@@ -131,6 +131,12 @@ def _index_of(budget: Budget, items: Any, args: list[Any]) -> int:
     return next((index for index, item in enumerate(items) if strict_equals(item, target)), -1)
 
 
+def _last_index_of(budget: Budget, items: list[Any], args: list[Any]) -> int:
+    budget.charge(len(items))
+    target = arg(args, 0)
+    return next((index for index in range(len(items) - 1, -1, -1) if strict_equals(items[index], target)), -1)
+
+
 def _join(budget: Budget, items: list[Any], args: list[Any]) -> str:
     separator = "," if arg(args, 0) is UNDEFINED else to_string(args[0])
     budget.charge(len(items))
@@ -182,7 +188,7 @@ _ARRAY_METHODS: dict[str, Method] = {
     "every": lambda budget, items, args: all(truthy(hit) for _, _, hit in _each(budget, items, arg(args, 0))),
     "forEach": lambda budget, items, args: [None for _ in _each(budget, items, arg(args, 0))] and UNDEFINED,
     "reduce": _reduce,
-    "includes": lambda budget, items, args: any(strict_equals(item, arg(args, 0)) for item in items),
+    "includes": lambda budget, items, args: _index_of(budget, items, args) >= 0,
     "indexOf": _index_of,
     "join": _join,
     "slice": lambda budget, items, args: items[slice(*_slice_bounds(len(items), args))],
@@ -200,8 +206,7 @@ _ARRAY_METHODS: dict[str, Method] = {
     "shift": lambda budget, items, args: _take_out(budget, items, 0),
     "unshift": _unshift,
     "splice": _splice,
-    "lastIndexOf": lambda budget, items, args: next(
-        (index for index in range(len(items) - 1, -1, -1) if strict_equals(items[index], arg(args, 0))), -1),
+    "lastIndexOf": _last_index_of,
     "findLast": lambda budget, items, args: next(
         (item for index, item, hit in _each_reversed(budget, items, arg(args, 0)) if truthy(hit)), UNDEFINED),
     "findLastIndex": lambda budget, items, args: next(

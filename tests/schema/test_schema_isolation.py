@@ -262,3 +262,14 @@ def test_an_object_rest_over_a_large_value_shares_the_budget() -> None:
   for (const i of _.range(1000)) { for (const j of _.range(1000)) { const { a, ...rest } = v; } }
 });"""
     assert refusal(source, {str(i): i for i in range(500)}).code == "MVU_LIMIT"
+
+
+@pytest.mark.parametrize("work", [
+    "_.difference(v, v)", "_.without(v, ...v.slice(0, 100))", "v.includes(-1)", "v.lastIndexOf(-1)",
+    "String(v)", "`${v}`", "v + ''", "_.toString(v)",
+])
+def test_builtins_pay_for_the_data_they_walk(work: str) -> None:
+    """Each call walks a 3,000-item input; a thousand of them must run out of fuel (these once ran
+    for seconds uncharged, or charged a fraction of a pairwise scan)."""
+    source = f"export default z.any().transform(v => {{ for (const i of _.range(1000)) {{ {work}; }} return 1; }});"
+    assert refusal(source, list(range(3000))).code == "MVU_LIMIT"
