@@ -334,4 +334,8 @@ def _is_primitive(value: Any) -> bool:
 
 def js_length(text: str) -> int:
     """String length in UTF-16 code units, as JavaScript (and Zod's min/max) count it."""
-    return len(text) + sum(1 for char in text if ord(char) > 0xFFFF)
+    if text.isascii():
+        return len(text)
+    # encoding runs in C: a Python loop over the characters made `.length` of a long string cost
+    # milliseconds per read, uncharged
+    return len(text.encode("utf-16-le", "surrogatepass")) // 2
