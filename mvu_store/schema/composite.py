@@ -15,7 +15,17 @@ from mvu_store.schema.issues import (
     unrecognized_keys,
 )
 from mvu_store.schema.primitives import LiteralSchema, StringSchema, number_arg
-from mvu_store.schema.types import Check, Optional, ParseCtx, Schema, SizeCheck, as_schema, custom_message, runner
+from mvu_store.schema.types import (
+    Check,
+    Optional,
+    ParseCtx,
+    Schema,
+    SizeCheck,
+    as_schema,
+    custom_message,
+    json_copy,
+    runner,
+)
 from mvu_store.schema.values import (
     UNDEFINED,
     Budget,
@@ -97,8 +107,9 @@ class ObjectSchema(Schema):
         for key in extra:
             if key == "__proto__":
                 continue
-            if self.rest is None:
-                out[key] = value[key]
+            if self.rest is None:  # kept as given, so copied as z.any() copies (the input stays frozen)
+                item = value[key]
+                out[key] = json_copy(item) if type(item) is dict or type(item) is list else item
                 continue
             start = len(ctx.issues)
             out[key] = self.rest.run(value[key], ctx)

@@ -273,3 +273,16 @@ def test_builtins_pay_for_the_data_they_walk(work: str) -> None:
     for seconds uncharged, or charged a fraction of a pairwise scan)."""
     source = f"export default z.any().transform(v => {{ for (const i of _.range(1000)) {{ {work}; }} return 1; }});"
     assert refusal(source, list(range(3000))).code == "MVU_LIMIT"
+
+
+@pytest.mark.parametrize("schema", [
+    "z.looseObject({})", "z.object({}).passthrough()", "z.object({ a: z.number() }).catch(ctx => ctx.input)",
+    "z.any()", "z.record(z.string(), z.any())",
+])
+def test_a_transform_never_changes_the_callers_input(schema: str) -> None:
+    """Frozen input: loose objects once handed unknown keys' values through uncopied, so a
+    transform that mutated them changed the caller's state."""
+    value = {"a": {"b": 1}}
+    result = validate(compile_schema(f"export default {schema}.transform(v => {{ v.a.b = 2; return v; }});"), value)
+    assert result.ok and result.value == {"a": {"b": 2}}
+    assert value == {"a": {"b": 1}}
