@@ -25,6 +25,7 @@ from mvu_store.schema.types import (
     custom_message,
     json_copy,
     runner,
+    stopped_itself,
 )
 from mvu_store.schema.values import (
     UNDEFINED,
@@ -394,13 +395,16 @@ class UnionSchema(Schema):
         if len(self.options) == 1:
             return self.options[0].run(value, ctx)
         trials: list[tuple[Any, list[Issue]]] = []
+        halted: list[bool] = []
         for option in self.options:
             trial = ParseCtx(ctx.budget)
             result = option.run(value, trial)
             if not trial.issues:
                 return result
             trials.append((result, trial.issues))
-        survivors = [trial for trial in trials if not aborted(trial[1])]
+            halted.append(stopped_itself(option, trial))
+        survivors = [(result, issues) for (result, issues), stopped in zip(trials, halted, strict=True)
+                     if not stopped and not aborted(issues)]
         if len(survivors) == 1:
             ctx.issues.extend(survivors[0][1])
             return survivors[0][0]

@@ -11,6 +11,9 @@ helpers cards call (seed 2027). zod_cards_parity.json holds 15 published card de
 non-ASCII name rewritten) with their defaults, generated samples and perturbations of them
 (strings for numbers, out-of-range and unsafe numbers, missing and extra keys); pairs where Zod
 itself throws (unmergeable intersections) are left out: we refuse those with MvuError.
+zod_forms_parity.json holds 54 one-line field forms cards write (coercions, or/pipe/catch
+combinations, refinements, tuples, discriminated and partial records) against shared inputs;
+it found the union that must treat a stopped pipe as aborted and catch's ctx.value.
 """
 
 from __future__ import annotations
@@ -24,7 +27,8 @@ import pytest
 from mvu_store.schema import compile_schema, validate
 
 HERE = Path(__file__).parent
-FIXTURES = ("zod_parity.json", "zod_fuzz_parity.json", "zod_library_parity.json", "zod_cards_parity.json")
+FIXTURES = ("zod_parity.json", "zod_fuzz_parity.json", "zod_library_parity.json", "zod_cards_parity.json",
+            "zod_forms_parity.json")
 CASES = [case for name in FIXTURES
          for case in json.loads((HERE / name).read_text(encoding="utf-8"))]
 NOW_MS = 1_700_000_000_000  # the clock the reference run gave Date.now()
