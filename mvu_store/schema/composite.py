@@ -7,6 +7,7 @@ from typing import Any
 
 from mvu_store.errors import Code, MvuError
 from mvu_store.schema.issues import (
+    NONOPTIONAL,
     Issue,
     aborted,
     invalid_type,
@@ -17,6 +18,7 @@ from mvu_store.schema.issues import (
 from mvu_store.schema.primitives import LiteralSchema, StringSchema, number_arg
 from mvu_store.schema.types import (
     Check,
+    NonOptional,
     Optional,
     ParseCtx,
     Schema,
@@ -39,7 +41,6 @@ from mvu_store.schema.values import (
     truthy,
 )
 
-_NONOPTIONAL = "Invalid input: expected nonoptional, received undefined"
 _NUMERIC_KEY = re.compile(r"-?\d+(?:\.\d+)?", re.ASCII)  # Zod's number pattern for record keys
 
 
@@ -91,7 +92,7 @@ class ObjectSchema(Schema):
                     prefix(issues, start, key)
                 continue
             if optin is None:
-                issues.append(Issue("invalid_type", [key], _NONOPTIONAL))
+                issues.append(Issue("invalid_type", [key], NONOPTIONAL))
             elif result is not UNDEFINED or (optin == "defaulted" and optout != "optional"):
                 out[key] = result
         if self.mode != "strip":
@@ -152,8 +153,7 @@ class ObjectSchema(Schema):
 
     def m_required(self, budget: Budget, args: list[Any]) -> Schema:
         keys = set(self.shape) if arg(args, 0) is UNDEFINED else self.mask(arg(args, 0))
-        return self.reshape({key: schema.inner if key in keys and isinstance(schema, Optional) else schema
-                             for key, schema in self.shape.items()})
+        return self.reshape({key: NonOptional(schema) if key in keys else schema for key, schema in self.shape.items()})
 
     def m_keyof(self, budget: Budget, args: list[Any]) -> Schema:
         return LiteralSchema("enum", list(self.shape))

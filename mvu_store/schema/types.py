@@ -15,6 +15,7 @@ from typing import Any
 from mvu_store.errors import Code, MvuError
 from mvu_store.schema.builtins import deep_copy
 from mvu_store.schema.issues import (
+    NONOPTIONAL,
     Issue,
     aborted,
     size_issue,
@@ -126,6 +127,9 @@ class Schema(Opaque):
 
     def m_nullable(self, budget: Budget, args: list[Any]) -> Schema:
         return Nullable(self)
+
+    def m_nonoptional(self, budget: Budget, args: list[Any]) -> Schema:
+        return NonOptional(self)
 
     def m_nullish(self, budget: Budget, args: list[Any]) -> Schema:
         return Optional(Nullable(self))
@@ -356,6 +360,26 @@ class Optional(Schema):
 
     def m_unwrap(self, budget: Budget, args: list[Any]) -> Schema:
         return self.inner
+
+
+class NonOptional(Schema):
+    """``.nonoptional()`` and the fields of ``.required()``: whatever the inner schema accepts,
+    ``undefined`` is refused (Zod wraps; it does not unwrap an optional)."""
+
+    kind = "nonoptional"
+    optout = None
+
+    def __init__(self, inner: Schema) -> None:
+        self.inner = inner
+        self.inner_run = runner(inner)
+        self.optin = "defaulted" if inner.optin == "defaulted" else None
+
+    def parse(self, value: Any, ctx: ParseCtx) -> Any:
+        start = len(ctx.issues)
+        result = self.inner_run(value, ctx)
+        if result is UNDEFINED and len(ctx.issues) == start:
+            ctx.issues.append(Issue("invalid_type", [], NONOPTIONAL))
+        return result
 
 
 class Nullable(Schema):

@@ -11,9 +11,11 @@ helpers cards call (seed 2027). zod_cards_parity.json holds 15 published card de
 non-ASCII name rewritten) with their defaults, generated samples and perturbations of them
 (strings for numbers, out-of-range and unsafe numbers, missing and extra keys); pairs where Zod
 itself throws (unmergeable intersections) are left out: we refuse those with MvuError.
-zod_forms_parity.json holds 54 one-line field forms cards write (coercions, or/pipe/catch
-combinations, refinements, tuples, discriminated and partial records) against shared inputs;
-it found the union that must treat a stopped pipe as aborted and catch's ctx.value.
+zod_forms_parity.json holds 95 one-line field and object forms cards write (coercions,
+or/pipe/catch combinations, prefault/default/optional rungs, refinements, pick/omit/partial/
+required, tuples, discriminated and partial records) against shared inputs, and 20 registered
+root forms for S-2's loose root (describe, catchall, refine, extend, pipe, lazy...); they found a
+union that must treat a stopped pipe as aborted, catch's ctx.value and required() on optionals.
 """
 
 from __future__ import annotations
