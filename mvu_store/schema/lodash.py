@@ -75,7 +75,7 @@ def _clamp_slow(args: list[Any]) -> Any:
 def _pick_by(keep: bool) -> Fn:
     def pick_by(budget: Budget, args: list[Any]) -> Any:
         test = make_predicate(budget, arg(args, 1))
-        return {key: item for key, item in collection(budget, arg(args, 0)) if test(item, key) == keep}
+        return {key: item for key, item in _keyed(budget, arg(args, 0)) if test(item, key) == keep}
 
     return pick_by
 
@@ -85,14 +85,14 @@ def _pick(keep: bool) -> Fn:
         names: set[str] = set()
         for item in args[1:]:
             names.update(to_string(name) for name in (item if type(item) is list else [item]))
-        return {key: item for key, item in collection(budget, arg(args, 0)) if (key in names) == keep}
+        return {key: item for key, item in _keyed(budget, arg(args, 0)) if (key in names) == keep}
 
     return pick
 
 
 def _map_values(budget: Budget, args: list[Any]) -> Any:
     mapper = make_mapper(budget, arg(args, 1))
-    return {key: mapper(item, key) for key, item in collection(budget, arg(args, 0))}
+    return {key: mapper(item, key) for key, item in _keyed(budget, arg(args, 0))}
 
 
 def _lodash_map(budget: Budget, args: list[Any]) -> Any:
@@ -105,11 +105,33 @@ def _lodash_filter(budget: Budget, args: list[Any]) -> Any:
     return [item for key, item in collection(budget, arg(args, 0)) if test(item, key)]
 
 
+def _path_parts(path: Any) -> list[Any]:
+    """lodash's property path: an array of keys, or a string such as ``a.b[0].c``."""
+    return path if type(path) is list else to_string(path).replace("[", ".").replace("]", "").split(".")
+
+
+def _has(budget: Budget, args: list[Any]) -> bool:
+    """``_.has(object, path)``: whether every step of the path is an own key or array index."""
+    from mvu_store.schema.runtime import array_index  # runtime imports the library
+
+    value, parts = arg(args, 0), _path_parts(arg(args, 1))
+    budget.charge(len(parts))
+    for part in parts:
+        key = to_string(part)
+        if type(value) is dict and key in value:
+            value = value[key]
+        elif type(value) is list and (index := array_index(key)) is not None and index < len(value):
+            value = value[index]
+        else:
+            return False
+    return True
+
+
 def _lodash_get(budget: Budget, args: list[Any]) -> Any:
     from mvu_store.schema.runtime import get_member  # runtime imports the library
 
     value, path, default = arg(args, 0), arg(args, 1), arg(args, 2)
-    parts = path if type(path) is list else to_string(path).replace("[", ".").replace("]", "").split(".")
+    parts = _path_parts(path)
     budget.charge(len(parts))
     for part in parts:
         if type(value) is not dict and type(value) is not list:
@@ -160,7 +182,7 @@ def _uniq(budget: Budget, args: list[Any]) -> Any:
 
 
 def _sum(budget: Budget, args: list[Any]) -> Any:
-    items = [item for _, item in collection(budget, arg(args, 0))]
+    items = _array(budget, arg(args, 0))
     return sum((to_num(item) for item in items), 0)
 
 
@@ -217,7 +239,7 @@ def _lodash_round(method: str) -> Fn:
 
 def _minmax_of(pick: Callable[..., Any]) -> Fn:
     def apply(budget: Budget, args: list[Any]) -> Any:
-        items = [item for _, item in collection(budget, arg(args, 0))]
+        items = _array(budget, arg(args, 0))
         return pick(items, key=to_num) if items else UNDEFINED
 
     return apply
@@ -301,7 +323,7 @@ _LODASH_HELPERS: dict[str, Any] = {
     "range": Builtin("range", _range),
     "merge": Builtin("merge", _merge),
     "cloneDeep": Builtin("cloneDeep", lambda budget, args: deep_copy(budget, arg(args, 0))),
-    "has": Builtin("has", lambda budget, args: type(arg(args, 0)) is dict and to_string(arg(args, 1)) in arg(args, 0)),
+    "has": Builtin("has", _has),
     "includes": Builtin("includes", lambda budget, args: any(
         strict_equals(item, arg(args, 1)) for _, item in collection(budget, arg(args, 0)))),
     "isNumber": plain("isNumber", lambda value=UNDEFINED, *_: is_number(value)),
@@ -326,14 +348,34 @@ _LODASH_HELPERS: dict[str, Any] = {
 }
 
 
+def _keyed(budget: Budget, value: Any) -> list[tuple[str, Any]]:
+    """(key, item) pairs for helpers that build an object: an array's indexes become the string
+    keys lodash gives them (`_.pickBy([a, b], f)` is `{"0": a, "1": b}`)."""
+    return [(key if type(key) is str else str(key), item) for key, item in collection(budget, value)]
+
+
 def _items(budget: Budget, value: Any) -> list[Any]:
+    """The items of a collection (an object's values): for lodash's collection helpers."""
     return [item for _, item in collection(budget, value)]
+
+
+def _array(budget: Budget, value: Any) -> list[Any]:
+    """The items of an array-like, as lodash's *array* helpers see them: an array, a string's
+    characters, and nothing for an object (it has no length: `_.sum({a: 1})` is 0)."""
+    if type(value) is list:
+        budget.charge(len(value))
+        return value
+    if type(value) is str:
+        budget.charge(len(value))
+        return list(value)
+    return []
 
 
 def _find(want_key: bool) -> Fn:
     def find(budget: Budget, args: list[Any]) -> Any:
         test = make_predicate(budget, arg(args, 1))
-        for key, item in collection(budget, arg(args, 0)):
+        # findKey walks own keys (an array's as strings); find walks a collection (numeric indexes)
+        for key, item in (_keyed if want_key else collection)(budget, arg(args, 0)):
             if test(item, key):
                 return key if want_key else item
         return UNDEFINED
@@ -375,7 +417,7 @@ def _by(pick: Callable[..., Any]) -> Fn:
     """``sumBy`` / ``maxBy`` / ``minBy``: apply an iteratee, then reduce."""
     def by(budget: Budget, args: list[Any]) -> Any:
         get = make_mapper(budget, arg(args, 1))
-        pairs = [(get(item, key), item) for key, item in collection(budget, arg(args, 0))]
+        pairs = [(get(item, index), item) for index, item in enumerate(_array(budget, arg(args, 0)))]
         if pick is sum:
             return sum((to_num(value) for value, _ in pairs), 0)
         valid = [(value, item) for value, item in pairs if is_number(value)]
@@ -419,7 +461,7 @@ def _map_keys(budget: Budget, args: list[Any]) -> Any:
 def _set_ops(mode: str) -> Fn:
     """``union`` / ``difference`` / ``without`` on arrays, by JavaScript equality."""
     def set_op(budget: Budget, args: list[Any]) -> Any:
-        first = _items(budget, arg(args, 0))
+        first = _array(budget, arg(args, 0))
         others = [item for part in args[1:] for item in (part if type(part) is list else [part])]
         budget.charge(len(first) + len(others))
         if mode == "union":
@@ -433,7 +475,7 @@ def _set_ops(mode: str) -> Fn:
 
 
 def _flatten(budget: Budget, args: list[Any]) -> Any:
-    return [part for item in _items(budget, arg(args, 0)) for part in (item if type(item) is list else [item])]
+    return [part for item in _array(budget, arg(args, 0)) for part in (item if type(item) is list else [item])]
 
 
 def _is_equal(budget: Budget, args: list[Any]) -> bool:
@@ -450,7 +492,7 @@ def _is_equal(budget: Budget, args: list[Any]) -> bool:
 
 def _drop(from_end: bool) -> Fn:
     def drop(budget: Budget, args: list[Any]) -> Any:
-        items = _items(budget, arg(args, 0))
+        items = _array(budget, arg(args, 0))
         count = 1 if arg(args, 1) is UNDEFINED else max(0, to_integer(arg(args, 1)))
         return items[:max(0, len(items) - count)] if from_end else items[count:]
 
@@ -462,7 +504,7 @@ def _set_path(budget: Budget, args: list[Any]) -> Any:
     from mvu_store.schema.runtime import get_member, set_member  # runtime imports the library
 
     target, path, value = arg(args, 0), arg(args, 1), arg(args, 2)
-    parts = path if type(path) is list else to_string(path).replace("[", ".").replace("]", "").split(".")
+    parts = _path_parts(path)
     budget.charge(len(parts))
     node = target
     for part in parts[:-1]:
@@ -516,7 +558,8 @@ _LODASH_HELPERS.update({
     "defaults": Builtin("defaults", assign_into(defaults_only=True)),
     "drop": Builtin("drop", _drop(from_end=False)),
     "dropRight": Builtin("dropRight", _drop(from_end=True)),
-    "reverse": Builtin("reverse", lambda budget, args: _items(budget, arg(args, 0))[::-1]),
+    "reverse": Builtin("reverse", lambda budget, args: _array(budget, arg(args, 0))[::-1]
+                       if type(arg(args, 0)) is list else arg(args, 0)),
     "clone": Builtin("clone", lambda budget, args: spread_copy(arg(args, 0))),
     "set": Builtin("set", _set_path),
     "times": Builtin("times", _times),
@@ -533,7 +576,7 @@ _LODASH_HELPERS.update({
 
 
 def _chunk(budget: Budget, args: list[Any]) -> Any:
-    items = _items(budget, arg(args, 0))
+    items = _array(budget, arg(args, 0))
     size = 1 if arg(args, 1) is UNDEFINED else max(0, to_integer(arg(args, 1)))
     return [items[start:start + size] for start in range(0, len(items), size)] if size else []
 
@@ -545,13 +588,13 @@ def _partition(budget: Budget, args: list[Any]) -> Any:
 
 
 def _intersection(budget: Budget, args: list[Any]) -> Any:
-    first = _items(budget, arg(args, 0))
-    others = [{same_value_key(item) for item in _items(budget, part)} for part in args[1:]]
+    first = _array(budget, arg(args, 0))
+    others = [{same_value_key(item) for item in _array(budget, part)} for part in args[1:]]
     return _uniq(budget, [[item for item in first if all(same_value_key(item) in keys for keys in others)]])
 
 
 def _zip_object(budget: Budget, args: list[Any]) -> Any:
-    names, items = _items(budget, arg(args, 0)), _items(budget, arg(args, 1))
+    names, items = _array(budget, arg(args, 0)), _array(budget, arg(args, 1))
     return {safe_key(to_string(name)): items[index] if index < len(items) else UNDEFINED
             for index, name in enumerate(names)}
 
@@ -571,7 +614,7 @@ def _find_last(budget: Budget, args: list[Any]) -> Any:
 def _find_index(from_end: bool) -> Fn:
     def find_index(budget: Budget, args: list[Any]) -> Any:
         test = make_predicate(budget, arg(args, 1))
-        pairs = collection(budget, arg(args, 0))
+        pairs = list(enumerate(_array(budget, arg(args, 0))))
         for index, item in (reversed(pairs) if from_end else pairs):
             if test(item, index):
                 return index
@@ -581,7 +624,7 @@ def _find_index(from_end: bool) -> Fn:
 
 
 def _mean(budget: Budget, args: list[Any]) -> Any:
-    values_ = [to_num(item) for item in _items(budget, arg(args, 0))]
+    values_ = [to_num(item) for item in _array(budget, arg(args, 0))]
     return sum(values_, 0) / len(values_) if values_ else math.nan
 
 
@@ -597,7 +640,7 @@ def _unset_path(budget: Budget, args: list[Any]) -> Any:
     from mvu_store.schema.runtime import delete_member, get_member  # runtime imports the library
 
     target, path = arg(args, 0), arg(args, 1)
-    parts = path if type(path) is list else to_string(path).replace("[", ".").replace("]", "").split(".")
+    parts = _path_parts(path)
     node = target
     for part in parts[:-1]:
         node = get_member(node, part)
@@ -619,12 +662,13 @@ _LODASH_HELPERS.update({
     "findLastIndex": Builtin("findLastIndex", _find_index(from_end=True)),
     "flatMap": Builtin("flatMap", lambda budget, args: _flatten(budget, [_lodash_map(budget, args)])),
     "mean": Builtin("mean", _mean),
-    "meanBy": Builtin("meanBy", lambda budget, args: _mean(budget, [_lodash_map(budget, args)])),
+    "meanBy": Builtin("meanBy", lambda budget, args: _mean(budget, [_lodash_map(budget, [_array(budget, arg(args, 0)),
+                                                                                      *args[1:]])])),
     "indexOf": Builtin("indexOf", lambda budget, args: next(
-        (index for index, item in enumerate(_items(budget, arg(args, 0))) if strict_equals(item, arg(args, 1))), -1)),
-    "nth": Builtin("nth", lambda budget, args: _nth(_items(budget, arg(args, 0)), arg(args, 1))),
-    "tail": Builtin("tail", lambda budget, args: _items(budget, arg(args, 0))[1:]),
-    "initial": Builtin("initial", lambda budget, args: _items(budget, arg(args, 0))[:-1]),
+        (index for index, item in enumerate(_array(budget, arg(args, 0))) if strict_equals(item, arg(args, 1))), -1)),
+    "nth": Builtin("nth", lambda budget, args: _nth(_array(budget, arg(args, 0)), arg(args, 1))),
+    "tail": Builtin("tail", lambda budget, args: _array(budget, arg(args, 0))[1:]),
+    "initial": Builtin("initial", lambda budget, args: _array(budget, arg(args, 0))[:-1]),
     "toArray": Builtin("toArray", lambda budget, args: _items(budget, arg(args, 0))),
     "castArray": plain("castArray", lambda value=UNDEFINED, *_: value if type(value) is list else [value]),
     "defaultTo": plain("defaultTo", lambda value=UNDEFINED, fallback=UNDEFINED, *_:
