@@ -6,7 +6,7 @@ zod_parity.json holds hand-written declarations in the shapes real cards use; zo
 holds randomly nested schema forms with random inputs (seed 2026), which found differences
 hand-written cases did not (length checks after type failures, array size caps);
 zod_library_parity.json holds random transforms over the lodash, array, string and number
-helpers cards call (seed 2027). zod_cards_parity.json holds 15 published card declarations
+helpers cards call (seed 2027). zod_cards_parity.json holds 19 published card declarations
 (collected by searching public code for registerMvuSchema; abridged, comments dropped and every
 non-ASCII name rewritten) with their defaults, generated samples and perturbations of them
 (strings for numbers, out-of-range and unsafe numbers, missing and extra keys); pairs where Zod
