@@ -154,6 +154,9 @@ def to_num(value: Any) -> float | int:
     return to_number(value, explicit=True)
 
 
+_INTEGER_BOUND = 2**53
+
+
 def to_integer(value: Any) -> int:
     """ECMAScript ``ToIntegerOrInfinity`` for counts, indexes and widths: NaN is 0 and the
     infinities become ±2**53, so callers can do plain integer arithmetic (``int(inf)`` raises)."""
@@ -163,9 +166,6 @@ def to_integer(value: Any) -> int:
     if math.isinf(number):
         return _INTEGER_BOUND if number > 0 else -_INTEGER_BOUND
     return int(number)
-
-
-_INTEGER_BOUND = 2**53
 
 
 def _math_minmax(pick: Callable[..., Any], empty: float) -> Fn:

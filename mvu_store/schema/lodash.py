@@ -247,9 +247,7 @@ def _minmax_of(pick: Callable[..., Any]) -> Fn:
 
 def _take(from_end: bool) -> Fn:
     def take(budget: Budget, args: list[Any]) -> Any:
-        source = arg(args, 0)
-        items = source if type(source) is list else list(source) if type(source) is str else []
-        budget.charge(len(items))
+        items = _array(budget, arg(args, 0))
         count = 1 if arg(args, 1) is UNDEFINED else max(0, to_integer(arg(args, 1)))
         if from_end:  # a count past the length takes everything (a negative slice start would not)
             return items[max(0, len(items) - count):] if count else []
