@@ -15,6 +15,7 @@ from typing import Any
 from mvu_store.errors import Code, MvuError
 from mvu_store.jsonvalue import UNSAFE_KEYS
 from mvu_store.schema.values import (
+    MAX_SAFE_INTEGER,
     UNDEFINED,
     Budget,
     Builtin,
@@ -153,6 +154,20 @@ def to_num(value: Any) -> float | int:
     return to_number(value, explicit=True)
 
 
+_INTEGER_BOUND = 2**53
+
+
+def to_integer(value: Any) -> int:
+    """ECMAScript ``ToIntegerOrInfinity`` for counts, indexes and widths: NaN is 0 and the
+    infinities become ±2**53, so callers can do plain integer arithmetic (``int(inf)`` raises)."""
+    number = to_num(value)
+    if math.isnan(number):
+        return 0
+    if math.isinf(number):
+        return _INTEGER_BOUND if number > 0 else -_INTEGER_BOUND
+    return int(number)
+
+
 def _math_minmax(pick: Callable[..., Any], empty: float) -> Fn:
     def minmax(budget: Budget, args: list[Any]) -> Any:
         numbers = [to_num(item) for item in args]
@@ -280,7 +295,7 @@ def _parse_float(budget: Budget, args: list[Any]) -> Any:
 def _parse_int(budget: Budget, args: list[Any]) -> Any:
     text = to_string(arg(args, 0)).strip()
     radix = arg(args, 1)
-    base = 10 if radix is UNDEFINED or to_num(radix) == 0 else int(to_num(radix))
+    base = 10 if radix is UNDEFINED or to_num(radix) == 0 else to_integer(radix)
     sign = -1 if text.startswith("-") else 1
     text = text.lstrip("+-")
     if base in (10, 16) and text.lower().startswith("0x") and radix in (UNDEFINED, 16):
@@ -299,8 +314,17 @@ def _number(budget: Budget, args: list[Any]) -> Any:
     return 0 if not args else to_num(args[0])
 
 
+def charged_text(budget: Budget, value: Any) -> str:
+    """``ToString`` that pays for an array's text: joining a large array is real work, and a loop
+    of ``String(items)`` or ``` `${items}` ``` must exhaust the budget like any other loop."""
+    text = to_string(value)
+    if type(value) is list:
+        budget.charge(len(text) // 8)
+    return text
+
+
 def _string(budget: Budget, args: list[Any]) -> Any:
-    return "" if not args else to_string(args[0])
+    return "" if not args else charged_text(budget, args[0])
 
 
 def _date_now(budget: Budget, args: list[Any]) -> Any:
@@ -373,7 +397,7 @@ class JsSet(Opaque):
 def _array_from(budget: Budget, args: list[Any]) -> Any:
     source, fn = arg(args, 0), arg(args, 1)
     if type(source) is dict and "length" in source:  # Array.from({ length: n }, fn)
-        count = max(0, int(to_num(source["length"])))
+        count = max(0, to_integer(source["length"]))
         budget.charge(count)
         items: list[Any] = [UNDEFINED] * count
     elif type(source) is list or type(source) is str or isinstance(source, JsSet):
@@ -426,7 +450,7 @@ def _stringify(budget: Budget, args: list[Any]) -> Any:
         return item
 
     space = arg(args, 2)
-    indent = min(10, int(to_num(space))) if is_number(space) else (space[:10] if type(space) is str else None)
+    indent = min(10, to_integer(space)) if is_number(space) else (space[:10] if type(space) is str else None)
     if not indent:
         return json.dumps(clean(value), ensure_ascii=False, separators=(",", ":"))
     return json.dumps(clean(value), ensure_ascii=False, indent=indent, separators=(",", ": "))
@@ -443,13 +467,13 @@ def _json_parse(budget: Budget, args: list[Any]) -> Any:
 NUMBER = Builtin("Number", _number, {
     "isInteger": plain("isInteger", lambda value=UNDEFINED, *_: is_integer(value)),
     "isSafeInteger": plain("isSafeInteger", lambda value=UNDEFINED, *_: is_number(value) and math.isfinite(value)
-                           and value == int(value) and abs(value) <= 2**53 - 1),
+                           and value == int(value) and abs(value) <= MAX_SAFE_INTEGER),
     "isFinite": plain("isFinite", lambda value=UNDEFINED, *_: is_number(value) and math.isfinite(value)),
     "isNaN": plain("isNaN", lambda value=UNDEFINED, *_: is_number(value) and math.isnan(value)),
     "parseFloat": Builtin("parseFloat", _parse_float),
     "parseInt": Builtin("parseInt", _parse_int),
-    "MAX_SAFE_INTEGER": 2**53 - 1,
-    "MIN_SAFE_INTEGER": -(2**53 - 1),
+    "MAX_SAFE_INTEGER": MAX_SAFE_INTEGER,
+    "MIN_SAFE_INTEGER": -MAX_SAFE_INTEGER,
     "MAX_VALUE": 1.7976931348623157e308,
     "EPSILON": 2.0**-52,
     "POSITIVE_INFINITY": math.inf,

@@ -7,6 +7,7 @@ from typing import Any
 
 from mvu_store.errors import Code, MvuError
 from mvu_store.schema.issues import (
+    NONOPTIONAL,
     Issue,
     aborted,
     invalid_type,
@@ -15,7 +16,19 @@ from mvu_store.schema.issues import (
     unrecognized_keys,
 )
 from mvu_store.schema.primitives import LiteralSchema, StringSchema, number_arg
-from mvu_store.schema.types import Check, Optional, ParseCtx, Schema, SizeCheck, as_schema, custom_message, runner
+from mvu_store.schema.types import (
+    Check,
+    NonOptional,
+    Optional,
+    ParseCtx,
+    Schema,
+    SizeCheck,
+    as_schema,
+    custom_message,
+    json_copy,
+    runner,
+    stopped_itself,
+)
 from mvu_store.schema.values import (
     UNDEFINED,
     Budget,
@@ -28,7 +41,6 @@ from mvu_store.schema.values import (
     truthy,
 )
 
-_NONOPTIONAL = "Invalid input: expected nonoptional, received undefined"
 _NUMERIC_KEY = re.compile(r"-?\d+(?:\.\d+)?", re.ASCII)  # Zod's number pattern for record keys
 
 
@@ -80,7 +92,7 @@ class ObjectSchema(Schema):
                     prefix(issues, start, key)
                 continue
             if optin is None:
-                issues.append(Issue("invalid_type", [key], _NONOPTIONAL))
+                issues.append(Issue("invalid_type", [key], NONOPTIONAL))
             elif result is not UNDEFINED or (optin == "defaulted" and optout != "optional"):
                 out[key] = result
         if self.mode != "strip":
@@ -97,8 +109,9 @@ class ObjectSchema(Schema):
         for key in extra:
             if key == "__proto__":
                 continue
-            if self.rest is None:
-                out[key] = value[key]
+            if self.rest is None:  # kept as given, so copied as z.any() copies (the input stays frozen)
+                item = value[key]
+                out[key] = json_copy(item) if type(item) is dict or type(item) is list else item
                 continue
             start = len(ctx.issues)
             out[key] = self.rest.run(value[key], ctx)
@@ -140,8 +153,7 @@ class ObjectSchema(Schema):
 
     def m_required(self, budget: Budget, args: list[Any]) -> Schema:
         keys = set(self.shape) if arg(args, 0) is UNDEFINED else self.mask(arg(args, 0))
-        return self.reshape({key: schema.inner if key in keys and isinstance(schema, Optional) else schema
-                             for key, schema in self.shape.items()})
+        return self.reshape({key: NonOptional(schema) if key in keys else schema for key, schema in self.shape.items()})
 
     def m_keyof(self, budget: Budget, args: list[Any]) -> Schema:
         return LiteralSchema("enum", list(self.shape))
@@ -383,13 +395,16 @@ class UnionSchema(Schema):
         if len(self.options) == 1:
             return self.options[0].run(value, ctx)
         trials: list[tuple[Any, list[Issue]]] = []
+        halted: list[bool] = []
         for option in self.options:
             trial = ParseCtx(ctx.budget)
             result = option.run(value, trial)
             if not trial.issues:
                 return result
             trials.append((result, trial.issues))
-        survivors = [trial for trial in trials if not aborted(trial[1])]
+            halted.append(stopped_itself(option, trial))
+        survivors = [(result, issues) for (result, issues), stopped in zip(trials, halted, strict=True)
+                     if not stopped and not aborted(issues)]
         if len(survivors) == 1:
             ctx.issues.extend(survivors[0][1])
             return survivors[0][0]

@@ -114,8 +114,9 @@ class Compiler:
         parts = [self.expression(kid) for kid in node.kids if kid is not None]
 
         def template(frame: Frame) -> str:
-            text = text_limit("".join(to_string(part(frame)) for part in parts))
-            frame.budget.charge(len(text) // 64)
+            budget = frame.budget
+            text = text_limit("".join(builtins.charged_text(budget, part(frame)) for part in parts))
+            budget.charge(len(text) // 64)
             return text
 
         return template
@@ -278,7 +279,17 @@ class Compiler:
         apply = BINARY[node.value]
         left = self.expression(node.child(0))
         right = self.expression(node.child(1))
-        return lambda frame: apply(left(frame), right(frame))
+        if node.value != "+":
+            return lambda frame: apply(left(frame), right(frame))
+
+        def add(frame: Frame) -> Any:
+            a, b = left(frame), right(frame)
+            result = apply(a, b)
+            if type(a) is list or type(b) is list:  # `items + ''` joins the array: pay as String() does
+                frame.budget.charge(len(result) // 8)
+            return result
+
+        return add
 
     def e_logical(self, node: Node) -> Eval:
         left = self.expression(node.child(0))
@@ -440,7 +451,7 @@ class Compiler:
         handler = None if node.kids[1] is None else self.scoped(node.child(1))
         finalizer = None if node.kids[2] is None else self.scoped(node.child(2))
 
-        def attempt(frame: Frame) -> Any:
+        def guarded(frame: Frame) -> Any:
             depth = frame.budget.depth
             try:
                 return body(frame)
@@ -453,9 +464,23 @@ class Compiler:
                 if param is not None:
                     bind(inner, param, error.value, const=False)
                 return handler(inner)
-            finally:
-                if finalizer is not None:
-                    finalizer(frame)
+
+        if finalizer is None:
+            return guarded
+
+        def attempt(frame: Frame) -> Any:
+            # As in JavaScript, a `return`/`break`/`continue` in `finally` replaces the try's own
+            # completion, even a thrown error. Refusals (budget, isolation) are not ScriptErrors:
+            # they skip the finalizer, so no declaration code runs after them or can swallow them.
+            try:
+                completion = guarded(frame)
+            except ScriptError:
+                override = finalizer(frame)
+                if override is not None:
+                    return override
+                raise
+            override = finalizer(frame)
+            return completion if override is None else override
 
         return attempt
 

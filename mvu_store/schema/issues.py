@@ -30,6 +30,9 @@ class Issue:
         return {"code": self.code, "path": list(self.path), "message": self.message}
 
 
+NONOPTIONAL = "Invalid input: expected nonoptional, received undefined"
+
+
 def prefix(issues: list[Issue], start: int, key: str | int) -> None:
     """Put ``key`` in front of the paths of ``issues[start:]`` (a child's issues, seen by its parent)."""
     for index in range(start, len(issues)):

@@ -7,6 +7,7 @@ touches and never mutates its input unless lodash itself does (``_.merge``, ``_.
 from __future__ import annotations
 
 import math
+import sys
 from collections.abc import Callable
 from functools import cmp_to_key
 from typing import Any
@@ -16,6 +17,7 @@ from mvu_store.schema.builtins import (
     Fn,
     assign_into,
     call_fn,
+    charged_text,
     check_writable,
     collection,
     deep_copy,
@@ -29,6 +31,7 @@ from mvu_store.schema.builtins import (
     make_predicate,
     plain,
     safe_key,
+    to_integer,
     to_num,
     values,
 )
@@ -72,7 +75,7 @@ def _clamp_slow(args: list[Any]) -> Any:
 def _pick_by(keep: bool) -> Fn:
     def pick_by(budget: Budget, args: list[Any]) -> Any:
         test = make_predicate(budget, arg(args, 1))
-        return {key: item for key, item in collection(budget, arg(args, 0)) if test(item, key) == keep}
+        return {key: item for key, item in _keyed(budget, arg(args, 0)) if test(item, key) == keep}
 
     return pick_by
 
@@ -82,14 +85,14 @@ def _pick(keep: bool) -> Fn:
         names: set[str] = set()
         for item in args[1:]:
             names.update(to_string(name) for name in (item if type(item) is list else [item]))
-        return {key: item for key, item in collection(budget, arg(args, 0)) if (key in names) == keep}
+        return {key: item for key, item in _keyed(budget, arg(args, 0)) if (key in names) == keep}
 
     return pick
 
 
 def _map_values(budget: Budget, args: list[Any]) -> Any:
     mapper = make_mapper(budget, arg(args, 1))
-    return {key: mapper(item, key) for key, item in collection(budget, arg(args, 0))}
+    return {key: mapper(item, key) for key, item in _keyed(budget, arg(args, 0))}
 
 
 def _lodash_map(budget: Budget, args: list[Any]) -> Any:
@@ -102,11 +105,33 @@ def _lodash_filter(budget: Budget, args: list[Any]) -> Any:
     return [item for key, item in collection(budget, arg(args, 0)) if test(item, key)]
 
 
+def _path_parts(path: Any) -> list[Any]:
+    """lodash's property path: an array of keys, or a string such as ``a.b[0].c``."""
+    return path if type(path) is list else to_string(path).replace("[", ".").replace("]", "").split(".")
+
+
+def _has(budget: Budget, args: list[Any]) -> bool:
+    """``_.has(object, path)``: whether every step of the path is an own key or array index."""
+    from mvu_store.schema.runtime import array_index  # runtime imports the library
+
+    value, parts = arg(args, 0), _path_parts(arg(args, 1))
+    budget.charge(len(parts))
+    for part in parts:
+        key = to_string(part)
+        if type(value) is dict and key in value:
+            value = value[key]
+        elif type(value) is list and (index := array_index(key)) is not None and index < len(value):
+            value = value[index]
+        else:
+            return False
+    return True
+
+
 def _lodash_get(budget: Budget, args: list[Any]) -> Any:
     from mvu_store.schema.runtime import get_member  # runtime imports the library
 
     value, path, default = arg(args, 0), arg(args, 1), arg(args, 2)
-    parts = path if type(path) is list else to_string(path).replace("[", ".").replace("]", "").split(".")
+    parts = _path_parts(path)
     budget.charge(len(parts))
     for part in parts:
         if type(value) is not dict and type(value) is not list:
@@ -157,7 +182,7 @@ def _uniq(budget: Budget, args: list[Any]) -> Any:
 
 
 def _sum(budget: Budget, args: list[Any]) -> Any:
-    items = [item for _, item in collection(budget, arg(args, 0))]
+    items = _array(budget, arg(args, 0))
     return sum((to_num(item) for item in items), 0)
 
 
@@ -202,7 +227,7 @@ def _size(budget: Budget, args: list[Any]) -> Any:
 def _lodash_round(method: str) -> Fn:
     def apply(budget: Budget, args: list[Any]) -> Any:
         number, digits = to_num(arg(args, 0)), arg(args, 1)
-        precision = 0 if digits is UNDEFINED else int(to_num(digits))
+        precision = 0 if digits is UNDEFINED else to_integer(digits)
         if method == "round":
             return js_round(number, precision)
         factor = 10**precision
@@ -214,7 +239,7 @@ def _lodash_round(method: str) -> Fn:
 
 def _minmax_of(pick: Callable[..., Any]) -> Fn:
     def apply(budget: Budget, args: list[Any]) -> Any:
-        items = [item for _, item in collection(budget, arg(args, 0))]
+        items = _array(budget, arg(args, 0))
         return pick(items, key=to_num) if items else UNDEFINED
 
     return apply
@@ -222,25 +247,37 @@ def _minmax_of(pick: Callable[..., Any]) -> Fn:
 
 def _take(from_end: bool) -> Fn:
     def take(budget: Budget, args: list[Any]) -> Any:
-        items = arg(args, 0)
-        count = 1 if arg(args, 1) is UNDEFINED else max(0, int(to_num(arg(args, 1))))
-        if type(items) is not list:
-            return []
-        budget.charge(len(items))
-        if from_end:
-            return items[len(items) - count:] if count else []
+        items = _array(budget, arg(args, 0))
+        count = 1 if arg(args, 1) is UNDEFINED else max(0, to_integer(arg(args, 1)))
+        if from_end:  # a count past the length takes everything (a negative slice start would not)
+            return items[max(0, len(items) - count):] if count else []
         return items[:count]
 
     return take
 
 
+# Helpers that end an implicit chain: `_(items).values().sumBy(f)` is a number, not a wrapper
+# (lodash's "not chainable by default" methods; the list was taken from lodash 4.17 on node).
+_UNWRAPPING = frozenset({
+    "clamp", "find", "findKey", "some", "every", "forEach", "each", "reduce", "get", "has", "includes",
+    "isEmpty", "isEqual", "sum", "sumBy", "max", "maxBy", "min", "minBy", "size", "round", "floor", "ceil",
+    "times", "clone", "cloneDeep", "first", "head", "last", "inRange", "toNumber", "toInteger", "toString",
+    "trim", "toLower", "toUpper", "capitalize", "startsWith", "endsWith", "isNumber", "isString", "isBoolean",
+    "isArray", "isPlainObject", "isObject", "isNil", "isNull", "isUndefined", "isFinite", "isInteger",
+    "isFunction", "isNaN", "findLast", "findIndex", "findLastIndex", "mean", "meanBy", "indexOf", "nth",
+    "defaultTo", "identity", "truncate", "upperFirst", "lowerFirst", "padStart", "padEnd", "repeat",
+})
+
+
 class LodashChain(Opaque):
-    """``_(value)`` / ``_.chain(value)``: lodash's wrapper, ended by ``.value()``."""
+    """``_(value)`` (implicit: helpers of :data:`_UNWRAPPING` return plain values) or
+    ``_.chain(value)`` (explicit: everything stays wrapped); either ends with ``.value()``."""
 
-    __slots__ = ("value",)
+    __slots__ = ("explicit", "value")
 
-    def __init__(self, value: Any) -> None:
+    def __init__(self, value: Any, *, explicit: bool) -> None:
         self.value = value
+        self.explicit = explicit
 
     def get(self, key: str) -> Any:
         if key == "value":
@@ -248,7 +285,10 @@ class LodashChain(Opaque):
         helper = _LODASH_HELPERS.get(key)
         if not isinstance(helper, Builtin):
             return super().get(key)
-        return Builtin(key, lambda budget, args: LodashChain(helper.call(budget, [self.value, *args])))
+        if not self.explicit and key in _UNWRAPPING:
+            return Builtin(key, lambda budget, args: helper.call(budget, [self.value, *args]))
+        return Builtin(key, lambda budget, args: LodashChain(helper.call(budget, [self.value, *args]),
+                                                             explicit=self.explicit))
 
 
 _LODASH_HELPERS: dict[str, Any] = {
@@ -281,7 +321,7 @@ _LODASH_HELPERS: dict[str, Any] = {
     "range": Builtin("range", _range),
     "merge": Builtin("merge", _merge),
     "cloneDeep": Builtin("cloneDeep", lambda budget, args: deep_copy(budget, arg(args, 0))),
-    "has": Builtin("has", lambda budget, args: type(arg(args, 0)) is dict and to_string(arg(args, 1)) in arg(args, 0)),
+    "has": Builtin("has", _has),
     "includes": Builtin("includes", lambda budget, args: any(
         strict_equals(item, arg(args, 1)) for _, item in collection(budget, arg(args, 0)))),
     "isNumber": plain("isNumber", lambda value=UNDEFINED, *_: is_number(value)),
@@ -291,11 +331,13 @@ _LODASH_HELPERS: dict[str, Any] = {
     "isPlainObject": plain("isPlainObject", lambda value=UNDEFINED, *_: type(value) is dict),
     "isObject": plain("isObject", lambda value=UNDEFINED, *_: type(value) in (dict, list) or isinstance(value, Opaque)),
     "isNil": plain("isNil", lambda value=UNDEFINED, *_: value is None or value is UNDEFINED),
+    "isNaN": plain("isNaN", lambda value=UNDEFINED, *_: type(value) is float and math.isnan(value)),
     "isFinite": plain("isFinite", lambda value=UNDEFINED, *_: is_number(value) and math.isfinite(value)),
     "isInteger": plain("isInteger", lambda value=UNDEFINED, *_: is_integer(value)),
     "inRange": Builtin("inRange", lambda budget, args: _in_range(args)),
     "toNumber": plain("toNumber", lambda value=UNDEFINED, *_: to_num(value)),
-    "toString": plain("toString", lambda value=UNDEFINED, *_: "" if value in (None, UNDEFINED) else to_string(value)),
+    "toString": Builtin("toString", lambda budget, args: "" if arg(args, 0) in (None, UNDEFINED)
+                        else charged_text(budget, arg(args, 0))),
     "first": plain("first", lambda value=UNDEFINED, *_: value[0] if type(value) is list and value else UNDEFINED),
     "head": plain("head", lambda value=UNDEFINED, *_: value[0] if type(value) is list and value else UNDEFINED),
     "last": plain("last", lambda value=UNDEFINED, *_: value[-1] if type(value) is list and value else UNDEFINED),
@@ -304,14 +346,34 @@ _LODASH_HELPERS: dict[str, Any] = {
 }
 
 
+def _keyed(budget: Budget, value: Any) -> list[tuple[str, Any]]:
+    """(key, item) pairs for helpers that build an object: an array's indexes become the string
+    keys lodash gives them (`_.pickBy([a, b], f)` is `{"0": a, "1": b}`)."""
+    return [(key if type(key) is str else str(key), item) for key, item in collection(budget, value)]
+
+
 def _items(budget: Budget, value: Any) -> list[Any]:
+    """The items of a collection (an object's values): for lodash's collection helpers."""
     return [item for _, item in collection(budget, value)]
+
+
+def _array(budget: Budget, value: Any) -> list[Any]:
+    """The items of an array-like, as lodash's *array* helpers see them: an array, a string's
+    characters, and nothing for an object (it has no length: `_.sum({a: 1})` is 0)."""
+    if type(value) is list:
+        budget.charge(len(value))
+        return value
+    if type(value) is str:
+        budget.charge(len(value))
+        return list(value)
+    return []
 
 
 def _find(want_key: bool) -> Fn:
     def find(budget: Budget, args: list[Any]) -> Any:
         test = make_predicate(budget, arg(args, 1))
-        for key, item in collection(budget, arg(args, 0)):
+        # findKey walks own keys (an array's as strings); find walks a collection (numeric indexes)
+        for key, item in (_keyed if want_key else collection)(budget, arg(args, 0)):
             if test(item, key):
                 return key if want_key else item
         return UNDEFINED
@@ -353,7 +415,7 @@ def _by(pick: Callable[..., Any]) -> Fn:
     """``sumBy`` / ``maxBy`` / ``minBy``: apply an iteratee, then reduce."""
     def by(budget: Budget, args: list[Any]) -> Any:
         get = make_mapper(budget, arg(args, 1))
-        pairs = [(get(item, key), item) for key, item in collection(budget, arg(args, 0))]
+        pairs = [(get(item, index), item) for index, item in enumerate(_array(budget, arg(args, 0)))]
         if pick is sum:
             return sum((to_num(value) for value, _ in pairs), 0)
         valid = [(value, item) for value, item in pairs if is_number(value)]
@@ -397,18 +459,21 @@ def _map_keys(budget: Budget, args: list[Any]) -> Any:
 def _set_ops(mode: str) -> Fn:
     """``union`` / ``difference`` / ``without`` on arrays, by JavaScript equality."""
     def set_op(budget: Budget, args: list[Any]) -> Any:
-        first = _items(budget, arg(args, 0))
+        first = _array(budget, arg(args, 0))
         others = [item for part in args[1:] for item in (part if type(part) is list else [part])]
-        budget.charge(len(first) * max(1, len(others)) // 64 + len(others))
+        budget.charge(len(first) + len(others))
         if mode == "union":
             return _uniq(budget, [first + [item for part in args[1:] if type(part) is list for item in part]])
-        return [item for item in first if not any(strict_equals(item, other) for other in others)]
+        # lodash compares with SameValueZero; hashing keeps this linear (a pairwise scan of two
+        # 3,000-item arrays cost seconds while charging a fraction of that)
+        excluded = {same_value_key(other) for other in others}
+        return [item for item in first if same_value_key(item) not in excluded]
 
     return set_op
 
 
 def _flatten(budget: Budget, args: list[Any]) -> Any:
-    return [part for item in _items(budget, arg(args, 0)) for part in (item if type(item) is list else [item])]
+    return [part for item in _array(budget, arg(args, 0)) for part in (item if type(item) is list else [item])]
 
 
 def _is_equal(budget: Budget, args: list[Any]) -> bool:
@@ -425,8 +490,8 @@ def _is_equal(budget: Budget, args: list[Any]) -> bool:
 
 def _drop(from_end: bool) -> Fn:
     def drop(budget: Budget, args: list[Any]) -> Any:
-        items = _items(budget, arg(args, 0))
-        count = 1 if arg(args, 1) is UNDEFINED else max(0, int(to_num(arg(args, 1))))
+        items = _array(budget, arg(args, 0))
+        count = 1 if arg(args, 1) is UNDEFINED else max(0, to_integer(arg(args, 1)))
         return items[:max(0, len(items) - count)] if from_end else items[count:]
 
     return drop
@@ -437,7 +502,7 @@ def _set_path(budget: Budget, args: list[Any]) -> Any:
     from mvu_store.schema.runtime import get_member, set_member  # runtime imports the library
 
     target, path, value = arg(args, 0), arg(args, 1), arg(args, 2)
-    parts = path if type(path) is list else to_string(path).replace("[", ".").replace("]", "").split(".")
+    parts = _path_parts(path)
     budget.charge(len(parts))
     node = target
     for part in parts[:-1]:
@@ -451,7 +516,7 @@ def _set_path(budget: Budget, args: list[Any]) -> Any:
 
 
 def _times(budget: Budget, args: list[Any]) -> Any:
-    count = max(0, int(to_num(arg(args, 0))))
+    count = max(0, to_integer(arg(args, 0)))
     budget.charge(count)
     fn = arg(args, 1)
     return [index if fn is UNDEFINED else call_fn(budget, fn, index) for index in range(count)]
@@ -491,7 +556,8 @@ _LODASH_HELPERS.update({
     "defaults": Builtin("defaults", assign_into(defaults_only=True)),
     "drop": Builtin("drop", _drop(from_end=False)),
     "dropRight": Builtin("dropRight", _drop(from_end=True)),
-    "reverse": Builtin("reverse", lambda budget, args: _items(budget, arg(args, 0))[::-1]),
+    "reverse": Builtin("reverse", lambda budget, args: _array(budget, arg(args, 0))[::-1]
+                       if type(arg(args, 0)) is list else arg(args, 0)),
     "clone": Builtin("clone", lambda budget, args: spread_copy(arg(args, 0))),
     "set": Builtin("set", _set_path),
     "times": Builtin("times", _times),
@@ -508,8 +574,8 @@ _LODASH_HELPERS.update({
 
 
 def _chunk(budget: Budget, args: list[Any]) -> Any:
-    items = _items(budget, arg(args, 0))
-    size = 1 if arg(args, 1) is UNDEFINED else max(0, int(to_num(arg(args, 1))))
+    items = _array(budget, arg(args, 0))
+    size = 1 if arg(args, 1) is UNDEFINED else max(0, to_integer(arg(args, 1)))
     return [items[start:start + size] for start in range(0, len(items), size)] if size else []
 
 
@@ -520,13 +586,13 @@ def _partition(budget: Budget, args: list[Any]) -> Any:
 
 
 def _intersection(budget: Budget, args: list[Any]) -> Any:
-    first = _items(budget, arg(args, 0))
-    others = [{same_value_key(item) for item in _items(budget, part)} for part in args[1:]]
+    first = _array(budget, arg(args, 0))
+    others = [{same_value_key(item) for item in _array(budget, part)} for part in args[1:]]
     return _uniq(budget, [[item for item in first if all(same_value_key(item) in keys for keys in others)]])
 
 
 def _zip_object(budget: Budget, args: list[Any]) -> Any:
-    names, items = _items(budget, arg(args, 0)), _items(budget, arg(args, 1))
+    names, items = _array(budget, arg(args, 0)), _array(budget, arg(args, 1))
     return {safe_key(to_string(name)): items[index] if index < len(items) else UNDEFINED
             for index, name in enumerate(names)}
 
@@ -546,7 +612,7 @@ def _find_last(budget: Budget, args: list[Any]) -> Any:
 def _find_index(from_end: bool) -> Fn:
     def find_index(budget: Budget, args: list[Any]) -> Any:
         test = make_predicate(budget, arg(args, 1))
-        pairs = collection(budget, arg(args, 0))
+        pairs = list(enumerate(_array(budget, arg(args, 0))))
         for index, item in (reversed(pairs) if from_end else pairs):
             if test(item, index):
                 return index
@@ -556,14 +622,14 @@ def _find_index(from_end: bool) -> Fn:
 
 
 def _mean(budget: Budget, args: list[Any]) -> Any:
-    values_ = [to_num(item) for item in _items(budget, arg(args, 0))]
+    values_ = [to_num(item) for item in _array(budget, arg(args, 0))]
     return sum(values_, 0) / len(values_) if values_ else math.nan
 
 
 def _truncate(budget: Budget, args: list[Any]) -> Any:
     text = _text_of(args, 0)
     options = arg(args, 1)
-    length = int(to_num(options.get("length", 30))) if type(options) is dict else 30
+    length = to_integer(options.get("length", 30)) if type(options) is dict else 30
     omission = to_string(options.get("omission", "...")) if type(options) is dict else "..."
     return text if len(text) <= length else text[:max(0, length - len(omission))] + omission
 
@@ -572,7 +638,7 @@ def _unset_path(budget: Budget, args: list[Any]) -> Any:
     from mvu_store.schema.runtime import delete_member, get_member  # runtime imports the library
 
     target, path = arg(args, 0), arg(args, 1)
-    parts = path if type(path) is list else to_string(path).replace("[", ".").replace("]", "").split(".")
+    parts = _path_parts(path)
     node = target
     for part in parts[:-1]:
         node = get_member(node, part)
@@ -594,12 +660,13 @@ _LODASH_HELPERS.update({
     "findLastIndex": Builtin("findLastIndex", _find_index(from_end=True)),
     "flatMap": Builtin("flatMap", lambda budget, args: _flatten(budget, [_lodash_map(budget, args)])),
     "mean": Builtin("mean", _mean),
-    "meanBy": Builtin("meanBy", lambda budget, args: _mean(budget, [_lodash_map(budget, args)])),
+    "meanBy": Builtin("meanBy", lambda budget, args: _mean(budget, [_lodash_map(budget, [_array(budget, arg(args, 0)),
+                                                                                      *args[1:]])])),
     "indexOf": Builtin("indexOf", lambda budget, args: next(
-        (index for index, item in enumerate(_items(budget, arg(args, 0))) if strict_equals(item, arg(args, 1))), -1)),
-    "nth": Builtin("nth", lambda budget, args: _nth(_items(budget, arg(args, 0)), arg(args, 1))),
-    "tail": Builtin("tail", lambda budget, args: _items(budget, arg(args, 0))[1:]),
-    "initial": Builtin("initial", lambda budget, args: _items(budget, arg(args, 0))[:-1]),
+        (index for index, item in enumerate(_array(budget, arg(args, 0))) if strict_equals(item, arg(args, 1))), -1)),
+    "nth": Builtin("nth", lambda budget, args: _nth(_array(budget, arg(args, 0)), arg(args, 1))),
+    "tail": Builtin("tail", lambda budget, args: _array(budget, arg(args, 0))[1:]),
+    "initial": Builtin("initial", lambda budget, args: _array(budget, arg(args, 0))[:-1]),
     "toArray": Builtin("toArray", lambda budget, args: _items(budget, arg(args, 0))),
     "castArray": plain("castArray", lambda value=UNDEFINED, *_: value if type(value) is list else [value]),
     "defaultTo": plain("defaultTo", lambda value=UNDEFINED, fallback=UNDEFINED, *_:
@@ -615,19 +682,19 @@ _LODASH_HELPERS.update({
     "padEnd": Builtin("padEnd", lambda budget, args: _pad(budget, args, at_start=False)),
     "repeat": Builtin("repeat", lambda budget, args: _repeat(budget, args)),
 })
-_LODASH_HELPERS["chain"] = Builtin("chain", lambda budget, args: LodashChain(arg(args, 0)))
-LODASH = Builtin("_", lambda budget, args: LodashChain(arg(args, 0)), _LODASH_HELPERS)
+_LODASH_HELPERS["chain"] = Builtin("chain", lambda budget, args: LodashChain(arg(args, 0), explicit=True))
+LODASH = Builtin("_", lambda budget, args: LodashChain(arg(args, 0), explicit=False), _LODASH_HELPERS)
 
 
 def _nth(items: list[Any], position: Any) -> Any:
-    index = 0 if position is UNDEFINED else int(to_num(position))
+    index = 0 if position is UNDEFINED else to_integer(position)
     index = index + len(items) if index < 0 else index
     return items[index] if 0 <= index < len(items) else UNDEFINED
 
 
 def _pad(budget: Budget, args: list[Any], *, at_start: bool) -> str:
     text = _text_of(args, 0)
-    width = 0 if arg(args, 1) is UNDEFINED else int(to_num(arg(args, 1)))
+    width = 0 if arg(args, 1) is UNDEFINED else to_integer(arg(args, 1))
     filler = " " if arg(args, 2) is UNDEFINED else to_string(arg(args, 2))
     missing = width - len(text)
     if missing <= 0 or not filler:
@@ -638,16 +705,17 @@ def _pad(budget: Budget, args: list[Any], *, at_start: bool) -> str:
 
 
 def _repeat(budget: Budget, args: list[Any]) -> str:
-    count = 1 if arg(args, 1) is UNDEFINED else max(0, int(to_num(arg(args, 1))))
+    count = 1 if arg(args, 1) is UNDEFINED else max(0, to_integer(arg(args, 1)))
     text = _text_of(args, 0)
     budget.charge(len(text) * count)
     return text_limit(text * count)
 
 
 def _to_integer(number: float | int) -> float | int:
+    """lodash's ``toInteger``: NaN is 0 and the infinities become ±Number.MAX_VALUE (toFinite)."""
     if math.isnan(number):
         return 0
-    return number if math.isinf(number) else int(number)
+    return math.copysign(sys.float_info.max, number) if math.isinf(number) else int(number)
 
 
 def spread_copy(value: Any) -> Any:

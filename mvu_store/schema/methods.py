@@ -12,7 +12,7 @@ from functools import cmp_to_key
 from typing import Any
 
 from mvu_store.errors import Code, MvuError
-from mvu_store.schema.builtins import call_fn, check_writable, js_compare, to_num
+from mvu_store.schema.builtins import call_fn, check_writable, js_compare, to_integer, to_num
 from mvu_store.schema.values import (
     UNDEFINED,
     Budget,
@@ -110,7 +110,7 @@ def _sort(budget: Budget, items: list[Any], args: list[Any]) -> Any:
 def _splice(budget: Budget, items: list[Any], args: list[Any]) -> Any:
     check_writable(budget, items)
     start, _ = _slice_bounds(len(items), [arg(args, 0)])
-    count = len(items) - start if len(args) < 2 else max(0, min(int(to_num(args[1])), len(items) - start))
+    count = len(items) - start if len(args) < 2 else max(0, min(to_integer(args[1]), len(items) - start))
     removed = items[start:start + count]
     items[start:start + count] = args[2:]
     budget.charge(len(items))
@@ -131,6 +131,12 @@ def _index_of(budget: Budget, items: Any, args: list[Any]) -> int:
     return next((index for index, item in enumerate(items) if strict_equals(item, target)), -1)
 
 
+def _last_index_of(budget: Budget, items: list[Any], args: list[Any]) -> int:
+    budget.charge(len(items))
+    target = arg(args, 0)
+    return next((index for index in range(len(items) - 1, -1, -1) if strict_equals(items[index], target)), -1)
+
+
 def _join(budget: Budget, items: list[Any], args: list[Any]) -> str:
     separator = "," if arg(args, 0) is UNDEFINED else to_string(args[0])
     budget.charge(len(items))
@@ -149,7 +155,7 @@ def _flat(budget: Budget, items: list[Any], args: list[Any]) -> list[Any]:
 
 
 def _at(budget: Budget, items: Any, args: list[Any]) -> Any:
-    index = int(to_num(arg(args, 0)))
+    index = to_integer(arg(args, 0))
     index = index + len(items) if index < 0 else index
     return items[index] if 0 <= index < len(items) else UNDEFINED
 
@@ -182,7 +188,7 @@ _ARRAY_METHODS: dict[str, Method] = {
     "every": lambda budget, items, args: all(truthy(hit) for _, _, hit in _each(budget, items, arg(args, 0))),
     "forEach": lambda budget, items, args: [None for _ in _each(budget, items, arg(args, 0))] and UNDEFINED,
     "reduce": _reduce,
-    "includes": lambda budget, items, args: any(strict_equals(item, arg(args, 0)) for item in items),
+    "includes": lambda budget, items, args: _index_of(budget, items, args) >= 0,
     "indexOf": _index_of,
     "join": _join,
     "slice": lambda budget, items, args: items[slice(*_slice_bounds(len(items), args))],
@@ -200,8 +206,7 @@ _ARRAY_METHODS: dict[str, Method] = {
     "shift": lambda budget, items, args: _take_out(budget, items, 0),
     "unshift": _unshift,
     "splice": _splice,
-    "lastIndexOf": lambda budget, items, args: next(
-        (index for index in range(len(items) - 1, -1, -1) if strict_equals(items[index], arg(args, 0))), -1),
+    "lastIndexOf": _last_index_of,
     "findLast": lambda budget, items, args: next(
         (item for index, item, hit in _each_reversed(budget, items, arg(args, 0)) if truthy(hit)), UNDEFINED),
     "findLastIndex": lambda budget, items, args: next(
@@ -251,7 +256,7 @@ def _replace(every: bool) -> Method:
 
 def _pad(at_start: bool) -> Method:
     def pad(budget: Budget, text: str, args: list[Any]) -> str:
-        width = int(to_num(arg(args, 0)))
+        width = to_integer(arg(args, 0))
         filler = " " if arg(args, 1) is UNDEFINED else to_string(args[1])
         missing = width - js_length(text)
         if missing <= 0 or not filler:
@@ -264,7 +269,7 @@ def _pad(at_start: bool) -> Method:
 
 
 def _repeat(budget: Budget, text: str, args: list[Any]) -> str:
-    count = int(to_num(arg(args, 0)))
+    count = to_integer(arg(args, 0))
     if count < 0:
         raise fail("invalid repeat count")
     budget.charge(len(text) * count)
@@ -305,7 +310,7 @@ _STRING_METHODS: dict[str, Method] = {
 
 
 def _to_fixed(budget: Budget, number: Any, args: list[Any]) -> str:
-    digits = 0 if arg(args, 0) is UNDEFINED else int(to_num(args[0]))
+    digits = 0 if arg(args, 0) is UNDEFINED else to_integer(args[0])
     if not 0 <= digits <= 100:
         raise fail("toFixed() digits must be between 0 and 100")
     if not math.isfinite(number) or abs(number) >= 1e21:

@@ -12,7 +12,16 @@ from mvu_store.errors import Code, MvuError
 from mvu_store.schema.issues import Issue, invalid_type, invalid_value, size_issue
 from mvu_store.schema.regex import Regex
 from mvu_store.schema.types import Check, ParseCtx, Schema, SizeCheck, custom_message, json_copy
-from mvu_store.schema.values import UNDEFINED, Budget, arg, same_value_key, to_number, to_string, truthy
+from mvu_store.schema.values import (
+    MAX_SAFE_INTEGER,
+    UNDEFINED,
+    Budget,
+    arg,
+    same_value_key,
+    to_number,
+    to_string,
+    truthy,
+)
 
 
 class AnySchema(Schema):
@@ -173,11 +182,17 @@ class NumberSchema(Schema):
         message = custom_message(arg(args, 0))
 
         def integer(value: Any, ctx: ParseCtx) -> Any:
-            if (type(value) is float and not value.is_integer()) or (type(value) is int and abs(value) > 2**53 - 1):
-                issue = invalid_type("int", value)
-                if message is not None:
-                    issue.message = message
-                ctx.issues.append(issue)  # aborting, as Zod's int check is
+            if type(value) is float and not value.is_integer():
+                issue = invalid_type("int", value)  # aborting, as Zod's is
+            elif abs(value) > MAX_SAFE_INTEGER:
+                # an integer outside the safe range is a bound (which lets later checks run), not a type
+                code = "too_big" if value > 0 else "too_small"
+                issue = size_issue(code, "int", MAX_SAFE_INTEGER if value > 0 else -MAX_SAFE_INTEGER, inclusive=True)
+            else:
+                return value
+            if message is not None:
+                issue.message = message
+            ctx.issues.append(issue)
             return value
 
         return self.with_check(integer)

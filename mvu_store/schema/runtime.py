@@ -168,6 +168,12 @@ def destructure(frame: Frame, pattern: tuple[Any, ...], value: Any, store: Calla
         raise fail(f"cannot destructure {to_string(value)}")
     if shape == "object":
         for key, target, default in pattern[1]:
+            if key is None:  # `...rest`: the own entries no earlier key of the pattern named
+                named = {entry[0] for entry in pattern[1]}
+                frame.budget.charge(len(value) if isinstance(value, (dict, list, str)) else 1)
+                entries = builtins.spread_entries(value)
+                store(target[1], {name: item for name, item in entries.items() if name not in named})
+                continue
             item = get_member(value, key)
             destructure(frame, target, default(frame) if item is UNDEFINED and default is not None else item, store)
         return

@@ -44,6 +44,7 @@ ASSIGN_OPERATORS = frozenset(
     {"=", "+=", "-=", "*=", "/=", "%=", "**=", "&&=", "||=", "??=", "|=", "&=", "^=", "<<=", ">>="}
 )
 CONSTRUCTORS = frozenset({"Error", "TypeError", "RangeError", "Set"})
+HOST_WAIT = "waitGlobalInitialized"  # the one host call a declaration may await (a no-op here)
 _ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "b": "\b", "f": "\f", "v": "\v", "0": "\0"}
 
 
@@ -217,7 +218,7 @@ class _Lowerer:
                 if child.type != "variable_declarator":
                     continue
                 value = child.child_by_field_name("value")
-                declarators.append(self.node(child, "declare", self.pattern(self.field(child, "name")),
+                declarators.append(self.node(child, "declare", self.pattern(self.field(child, "name"), rest=True),
                                              None if value is None else self.expression(value)))
             return self.node(cst, "declare_list", binding, *declarators)
         if kind == "expression_statement":
@@ -292,12 +293,14 @@ class _Lowerer:
 
     # -- patterns and functions --------------------------------------------------------------
 
-    def pattern(self, cst: CstNode) -> tuple[Any, ...]:
+    def pattern(self, cst: CstNode, *, rest: bool = False) -> tuple[Any, ...]:
         """A binding target: ``("name", n)``, ``("object", ((key, pattern, default), ...))`` or
         ``("array", ((pattern, default) | None, ...))`` (None is a hole, as in ``[, v]``).
 
         Real cards destructure (``({ 数量 }) => 数量 > 0``, ``([k, { n }]) => n``); defaults are
-        AST nodes the compiler turns into closures. Rest elements are refused.
+        AST nodes the compiler turns into closures. With ``rest`` (a declaration's own pattern) an
+        object pattern may end in ``...name`` (key None): real cards drop keys that way. Rest
+        parameters stay refused (S-8), as do array rest elements.
         """
         kind = cst.type
         if kind == "identifier":
@@ -306,7 +309,7 @@ class _Lowerer:
                 raise refuse(cst, f"`{name}` is not available")
             return ("name", name)
         if kind == "object_pattern":
-            entries: list[tuple[str, tuple[Any, ...], Node | None]] = []
+            entries: list[tuple[str | None, tuple[Any, ...], Node | None]] = []
             for child in self.children(cst):
                 if child.type == "shorthand_property_identifier_pattern":
                     entries.append((self.text(child), ("name", self.text(child)), None))
@@ -316,6 +319,11 @@ class _Lowerer:
                 elif child.type == "pair_pattern":
                     target, default = self.element(self.field(child, "value"))
                     entries.append((self.property_key(self.field(child, "key")), target, default))
+                elif rest and child.type == "rest_pattern" and child == self.children(cst)[-1]:
+                    rest_cst = self.children(child)[0]
+                    if rest_cst.type != "identifier":
+                        raise refuse(rest_cst, "an object rest element must be a name")
+                    entries.append((None, self.pattern(rest_cst), None))
                 else:
                     raise refuse(child, "rest elements are not supported")
             return ("object", tuple(entries))
@@ -514,15 +522,21 @@ class _Lowerer:
     x_function = x_function_expression
 
     def x_await_expression(self, cst: CstNode) -> Node:
-        """Only ``await import('<url>')``, the registration form some cards use at top level; the
-        URL binds a local capability like a static import (nothing is fetched)."""
+        """Only ``await import('<url>')``, the registration form some cards use at top level (the
+        URL binds a local capability like a static import; nothing is fetched), and
+        ``await waitGlobalInitialized('<name>')``, a card's wait for the MVU runtime to load: a
+        declaration that is rebuilt in isolation has nothing to wait for, so it is ``undefined``."""
         call = self.children(cst)[0] if self.children(cst) else cst
         callee = call.child_by_field_name("function") if call.type == "call_expression" else None
         arguments = call.child_by_field_name("arguments") if callee is not None else None
         args = [] if arguments is None else self.children(arguments)
-        if callee is None or callee.type != "import" or len(args) != 1 or args[0].type != "string":
+        if callee is None or len(args) != 1 or args[0].type != "string":
             raise refuse(cst, "async functions and generators are not supported")
-        return self.node(cst, "import_module", self.string_value(args[0]))
+        if callee.type == "import":
+            return self.node(cst, "import_module", self.string_value(args[0]))
+        if callee.type == "identifier" and self.text(callee) == HOST_WAIT:
+            return self.node(cst, "undefined")
+        raise refuse(cst, "async functions and generators are not supported")
 
     def x_new_expression(self, cst: CstNode) -> Node:
         """Only ``new Error(message)`` (and its kin, for ``throw``) and ``new Set(items)``."""

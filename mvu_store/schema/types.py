@@ -15,6 +15,7 @@ from typing import Any
 from mvu_store.errors import Code, MvuError
 from mvu_store.schema.builtins import deep_copy
 from mvu_store.schema.issues import (
+    NONOPTIONAL,
     Issue,
     aborted,
     size_issue,
@@ -36,11 +37,14 @@ from mvu_store.schema.values import (
 class ParseCtx:
     """The running validation: issues found so far and the shared budget."""
 
-    __slots__ = ("budget", "issues")
+    __slots__ = ("budget", "issues", "stopped")
 
     def __init__(self, budget: Budget) -> None:
         self.budget = budget
         self.issues: list[Issue] = []
+        # The last pipe that stopped on its input's issues (Zod marks that payload aborted even
+        # when every issue would continue); a union asks whether it was its option's own pipe.
+        self.stopped: Pipe | None = None
 
 
 Check = Callable[[Any, ParseCtx], Any]
@@ -123,6 +127,9 @@ class Schema(Opaque):
 
     def m_nullable(self, budget: Budget, args: list[Any]) -> Schema:
         return Nullable(self)
+
+    def m_nonoptional(self, budget: Budget, args: list[Any]) -> Schema:
+        return NonOptional(self)
 
     def m_nullish(self, budget: Budget, args: list[Any]) -> Schema:
         return Optional(Nullable(self))
@@ -355,6 +362,26 @@ class Optional(Schema):
         return self.inner
 
 
+class NonOptional(Schema):
+    """``.nonoptional()`` and the fields of ``.required()``: whatever the inner schema accepts,
+    ``undefined`` is refused (Zod wraps; it does not unwrap an optional)."""
+
+    kind = "nonoptional"
+    optout = None
+
+    def __init__(self, inner: Schema) -> None:
+        self.inner = inner
+        self.inner_run = runner(inner)
+        self.optin = "defaulted" if inner.optin == "defaulted" else None
+
+    def parse(self, value: Any, ctx: ParseCtx) -> Any:
+        start = len(ctx.issues)
+        result = self.inner_run(value, ctx)
+        if result is UNDEFINED and len(ctx.issues) == start:
+            ctx.issues.append(Issue("invalid_type", [], NONOPTIONAL))
+        return result
+
+
 class Nullable(Schema):
     kind = "nullable"
 
@@ -450,7 +477,11 @@ class Catch(Schema):
         if not trial.issues:
             return result
         if isinstance(self.value, JsCallable):
-            detail = {"input": json_copy(value), "error": {"issues": [issue.to_dict() for issue in trial.issues]}}
+            # Zod hands the catch function its payload: `value` and `input` are both the value
+            # the inner schema refused (as node shows, the caller's, even for an object)
+            issues = [issue.to_dict() for issue in trial.issues]
+            detail = {"value": json_copy(value), "input": json_copy(value), "issues": issues,
+                      "error": {"issues": json_copy(issues)}}
             return self.value.call(ctx.budget, [detail])
         return json_copy(self.value)
 
@@ -492,6 +523,21 @@ class Pipe(Schema):
         start = len(issues)
         middle = self.left_run(value, ctx)
         if len(issues) > start and any(issue.code != "unrecognized_keys" for issue in issues[start:]):
+            ctx.stopped = self
             return middle  # Zod marks the pipe aborted: neither the right side nor checks run
         result = self.right_run(middle, ctx)
         return run_checks(self.checks, result, ctx, start) if self.checks else result
+
+
+def stopped_itself(schema: Schema, ctx: ParseCtx) -> bool:
+    """Whether the pipe that last stopped in ``ctx`` parsed ``schema``'s own value: ``schema`` is
+    that pipe, or wraps it without a container in between (wrappers pass Zod's payload on)."""
+    stopped = ctx.stopped
+    while stopped is not None:
+        if schema is stopped:
+            return True
+        inner = getattr(schema, "inner", None)
+        if not isinstance(inner, Schema):
+            return False
+        schema = inner
+    return False

@@ -266,11 +266,26 @@ $(() => {{ registerMvuSchema(Schema); }});
     assert run(verified, {"b": 2}).value == {"b": 2}
 
 
+def test_a_top_level_wait_for_the_mvu_runtime_is_a_no_op() -> None:
+    source = HELPER_IMPORT + """await waitGlobalInitialized('Mvu');
+registerMvuSchema(z.object({ hp: z.number().prefault(1) }));"""
+    assert run(source, {"extra": 2}).value == {"hp": 1, "extra": 2}
+
+
+def test_a_declaration_may_drop_keys_with_an_object_rest() -> None:
+    source = """export default z.object({ a: z.number(), old: z.any() }).passthrough()
+  .transform(value => { const { old: _retired, ...rest } = value; return rest; });"""
+    assert run(source, {"a": 1, "old": 2, "b": 3}).value == {"a": 1, "b": 3}
+
+
 @pytest.mark.parametrize("source", [
     "const m = await import('https://example.com/evil.js');",
     "const f = async () => 1;",
     "const x = await 5;",
     "const m = import('zod');",
+    "await fetch('https://example.com');",
+    "await waitGlobalInitialized(name);",
+    "const f = () => { const { a, ...rest } = { a: 1 }; return async () => rest; };",
 ])
 def test_other_awaits_and_dynamic_imports_are_refused(source: str) -> None:
     with pytest.raises(MvuError) as refused:

@@ -115,6 +115,8 @@ def test_loops_are_capped_at_a_thousand_items(loop: str) -> None:
     ("const f = (...rest) => rest;", "MVU_SCHEMA_CODE"),
     ("const f = ({ a, ...others }) => a;", "MVU_SCHEMA_CODE"),
     ("const [first, ...others] = [1, 2];", "MVU_SCHEMA_CODE"),
+    ("const { a: { b, ...inner } } = { a: { b: 1 } };", "MVU_SCHEMA_CODE"),
+    ("const { ...[first] } = [1];", "MVU_SCHEMA_CODE"),
     ("import fs from 'fs';", "MVU_SCHEMA_CODE"),
     ("import { z } from 'https://esm.sh/zod';", "MVU_SCHEMA_CODE"),
     ("const m = import('zod');", "MVU_SCHEMA_CODE"),
@@ -147,6 +149,22 @@ def test_a_catch_never_swallows_isolation_or_budget_refusals(guarded: str) -> No
     source = f"const C = [1];\nexport default z.any().transform(v => {{ try {{ return {guarded} }} " \
              "catch (e) { return 'caught' } });"
     assert refusal(source, {}).code in {"MVU_SCHEMA", "MVU_LIMIT", "MVU_UNSUPPORTED"}
+
+
+@pytest.mark.parametrize("guarded", ["v.__proto__", "(() => { for (const i of _.range(5000)) {} })()"])
+def test_a_finally_return_never_swallows_isolation_or_budget_refusals(guarded: str) -> None:
+    source = f"export default z.any().transform(v => {{ try {{ return {guarded} }} finally {{ return 'kept' }} }});"
+    assert refusal(source, {}).code in {"MVU_SCHEMA", "MVU_LIMIT"}
+
+
+def test_a_finally_completion_replaces_the_try_as_in_javascript() -> None:
+    source = """export default z.any().transform(v => {
+  const f = () => { try { return 1 } finally { return 2 } };
+  const g = () => { try { throw new Error('x') } finally { return 'swallowed' } };
+  const h = () => { try { return 'body' } finally { console.log('no completion') } };
+  return [f(), g(), h()];
+});"""
+    assert validate(compile_schema(source), 0).value == [2, "swallowed", "body"]
 
 
 def test_a_catch_handles_the_declarations_own_errors() -> None:
@@ -227,3 +245,44 @@ def test_sets_and_uniq_scale_linearly() -> None:
 def test_self_referencing_lazy_schemas_hit_a_limit() -> None:
     source = "const Loop = z.lazy(() => Loop);\nexport default Loop;"
     assert refusal(source, 1).code == "MVU_LIMIT"
+
+
+def test_an_object_rest_copies_own_data_only() -> None:
+    source = """export default z.any().transform(v => {
+  const { a, ...rest } = v;
+  return [rest.__proto__ === undefined, Object.keys(rest), rest.constructor];
+});"""
+    assert refusal(source, {"a": 1, "b": 2}).code == "MVU_SCHEMA"  # `constructor` stays refused
+    copied = "export default z.any().transform(v => { const { a, ...rest } = v; return Object.keys(rest); });"
+    assert validate(compile_schema(copied), {"a": 1, "b": 2, "1": 3}, now_ms=0).value == ["1", "b"]
+
+
+def test_an_object_rest_over_a_large_value_shares_the_budget() -> None:
+    source = """export default z.any().transform(v => {
+  for (const i of _.range(1000)) { for (const j of _.range(1000)) { const { a, ...rest } = v; } }
+});"""
+    assert refusal(source, {str(i): i for i in range(500)}).code == "MVU_LIMIT"
+
+
+@pytest.mark.parametrize("work", [
+    "_.difference(v, v)", "_.without(v, ...v.slice(0, 100))", "v.includes(-1)", "v.lastIndexOf(-1)",
+    "String(v)", "`${v}`", "v + ''", "_.toString(v)",
+])
+def test_builtins_pay_for_the_data_they_walk(work: str) -> None:
+    """Each call walks a 3,000-item input; a thousand of them must run out of fuel (these once ran
+    for seconds uncharged, or charged a fraction of a pairwise scan)."""
+    source = f"export default z.any().transform(v => {{ for (const i of _.range(1000)) {{ {work}; }} return 1; }});"
+    assert refusal(source, list(range(3000))).code == "MVU_LIMIT"
+
+
+@pytest.mark.parametrize("schema", [
+    "z.looseObject({})", "z.object({}).passthrough()", "z.object({ a: z.number() }).catch(ctx => ctx.input)",
+    "z.any()", "z.record(z.string(), z.any())",
+])
+def test_a_transform_never_changes_the_callers_input(schema: str) -> None:
+    """Frozen input: loose objects once handed unknown keys' values through uncopied, so a
+    transform that mutated them changed the caller's state."""
+    value = {"a": {"b": 1}}
+    result = validate(compile_schema(f"export default {schema}.transform(v => {{ v.a.b = 2; return v; }});"), value)
+    assert result.ok and result.value == {"a": {"b": 2}}
+    assert value == {"a": {"b": 1}}

@@ -43,3 +43,39 @@ def test_parse_int_parse_float_and_to_fixed() -> None:
 def test_escaped_surrogate_pairs_make_one_character() -> None:
     source = r"export default z.any().transform(v => ['\uD83D\uDE00', `\uD83D\uDE00!`, '\u{1F600}'.length]);"
     assert validate(compile_schema(source), 1).value == ["😀", "😀!", 2]
+
+
+def test_counts_and_indexes_accept_infinity_and_nan() -> None:
+    """ToIntegerOrInfinity: ``int(inf)`` would raise in Python; node gave these answers."""
+    source = ("export default z.any().transform(v => [_.takeRight([1, 2], 3), _.take([1, 2], Infinity), "
+              "_.takeRight('abc', 2), [1, 2, 3].slice(0, Infinity), _.drop([1, 2, 3], Infinity), "
+              "'ab'.padStart(NaN), _.toInteger(-Infinity), _(v).toPairs().takeRight(3).fromPairs().value()]);")
+    assert validate(compile_schema(source), {"k": 1, "j": 2}).value == [
+        [1, 2], [1, 2], ["b", "c"], [1, 2, 3], [], "ab", -1.7976931348623157e308, {"k": 1, "j": 2}]
+
+
+@pytest.mark.parametrize(("value", "issues"), [
+    (1e21, [("too_big", "Too big: expected int to be <=9007199254740991"),
+            ("too_big", "Too big: expected number to be <=5")]),
+    (-(2**53), [("too_small", "Too small: expected int to be >=-9007199254740991")]),
+    (1.5, [("invalid_type", "Invalid input: expected int, received number")]),
+])
+def test_integers_outside_the_safe_range_are_bounds_not_types(value: float, issues: list[tuple[str, str]]) -> None:
+    """As Zod 4 reports them: a non-integer aborts, an unsafe integer is a bound later checks follow."""
+    result = validate(compile_schema("export default z.number().int().max(5);"), value)
+    assert [(issue.code, issue.message) for issue in result.issues] == issues
+
+
+def test_implicit_lodash_chains_unwrap_where_lodash_does() -> None:
+    """``_(x)`` ends at a value-returning helper; ``_.chain(x)`` stays wrapped until ``.value()``.
+    Cards total a record with ``_(record).values().sumBy(f)`` and count with ``.filter(p).size()``."""
+    source = """export default z.any().transform(v => [
+  _(v).values().sumBy(r => r.n),
+  _(v).values().filter(r => r.n > 1).size(),
+  _(v).values().groupBy('kind').mapValues(rows => rows.length).value(),
+  _.chain(v).values().sumBy(r => r.n).value(),
+  _(v).keys().first(),
+  [_.isNaN(NaN), _.isNaN('x'), _.isNaN(1)],
+]);"""
+    value = {"a": {"n": 1, "kind": "x"}, "b": {"n": 2, "kind": "y"}, "c": {"n": 3, "kind": "x"}}
+    assert validate(compile_schema(source), value).value == [6, 2, {"x": 2, "y": 1}, 6, "a", [True, False, False]]
