@@ -13,6 +13,7 @@ connections; the stock ``sqlite3`` shell lacks it, so ``audit_blobs``, ``audit_l
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 
 from sqlalchemy import Connection, String, Table, Text
@@ -22,14 +23,15 @@ from mvu_store.ledger import tables as t
 _COMMITTED = "(" + ", ".join(f"'{kind}'" for kind in t.COMMITTED_KINDS) + ")"
 
 
-def charged_columns(table: Table) -> list[str]:
+@functools.cache
+def charged_columns(table: Table) -> tuple[str, ...]:
     """The text columns whose UTF-8 bytes a row is charged: all but ``ledger_id`` and the
     columns updates change (``tables.MUTABLE``)."""
-    return [
+    return tuple(
         column.name
         for column in table.columns
         if isinstance(column.type, (String, Text)) and column.name != "ledger_id" and not column.info.get("mutable")
-    ]
+    )
 
 
 def row_bytes(table: Table, values: dict[str, object]) -> int:

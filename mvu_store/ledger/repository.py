@@ -9,6 +9,7 @@ and see committed data only.
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import time
 from collections.abc import Callable
@@ -112,8 +113,7 @@ class Ledger:
         return self._sql.sql(name, build, keys)
 
     def _insert_sql(self, table: Table) -> Sql:
-        keys = [column.name for column in table.columns]
-        return self._compiled(f"insert:{table.name}", lambda: insert(table), keys)
+        return self._compiled(f"insert:{table.name}", lambda: insert(table), _column_names(table))
 
     def _insert_ignore_sql(self, table: Table) -> Sql:
         """INSERT that does nothing when the primary key exists (content-addressed rows)."""
@@ -123,8 +123,7 @@ class Ledger:
                 return postgresql.insert(table).on_conflict_do_nothing()
             return sqlite.insert(table).on_conflict_do_nothing()
 
-        keys = [column.name for column in table.columns]
-        return self._compiled(f"insert-ignore:{table.name}", build, keys)
+        return self._compiled(f"insert-ignore:{table.name}", build, _column_names(table))
 
     def put_blob(self, tx: WriteTx, blob: Blob) -> str:
         """Store a payload once; only the first copy is charged to the budget."""
@@ -343,33 +342,44 @@ class Ledger:
         check_key = request.operation_id is None or request.key is not None
         return await self.write(lambda tx: self._commit(tx, request, blob, key, source, meta, check_key))
 
-    def _replay(self, tx: WriteTx, request: CommitRequest, key: str, check_key: bool = True) -> CommitOutcome | None:
-        """The stored outcome when this request was already applied; a conflict when another was."""
-        params = {"ledger_id": self.ledger_id, "resource_id": request.resource_id}
-        if request.operation_id is not None:
-            receipt = tx.fetchone(
-                self._compiled(
-                    "receipt",
-                    lambda: select(
-                        t.receipts.c.fingerprint, t.receipts.c.revision, t.receipts.c.version_key, t.receipts.c.result
-                    ).where(
-                        t.receipts.c.ledger_id == _LEDGER,
-                        t.receipts.c.resource_id == bindparam("resource_id"),
-                        t.receipts.c.operation_id == bindparam("operation_id"),
+    def _head_and_receipt(self, tx: WriteTx, resource_id: str, operation_id: str | None) -> tuple[Any, ...]:
+        """A resource's revision and head key, with the receipt of ``operation_id`` if there is
+        one, in one statement (the first of every commit); ``MVU_MISSING`` without a resource."""
+        r, x = t.resources.c, t.receipts.c
+        sql = self._compiled(
+            "head-and-receipt",
+            lambda: select(r.revision, r.head_key, x.fingerprint, x.revision, x.version_key, x.result)
+            .select_from(
+                t.resources.outerjoin(
+                    t.receipts,
+                    and_(
+                        x.ledger_id == r.ledger_id, x.resource_id == r.id, x.operation_id == bindparam("operation_id")
                     ),
-                ),
-                {**params, "operation_id": request.operation_id},
+                )
             )
-            if receipt is not None:
-                if receipt[0] != request.fingerprint:
-                    raise MvuError(
-                        Code.IDEMPOTENCY_CONFLICT,
-                        "this operation id was already used for a different request",
-                        operation_id=request.operation_id,
-                    )
-                return CommitOutcome(request.resource_id, int(receipt[1]), receipt[2], json.loads(receipt[3]), True)
-        if not check_key:
+            .where(r.ledger_id == _LEDGER, r.id == bindparam("id")),
+        )
+        row = tx.fetchone(sql, {"ledger_id": self.ledger_id, "id": resource_id, "operation_id": operation_id})
+        if row is None:
+            raise MvuError(Code.MISSING, f"no resource {resource_id!r}", id=resource_id)
+        return row
+
+    @staticmethod
+    def _receipt_replay(request: CommitRequest, receipt: tuple[Any, ...]) -> CommitOutcome | None:
+        """The stored outcome of this operation id, or a conflict when it served another request."""
+        fingerprint, revision, version_key, result = receipt
+        if fingerprint is None:
             return None
+        if fingerprint != request.fingerprint:
+            raise MvuError(
+                Code.IDEMPOTENCY_CONFLICT,
+                "this operation id was already used for a different request",
+                operation_id=request.operation_id,
+            )
+        return CommitOutcome(request.resource_id, int(revision), version_key, json.loads(result), True)
+
+    def _key_replay(self, tx: WriteTx, request: CommitRequest, key: str) -> CommitOutcome | None:
+        """The stored outcome when this version key (a reply's message) was already written."""
         version = tx.fetchone(
             self._compiled(
                 "version-replay",
@@ -379,7 +389,7 @@ class Ledger:
                     t.versions.c.key == bindparam("key"),
                 ),
             ),
-            {**params, "key": key},
+            {"ledger_id": self.ledger_id, "resource_id": request.resource_id, "key": key},
         )
         if version is None:
             return None
@@ -395,13 +405,11 @@ class Ledger:
     def _commit(
         self, tx: WriteTx, request: CommitRequest, blob: Blob, key: str, source: str, meta: str, check_key: bool
     ) -> CommitOutcome:
-        resource = self._resource_row(tx, request.resource_id)
-        if resource is None:
-            raise MvuError(Code.MISSING, f"no resource {request.resource_id!r}", id=request.resource_id)
-        replay = self._replay(tx, request, key, check_key)
+        row = self._head_and_receipt(tx, request.resource_id, request.operation_id)
+        replay = self._receipt_replay(request, row[2:]) or (self._key_replay(tx, request, key) if check_key else None)
         if replay is not None:
             return replay
-        current_revision, head_key = int(resource[0]), resource[1]
+        current_revision, head_key = int(row[0]), row[1]
         if current_revision != request.expected_revision:
             raise self._conflict(request, current_revision)
         committed = request.kind != "failed"
@@ -419,13 +427,14 @@ class Ledger:
             result = {"id": request.resource_id, "revision": revision, "versionKey": key}
             if request.error is not None:
                 result["error"] = request.error
+        position = self.next_position(tx, t.versions, "resource_id", request.resource_id)
         self.insert_row(
             tx,
             t.versions,
             {
                 "resource_id": request.resource_id,
                 "key": key,
-                "position": self.next_position(tx, t.versions, "resource_id", request.resource_id),
+                "position": position,
                 "kind": request.kind,
                 "revision": revision,
                 "parent_key": head_key if committed else None,
@@ -441,8 +450,10 @@ class Ledger:
             },
         )
         if request.operation_id is not None:
+            # A commit's receipt takes its version's position: receipts stay in append order
+            # without another lookup.
             self._insert_receipt(tx, request.resource_id, request.operation_id, "commit", request.fingerprint,
-                                 revision, key, result)
+                                 revision, key, result, position)
         return CommitOutcome(request.resource_id, revision, key, result, False)
 
     def _conflict(self, request: CommitRequest, current: int) -> MvuError:
@@ -474,7 +485,7 @@ class Ledger:
 
     def _insert_receipt(
         self, tx: WriteTx, resource_id: str, operation_id: str, kind: str, fingerprint: str, revision: int,
-        version_key: str | None, result: JsonValue,
+        version_key: str | None, result: JsonValue, position: int,
     ) -> None:
         text = canonical_text(result)
         self.insert_row(
@@ -483,7 +494,7 @@ class Ledger:
             {
                 "resource_id": resource_id,
                 "operation_id": operation_id,
-                "position": self.next_position(tx, t.receipts, "resource_id", resource_id),
+                "position": position,
                 "kind": kind,
                 "fingerprint": fingerprint,
                 "revision": revision,
@@ -506,20 +517,20 @@ class Ledger:
         def work(tx: WriteTx) -> CommitOutcome:
             request = CommitRequest(resource_id, expected_revision, "manual", None, fingerprint, {"manual": True},
                                     operation_id=operation_id)
-            resource = self._resource_row(tx, resource_id)
-            if resource is None:
-                raise MvuError(Code.MISSING, f"no resource {resource_id!r}", id=resource_id)
-            replay = self._replay(tx, request, "", check_key=False)
+            row = self._head_and_receipt(tx, resource_id, operation_id)
+            replay = self._receipt_replay(request, row[2:])
             if replay is not None:
                 return replay
-            if int(resource[0]) != expected_revision:
-                raise self._conflict(request, int(resource[0]))
+            if int(row[0]) != expected_revision:
+                raise self._conflict(request, int(row[0]))
             revision = expected_revision + 1
             if not self._cas(tx, resource_id, expected_revision, management_mode=mode):
-                raise self._conflict(request, -1)
+                raise self._conflict(request, int(row[0]))
             result = {"id": resource_id, "managementMode": mode, "revision": revision}
-            self._insert_receipt(tx, resource_id, operation_id, "management", fingerprint, revision, None, result)
-            return CommitOutcome(resource_id, revision, "", result, False)
+            position = self.next_position(tx, t.receipts, "resource_id", resource_id)
+            self._insert_receipt(tx, resource_id, operation_id, "management", fingerprint, revision, None, result,
+                                 position)
+            return CommitOutcome(resource_id, revision, None, result, False)
 
         return await self.write(work)
 
@@ -804,6 +815,11 @@ class Ledger:
             ).all()
         )
         return [Finding(*row) for row in rows]
+
+
+@functools.cache
+def _column_names(table: Table) -> list[str]:
+    return [column.name for column in table.columns]
 
 
 def _resource(row: Any) -> ResourceRecord:
