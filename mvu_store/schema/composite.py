@@ -15,7 +15,7 @@ from mvu_store.schema.issues import (
     size_issue,
     unrecognized_keys,
 )
-from mvu_store.schema.primitives import LiteralSchema, StringSchema, number_arg
+from mvu_store.schema.primitives import LiteralSchema, SizedSchema, StringSchema
 from mvu_store.schema.types import (
     Check,
     NonOptional,
@@ -24,7 +24,6 @@ from mvu_store.schema.types import (
     Schema,
     SizeCheck,
     as_schema,
-    custom_message,
     json_copy,
     runner,
     stopped_itself,
@@ -181,7 +180,7 @@ def shape_arg(value: Any) -> dict[str, Schema]:
     return value
 
 
-class ArraySchema(Schema):
+class ArraySchema(SizedSchema):
     kind = "array"
 
     def __init__(self, item: Schema) -> None:
@@ -225,22 +224,6 @@ class ArraySchema(Schema):
                 prefix(issues, start, index)
         return out
 
-    def size(self, code: str, args: list[Any], *, exact: bool = False) -> Check:
-        limit = number_arg(arg(args, 0), "a length")
-        return SizeCheck(code, limit, exact, custom_message(arg(args, 1)))
-
-    def m_min(self, budget: Budget, args: list[Any]) -> Schema:
-        return self.with_check(self.size("too_small", args))
-
-    def m_max(self, budget: Budget, args: list[Any]) -> Schema:
-        return self.with_check(self.size("too_big", args))
-
-    def m_nonempty(self, budget: Budget, args: list[Any]) -> Schema:
-        return self.with_check(self.size("too_small", [1, *args[:1]]))
-
-    def m_length(self, budget: Budget, args: list[Any]) -> Schema:
-        shorter = self.size("too_small", args, exact=True)
-        return self.with_check(shorter).with_check(self.size("too_big", args, exact=True))
 
     def p_element(self) -> Any:
         return self.item

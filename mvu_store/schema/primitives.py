@@ -218,18 +218,8 @@ class NumberSchema(Schema):
         return self
 
 
-class StringSchema(Schema):
-    kind = "string"
-
-    def __init__(self, coerce: bool = False) -> None:
-        self.coerce = coerce
-
-    def parse(self, value: Any, ctx: ParseCtx) -> Any:
-        if self.coerce:
-            value = to_string(value)
-        if type(value) is not str:
-            ctx.issues.append(invalid_type("string", value))
-        return value
+class SizedSchema(Schema):
+    """A schema whose values have a length (strings, arrays): min, max, nonempty, length."""
 
     def size(self, code: str, args: list[Any], *, exact: bool = False) -> Check:
         limit = number_arg(arg(args, 0), "a length")
@@ -247,6 +237,21 @@ class StringSchema(Schema):
     def m_length(self, budget: Budget, args: list[Any]) -> Schema:
         shorter = self.size("too_small", args, exact=True)
         return self.with_check(shorter).with_check(self.size("too_big", args, exact=True))
+
+
+class StringSchema(SizedSchema):
+    kind = "string"
+
+    def __init__(self, coerce: bool = False) -> None:
+        self.coerce = coerce
+
+    def parse(self, value: Any, ctx: ParseCtx) -> Any:
+        if self.coerce:
+            value = to_string(value)
+        if type(value) is not str:
+            ctx.issues.append(invalid_type("string", value))
+        return value
+
 
     def format(self, test: Callable[[str, Budget], bool], message: str) -> Schema:
         def check(value: Any, ctx: ParseCtx) -> Any:
