@@ -184,7 +184,6 @@ versions = Table(
         sqlite_where=text("kind IN ('reply', 'manual', 'card', 'initial')"),
         postgresql_where=text("kind IN ('reply', 'manual', 'card', 'initial')"),
     ),
-    Index("ix_versions_session", "ledger_id", "session_id", "message_seq"),
     sqlite_with_rowid=False,
 )
 

@@ -198,7 +198,6 @@ def upgrade() -> None:
     sqlite_with_rowid=False
     )
     with op.batch_alter_table('versions', schema=None) as batch_op:
-        batch_op.create_index('ix_versions_session', ['ledger_id', 'session_id', 'message_seq'], unique=False)
         batch_op.create_index('uq_versions_key', ['ledger_id', 'key', 'resource_id'], unique=True)
         batch_op.create_index('uq_versions_revision', ['ledger_id', 'resource_id', 'revision'], unique=True, sqlite_where=sa.text("kind IN ('reply', 'manual', 'card', 'initial')"), postgresql_where=sa.text("kind IN ('reply', 'manual', 'card', 'initial')"))
 
@@ -208,7 +207,6 @@ def downgrade() -> None:
     with op.batch_alter_table('versions', schema=None) as batch_op:
         batch_op.drop_index('uq_versions_revision', sqlite_where=sa.text("kind IN ('reply', 'manual', 'card', 'initial')"), postgresql_where=sa.text("kind IN ('reply', 'manual', 'card', 'initial')"))
         batch_op.drop_index('uq_versions_key')
-        batch_op.drop_index('ix_versions_session')
 
     op.drop_table('versions')
     with op.batch_alter_table('receipts', schema=None) as batch_op:
