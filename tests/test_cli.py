@@ -22,8 +22,9 @@ def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
 def test_status_reports_location_usage_and_audit(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     url = f"sqlite:///{tmp_path / 'var' / 'mvu.sqlite3'}"
     code, _, err = run(capsys, "--db", url, "status")
-    assert code != 0  # a read-only command never creates a ledger
-    assert err.strip().splitlines()[-1] == "MVU_VERSION"
+    assert code != 0  # a read-only command never creates a ledger, not even an empty file
+    assert err.strip().splitlines()[-1] == "MVU_MISSING"
+    assert not (tmp_path / "var").exists()
     assert run(capsys, "--db", url, "db", "upgrade")[0] == 0
     code, out, _ = run(capsys, "--db", url, "--json", "status")
     assert code == 0

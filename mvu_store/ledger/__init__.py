@@ -100,7 +100,11 @@ def _prepare(
 ) -> int:
     """Migrate (or check) the schema and create or configure the ledger row; returns the state limit."""
     if engine.dialect.name == "sqlite" and engine.url.database:
-        Path(engine.url.database).parent.mkdir(parents=True, exist_ok=True)
+        path = Path(engine.url.database)
+        if not migrate_to_head and not path.exists():
+            # A read-only open must not leave an empty database file behind.
+            raise MvuError(Code.MISSING, f"there is no ledger at {path}: run `mvu db upgrade`", path=str(path))
+        path.parent.mkdir(parents=True, exist_ok=True)
     if migrate_to_head:
         migrate.upgrade(engine)
     elif migrate.current_revision(engine) != migrate.head_revision():
