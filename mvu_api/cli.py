@@ -14,12 +14,15 @@ import os
 import sys
 import traceback
 from collections.abc import Awaitable, Callable, Coroutine, Sequence
+from pathlib import Path
 from typing import Any, TypeVar
 
 from rich.console import Console
 from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
-from rich.table import Table
+from rich.table import Column, Table
+from rich.text import Text
 
+from mvu_store.cards import read_card, summarize
 from mvu_store.errors import Code, MvuError
 from mvu_store.ledger import Ledger, migrate, open_ledger
 from mvu_store.ledger.engine import EngineOptions, create_sync_engine
@@ -171,6 +174,40 @@ async def cmd_export(args: argparse.Namespace) -> int:
     return 0
 
 
+async def cmd_card(args: argparse.Namespace) -> int:
+    path = Path(args.file)
+    try:
+        data = await asyncio.to_thread(path.read_bytes)
+    except OSError as error:
+        raise MvuError(Code.MISSING, f"cannot read {path}: {error.strerror}") from None
+    report = summarize(read_card(data, name=path.stem))
+
+    def render(console: Console) -> None:
+        # Card text is the author's, not markup: every cell taken from it goes in as plain Text.
+        table = Table(title=Text(f"card {report['name']!r}"), show_header=False)
+        table.add_row("spec", report["spec"])
+        table.add_row("greetings", str(report["greetings"]))
+        schema = report["schema"]
+        verdict = "no" if not schema["found"] else (
+            f"yes, {schema['chars']:,} chars, " + (f"compiles (interpreter v{schema['interpreterVersion']})"
+                                                    if schema["compiles"] else f"refused ({schema['error']})"))
+        table.add_row("schema", verdict)
+        console.print(table)
+        entries = Table("#", Column(Text("[initvar] entry")), "status", title="initvar entries (merged in this order)")
+        for index, entry in enumerate(report["initvar"]):
+            entries.add_row(str(index), Text(entry["firstLine"]), entry["status"])
+        console.print(entries)
+        state = Table("key", "type", title="initial stat_data")
+        for key, kind in report["statData"].items():
+            state.add_row(Text(key), kind)
+        console.print(state)
+        for problem in report["problems"]:
+            console.print(Text.assemble(("problem: ", "yellow"), problem))
+
+    _emit(args, report, render)
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="mvu", description=__doc__)
     parser.add_argument("--db", default=os.environ.get("MVU_DATABASE_URL") or DEFAULT_DB,
@@ -191,6 +228,11 @@ def build_parser() -> argparse.ArgumentParser:
     exports = commands.add_parser("export", help="write the ledger as original mvu-*.json files")
     exports.add_argument("directory")
     exports.set_defaults(handler=cmd_export)
+    card = commands.add_parser("card", help="read a SillyTavern character card (never runs it)")
+    card.add_argument("action", choices=["inspect"])
+    card.add_argument("file", help="a card as .json or .png")
+    card.add_argument("--json", action="store_true", default=argparse.SUPPRESS, help="print one JSON object")
+    card.set_defaults(handler=cmd_card)
     return parser
 
 
