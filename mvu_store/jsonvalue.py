@@ -2,7 +2,7 @@
 
 A *JSON value* here is what ``json.loads`` produces: ``dict`` with ``str`` keys, ``list``,
 ``str``, ``int``, ``float`` (finite), ``bool`` and ``None``. Everything the store persists or
-hashes goes through :func:`canonical_bytes`, so two equal values always have the same bytes and
+hashes goes through :func:`canonical_text`, so two equal values always have the same bytes and
 the same hash, whatever their key order or whether a number was computed as ``5.0`` or ``5``.
 """
 
@@ -120,19 +120,9 @@ def canonical_text(value: JsonValue) -> str:
     return dumps(normalized)
 
 
-def canonical_bytes(value: JsonValue) -> bytes:
-    """Canonical UTF-8 bytes of any JSON value (normalising it first)."""
-    return utf8(canonical_text(value))
-
-
 def sha256_hex(data: bytes | str) -> str:
     """Lower-case hex SHA-256 of bytes, or of a string's UTF-8 encoding."""
     return hashlib.sha256(data.encode() if isinstance(data, str) else data).hexdigest()
-
-
-def content_hash(value: JsonValue) -> str:
-    """SHA-256 of a value's canonical bytes: equal values, equal hashes."""
-    return sha256_hex(canonical_bytes(value))
 
 
 def loads(text: str | bytes) -> JsonValue:

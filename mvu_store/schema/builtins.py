@@ -13,7 +13,7 @@ from collections.abc import Callable
 from typing import Any
 
 from mvu_store.errors import Code, MvuError
-from mvu_store.jsonvalue import UNSAFE_KEYS
+from mvu_store.jsonvalue import UNSAFE_KEYS, loads
 from mvu_store.schema.values import (
     MAX_SAFE_INTEGER,
     UNDEFINED,
@@ -457,8 +457,6 @@ def _stringify(budget: Budget, args: list[Any]) -> Any:
 
 
 def _json_parse(budget: Budget, args: list[Any]) -> Any:
-    from mvu_store.jsonvalue import loads
-
     text = to_string(arg(args, 0))
     budget.charge(len(text))
     return loads(text)
