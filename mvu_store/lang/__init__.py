@@ -3,7 +3,7 @@
 Public API::
 
     parse_commands(text) -> list[Command]
-    apply_update(variables, text, *, validator=None) -> UpdateResult
+    apply_update(variables, text, *, validator=None, check=None) -> UpdateResult
     initialize_variables(entries, *, existing=None) -> dict
     apply_greeting(variables, greeting_text, *, validator=None) -> UpdateResult
     contains_update(text) -> bool
@@ -12,7 +12,7 @@ Public API::
 creation asks the schema interpreter about a candidate ``stat_data``.
 """
 
-from mvu_store.lang.apply import UpdateResult, apply_update
+from mvu_store.lang.apply import StateCheck, UpdateResult, apply_update
 from mvu_store.lang.commands import Command, contains_update, parse_commands
 from mvu_store.lang.creation import CandidateValidator, Validation
 from mvu_store.lang.greeting import apply_greeting
@@ -20,6 +20,7 @@ from mvu_store.lang.initvar import initialize_variables
 
 __all__ = [
     "CandidateValidator",
+    "StateCheck",
     "Command",
     "UpdateResult",
     "Validation",

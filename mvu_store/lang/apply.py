@@ -12,6 +12,7 @@ applied. The semantics of each command are the observed ones of ``shared/notes/m
 from __future__ import annotations
 
 import copy
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -60,19 +61,34 @@ def _interpreter_version(envelope: dict[str, Any]) -> int:
     return version if isinstance(version, int) and not isinstance(version, bool) else 1
 
 
+StateCheck = Callable[[JsonValue], JsonValue]
+"""Validates a whole candidate ``stat_data`` after a command and returns it, possibly
+transformed (a card's declared schema); raises :class:`MvuError` to refuse it."""
+
+
 def run_commands(
-    envelope: dict[str, Any], commands: list[Command], validator: CandidateValidator | None
+    envelope: dict[str, Any],
+    commands: list[Command],
+    validator: CandidateValidator | None,
+    check: StateCheck | None = None,
 ) -> UpdateResult:
     """Apply ``commands`` to a private envelope (see :func:`apply_update`)."""
     before = copy.deepcopy(envelope["stat_data"])
     run = Run(envelope["stat_data"], envelope.get("schema"), _interpreter_version(envelope) == 2, validator)
     diagnostics: list[dict[str, Any]] = []
     for index, command in enumerate(commands):
+        # A refused command leaves no trace: with a check, restore what it may have changed.
+        saved = (copy.deepcopy(run.stat_data), copy.deepcopy(run.schema), len(run.changes)) if check else None
         try:
             EXECUTORS[command.type](run, command)
+            if check is not None:
+                run.stat_data = check(run.stat_data)
         except MvuError as error:
             if error.code not in DIAGNOSTIC_CODES:
                 raise
+            if saved is not None:
+                run.stat_data, run.schema = saved[0], saved[1]
+                del run.changes[saved[2]:]
             diagnostics.append(
                 {"command": command.full_match, "index": index, "code": error.code, "message": error.message}
             )
@@ -90,13 +106,21 @@ def run_commands(
 
 
 def apply_update(
-    variables: JsonValue, text: str, *, validator: CandidateValidator | None = None
+    variables: JsonValue,
+    text: str,
+    *,
+    validator: CandidateValidator | None = None,
+    check: StateCheck | None = None,
 ) -> UpdateResult:
     """Run every command of the reply ``text`` on a private copy of ``variables``.
 
-    ``validator`` is consulted only for interpreter-v2 path creation. The input is never
-    mutated. Raises :class:`MvuError` (``MVU_LIMIT``, ``MVU_PATH``, ``MVU_JSON`` ...) when the
-    update as a whole is refused; ordinary per-command refusals are in ``diagnostics``.
+    ``validator`` is consulted only for interpreter-v2 path creation. ``check`` runs after each
+    command on the whole ``stat_data`` (the card's declared schema, as the original applies it
+    after every command): a refusal with a diagnostic code (``MVU_SCHEMA``) undoes that command
+    only and becomes its diagnostic; a value it returns replaces ``stat_data`` (a transform).
+    The input is never mutated. Raises :class:`MvuError` (``MVU_LIMIT``, ``MVU_PATH``,
+    ``MVU_JSON`` ...) when the update as a whole is refused; ordinary per-command refusals are
+    in ``diagnostics``.
     """
     commands = parse_commands(text)
-    return run_commands(private_envelope(variables), commands, validator)
+    return run_commands(private_envelope(variables), commands, validator, check)

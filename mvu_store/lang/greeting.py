@@ -24,7 +24,7 @@ from typing import Any
 
 from mvu_store.errors import Code, MvuError
 from mvu_store.jsonvalue import JsonValue
-from mvu_store.lang.apply import UpdateResult, private_envelope, run_commands
+from mvu_store.lang.apply import StateCheck, UpdateResult, private_envelope, run_commands
 from mvu_store.lang.commands import Command, inside_spans, parse_commands
 from mvu_store.lang.creation import CandidateValidator
 from mvu_store.lang.initvar import merge_entries, with_stat_data
@@ -60,7 +60,11 @@ def _override(envelope: dict[str, Any], bodies: list[str]) -> dict[str, Any]:
 
 
 def apply_greeting(
-    variables: JsonValue, greeting_text: str, *, validator: CandidateValidator | None = None
+    variables: JsonValue,
+    greeting_text: str,
+    *,
+    validator: CandidateValidator | None = None,
+    check: StateCheck | None = None,
 ) -> UpdateResult:
     """Apply a greeting's update blocks all-or-nothing; the input is never mutated."""
     commands = _explicit(parse_commands(greeting_text), _block_spans(greeting_text, _BLOCK_TAG))
@@ -69,7 +73,7 @@ def apply_greeting(
     bodies = [greeting_text[start:end] for start, end in _block_spans(greeting_text, _INITVAR_TAG)]
     if bodies:
         envelope = _override(envelope, bodies)
-    result = run_commands(envelope, commands, validator)
+    result = run_commands(envelope, commands, validator, check)
     if result.diagnostics:
         raise MvuError(
             Code.INITIALIZATION_INVALID,
