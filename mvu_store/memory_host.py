@@ -7,13 +7,13 @@ further line one event, appended and fsynced, so a restarted process sees the sa
 
 from __future__ import annotations
 
-import copy
+import asyncio
 import json
 import os
 import re
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from mvu_store.errors import Code, MvuError
 from mvu_store.host import SESSION_FORMAT_VERSION, Lease, SessionEvent, SessionHeader, SessionSnapshot
@@ -30,12 +30,22 @@ class _Session:
     generation: int = 0
 
 
+class TurnService(Protocol):
+    """What an attached service must offer (``MvuService`` does)."""
+
+    async def checkpoint(self, *, session_id: str, turn_start_seq: int) -> Any: ...
+
+    async def ingest(self, *, session_id: str) -> Any: ...
+
+
 class MemoryHost:
     """Implements :class:`mvu_store.host.Host`, plus the calls a test or demo needs to act as
     the chat program: create sessions, append events, drift identities, invalidate leases."""
 
     def __init__(self, path: str | os.PathLike[str] | None = None) -> None:
         self._sessions: dict[str, _Session] = {}
+        self._service: TurnService | None = None
+        self._pending: list[asyncio.Future[None]] = []
         self._path = Path(path) if path is not None else None
         if self._path is not None:
             self._path.mkdir(parents=True, exist_ok=True)
@@ -48,8 +58,9 @@ class MemoryHost:
         session = self._sessions.get(session_id)
         if session is None:
             return None
-        # A snapshot is the caller's own: later appends and edits never show through it.
-        return SessionSnapshot(session.header, tuple(copy.deepcopy(session.events)))
+        # A snapshot is the caller's own: later appends and edits never show through it. Events
+        # are never changed in place (an edit replaces the event), so sharing them is safe.
+        return SessionSnapshot(session.header, tuple(session.events))
 
     async def capture_session_lease(self, session_id: str) -> Lease:
         session = self._require(session_id)
@@ -82,14 +93,74 @@ class MemoryHost:
         return header
 
     def append(self, session_id: str, type: str, data: dict[str, JsonValue] | None = None) -> int:
-        """Append an event; returns its seq. Any append invalidates the session's leases."""
+        """Append an event; returns its seq. Any append invalidates the session's leases.
+
+        With a service attached (:meth:`attach`), a ``turn/start`` schedules its checkpoint and a
+        ``turn/end`` its ingest, as a host's store chain would; :meth:`drain` awaits them.
+        """
         session = self._require(session_id)
         payload, _, _ = normalize(data or {})
         event = SessionEvent(len(session.events), type, payload)
         session.events.append(event)
         session.generation += 1
         self._write(session_id, {"seq": event.seq, "type": type, "data": payload})
+        if self._service is not None and type in ("turn/start", "turn/end"):
+            self._pending.append(asyncio.ensure_future(self._service_step(session_id, event)))
         return event.seq
+
+    def replace_event(self, session_id: str, seq: int, type: str, data: dict[str, JsonValue]) -> None:
+        """Rewrite one event in place (simulates a host whose durable history drifted, DIGEST P-2)."""
+        session = self._require(session_id)
+        if not 0 <= seq < len(session.events):
+            raise MvuError(Code.MISSING, f"no event {seq} in session {session_id!r}", seq=seq)
+        payload, _, _ = normalize(data)
+        session.events[seq] = SessionEvent(seq, type, payload)
+        session.generation += 1
+        self._rewrite(session_id)
+
+    def truncate(self, session_id: str, length: int) -> None:
+        """Keep only the first ``length`` events (simulates lost durable history, DIGEST P-2)."""
+        session = self._require(session_id)
+        del session.events[length:]
+        session.generation += 1
+        self._rewrite(session_id)
+
+    # -- driving a service -----------------------------------------------------------------------
+
+    def attach(self, service: TurnService | None) -> None:
+        """Call ``service.checkpoint`` at every ``turn/start`` and ``service.ingest`` at every
+        ``turn/end`` appended from now on (None detaches). Needs a running event loop."""
+        self._service = service
+
+    async def drain(self) -> None:
+        """Wait for the scheduled checkpoints and ingests; the first failure is raised."""
+        pending, self._pending = self._pending, []
+        results = await asyncio.gather(*pending, return_exceptions=True)
+        errors = [result for result in results if isinstance(result, BaseException)]
+        if errors:
+            raise errors[0]
+
+    async def _service_step(self, session_id: str, event: SessionEvent) -> None:
+        assert self._service is not None
+        if event.type == "turn/start":
+            await self._service.checkpoint(session_id=session_id, turn_start_seq=event.seq)
+        else:
+            await self._service.ingest(session_id=session_id)
+
+    async def turn(self, session_id: str, *, turn: int, user: str, reply: str, message_id: str | None = None,
+                   reason: str = "completed") -> int:
+        """Play one whole turn (start, user message, assistant reply, end) and wait for the
+        attached service; returns the reply's seq. For tests, the demo and benchmarks."""
+        self.append(session_id, "turn/start", {"turn": turn})
+        await self.drain()  # the baseline is frozen before the request, as a host does
+        text = [{"type": "text", "text": user}]
+        self.append(session_id, "user/message", {"turn": turn, "message": {"source": {"kind": "user"}, "content": text}})
+        seq = self.append(session_id, "assistant/message", {
+            "turn": turn, "message": {"id": message_id or f"{session_id}-m{turn}",
+                                      "content": [{"type": "text", "text": reply}]}})
+        self.append(session_id, "turn/end", {"turn": turn, "reason": {"kind": reason}})
+        await self.drain()
+        return seq
 
     def set_created_at(self, session_id: str, created_at: int | float | str | None) -> None:
         """Change the durable creation time (simulates identity drift, DIGEST I-3)."""

@@ -20,8 +20,8 @@ from mvu_store.lang.initvar import initialize_variables
 
 __all__ = [
     "CandidateValidator",
-    "StateCheck",
     "Command",
+    "StateCheck",
     "UpdateResult",
     "Validation",
     "apply_greeting",

@@ -215,6 +215,9 @@ class Ledger:
         )
         return tx.fetchone(sql, {"ledger_id": self.ledger_id, "id": resource_id})
 
+    def resource_exists(self, tx: WriteTx, resource_id: str) -> bool:
+        return self._resource_row(tx, resource_id) is not None
+
     def next_position(self, tx: WriteTx, table: Table, owner_column: str | None, owner: str | None) -> int:
         def build() -> ClauseElement:
             query = select(func.coalesce(func.max(table.c.position) + 1, 0)).where(table.c.ledger_id == _LEDGER)
@@ -708,10 +711,15 @@ class Ledger:
         rows = await self.read(lambda c: c.execute(query).all())
         return _resource(rows[0]) if rows else None
 
-    async def resources(self, *, session_id: str | None = None) -> list[ResourceRecord]:
+    async def resources(
+        self, *, session_id: str | None = None, kinds: tuple[str, ...] | None = None
+    ) -> list[ResourceRecord]:
+        """Resources in creation order; ``session_id`` keeps an instance session's, ``kinds`` some kinds."""
         query = self._resources_query().order_by(t.resources.c.position)
         if session_id is not None:
             query = query.where(t.resources.c.session_id == session_id)
+        if kinds is not None:
+            query = query.where(t.resources.c.kind.in_(kinds))
         rows = await self.read(lambda c: c.execute(query).all())
         return [_resource(row) for row in rows]
 
@@ -805,6 +813,121 @@ class Ledger:
                              json.loads(row[8]))
             for row in rows
         ]
+
+    # -- sessions: selections, activation boundaries, pending seeds, legacy files ---------------
+
+    def set_selection(self, tx: WriteTx, session_id: str, template_id: str | None) -> None:
+        """Record the template a session selected (None: an explicit unselect)."""
+        check_text("session id", session_id, t.ID)
+        check_text("template id", template_id, t.ID)
+        sql = self._compiled(
+            "selection-update",
+            lambda: update(t.selections)
+            .where(t.selections.c.ledger_id == _LEDGER, t.selections.c.session_id == bindparam("session_id"))
+            .values(template_id=bindparam("template_id")),
+        )
+        params = {"ledger_id": self.ledger_id, "session_id": session_id, "template_id": template_id}
+        if tx.execute(sql, params).rowcount == 0:
+            self.insert_row(tx, t.selections, {"session_id": session_id, "template_id": template_id})
+
+    def set_activation(self, tx: WriteTx, owner_id: str, session_id: str, seq: int) -> None:
+        """Set the activation boundary of a template or resource in a session (DIGEST I-5)."""
+        check_text("owner id", owner_id, t.ID)
+        check_text("session id", session_id, t.ID)
+        sql = self._compiled(
+            "activation-update",
+            lambda: update(t.activations)
+            .where(t.activations.c.ledger_id == _LEDGER, t.activations.c.owner_id == bindparam("owner_id"),
+                   t.activations.c.session_id == bindparam("session_id"))
+            .values(seq=bindparam("seq")),
+        )
+        params = {"ledger_id": self.ledger_id, "owner_id": owner_id, "session_id": session_id, "seq": seq}
+        if tx.execute(sql, params).rowcount == 0:
+            self.insert_row(tx, t.activations, {"owner_id": owner_id, "session_id": session_id, "seq": seq})
+
+    async def selection(self, session_id: str) -> tuple[bool, str | None]:
+        """Whether the session ever selected or unselected, and the template it selected."""
+        c = t.selections.c
+        row = await self.read(
+            lambda connection: connection.execute(
+                select(c.template_id).where(c.ledger_id == self.ledger_id, c.session_id == session_id)
+            ).first()
+        )
+        return (row is not None, row[0] if row is not None else None)
+
+    async def activations(self, session_id: str) -> dict[str, int]:
+        """The activation boundaries in a session, by owner (template or resource id)."""
+        c = t.activations.c
+        rows = await self.read(
+            lambda connection: connection.execute(
+                select(c.owner_id, c.seq).where(c.ledger_id == self.ledger_id, c.session_id == session_id)
+            ).all()
+        )
+        return {row[0]: int(row[1]) for row in rows}
+
+    async def template(self, template_id: str) -> JsonValue:
+        """One template definition, or None."""
+        c = t.templates.c
+        row = await self.read(
+            lambda connection: connection.execute(
+                select(t.blobs.c.body)
+                .join(t.blobs, and_(t.blobs.c.ledger_id == c.ledger_id, t.blobs.c.hash == c.definition_hash))
+                .where(c.ledger_id == self.ledger_id, c.id == template_id)
+            ).first()
+        )
+        return None if row is None else json.loads(row[0])
+
+    async def seed_pending(self, target_session_id: str) -> bool:
+        """Whether an uninstalled seed ticket targets this session (DIGEST F-5: MVU_SEED_PENDING)."""
+        c = t.seeds.c
+        row = await self.read(
+            lambda connection: connection.execute(
+                select(c.ticket).where(c.ledger_id == self.ledger_id, c.target_session_id == target_session_id,
+                                       c.installed.is_(False)).limit(1)
+            ).first()
+        )
+        return row is not None
+
+    async def legacy_digest(self, name: str) -> str | None:
+        """The sha256 of an imported legacy file (DIGEST L-1), or None: cheap to ask often."""
+        c = t.legacy_files.c
+        row = await self.read(
+            lambda connection: connection.execute(
+                select(c.sha256).where(c.ledger_id == self.ledger_id, c.name == name)
+            ).first()
+        )
+        return None if row is None else str(row[0])
+
+    async def legacy_file(self, name: str) -> bytes | None:
+        """An imported legacy file, byte for byte (kept, never rewritten: DIGEST L-1)."""
+        c = t.legacy_files.c
+        row = await self.read(
+            lambda connection: connection.execute(
+                select(c.body).where(c.ledger_id == self.ledger_id, c.name == name)
+            ).first()
+        )
+        return None if row is None else bytes(row[0])
+
+    async def append_facts(self, records: list[dict[str, JsonValue]]) -> list[int]:
+        """Append several facts in one unit (see :meth:`append_fact`)."""
+        prepared = [(canonical_text(fields), fields) for fields in map(fact_fields, records)]
+        return await self.write(lambda tx: [self.insert_fact(tx, text, fields) for text, fields in prepared])
+
+    async def checkpoint(self, resource_id: str, *, session_id: str, turn: int) -> CheckpointRecord | None:
+        """The frozen baseline of one turn, or None."""
+        return await self.read(lambda connection: self._checkpoint_on(connection, resource_id, session_id, turn))
+
+    def _checkpoint_on(self, connection: Any, resource_id: str, session_id: str, turn: int) -> CheckpointRecord | None:
+        c = t.checkpoints.c
+        row = connection.execute(
+            select(c.position, c.seq, c.revision, c.version_key, c.variables_hash, c.meta).where(
+                c.ledger_id == self.ledger_id, c.resource_id == resource_id, c.session_id == session_id,
+                c.turn == turn)
+        ).first()
+        if row is None:
+            return None
+        return CheckpointRecord(resource_id, int(row[0]), session_id, turn, int(row[1]), int(row[2]), row[3], row[4],
+                                json.loads(row[5]))
 
     async def audit(self) -> list[Finding]:
         """Run the ``audit_*`` views (the same SQL an auditor runs) for this ledger."""

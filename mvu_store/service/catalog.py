@@ -1,0 +1,150 @@
+"""Resources as the service sees them: a ledger row and its definition, or a legacy record.
+
+Definitions are content-addressed blobs, immutable once written, so they are cached by hash for
+the life of the process: a read of a resource costs its row, not its definition again.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from dataclasses import dataclass
+from typing import Any
+
+from mvu_store.errors import Code, MvuError
+from mvu_store.jsonvalue import JsonValue
+from mvu_store.ledger import Ledger
+from mvu_store.ledger.records import ResourceRecord
+from mvu_store.service.legacy import CAPABILITIES, LEGACY_FILE, LegacyResource, parse_legacy
+from mvu_store.service.models import Scope
+
+_DEFINITION_CACHE = 4096
+
+
+@dataclass(frozen=True, slots=True)
+class Entry:
+    """One readable resource: a ledger row with its definition, or a legacy record."""
+
+    id: str
+    definition: dict[str, Any]
+    row: ResourceRecord | None = None
+    legacy: LegacyResource | None = None
+
+    @property
+    def name(self) -> str:
+        name = self.definition.get("name")
+        return name if isinstance(name, str) and name else self.id
+
+    @property
+    def session_ids(self) -> list[str]:
+        ids = self.definition.get("sessionIds")
+        return [item for item in ids if isinstance(item, str)] if isinstance(ids, list) else []
+
+    @property
+    def is_instance(self) -> bool:
+        return self.row is not None and self.row.kind == "instance"
+
+    @property
+    def instance(self) -> dict[str, JsonValue] | None:
+        """The durable session identity of an instance, keys in the original's order."""
+        if self.row is None or self.row.session_id is None or self.row.session_created_at is None:
+            return None
+        return {"sessionId": self.row.session_id, "createdAt": self.row.session_created_at}
+
+    @property
+    def source_error(self) -> str | None:
+        if self.legacy is not None:
+            return Code.MIGRATION_REQUIRED.value
+        error = self.definition.get("sourceError")
+        return error if isinstance(error, str) else None
+
+    @property
+    def stored_management_mode(self) -> str:
+        if self.legacy is not None:
+            return self.legacy.stored_management_mode
+        assert self.row is not None
+        mode = self.row.management_mode or self.definition.get("managementMode")
+        return mode if mode in ("native", "managed") else "native"
+
+    @property
+    def revision(self) -> int:
+        if self.legacy is not None:
+            return self.legacy.revision
+        assert self.row is not None
+        return self.row.revision
+
+    def accessible(self, scope: Scope) -> bool:
+        """Whether ``scope`` may see this resource: a management scope sees all (DIGEST A-2)."""
+        if scope.session_id is None:
+            return True
+        if self.legacy is not None:
+            return self.legacy.accessible(scope.session_id)
+        return any(item in ("*", scope.session_id) for item in self.session_ids)
+
+    def require_access(self, scope: Scope) -> None:
+        if not self.accessible(scope):
+            raise MvuError(Code.SCOPE_MISMATCH, f"{self.id} is not bound to session {scope.session_id!r}",
+                           id=self.id, session_id=scope.session_id)
+
+    def require_writable(self) -> None:
+        """Legacy records never change (L-1); a failed initialisation blocks execution (I-6)."""
+        if self.legacy is not None:
+            raise MvuError(Code.MIGRATION_REQUIRED, f"{self.id} is legacy shared state: read it and recover it "
+                                                    "into a new playthrough explicitly", id=self.id,
+                           capabilities=CAPABILITIES)
+        if self.source_error is not None:
+            raise MvuError(Code.READ_ONLY, f"{self.id} failed to initialise ({self.source_error})", id=self.id,
+                           source_error=self.source_error)
+
+
+class Catalog:
+    """Reads resources and legacy records for the service, with the definition cache."""
+
+    def __init__(self, ledger: Ledger) -> None:
+        self._ledger = ledger
+        self._definitions: OrderedDict[str, dict[str, Any]] = OrderedDict()
+        self._legacy: tuple[str, dict[str, LegacyResource]] | None = None
+
+    async def definition(self, definition_hash: str) -> dict[str, Any]:
+        cached = self._definitions.get(definition_hash)
+        if cached is not None:
+            self._definitions.move_to_end(definition_hash)
+            return cached
+        body = await self._ledger.blob(definition_hash)
+        definition = body if isinstance(body, dict) else {}
+        self._definitions[definition_hash] = definition
+        if len(self._definitions) > _DEFINITION_CACHE:
+            self._definitions.popitem(last=False)
+        return definition
+
+    async def entry_of(self, row: ResourceRecord) -> Entry:
+        return Entry(row.id, await self.definition(row.definition_hash), row=row)
+
+    async def legacy(self) -> dict[str, LegacyResource]:
+        """The legacy file's records (parsed once per distinct file)."""
+        digest = await self._ledger.legacy_digest(LEGACY_FILE)
+        if digest is None:
+            return {}
+        if self._legacy is None or self._legacy[0] != digest:
+            data = await self._ledger.legacy_file(LEGACY_FILE)
+            self._legacy = (digest, parse_legacy(data or b""))
+        return self._legacy[1]
+
+    async def entry(self, resource_id: str) -> Entry | None:
+        row = await self._ledger.resource(resource_id)
+        if row is not None:
+            return await self.entry_of(row)
+        legacy = (await self.legacy()).get(resource_id)
+        return Entry(resource_id, legacy.definition, legacy=legacy) if legacy is not None else None
+
+    async def entries(self, *, session_id: str | None = None) -> list[Entry]:
+        """Resources a session may see (its instances and every non-instance resource), or all."""
+        if session_id is None:
+            rows = await self._ledger.resources()
+        else:
+            rows = await self._ledger.resources(session_id=session_id, kinds=("instance",))
+            rows += await self._ledger.resources(kinds=("shared", "configured", "copy"))
+        entries = [await self.entry_of(row) for row in rows]
+        known = {entry.id for entry in entries}
+        entries += [Entry(legacy.id, legacy.definition, legacy=legacy) for legacy in (await self.legacy()).values()
+                    if legacy.id not in known]
+        return entries

@@ -1,0 +1,95 @@
+"""A template's initial variables envelope, and a state's declared schema as the update language
+needs it (DIGEST I-6, I-7, I-10, S-1).
+
+The initial envelope is built once, when a template is registered: ``[initvar]`` entries merged
+in order (YAML / JSON5 texts or objects), then, with a declaration, compiled by the current
+interpreter and applied to ``stat_data`` (it may transform it) and kept as ``mvu_schema``. The
+native ``$meta`` schema is replaced by an open one then, as the original does: the declaration
+is the schema. Instances copy the envelope, so a later interpreter only reaches new instances.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Sequence
+from typing import Any
+
+from mvu_store.errors import Code, MvuError
+from mvu_store.jsonvalue import JsonValue
+from mvu_store.lang import Validation, initialize_variables
+from mvu_store.schema import ValidationResult, compile_schema, validate
+
+OPEN_SCHEMA: dict[str, JsonValue] = {"type": "object", "properties": {}, "extensible": True, "strictSet": True}
+"""The native schema of a state whose declaration decides (the original's, verbatim)."""
+
+
+def initial_envelope(
+    entries: Sequence[str | dict[str, Any]], schema_sources: Sequence[str], *, now_ms: int
+) -> dict[str, Any]:
+    """The envelope of a new template; ``MvuError`` (the template's ``sourceError``) when it can't be."""
+    distinct = list(dict.fromkeys(schema_sources))
+    if not entries and not distinct:
+        raise MvuError(Code.INITIALIZATION_MISSING, "the card has neither [initvar] entries nor a schema declaration")
+    if len(distinct) > 1:
+        raise MvuError(Code.SCHEMA_CONFLICT, f"the card declares {len(distinct)} different schemas; keep one",
+                       count=len(distinct))
+    envelope = initialize_variables(list(entries))
+    if distinct:
+        envelope = with_declaration(envelope, compile_schema(distinct[0]), now_ms=now_ms)
+    return envelope
+
+
+def with_declaration(envelope: dict[str, Any], descriptor: dict[str, Any], *, now_ms: int) -> dict[str, Any]:
+    """``envelope`` governed by ``descriptor``: its ``stat_data`` parsed (and transformed) once."""
+    stat_data = DeclaredSchema(descriptor, now_ms).check(envelope["stat_data"], code=Code.INITIALIZATION_INVALID)
+    return {**envelope, "stat_data": stat_data, "display_data": copy.deepcopy(stat_data), "mvu_schema": descriptor,
+            "schema": copy.deepcopy(OPEN_SCHEMA)}
+
+
+def configured_envelope(initial: str | dict[str, Any] | list[str | dict[str, Any]] | None) -> dict[str, Any]:
+    """A configured resource's ``initial``: a YAML/JSON5 text, an envelope, or entries to merge."""
+    if initial is None:
+        raise MvuError(Code.INITIALIZATION_MISSING, "the resource has no initial state and no characterId")
+    if isinstance(initial, str):
+        return initialize_variables([initial])
+    if isinstance(initial, list):
+        return initialize_variables(initial)
+    if not isinstance(initial.get("stat_data"), dict):
+        raise MvuError(Code.CONFIG, "an initial object is a variables envelope with a stat_data object "
+                                    "(or give a YAML string)")
+    return initialize_variables([], existing=initial)
+
+
+def describe(result: ValidationResult) -> str:
+    issue = result.issues[0] if result.issues else None
+    if issue is None:
+        return "the schema refused the value"
+    where = "/".join(str(part) for part in issue.path) or "(root)"
+    return f"{where}: {issue.message}"
+
+
+class DeclaredSchema:
+    """A state's declaration (``mvu_schema``) at one moment: ``now_ms`` is the commit's clock."""
+
+    def __init__(self, descriptor: dict[str, Any], now_ms: int) -> None:
+        self.descriptor = descriptor
+        self.now_ms = now_ms
+
+    @staticmethod
+    def of(envelope: JsonValue, now_ms: int) -> DeclaredSchema | None:
+        descriptor = envelope.get("mvu_schema") if isinstance(envelope, dict) else None
+        return DeclaredSchema(descriptor, now_ms) if isinstance(descriptor, dict) else None
+
+    def check(self, stat_data: JsonValue, *, code: Code = Code.SCHEMA) -> JsonValue:
+        """The parsed (possibly transformed) ``stat_data``, or ``MvuError(code)`` with the issues."""
+        result = validate(self.descriptor, stat_data, now_ms=self.now_ms)
+        if not result.ok:
+            raise MvuError(code, describe(result),
+                           issues=[{"code": i.code, "path": list(i.path), "message": i.message}
+                                   for i in result.issues[:20]])
+        return result.value
+
+    def validate(self, stat_data: JsonValue) -> Validation:
+        """The update language's :class:`~mvu_store.lang.CandidateValidator` (v2 path creation)."""
+        result = validate(self.descriptor, stat_data, now_ms=self.now_ms)
+        return Validation(result.ok, result.value, tuple(issue.message for issue in result.issues))

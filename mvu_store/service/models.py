@@ -1,0 +1,280 @@
+"""What the service takes and returns: pydantic models that serialise to the original's camelCase.
+
+Inputs are validated here, once, and every refusal is an :class:`MvuError` with a stable code
+(``parse_input``), never a pydantic error. Results are frozen models; ``to_json()`` gives the
+original service's JSON shape (camelCase keys, absent optional fields left out).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Literal, TypeVar
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic.alias_generators import to_camel
+
+from mvu_store.errors import Code, MvuError
+from mvu_store.jsonvalue import JsonValue
+
+RESOURCE_ID = re.compile(r"^mvu:[A-Za-z0-9_.-]{1,160}$")
+"""Configured, shared and copied resource ids (the original's pattern)."""
+
+MAX_OPERATION_ID = 200
+MAX_SESSION_ID = 200
+
+Model = TypeVar("Model", bound=BaseModel)
+
+
+class _Input(BaseModel):
+    """Accepts snake_case and camelCase keys; refuses unknown ones."""
+
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="forbid", frozen=True)
+
+
+class _Output(BaseModel):
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, frozen=True)
+
+    def to_json(self) -> dict[str, Any]:
+        """The original's JSON shape: camelCase, optional fields that are unset left out."""
+        return self.model_dump(mode="json", by_alias=True, exclude_none=True)
+
+
+def parse_input(model: type[Model], value: Any, code: Code) -> Model:
+    """``value`` (a mapping or a model) as ``model``, or ``MvuError(code)`` naming the first problem."""
+    if isinstance(value, model):
+        return value
+    if isinstance(value, BaseModel):
+        value = value.model_dump(by_alias=True)
+    try:
+        return model.model_validate(value)
+    except ValidationError as error:
+        first = error.errors()[0]
+        where = ".".join(str(part) for part in first["loc"]) or "input"
+        raise MvuError(code, f"{where}: {first['msg']}", field=where) from None
+
+
+def check_operation_id(operation_id: Any) -> str:
+    if not isinstance(operation_id, str) or not operation_id or len(operation_id) > MAX_OPERATION_ID:
+        raise MvuError(Code.OPERATION, f"operation_id must be a string of 1 to {MAX_OPERATION_ID} characters")
+    return operation_id
+
+
+def check_session_id(session_id: Any) -> str:
+    if not isinstance(session_id, str) or not session_id or len(session_id) > MAX_SESSION_ID:
+        raise MvuError(Code.SCOPE, f"session_id must be a string of 1 to {MAX_SESSION_ID} characters")
+    return session_id
+
+
+def check_revision(revision: Any) -> int:
+    if isinstance(revision, bool) or not isinstance(revision, int) or revision < 0:
+        raise MvuError(Code.OPERATION, "expected_revision must be a non-negative integer")
+    return revision
+
+
+# -- inputs ---------------------------------------------------------------------------------------
+
+
+class Scope(_Input):
+    """``{authority: 'local', sessionId?, messageId?, endEventId?}`` (DIGEST A-2).
+
+    Without ``session_id`` it is a local management scope (every resource); with one it is that
+    session's view; ``message_id`` / ``end_event_id`` make it a historical (read-only) scope.
+    """
+
+    authority: Literal["local"] = "local"
+    session_id: str | None = Field(default=None, min_length=1, max_length=MAX_SESSION_ID)
+    message_id: str | None = Field(default=None, min_length=1, max_length=MAX_OPERATION_ID)
+    end_event_id: int | None = Field(default=None, ge=0, strict=True)
+
+    @property
+    def historical(self) -> bool:
+        return self.message_id is not None or self.end_event_id is not None
+
+    def to_json(self) -> dict[str, Any]:
+        return self.model_dump(mode="json", by_alias=True, exclude_none=True)
+
+
+def parse_scope(value: Any) -> Scope:
+    """A scope, refusing other authorities with ``MVU_AUTHORITY`` and bad shapes with ``MVU_SCOPE``."""
+    if isinstance(value, Scope):
+        return value
+    if value is None:
+        raise MvuError(Code.SCOPE, "a scope is required ({'authority': 'local', ...})")
+    if isinstance(value, dict) and value.get("authority", "local") != "local":
+        raise MvuError(Code.AUTHORITY, "only the local authority is served here; a remote one needs its own service",
+                       authority=str(value.get("authority"))[:64])
+    if isinstance(value, dict) and ("historical" in value or "mode" in value):
+        raise MvuError(Code.SCOPE, "unsupported scope fields")
+    if isinstance(value, dict) and isinstance(value.get("endEventId", value.get("end_event_id")), bool):
+        raise MvuError(Code.SCOPE, "end_event_id must be an integer")
+    return parse_input(Scope, value, Code.SCOPE)
+
+
+class CharacterDefinition(_Input):
+    """A card as the host discovered it (``mvu_store.cards.read_card`` gives these fields)."""
+
+    character_id: str = Field(min_length=1, max_length=MAX_SESSION_ID)
+    name: str | None = Field(default=None, max_length=300)
+    initvar: list[str | dict[str, JsonValue]] = Field(default_factory=list, max_length=1000)
+    schema_source: str | list[str] | None = None
+    greetings: list[str] = Field(default_factory=list, max_length=1000)
+
+    @field_validator("schema_source")
+    @classmethod
+    def _sources(cls, value: str | list[str] | None) -> str | list[str] | None:
+        if isinstance(value, list) and not value:
+            return None
+        return value
+
+
+class ResourceConfig(_Input):
+    """One explicit resource of ``mvu.resources`` (DIGEST I-10)."""
+
+    id: str
+    session_ids: list[str] = Field(max_length=10_000)
+    initial: str | dict[str, JsonValue] | list[str | dict[str, JsonValue]] | None = None
+    management_mode: Literal["native", "managed"] = "native"
+    character_id: str | None = Field(default=None, min_length=1, max_length=MAX_SESSION_ID)
+    sharing: Literal["shared"] | None = None
+    schema_source: str | None = None
+    name: str | None = Field(default=None, max_length=300)
+
+    @field_validator("id")
+    @classmethod
+    def _id(cls, value: str) -> str:
+        if not RESOURCE_ID.match(value):
+            raise ValueError("a resource id is 'mvu:' and 1 to 160 of [A-Za-z0-9_.-]")
+        if value.startswith(("mvu:instance-", "mvu:character-")):
+            raise ValueError("instance and character ids are allocated by the service, not configured")
+        return value
+
+    @field_validator("session_ids")
+    @classmethod
+    def _sessions(cls, value: list[str]) -> list[str]:
+        if any(not isinstance(item, str) or not item or len(item) > MAX_SESSION_ID for item in value):
+            raise ValueError("session ids are non-empty strings ('*' for every session)")
+        return value
+
+
+# -- outputs --------------------------------------------------------------------------------------
+
+
+class TemplateRecord(_Output):
+    """A registered template (a discovered card or a configured resource): never a state."""
+
+    id: str
+    name: str | None = None
+    character_id: str | None = None
+    discovered: bool = False
+    session_ids: list[str] = Field(default_factory=list)
+    management_mode: str = "native"
+    source_error: str | None = None
+    interpreter_version: int | None = None
+    changed: bool = False
+
+
+class SelectionResult(_Output):
+    session_id: str
+    template_id: str | None
+    instance_id: str | None = None
+    boundary: int | None = None
+    """Replies in this session below this event id are never applied to the instance."""
+
+
+class StateRecord(_Output):
+    """What ``read`` / ``list`` return (DIGEST A: the record shape)."""
+
+    id: str
+    name: str
+    type: Literal["mvu-state"] = "mvu-state"
+    authority: Literal["local"] = "local"
+    scope: dict[str, JsonValue]
+    content: JsonValue
+    revision: int
+    current_revision: int
+    historical: bool
+    version_key: str | None
+    management_mode: str
+    stored_management_mode: str
+    template_id: str | None = None
+    instance: dict[str, JsonValue] | None = None
+    inherited_from: dict[str, JsonValue] | None = None
+    source: dict[str, JsonValue] | None = None
+    source_error: str | None = None
+    legacy: bool | None = None
+    capabilities: dict[str, bool] | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        # `versionKey: null` is part of the shape (a state at its initial content).
+        data = super().to_json()
+        data["versionKey"] = self.version_key
+        return data
+
+
+class UpdateReceipt(_Output):
+    """A manual edit's result, as the original returns it (and replays it)."""
+
+    id: str
+    type: Literal["mvu-state"] = "mvu-state"
+    content: JsonValue
+    revision: int
+    scope: dict[str, JsonValue]
+    authority: Literal["local"] = "local"
+    replayed: bool = False
+
+
+class ManagementReceipt(_Output):
+    id: str
+    management_mode: str
+    """The actual manager now (DIGEST I-8: registration decides, not the stored preference)."""
+    stored_management_mode: str
+    revision: int
+    replayed: bool = False
+
+
+class HistoryEntry(_Output):
+    """One version of a session's history: success and failure evidence (DIGEST A-6)."""
+
+    key: str
+    kind: str
+    revision: int
+    source: dict[str, JsonValue]
+    variables: JsonValue
+    fingerprint: str | None = None
+    parent_key: str | None = None
+    operation_id: str | None = None
+    error: str | None = None
+    inherited: bool = False
+    created_at: int
+    before_available: bool | None = None
+    before: JsonValue = None
+
+
+class CheckpointInfo(_Output):
+    resource_id: str
+    session_id: str
+    turn: int
+    seq: int
+    revision: int
+    version_key: str | None
+
+
+class TurnOutcome(_Output):
+    """What ingest did with one completed turn for one resource."""
+
+    resource_id: str
+    turn: int
+    message_seq: int
+    version_key: str
+    status: Literal["committed", "failed", "skipped", "replayed"]
+    revision: int
+    changed: bool = False
+    error: str | None = None
+    diagnostics: list[dict[str, JsonValue]] = Field(default_factory=list)
+
+
+class IngestReport(_Output):
+    session_id: str
+    outcomes: list[TurnOutcome] = Field(default_factory=list)
+    fact_errors: list[str] = Field(default_factory=list)
+    """Optional fact writes that failed (DIGEST A-5: they never fail a commit)."""

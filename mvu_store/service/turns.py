@@ -1,0 +1,175 @@
+"""Reading a durable session the way the store chain does (DIGEST P-1, P-2, P-5). Pure: no I/O.
+
+Only the last non-interrupted, non-tool-call assistant message of a completed ``turn/end``
+takes part in an update. Its identity (the version's ``source``) is the original's: session,
+log format version, creation time, message id and seq, turn, step and end event, and the
+version key is ``sha256(JSON.stringify(source))``, so a reply recorded by the original ledger
+is recognised here. Nothing else of the session (user text, providers, media) is kept.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from mvu_store.errors import Code, MvuError
+from mvu_store.host import SessionEvent, SessionSnapshot, has_tool_call, message_text
+from mvu_store.jsonvalue import JsonValue, js_json, sha256_hex
+
+# Events that mean a session has real conversation in it (the original's test for "bound").
+CONVERSATION_EVENTS = frozenset({"user/message", "assistant/message", "turn/start"})
+
+
+def reply_fingerprint(text: str) -> str:
+    """The original's version fingerprint: sha256 of the reply text as ``JSON.stringify`` writes it."""
+    return sha256_hex(js_json(text))
+
+
+@dataclass(frozen=True, slots=True)
+class Reply:
+    """The reply of one ended turn, with the coordinates its version records."""
+
+    turn: int
+    end_seq: int
+    reason: str | None
+    message: SessionEvent
+    text: str
+    source: dict[str, JsonValue]
+    key: str
+    fingerprint: str
+    human: bool
+
+    @property
+    def completed(self) -> bool:
+        return self.reason == "completed"
+
+
+def _turn(event: SessionEvent) -> Any:
+    return event.data.get("turn") if isinstance(event.data, Mapping) else None
+
+
+def _reason(event: SessionEvent) -> str | None:
+    reason = event.data.get("reason")
+    kind = reason.get("kind") if isinstance(reason, Mapping) else None
+    return kind if isinstance(kind, str) else None
+
+
+def seed_boundary(snapshot: SessionSnapshot) -> int:
+    """Where a fork child's own events start: replies before it are inherited, never replayed."""
+    count = snapshot.header.inherited_event_count
+    if isinstance(count, int) and not isinstance(count, bool):
+        return count
+    ends = [event.seq for event in snapshot.events if event.type == "session/end-seed"]
+    return ends[-1] if ends else 0
+
+
+def turn_running(snapshot: SessionSnapshot) -> bool:
+    """A turn has started and not ended: its state is not the user's to edit yet."""
+    last_start = last_end = -1
+    for event in snapshot.events:
+        if event.type == "turn/start":
+            last_start = event.seq
+        elif event.type == "turn/end":
+            last_end = event.seq
+    return last_start > last_end
+
+
+def has_conversation(snapshot: SessionSnapshot) -> bool:
+    return any(event.type in CONVERSATION_EVENTS for event in snapshot.events)
+
+
+def replies(snapshot: SessionSnapshot, *, boundary: int) -> Iterator[Reply]:
+    """Every ended turn's candidate reply after the activation ``boundary``, in event order.
+
+    Ended turns of every reason are yielded (the caller checks recorded ones against history
+    and commits only ``completed`` ones); turns without a usable reply are left out.
+    """
+    header = snapshot.header
+    seeded_until = seed_boundary(snapshot)
+    last_reply: dict[Any, SessionEvent] = {}
+    first_user: dict[Any, SessionEvent] = {}
+    for event in snapshot.events:
+        turn = _turn(event)
+        if event.type == "assistant/message":
+            last_reply[turn] = event
+            continue
+        if event.type == "user/message":
+            first_user.setdefault(turn, event)
+            continue
+        if event.type != "turn/end" or isinstance(turn, bool) or not isinstance(turn, int):
+            continue
+        reply = last_reply.get(turn)
+        if reply is None or reply.seq < boundary or reply.data.get("interrupted") or has_tool_call(reply):
+            continue
+        reason = _reason(event)
+        if reply.seq < seeded_until or reason == "forked":
+            continue
+        message = reply.data.get("message")
+        message_id = message.get("id") if isinstance(message, Mapping) else None
+        if not isinstance(message_id, str):
+            continue
+        source: dict[str, JsonValue] = {"sessionId": header.id, "sessionFormatVersion": header.version}
+        if header.created_at is not None:
+            source["sessionCreatedAt"] = header.created_at
+        step = reply.data.get("step")
+        source.update(eventType="assistant/message", messageId=message_id, messageSeq=reply.seq, turn=turn,
+                      step=step if isinstance(step, int) and not isinstance(step, bool) else None, endSeq=event.seq)
+        text = message_text(reply)
+        user = first_user.get(turn)
+        yield Reply(turn, event.seq, reason, reply, text, source, sha256_hex(js_json(source)),
+                    reply_fingerprint(text), human=user is not None and _user_kind(user) == "user")
+
+
+def _user_kind(event: SessionEvent) -> str | None:
+    for holder in (event.data.get("message"), event.data):
+        source = holder.get("source") if isinstance(holder, Mapping) else None
+        kind = source.get("kind") if isinstance(source, Mapping) else None
+        if isinstance(kind, str):
+            return kind
+    return None
+
+
+def verify_recorded(source: Mapping[str, Any], fingerprint: str | None, snapshot: SessionSnapshot) -> None:
+    """Check one recorded version's source against the durable session (DIGEST P-2).
+
+    Evidence that is gone (the message or its turn end missing) is ``MVU_HISTORY_UNAVAILABLE``;
+    evidence that is there but different (another message id, text, turn or end reason, or a
+    different session format or creation time) is ``MVU_HISTORY_CHANGED``. Either blocks reads
+    and ingest until the host's history is consistent again.
+    """
+    header = snapshot.header
+    if header.version != source.get("sessionFormatVersion") or (
+        "sessionCreatedAt" in source and header.created_at != source.get("sessionCreatedAt")
+    ):
+        raise _changed("the session's format version or creation time changed", source)
+    if source.get("initial"):
+        return
+    seq = source.get("messageSeq")
+    message = snapshot.event(seq) if isinstance(seq, int) and not isinstance(seq, bool) else None
+    if message is None:
+        raise MvuError(Code.HISTORY_UNAVAILABLE, "a recorded reply is missing from the durable session",
+                       session_id=header.id, message_seq=seq if isinstance(seq, int) else None)
+    data = message.data.get("message")
+    if (
+        message.type != "assistant/message"
+        or not isinstance(data, Mapping)
+        or data.get("id") != source.get("messageId")
+        or reply_fingerprint(message_text(message)) != fingerprint
+    ):
+        raise _changed("a recorded reply changed in the durable session", source)
+    if source.get("inherited"):
+        return
+    end_seq = source.get("endSeq")
+    end = snapshot.event(end_seq) if isinstance(end_seq, int) and not isinstance(end_seq, bool) else None
+    if end is None:
+        raise MvuError(Code.HISTORY_UNAVAILABLE, "a recorded turn end is missing from the durable session",
+                       session_id=header.id, end_seq=end_seq if isinstance(end_seq, int) else None)
+    if end.type != "turn/end" or _turn(end) != source.get("turn") or _reason(end) != "completed":
+        raise _changed("a recorded turn end changed in the durable session", source)
+
+
+def _changed(message: str, source: Mapping[str, Any]) -> MvuError:
+    seq = source.get("messageSeq")
+    return MvuError(Code.HISTORY_CHANGED, message, session_id=str(source.get("sessionId")),
+                    message_seq=seq if isinstance(seq, int) else None)
