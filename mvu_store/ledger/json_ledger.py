@@ -488,12 +488,14 @@ class _InstancesParser(_Reader):
         """Refuse a record whose history the audit (``audit.py``) would flag once imported.
 
         The original moves ``revision`` by one per committed version (reply, manual, card,
-        initial) and per management operation, from 0 at creation (instances, copies, fork
+        initial), per failed reply (its poison receipt: ``revision + 1``, ``currentKey``
+        unchanged) and per management operation, from 0 at creation (instances, copies, fork
         children alike), so those claims are exactly 1..revision: no duplicate, no hole, and no
         leading gap either (the original has no path that moves a revision without claiming it,
         so a gap means a damaged file). Each committed version is written on the current one
-        (``parentKey``), so after the first they chain by revision, and ``currentKey`` is the
-        newest; with none it is null or an inherited version (a fork child's inherited head).
+        (``parentKey``), so after the first they chain by revision, failed ones left out (they
+        never move the head and name no parent), and ``currentKey`` is the newest committed
+        version; with none it is null or an inherited version (a fork child's inherited head).
         Any other key a version or checkpoint names must be a version of this record. Keys are
         checked as the columns hold them: a value that fits no key column (``parentKey: 7``) is
         kept in ``meta``, where no audit follows it.
@@ -501,24 +503,25 @@ class _InstancesParser(_Reader):
         kinds = {row["key"]: row["kind"] for row in rows.versions}
         committed = sorted((row for row in rows.versions if row["kind"] in t.COMMITTED_KINDS),
                            key=lambda row: row["revision"])
+        claiming = [row for row in rows.versions if row["kind"] in t.REVISION_KINDS]
         # Management receipts are appended in managementOperations order: index is the array's.
         management = [receipt for receipt in rows.receipts if receipt["kind"] == "management"]
         claims = sorted(
-            [(row["revision"], (*path, "versions", row["position"], "revision")) for row in committed]
+            [(row["revision"], (*path, "versions", row["position"], "revision")) for row in claiming]
             + [(receipt["revision"], (*path, "managementOperations", index, "result", "revision"))
                for index, receipt in enumerate(management)],
             key=lambda claim: claim[0],
         )
         for expected, (claimed, where) in enumerate(claims, start=1):
             if claimed == expected - 1 and expected > 1:
-                raise self.fail(f"a second committed version or management operation claims revision {claimed}",
-                                where)
+                raise self.fail(f"a second version or management operation claims revision {claimed}", where)
             if claimed != expected:
-                raise self.fail(f"revision {claimed} breaks the sequence of committed versions and management "
-                                f"operations (expected {expected}: revisions start at 1, without holes)", where)
+                raise self.fail(f"revision {claimed} breaks the sequence of committed and failed versions and "
+                                f"management operations (expected {expected}: revisions start at 1, without holes)",
+                                where)
         if revision != len(claims):
-            raise self.fail(f"the record is at revision {revision}, but its committed versions and management "
-                            f"operations end at revision {len(claims)}", (*path, "revision"))
+            raise self.fail(f"the record is at revision {revision}, but its committed and failed versions and "
+                            f"management operations end at revision {len(claims)}", (*path, "revision"))
         previous: str | None = None
         for row in committed:
             parent = row["parent_key"]

@@ -15,7 +15,7 @@ from mvu_store.jsonvalue import dumps, normalize
 from mvu_store.ledger import CommitRequest, Ledger
 from mvu_store.ledger import tables as t
 from mvu_store.ledger.transfer import Snapshot, export_directory, import_directory, snapshot
-from tests.ledger.transfer_fixtures import LEGACY_TEXT, realistic
+from tests.ledger.transfer_fixtures import LEGACY_TEXT, LedgerBuilder, realistic
 
 FILES = ("mvu-instances.json", "mvu-facts.json")
 
@@ -103,7 +103,8 @@ async def test_rows_say_what_the_records_were(ledger: Ledger, source: Path) -> N
 
     resource = await ledger.resource(play.id)
     assert resource is not None
-    assert (resource.kind, resource.revision, resource.management_mode) == ("instance", 7, "managed")
+    # Eight claims: seven versions (the failed reply's included) and one management operation.
+    assert (resource.kind, resource.revision, resource.management_mode) == ("instance", 8, "managed")
     assert resource.head_key == play.record["currentKey"]
     assert (resource.template_id, resource.session_id) == (play.record["definition"]["templateId"], "s-1")
     definition = await ledger.blob(resource.definition_hash)
@@ -325,3 +326,40 @@ async def test_facts_before_any_eviction_are_compared_by_content(ledger: Ledger,
     await import_directory(ledger, facts_directory(tmp_path / "late", 100, 2))
     report = await import_directory(ledger, facts_directory(tmp_path / "early", 0, 2))
     assert report.created["facts"] == 2  # older than what is stored, but nothing was ever evicted
+
+
+@pytest.mark.parametrize("shape", ["failures between and after commits", "a failure before any commit"])
+async def test_an_original_file_whose_failed_replies_claim_revisions_round_trips(
+        ledger: Ledger, tmp_path: Path, shape: str) -> None:
+    build = LedgerBuilder()
+    play = build.instance(build.template("alice", hp=10), "s-1")
+    if shape == "a failure before any commit":
+        play.failed(1)
+        expected_head = None
+    else:
+        play.reply(1, hp=9)
+        play.failed(2, error="MVU_LIMIT")
+        expected_head = play.reply(3, hp=8)
+        play.failed(4)
+    source = build.write(tmp_path / "source")
+
+    await import_directory(ledger, source)
+
+    assert await ledger.audit() == []
+    head = await ledger.head(play.id)
+    assert (head.revision, head.version_key) == (play.record["revision"], expected_head)
+    assert head.variables == play.variables
+    await export_directory(ledger, tmp_path / "out")
+    # The original writes no empty maps (no seeds, no selections here); the builder does.
+    original = {name: value for name, value in read(source, "mvu-instances.json").items() if value != {}}
+    assert as_json(read(tmp_path / "out", "mvu-instances.json")) == as_json(original)
+    # The CAS counter is the original's: the revision read before the last failure is stale.
+    with pytest.raises(MvuError) as refused:
+        await ledger.commit(CommitRequest(play.id, head.revision - 1, "reply", head.variables, "f" * 64,
+                                          {"sessionId": "s-1", "messageSeq": 99}))
+    assert refused.value.code == "REVISION_CONFLICT"
+    outcome = await ledger.commit(CommitRequest(play.id, head.revision, "reply", head.variables, "f" * 64,
+                                                {"sessionId": "s-1", "messageSeq": 99}))
+    assert outcome.revision == head.revision + 1
+    assert [v.parent_key for v in await ledger.versions(play.id)][-1] == expected_head
+    assert await ledger.audit() == []
