@@ -363,3 +363,62 @@ async def test_an_original_file_whose_failed_replies_claim_revisions_round_trips
     assert outcome.revision == head.revision + 1
     assert [v.parent_key for v in await ledger.versions(play.id)][-1] == expected_head
     assert await ledger.audit() == []
+
+
+def activation_rows(ledger: Ledger) -> Callable[[Any], list[tuple[Any, ...]]]:
+    def read_rows(connection: Any) -> list[tuple[Any, ...]]:
+        c = t.activations.c
+        return [tuple(row) for row in connection.execute(
+            select(c.owner_id, c.session_id, c.seq).where(c.ledger_id == ledger.ledger_id)
+            .order_by(c.owner_id, c.session_id))]
+    return read_rows
+
+
+async def test_a_templates_activation_seqs_are_rows_and_come_back(ledger: Ledger, tmp_path: Path) -> None:
+    build = LedgerBuilder()
+    alice = build.template("alice", hp=10)
+    build.templates[alice]["activationSeqs"] = {"s-old": 4, "s-new": 2**40}
+    odd = build.template("bob", gold=1)
+    build.templates[odd]["activationSeqs"] = {"s-1": "three"}  # not boundaries: kept in the definition as is
+    build.instance(alice, "s-1").reply(1, hp=9)
+    source = build.write(tmp_path / "source")
+
+    report = await import_directory(ledger, source)
+
+    assert report.created["activations"] == 3  # two of the template's, one of the instance's
+    play = build.instances[0]
+    assert await ledger.read(activation_rows(ledger)) == sorted([
+        (alice, "s-new", 2**40), (alice, "s-old", 4), (play.id, "s-1", 3)])
+    stored = await ledger.templates()
+    assert "activationSeqs" not in stored[alice]  # type: ignore[operator]
+    assert stored[odd]["activationSeqs"] == {"s-1": "three"}  # type: ignore[index,call-overload]
+    await export_directory(ledger, tmp_path / "out")
+    original = {name: value for name, value in read(source, "mvu-instances.json").items() if value != {}}
+    assert as_json(read(tmp_path / "out", "mvu-instances.json")) == as_json(original)
+    assert (await import_directory(ledger, source)).unchanged
+    assert await ledger.audit() == []
+
+
+async def test_template_activation_rows_merge_with_a_stored_map_rows_winning(
+        ledger: Ledger, others: Callable[..., Awaitable[Ledger]], tmp_path: Path) -> None:
+    template = "mvu:character-" + "a" * 32
+    await ledger.put_template(template, {"id": template, "sessionIds": ["*"], "initial": {"stat_data": {}},
+                                         "activationSeqs": {"s-a": 1, "s-b": 2}})
+    # What the service does when it discovers a boundary: a row owned by the template.
+    await ledger.write(lambda tx: [ledger.insert_row(tx, t.activations, {"owner_id": template, "session_id": s,
+                                                                         "seq": n})
+                                   for s, n in (("s-b", 5), ("s-c", 7))])
+
+    exported = (await snapshot(ledger)).templates[template]
+
+    assert exported["activationSeqs"] == {"s-a": 1, "s-b": 5, "s-c": 7}  # type: ignore[index,call-overload]
+    assert await ledger.audit() == []
+    await export_directory(ledger, tmp_path / "first")
+    copy = await others()
+    await import_directory(copy, tmp_path / "first")
+    assert await copy.read(activation_rows(copy)) == [(template, "s-a", 1), (template, "s-b", 5),
+                                                      (template, "s-c", 7)]
+    await export_directory(copy, tmp_path / "second")
+    assert (tmp_path / "second" / "mvu-instances.json").read_bytes() == (
+        tmp_path / "first" / "mvu-instances.json").read_bytes()
+    assert await copy.audit() == []
