@@ -20,7 +20,8 @@ from sqlalchemy import Connection, String, Table, Text
 
 from mvu_store.ledger import tables as t
 
-_COMMITTED = "(" + ", ".join(f"'{kind}'" for kind in t.COMMITTED_KINDS) + ")"
+_COMMITTED = t.kinds_sql(t.COMMITTED_KINDS)  # versions that move the head
+_CLAIMS = t.kinds_sql(t.REVISION_KINDS)  # versions that claim a revision (failed ones too)
 
 
 @functools.cache
@@ -73,9 +74,10 @@ def _views(dialect: str) -> dict[str, str]:
         for table in CHARGED_TABLES
     )
     return {
-        # Committed versions and management receipts of a resource claim its revisions: no two
-        # claim one, there is no hole between them, the newest is the head's revision, and each
-        # committed version was written on top of the one before it (no lost update).
+        # Committed and failed versions and management receipts of a resource claim its
+        # revisions: no two claim one, there is no hole between them, the newest is the
+        # resource's revision, and each committed version was written on top of the committed
+        # one before it (no lost update; a failed version moves the revision, not the head).
         "audit_revisions": f"""
             SELECT c.ledger_id, c.resource_id AS subject,
                    c.what || ' at revision ' || CAST(c.revision AS TEXT) || ' breaks the chain (previous '
@@ -85,7 +87,7 @@ def _views(dialect: str) -> dict[str, str]:
                          LAG(revision) OVER claims_in_order AS previous_revision,
                          LEAD(revision) OVER claims_in_order AS next_revision
                   FROM (SELECT ledger_id, resource_id, 'version ' || key AS what, revision FROM versions
-                        WHERE kind IN {_COMMITTED}
+                        WHERE kind IN {_CLAIMS}
                         UNION ALL
                         SELECT ledger_id, resource_id, 'receipt ' || operation_id, revision FROM receipts
                         WHERE kind = 'management') claims
@@ -100,8 +102,8 @@ def _views(dialect: str) -> dict[str, str]:
                          LAG(key) OVER (PARTITION BY ledger_id, resource_id ORDER BY revision) AS previous_key
                   FROM versions WHERE kind IN {_COMMITTED}) v
             WHERE v.previous_key IS NOT NULL AND (v.parent_key IS NULL OR v.parent_key <> v.previous_key)""",
-        # The head is the newest committed version; with none, an inherited version or the
-        # initial envelope.
+        # The head is the newest committed version (failed ones never move it); with none, an
+        # inherited version or the initial envelope.
         "audit_heads": f"""
             SELECT r.ledger_id, r.id AS subject,
                    'head ' || COALESCE(r.head_key, 'null') || ' at revision ' || CAST(r.revision AS TEXT)

@@ -9,7 +9,8 @@ and export puts column values back only where the column is set.
 
 Shapes are those of ``shared/spec/JSON_LEDGER.md``. What goes where:
 
-- template: the whole definition, one blob.
+- template: the definition, one blob, without ``activationSeqs`` when they become
+  ``activations`` rows (``owner_id`` the template id), as for a resource record.
 - resource record: ``definition`` without ``initial`` (and without ``activationSeqs`` when they
   become ``activations`` rows) -> definition blob; ``initial`` -> initial blob; ``revision``;
   ``currentKey`` -> ``head_key``, with ``head_hash`` the variables of that version (or the
@@ -211,7 +212,10 @@ def parse_json(data: bytes, file: str) -> Any:
 class TemplatePlan:
     id: str
     definition: JsonValue
+    """The definition as the file has it (``activationSeqs`` included): what export gives back."""
     blob: Blob
+    """The definition as stored: without ``activationSeqs`` when they became ``activations``."""
+    activations: list[dict[str, Any]] = field(default_factory=list)
 
 
 @dataclass(slots=True)
@@ -325,6 +329,29 @@ def _resource_kind(record: dict[str, Any], definition: dict[str, Any]) -> Resour
     return "configured"
 
 
+def _activation_rows(owner_id: str, definition: dict[str, Any]) -> list[dict[str, Any]]:
+    """A definition's ``activationSeqs`` as ``activations`` rows, taken out of ``definition``.
+
+    Only a non-empty map of session ids to 64-bit integers becomes rows; anything else (an empty
+    map, odd values) stays in the definition as it is, so export gives back what was imported.
+    """
+    seqs = definition.get("activationSeqs")
+    if not (isinstance(seqs, dict) and seqs and all(_id(s) and _is_int(n) for s, n in seqs.items())):
+        return []
+    del definition["activationSeqs"]
+    return [{"owner_id": owner_id, "session_id": s, "seq": n} for s, n in seqs.items()]
+
+
+def fold_activations(definition: Any, activations: dict[str, int]) -> Any:
+    """A template's stored definition with its ``activations`` rows folded back in as
+    ``activationSeqs``: merged with a map the stored definition already has, the rows winning."""
+    if not activations or not isinstance(definition, dict):
+        return definition
+    stored = definition.get("activationSeqs")
+    merged = {**stored, **activations} if isinstance(stored, dict) else dict(activations)
+    return {**{k: v for k, v in definition.items() if k != "activationSeqs"}, "activationSeqs": merged}
+
+
 class _InstancesParser(_Reader):
     def __init__(self, state_limit: int, now_ms: int) -> None:
         super().__init__(INSTANCES_FILE, state_limit)
@@ -341,6 +368,7 @@ class _InstancesParser(_Reader):
             self.resource(resource_id, record)
             for resource_id, record in self.obj(self.required(root, "resources", ()), ("resources",)).items()
         ]
+        self.shared_owners(templates, resources)
         seeds = [self.seed(ticket, seed) for ticket, seed in self.obj(root.get("seeds", {}), ("seeds",)).items()]
         selections: dict[str, str | None] = {}
         for session_id, template_id in self.obj(root.get("discoverySelections", {}), ("discoverySelections",)).items():
@@ -349,13 +377,28 @@ class _InstancesParser(_Reader):
             selections[session_id] = None if template_id is None else self.text(template_id, path)
         return InstancesPlan(templates, resources, seeds, selections)
 
+    def shared_owners(self, templates: list[TemplatePlan], resources: list[ResourcePlan]) -> None:
+        """Refuse a template and a resource of one id when either has activation rows: the rows
+        are keyed by owner id alone, so export could not tell whose they are."""
+        with_rows = {plan.id for plan in templates if plan.activations}
+        template_ids = {plan.id for plan in templates}
+        for plan in resources:
+            if plan.new.id in with_rows:
+                raise self.fail("a resource has this template's id, so the activation boundaries would be shared",
+                                ("templates", plan.new.id, "activationSeqs"))
+            if plan.new.id in template_ids and plan.rows.activations:
+                raise self.fail("a template has this resource's id, so the activation boundaries would be shared",
+                                ("resources", plan.new.id, "definition", "activationSeqs"))
+
     def template(self, template_id: str, definition: Any) -> TemplatePlan:
         path: Path = ("templates", template_id)
         self.text(template_id, path)
         body = self.obj(definition, path)
         if "initial" in body:
             self.state(body["initial"], (*path, "initial"))
-        return TemplatePlan(template_id, body, Blob(dumps(body)))
+        stored = dict(body)
+        activations = _activation_rows(template_id, stored)
+        return TemplatePlan(template_id, body, Blob(dumps(stored)), activations)
 
     def resource(self, resource_id: str, value: Any) -> ResourcePlan:
         path: Path = ("resources", resource_id)
@@ -380,10 +423,7 @@ class _InstancesParser(_Reader):
         for index, item in enumerate(self.row_list(fields, "managementOperations", path)):
             self.management(rows, resource_id, item, (*path, "managementOperations", index))
         self.history(path, revision, current_key, rows)
-        seqs = definition.get("activationSeqs")
-        if isinstance(seqs, dict) and seqs and all(_id(s) and _is_int(n) for s, n in seqs.items()):
-            rows.activations = [{"owner_id": resource_id, "session_id": s, "seq": n} for s, n in seqs.items()]
-            del definition["activationSeqs"]
+        rows.activations = _activation_rows(resource_id, definition)
         del fields["revision"], fields["currentKey"], fields["definition"], fields["versions"], definition["initial"]
         mode = _lift(fields, _RESOURCE_COLUMNS)["management_mode"]
         instance = definition.get("instance")
@@ -488,12 +528,14 @@ class _InstancesParser(_Reader):
         """Refuse a record whose history the audit (``audit.py``) would flag once imported.
 
         The original moves ``revision`` by one per committed version (reply, manual, card,
-        initial) and per management operation, from 0 at creation (instances, copies, fork
+        initial), per failed reply (its poison receipt: ``revision + 1``, ``currentKey``
+        unchanged) and per management operation, from 0 at creation (instances, copies, fork
         children alike), so those claims are exactly 1..revision: no duplicate, no hole, and no
         leading gap either (the original has no path that moves a revision without claiming it,
         so a gap means a damaged file). Each committed version is written on the current one
-        (``parentKey``), so after the first they chain by revision, and ``currentKey`` is the
-        newest; with none it is null or an inherited version (a fork child's inherited head).
+        (``parentKey``), so after the first they chain by revision, failed ones left out (they
+        never move the head and name no parent), and ``currentKey`` is the newest committed
+        version; with none it is null or an inherited version (a fork child's inherited head).
         Any other key a version or checkpoint names must be a version of this record. Keys are
         checked as the columns hold them: a value that fits no key column (``parentKey: 7``) is
         kept in ``meta``, where no audit follows it.
@@ -501,24 +543,25 @@ class _InstancesParser(_Reader):
         kinds = {row["key"]: row["kind"] for row in rows.versions}
         committed = sorted((row for row in rows.versions if row["kind"] in t.COMMITTED_KINDS),
                            key=lambda row: row["revision"])
+        claiming = [row for row in rows.versions if row["kind"] in t.REVISION_KINDS]
         # Management receipts are appended in managementOperations order: index is the array's.
         management = [receipt for receipt in rows.receipts if receipt["kind"] == "management"]
         claims = sorted(
-            [(row["revision"], (*path, "versions", row["position"], "revision")) for row in committed]
+            [(row["revision"], (*path, "versions", row["position"], "revision")) for row in claiming]
             + [(receipt["revision"], (*path, "managementOperations", index, "result", "revision"))
                for index, receipt in enumerate(management)],
             key=lambda claim: claim[0],
         )
         for expected, (claimed, where) in enumerate(claims, start=1):
             if claimed == expected - 1 and expected > 1:
-                raise self.fail(f"a second committed version or management operation claims revision {claimed}",
-                                where)
+                raise self.fail(f"a second version or management operation claims revision {claimed}", where)
             if claimed != expected:
-                raise self.fail(f"revision {claimed} breaks the sequence of committed versions and management "
-                                f"operations (expected {expected}: revisions start at 1, without holes)", where)
+                raise self.fail(f"revision {claimed} breaks the sequence of committed and failed versions and "
+                                f"management operations (expected {expected}: revisions start at 1, without holes)",
+                                where)
         if revision != len(claims):
-            raise self.fail(f"the record is at revision {revision}, but its committed versions and management "
-                            f"operations end at revision {len(claims)}", (*path, "revision"))
+            raise self.fail(f"the record is at revision {revision}, but its committed and failed versions and "
+                            f"management operations end at revision {len(claims)}", (*path, "revision"))
         previous: str | None = None
         for row in committed:
             parent = row["parent_key"]

@@ -100,7 +100,8 @@ class Head:
 
 @dataclass(frozen=True, slots=True)
 class CommitRequest:
-    """One state write (or a failure receipt, ``kind='failed'``, that leaves the head alone).
+    """One state write (or a failure receipt, ``kind='failed'``, that claims the next revision
+    as every commit does but leaves the head and its variables alone, as the original does).
 
     Idempotency: with an ``operation_id`` the receipt ``(resource_id, operation_id)`` decides;
     without one the version ``key`` does (a reply's key is derived from its source message, so

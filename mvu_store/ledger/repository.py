@@ -415,15 +415,16 @@ class Ledger:
         current_revision, head_key = int(row[0]), row[1]
         if current_revision != request.expected_revision:
             raise self._conflict(request, current_revision)
-        committed = request.kind != "failed"
-        revision = current_revision + 1 if committed else current_revision
+        # Every commit claims the next revision; a failed reply (the original's "poison"
+        # receipt) claims it too, but leaves the head where it was.
+        moves_head = request.kind in t.COMMITTED_KINDS
+        revision = current_revision + 1
         # The blob first: the head references it (foreign key). A refused CAS rolls it back.
         variables_hash = self.put_blob(tx, blob)
-        # The head only moves through this conditional write. Transactions of a ledger are
-        # serialised (see _serialize), so it fails only if that guarantee was broken.
-        if committed and not self._cas(
-            tx, request.resource_id, request.expected_revision, head_key=key, head_hash=blob.hash
-        ):
+        # The revision (and the head) only move through this conditional write. Transactions of
+        # a ledger are serialised (see _serialize), so it fails only if that guarantee was broken.
+        head = {"head_key": key, "head_hash": blob.hash} if moves_head else {}
+        if not self._cas(tx, request.resource_id, request.expected_revision, **head):
             raise self._conflict(request, current_revision)
         result = request.result
         if result is None:
@@ -440,7 +441,8 @@ class Ledger:
                 "position": position,
                 "kind": request.kind,
                 "revision": revision,
-                "parent_key": head_key if committed else None,
+                # The original's failed version names no parent: it is not part of the head chain.
+                "parent_key": head_key if moves_head else None,
                 "variables_hash": variables_hash,
                 "session_id": request.source.get("sessionId"),
                 "message_seq": request.source.get("messageSeq"),

@@ -53,9 +53,21 @@ FORMAT_VERSION = 1
 HASH = 64  # sha256 hex
 ID = 200  # resource ids are `mvu:` + up to 160 characters in the original; keep headroom
 
-# Version kinds whose revision moves the resource's head (one per revision per resource).
+# Version kinds that move the resource's head (``head_key``/``head_hash``).
 COMMITTED_KINDS = ("reply", "manual", "card", "initial")
-VERSION_KINDS = (*COMMITTED_KINDS, "failed", "inherited")
+# Version kinds that claim a revision (one per revision per resource): the head-moving ones and
+# failed replies, whose "poison" receipt moves the CAS counter but not the head, as the
+# original's does (``revision: record.revision + 1``, ``currentKey`` unchanged).
+REVISION_KINDS = (*COMMITTED_KINDS, "failed")
+VERSION_KINDS = (*REVISION_KINDS, "inherited")
+
+
+def kinds_sql(kinds: tuple[str, ...]) -> str:
+    """``('a', 'b')``: a SQL list of kinds, for index predicates and audit views."""
+    return "(" + ", ".join(f"'{kind}'" for kind in kinds) + ")"
+
+
+REVISION_PREDICATE = f"kind IN {kinds_sql(REVISION_KINDS)}"
 RESOURCE_KINDS = ("instance", "shared", "configured", "copy")
 
 
@@ -173,17 +185,19 @@ versions = Table(
     ForeignKeyConstraint(["ledger_id", "resource_id"], ["resources.ledger_id", "resources.id"]),
     # One version per key and resource; key first so audits can find a version by key alone.
     Index("uq_versions_key", "ledger_id", "key", "resource_id", unique=True),
-    # Two committed versions can never claim the same revision of one resource: the database
-    # itself refuses a lost update, whatever the code above it does.
+    # Two versions can never claim the same revision of one resource (committed and failed
+    # alike): the database itself refuses a lost update, whatever the code above it does.
     Index(
         "uq_versions_revision",
         "ledger_id",
         "resource_id",
         "revision",
         unique=True,
-        sqlite_where=text("kind IN ('reply', 'manual', 'card', 'initial')"),
-        postgresql_where=text("kind IN ('reply', 'manual', 'card', 'initial')"),
+        sqlite_where=text(REVISION_PREDICATE),
+        postgresql_where=text(REVISION_PREDICATE),
     ),
+    # A session's history of a resource (replies, failures, edits) without a scan of the rest.
+    Index("ix_versions_session", "ledger_id", "resource_id", "session_id"),
     sqlite_with_rowid=False,
 )
 

@@ -127,7 +127,8 @@ class _Work:
             "versions": sum(len(plan.rows.versions) for plan in resources),
             "checkpoints": sum(len(plan.rows.checkpoints) for plan in resources),
             "receipts": sum(len(plan.rows.receipts) for plan in resources),
-            "activations": sum(len(plan.rows.activations) for plan in resources),
+            "activations": (sum(len(plan.rows.activations) for plan in resources)
+                            + sum(len(plan.activations) for plan in self.instances.templates)),
             "seeds": len(self.instances.seeds),
             "discoverySelections": len(self.instances.selections),
             "facts": len(self.facts),
@@ -226,6 +227,8 @@ def _write(ledger: Ledger, tx: WriteTx, work: _Work) -> int:
     for index, template in enumerate(work.instances.templates):
         ledger.insert_row(tx, t.templates, {"id": template.id, "position": position + index,
                                             "definition_hash": ledger.put_blob(tx, template.blob)})
+        for row in template.activations:
+            ledger.insert_row(tx, t.activations, row)
     for plan in work.instances.resources:
         rows = plan.rows
         # Blobs first: the resource's head and the history rows reference them.
@@ -297,7 +300,8 @@ def _snapshot(connection: Any, ledger_id: str) -> Snapshot:
         activations[row.owner_id][row.session_id] = row.seq
     result = Snapshot()
     for row in rows(t.templates, "id", "definition_hash", order=("position",)):
-        result.templates[row.id] = blob(row.definition_hash)
+        # A template's activation boundaries are rows (owner_id = template id), as a resource's.
+        result.templates[row.id] = jl.fold_activations(blob(row.definition_hash), activations[row.id])
     # Creation order: a fork's owner comes before the child, so its history is already built.
     histories: dict[str, list[dict[str, Any]]] = {}
     for row in rows(t.resources, "id", "revision", "head_key", "definition_hash", "initial_hash", "management_mode",

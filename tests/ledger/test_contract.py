@@ -6,6 +6,9 @@ import pytest
 
 from mvu_store.errors import MvuError
 from mvu_store.ledger import CommitRequest, Ledger, NewResource, open_ledger
+from mvu_store.ledger import tables as t
+from mvu_store.ledger.blob import Blob
+from mvu_store.ledger.writer import WriteTx
 
 STATE = {"stat_data": {"hp": 10, "gold": 3}}
 MANUAL = {"sessionId": "s1", "manual": True}
@@ -102,18 +105,111 @@ async def test_a_processed_message_is_never_applied_twice(ledger: Ledger) -> Non
     assert refused.value.code == "MVU_IDEMPOTENCY_CONFLICT"
 
 
-async def test_failed_receipt_keeps_state_and_revision(ledger: Ledger) -> None:
+def reply(revision: int, seq: int, hp: int, *, error: str | None = None) -> CommitRequest:
+    source = {"sessionId": "s1", "messageId": f"m{seq}", "messageSeq": seq}
+    return CommitRequest("mvu:a", revision, "failed" if error else "reply", {"stat_data": {"hp": hp}},
+                         f"text-{seq}", source, error=error)
+
+
+async def test_a_failed_receipt_claims_a_revision_and_keeps_the_state(ledger: Ledger) -> None:
     await ledger.create_resource(new())
     source = {"sessionId": "s1", "messageId": "m1", "messageSeq": 4}
     outcome = await ledger.commit(
         CommitRequest("mvu:a", 0, "failed", STATE, "text-hash", source, error="MVU_LIMIT")
     )
-    assert outcome.revision == 0
+    # As the original's poison receipt: the revision (the CAS counter) moves, the head does not.
+    assert outcome.revision == 1
+    assert outcome.result == {"id": "mvu:a", "revision": 1, "versionKey": outcome.version_key, "error": "MVU_LIMIT"}
     head = await ledger.head("mvu:a")
-    assert (head.revision, head.version_key, head.variables) == (0, None, STATE)
+    assert (head.revision, head.version_key, head.variables) == (1, None, STATE)
     [poison] = await ledger.versions("mvu:a")
-    assert (poison.kind, poison.error) == ("failed", "MVU_LIMIT")
+    assert (poison.kind, poison.error, poison.revision, poison.parent_key) == ("failed", "MVU_LIMIT", 1, None)
     assert await ledger.audit() == []
+
+
+async def test_a_commit_after_a_failed_receipt_is_written_on_the_head(ledger: Ledger) -> None:
+    await ledger.create_resource(new())
+    first = await ledger.commit(reply(0, 2, 9))
+    failed = await ledger.commit(reply(1, 4, 0, error="MVU_PARSE"))
+    assert failed.revision == 2
+    head = await ledger.head("mvu:a")
+    assert (head.revision, head.version_key, head.variables) == (2, first.version_key, {"stat_data": {"hp": 9}})
+
+    # The revision a client read before the failure is stale now.
+    with pytest.raises(MvuError) as refused:
+        await ledger.commit(reply(1, 6, 8))
+    assert refused.value.code == "REVISION_CONFLICT"
+    assert refused.value.details["current_revision"] == 2
+
+    second = await ledger.commit(reply(2, 6, 8))
+    assert second.revision == 3
+    versions = await ledger.versions("mvu:a")
+    assert [(v.kind, v.revision, v.parent_key) for v in versions] == [
+        ("reply", 1, None), ("failed", 2, None), ("reply", 3, first.version_key)]
+    assert await ledger.audit() == []
+
+
+async def test_a_failed_receipt_replays_without_claiming_another_revision(ledger: Ledger) -> None:
+    await ledger.create_resource(new())
+    await ledger.commit(reply(0, 2, 9))
+    first = await ledger.commit(reply(1, 4, 0, error="MVU_PARSE"))
+    await ledger.commit(reply(2, 6, 8))
+
+    # Same message (so the same key) and the same fingerprint: the stored outcome, nothing written.
+    again = await ledger.commit(reply(1, 4, 0, error="MVU_PARSE"))
+
+    assert again.replayed
+    assert (again.revision, again.version_key, again.result) == (first.revision, first.version_key, first.result)
+    assert (await ledger.head("mvu:a")).revision == 3
+    assert len(await ledger.versions("mvu:a")) == 3
+    with pytest.raises(MvuError) as refused:  # the same message with another reply text
+        await ledger.commit(CommitRequest("mvu:a", 3, "failed", STATE, "other-text",
+                                          {"sessionId": "s1", "messageId": "m4", "messageSeq": 4},
+                                          error="MVU_PARSE"))
+    assert refused.value.code == "MVU_IDEMPOTENCY_CONFLICT"
+    assert await ledger.audit() == []
+
+
+@pytest.mark.parametrize("kinds", [("failed", "failed"), ("reply", "failed"), ("failed", "manual")])
+async def test_the_database_refuses_two_versions_claiming_one_revision(ledger: Ledger, kinds: tuple[str, str]) -> None:
+    await ledger.create_resource(new())
+    blob = Blob.of(STATE)
+
+    def insert(tx: WriteTx, position: int, kind: str) -> None:
+        ledger.put_blob(tx, blob)
+        ledger.insert_row(tx, t.versions, {
+            "resource_id": "mvu:a", "position": position, "key": f"{position}" * 64, "kind": kind,
+            "revision": 1, "parent_key": None, "variables_hash": blob.hash, "session_id": "s1",
+            "message_seq": position, "operation_id": None, "fingerprint": "f", "error": None, "source": "{}",
+            "meta": "{}", "created_at": 0,
+        })
+
+    await ledger.write(lambda tx: insert(tx, 0, kinds[0]))
+    with pytest.raises(MvuError) as refused:
+        await ledger.write(lambda tx: insert(tx, 1, kinds[1]))
+
+    # PostgreSQL names the index (a revision conflict); SQLite only says a unique key was taken.
+    expected = "REVISION_CONFLICT" if ledger.dialect == "postgresql" else "MVU_ID_CONFLICT"
+    assert refused.value.code == expected
+    assert len(await ledger.versions("mvu:a")) == 1
+
+
+async def test_inherited_versions_claim_no_revision(ledger: Ledger) -> None:
+    await ledger.create_resource(new())
+    blob = Blob.of(STATE)
+
+    def insert(tx: WriteTx) -> None:
+        ledger.put_blob(tx, blob)
+        for position in range(2):
+            ledger.insert_row(tx, t.versions, {
+                "resource_id": "mvu:a", "position": position, "key": f"{position}" * 64, "kind": "inherited",
+                "revision": 0, "parent_key": None, "variables_hash": blob.hash, "session_id": None,
+                "message_seq": None, "operation_id": None, "fingerprint": None, "error": None, "source": "{}",
+                "meta": "{}", "created_at": 0,
+            })
+
+    await ledger.write(insert)
+    assert len(await ledger.versions("mvu:a")) == 2
 
 
 async def test_missing_resource(ledger: Ledger) -> None:

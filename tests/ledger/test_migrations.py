@@ -7,7 +7,8 @@ import uuid
 from pathlib import Path
 
 import pytest
-from sqlalchemy import text
+from alembic import command
+from sqlalchemy import Engine, text
 
 from mvu_store.errors import MvuError
 from mvu_store.ledger import migrate, open_ledger
@@ -113,3 +114,46 @@ async def test_reopening_applies_new_limits(tmp_path: Path) -> None:
         assert (await second.usage()).limit_bytes == 1_000_000
     finally:
         await second.close()
+
+
+def _upgrade_to(engine: Engine, revision: str) -> None:
+    config = migrate._config(engine)
+    with engine.begin() as connection:
+        config.attributes["connection"] = connection
+        command.upgrade(config, revision)
+
+
+def test_0002_upgrades_a_ledger_without_failed_versions(tmp_path: Path) -> None:
+    path = tmp_path / "old.sqlite3"
+    engine = create_sync_engine(f"sqlite:///{path}", EngineOptions())
+    try:
+        _upgrade_to(engine, "0001")
+        assert migrate.current_revision(engine) == "0001"
+        migrate.upgrade(engine)
+        migrate.check(engine)
+        with sqlite3.connect(path) as raw:
+            indexes = {row[0] for row in raw.execute("SELECT name FROM sqlite_master WHERE type = 'index'")}
+            assert {"uq_versions_revision", "ix_versions_session"} <= indexes
+            # The views were recreated with the new rule: failed versions are revision claims.
+            [view] = raw.execute("SELECT sql FROM sqlite_master WHERE name = 'audit_revisions'").fetchone()
+            assert "'failed'" in view
+    finally:
+        engine.dispose()
+
+
+def test_0002_refuses_failed_versions_written_before_they_claimed_a_revision(tmp_path: Path) -> None:
+    path = tmp_path / "old.sqlite3"
+    engine = create_sync_engine(f"sqlite:///{path}", EngineOptions())
+    try:
+        _upgrade_to(engine, "0001")
+        with sqlite3.connect(path) as raw:  # foreign keys off: one bare row is enough here
+            raw.execute("INSERT INTO versions (ledger_id, resource_id, position, key, kind, revision, variables_hash,"
+                        " source, meta, bytes, created_at) VALUES ('default', 'mvu:a', 0, 'k', 'failed', 0, 'h',"
+                        " '{}', '{}', 0, 0)")
+        with pytest.raises(MvuError) as refused:
+            migrate.upgrade(engine)
+        assert refused.value.code == "MVU_VERSION"
+        assert refused.value.details["failed_versions"] == 1
+        assert migrate.current_revision(engine) == "0001"  # nothing half-done
+    finally:
+        engine.dispose()

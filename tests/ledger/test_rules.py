@@ -71,10 +71,12 @@ async def test_a_failed_receipt_replays_with_its_error(ledger: Ledger) -> None:
     source = {"sessionId": "s", "messageId": "m", "messageSeq": 3}
     poison = CommitRequest("mvu:a", 0, "failed", {"stat_data": {}}, "text", source, error="MVU_LIMIT")
     first = await ledger.commit(poison)
-    again = await ledger.commit(poison)
+    again = await ledger.commit(poison)  # expected_revision 0 again: a replay is not a CAS
     assert again.replayed
     assert again.result == first.result
     assert first.result["error"] == "MVU_LIMIT"  # type: ignore[index]
+    assert first.revision == again.revision == 1  # the failure claimed a revision, once
+    assert (await ledger.head("mvu:a")).revision == 1
 
 
 async def test_management_mode_must_be_native_or_managed(ledger: Ledger) -> None:

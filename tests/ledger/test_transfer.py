@@ -15,7 +15,7 @@ from mvu_store.jsonvalue import dumps, normalize
 from mvu_store.ledger import CommitRequest, Ledger
 from mvu_store.ledger import tables as t
 from mvu_store.ledger.transfer import Snapshot, export_directory, import_directory, snapshot
-from tests.ledger.transfer_fixtures import LEGACY_TEXT, realistic
+from tests.ledger.transfer_fixtures import LEGACY_TEXT, LedgerBuilder, realistic
 
 FILES = ("mvu-instances.json", "mvu-facts.json")
 
@@ -103,7 +103,8 @@ async def test_rows_say_what_the_records_were(ledger: Ledger, source: Path) -> N
 
     resource = await ledger.resource(play.id)
     assert resource is not None
-    assert (resource.kind, resource.revision, resource.management_mode) == ("instance", 7, "managed")
+    # Eight claims: seven versions (the failed reply's included) and one management operation.
+    assert (resource.kind, resource.revision, resource.management_mode) == ("instance", 8, "managed")
     assert resource.head_key == play.record["currentKey"]
     assert (resource.template_id, resource.session_id) == (play.record["definition"]["templateId"], "s-1")
     definition = await ledger.blob(resource.definition_hash)
@@ -325,3 +326,99 @@ async def test_facts_before_any_eviction_are_compared_by_content(ledger: Ledger,
     await import_directory(ledger, facts_directory(tmp_path / "late", 100, 2))
     report = await import_directory(ledger, facts_directory(tmp_path / "early", 0, 2))
     assert report.created["facts"] == 2  # older than what is stored, but nothing was ever evicted
+
+
+@pytest.mark.parametrize("shape", ["failures between and after commits", "a failure before any commit"])
+async def test_an_original_file_whose_failed_replies_claim_revisions_round_trips(
+        ledger: Ledger, tmp_path: Path, shape: str) -> None:
+    build = LedgerBuilder()
+    play = build.instance(build.template("alice", hp=10), "s-1")
+    if shape == "a failure before any commit":
+        play.failed(1)
+        expected_head = None
+    else:
+        play.reply(1, hp=9)
+        play.failed(2, error="MVU_LIMIT")
+        expected_head = play.reply(3, hp=8)
+        play.failed(4)
+    source = build.write(tmp_path / "source")
+
+    await import_directory(ledger, source)
+
+    assert await ledger.audit() == []
+    head = await ledger.head(play.id)
+    assert (head.revision, head.version_key) == (play.record["revision"], expected_head)
+    assert head.variables == play.variables
+    await export_directory(ledger, tmp_path / "out")
+    # The original writes no empty maps (no seeds, no selections here); the builder does.
+    original = {name: value for name, value in read(source, "mvu-instances.json").items() if value != {}}
+    assert as_json(read(tmp_path / "out", "mvu-instances.json")) == as_json(original)
+    # The CAS counter is the original's: the revision read before the last failure is stale.
+    with pytest.raises(MvuError) as refused:
+        await ledger.commit(CommitRequest(play.id, head.revision - 1, "reply", head.variables, "f" * 64,
+                                          {"sessionId": "s-1", "messageSeq": 99}))
+    assert refused.value.code == "REVISION_CONFLICT"
+    outcome = await ledger.commit(CommitRequest(play.id, head.revision, "reply", head.variables, "f" * 64,
+                                                {"sessionId": "s-1", "messageSeq": 99}))
+    assert outcome.revision == head.revision + 1
+    assert [v.parent_key for v in await ledger.versions(play.id)][-1] == expected_head
+    assert await ledger.audit() == []
+
+
+def activation_rows(ledger: Ledger) -> Callable[[Any], list[tuple[Any, ...]]]:
+    def read_rows(connection: Any) -> list[tuple[Any, ...]]:
+        c = t.activations.c
+        return [tuple(row) for row in connection.execute(
+            select(c.owner_id, c.session_id, c.seq).where(c.ledger_id == ledger.ledger_id)
+            .order_by(c.owner_id, c.session_id))]
+    return read_rows
+
+
+async def test_a_templates_activation_seqs_are_rows_and_come_back(ledger: Ledger, tmp_path: Path) -> None:
+    build = LedgerBuilder()
+    alice = build.template("alice", hp=10)
+    build.templates[alice]["activationSeqs"] = {"s-old": 4, "s-new": 2**40}
+    odd = build.template("bob", gold=1)
+    build.templates[odd]["activationSeqs"] = {"s-1": "three"}  # not boundaries: kept in the definition as is
+    build.instance(alice, "s-1").reply(1, hp=9)
+    source = build.write(tmp_path / "source")
+
+    report = await import_directory(ledger, source)
+
+    assert report.created["activations"] == 3  # two of the template's, one of the instance's
+    play = build.instances[0]
+    assert await ledger.read(activation_rows(ledger)) == sorted([
+        (alice, "s-new", 2**40), (alice, "s-old", 4), (play.id, "s-1", 3)])
+    stored = await ledger.templates()
+    assert "activationSeqs" not in stored[alice]  # type: ignore[operator]
+    assert stored[odd]["activationSeqs"] == {"s-1": "three"}  # type: ignore[index,call-overload]
+    await export_directory(ledger, tmp_path / "out")
+    original = {name: value for name, value in read(source, "mvu-instances.json").items() if value != {}}
+    assert as_json(read(tmp_path / "out", "mvu-instances.json")) == as_json(original)
+    assert (await import_directory(ledger, source)).unchanged
+    assert await ledger.audit() == []
+
+
+async def test_template_activation_rows_merge_with_a_stored_map_rows_winning(
+        ledger: Ledger, others: Callable[..., Awaitable[Ledger]], tmp_path: Path) -> None:
+    template = "mvu:character-" + "a" * 32
+    await ledger.put_template(template, {"id": template, "sessionIds": ["*"], "initial": {"stat_data": {}},
+                                         "activationSeqs": {"s-a": 1, "s-b": 2}})
+    # What the service does when it discovers a boundary: a row owned by the template.
+    await ledger.write(lambda tx: [ledger.insert_row(tx, t.activations, {"owner_id": template, "session_id": s,
+                                                                         "seq": n})
+                                   for s, n in (("s-b", 5), ("s-c", 7))])
+
+    exported = (await snapshot(ledger)).templates[template]
+
+    assert exported["activationSeqs"] == {"s-a": 1, "s-b": 5, "s-c": 7}  # type: ignore[index,call-overload]
+    assert await ledger.audit() == []
+    await export_directory(ledger, tmp_path / "first")
+    copy = await others()
+    await import_directory(copy, tmp_path / "first")
+    assert await copy.read(activation_rows(copy)) == [(template, "s-a", 1), (template, "s-b", 5),
+                                                      (template, "s-c", 7)]
+    await export_directory(copy, tmp_path / "second")
+    assert (tmp_path / "second" / "mvu-instances.json").read_bytes() == (
+        tmp_path / "first" / "mvu-instances.json").read_bytes()
+    assert await copy.audit() == []

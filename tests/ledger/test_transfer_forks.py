@@ -56,12 +56,13 @@ async def native_forks(ledger: Ledger) -> dict[str, str]:
     keys["r1"] = await reply(ledger, "mvu:parent", "s-1", 2, 9)
     keys["r2"] = await reply(ledger, "mvu:parent", "s-1", 4, 8)
     keys["failed"] = await reply(ledger, "mvu:parent", "s-1", 6, 0, error="MVU_PARSE")
+    # The failed reply claimed revision 3 (the head stayed on r2): the edit is written at 3.
     manual = await ledger.commit(CommitRequest(
-        "mvu:parent", 2, "manual", {"stat_data": {"hp": 12}}, js_sha("manual"),
+        "mvu:parent", 3, "manual", {"stat_data": {"hp": 12}}, js_sha("manual"),
         {**reply_source("s-1", 4), "manual": True, "card": False}, operation_id="op-manual",
         meta={"sourceFingerprint": js_sha("reply 4")}))
     keys["manual"] = str(manual.version_key)
-    await ledger.set_management_mode("mvu:parent", mode="managed", expected_revision=3, operation_id="op-mode",
+    await ledger.set_management_mode("mvu:parent", mode="managed", expected_revision=4, operation_id="op-mode",
                                      fingerprint=js_sha("mode"))
     keys["r3"] = await reply(ledger, "mvu:parent", "s-1", 8, 7)
     # The child forks at the manual edit: it inherits both replies, the failed one and the edit.
@@ -91,7 +92,7 @@ async def test_a_native_fork_exports_as_the_originals_fork_child(ledger: Ledger,
     inherited = child["versions"][:4]
     assert [v["inheritedFrom"]["versionKey"] for v in inherited] == [keys[n] for n in ("r1", "r2", "failed", "manual")]
     assert [v["key"] for v in inherited] == [copy_key(s2, keys[n]) for n in ("r1", "r2", "failed", "manual")]
-    assert [v["inheritedFrom"]["revision"] for v in inherited] == [1, 2, 2, 3]
+    assert [v["inheritedFrom"]["revision"] for v in inherited] == [1, 2, 3, 4]
     assert all(v["revision"] == 0 and v["inheritedFrom"]["sessionId"] == "s-1" for v in inherited)
     assert all((v["source"]["inherited"], v["source"]["manual"], v["source"]["card"]) == (True, False, False)
                and v["source"]["sessionId"] == "s-2" and v["source"]["sessionCreatedAt"] == CREATED["s-2"]

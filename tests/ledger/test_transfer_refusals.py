@@ -57,8 +57,8 @@ def shift_revisions(files: dict[str, Any]) -> None:
 
 def only_a_failed_reply(files: dict[str, Any]) -> None:
     record = play(files)
-    failed = record["versions"][2]
-    record.update(versions=[failed], revision=0, currentKey=failed["key"], checkpoints=[])
+    failed = {**record["versions"][2], "revision": 1}
+    record.update(versions=[failed], revision=1, currentKey=failed["key"], checkpoints=[])
     del record["managementOperations"]
 
 
@@ -105,13 +105,13 @@ CASES = [
          "MVU_JSON", f"/resources/{PLAY}/versions/1/key"),
     Case("two commits at one revision", lambda f: setitem(play(f)["versions"][3], "revision", 2), "MVU_JSON",
          f"/resources/{PLAY}/versions/3/revision"),
-    Case("a hole in the revisions", lambda f: [setitem(play(f)["versions"][6], "revision", 8),
-                                               setitem(play(f), "revision", 8)],
+    Case("a hole in the revisions", lambda f: [setitem(play(f)["versions"][6], "revision", 9),
+                                               setitem(play(f), "revision", 9)],
          "MVU_JSON", f"/resources/{PLAY}/versions/6/revision"),
     Case("revisions that do not start at 1", shift_revisions, "MVU_JSON", f"/resources/{PLAY}/versions/0/revision"),
-    Case("a record ahead of its newest commit", lambda f: setitem(play(f), "revision", 8), "MVU_JSON",
+    Case("a record ahead of its newest commit", lambda f: setitem(play(f), "revision", 9), "MVU_JSON",
          f"/resources/{PLAY}/revision"),
-    Case("a record behind its newest commit", lambda f: setitem(play(f), "revision", 6), "MVU_JSON",
+    Case("a record behind its newest commit", lambda f: setitem(play(f), "revision", 7), "MVU_JSON",
          f"/resources/{PLAY}/revision"),
     Case("a management operation at a committed revision",
          lambda f: setitem(play(f)["managementOperations"][0]["result"], "revision", 5), "MVU_JSON",
@@ -124,6 +124,14 @@ CASES = [
     Case("a first commit written on a failed reply",
          lambda f: setitem(play(f)["versions"][0], "parentKey", play(f)["versions"][2]["key"]), "MVU_JSON",
          f"/resources/{PLAY}/versions/0/parentKey"),
+    Case("a failed reply that claims no revision of its own (it sits on the previous commit's)",
+         lambda f: [setitem(play(f)["versions"][i], "revision", play(f)["versions"][i]["revision"] - 1)
+                    for i in (2, 3, 4, 5, 6)] + [setitem(play(f)["managementOperations"][0]["result"], "revision", 6),
+                                                 setitem(play(f), "revision", 7)],
+         "MVU_JSON", f"/resources/{PLAY}/versions/2/revision"),
+    Case("a failed reply after the newest commit, the record not moved by it",
+         lambda f: [play(f)["versions"].append({**play(f)["versions"][2], "key": "f" * 64, "revision": 9})],
+         "MVU_JSON", f"/resources/{PLAY}/revision"),
     Case("currentKey behind the newest commit", lambda f: setitem(play(f), "currentKey", play(f)["versions"][5]["key"]),
          "MVU_JSON", f"/resources/{PLAY}/currentKey"),
     Case("currentKey on a failed reply", lambda f: setitem(play(f), "currentKey", play(f)["versions"][2]["key"]),
@@ -146,6 +154,15 @@ CASES = [
          f"/resources/{PLAY}/definition/initial"),
     Case("resource id too long", lambda f: setitem(f["mvu-instances.json"]["resources"], LONG_ID, play(f)),
          "MVU_JSON", f"/resources/{LONG_ID}"),
+    Case("a template and a resource of one id, with activation boundaries",
+         lambda f: setitem(f["mvu-instances.json"]["templates"], PLAY,
+                           {**f["mvu-instances.json"]["templates"][TEMPLATE], "activationSeqs": {"s-1": 1}}),
+         "MVU_JSON", f"/templates/{PLAY}/activationSeqs"),
+    Case("a resource with a template's id, with activation boundaries",
+         lambda f: setitem(f["mvu-instances.json"]["templates"], PLAY,
+                           {k: v for k, v in f["mvu-instances.json"]["templates"][TEMPLATE].items()
+                            if k != "activationSeqs"}),
+         "MVU_JSON", f"/resources/{PLAY}/definition/activationSeqs"),
     Case("seed not installed nor not", lambda f: setitem(f["mvu-instances.json"]["seeds"][TICKET], "installed", "yes"),
          "MVU_JSON", f"/seeds/{TICKET}/installed"),
     Case("selection not an id", lambda f: setitem(f["mvu-instances.json"]["discoverySelections"], "s-1", 5),

@@ -89,12 +89,16 @@ class Instance:
             "configRevision": 0,
         })
 
-    def failed(self, turn: int, error: str = "MVU_PARSE") -> None:
+    def failed(self, turn: int, error: str = "MVU_PARSE") -> str:
+        """A poison receipt: the record's revision moves by one, ``currentKey`` does not."""
         source = self._reply_source(turn)
+        revision = self.record["revision"] + 1
         self.record["versions"].append({
             "key": sha(source), "source": source, "fingerprint": sha(f"bad reply {self.seq}"),
-            "revision": self.record["revision"], "variables": self.variables, "error": error,
+            "revision": revision, "variables": self.variables, "error": error,
         })
+        self.record["revision"] = revision
+        return str(sha(source))
 
     def manual(self, operation_id: str, **stat: Any) -> str:
         variables = self.variables
