@@ -1,0 +1,39 @@
+"""A small card and helpers shared by the service tests."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from mvu_store.memory_host import MemoryHost
+from mvu_store.service import MvuService
+
+# A declaration that clamps hp, refuses negative gold and coerces level: the usual card shape.
+SCHEMA = """
+import { registerMvuSchema } from 'https://testingcf.jsdelivr.net/gh/StageDog/tavern_resource/dist/util/mvu_zod.js';
+export const Schema = z.object({
+  hp: z.coerce.number().transform(v => _.clamp(v, 0, 100)),
+  gold: z.number().min(0),
+  level: z.coerce.number().int().prefault(1),
+  mood: z.enum(['calm', 'angry']).prefault('calm'),
+});
+$(() => { registerMvuSchema(Schema); });
+"""
+
+INITVAR = "hp: 50\ngold: 10\n"
+
+HERO: dict[str, Any] = {"character_id": "hero", "name": "Hero", "initvar": [INITVAR], "schema_source": SCHEMA}
+PLAIN: dict[str, Any] = {"character_id": "plain", "name": "Plain", "initvar": ["hp: 10\nitems: []\n"]}
+
+
+def scope(session_id: str | None = None, **extra: Any) -> dict[str, Any]:
+    return {"authority": "local", **({"session_id": session_id} if session_id else {}), **extra}
+
+
+async def playing(service: MvuService, host: MemoryHost, session_id: str = "s1", *, card: dict[str, Any] = HERO,
+                  created_at: int = 1000) -> str:
+    """A session that selected ``card``; returns its instance id."""
+    await service.discover(definition=card)
+    host.create_session(session_id, created_at=created_at)
+    selection = await service.select_character(session_id=session_id, character_id=card["character_id"])
+    assert selection.instance_id is not None
+    return selection.instance_id
