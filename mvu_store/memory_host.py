@@ -153,8 +153,8 @@ class MemoryHost:
         attached service; returns the reply's seq. For tests, the demo and benchmarks."""
         self.append(session_id, "turn/start", {"turn": turn})
         await self.drain()  # the baseline is frozen before the request, as a host does
-        text = [{"type": "text", "text": user}]
-        self.append(session_id, "user/message", {"turn": turn, "message": {"source": {"kind": "user"}, "content": text}})
+        said = {"source": {"kind": "user"}, "content": [{"type": "text", "text": user}]}
+        self.append(session_id, "user/message", {"turn": turn, "message": said})
         seq = self.append(session_id, "assistant/message", {
             "turn": turn, "message": {"id": message_id or f"{session_id}-m{turn}",
                                       "content": [{"type": "text", "text": reply}]}})

@@ -15,6 +15,7 @@ import asyncio
 import builtins
 import copy
 import time
+import weakref
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, TypeVar
 
@@ -90,7 +91,8 @@ class MvuService:
         self._catalog = Catalog(ledger)
         self._configs = configs
         self._shared_ready = False
-        self._locks: dict[str, asyncio.Lock] = {}
+        # One lock per session in use; a lock nobody holds or awaits is dropped with its last user.
+        self._locks: weakref.WeakValueDictionary[str, asyncio.Lock] = weakref.WeakValueDictionary()
         self._templates_lock = asyncio.Lock()
         self._disposed = False
 
@@ -105,14 +107,12 @@ class MvuService:
             raise MvuError(Code.DISPOSED, "the service was closed")
 
     async def _locked(self, session_id: str, work: Callable[[], Awaitable[T]]) -> T:
-        lock = self._locks.setdefault(session_id, asyncio.Lock())
-        try:
-            async with lock:
-                self._alive()
-                return await work()
-        finally:
-            if not lock.locked() and not getattr(lock, "_waiters", None):
-                self._locks.pop(session_id, None)
+        lock = self._locks.get(session_id)
+        if lock is None:
+            lock = self._locks[session_id] = asyncio.Lock()
+        async with lock:
+            self._alive()
+            return await work()
 
     @staticmethod
     def validate_config(config: Any) -> bool:
@@ -355,8 +355,10 @@ class MvuService:
         report = IngestReport(session_id=session_id)
         if snapshot is None or snapshot.header.origin == "subagent":
             return report
+        entries = await self._session_entries(session_id, snapshot)
+        # Read after the entries: allocating an instance writes its boundary.
         boundaries = await self._ledger.activations(session_id)
-        for entry in await self._session_entries(session_id, snapshot):
+        for entry in entries:
             if entry.legacy is not None or entry.source_error is not None:
                 continue
             versions = await self._ledger.versions(entry.id)
@@ -381,8 +383,9 @@ class MvuService:
         """Run one reply's commands on the head and commit the result once, or a failed receipt."""
         if entry.is_instance and await self._ledger.checkpoint(
                 entry.id, session_id=str(reply.source["sessionId"]), turn=reply.turn) is None:
-            raise MvuError(Code.BASELINE_REQUIRED, "an instance needs the turn's persisted pre-turn checkpoint",
-                           id=entry.id, turn=reply.turn)
+            raise MvuError(Code.BASELINE_REQUIRED, "an instance needs the turn's persisted pre-turn checkpoint: "
+                                                   "call checkpoint() at the turn's start", id=entry.id,
+                           turn=reply.turn, turn_start_seq=reply.start_seq)
         facts = Facts(id=entry.id, eventId=reply.key, sessionId=reply.source["sessionId"], turn=reply.turn,
                       turnKind="human" if reply.human else "unknown", on="assistant_message_committed")
         facts.add("started")
@@ -457,8 +460,7 @@ class MvuService:
         await self._ensure_shared()
         if parsed.session_id is not None:
             session_id = parsed.session_id
-            snapshot = await self._locked(session_id, lambda: self._prepared_session(session_id))
-            entries = await self._session_entries(session_id, snapshot)
+            entries = await self._locked(session_id, lambda: self._prepared_entries(session_id))
         else:
             entries = await self._catalog.entries()
         return [await self._record(entry, parsed) for entry in entries if entry.accessible(parsed)]
@@ -472,19 +474,16 @@ class MvuService:
             raise MvuError(Code.MISSING, "id must be a string")
         if parsed.session_id is not None:
             session_id = parsed.session_id
-            await self._locked(session_id, lambda: self._prepared_session(session_id))
+            await self._locked(session_id, lambda: self._prepared_entries(session_id))
         entry = await self._catalog.entry(id)
         if entry is None:
             return None
         entry.require_access(parsed)
         return await self._record(entry, parsed)
 
-    async def _prepared_session(self, session_id: str) -> SessionSnapshot | None:
-        """A session's snapshot with its instances allocated (reads allocate, as the original)."""
-        snapshot = await self._snapshot_of(session_id)
-        if snapshot is not None:
-            await self._ensure_instances(session_id, snapshot)
-        return snapshot
+    async def _prepared_entries(self, session_id: str) -> builtins.list[Entry]:
+        """A session's resources with its instances allocated (reads allocate, as the original)."""
+        return await self._session_entries(session_id, await self._snapshot_of(session_id))
 
     async def _session_entries(self, session_id: str, snapshot: SessionSnapshot | None) -> builtins.list[Entry]:
         if snapshot is not None:
@@ -609,6 +608,7 @@ class MvuService:
         parsed = parse_scope(scope)
         if not isinstance(include_before, bool):
             raise MvuError(Code.OPERATION, "include_before must be a boolean")
+        await self._ensure_shared()
         entry = await self._catalog.entry(id) if isinstance(id, str) else None
         if entry is None:
             return []
@@ -665,6 +665,7 @@ class MvuService:
         """This session's bounded, content-free trigger observations of one resource (A-4, A-5)."""
         self._alive()
         parsed = parse_scope(scope)
+        await self._ensure_shared()
         entry = await self._catalog.entry(id) if isinstance(id, str) else None
         if entry is None:
             return []
@@ -821,6 +822,7 @@ class MvuService:
         return await self._edit(entry, work)
 
     async def _writable(self, resource_id: Any, scope: Scope, *, allow_source_error: bool = False) -> Entry:
+        await self._ensure_shared()
         entry = await self._catalog.entry(resource_id) if isinstance(resource_id, str) else None
         if entry is None:
             raise MvuError(Code.MISSING, f"no resource {resource_id!r}", id=str(resource_id)[:200])

@@ -31,6 +31,7 @@ class Reply:
     """The reply of one ended turn, with the coordinates its version records."""
 
     turn: int
+    start_seq: int | None
     end_seq: int
     reason: str | None
     message: SessionEvent
@@ -83,14 +84,19 @@ def replies(snapshot: SessionSnapshot, *, boundary: int) -> Iterator[Reply]:
     """Every ended turn's candidate reply after the activation ``boundary``, in event order.
 
     Ended turns of every reason are yielded (the caller checks recorded ones against history
-    and commits only ``completed`` ones); turns without a usable reply are left out.
+    and commits only ``completed`` ones); turns without a usable reply are left out, and so are
+    turns that started before the boundary (the character was selected while they ran).
     """
     header = snapshot.header
     seeded_until = seed_boundary(snapshot)
     last_reply: dict[Any, SessionEvent] = {}
     first_user: dict[Any, SessionEvent] = {}
+    started: dict[Any, int] = {}
     for event in snapshot.events:
         turn = _turn(event)
+        if event.type == "turn/start":
+            started[turn] = event.seq
+            continue
         if event.type == "assistant/message":
             last_reply[turn] = event
             continue
@@ -100,7 +106,10 @@ def replies(snapshot: SessionSnapshot, *, boundary: int) -> Iterator[Reply]:
         if event.type != "turn/end" or isinstance(turn, bool) or not isinstance(turn, int):
             continue
         reply = last_reply.get(turn)
+        start = started.get(turn)
         if reply is None or reply.seq < boundary or reply.data.get("interrupted") or has_tool_call(reply):
+            continue
+        if start is not None and start < boundary:
             continue
         reason = _reason(event)
         if reply.seq < seeded_until or reason == "forked":
@@ -117,7 +126,7 @@ def replies(snapshot: SessionSnapshot, *, boundary: int) -> Iterator[Reply]:
                       step=step if isinstance(step, int) and not isinstance(step, bool) else None, endSeq=event.seq)
         text = message_text(reply)
         user = first_user.get(turn)
-        yield Reply(turn, event.seq, reason, reply, text, source, sha256_hex(js_json(source)),
+        yield Reply(turn, start, event.seq, reason, reply, text, source, sha256_hex(js_json(source)),
                     reply_fingerprint(text), human=user is not None and _user_kind(user) == "user")
 
 
