@@ -66,8 +66,11 @@ T = TypeVar("T")
 _CAS_ATTEMPTS = 16
 # Version kinds whose source names a durable message to check against the session (P-2).
 _AUDITED_KINDS = frozenset({"reply", "failed", "card", "initial", "inherited"})
-# Failures of the store itself: nothing is recorded, the reply stays unprocessed for a retry.
-_TRANSIENT = frozenset({Code.STORAGE_BUSY.value, Code.DISPOSED.value, Code.STORAGE_CORRUPT.value})
+# Failures of the store itself: nothing is recorded, the reply stays unprocessed for a retry. A
+# full ledger is one of them: going over the budget keeps the previous content *and revision*
+# (P-4), which a failed receipt (it claims a revision) would not.
+_UNRECORDED = frozenset({Code.STORAGE_BUSY.value, Code.DISPOSED.value, Code.STORAGE_CORRUPT.value,
+                         Code.STORAGE_LIMIT.value})
 
 
 def _now_ms() -> int:
@@ -408,7 +411,7 @@ class MvuService:
             except MvuError as error:
                 if error.code == Code.REVISION_CONFLICT:
                     continue
-                if error.code in _TRANSIENT:
+                if error.code in _UNRECORDED:
                     raise
                 return await self._fail_reply(entry, reply, head.revision, head.variables, error, facts)
             if outcome.replayed:
