@@ -139,3 +139,27 @@ class Finding:
     ledger_id: str
     subject: str
     detail: str
+
+
+@dataclass(frozen=True, slots=True)
+class SeedRecord:
+    """A fork / swipe / retry ticket (DIGEST F-7): its body is the original's seed JSON."""
+
+    ticket: str
+    kind: str
+    source_session_id: str
+    target_session_id: str | None
+    installed: bool
+    body: dict[str, JsonValue]
+
+
+@dataclass(frozen=True, slots=True)
+class SeedChild:
+    """One instance a seed installs: ``new`` forked from ``source_id`` at ``at_key`` (None: no
+    lineage, ``new.initial`` is its whole state), with copies of inherited checkpoints."""
+
+    new: NewResource
+    source_id: str
+    at_key: str | None
+    activation_seq: int
+    checkpoints: tuple[CheckpointRecord, ...] = ()

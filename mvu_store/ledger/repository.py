@@ -32,6 +32,8 @@ from mvu_store.ledger.records import (
     Head,
     NewResource,
     ResourceRecord,
+    SeedChild,
+    SeedRecord,
     Usage,
     VersionRecord,
 )
@@ -294,17 +296,18 @@ class Ledger:
         copying history: one row, whatever the length of the parent's history.
         """
 
-        def work(tx: WriteTx) -> None:
-            if self._resource_row(tx, source_id) is None:
-                raise MvuError(Code.MISSING, f"no resource {source_id!r}", id=source_id)
-            if at_key is None:
-                self.insert_resource(tx, new)
-                return
-            owner, position, variables_hash = self._find_in_lineage(tx, source_id, at_key)
-            self.insert_resource(tx, new, head=(at_key, variables_hash), lineage=(owner, position))
-
-        await self.write(work)
+        await self.write(lambda tx: self.insert_fork(tx, source_id, new, at_key))
         return await self._require(new.id)
+
+    def insert_fork(self, tx: WriteTx, source_id: str, new: NewResource, at_key: str | None) -> None:
+        """:meth:`fork` inside a unit of work."""
+        if self._resource_row(tx, source_id) is None:
+            raise MvuError(Code.MISSING, f"no resource {source_id!r}", id=source_id)
+        if at_key is None:
+            self.insert_resource(tx, new)
+            return
+        owner, position, variables_hash = self._find_in_lineage(tx, source_id, at_key)
+        self.insert_resource(tx, new, head=(at_key, variables_hash), lineage=(owner, position))
 
     def _find_in_lineage(self, tx: WriteTx, resource_id: str, key: str) -> tuple[str, int, str]:
         """The (owner, position, variables hash) of version ``key`` visible from a resource."""
@@ -930,6 +933,76 @@ class Ledger:
             return None
         return CheckpointRecord(resource_id, int(row[0]), session_id, turn, int(row[1]), int(row[2]), row[3], row[4],
                                 json.loads(row[5]))
+
+    # -- seeds (fork / swipe / retry tickets, DIGEST F-1 ... F-7) --------------------------------
+
+    async def put_seed(self, ticket: str, *, kind: str, source_session_id: str, target_session_id: str | None,
+                       body: dict[str, JsonValue]) -> None:
+        """Store a captured seed; a ticket is never reused (``MVU_ID_CONFLICT``)."""
+        check_text("ticket", ticket, 64)
+        check_text("seed kind", kind, 16)
+        check_text("session id", source_session_id, t.ID)
+        check_text("session id", target_session_id, t.ID)
+        blob = Blob.of(body)
+
+        def work(tx: WriteTx) -> None:
+            self.put_blob(tx, blob)
+            self.insert_row(tx, t.seeds, {
+                "ticket": ticket, "position": self.next_position(tx, t.seeds, None, None), "kind": kind,
+                "source_session_id": source_session_id, "target_session_id": target_session_id,
+                "installed": False, "body_hash": blob.hash,
+            })
+
+        await self.write(work)
+
+    async def seed(self, ticket: str) -> SeedRecord | None:
+        c = t.seeds.c
+        row = await self.read(
+            lambda connection: connection.execute(
+                select(c.ticket, c.kind, c.source_session_id, c.target_session_id, c.installed, t.blobs.c.body)
+                .join(t.blobs, and_(t.blobs.c.ledger_id == c.ledger_id, t.blobs.c.hash == c.body_hash))
+                .where(c.ledger_id == self.ledger_id, c.ticket == ticket)
+            ).first()
+        )
+        if row is None:
+            return None
+        return SeedRecord(row[0], row[1], row[2], row[3], bool(row[4]), json.loads(row[5]))
+
+    async def install_seed(self, ticket: str, *, target_session_id: str, body: dict[str, JsonValue],
+                           children: list[SeedChild]) -> None:
+        """Install a seed's children and mark it installed, atomically: all of it or nothing.
+
+        A ticket already installed (by anyone) is ``MVU_SEED_CONFLICT``; a child id that exists
+        is ``MVU_ID_CONFLICT`` (the child was initialised before its seed).
+        """
+        check_text("session id", target_session_id, t.ID)
+        blob = Blob.of(body)
+        c = t.seeds.c
+        mark = self._compiled(
+            "seed-install",
+            lambda: update(t.seeds)
+            .where(c.ledger_id == _LEDGER, c.ticket == bindparam("ticket"), c.installed.is_(False))
+            .values(installed=True, target_session_id=bindparam("target"), body_hash=bindparam("body_hash")),
+        )
+
+        def work(tx: WriteTx) -> None:
+            self.put_blob(tx, blob)
+            params = {"ledger_id": self.ledger_id, "ticket": ticket, "target": target_session_id,
+                      "body_hash": blob.hash}
+            if tx.execute(mark, params).rowcount != 1:
+                raise MvuError(Code.SEED_CONFLICT, "the seed is unknown or was already installed", ticket=ticket)
+            for child in children:
+                self.insert_fork(tx, child.source_id, child.new, child.at_key)
+                self.set_activation(tx, child.new.id, target_session_id, child.activation_seq)
+                for position, point in enumerate(child.checkpoints):
+                    text = canonical_text(point.meta)
+                    self.insert_row(tx, t.checkpoints, {
+                        "resource_id": child.new.id, "position": position, "session_id": target_session_id,
+                        "turn": point.turn, "seq": point.seq, "revision": point.revision,
+                        "version_key": point.version_key, "variables_hash": point.variables_hash, "meta": text,
+                    })
+
+        await self.write(work)
 
     async def audit(self) -> list[Finding]:
         """Run the ``audit_*`` views (the same SQL an auditor runs) for this ledger."""

@@ -1,0 +1,152 @@
+"""Fork, reply-swipe and request-retry seeds: the checks on durable coordinates (DIGEST F-1 ... F-7).
+
+Pure functions over session snapshots; the service does the reads and the atomic install. A
+seed freezes, before the host creates the child, which instance and which exact state (version
+key, revision, content hash) the child starts from; installing it checks that the child really
+is that branch (parent, copied prefix, checkpoint positions) and creates the child instances in
+one unit: the child links to the parent's history (lineage, not copies), nothing is replayed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from mvu_store.errors import Code, MvuError
+from mvu_store.host import SessionEvent, SessionSnapshot, message_text
+from mvu_store.service.turns import CONVERSATION_EVENTS, reply_fingerprint
+
+KINDS = ("fork", "reply-swipe", "request-retry")
+_MESSAGES = frozenset({"user/message", "assistant/message"})
+
+
+@dataclass(frozen=True, slots=True)
+class Coordinates:
+    kind: str
+    at_event_id: int
+    prefix_end_event_id: int | None
+    target_session_id: str | None
+
+    @property
+    def cut(self) -> int | None:
+        """The last event of the parent the child keeps (None: a root swipe/retry keeps nothing)."""
+        return self.at_event_id if self.kind == "fork" else self.prefix_end_event_id
+
+
+def _seq(value: Any, name: str) -> int | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise MvuError(Code.SEED, f"{name} must be a non-negative event id")
+    return value
+
+
+def coordinates(kind: Any, at_event_id: Any, prefix_end_event_id: Any, target_session_id: Any) -> Coordinates:
+    """The capture arguments of F-7, or ``MVU_SEED``."""
+    if kind not in KINDS:
+        raise MvuError(Code.SEED, f"kind is one of {', '.join(KINDS)}")
+    at = _seq(at_event_id, "at_event_id")
+    if at is None:
+        raise MvuError(Code.SEED, "a seed needs the concrete event it starts from (at_event_id)")
+    prefix = _seq(prefix_end_event_id, "prefix_end_event_id")
+    if prefix is not None and (kind == "fork" or prefix >= at):
+        raise MvuError(Code.SEED, "prefix_end_event_id is the reply before a swiped or retried turn")
+    if target_session_id is not None and (not isinstance(target_session_id, str) or not target_session_id
+                                          or len(target_session_id) > 200):
+        raise MvuError(Code.SEED, "target_session_id must be a session id")
+    if kind != "fork" and prefix is None and target_session_id is None:
+        raise MvuError(Code.SEED, "a first-turn swipe or retry names its new empty session up front "
+                                  "(target_session_id)")
+    return Coordinates(kind, at, prefix, target_session_id)
+
+
+def _turn(event: SessionEvent | None) -> Any:
+    return event.data.get("turn") if event is not None else None
+
+
+def target_turn(snapshot: SessionSnapshot, where: Coordinates) -> int:
+    """The turn whose state the child starts from, after checking the source coordinates."""
+    event = snapshot.event(where.at_event_id)
+    turn = _turn(event)
+    if event is None or isinstance(turn, bool) or not isinstance(turn, int):
+        raise MvuError(Code.SEED, "the seed's event is not a durable event of a turn", at_event_id=where.at_event_id)
+    if where.kind in ("fork", "reply-swipe"):
+        if event.type != "assistant/message" or event.data.get("interrupted"):
+            raise MvuError(Code.SEED, "a fork or swipe starts at a durable final reply", at_event_id=where.at_event_id)
+    else:
+        _check_stopped_request(snapshot, event, turn)
+    if where.prefix_end_event_id is not None:
+        _check_prefix(snapshot, where.prefix_end_event_id, turn)
+    return turn
+
+
+def _check_stopped_request(snapshot: SessionSnapshot, event: SessionEvent, turn: int) -> None:
+    """A retry's source: a human request whose turn was stopped with no assistant text (F-3)."""
+    message = event.data.get("message")
+    holder = message if isinstance(message, Mapping) else event.data
+    source = holder.get("source") if isinstance(holder, Mapping) else None
+    kind = source.get("kind") if isinstance(source, Mapping) else None
+    if event.type != "user/message" or kind not in ("user", "steering"):
+        raise MvuError(Code.SEED, "a retry starts at the human request that was stopped", at_event_id=event.seq)
+    same_turn = [e for e in snapshot.events if _turn(e) == turn and e.seq > event.seq]
+    if any(e.type == "assistant/message" and message_text(e) for e in same_turn):
+        raise MvuError(Code.SEED, "a retried request has no assistant text: this turn has a reply", turn=turn)
+    ends = [e for e in same_turn if e.type == "turn/end"]
+    reason = ends[-1].data.get("reason") if ends else None
+    if not isinstance(reason, Mapping) or reason.get("kind") != "aborted":
+        raise MvuError(Code.SEED, "a retry needs the stopped (aborted) turn of the request", turn=turn)
+
+
+def _check_prefix(snapshot: SessionSnapshot, prefix_end: int, turn: int) -> None:
+    """A later swipe/retry keeps the history up to the reply right before its target turn."""
+    prefix = snapshot.event(prefix_end)
+    starts = [e.seq for e in snapshot.events if e.type == "turn/start" and _turn(e) == turn]
+    start = starts[0] if starts else None
+    if prefix is None or prefix.type != "assistant/message" or start is None or start <= prefix_end or any(
+        prefix_end < e.seq < start and e.type in ("turn/start", "assistant/message") for e in snapshot.events
+    ):
+        raise MvuError(Code.SEED_MISMATCH, "the prefix must end at the reply right before the target turn",
+                       prefix_end_event_id=prefix_end)
+
+
+def check_child(body: Mapping[str, Any], child: SessionSnapshot, source: SessionSnapshot | None) -> None:
+    """The child session is the branch the seed was captured for (F-7): its parent, its copied
+    prefix (message ids and text fingerprints) and no new work yet; a root swipe/retry's child
+    is a new empty session."""
+    source_id = body["sourceSessionId"]
+    prefix = body.get("prefixEndEventId")
+    cut = body["atEventId"] if body["kind"] == "fork" else prefix
+    if cut is None:
+        if child.header.parent_session is not None or any(e.type in CONVERSATION_EVENTS for e in child.events):
+            raise MvuError(Code.SEED_MISMATCH, "a first-turn swipe or retry installs into a new empty session")
+        return
+    if child.header.parent_session != source_id:
+        raise MvuError(Code.SEED_MISMATCH, "the child's parent session is not the seed's source",
+                       parent_session=child.header.parent_session)
+    if any(e.seq > cut and e.type in CONVERSATION_EVENTS for e in child.events):
+        raise MvuError(Code.SEED_CONFLICT, "the child already started new work", session_id=child.header.id)
+    if source is None:
+        raise MvuError(Code.SEED_MISMATCH, "the seed's source session is gone", session_id=source_id)
+    for event in source.events:
+        if event.seq > cut or event.type not in _MESSAGES:
+            continue
+        copy = child.event(event.seq)
+        if copy is None or copy.type != event.type or _message_id(copy) != _message_id(event) or (
+                reply_fingerprint(message_text(copy)) != reply_fingerprint(message_text(event))):
+            raise MvuError(Code.SEED_MISMATCH, "the child's inherited messages differ from the source's",
+                           seq=event.seq)
+
+
+def check_checkpoint_positions(child: SessionSnapshot, checkpoints: list[dict[str, Any]]) -> None:
+    """Each inherited pre-turn checkpoint sits on the same turn/start in the child."""
+    for point in checkpoints:
+        event = child.event(point["seq"])
+        if event is None or event.type != "turn/start" or _turn(event) != point["turn"]:
+            raise MvuError(Code.SEED_MISMATCH, "an inherited pre-turn checkpoint does not match the child's prefix",
+                           seq=point["seq"])
+
+
+def _message_id(event: SessionEvent) -> Any:
+    message = event.data.get("message")
+    return message.get("id") if isinstance(message, Mapping) else None

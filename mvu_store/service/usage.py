@@ -1,0 +1,162 @@
+"""Usage policy, management and observers (DIGEST I-8, A-3, A-4, F-4).
+
+A trusted host registers usage handlers; with a ``dsh-memory-manager`` registration every source
+is *managed*: a reply runs only on an explicit decision (no fallback to native); without one it
+runs natively. A decision is valid for the registration epoch it was made in: registering or
+removing a handler while a decision is pending cancels the commit (``MVU_USAGE_CANCELLED``).
+Observers receive the facts after they are written; they never take part in a transaction and a
+failing observer never fails anything.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+
+from mvu_store.errors import Code, MvuError
+from mvu_store.jsonvalue import JsonValue, normalize
+from mvu_store.service.validation import validate_strategy
+
+MANAGER_PROVIDER = "dsh-memory-manager"
+
+UsageHandler = Callable[[dict[str, Any]], Any]
+"""Receives ``{on, id, scope, event, managementMode, variables}``; returns None (no opinion) or
+``{enabled, configRevision?, strategy?, reason?}``, directly or as an awaitable."""
+
+Observer = Callable[[dict[str, JsonValue]], Any]
+Dispose = Callable[[], None]
+
+log = logging.getLogger("mvu_store.usage")
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    enabled: bool
+    config_revision: JsonValue
+    epoch: int
+    decided: bool
+    reason: str | None = None
+
+
+@dataclass(eq=False, slots=True)
+class _Registration:
+    handler: UsageHandler
+    provider_id: str | None
+
+
+class Usage:
+    """The registered usage handlers and observers of one service."""
+
+    def __init__(self) -> None:
+        self._handlers: list[_Registration] = []
+        self._observers: list[Observer] = []
+        self.epoch = 0
+
+    # -- registration -----------------------------------------------------------------------------
+
+    def register(self, handler: UsageHandler, provider_id: str | None = None) -> Dispose:
+        if not callable(handler):
+            raise MvuError(Code.USAGE, "a usage handler must be callable")
+        if provider_id is not None and (not isinstance(provider_id, str) or not provider_id):
+            raise MvuError(Code.USAGE, "provider_id must be a non-empty string")
+        registration = _Registration(handler, provider_id)
+        self._handlers.append(registration)
+        self.epoch += 1
+
+        def dispose() -> None:
+            if registration in self._handlers:
+                self._handlers.remove(registration)
+                self.epoch += 1
+
+        return dispose
+
+    @property
+    def managed(self) -> bool:
+        """Whether a memory manager is registered: then sources are ``managed`` (I-8)."""
+        return any(item.provider_id == MANAGER_PROVIDER for item in self._handlers)
+
+    def mode(self) -> str:
+        return "managed" if self.managed else "native"
+
+    def check_epoch(self, decision: Decision) -> None:
+        """Synchronously, just before a commit: the registrations the decision saw still stand."""
+        if decision.epoch != self.epoch:
+            raise MvuError(Code.USAGE_CANCELLED, "a usage handler was registered or removed during the decision")
+
+    # -- decisions --------------------------------------------------------------------------------
+
+    async def decide(self, on: str, *, resource_id: str, scope: dict[str, JsonValue], event: dict[str, JsonValue],
+                     variables: JsonValue) -> Decision:
+        """Ask every handler; all must enable. Managed sources need at least one decision."""
+        epoch = self.epoch
+        enabled, decided, config_revision, reason = True, False, None, None
+        mode = self.mode()
+        for registration in list(self._handlers):
+            request = {"on": on, "id": resource_id, "scope": scope, "event": event, "managementMode": mode}
+            request = normalize(request)[0]
+            assert isinstance(request, dict)
+            request["variables"] = normalize(variables)[0]
+            try:
+                answer = registration.handler(request)
+                if inspect.isawaitable(answer):
+                    answer = await answer
+            except MvuError:
+                self._cancelled_since(epoch)
+                raise
+            except Exception as error:
+                self._cancelled_since(epoch)
+                raise MvuError(Code.USAGE, f"the usage handler failed: {type(error).__name__}") from None
+            self._cancelled_since(epoch)
+            if answer is None:
+                continue
+            if not isinstance(answer, dict) or not isinstance(answer.get("enabled"), bool):
+                raise MvuError(Code.USAGE, "a usage decision is None or {enabled: bool, ...}")
+            validate_strategy(on, answer.get("strategy"))
+            decided = True
+            enabled = enabled and answer["enabled"]
+            revision = answer.get("configRevision", answer.get("config_revision"))
+            config_revision = revision if revision is not None else config_revision
+            if isinstance(answer.get("reason"), str):
+                reason = answer["reason"][:300]
+        return Decision(enabled and (mode != "managed" or decided), config_revision, epoch, decided, reason)
+
+    def _cancelled_since(self, epoch: int) -> None:
+        if self.epoch != epoch:
+            raise MvuError(Code.USAGE_CANCELLED, "a usage handler was registered or removed during the decision")
+
+    # -- observers --------------------------------------------------------------------------------
+
+    def observe(self, listener: Observer) -> Dispose:
+        if not callable(listener):
+            raise MvuError(Code.USAGE, "an observer must be callable")
+        self._observers.append(listener)
+
+        def dispose() -> None:
+            if listener in self._observers:
+                self._observers.remove(listener)
+
+        return dispose
+
+    async def notify(self, facts: list[dict[str, JsonValue]]) -> None:
+        """Give each observer its own copy of each fact; an observer's failure is only logged."""
+        for listener in list(self._observers):
+            for fact in facts:
+                try:
+                    result = listener(dict(fact))
+                    if inspect.isawaitable(result):
+                        await _guarded(result)
+                except Exception as error:  # an observer can never fail what it observed
+                    log.warning("observer failed: %r", error)
+
+
+async def _guarded(result: Awaitable[Any]) -> None:
+    try:
+        await result
+    except asyncio.CancelledError:
+        raise
+    except Exception as error:
+        log.warning("observer failed: %r", error)
