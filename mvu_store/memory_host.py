@@ -98,15 +98,19 @@ class MemoryHost:
         With a service attached (:meth:`attach`), a ``turn/start`` schedules its checkpoint and a
         ``turn/end`` its ingest, as a host's store chain would; :meth:`drain` awaits them.
         """
+        event = self._append(session_id, type, data)
+        if self._service is not None and type in ("turn/start", "turn/end"):
+            self._pending.append(asyncio.ensure_future(self._service_step(session_id, event)))
+        return event.seq
+
+    def _append(self, session_id: str, type: str, data: dict[str, JsonValue] | None) -> SessionEvent:
         session = self._require(session_id)
         payload, _, _ = normalize(data or {})
         event = SessionEvent(len(session.events), type, payload)
         session.events.append(event)
         session.generation += 1
         self._write(session_id, {"seq": event.seq, "type": type, "data": payload})
-        if self._service is not None and type in ("turn/start", "turn/end"):
-            self._pending.append(asyncio.ensure_future(self._service_step(session_id, event)))
-        return event.seq
+        return event
 
     def replace_event(self, session_id: str, seq: int, type: str, data: dict[str, JsonValue]) -> None:
         """Rewrite one event in place (simulates a host whose durable history drifted, DIGEST P-2)."""
@@ -124,6 +128,46 @@ class MemoryHost:
         del session.events[length:]
         session.generation += 1
         self._rewrite(session_id)
+
+    # -- branching, the way the host creates child sessions ---------------------------------------
+
+    def fork(self, source_session_id: str, *, at_event_id: int, new_session_id: str,
+             created_at: int | float | str) -> str:
+        """A fork child: the source's events up to the reply ``at_event_id``, then the fork boundary."""
+        return self._branch(source_session_id, at_event_id, new_session_id, created_at)
+
+    def swipe(self, source_session_id: str, *, at_event_id: int, new_session_id: str, created_at: int | float | str,
+              prefix_end_event_id: int | None = None) -> str:
+        """A reply swipe's session: a new empty one for the first turn, else the prefix up to
+        ``prefix_end_event_id`` (the reply before the swiped turn)."""
+        if prefix_end_event_id is None:
+            self.create_session(new_session_id, created_at=created_at)
+            return new_session_id
+        return self._branch(source_session_id, prefix_end_event_id, new_session_id, created_at)
+
+    def retry(self, source_session_id: str, *, at_event_id: int, new_session_id: str, created_at: int | float | str,
+              prefix_end_event_id: int | None = None) -> str:
+        """A stopped request's retry session: as :meth:`swipe` (the request itself is not copied)."""
+        return self.swipe(source_session_id, at_event_id=at_event_id, new_session_id=new_session_id,
+                          created_at=created_at, prefix_end_event_id=prefix_end_event_id)
+
+    def _branch(self, source_session_id: str, cut: int, new_session_id: str, created_at: int | float | str) -> str:
+        source = self._require(source_session_id)
+        if not 0 <= cut < len(source.events):
+            raise MvuError(Code.MISSING, f"no event {cut} in session {source_session_id!r}", seq=cut)
+        self.create_session(new_session_id, created_at=created_at, version=source.header.version,
+                            parent_session=source_session_id)
+        child = self._sessions[new_session_id]
+        child.events.extend(source.events[: cut + 1])
+        for event in child.events:
+            self._write(new_session_id, {"seq": event.seq, "type": event.type, "data": event.data})
+        open_turns = [e.data.get("turn") for e in child.events if e.type == "turn/start"]
+        ended = {e.data.get("turn") for e in child.events if e.type == "turn/end"}
+        if open_turns and open_turns[-1] not in ended:
+            # The copied reply's turn ends, in the child, at the fork (HOST_EVENTS: reason forked).
+            self._append(new_session_id, "turn/end", {"turn": open_turns[-1], "reason": {"kind": "forked"}})
+        self._append(new_session_id, "session/end-seed", {})
+        return new_session_id
 
     # -- driving a service -----------------------------------------------------------------------
 
