@@ -1,0 +1,216 @@
+"""Capturing and installing seeds: how a fork, a reply swipe or a request retry gets its state
+(DIGEST F-1 ... F-7). The coordinate checks are in :mod:`mvu_store.service.seeds`.
+
+Capture (before the host creates the child) freezes, per instance of the source session, the
+exact state the child starts from: a fork the version at its reply (edits on it included), a
+swipe or retry the pre-turn checkpoint of the target turn (later edits excluded). Install (once
+the child exists) checks the child and creates its instances in one unit, linked to the
+parent's history up to the cut; the same ticket to the same child is a replay, anything else a
+conflict. A child inherits content and stored mode, never policy, grants or operation ids.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from mvu_store.errors import Code, MvuError
+from mvu_store.host import Host, Lease, SessionSnapshot
+from mvu_store.jsonvalue import JsonValue, js_json, sha256_hex
+from mvu_store.ledger import Ledger
+from mvu_store.ledger.records import CheckpointRecord, NewResource, SeedChild, VersionRecord
+from mvu_store.service.catalog import Entry
+from mvu_store.service.identity import instance_id, same_identity, session_identity
+from mvu_store.service.seeds import Coordinates, check_checkpoint_positions, check_child, coordinates, target_turn
+from mvu_store.service.templates import instance_definition
+
+T = TypeVar("T")
+Signal = asyncio.Event
+"""A caller's cancellation: once set, nothing more is committed (the call raises CancelledError)."""
+
+
+def check_signal(signal: Signal | None) -> None:
+    if signal is not None and signal.is_set():
+        raise asyncio.CancelledError("cancelled by the caller's signal")
+
+
+def content_hash(variables: JsonValue) -> str:
+    return sha256_hex(js_json(variables))
+
+
+@dataclass(frozen=True, slots=True)
+class ServiceParts:
+    """What branching needs of the service (its ledger, host and per-session machinery)."""
+
+    ledger: Ledger
+    host: Host
+    locked: Callable[[str, Callable[[], Awaitable[Any]]], Awaitable[Any]]
+    durable: Callable[[str], Awaitable[tuple[SessionSnapshot, dict[str, JsonValue]]]]
+    ensure_instances: Callable[[str, SessionSnapshot], Awaitable[list[Entry]]]
+    verify: Callable[[Entry, list[VersionRecord], dict[str, SessionSnapshot | None]], Awaitable[None]]
+    lease: Callable[[str], Awaitable[Lease]]
+
+
+class Branching:
+    def __init__(self, parts: ServiceParts) -> None:
+        self._p = parts
+
+    async def capture(self, *, session_id: str, kind: str, at_event_id: int, prefix_end_event_id: int | None,
+                      target_session_id: str | None, signal: Signal | None) -> str | None:
+        where = coordinates(kind, at_event_id, prefix_end_event_id, target_session_id)
+        check_signal(signal)
+        lease = await self._p.lease(session_id)
+
+        async def work() -> str | None:
+            snapshot, identity = await self._p.durable(session_id)
+            check_signal(signal)
+            active = [entry for entry in await self._p.ensure_instances(session_id, snapshot)
+                      if entry.is_instance and entry.source_error is None]
+            if not active:
+                return None
+            turn = target_turn(snapshot, where)
+            items = [await self._item(entry, snapshot, where, turn) for entry in active]
+            if where.target_session_id is not None:
+                await self._check_target_free(where.target_session_id)
+            body: dict[str, JsonValue] = {"ticket": str(uuid.uuid4()), "kind": where.kind,
+                                          "sourceSessionId": session_id, "sourceIdentity": identity,
+                                          "atEventId": where.at_event_id}
+            if where.prefix_end_event_id is not None:
+                body["prefixEndEventId"] = where.prefix_end_event_id
+            if where.target_session_id is not None:
+                body["targetSessionId"] = where.target_session_id
+            body.update(items=items, installed=False)
+            # After the last await: the source is still the one inspected, and the caller still wants it.
+            check_signal(signal)
+            if lease() is not True:
+                raise MvuError(Code.SESSION_LEASE, "the source session changed during the capture",
+                               session_id=session_id)
+            await self._p.ledger.put_seed(str(body["ticket"]), kind=where.kind, source_session_id=session_id,
+                                          target_session_id=where.target_session_id, body=body)
+            return str(body["ticket"])
+
+        result: str | None = await self._p.locked(session_id, work)
+        return result
+
+    async def _item(self, entry: Entry, snapshot: SessionSnapshot, where: Coordinates, turn: int) -> JsonValue:
+        ledger = self._p.ledger
+        versions = await ledger.versions(entry.id)
+        await self._p.verify(entry, versions, {snapshot.header.id: snapshot})
+        if where.kind == "fork":
+            message = snapshot.event(where.at_event_id)
+            assert message is not None
+            message_id = message.data.get("message", {}).get("id")
+            version = next((v for v in reversed(versions) if v.source.get("messageSeq") == where.at_event_id
+                            and v.source.get("messageId") == message_id and v.kind != "failed"), None)
+            if version is None:
+                raise MvuError(Code.SEED_REQUIRED, "the source reply has no state version", id=entry.id,
+                               at_event_id=where.at_event_id)
+            variables = await ledger.blob(version.variables_hash)
+            version_key: str | None = version.key
+            at_key: str | None = version.key
+            revision = version.revision
+        else:
+            point = await ledger.checkpoint(entry.id, session_id=snapshot.header.id, turn=turn)
+            if point is None:
+                raise MvuError(Code.BASELINE_REQUIRED, "a swipe or retry needs its turn's pre-turn checkpoint",
+                               id=entry.id, turn=turn)
+            variables = await ledger.blob(point.variables_hash)
+            version_key, revision = point.version_key, point.revision
+            at_key = point.version_key if where.prefix_end_event_id is not None else None
+        cut = where.cut
+        inherited = [] if cut is None else [
+            {"turn": c.turn, "seq": c.seq, "revision": c.revision, "versionKey": c.version_key,
+             "variablesHash": c.variables_hash}
+            for c in await ledger.checkpoints(entry.id) if c.seq <= cut and c.session_id == snapshot.header.id
+        ]
+        assert entry.row is not None
+        return {
+            "templateId": entry.row.template_id, "managementMode": entry.stored_management_mode,
+            "variables": variables, "history": [], "checkpoints": inherited, "atKey": at_key,
+            "source": {"id": entry.id, "identity": entry.instance, "versionKey": version_key, "revision": revision,
+                       "contentHash": content_hash(variables), "atEventId": where.at_event_id},
+        }
+
+    async def _check_target_free(self, target: str) -> None:
+        if await self._p.ledger.resources(session_id=target, kinds=("instance",)) or \
+                await self._p.ledger.seed_pending(target):
+            raise MvuError(Code.SEED_CONFLICT, "the target session already has state or a creation intent",
+                           session_id=target)
+
+    async def install(self, *, ticket: str, session_id: str, signal: Signal | None) -> list[str]:
+        if not isinstance(ticket, str) or not ticket or len(ticket) > 64:
+            raise MvuError(Code.SEED_CONFLICT, "unknown seed ticket")
+        check_signal(signal)
+        seed = await self._p.ledger.seed(ticket)
+        if seed is None or (seed.target_session_id is not None and seed.target_session_id != session_id):
+            raise MvuError(Code.SEED_CONFLICT, "the seed does not belong to this child", session_id=session_id)
+        source_lease = await self._p.lease(seed.source_session_id)
+        target_lease = await self._p.lease(session_id)
+
+        async def work() -> list[str]:
+            current = await self._p.ledger.seed(ticket)
+            assert current is not None
+            body = current.body
+            child, identity = await self._p.durable(session_id)
+            items = [item for item in body.get("items") or [] if isinstance(item, dict)]
+            ids = [instance_id(str(item["templateId"]), identity) for item in items]
+            if current.installed:
+                if current.target_session_id != session_id or not same_identity(body.get("targetIdentity"),
+                                                                                 identity):
+                    raise MvuError(Code.SEED_CONFLICT, "the seed was already installed in another session")
+                self._check_leases(signal, source_lease, target_lease)
+                return ids
+            source = await self._p.host.inspect(current.source_session_id)
+            if source is None or not same_identity(body.get("sourceIdentity"),
+                                                   session_identity(source, current.source_session_id)):
+                raise MvuError(Code.SEED_MISMATCH, "the seed's source session identity changed")
+            check_child(body, child, source)
+            children = [await self._child(item, resource_id, identity, body, child)
+                        for item, resource_id in zip(items, ids, strict=True)]
+            installed = {**body, "targetSessionId": session_id, "targetIdentity": identity, "installed": True}
+            self._check_leases(signal, source_lease, target_lease)
+            await self._p.ledger.install_seed(ticket, target_session_id=session_id, body=installed,
+                                              children=children)
+            return ids
+
+        result: list[str] = await self._p.locked(session_id, work)
+        return result
+
+    async def _child(self, item: dict[str, Any], resource_id: str, identity: dict[str, JsonValue],
+                     body: dict[str, Any], child: SessionSnapshot) -> SeedChild:
+        template = await self._p.ledger.template(str(item["templateId"]))
+        source = item.get("source") or {}
+        if not isinstance(template, dict) or "sourceError" in template or \
+                content_hash(item.get("variables")) != source.get("contentHash"):
+            raise MvuError(Code.SEED_MISMATCH, "the frozen seed or its template is unavailable", id=resource_id)
+        if await self._p.ledger.resource(resource_id) is not None:
+            raise MvuError(Code.SEED_CONFLICT, "the child's state was initialised before its seed", id=resource_id)
+        points = [point for point in item.get("checkpoints") or [] if isinstance(point, dict)]
+        check_checkpoint_positions(child, points)
+        mode = item.get("managementMode") if item.get("managementMode") in ("native", "managed") else "native"
+        new = NewResource(
+            id=resource_id, kind="instance", initial=item["variables"],
+            definition=instance_definition(template, resource_id, identity), template_id=template["id"],
+            session_id=str(identity["sessionId"]), session_created_at=identity["createdAt"], management_mode=mode,
+            meta={"seed": {"kind": body["kind"], "ticket": body["ticket"], "anchorKey": None, "source": source}},
+        )
+        checkpoints = tuple(
+            CheckpointRecord(resource_id, index, str(identity["sessionId"]), int(point["turn"]), int(point["seq"]), 0,
+                             None, str(point["variablesHash"]),
+                             {"inheritedFrom": {"id": source.get("id"), "revision": point.get("revision"),
+                                                "versionKey": point.get("versionKey")}})
+            for index, point in enumerate(points)
+        )
+        at_key = item.get("atKey")
+        return SeedChild(new=new, source_id=str(source.get("id")), at_key=at_key if isinstance(at_key, str) else None,
+                         activation_seq=0, checkpoints=checkpoints)
+
+    @staticmethod
+    def _check_leases(signal: Signal | None, *leases: Lease) -> None:
+        """After the last await, before the install is queued: nothing moved under us (A-1)."""
+        check_signal(signal)
+        if any(lease() is not True for lease in leases):
+            raise MvuError(Code.SESSION_LEASE, "the source or the child session changed before the install")
