@@ -16,6 +16,7 @@ import time
 from mvu_store.errors import MvuError
 from mvu_store.jsonvalue import JsonValue
 from mvu_store.ledger import Ledger
+from mvu_store.service.usage import Usage
 
 log = logging.getLogger("mvu_store.facts")
 
@@ -32,17 +33,20 @@ class Facts:
         record.update({key: value for key, value in fields.items() if value is not None})
         self.records.append(record)
 
-    async def write(self, ledger: Ledger) -> str | None:
-        """Store the facts; the error code of a failed write (reported, never raised), or None."""
+    async def write(self, ledger: Ledger, usage: Usage) -> str | None:
+        """Store the facts, then tell the observers; the error code of a failed write (reported,
+        never raised), or None."""
         if not self.records:
             return None
+        failure: str | None = None
         try:
             await ledger.append_facts(self.records)
         except MvuError as error:
             log.warning("fact write failed (the state commit stands): %s", error)
-            return error.code
+            failure = error.code
         except Exception as error:  # an optional write must never fail the update it observed
             log.warning("fact write failed (the state commit stands): %r", error)
-            return "MVU_FACT_WRITE"
-        return None
+            failure = "MVU_FACT_WRITE"
+        await usage.notify(self.records)
+        return failure
 

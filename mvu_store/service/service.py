@@ -25,6 +25,7 @@ from mvu_store.jsonvalue import JsonValue, js_json, normalize, sha256_hex
 from mvu_store.lang import apply_update, contains_update
 from mvu_store.ledger import Ledger
 from mvu_store.ledger.records import CommitRequest, NewResource, VersionRecord
+from mvu_store.service.branching import Branching, ServiceParts, Signal, check_signal
 from mvu_store.service.catalog import Catalog, Entry
 from mvu_store.service.facts import Facts
 from mvu_store.service.identity import character_template_id, instance_id, same_identity, session_identity
@@ -57,6 +58,7 @@ from mvu_store.service.templates import (
     template_record,
 )
 from mvu_store.service.turns import Reply, replies, turn_running, verify_recorded
+from mvu_store.service.usage import Decision, Dispose, Observer, Usage, UsageHandler
 from mvu_store.service.validation import validate_config
 
 T = TypeVar("T")
@@ -70,7 +72,7 @@ _AUDITED_KINDS = frozenset({"reply", "failed", "card", "initial", "inherited"})
 # full ledger is one of them: going over the budget keeps the previous content *and revision*
 # (P-4), which a failed receipt (it claims a revision) would not.
 _UNRECORDED = frozenset({Code.STORAGE_BUSY.value, Code.DISPOSED.value, Code.STORAGE_CORRUPT.value,
-                         Code.STORAGE_LIMIT.value})
+                         Code.STORAGE_LIMIT.value, Code.USAGE_CANCELLED.value})
 
 
 def _now_ms() -> int:
@@ -98,6 +100,10 @@ class MvuService:
         self._locks: weakref.WeakValueDictionary[str, asyncio.Lock] = weakref.WeakValueDictionary()
         self._templates_lock = asyncio.Lock()
         self._disposed = False
+        self._usage = Usage()
+        self._branching = Branching(ServiceParts(
+            ledger=ledger, host=host, locked=self._locked, durable=self._durable,
+            ensure_instances=self._ensure_instances, verify=self._verify, lease=self._session_lease))
 
     # -- lifecycle ------------------------------------------------------------------------------
 
@@ -122,16 +128,60 @@ class MvuService:
         """Check a ``mvu-state`` assembly configuration (DIGEST A-3); ``MVU_CONFIG`` if unsupported."""
         return validate_config(config)
 
+    # -- usage policy and observers (I-8, A-3, A-4) ----------------------------------------------
+
+    def register_usage(self, handler: UsageHandler, *, provider_id: str | None = None) -> Dispose:
+        """Register a trusted usage handler; the returned callable removes it. While a
+        ``dsh-memory-manager`` handler is registered, sources are managed: nothing runs without
+        its explicit decision. Registering or removing one cancels pending decisions."""
+        self._alive()
+        return self._usage.register(handler, provider_id)
+
+    def observe(self, listener: Observer) -> Dispose:
+        """Receive every fact after it is written (outside any transaction); returns a disposer."""
+        self._alive()
+        return self._usage.observe(listener)
+
+    # -- seeds: forks, swipes, retries (F-1 ... F-7) --------------------------------------------
+
+    async def capture_session_seed(self, *, session_id: str, kind: str, at_event_id: int,
+                                   prefix_end_event_id: int | None = None, target_session_id: str | None = None,
+                                   signal: Signal | None = None) -> str | None:
+        """Freeze the state a branch starts from, before the host creates it; returns the ticket
+        (None when the session has no state)."""
+        self._alive()
+        check_session_id(session_id)
+        return await self._branching.capture(session_id=session_id, kind=kind, at_event_id=at_event_id,
+                                             prefix_end_event_id=prefix_end_event_id,
+                                             target_session_id=target_session_id, signal=signal)
+
+    async def install_session_seed(self, *, ticket: str, session_id: str,
+                                   signal: Signal | None = None) -> builtins.list[str]:
+        """Install a captured seed into the child the host created; returns the child's instance
+        ids. The same ticket to the same child is a replay; any other reuse ``MVU_SEED_CONFLICT``."""
+        self._alive()
+        check_session_id(session_id)
+        return await self._branching.install(ticket=ticket, session_id=session_id, signal=signal)
+
+    async def _session_lease(self, session_id: str) -> Lease:
+        """A host session lease, valid now (else ``MVU_SESSION_LEASE``)."""
+        lease = await self._host.capture_session_lease(session_id)
+        if not callable(lease) or lease() is not True:
+            raise MvuError(Code.SESSION_LEASE, "a controlled session mutation lease is required",
+                           session_id=session_id)
+        return lease
+
     # -- discovery and selection (I-1 ... I-7) -------------------------------------------------
 
     async def discover(self, *, definition: CharacterDefinition | dict[str, Any],
-                       session_id: str | None = None) -> TemplateRecord:
+                       session_id: str | None = None, signal: Signal | None = None) -> TemplateRecord:
         """Register (or refresh) the template of a card the host discovered.
 
         Native by default, no wildcard access, nothing executed. A changed card replaces the
         template for future instances only; a card that now fails never replaces a healthy one.
         """
         self._alive()
+        check_signal(signal)
         card = parse_input(CharacterDefinition, definition, Code.CONFIG)
         if session_id is not None:
             check_session_id(session_id)
@@ -155,7 +205,8 @@ class MvuService:
             await self._ledger.put_template(template_id, fresh)
             return template_record(fresh, changed=True)
 
-    async def select_character(self, *, session_id: str, character_id: str | None) -> SelectionResult:
+    async def select_character(self, *, session_id: str, character_id: str | None,
+                               signal: Signal | None = None) -> SelectionResult:
         """Select (or, with None, unselect) a discovered card for a session (I-5).
 
         The selection persists an activation boundary at the session's current end: replies
@@ -163,6 +214,7 @@ class MvuService:
         nothing; switching back restores the session's original instance, from now on.
         """
         self._alive()
+        check_signal(signal)
         check_session_id(session_id)
         template_id = None
         if character_id is not None:
@@ -306,7 +358,8 @@ class MvuService:
 
     # -- the turn pipeline (F-6, P-1 ... P-5) --------------------------------------------------
 
-    async def checkpoint(self, *, session_id: str, turn_start_seq: int) -> list[CheckpointInfo]:
+    async def checkpoint(self, *, session_id: str, turn_start_seq: int,
+                         signal: Signal | None = None) -> list[CheckpointInfo]:
         """Freeze the pre-turn baseline of the turn that starts at ``turn_start_seq`` (F-6).
 
         Completed turns not yet ingested are applied first, so the baseline is the state the
@@ -314,6 +367,7 @@ class MvuService:
         first, unchanged.
         """
         self._alive()
+        check_signal(signal)
         check_session_id(session_id)
         if isinstance(turn_start_seq, bool) or not isinstance(turn_start_seq, int) or turn_start_seq < 0:
             raise MvuError(Code.BASELINE_REQUIRED, "turn_start_seq must be the event id of a durable turn/start")
@@ -325,7 +379,7 @@ class MvuService:
             if start is None or start.type != "turn/start" or isinstance(turn, bool) or not isinstance(turn, int):
                 raise MvuError(Code.BASELINE_REQUIRED, "a checkpoint needs a durable turn/start event",
                                session_id=session_id, seq=turn_start_seq)
-            await self._ingest(session_id, snapshot, before=turn_start_seq)
+            await self._ingest(session_id, snapshot, before=turn_start_seq, signal=signal)
             frozen = []
             for entry in await self._session_entries(session_id, snapshot):
                 if entry.legacy is not None or entry.source_error is not None:
@@ -338,9 +392,10 @@ class MvuService:
 
         return await self._locked(session_id, work)
 
-    async def ingest(self, *, session_id: str) -> IngestReport:
+    async def ingest(self, *, session_id: str, signal: Signal | None = None) -> IngestReport:
         """Apply, in order, every completed turn of the session not yet processed (P-1 ... P-3)."""
         self._alive()
+        check_signal(signal)
         check_session_id(session_id)
 
         async def work() -> IngestReport:
@@ -348,12 +403,12 @@ class MvuService:
             if snapshot is None:
                 raise MvuError(Code.SESSION_IDENTITY, f"the host has no durable session {session_id!r}",
                                session_id=session_id)
-            return await self._ingest(session_id, snapshot)
+            return await self._ingest(session_id, snapshot, signal=signal)
 
         return await self._locked(session_id, work)
 
     async def _ingest(self, session_id: str, snapshot: SessionSnapshot | None, *,
-                      before: int | None = None) -> IngestReport:
+                      before: int | None = None, signal: Signal | None = None) -> IngestReport:
         """Ingest the session's unprocessed completed turns (those ending before ``before``)."""
         report = IngestReport(session_id=session_id)
         if snapshot is None or snapshot.header.origin == "subagent":
@@ -376,13 +431,14 @@ class MvuService:
                     continue
                 if not reply.completed or (before is not None and reply.end_seq >= before):
                     continue
-                outcome, fact_error = await self._apply_reply(entry, reply)
+                outcome, fact_error = await self._apply_reply(entry, reply, signal)
                 report.outcomes.append(outcome)
                 if fact_error is not None:
                     report.fact_errors.append(fact_error)
         return report
 
-    async def _apply_reply(self, entry: Entry, reply: Reply) -> tuple[TurnOutcome, str | None]:
+    async def _apply_reply(self, entry: Entry, reply: Reply,
+                           signal: Signal | None = None) -> tuple[TurnOutcome, str | None]:
         """Run one reply's commands on the head and commit the result once, or a failed receipt."""
         if entry.is_instance and await self._ledger.checkpoint(
                 entry.id, session_id=str(reply.source["sessionId"]), turn=reply.turn) is None:
@@ -393,38 +449,64 @@ class MvuService:
                       turnKind="human" if reply.human else "unknown", on="assistant_message_committed")
         facts.add("started")
         has_update = contains_update(reply.text)
-        if has_update:
-            facts.add("triggered")
+        scope: dict[str, JsonValue] = {"authority": "local", "sessionId": reply.source["sessionId"]}
+        baseline = await self._ledger.head(entry.id)
+        try:
+            decision = await self._usage.decide(
+                "assistant_message_committed", resource_id=entry.id, scope=scope,
+                event={**reply.source, "text": reply.text, "containsMvuUpdate": has_update},
+                variables=baseline.variables)
+        except MvuError as error:
+            if error.code in _UNRECORDED:
+                facts.add("failed", detail=error.code)
+                await facts.write(self._ledger, self._usage)
+                raise
+            return await self._fail_reply(entry, reply, baseline.revision, baseline.variables, error, facts)
+        run = has_update and decision.enabled
+        if run:
+            facts.add("triggered", configRevision=decision.config_revision)
         else:
-            facts.add("skipped", detail="no-update")
+            facts.add("skipped", detail="no-update" if decision.enabled else "usage-policy",
+                      configRevision=decision.config_revision)
         for _attempt in range(_CAS_ATTEMPTS):
             head = await self._ledger.head(entry.id)
             variables, diagnostics, changed = head.variables, [], False
             try:
-                if has_update:
+                if run:
                     result = apply_update(head.variables, reply.text, **self._schema_hooks(head.variables))
                     variables, changed = result.variables, result.changed
                     diagnostics = [dict(item) for item in result.diagnostics]
+                self._check_decision(decision)
+                check_signal(signal)
                 outcome = await self._ledger.commit(CommitRequest(
                     entry.id, head.revision, "reply", variables, reply.fingerprint, reply.source, key=reply.key,
-                    meta={"sourceRevision": head.revision, "configRevision": None}))
+                    meta={"sourceRevision": head.revision, "configRevision": decision.config_revision}))
             except MvuError as error:
                 if error.code == Code.REVISION_CONFLICT:
                     continue
                 if error.code in _UNRECORDED:
+                    facts.add("failed", detail=error.code)
+                    await facts.write(self._ledger, self._usage)
                     raise
                 return await self._fail_reply(entry, reply, head.revision, head.variables, error, facts)
             if outcome.replayed:
                 return TurnOutcome(resource_id=entry.id, turn=reply.turn, message_seq=reply.message.seq,
                                    version_key=reply.key, status="replayed", revision=outcome.revision), None
             if changed:
-                facts.add("applied", revision=outcome.revision, detail="state-committed")
-            facts.add("completed", revision=outcome.revision, detail="state-committed")
+                facts.add("applied", revision=outcome.revision, detail="state-committed",
+                          configRevision=decision.config_revision)
+            facts.add("completed", revision=outcome.revision, detail="state-committed",
+                      configRevision=decision.config_revision)
             return TurnOutcome(resource_id=entry.id, turn=reply.turn, message_seq=reply.message.seq,
-                               version_key=reply.key, status="committed" if has_update else "skipped",
+                               version_key=reply.key, status="committed" if run else "skipped",
                                revision=outcome.revision, changed=changed,
-                               diagnostics=diagnostics), await facts.write(self._ledger)
+                               diagnostics=diagnostics), await facts.write(self._ledger, self._usage)
         raise MvuError(Code.REVISION_CONFLICT, "the resource kept changing while this reply was applied", id=entry.id)
+
+    def _check_decision(self, decision: Decision) -> None:
+        """Synchronously before a commit: the decision still stands and the service is open."""
+        self._usage.check_epoch(decision)
+        self._alive()
 
     async def _fail_reply(self, entry: Entry, reply: Reply, revision: int, baseline: JsonValue, error: MvuError,
                           facts: Facts) -> tuple[TurnOutcome, str | None]:
@@ -445,7 +527,7 @@ class MvuService:
         facts.add("failed", revision=outcome.revision, detail=error.code)
         return TurnOutcome(resource_id=entry.id, turn=reply.turn, message_seq=reply.message.seq,
                            version_key=reply.key, status="replayed" if outcome.replayed else "failed",
-                           revision=outcome.revision, error=error.code), await facts.write(self._ledger)
+                           revision=outcome.revision, error=error.code), await facts.write(self._ledger, self._usage)
 
     @staticmethod
     def _schema_hooks(variables: JsonValue) -> dict[str, Any]:
@@ -456,9 +538,10 @@ class MvuService:
 
     # -- reads (A, A-2, A-6) -------------------------------------------------------------------
 
-    async def list(self, *, scope: Scope | dict[str, Any]) -> builtins.list[StateRecord]:
+    async def list(self, *, scope: Scope | dict[str, Any], signal: Signal | None = None) -> builtins.list[StateRecord]:
         """Every record ``scope`` may read: a session's, or all for a local management scope."""
         self._alive()
+        check_signal(signal)
         parsed = parse_scope(scope)
         await self._ensure_shared()
         if parsed.session_id is not None:
@@ -468,9 +551,10 @@ class MvuService:
             entries = await self._catalog.entries()
         return [await self._record(entry, parsed) for entry in entries if entry.accessible(parsed)]
 
-    async def read(self, *, id: str, scope: Scope | dict[str, Any]) -> StateRecord | None:
+    async def read(self, *, id: str, scope: Scope | dict[str, Any], signal: Signal | None = None) -> StateRecord | None:
         """One record, current or historical (``message_id`` / ``end_event_id``); None if missing."""
         self._alive()
+        check_signal(signal)
         parsed = parse_scope(scope)
         await self._ensure_shared()
         if not isinstance(id, str):
@@ -517,15 +601,18 @@ class MvuService:
             return sessions[session_id]
 
         identity = entry.instance
+        own: str | None = None
         if identity is not None:
-            session_identity(await session(str(identity["sessionId"])), str(identity["sessionId"]))
-            current = (await session(str(identity["sessionId"]))).header.identity()  # type: ignore[union-attr]
-            if current is None or not same_identity(identity, current):
+            own = str(identity["sessionId"])
+            current = session_identity(await session(own), own)
+            if not same_identity(identity, current):
                 raise MvuError(Code.SESSION_IDENTITY, "the instance's durable session identity changed", id=entry.id)
         for version in versions:
             if version.kind not in _AUDITED_KINDS or (version.source.get("manual") and not version.source.get("card")):
                 continue
-            session_id = version.source.get("sessionId")
+            # An ancestor's version, seen through lineage, is checked against this session's
+            # copied prefix: the child stays verifiable on its own (F-1).
+            session_id = own if version.inherited and own is not None else version.source.get("sessionId")
             if not isinstance(session_id, str):
                 continue
             snapshot = await session(session_id)
@@ -533,7 +620,8 @@ class MvuService:
                 raise MvuError(Code.HISTORY_UNAVAILABLE, f"source session {session_id!r} is unavailable",
                                id=entry.id, session_id=session_id)
             fingerprint = version.meta.get("sourceFingerprint") or version.fingerprint
-            verify_recorded(version.source, fingerprint if isinstance(fingerprint, str) else None, snapshot)
+            verify_recorded(version.source, fingerprint if isinstance(fingerprint, str) else None, snapshot,
+                            inherited=version.inherited)
 
     async def _record(self, entry: Entry, scope: Scope) -> StateRecord:
         """The record of ``entry`` in ``scope`` (A: the record shape; A-2: historical reads)."""
@@ -575,7 +663,8 @@ class MvuService:
     @staticmethod
     def _historical_version(entry: Entry, versions: builtins.list[VersionRecord], scope: Scope) -> VersionRecord | None:
         """The version a historical scope names: by message id, or the last at an event id."""
-        own = [version for version in versions if version.source.get("sessionId") == scope.session_id]
+        own = [version for version in versions
+               if version.source.get("sessionId") == scope.session_id or (version.inherited and entry.is_instance)]
         version: VersionRecord | None = None
         if scope.message_id is not None:
             version = next((v for v in reversed(own) if v.source.get("messageId") == scope.message_id), None)
@@ -598,16 +687,15 @@ class MvuService:
             return max(candidates, key=lambda v: (v.source["messageSeq"], v.revision))
         return candidates[-1]
 
-    @staticmethod
-    def _actual_management_mode() -> str:
-        """Who manages execution now: a registered manager would make it ``managed`` (I-8); none
-        can register yet, so every resource runs natively whatever its stored preference."""
-        return "native"
+    def _actual_management_mode(self) -> str:
+        """Who manages execution now: the current registrations decide, not the stored preference (I-8)."""
+        return self._usage.mode()
 
-    async def history(self, *, id: str, scope: Scope | dict[str, Any],
-                      include_before: bool = False) -> builtins.list[HistoryEntry]:
+    async def history(self, *, id: str, scope: Scope | dict[str, Any], include_before: bool = False,
+                      signal: Signal | None = None) -> builtins.list[HistoryEntry]:
         """The session's versions, successes and failures, oldest first (A-6)."""
         self._alive()
+        check_signal(signal)
         parsed = parse_scope(scope)
         if not isinstance(include_before, bool):
             raise MvuError(Code.OPERATION, "include_before must be a boolean")
@@ -626,7 +714,8 @@ class MvuService:
             if include_before else {}
         result = []
         for version in versions:
-            if parsed.session_id is not None and version.source.get("sessionId") != parsed.session_id:
+            if parsed.session_id is not None and version.source.get("sessionId") != parsed.session_id \
+                    and not version.inherited:
                 continue
             fields: dict[str, Any] = {}
             if include_before:
@@ -664,9 +753,11 @@ class MvuService:
                             fingerprint=version.get("fingerprint"), parent_key=version.get("parentKey"),
                             operation_id=version.get("operationId"), error=version.get("error"), created_at=0)
 
-    async def facts(self, *, id: str, scope: Scope | dict[str, Any]) -> builtins.list[dict[str, JsonValue]]:
+    async def facts(self, *, id: str, scope: Scope | dict[str, Any],
+                    signal: Signal | None = None) -> builtins.list[dict[str, JsonValue]]:
         """This session's bounded, content-free trigger observations of one resource (A-4, A-5)."""
         self._alive()
+        check_signal(signal)
         parsed = parse_scope(scope)
         await self._ensure_shared()
         entry = await self._catalog.entry(id) if isinstance(id, str) else None
@@ -679,11 +770,12 @@ class MvuService:
     # -- edits (A, L-3) ------------------------------------------------------------------------
 
     async def update(self, *, id: str, content: Any, expected_revision: int, operation_id: str,
-                     scope: Scope | dict[str, Any]) -> UpdateReceipt:
+                     scope: Scope | dict[str, Any], signal: Signal | None = None) -> UpdateReceipt:
         """A CAS edit of the current content; same operation id + same request replays the
         receipt, another request under it is refused. The source's declaration stays (trying to
         replace it is ``MVU_SCHEMA_CODE``) and validates the new ``stat_data`` exactly once."""
         self._alive()
+        check_signal(signal)
         parsed = parse_scope(scope)
         check_operation_id(operation_id)
         check_revision(expected_revision)
@@ -706,7 +798,7 @@ class MvuService:
             result = {"id": entry.id, "type": "mvu-state", "content": variables, "revision": expected_revision + 1,
                       "scope": parsed.to_json(), "authority": "local"}
             facts = Facts(id=entry.id, eventId=operation_id, sessionId=parsed.session_id, on="manual_update")
-            self._check_lease(lease)
+            self._check_lease(lease, signal)
             outcome = await self._ledger.commit(CommitRequest(
                 entry.id, expected_revision, "manual", variables, fingerprint, source, operation_id=operation_id,
                 meta=meta, result=result))
@@ -718,7 +810,7 @@ class MvuService:
                 if js_json(before) != js_json(variables["stat_data"]):
                     facts.add("applied", revision=outcome.revision, detail="state-committed")
                 facts.add("completed", revision=outcome.revision, detail="manual-update")
-                await facts.write(self._ledger)
+                await facts.write(self._ledger, self._usage)
             stored_scope = stored.get("scope")
             return UpdateReceipt(id=entry.id, content=stored.get("content"), revision=outcome.revision,
                                  scope=stored_scope if isinstance(stored_scope, dict) else parsed.to_json(),
@@ -766,9 +858,10 @@ class MvuService:
         return manual, {}
 
     async def set_management_mode(self, *, id: str, mode: str, expected_revision: int, operation_id: str,
-                                  scope: Scope | dict[str, Any]) -> ManagementReceipt:
+                                  scope: Scope | dict[str, Any], signal: Signal | None = None) -> ManagementReceipt:
         """Store the management-mode preference under CAS + idempotency (I-8)."""
         self._alive()
+        check_signal(signal)
         parsed = parse_scope(scope)
         if mode not in ("native", "managed"):
             raise MvuError(Code.CONFIG, "mode is 'native' or 'managed'")
@@ -784,7 +877,7 @@ class MvuService:
             await self._check_instance(entry, lease)
             fingerprint = sha256_hex(js_json({"mode": mode, "expectedRevision": expected_revision,
                                               "scope": parsed.to_json()}))
-            self._check_lease(lease)
+            self._check_lease(lease, signal)
             outcome = await self._ledger.set_management_mode(entry.id, mode=mode, expected_revision=expected_revision,
                                                              operation_id=operation_id, fingerprint=fingerprint)
             stored = outcome.result if isinstance(outcome.result, dict) else {}
@@ -794,10 +887,12 @@ class MvuService:
 
         return await self._edit(entry, work)
 
-    async def copy(self, *, id: str, new_id: str, scope: Scope | dict[str, Any]) -> StateRecord:
+    async def copy(self, *, id: str, new_id: str, scope: Scope | dict[str, Any],
+                   signal: Signal | None = None) -> StateRecord:
         """A new shared resource holding the current content (I-11): keeps the access scope; not a
         fork, so no history, schema transform or policy comes along. An existing id is refused."""
         self._alive()
+        check_signal(signal)
         parsed = parse_scope(scope)
         if not isinstance(new_id, str) or not RESOURCE_ID.match(new_id) or new_id.startswith(
                 ("mvu:instance-", "mvu:character-")):
@@ -814,7 +909,7 @@ class MvuService:
             definition = {k: copy.deepcopy(v) for k, v in entry.definition.items()
                           if k not in ("instance", "templateId", "discovered", "characterId")}
             definition.update(id=new_id, sharing="shared", managementMode="native")
-            self._check_lease(lease)
+            self._check_lease(lease, signal)
             await self._ledger.create_resource(NewResource(
                 id=new_id, kind="copy", initial=head.variables, definition=definition, management_mode="native",
                 meta={"copiedFrom": {"id": entry.id, "revision": head.revision}}))
@@ -837,12 +932,7 @@ class MvuService:
     async def _lease(self, entry: Entry) -> Lease | None:
         """An instance's session lease, taken before any work is queued (A-1)."""
         identity = entry.instance
-        if identity is None:
-            return None
-        lease = await self._host.capture_session_lease(str(identity["sessionId"]))
-        if not callable(lease) or lease() is not True:
-            raise MvuError(Code.SESSION_LEASE, "a controlled session mutation lease is required", id=entry.id)
-        return lease
+        return None if identity is None else await self._session_lease(str(identity["sessionId"]))
 
     async def _check_instance(self, entry: Entry, lease: Lease | None) -> None:
         """The instance's session still is the one it belongs to, and no turn is running."""
@@ -859,10 +949,12 @@ class MvuService:
             raise MvuError(Code.READ_ONLY, "the instance cannot be edited while its turn is running", id=entry.id)
 
     @staticmethod
-    def _check_lease(lease: Lease | None) -> None:
-        """After the last await, before the commit is queued: the session is still ours (A-1)."""
+    def _check_lease(lease: Lease | None, signal: Signal | None = None) -> None:
+        """After the last await, before the commit is queued: the caller still wants it and the
+        session is still the one inspected (A-1)."""
+        check_signal(signal)
         if lease is not None and lease() is not True:
-            raise MvuError(Code.READ_ONLY, "the session changed before the commit")
+            raise MvuError(Code.SESSION_LEASE, "the session changed before the commit")
 
     async def _edit(self, entry: Entry, work: Callable[[], Awaitable[T]]) -> T:
         identity = entry.instance

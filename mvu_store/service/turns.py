@@ -139,18 +139,21 @@ def _user_kind(event: SessionEvent) -> str | None:
     return None
 
 
-def verify_recorded(source: Mapping[str, Any], fingerprint: str | None, snapshot: SessionSnapshot) -> None:
+def verify_recorded(source: Mapping[str, Any], fingerprint: str | None, snapshot: SessionSnapshot, *,
+                    inherited: bool = False) -> None:
     """Check one recorded version's source against the durable session (DIGEST P-2).
 
     Evidence that is gone (the message or its turn end missing) is ``MVU_HISTORY_UNAVAILABLE``;
     evidence that is there but different (another message id, text, turn or end reason, or a
     different session format or creation time) is ``MVU_HISTORY_CHANGED``. Either blocks reads
-    and ingest until the host's history is consistent again.
+    and ingest until the host's history is consistent again. An ``inherited`` version is checked
+    in a fork child's copied prefix: the message and its text only.
     """
     header = snapshot.header
-    if header.version != source.get("sessionFormatVersion") or (
-        "sessionCreatedAt" in source and header.created_at != source.get("sessionCreatedAt")
-    ):
+    inherited = inherited or bool(source.get("inherited"))
+    changed_header = header.version != source.get("sessionFormatVersion") or (
+        "sessionCreatedAt" in source and header.created_at != source.get("sessionCreatedAt"))
+    if changed_header and not inherited:
         raise _changed("the session's format version or creation time changed", source)
     if source.get("initial"):
         return
@@ -167,8 +170,8 @@ def verify_recorded(source: Mapping[str, Any], fingerprint: str | None, snapshot
         or reply_fingerprint(message_text(message)) != fingerprint
     ):
         raise _changed("a recorded reply changed in the durable session", source)
-    if source.get("inherited"):
-        return
+    if inherited:
+        return  # a fork child's copy of the reply: its turn ended in the parent
     end_seq = source.get("endSeq")
     end = snapshot.event(end_seq) if isinstance(end_seq, int) and not isinstance(end_seq, bool) else None
     if end is None:
