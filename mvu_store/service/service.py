@@ -226,12 +226,14 @@ class MvuService:
                 raise MvuError(Code.MISSING, f"character {character_id!r} was not discovered", id=template_id)
 
         async def work() -> SelectionResult:
+            lease = await self._session_lease(session_id)
             snapshot, identity = await self._durable(session_id)
             selected, previous = await self._ledger.selection(session_id)
             boundary = snapshot.last_seq + 1
             if not (selected and previous == template_id):
                 # Replies of the outgoing character are applied before its boundary moves.
-                await self._ingest(session_id, snapshot)
+                await self._ingest(session_id, snapshot, signal=signal, lease=lease)
+                self._check_lease(lease, signal)
                 await self._ledger.write(lambda tx: self._select(tx, session_id, template_id, identity, boundary))
             instances = await self._ensure_instances(session_id, snapshot)
             chosen = next((entry for entry in instances if entry.row and entry.row.template_id == template_id), None)
@@ -373,17 +375,19 @@ class MvuService:
             raise MvuError(Code.BASELINE_REQUIRED, "turn_start_seq must be the event id of a durable turn/start")
 
         async def work() -> list[CheckpointInfo]:
+            lease = await self._session_lease(session_id)
             snapshot, _ = await self._durable(session_id)
             start = snapshot.event(turn_start_seq)
             turn = start.data.get("turn") if start is not None else None
             if start is None or start.type != "turn/start" or isinstance(turn, bool) or not isinstance(turn, int):
                 raise MvuError(Code.BASELINE_REQUIRED, "a checkpoint needs a durable turn/start event",
                                session_id=session_id, seq=turn_start_seq)
-            await self._ingest(session_id, snapshot, before=turn_start_seq, signal=signal)
+            await self._ingest(session_id, snapshot, before=turn_start_seq, signal=signal, lease=lease)
             frozen = []
             for entry in await self._session_entries(session_id, snapshot):
                 if entry.legacy is not None or entry.source_error is not None:
                     continue
+                self._check_lease(lease, signal)
                 record = await self._ledger.put_checkpoint(entry.id, session_id=session_id, turn=turn,
                                                            seq=turn_start_seq)
                 frozen.append(CheckpointInfo(resource_id=entry.id, session_id=session_id, turn=turn, seq=record.seq,
@@ -399,16 +403,17 @@ class MvuService:
         check_session_id(session_id)
 
         async def work() -> IngestReport:
+            lease = await self._session_lease(session_id)
             snapshot = await self._snapshot_of(session_id)
             if snapshot is None:
                 raise MvuError(Code.SESSION_IDENTITY, f"the host has no durable session {session_id!r}",
                                session_id=session_id)
-            return await self._ingest(session_id, snapshot, signal=signal)
+            return await self._ingest(session_id, snapshot, signal=signal, lease=lease)
 
         return await self._locked(session_id, work)
 
-    async def _ingest(self, session_id: str, snapshot: SessionSnapshot | None, *,
-                      before: int | None = None, signal: Signal | None = None) -> IngestReport:
+    async def _ingest(self, session_id: str, snapshot: SessionSnapshot | None, *, before: int | None = None,
+                      signal: Signal | None = None, lease: Lease | None = None) -> IngestReport:
         """Ingest the session's unprocessed completed turns (those ending before ``before``)."""
         report = IngestReport(session_id=session_id)
         if snapshot is None or snapshot.header.origin == "subagent":
@@ -431,14 +436,14 @@ class MvuService:
                     continue
                 if not reply.completed or (before is not None and reply.end_seq >= before):
                     continue
-                outcome, fact_error = await self._apply_reply(entry, reply, signal)
+                outcome, fact_error = await self._apply_reply(entry, reply, signal, lease)
                 report.outcomes.append(outcome)
                 if fact_error is not None:
                     report.fact_errors.append(fact_error)
         return report
 
-    async def _apply_reply(self, entry: Entry, reply: Reply,
-                           signal: Signal | None = None) -> tuple[TurnOutcome, str | None]:
+    async def _apply_reply(self, entry: Entry, reply: Reply, signal: Signal | None = None,
+                           lease: Lease | None = None) -> tuple[TurnOutcome, str | None]:
         """Run one reply's commands on the head and commit the result once, or a failed receipt."""
         if entry.is_instance and await self._ledger.checkpoint(
                 entry.id, session_id=str(reply.source["sessionId"]), turn=reply.turn) is None:
@@ -477,7 +482,7 @@ class MvuService:
                     variables, changed = result.variables, result.changed
                     diagnostics = [dict(item) for item in result.diagnostics]
                 self._check_decision(decision)
-                check_signal(signal)
+                self._check_lease(lease, signal)
                 outcome = await self._ledger.commit(CommitRequest(
                     entry.id, head.revision, "reply", variables, reply.fingerprint, reply.source, key=reply.key,
                     meta={"sourceRevision": head.revision, "configRevision": decision.config_revision}))
