@@ -1,4 +1,4 @@
-"""The ``mvu`` command: ledger status, migrations, audits, import and export.
+"""The ``mvu`` command: ledger status, migrations, audits, import and export, card inspection, a demo.
 
 Every command takes ``--db URL`` (default: ``$MVU_DATABASE_URL``, else the embedded ledger at
 ``sqlite:///./var/mvu.sqlite3``), prints ``--json`` for scripts where it reports something, and

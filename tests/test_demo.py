@@ -119,6 +119,9 @@ def test_demo_ignores_the_environment_ledger(monkeypatch: pytest.MonkeyPatch, tm
     code, out, _ = run(capsys, "--json", "demo")
     assert code == 0 and json.loads(out)["temporary"] is True
     assert not (tmp_path / "real.sqlite3").exists()
+    code, out, _ = run(capsys, "demo", "--db", f"sqlite:///{tmp_path / 'chosen.sqlite3'}", "--json")
+    assert code == 0 and json.loads(out)["temporary"] is False
+    assert (tmp_path / "chosen.sqlite3").exists()
 
 
 def test_changed_paths() -> None:
