@@ -20,7 +20,7 @@ from typing import Any, TypeVar
 
 from mvu_store.errors import Code, MvuError
 from mvu_store.host import Host, Lease, SessionSnapshot
-from mvu_store.jsonvalue import JsonValue, js_json, normalize, sha256_hex
+from mvu_store.jsonvalue import JsonValue, canonical_text, js_json, normalize, sha256_hex
 from mvu_store.lang import apply_update, contains_update
 from mvu_store.ledger import Ledger
 from mvu_store.ledger.records import CommitRequest, NewResource, VersionRecord
@@ -711,7 +711,8 @@ class MvuService:
                 facts.add("started")
                 facts.add("triggered")
                 before = head.variables.get("stat_data") if isinstance(head.variables, dict) else None
-                if js_json(before) != js_json(variables["stat_data"]):
+                # The ledger hands content back with sorted keys: compare as JSON, not as text.
+                if canonical_text(before) != canonical_text(variables["stat_data"]):
                     facts.add("applied", revision=outcome.revision, detail="state-committed")
                 facts.add("completed", revision=outcome.revision, detail="manual-update")
                 await facts.write(self._ledger)
@@ -732,7 +733,7 @@ class MvuService:
         descriptor = current.get("mvu_schema") if isinstance(current, dict) else None
         if isinstance(descriptor, dict):
             given = variables.get("mvu_schema")
-            if given is not None and js_json(normalize(given)[0]) != js_json(normalize(descriptor)[0]):
+            if given is not None and canonical_text(given) != canonical_text(descriptor):
                 raise MvuError(Code.SCHEMA_CODE, "the source's schema cannot be removed or replaced by an edit")
             variables["mvu_schema"] = copy.deepcopy(descriptor)
         elif "mvu_schema" in variables:
