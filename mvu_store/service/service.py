@@ -822,6 +822,7 @@ class MvuService:
         return await self._edit(entry, work)
 
     async def _writable(self, resource_id: Any, scope: Scope, *, allow_source_error: bool = False) -> Entry:
+        await self._ensure_shared()  # a configured shared resource exists before anyone read it
         entry = await self._catalog.entry(resource_id) if isinstance(resource_id, str) else None
         if entry is None:
             raise MvuError(Code.MISSING, f"no resource {resource_id!r}", id=str(resource_id)[:200])
