@@ -470,10 +470,20 @@ class MvuService:
         await self._ensure_shared()
         if not isinstance(id, str):
             raise MvuError(Code.MISSING, "id must be a string")
+        blocked: MvuError | None = None
         if parsed.session_id is not None:
             session_id = parsed.session_id
-            await self._locked(session_id, lambda: self._prepared_session(session_id))
+            try:
+                await self._locked(session_id, lambda: self._prepared_session(session_id))
+            except MvuError as error:
+                # A session bound to legacy state allocates nothing, yet its legacy record stays
+                # readable in its old scope: that read is the first step of a recovery (L-3).
+                if error.code != Code.MIGRATION_REQUIRED:
+                    raise
+                blocked = error
         entry = await self._catalog.entry(id)
+        if blocked is not None and (entry is None or entry.legacy is None):
+            raise blocked
         if entry is None:
             return None
         entry.require_access(parsed)
