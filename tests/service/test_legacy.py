@@ -147,6 +147,9 @@ async def test_a_session_bound_to_legacy_state_needs_an_explicit_recovery(ledger
     # ... which never splits or rewrites the legacy record, and leaves it readable where it was.
     old = await service.read(id=LEGACY_ID, scope=scope("old"))
     assert old is not None and old.legacy and old.revision == 2
+    with pytest.raises(MvuError) as error:  # only the legacy record itself
+        await service.read(id="mvu:something-else", scope=scope("old"))
+    assert code_of(error) == "MVU_MIGRATION_REQUIRED"
     assert await ledger.resources(session_id="old", kinds=("instance",)) == []
     assert await ledger.legacy_file("mvu-state.json") == LEGACY_BYTES
 
