@@ -21,7 +21,7 @@ from typing import Any, TypeVar
 
 from mvu_store.errors import Code, MvuError
 from mvu_store.host import Host, Lease, SessionSnapshot
-from mvu_store.jsonvalue import JsonValue, js_json, normalize, sha256_hex
+from mvu_store.jsonvalue import JsonValue, canonical_text, js_json, normalize, sha256_hex
 from mvu_store.lang import apply_update, contains_update
 from mvu_store.ledger import Ledger
 from mvu_store.ledger.records import CommitRequest, NewResource, VersionRecord
@@ -475,10 +475,20 @@ class MvuService:
         await self._ensure_shared()
         if not isinstance(id, str):
             raise MvuError(Code.MISSING, "id must be a string")
+        blocked: MvuError | None = None
         if parsed.session_id is not None:
             session_id = parsed.session_id
-            await self._locked(session_id, lambda: self._prepared_entries(session_id))
+            try:
+                await self._locked(session_id, lambda: self._prepared_entries(session_id))
+            except MvuError as error:
+                # A session bound to legacy state allocates nothing, yet its legacy record stays
+                # readable in its old scope: that read is the first step of a recovery (L-3).
+                if error.code != Code.MIGRATION_REQUIRED:
+                    raise
+                blocked = error
         entry = await self._catalog.entry(id)
+        if blocked is not None and (entry is None or entry.legacy is None):
+            raise blocked
         if entry is None:
             return None
         entry.require_access(parsed)
@@ -715,7 +725,8 @@ class MvuService:
                 facts.add("started")
                 facts.add("triggered")
                 before = head.variables.get("stat_data") if isinstance(head.variables, dict) else None
-                if js_json(before) != js_json(variables["stat_data"]):
+                # The ledger hands content back with sorted keys: compare as JSON, not as text.
+                if canonical_text(before) != canonical_text(variables["stat_data"]):
                     facts.add("applied", revision=outcome.revision, detail="state-committed")
                 facts.add("completed", revision=outcome.revision, detail="manual-update")
                 await facts.write(self._ledger)
@@ -736,7 +747,7 @@ class MvuService:
         descriptor = current.get("mvu_schema") if isinstance(current, dict) else None
         if isinstance(descriptor, dict):
             given = variables.get("mvu_schema")
-            if given is not None and js_json(normalize(given)[0]) != js_json(normalize(descriptor)[0]):
+            if given is not None and canonical_text(given) != canonical_text(descriptor):
                 raise MvuError(Code.SCHEMA_CODE, "the source's schema cannot be removed or replaced by an edit")
             variables["mvu_schema"] = copy.deepcopy(descriptor)
         elif "mvu_schema" in variables:
@@ -825,7 +836,7 @@ class MvuService:
         return await self._edit(entry, work)
 
     async def _writable(self, resource_id: Any, scope: Scope, *, allow_source_error: bool = False) -> Entry:
-        await self._ensure_shared()
+        await self._ensure_shared()  # a configured shared resource exists before anyone read it
         entry = await self._catalog.entry(resource_id) if isinstance(resource_id, str) else None
         if entry is None:
             raise MvuError(Code.MISSING, f"no resource {resource_id!r}", id=str(resource_id)[:200])
