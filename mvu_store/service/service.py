@@ -150,7 +150,7 @@ class MvuService:
             if healthy and "sourceError" in fresh:
                 assert isinstance(existing, dict)
                 fresh = {**existing, "sessionIds": sessions}
-            if isinstance(existing, dict) and js_json(normalize(existing)[0]) == js_json(normalize(fresh)[0]):
+            if isinstance(existing, dict) and canonical_text(existing) == canonical_text(fresh):
                 return template_record(fresh, changed=False)
             await self._ledger.put_template(template_id, fresh)
             return template_record(fresh, changed=True)
