@@ -356,8 +356,15 @@ class MvuService:
         if snapshot is None or snapshot.header.origin == "subagent":
             return report
         boundaries = await self._ledger.activations(session_id)
+        # After an explicit (un)selection only the active templates' instances take replies: an
+        # unselected card's instance must not move while another card (or none) is selected (I-5).
+        selected, _ = await self._ledger.selection(session_id)
+        active = {template["id"] for template in await self._active_templates(session_id)} if selected else None
         for entry in await self._session_entries(session_id, snapshot):
             if entry.legacy is not None or entry.source_error is not None:
+                continue
+            if active is not None and entry.is_instance and entry.row is not None \
+                    and entry.row.template_id not in active:
                 continue
             versions = await self._ledger.versions(entry.id)
             await self._verify(entry, versions, {session_id: snapshot})
