@@ -20,7 +20,7 @@ from typing import Any, TypeVar
 
 from mvu_store.errors import Code, MvuError
 from mvu_store.host import Host, Lease, SessionSnapshot
-from mvu_store.jsonvalue import JsonValue, js_json, normalize, sha256_hex
+from mvu_store.jsonvalue import JsonValue, canonical_text, js_json, normalize, sha256_hex
 from mvu_store.lang import apply_update, contains_update
 from mvu_store.ledger import Ledger
 from mvu_store.ledger.records import CommitRequest, NewResource, VersionRecord
@@ -147,7 +147,8 @@ class MvuService:
             if healthy and "sourceError" in fresh:
                 assert isinstance(existing, dict)
                 fresh = {**existing, "sessionIds": sessions}
-            if isinstance(existing, dict) and js_json(normalize(existing)[0]) == js_json(normalize(fresh)[0]):
+            # Stored definitions come back with sorted keys: compare canonical texts, not key order.
+            if isinstance(existing, dict) and canonical_text(existing) == canonical_text(fresh):
                 return template_record(fresh, changed=False)
             await self._ledger.put_template(template_id, fresh)
             return template_record(fresh, changed=True)
