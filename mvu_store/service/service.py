@@ -719,7 +719,8 @@ class MvuService:
                 facts.add("started")
                 facts.add("triggered")
                 before = head.variables.get("stat_data") if isinstance(head.variables, dict) else None
-                if js_json(before) != js_json(variables["stat_data"]):
+                # The stored head has sorted keys; key order alone is no change of state.
+                if canonical_text(before) != canonical_text(variables["stat_data"]):
                     facts.add("applied", revision=outcome.revision, detail="state-committed")
                 facts.add("completed", revision=outcome.revision, detail="manual-update")
                 await facts.write(self._ledger)
