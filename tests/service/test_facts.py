@@ -9,7 +9,7 @@ from typing import Any
 from mvu_store.ledger import Ledger
 from mvu_store.memory_host import MemoryHost
 from mvu_store.service import MvuService
-from tests.service.support import PLAIN, playing, scope
+from tests.service.support import PLAIN, playing, scope, text_message, turn_end
 
 COMMON_KEYS = {"phase", "id", "eventId", "sessionId", "turn", "turnKind", "on", "recordedAt"}
 
@@ -116,3 +116,17 @@ async def test_facts_never_hold_chat_text_or_variables(service: MvuService, host
     for fact in stored:
         assert isinstance(fact, dict)
         assert all(value is None or isinstance(value, (str, int, float)) for value in fact.values())
+
+
+async def test_a_turn_without_a_human_message_has_an_unknown_kind(service: MvuService, host: MemoryHost,
+                                                                  ledger: Ledger) -> None:
+    instance = await playing(service, host)
+    host.attach(None)
+    start = host.append("s1", "turn/start", {"turn": 1})
+    await service.checkpoint(session_id="s1", turn_start_seq=start)
+    host.append("s1", "assistant/message", text_message(1, "m1", "_.set('gold', 3);"))
+    host.append("s1", "turn/end", turn_end(1))
+    await service.ingest(session_id="s1")
+    facts = await reply_facts(service, instance, await last_key(service, instance))
+    assert {f["turnKind"] for f in facts} == {"unknown"}
+    assert [f["phase"] for f in facts] == ["started", "triggered", "applied", "completed"]

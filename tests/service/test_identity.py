@@ -162,14 +162,17 @@ async def test_bad_definitions_are_config_errors(service: MvuService, ledger: Le
 # -- instances and session identity -------------------------------------------------------------
 
 
+@pytest.mark.parametrize("created_at", [1234, "2026-11-29T22:00:00.000Z"])
 async def test_an_instance_is_bound_to_its_template_and_session_identity(service: MvuService, host: MemoryHost,
-                                                                         ledger: Ledger) -> None:
-    instance = await playing(service, host, "s1", created_at=1234)
-    assert instance == expected_instance_id(HERO_TEMPLATE, "s1", 1234)
+                                                                         ledger: Ledger, created_at: Any) -> None:
+    await service.discover(definition=HERO)
+    host.create_session("s1", created_at=created_at)
+    instance = (await service.select_character(session_id="s1", character_id="hero")).instance_id
+    assert instance == expected_instance_id(HERO_TEMPLATE, "s1", created_at)
     record = await service.read(id=instance, scope=scope("s1"))
     assert record is not None
     assert record.template_id == HERO_TEMPLATE
-    assert record.instance == {"sessionId": "s1", "createdAt": 1234}
+    assert record.instance == {"sessionId": "s1", "createdAt": created_at}
     assert (record.management_mode, record.stored_management_mode) == ("native", "native")
     assert record.source == {"kind": "character", "characterId": "hero", "discovered": True}
     assert (record.revision, record.version_key, record.source_error) == (0, None, None)
@@ -177,7 +180,7 @@ async def test_an_instance_is_bound_to_its_template_and_session_identity(service
     await service.select_character(session_id="s1", character_id="hero")
     assert [row.id for row in await ledger.resources(kinds=("instance",))] == [instance]
     # Another session cannot read it.
-    host.create_session("s2", created_at=1234)
+    host.create_session("s2", created_at=created_at)
     await expect_code("SCOPE_MISMATCH", service.read(id=instance, scope=scope("s2")))
 
 
@@ -254,3 +257,19 @@ async def test_subagent_sessions_are_ignored_by_ingest(service: MvuService, host
     assert await ledger.versions(instance) == []
     assert await stat_data(service, instance, "sub") == {"hp": 50, "gold": 10, "level": 1, "mood": "calm"}
     assert await ledger.facts(session_id="sub") == []
+
+
+async def test_ingest_of_an_unknown_session_is_refused(service: MvuService) -> None:
+    await expect_code("MVU_SESSION_IDENTITY", service.ingest(session_id="ghost"))
+
+
+async def test_a_session_without_a_card_checkpoints_and_ingests_nothing(service: MvuService, host: MemoryHost,
+                                                                        ledger: Ledger) -> None:
+    await service.discover(definition=HERO)
+    host.create_session("s1", created_at=1000)
+    await host.turn("s1", turn=1, user="go", reply="_.set('gold', 1);")
+    start = host.append("s1", "turn/start", {"turn": 2})
+    assert await service.checkpoint(session_id="s1", turn_start_seq=start) == []
+    assert (await service.ingest(session_id="s1")).outcomes == []
+    assert await ledger.resources() == []
+    assert await ledger.facts() == []

@@ -9,7 +9,7 @@ from mvu_store.ledger import Ledger
 from mvu_store.memory_host import MemoryHost
 from mvu_store.service import MvuService
 from mvu_store.service.identity import character_template_id
-from tests.service.support import HERO, PLAIN, playing, revision, scope, stat_data
+from tests.service.support import HERO, PLAIN, playing, revision, scope, stat_data, text_message, turn_end
 
 HP_TO_60 = "_.set('hp', 60);"
 
@@ -102,3 +102,50 @@ async def test_a_bad_character_id_is_a_config_error(service: MvuService, host: M
     with pytest.raises(MvuError) as caught:
         await service.select_character(session_id="s1", character_id="")
     assert caught.value.code == "MVU_CONFIG"
+
+
+async def test_switching_applies_the_outgoing_cards_pending_reply_first(service: MvuService, host: MemoryHost,
+                                                                         ledger: Ledger) -> None:
+    hero = await playing(service, host)
+    await service.discover(definition=PLAIN)
+    host.attach(None)
+    start = host.append("s1", "turn/start", {"turn": 1})
+    await service.checkpoint(session_id="s1", turn_start_seq=start)
+    host.append("s1", "assistant/message", text_message(1, "m1", HP_TO_60))
+    host.append("s1", "turn/end", turn_end(1))
+    # Not ingested yet: the switch applies Hero's completed turn before Hero's boundary is left behind.
+    plain = (await service.select_character(session_id="s1", character_id="plain")).instance_id
+    assert plain is not None
+    assert (await stat_data(service, hero))["hp"] == 60
+    assert await stat_data(service, plain) == {"hp": 10, "items": []}
+    assert await ledger.versions(plain) == []
+    assert await ledger.audit() == []
+
+
+async def test_a_reply_written_before_a_mid_turn_selection_is_not_applied(service: MvuService, host: MemoryHost,
+                                                                          ledger: Ledger) -> None:
+    await service.discover(definition=HERO)
+    host.create_session("s1", created_at=1000)
+    start = host.append("s1", "turn/start", {"turn": 1})
+    host.append("s1", "assistant/message", text_message(1, "m1", HP_TO_60))
+    selection = await service.select_character(session_id="s1", character_id="hero")
+    assert selection.boundary == start + 2 and selection.instance_id is not None
+    await service.checkpoint(session_id="s1", turn_start_seq=start)
+    host.append("s1", "turn/end", turn_end(1))
+    assert (await service.ingest(session_id="s1")).outcomes == []
+    assert await revision(service, selection.instance_id) == 0
+
+
+async def test_an_unselected_session_ingests_nothing(service: MvuService, host: MemoryHost, ledger: Ledger) -> None:
+    instance = await playing(service, host)
+    await service.select_character(session_id="s1", character_id=None)
+    assert await ledger.selection("s1") == (True, None)
+    host.attach(None)
+    start = host.append("s1", "turn/start", {"turn": 1})
+    await service.checkpoint(session_id="s1", turn_start_seq=start)
+    host.append("s1", "assistant/message", text_message(1, "m1", HP_TO_60))
+    host.append("s1", "turn/end", turn_end(1))
+    assert (await service.ingest(session_id="s1")).outcomes == []
+    assert await ledger.versions(instance) == []
+    # The instance stays readable in its session while unselected.
+    assert await revision(service, instance) == 0
