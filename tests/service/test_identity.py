@@ -141,6 +141,11 @@ async def test_a_changed_card_reaches_future_instances_only(service: MvuService,
     assert fresh is not None
     assert fresh.content["stat_data"] == {"hp": 80, "gold": 5, "level": 1, "mood": "calm"}  # type: ignore[index,call-overload]
     assert fresh.content["mvu_schema"]["interpreterVersion"] == 2  # type: ignore[index,call-overload]
+    # Reselecting in the old session does not reset it either (I-5).
+    await service.select_character(session_id="s1", character_id=None)
+    assert (await service.select_character(session_id="s1", character_id="hero")).instance_id == first
+    again = await service.read(id=first, scope=scope("s1"))
+    assert again is not None and again.content == old_record.content
     # The old playthrough keeps running with its own declaration.
     await host.turn("s1", turn=1, user="go", reply="_.set('gold', 3);")
     assert await stat_data(service, first) == {"hp": 50, "gold": 3, "level": 1, "mood": "calm"}
