@@ -741,7 +741,8 @@ class MvuService:
         descriptor = current.get("mvu_schema") if isinstance(current, dict) else None
         if isinstance(descriptor, dict):
             given = variables.get("mvu_schema")
-            if given is not None and js_json(normalize(given)[0]) != js_json(normalize(descriptor)[0]):
+            # Equal as JSON values: a client may send the declaration back in another key order.
+            if given is not None and canonical_text(given) != canonical_text(descriptor):
                 raise MvuError(Code.SCHEMA_CODE, "the source's schema cannot be removed or replaced by an edit")
             variables["mvu_schema"] = copy.deepcopy(descriptor)
         elif "mvu_schema" in variables:
