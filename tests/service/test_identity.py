@@ -152,15 +152,10 @@ async def test_a_changed_card_reaches_future_instances_only(service: MvuService,
     assert await ledger.audit() == []
 
 
-@pytest.mark.parametrize("definition", [
-    {"character_id": ""},
-    {"name": "no id"},
-    {"character_id": "x", "unknown": 1},
-    {"character_id": "x", "initvar": "hp: 1"},
-    "hero",
-])
-async def test_bad_definitions_are_config_errors(service: MvuService, ledger: Ledger, definition: Any) -> None:
-    await expect_code("MVU_CONFIG", service.discover(definition=definition))
+async def test_bad_definitions_are_config_errors(service: MvuService, ledger: Ledger) -> None:
+    for definition in ({"character_id": ""}, {"name": "no id"}, {"character_id": "x", "unknown": 1},
+                       {"character_id": "x", "initvar": "hp: 1"}, "hero", None):
+        await expect_code("MVU_CONFIG", service.discover(definition=definition))
     assert await ledger.templates() == {}
 
 
