@@ -150,6 +150,7 @@ class MvuService:
             if healthy and "sourceError" in fresh:
                 assert isinstance(existing, dict)
                 fresh = {**existing, "sessionIds": sessions}
+            # Stored definitions come back with sorted keys: compare canonical texts, not key order.
             if isinstance(existing, dict) and canonical_text(existing) == canonical_text(fresh):
                 return template_record(fresh, changed=False)
             await self._ledger.put_template(template_id, fresh)
@@ -361,8 +362,15 @@ class MvuService:
         entries = await self._session_entries(session_id, snapshot)
         # Read after the entries: allocating an instance writes its boundary.
         boundaries = await self._ledger.activations(session_id)
+        # After an explicit (un)selection only the active templates' instances take replies: an
+        # unselected card's instance must not move while another card (or none) is selected (I-5).
+        selected, _ = await self._ledger.selection(session_id)
+        active = {template["id"] for template in await self._active_templates(session_id)} if selected else None
         for entry in entries:
             if entry.legacy is not None or entry.source_error is not None:
+                continue
+            if active is not None and entry.is_instance and entry.row is not None \
+                    and entry.row.template_id not in active:
                 continue
             versions = await self._ledger.versions(entry.id)
             await self._verify(entry, versions, {session_id: snapshot})
@@ -725,7 +733,7 @@ class MvuService:
                 facts.add("started")
                 facts.add("triggered")
                 before = head.variables.get("stat_data") if isinstance(head.variables, dict) else None
-                # The ledger hands content back with sorted keys: compare as JSON, not as text.
+                # The stored head has sorted keys; key order alone is no change of state (A-4).
                 if canonical_text(before) != canonical_text(variables["stat_data"]):
                     facts.add("applied", revision=outcome.revision, detail="state-committed")
                 facts.add("completed", revision=outcome.revision, detail="manual-update")
@@ -747,6 +755,7 @@ class MvuService:
         descriptor = current.get("mvu_schema") if isinstance(current, dict) else None
         if isinstance(descriptor, dict):
             given = variables.get("mvu_schema")
+            # Equal as JSON values: a client may send the declaration back in another key order.
             if given is not None and canonical_text(given) != canonical_text(descriptor):
                 raise MvuError(Code.SCHEMA_CODE, "the source's schema cannot be removed or replaced by an edit")
             variables["mvu_schema"] = copy.deepcopy(descriptor)

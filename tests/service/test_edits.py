@@ -355,3 +355,30 @@ async def test_a_copy_holds_the_current_content_and_is_independent(service: MvuS
     with pytest.raises(MvuError) as error:
         await edit(service, "mvu:backup.1", {"hp": 1, "gold": -1}, 1, "copy-schema")
     assert code_of(error) == "MVU_SCHEMA", "the copy keeps the declaration"
+
+
+async def test_an_edit_may_send_the_same_declaration_back_in_any_key_order(service: MvuService, host: MemoryHost,
+                                                                           ledger: Ledger) -> None:
+    instance = await playing(service, host)
+    record = await service.read(id=instance, scope=scope("s1"))
+    assert record is not None
+    content: Any = record.content
+    reordered = dict(reversed(list(content["mvu_schema"].items())))
+    receipt = await service.update(id=instance, content={"stat_data": {"hp": 5, "gold": 1}, "mvu_schema": reordered},
+                                   expected_revision=0, operation_id="e1", scope=scope("s1"))
+    assert receipt.revision == 1
+    assert receipt.content["mvu_schema"] == content["mvu_schema"]  # type: ignore[index,call-overload]
+    assert await ledger.audit() == []
+
+
+async def test_an_edit_cannot_replace_the_declaration(service: MvuService, host: MemoryHost, ledger: Ledger) -> None:
+    instance = await playing(service, host)
+    record = await service.read(id=instance, scope=scope("s1"))
+    assert record is not None
+    content: Any = record.content
+    other = {**content["mvu_schema"], "source": content["mvu_schema"]["source"].replace("min(0)", "min(5)")}
+    with pytest.raises(MvuError) as caught:
+        await service.update(id=instance, content={"stat_data": {"hp": 5, "gold": 1}, "mvu_schema": other},
+                             expected_revision=0, operation_id="e1", scope=scope("s1"))
+    assert caught.value.code == "MVU_SCHEMA_CODE"
+    assert (await ledger.head(instance)).revision == 0
