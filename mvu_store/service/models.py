@@ -181,6 +181,8 @@ class TemplateRecord(_Output):
     source_error: str | None = None
     interpreter_version: int | None = None
     changed: bool = False
+    rejected_error: str | None = None
+    """Why a re-discovered card was not taken: it failed, and the healthy stored template stays."""
 
 
 class SelectionResult(_Output):

@@ -147,14 +147,15 @@ class MvuService:
                 sessions.append(session_id)
             fresh = discovered_definition(card, sessions)
             healthy = isinstance(existing, dict) and "sourceError" not in existing
-            if healthy and "sourceError" in fresh:
+            rejected = fresh.get("sourceError") if healthy else None
+            if rejected is not None:
                 assert isinstance(existing, dict)
                 fresh = {**existing, "sessionIds": sessions}
             # Stored definitions come back with sorted keys: compare canonical texts, not key order.
-            if isinstance(existing, dict) and canonical_text(existing) == canonical_text(fresh):
-                return template_record(fresh, changed=False)
-            await self._ledger.put_template(template_id, fresh)
-            return template_record(fresh, changed=True)
+            changed = not (isinstance(existing, dict) and canonical_text(existing) == canonical_text(fresh))
+            if changed:
+                await self._ledger.put_template(template_id, fresh)
+            return template_record(fresh, changed=changed, rejected=rejected)
 
     async def select_character(self, *, session_id: str, character_id: str | None) -> SelectionResult:
         """Select (or, with None, unselect) a discovered card for a session (I-5).

@@ -109,6 +109,7 @@ async def test_a_failing_rediscovery_keeps_the_healthy_template(service: MvuServ
     result = await service.discover(definition={**HERO, "schema_source": "this is not zod"})
     assert result.changed is False
     assert result.source_error is None
+    assert result.rejected_error == "MVU_SCHEMA_CODE"  # the host learns why the new card was not taken
     assert await ledger.template(HERO_TEMPLATE) == before
 
 
