@@ -1,4 +1,4 @@
-"""The ``mvu`` command: ledger status, migrations, audits, import and export.
+"""The ``mvu`` command: ledger status, migrations, audits, import and export, card inspection, a demo.
 
 Every command takes ``--db URL`` (default: ``$MVU_DATABASE_URL``, else the embedded ledger at
 ``sqlite:///./var/mvu.sqlite3``), prints ``--json`` for scripts where it reports something, and
@@ -22,6 +22,8 @@ from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Column, Table
 from rich.text import Text
 
+from mvu_api.demo import render as render_demo
+from mvu_api.demo import run_demo
 from mvu_store.cards import read_card, summarize
 from mvu_store.errors import Code, MvuError
 from mvu_store.ledger import Ledger, migrate, open_ledger
@@ -174,6 +176,13 @@ async def cmd_export(args: argparse.Namespace) -> int:
     return 0
 
 
+async def cmd_demo(args: argparse.Namespace) -> int:
+    # Only an explicit --db is used: $MVU_DATABASE_URL and the default point at real ledgers.
+    report = await run_demo(args.db if args.db_given else None, ledger_id=args.ledger_id)
+    _emit(args, report, lambda console: render_demo(report, console))
+    return 0 if report["audit"]["clean"] else 1
+
+
 async def cmd_card(args: argparse.Namespace) -> int:
     path = Path(args.file)
     try:
@@ -210,8 +219,9 @@ async def cmd_card(args: argparse.Namespace) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="mvu", description=__doc__)
-    parser.add_argument("--db", default=os.environ.get("MVU_DATABASE_URL") or DEFAULT_DB,
-                        help="database URL (default: $MVU_DATABASE_URL or %(default)s)")
+    parser.add_argument("--db", default=None,
+                        help=f"database URL (default: $MVU_DATABASE_URL or {DEFAULT_DB}; "
+                             "for `demo`, a temporary file)")
     parser.add_argument("--ledger-id", default="default", help="which ledger in the database")
     parser.add_argument("--json", action="store_true", help="print machine-readable JSON")
     commands = parser.add_subparsers(dest="command", required=True)
@@ -233,11 +243,23 @@ def build_parser() -> argparse.ArgumentParser:
     card.add_argument("file", help="a card as .json or .png")
     card.add_argument("--json", action="store_true", default=argparse.SUPPRESS, help="print one JSON object")
     card.set_defaults(handler=cmd_card)
+    demo = commands.add_parser(
+        "demo", help="play a bundled sample card for five scripted turns on a fresh ledger and show what happens",
+        description="Read the bundled sample card, play five scripted turns through MemoryHost and MvuService "
+                    "on a fresh ledger (a temporary SQLite file unless --db names an empty one), and print the "
+                    "state after each turn, a failed reply's receipt, a refused stale edit, the history and "
+                    "the audit.")
+    demo.add_argument("--db", default=argparse.SUPPRESS, help="an empty ledger to play on (default: a temporary file)")
+    demo.add_argument("--json", action="store_true", default=argparse.SUPPRESS, help="print one JSON summary")
+    demo.set_defaults(handler=cmd_demo)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    args.db_given = args.db is not None
+    if args.db is None:
+        args.db = os.environ.get("MVU_DATABASE_URL") or DEFAULT_DB
     handler: Handler = args.handler
     try:
         return asyncio.run(handler(args))

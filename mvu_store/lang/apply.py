@@ -75,6 +75,11 @@ def run_commands(
     """Apply ``commands`` to a private envelope (see :func:`apply_update`)."""
     before = copy.deepcopy(envelope["stat_data"])
     run = Run(envelope["stat_data"], envelope.get("schema"), _interpreter_version(envelope) == 2, validator)
+    # With a declaration (mvu_schema) the declaration decides, as in the original: the native
+    # $meta schema is neither checked nor re-derived (its root flags, strictSet..., still apply).
+    declared = isinstance(envelope.get("mvu_schema"), dict)
+    if declared:
+        run.schema, run.declared = None, True
     diagnostics: list[dict[str, Any]] = []
     for index, command in enumerate(commands):
         # A refused command leaves no trace: with a check, restore what it may have changed.
@@ -94,9 +99,9 @@ def run_commands(
             )
     changed = not same(before, run.stat_data)
     envelope["stat_data"] = run.stat_data
-    if changed:
+    if not declared and changed:
         envelope["schema"] = reconcile(run.stat_data, run.schema)
-    elif run.schema is not None:
+    elif not declared and run.schema is not None:
         envelope["schema"] = run.schema
     envelope["display_data"] = copy.deepcopy(run.stat_data)
     envelope["delta_data"] = {"changes": run.changes}

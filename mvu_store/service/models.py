@@ -155,6 +155,16 @@ class ResourceConfig(_Input):
             raise ValueError("session ids are non-empty strings ('*' for every session)")
         return value
 
+    @field_validator("initial")
+    @classmethod
+    def _initial(cls, value: Any) -> Any:
+        # Refused here, not turned into a template's sourceError: a shared resource would be
+        # stored broken, and a later configuration change is not a reset (I-10).
+        if isinstance(value, dict) and not isinstance(value.get("stat_data"), dict):
+            raise ValueError("an initial object is a variables envelope with a stat_data object "
+                             "(or give a YAML string)")
+        return value
+
 
 # -- outputs --------------------------------------------------------------------------------------
 
@@ -171,6 +181,8 @@ class TemplateRecord(_Output):
     source_error: str | None = None
     interpreter_version: int | None = None
     changed: bool = False
+    rejected_error: str | None = None
+    """Why a re-discovered card was not taken: it failed, and the healthy stored template stays."""
 
 
 class SelectionResult(_Output):

@@ -21,7 +21,7 @@ from typing import Any, TypeVar
 
 from mvu_store.errors import Code, MvuError
 from mvu_store.host import Host, Lease, SessionSnapshot
-from mvu_store.jsonvalue import JsonValue, js_json, normalize, sha256_hex
+from mvu_store.jsonvalue import JsonValue, canonical_text, js_json, normalize, sha256_hex
 from mvu_store.lang import apply_update, contains_update
 from mvu_store.ledger import Ledger
 from mvu_store.ledger.records import CommitRequest, NewResource, VersionRecord
@@ -197,13 +197,15 @@ class MvuService:
                 sessions.append(session_id)
             fresh = discovered_definition(card, sessions)
             healthy = isinstance(existing, dict) and "sourceError" not in existing
-            if healthy and "sourceError" in fresh:
+            rejected = fresh.get("sourceError") if healthy else None
+            if rejected is not None:
                 assert isinstance(existing, dict)
                 fresh = {**existing, "sessionIds": sessions}
-            if isinstance(existing, dict) and js_json(normalize(existing)[0]) == js_json(normalize(fresh)[0]):
-                return template_record(fresh, changed=False)
-            await self._ledger.put_template(template_id, fresh)
-            return template_record(fresh, changed=True)
+            # Stored definitions come back with sorted keys: compare canonical texts, not key order.
+            changed = not (isinstance(existing, dict) and canonical_text(existing) == canonical_text(fresh))
+            if changed:
+                await self._ledger.put_template(template_id, fresh)
+            return template_record(fresh, changed=changed, rejected=rejected)
 
     async def select_character(self, *, session_id: str, character_id: str | None,
                                signal: Signal | None = None) -> SelectionResult:
@@ -421,8 +423,15 @@ class MvuService:
         entries = await self._session_entries(session_id, snapshot)
         # Read after the entries: allocating an instance writes its boundary.
         boundaries = await self._ledger.activations(session_id)
+        # After an explicit (un)selection only the active templates' instances take replies: an
+        # unselected card's instance must not move while another card (or none) is selected (I-5).
+        selected, _ = await self._ledger.selection(session_id)
+        active = {template["id"] for template in await self._active_templates(session_id)} if selected else None
         for entry in entries:
             if entry.legacy is not None or entry.source_error is not None:
+                continue
+            if active is not None and entry.is_instance and entry.row is not None \
+                    and entry.row.template_id not in active:
                 continue
             versions = await self._ledger.versions(entry.id)
             await self._verify(entry, versions, {session_id: snapshot})
@@ -564,10 +573,20 @@ class MvuService:
         await self._ensure_shared()
         if not isinstance(id, str):
             raise MvuError(Code.MISSING, "id must be a string")
+        blocked: MvuError | None = None
         if parsed.session_id is not None:
             session_id = parsed.session_id
-            await self._locked(session_id, lambda: self._prepared_entries(session_id))
+            try:
+                await self._locked(session_id, lambda: self._prepared_entries(session_id))
+            except MvuError as error:
+                # A session bound to legacy state allocates nothing, yet its legacy record stays
+                # readable in its old scope: that read is the first step of a recovery (L-3).
+                if error.code != Code.MIGRATION_REQUIRED:
+                    raise
+                blocked = error
         entry = await self._catalog.entry(id)
+        if blocked is not None and (entry is None or entry.legacy is None):
+            raise blocked
         if entry is None:
             return None
         entry.require_access(parsed)
@@ -812,7 +831,8 @@ class MvuService:
                 facts.add("started")
                 facts.add("triggered")
                 before = head.variables.get("stat_data") if isinstance(head.variables, dict) else None
-                if js_json(before) != js_json(variables["stat_data"]):
+                # The stored head has sorted keys; key order alone is no change of state (A-4).
+                if canonical_text(before) != canonical_text(variables["stat_data"]):
                     facts.add("applied", revision=outcome.revision, detail="state-committed")
                 facts.add("completed", revision=outcome.revision, detail="manual-update")
                 await facts.write(self._ledger, self._usage)
@@ -833,7 +853,8 @@ class MvuService:
         descriptor = current.get("mvu_schema") if isinstance(current, dict) else None
         if isinstance(descriptor, dict):
             given = variables.get("mvu_schema")
-            if given is not None and js_json(normalize(given)[0]) != js_json(normalize(descriptor)[0]):
+            # Equal as JSON values: a client may send the declaration back in another key order.
+            if given is not None and canonical_text(given) != canonical_text(descriptor):
                 raise MvuError(Code.SCHEMA_CODE, "the source's schema cannot be removed or replaced by an edit")
             variables["mvu_schema"] = copy.deepcopy(descriptor)
         elif "mvu_schema" in variables:
@@ -925,7 +946,7 @@ class MvuService:
         return await self._edit(entry, work)
 
     async def _writable(self, resource_id: Any, scope: Scope, *, allow_source_error: bool = False) -> Entry:
-        await self._ensure_shared()
+        await self._ensure_shared()  # a configured shared resource exists before anyone read it
         entry = await self._catalog.entry(resource_id) if isinstance(resource_id, str) else None
         if entry is None:
             raise MvuError(Code.MISSING, f"no resource {resource_id!r}", id=str(resource_id)[:200])

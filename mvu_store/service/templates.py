@@ -86,7 +86,7 @@ def _configured_initial(config: ResourceConfig, card_template: JsonValue) -> dic
     return result
 
 
-def template_record(definition: dict[str, Any], *, changed: bool) -> TemplateRecord:
+def template_record(definition: dict[str, Any], *, changed: bool, rejected: str | None = None) -> TemplateRecord:
     initial = definition.get("initial")
     descriptor = initial.get("mvu_schema") if isinstance(initial, dict) else None
     version = descriptor.get("interpreterVersion") if isinstance(descriptor, dict) else None
@@ -100,6 +100,7 @@ def template_record(definition: dict[str, Any], *, changed: bool) -> TemplateRec
         source_error=definition.get("sourceError"),
         interpreter_version=version if isinstance(version, int) else None,
         changed=changed,
+        rejected_error=rejected,
     )
 
 

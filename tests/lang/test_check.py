@@ -43,3 +43,26 @@ def test_without_a_check_nothing_is_validated() -> None:
     result = apply_update({"stat_data": {"hp": 50, "gold": 3}}, "_.set('gold', -5);")
     assert result.variables["stat_data"]["gold"] == -5
     assert result.diagnostics == ()
+
+
+def test_a_declared_state_skips_the_native_schema() -> None:
+    """With ``mvu_schema`` the declaration decides: no $meta extensibility checks, and the stored
+    native schema is left as it was (the original checks and re-derives it only without one)."""
+    schema = {"type": "object", "properties": {}, "extensible": True, "strictSet": True}
+    variables = {
+        "stat_data": {"bag": ["rope"], "friends": {"ann": 1}},
+        "schema": schema,
+        "mvu_schema": {"mvuSchema": 1, "interpreterVersion": 2, "source": "unused here"},
+    }
+    first = apply_update(variables, "_.insert('bag', 'torch');")
+    patch = '<JSONPatch>[{"op":"add","path":"/friends/bob","value":2}]</JSONPatch>'
+    second = apply_update(first.variables, patch + "\n_.insert('bag', 0, 'map');")
+    assert second.diagnostics == ()
+    assert second.variables["stat_data"] == {"bag": ["map", "rope", "torch"], "friends": {"ann": 1, "bob": 2}}
+    assert second.variables["schema"] == schema
+
+
+def test_without_a_declaration_the_derived_schema_still_refuses() -> None:
+    first = apply_update({"stat_data": {"bag": ["rope"]}}, "_.set('bag', ['rope', 'axe']);")
+    refused = apply_update(first.variables, "_.insert('bag', 'torch');")
+    assert [d["code"] for d in refused.diagnostics] == ["MVU_SCHEMA"]

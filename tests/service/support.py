@@ -37,3 +37,31 @@ async def playing(service: MvuService, host: MemoryHost, session_id: str = "s1",
     selection = await service.select_character(session_id=session_id, character_id=card["character_id"])
     assert selection.instance_id is not None
     return selection.instance_id
+
+
+# -- hand-built session events (HOST_EVENTS.md), for turns MemoryHost.turn cannot play ----------
+
+
+def text_message(turn: int, message_id: str, text: str, **extra: Any) -> dict[str, Any]:
+    """An ``assistant/message`` payload with one text block (``extra``: step, interrupted ...)."""
+    return {"turn": turn, "message": {"id": message_id, "content": [{"type": "text", "text": text}]}, **extra}
+
+
+def user_message(turn: int, text: str = "go") -> dict[str, Any]:
+    return {"turn": turn, "message": {"source": {"kind": "user"}, "content": [{"type": "text", "text": text}]}}
+
+
+def turn_end(turn: int, reason: str = "completed") -> dict[str, Any]:
+    return {"turn": turn, "reason": {"kind": reason}}
+
+
+async def stat_data(service: MvuService, instance: str, session_id: str = "s1") -> Any:
+    record = await service.read(id=instance, scope=scope(session_id))
+    assert record is not None
+    return record.content["stat_data"]  # type: ignore[index,call-overload]
+
+
+async def revision(service: MvuService, instance: str, session_id: str = "s1") -> int:
+    record = await service.read(id=instance, scope=scope(session_id))
+    assert record is not None
+    return record.revision

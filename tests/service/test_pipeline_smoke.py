@@ -5,7 +5,7 @@ from __future__ import annotations
 from mvu_store.ledger import Ledger
 from mvu_store.memory_host import MemoryHost
 from mvu_store.service import MvuService
-from tests.service.support import playing, scope
+from tests.service.support import HERO, playing, scope
 
 
 async def test_a_reply_is_applied_through_the_declaration(service: MvuService, host: MemoryHost,
@@ -24,3 +24,9 @@ async def test_a_reply_is_applied_through_the_declaration(service: MvuService, h
     assert [(entry.kind, entry.revision) for entry in history] == [("reply", 1), ("manual", 2)]
     assert history[1].before == record.content["stat_data"]
     assert await ledger.audit() == []
+
+
+async def test_rediscovering_an_unchanged_card_changes_nothing(service: MvuService) -> None:
+    first = await service.discover(definition=HERO)
+    again = await service.discover(definition=HERO)
+    assert (first.changed, again.changed) == (True, False)

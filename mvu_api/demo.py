@@ -1,0 +1,283 @@
+"""``mvu demo``: the bundled sample card played for five scripted turns on a fresh ledger.
+
+:func:`run_demo` does the work and returns a JSON-ready report; :func:`render` prints it with
+rich. The pipeline is the real one: ``read_card`` → ``MvuService.discover`` →
+``select_character`` → ``MemoryHost`` turns (checkpoint at ``turn/start``, ingest at
+``turn/end``) → ``read`` / ``history`` / ``update`` → ``Ledger.audit``.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from mvu_store.cards import read_card
+from mvu_store.demo import CHARACTER_ID, EDIT, SESSION_CREATED_AT, SESSION_ID, TURNS, sample_card_bytes
+from mvu_store.errors import Code, MvuError
+from mvu_store.jsonvalue import JsonValue
+from mvu_store.ledger import Ledger, open_ledger
+from mvu_store.memory_host import MemoryHost
+from mvu_store.service import CharacterDefinition, HistoryEntry, MvuService, Scope
+
+
+async def run_demo(url: str | None = None, *, ledger_id: str = "default") -> dict[str, Any]:
+    """Play the demo on ``url`` (None: a temporary SQLite file, deleted afterwards).
+
+    A ledger given by URL must be empty (``MVU_CONFIG`` otherwise): the demo never writes its
+    sample session into a ledger that holds someone's data.
+    """
+    with tempfile.TemporaryDirectory(prefix="mvu-demo-") as directory:
+        target = url if url is not None else f"sqlite:///{Path(directory) / 'demo.sqlite3'}"
+        ledger = await open_ledger(target, ledger_id=ledger_id)
+        try:
+            if url is not None:
+                await _require_empty(ledger)
+            report = await _play(ledger)
+        finally:
+            await ledger.close()
+    report["database"] = "a temporary SQLite file (deleted afterwards)" if url is None else ledger.url
+    report["temporary"] = url is None
+    return report
+
+
+async def _require_empty(ledger: Ledger) -> None:
+    usage = await ledger.usage()
+    if usage.used_bytes or usage.facts_count or await ledger.templates():
+        raise MvuError(Code.CONFIG, f"ledger {ledger.ledger_id!r} at {ledger.url} already holds data; the demo only "
+                                    "writes to an empty ledger (leave out --db for a temporary one)",
+                       used_bytes=usage.used_bytes)
+
+
+async def _play(ledger: Ledger) -> dict[str, Any]:
+    card = read_card(sample_card_bytes(), name="sample_card")
+    host = MemoryHost()
+    service = MvuService(ledger=ledger, host=host)
+    try:
+        template = await service.discover(definition=CharacterDefinition(
+            character_id=CHARACTER_ID, name=card.name, initvar=list(card.initvar),
+            schema_source=card.schema_source, greetings=list(card.greetings)))
+        if template.source_error is not None:
+            raise MvuError(template.source_error, "the bundled sample card did not initialise")
+        host.create_session(SESSION_ID, created_at=SESSION_CREATED_AT)
+        selection = await service.select_character(session_id=SESSION_ID, character_id=CHARACTER_ID)
+        instance = selection.instance_id
+        assert instance is not None
+        host.attach(service)  # from now on turn/start checkpoints and turn/end ingests
+        scope = Scope(session_id=SESSION_ID)
+
+        async def state() -> tuple[int, dict[str, Any]]:
+            record = await service.read(id=instance, scope=scope)
+            assert record is not None and isinstance(record.content, dict)
+            return record.revision, record.content
+
+        revision, content = await state()
+        initial = {"revision": revision, "statData": content["stat_data"]}
+        turns: list[dict[str, Any]] = []
+        revisions: dict[int, int] = {0: revision}
+        for number, turn in enumerate(TURNS, start=1):
+            await host.turn(SESSION_ID, turn=number, user=turn.user, reply=turn.reply)
+            revision, content = await state()
+            revisions[number] = revision
+            entry = _entry_of_turn(await service.history(id=instance, scope=scope), number)
+            diagnostics = content.get("update_diagnostics") if entry.kind == "reply" else None
+            turns.append({
+                "turn": number, "user": turn.user, "reply": turn.reply, "shows": turn.shows,
+                "outcome": entry.kind, "receiptRevision": entry.revision, "error": entry.error,
+                "diagnostics": [{"code": d.get("code"), "command": d.get("command"), "message": d.get("message")}
+                                for d in diagnostics or [] if isinstance(d, dict)],
+                "revision": revision, "statData": content["stat_data"],
+            })
+
+        failed = [entry for entry in await service.history(id=instance, scope=scope) if entry.kind == "failed"]
+        edited = copy.deepcopy(content["stat_data"])
+        _set_path(edited, EDIT.path, EDIT.value)
+        stale = revisions[EDIT.stale_after_turn]
+        try:
+            await service.update(id=instance, content={"stat_data": edited}, expected_revision=stale,
+                                 operation_id=EDIT.operation_id, scope=scope)
+        except MvuError as error:
+            if error.code != Code.REVISION_CONFLICT:
+                raise
+            conflict = {"code": error.code, "message": error.message,
+                        "expectedRevision": error.details.get("expected_revision"),
+                        "currentRevision": error.details.get("current_revision")}
+        else:
+            raise MvuError(Code.OPERATION, "the demo's stale edit was accepted; it should have been refused")
+        current = conflict["currentRevision"]
+        assert isinstance(current, int)
+        receipt = await service.update(id=instance, content={"stat_data": edited}, expected_revision=current,
+                                       operation_id=EDIT.operation_id, scope=scope)
+        assert isinstance(receipt.content, dict)
+        retry = {"expectedRevision": current, "revision": receipt.revision, "path": ".".join(EDIT.path),
+                 "value": EDIT.value, "statData": receipt.content["stat_data"]}
+
+        history = [{"kind": entry.kind, "revision": entry.revision, "error": entry.error,
+                    "turn": entry.source.get("turn"), "messageId": entry.source.get("messageId"),
+                    "changed": changed_paths(entry.before, _stat_data(entry.variables))
+                    if entry.before_available else None}
+                   for entry in await service.history(id=instance, scope=scope, include_before=True)]
+    finally:
+        await service.close()
+    findings = await ledger.audit()
+    return {
+        "card": {"name": card.name, "spec": card.spec, "initvarEntries": len(card.initvar),
+                 "schemaFound": card.schema_source is not None,
+                 "greeting": card.greetings[0] if card.greetings else None,
+                 "interpreterVersion": template.interpreter_version},
+        "characterId": CHARACTER_ID, "sessionId": SESSION_ID, "instanceId": instance,
+        "edit": EDIT.description,
+        "initial": initial,
+        "turns": turns,
+        "failedReceipts": [_receipt(entry) for entry in failed],
+        "conflict": conflict,
+        "retry": retry,
+        "history": history,
+        "audit": {"clean": not findings,
+                  "findings": [{"check": f.check, "subject": f.subject, "detail": f.detail} for f in findings]},
+    }
+
+
+def _entry_of_turn(history: list[HistoryEntry], turn: int) -> HistoryEntry:
+    entries = [entry for entry in history if entry.source.get("turn") == turn and entry.kind in ("reply", "failed")]
+    if not entries:
+        raise MvuError(Code.OPERATION, f"turn {turn} left no version in the history", turn=turn)
+    return entries[-1]
+
+
+def _receipt(entry: HistoryEntry) -> dict[str, Any]:
+    return {"kind": entry.kind, "revision": entry.revision, "error": entry.error, "key": entry.key,
+            "turn": entry.source.get("turn"), "messageId": entry.source.get("messageId"),
+            "messageSeq": entry.source.get("messageSeq"), "statData": _stat_data(entry.variables)}
+
+
+def _stat_data(variables: JsonValue) -> JsonValue:
+    return variables.get("stat_data") if isinstance(variables, dict) else None
+
+
+def _set_path(data: dict[str, Any], path: tuple[str, ...], value: Any) -> None:
+    for key in path[:-1]:
+        data = data[key]
+    data[path[-1]] = value
+
+
+def leaves(value: JsonValue, prefix: str = "") -> dict[str, JsonValue]:
+    """``{path: value}`` for every leaf (``hero.hp``, ``list[0]``); an empty container is a leaf."""
+    if isinstance(value, dict) and value:
+        result: dict[str, JsonValue] = {}
+        for key, item in value.items():
+            result.update(leaves(item, f"{prefix}.{key}" if prefix else key))
+        return result
+    if isinstance(value, list) and value:
+        result = {}
+        for index, item in enumerate(value):
+            result.update(leaves(item, f"{prefix}[{index}]"))
+        return result
+    return {prefix or "(root)": value}
+
+
+def changed_paths(before: JsonValue, after: JsonValue) -> list[str]:
+    """The leaf paths whose value differs (added, changed or removed), in the new state's order."""
+    old, new = leaves(before), leaves(after)
+    same = {path for path in old.keys() & new.keys() if _json(old[path]) == _json(new[path])}
+    return [path for path in new if path not in same] + [path for path in old if path not in new]
+
+
+def _json(value: JsonValue) -> str:
+    return json.dumps(value, ensure_ascii=False, sort_keys=True)
+
+
+def type_name(value: JsonValue) -> str:
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int | float):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, list):
+        return "array"
+    if isinstance(value, dict):
+        return "object"
+    return "null"
+
+
+# -- rendering ------------------------------------------------------------------------------------
+
+
+def _state_table(title: str, stat_data: JsonValue, highlight: list[str] | None = None) -> Table:
+    table = Table("path", "value", "type", title=Text(title))
+    marked = set(highlight or ())
+    for path, value in leaves(stat_data).items():
+        style = "bold yellow" if path in marked else ""
+        table.add_row(Text(path, style=style), Text(_json(value), style=style), type_name(value))
+    return table
+
+
+def render(report: dict[str, Any], console: Console) -> None:
+    """The demo as a newcomer reads it: card, turns with the state after each, the refusals,
+    the history and the audit verdict. Card and reply text is data, never markup."""
+    card = report["card"]
+    console.rule(Text(f"mvu demo: {card['name']}"))
+    console.print(Text(f"card: {card['spec']}, {card['initvarEntries']} [initvar] entry, schema "
+                       f"{'found' if card['schemaFound'] else 'missing'} (interpreter v{card['interpreterVersion']})"))
+    console.print(Text(f"ledger: {report['database']}; session {report['sessionId']!r}, "
+                       f"instance {report['instanceId']}"))
+    if card["greeting"]:
+        console.print(Text.assemble(("greeting: ", "bold"), card["greeting"]))
+    console.print(_state_table(f"initial stat_data (revision {report['initial']['revision']})",
+                               report["initial"]["statData"]))
+    previous = report["initial"]["statData"]
+    for turn in report["turns"]:
+        console.rule(Text(f"turn {turn['turn']}: {turn['shows']}"))
+        console.print(Text.assemble(("user: ", "bold cyan"), turn["user"]))
+        console.print(Text.assemble(("reply: ", "bold magenta"), turn["reply"].rstrip()))
+        if turn["outcome"] == "failed":
+            console.print(Text.assemble(("refused whole: ", "bold red"),
+                                        f"{turn['error']} (failed receipt at revision {turn['receiptRevision']}; "
+                                        "the state did not move)"))
+        for diagnostic in turn["diagnostics"]:
+            console.print(Text.assemble(("diagnostic: ", "yellow"),
+                                        f"{diagnostic['code']} {diagnostic['command']!r}: {diagnostic['message']}"))
+        console.print(_state_table(f"stat_data after turn {turn['turn']} (revision {turn['revision']})",
+                                   turn["statData"], changed_paths(previous, turn["statData"])))
+        previous = turn["statData"]
+
+    console.rule("the failed reply's receipt")
+    for receipt in report["failedReceipts"]:
+        table = Table(show_header=False, title="failed receipt (history entry)")
+        for name in ("kind", "revision", "error", "turn", "messageId", "messageSeq", "key"):
+            table.add_row(name, Text(str(receipt[name])))
+        console.print(table)
+
+    conflict, retry = report["conflict"], report["retry"]
+    console.rule("a manual edit with a stale revision")
+    console.print(Text(f"{report['edit']}: set {retry['path']} = {retry['value']} with "
+                       f"expected_revision={conflict['expectedRevision']}"))
+    console.print(Text.assemble(("refused: ", "bold red"), f"{conflict['code']}: {conflict['message']} "
+                                f"(current revision {conflict['currentRevision']})"))
+    console.print(Text.assemble(("retry: ", "bold green"), f"expected_revision={retry['expectedRevision']} → "
+                                f"committed at revision {retry['revision']}"))
+    console.print(_state_table(f"stat_data after the edit (revision {retry['revision']})", retry["statData"],
+                               changed_paths(previous, retry["statData"])))
+
+    console.rule("history")
+    history = Table("revision", "kind", "turn", "error", "changed paths", title="history (oldest first)")
+    for entry in report["history"]:
+        changed = "(unknown)" if entry["changed"] is None else ", ".join(entry["changed"]) or "(nothing)"
+        history.add_row(str(entry["revision"]), entry["kind"], str(entry["turn"] if entry["turn"] is not None else ""),
+                        entry["error"] or "", Text(changed))
+    console.print(history)
+    audit = report["audit"]
+    if audit["clean"]:
+        console.print("[green]audit: clean[/green] (every audit_* view is empty)")
+    else:
+        findings = Table("check", "subject", "detail", title=f"audit: {len(audit['findings'])} finding(s)")
+        for finding in audit["findings"]:
+            findings.add_row(finding["check"], Text(str(finding["subject"])), Text(str(finding["detail"])))
+        console.print(findings)
