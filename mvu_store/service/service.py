@@ -165,7 +165,13 @@ class MvuService:
 
     async def _session_lease(self, session_id: str) -> Lease:
         """A host session lease, valid now (else ``MVU_SESSION_LEASE``)."""
-        lease = await self._host.capture_session_lease(session_id)
+        try:
+            lease = await self._host.capture_session_lease(session_id)
+        except MvuError as error:
+            if error.code != Code.MISSING:
+                raise
+            raise MvuError(Code.SESSION_IDENTITY, f"the host has no durable session {session_id!r}",
+                           session_id=session_id) from None
         if not callable(lease) or lease() is not True:
             raise MvuError(Code.SESSION_LEASE, "a controlled session mutation lease is required",
                            session_id=session_id)

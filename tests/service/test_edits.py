@@ -214,12 +214,12 @@ async def test_a_lease_invalidated_during_the_call_is_refused(ledger: Ledger) ->
     host.break_next = True
     with pytest.raises(MvuError) as error:
         await edit(service, instance, {"hp": 20, "gold": 1}, 0, "leased")
-    assert code_of(error) == "MVU_READ_ONLY", "refused at the re-check before the commit, not at capture"
+    assert code_of(error) == "MVU_SESSION_LEASE", "refused at the re-check before the commit (A-1)"
     host.break_next = True
     with pytest.raises(MvuError) as error:
         await service.set_management_mode(id=instance, mode="managed", expected_revision=0,
                                           operation_id="leased-mode", scope=scope("s1"))
-    assert code_of(error) == "MVU_READ_ONLY", "refused at the re-check before the commit, not at capture"
+    assert code_of(error) == "MVU_SESSION_LEASE", "refused at the re-check before the commit (A-1)"
     assert await ledger.versions(instance) == []
     record = await current(service, instance)
     assert (record.revision, record.stored_management_mode) == (0, "native")
@@ -228,13 +228,16 @@ async def test_a_lease_invalidated_during_the_call_is_refused(ledger: Ledger) ->
 
 async def test_a_session_whose_lease_is_already_invalid_is_refused(ledger: Ledger) -> None:
     class NoLeaseHost(MemoryHost):
+        refuse = False
+
         async def capture_session_lease(self, session_id: str) -> Lease:
-            return lambda: False
+            return (lambda: False) if self.refuse else await super().capture_session_lease(session_id)
 
     host = NoLeaseHost()
     service = MvuService(ledger=ledger, host=host)
     host.attach(service)
     instance = await playing(service, host)
+    host.refuse = True
     with pytest.raises(MvuError) as error:
         await edit(service, instance, {"hp": 20, "gold": 1}, 0, "no-lease")
     assert code_of(error) == "MVU_SESSION_LEASE"

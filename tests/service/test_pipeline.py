@@ -294,7 +294,10 @@ async def test_a_full_ledger_refuses_the_commit_and_writes_nothing(ledger_url: s
         await expect_code("PLAY_STORAGE_LIMIT", service.ingest(session_id="s1"))
         assert await ledger.versions(instance) == []
         assert (await ledger.usage()).used_bytes == usage.used_bytes
-        assert await ledger.facts() == facts
+        # Facts are bounded on their own, not charged: the refusal is observed as failed.
+        added = (await ledger.facts())[len(facts):]
+        assert [(f["phase"], f.get("detail")) for f in added] == [("started", None), ("triggered", None),
+                                                                  ("failed", "PLAY_STORAGE_LIMIT")]
         assert await revision(service, instance) == 0
         assert await stat_data(service, instance) == {"hp": 10, "items": []}
         assert await ledger.audit() == []
