@@ -661,10 +661,17 @@ class MvuService:
                            version_key=version.key)
 
     @staticmethod
+    def _own_version(entry: Entry, version: VersionRecord) -> bool:
+        """An instance's own version belongs to its one session even when its source names
+        another: an edit of an inherited reply keeps that reply's (the ancestor's) coordinates."""
+        return entry.is_instance and not version.inherited and version.resource_id == entry.id
+
+    @staticmethod
     def _historical_version(entry: Entry, versions: builtins.list[VersionRecord], scope: Scope) -> VersionRecord | None:
         """The version a historical scope names: by message id, or the last at an event id."""
         own = [version for version in versions
-               if version.source.get("sessionId") == scope.session_id or (version.inherited and entry.is_instance)]
+               if version.source.get("sessionId") == scope.session_id or (version.inherited and entry.is_instance)
+               or MvuService._own_version(entry, version)]
         version: VersionRecord | None = None
         if scope.message_id is not None:
             version = next((v for v in reversed(own) if v.source.get("messageId") == scope.message_id), None)
@@ -715,7 +722,7 @@ class MvuService:
         result = []
         for version in versions:
             if parsed.session_id is not None and version.source.get("sessionId") != parsed.session_id \
-                    and not version.inherited:
+                    and not version.inherited and not self._own_version(entry, version):
                 continue
             fields: dict[str, Any] = {}
             if include_before:
