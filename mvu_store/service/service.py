@@ -103,7 +103,8 @@ class MvuService:
         self._usage = Usage()
         self._branching = Branching(ServiceParts(
             ledger=ledger, host=host, locked=self._locked, durable=self._durable,
-            ensure_instances=self._ensure_instances, verify=self._verify, lease=self._session_lease))
+            ensure_instances=self._ensure_instances, verify=self._verify, lease=self._session_lease,
+            alive=self._alive))
 
     # -- lifecycle ------------------------------------------------------------------------------
 
@@ -955,11 +956,11 @@ class MvuService:
         if turn_running(snapshot):
             raise MvuError(Code.READ_ONLY, "the instance cannot be edited while its turn is running", id=entry.id)
 
-    @staticmethod
-    def _check_lease(lease: Lease | None, signal: Signal | None = None) -> None:
-        """After the last await, before the commit is queued: the caller still wants it and the
-        session is still the one inspected (A-1)."""
+    def _check_lease(self, lease: Lease | None, signal: Signal | None = None) -> None:
+        """After the last await, before the commit is queued: the caller still wants it, the
+        service is still open and the session is still the one inspected (A-1)."""
         check_signal(signal)
+        self._alive()
         if lease is not None and lease() is not True:
             raise MvuError(Code.SESSION_LEASE, "the session changed before the commit")
 
