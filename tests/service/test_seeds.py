@@ -378,3 +378,64 @@ async def test_a_ledger_with_seeded_children_exports_and_imports_clean(service: 
         assert await imported.audit() == []
     finally:
         await imported.close()
+
+
+async def test_seed_coordinates_are_checked_at_capture(service: MvuService, host: MemoryHost,
+                                                       ledger: Ledger) -> None:
+    _, (r1, r2, r3) = await three_turns(service, host)
+    user_event = r3 - 1
+    refusals: list[tuple[dict[str, Any], str]] = [
+        ({"kind": "merge", "at_event_id": r2}, "MVU_SEED"),
+        ({"kind": "fork", "at_event_id": user_event}, "MVU_SEED"),  # not a reply
+        ({"kind": "fork", "at_event_id": r2, "prefix_end_event_id": r1}, "MVU_SEED"),
+        ({"kind": "reply-swipe", "at_event_id": r3, "prefix_end_event_id": r3}, "MVU_SEED"),
+        ({"kind": "reply-swipe", "at_event_id": r3, "prefix_end_event_id": r1}, "MVU_SEED_MISMATCH"),
+        ({"kind": "request-retry", "at_event_id": user_event, "prefix_end_event_id": r2}, "MVU_SEED"),  # answered
+        ({"kind": "fork", "at_event_id": 999}, "MVU_SEED"),
+    ]
+    for arguments, code in refusals:
+        with pytest.raises(MvuError) as refused:
+            await service.capture_session_seed(session_id="s1", **arguments)
+        assert refused.value.code == code, arguments
+    assert await seed_rows(ledger) == 0
+
+
+async def test_a_pending_root_seed_blocks_its_target_until_installed(service: MvuService, host: MemoryHost,
+                                                                     ledger: Ledger) -> None:
+    _, (r1, _, _) = await three_turns(service, host)
+    ticket = await service.capture_session_seed(session_id="s1", kind="reply-swipe", at_event_id=r1,
+                                                target_session_id="w0")
+    assert ticket is not None
+    host.swipe("s1", at_event_id=r1, new_session_id="w0", created_at=4000)
+    host.create_session("w9", created_at=4001)
+    # The ticket names its target: another empty session cannot take it.
+    with pytest.raises(MvuError) as elsewhere:
+        await service.install_session_seed(ticket=ticket, session_id="w9")
+    assert elsewhere.value.code == "MVU_SEED_CONFLICT"
+    # The host's first request in the target waits for the seed: its checkpoint is refused.
+    host.append("w0", "turn/start", {"turn": 1})
+    with pytest.raises(MvuError) as pending:
+        await host.drain()
+    assert pending.value.code == "MVU_SEED_PENDING"
+    assert await ledger.resources(session_id="w0", kinds=("instance",)) == []
+    # The target now holds a turn/start of its own: it is no longer the new empty session.
+    with pytest.raises(MvuError) as started:
+        await service.install_session_seed(ticket=ticket, session_id="w0")
+    assert started.value.code == "MVU_SEED_MISMATCH"
+    assert await ledger.audit() == []
+
+
+async def test_a_child_whose_checkpoint_positions_moved_is_refused(service: MvuService, host: MemoryHost,
+                                                                   ledger: Ledger) -> None:
+    _, (_, r2, _) = await three_turns(service, host)
+    ticket = await service.capture_session_seed(session_id="s1", kind="fork", at_event_id=r2)
+    assert ticket is not None
+    host.fork("s1", at_event_id=r2, new_session_id="f1", created_at=2000)
+    snapshot = await host.inspect("f1")
+    assert snapshot is not None
+    start2 = max(event.seq for event in snapshot.events if event.type == "turn/start" and event.seq < r2)
+    host.replace_event("f1", start2, "turn/start", {"turn": 7})
+    with pytest.raises(MvuError) as refused:
+        await service.install_session_seed(ticket=ticket, session_id="f1")
+    assert refused.value.code == "MVU_SEED_MISMATCH"
+    assert await ledger.resources(session_id="f1", kinds=("instance",)) == []
