@@ -72,7 +72,7 @@ _AUDITED_KINDS = frozenset({"reply", "failed", "card", "initial", "inherited"})
 # full ledger is one of them: going over the budget keeps the previous content *and revision*
 # (P-4), which a failed receipt (it claims a revision) would not.
 _UNRECORDED = frozenset({Code.STORAGE_BUSY.value, Code.DISPOSED.value, Code.STORAGE_CORRUPT.value,
-                         Code.STORAGE_LIMIT.value, Code.USAGE_CANCELLED.value})
+                         Code.STORAGE_LIMIT.value, Code.USAGE_CANCELLED.value, Code.SESSION_LEASE.value})
 
 
 def _now_ms() -> int:
@@ -375,12 +375,13 @@ class MvuService:
 
         async def work() -> list[CheckpointInfo]:
             snapshot, _ = await self._durable(session_id)
+            lease = await self._session_lease(session_id)
             start = snapshot.event(turn_start_seq)
             turn = start.data.get("turn") if start is not None else None
             if start is None or start.type != "turn/start" or isinstance(turn, bool) or not isinstance(turn, int):
                 raise MvuError(Code.BASELINE_REQUIRED, "a checkpoint needs a durable turn/start event",
                                session_id=session_id, seq=turn_start_seq)
-            await self._ingest(session_id, snapshot, before=turn_start_seq, signal=signal)
+            await self._ingest(session_id, snapshot, before=turn_start_seq, signal=signal, lease=lease)
             frozen = []
             for entry in await self._session_entries(session_id, snapshot):
                 if entry.legacy is not None or entry.source_error is not None:
@@ -404,12 +405,14 @@ class MvuService:
             if snapshot is None:
                 raise MvuError(Code.SESSION_IDENTITY, f"the host has no durable session {session_id!r}",
                                session_id=session_id)
-            return await self._ingest(session_id, snapshot, signal=signal)
+            lease = await self._session_lease(session_id)
+            return await self._ingest(session_id, snapshot, signal=signal, lease=lease)
 
         return await self._locked(session_id, work)
 
     async def _ingest(self, session_id: str, snapshot: SessionSnapshot | None, *,
-                      before: int | None = None, signal: Signal | None = None) -> IngestReport:
+                      before: int | None = None, signal: Signal | None = None,
+                      lease: Lease | None = None) -> IngestReport:
         """Ingest the session's unprocessed completed turns (those ending before ``before``)."""
         report = IngestReport(session_id=session_id)
         if snapshot is None or snapshot.header.origin == "subagent":
@@ -432,14 +435,14 @@ class MvuService:
                     continue
                 if not reply.completed or (before is not None and reply.end_seq >= before):
                     continue
-                outcome, fact_error = await self._apply_reply(entry, reply, signal)
+                outcome, fact_error = await self._apply_reply(entry, reply, signal, lease)
                 report.outcomes.append(outcome)
                 if fact_error is not None:
                     report.fact_errors.append(fact_error)
         return report
 
-    async def _apply_reply(self, entry: Entry, reply: Reply,
-                           signal: Signal | None = None) -> tuple[TurnOutcome, str | None]:
+    async def _apply_reply(self, entry: Entry, reply: Reply, signal: Signal | None = None,
+                           lease: Lease | None = None) -> tuple[TurnOutcome, str | None]:
         """Run one reply's commands on the head and commit the result once, or a failed receipt."""
         if entry.is_instance and await self._ledger.checkpoint(
                 entry.id, session_id=str(reply.source["sessionId"]), turn=reply.turn) is None:
@@ -462,7 +465,8 @@ class MvuService:
                 facts.add("failed", detail=error.code)
                 await facts.write(self._ledger, self._usage)
                 raise
-            return await self._fail_reply(entry, reply, baseline.revision, baseline.variables, error, facts)
+            return await self._fail_reply(entry, reply, baseline.revision, baseline.variables, error, facts,
+                                          signal, lease)
         run = has_update and decision.enabled
         if run:
             facts.add("triggered", configRevision=decision.config_revision)
@@ -478,7 +482,7 @@ class MvuService:
                     variables, changed = result.variables, result.changed
                     diagnostics = [dict(item) for item in result.diagnostics]
                 self._check_decision(decision)
-                check_signal(signal)
+                self._check_lease(lease, signal)
                 outcome = await self._ledger.commit(CommitRequest(
                     entry.id, head.revision, "reply", variables, reply.fingerprint, reply.source, key=reply.key,
                     meta={"sourceRevision": head.revision, "configRevision": decision.config_revision}))
@@ -489,7 +493,8 @@ class MvuService:
                     facts.add("failed", detail=error.code)
                     await facts.write(self._ledger, self._usage)
                     raise
-                return await self._fail_reply(entry, reply, head.revision, head.variables, error, facts)
+                return await self._fail_reply(entry, reply, head.revision, head.variables, error, facts,
+                                              signal, lease)
             if outcome.replayed:
                 return TurnOutcome(resource_id=entry.id, turn=reply.turn, message_seq=reply.message.seq,
                                    version_key=reply.key, status="replayed", revision=outcome.revision), None
@@ -510,9 +515,16 @@ class MvuService:
         self._alive()
 
     async def _fail_reply(self, entry: Entry, reply: Reply, revision: int, baseline: JsonValue, error: MvuError,
-                          facts: Facts) -> tuple[TurnOutcome, str | None]:
+                          facts: Facts, signal: Signal | None = None,
+                          lease: Lease | None = None) -> tuple[TurnOutcome, str | None]:
         """Save the poison receipt: the state unchanged, the reply never applied again (P-3)."""
         for _attempt in range(_CAS_ATTEMPTS):
+            try:
+                self._check_lease(lease, signal)
+            except MvuError as refusal:
+                facts.add("failed", detail=refusal.code)
+                await facts.write(self._ledger, self._usage)
+                raise
             try:
                 outcome = await self._ledger.commit(CommitRequest(
                     entry.id, revision, "failed", baseline, reply.fingerprint, reply.source, key=reply.key,
