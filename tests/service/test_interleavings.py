@@ -90,8 +90,9 @@ async def test_a_registration_change_during_a_pending_decision_cancels_the_commi
     assert await ledger.audit() == []
 
 
+@pytest.mark.parametrize("host_work", [False, True])
 async def test_a_checkpoint_never_overtakes_a_pending_commit(service: MvuService, host: GatedHost,
-                                                            ledger: Ledger) -> None:
+                                                            ledger: Ledger, host_work: bool) -> None:
     instance = await playing(service, host)
     manager = Pending({"enabled": True})
     service.register_usage(manager, provider_id=MANAGER)
@@ -100,17 +101,33 @@ async def test_a_checkpoint_never_overtakes_a_pending_commit(service: MvuService
     host.append("s1", "assistant/message", {"turn": 1, "message": {
         "id": "m1", "content": [{"type": "text", "text": "_.add('gold', 5);"}]}})
     host.append("s1", "turn/end", {"turn": 1, "reason": {"kind": "completed"}})
-    await manager.asked.wait()
-    # The next turn starts while turn 1's commit waits on its decision.
-    start = host.append("s1", "turn/start", {"turn": 2})
+    if host_work:
+        # The next turn starts while turn 1's commit waits on its decision: host work on the
+        # session invalidates that commit's lease, so the checkpoint applies the reply itself.
+        await manager.asked.wait()
+        start = host.append("s1", "turn/start", {"turn": 2})
+    else:
+        # The next turn is requested before the ingest looked at the session: its checkpoint
+        # waits behind the pending commit.
+        start = host.append("s1", "turn/start", {"turn": 2})
+        await manager.asked.wait()
     assert await ledger.checkpoint(instance, session_id="s1", turn=2) is None
     manager.decide.set()
-    await host.drain()
+    if host_work:
+        with pytest.raises(MvuError) as refused:
+            await host.drain()
+        assert refused.value.code == "MVU_SESSION_LEASE"
+    else:
+        await host.drain()
     point = await ledger.checkpoint(instance, session_id="s1", turn=2)
     assert point is not None and point.seq == start
     head = await ledger.head(instance)
     assert (point.revision, point.version_key, head.revision) == (1, head.version_key, 1)
     assert (await ledger.blob(point.variables_hash))["stat_data"]["gold"] == 15  # type: ignore[index,call-overload]
+    assert [version.kind for version in await ledger.versions(instance)] == ["reply"]
+    phases = [(fact["phase"], fact.get("detail")) for fact in await service.facts(id=instance, scope=scope("s1"))]
+    assert phases.count(("applied", "state-committed")) == 1
+    assert (("failed", "MVU_SESSION_LEASE") in phases) is host_work
     # Asked again after the head moved, the checkpoint stays the first one (F-6).
     host.append("s1", "turn/end", {"turn": 2, "reason": {"kind": "aborted"}})
     await host.drain()
@@ -118,6 +135,40 @@ async def test_a_checkpoint_never_overtakes_a_pending_commit(service: MvuService
                          operation_id="edit", scope=scope("s1"))
     [again] = await service.checkpoint(session_id="s1", turn_start_seq=start)
     assert (again.revision, again.version_key) == (1, point.version_key)
+    assert await ledger.audit() == []
+
+
+@pytest.mark.parametrize("abort", ["signal", "identity", "close"])
+async def test_an_ingest_aborted_during_its_decision_commits_nothing(service: MvuService, host: GatedHost,
+                                                                    ledger: Ledger, abort: str) -> None:
+    instance = await playing(service, host)
+    manager = Pending({"enabled": True})
+    service.register_usage(manager, provider_id=MANAGER)
+    host.append("s1", "turn/start", {"turn": 1})
+    await host.drain()
+    host.attach(None)  # the test calls ingest itself, with its own signal
+    host.append("s1", "assistant/message", {"turn": 1, "message": {
+        "id": "m1", "content": [{"type": "text", "text": "_.add('gold', 5);"}]}})
+    host.append("s1", "turn/end", {"turn": 1, "reason": {"kind": "completed"}})
+    signal = asyncio.Event()
+    task = asyncio.ensure_future(service.ingest(session_id="s1", signal=signal))
+    await manager.asked.wait()
+    if abort == "signal":
+        signal.set()
+    elif abort == "identity":
+        host.set_created_at("s1", 999)
+    else:
+        await service.close()
+    manager.decide.set()
+    if abort == "signal":
+        with pytest.raises(asyncio.CancelledError):
+            await task
+    else:
+        with pytest.raises(MvuError) as refused:
+            await task
+        assert refused.value.code == ("MVU_DISPOSED" if abort == "close" else "MVU_SESSION_LEASE")
+    assert await ledger.versions(instance) == []
+    assert (await ledger.head(instance)).revision == 0
     assert await ledger.audit() == []
 
 
