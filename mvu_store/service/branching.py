@@ -52,6 +52,7 @@ class ServiceParts:
     ensure_instances: Callable[[str, SessionSnapshot], Awaitable[list[Entry]]]
     verify: Callable[[Entry, list[VersionRecord], dict[str, SessionSnapshot | None]], Awaitable[None]]
     lease: Callable[[str], Awaitable[Lease]]
+    alive: Callable[[], None]
 
 
 class Branching:
@@ -85,6 +86,7 @@ class Branching:
             body.update(items=items, installed=False)
             # After the last await: the source is still the one inspected, and the caller still wants it.
             check_signal(signal)
+            self._p.alive()
             if lease() is not True:
                 raise MvuError(Code.SESSION_LEASE, "the source session changed during the capture",
                                session_id=session_id)
@@ -208,9 +210,9 @@ class Branching:
         return SeedChild(new=new, source_id=str(source.get("id")), at_key=at_key if isinstance(at_key, str) else None,
                          activation_seq=0, checkpoints=checkpoints)
 
-    @staticmethod
-    def _check_leases(signal: Signal | None, *leases: Lease) -> None:
+    def _check_leases(self, signal: Signal | None, *leases: Lease) -> None:
         """After the last await, before the install is queued: nothing moved under us (A-1)."""
         check_signal(signal)
+        self._p.alive()
         if any(lease() is not True for lease in leases):
             raise MvuError(Code.SESSION_LEASE, "the source or the child session changed before the install")

@@ -72,7 +72,7 @@ _AUDITED_KINDS = frozenset({"reply", "failed", "card", "initial", "inherited"})
 # full ledger is one of them: going over the budget keeps the previous content *and revision*
 # (P-4), which a failed receipt (it claims a revision) would not.
 _UNRECORDED = frozenset({Code.STORAGE_BUSY.value, Code.DISPOSED.value, Code.STORAGE_CORRUPT.value,
-                         Code.STORAGE_LIMIT.value, Code.USAGE_CANCELLED.value})
+                         Code.STORAGE_LIMIT.value, Code.USAGE_CANCELLED.value, Code.SESSION_LEASE.value})
 
 
 def _now_ms() -> int:
@@ -103,7 +103,8 @@ class MvuService:
         self._usage = Usage()
         self._branching = Branching(ServiceParts(
             ledger=ledger, host=host, locked=self._locked, durable=self._durable,
-            ensure_instances=self._ensure_instances, verify=self._verify, lease=self._session_lease))
+            ensure_instances=self._ensure_instances, verify=self._verify, lease=self._session_lease,
+            alive=self._alive))
 
     # -- lifecycle ------------------------------------------------------------------------------
 
@@ -481,7 +482,8 @@ class MvuService:
                 facts.add("failed", detail=error.code)
                 await facts.write(self._ledger, self._usage)
                 raise
-            return await self._fail_reply(entry, reply, baseline.revision, baseline.variables, error, facts)
+            return await self._fail_reply(entry, reply, baseline.revision, baseline.variables, error, facts,
+                                          signal, lease)
         run = has_update and decision.enabled
         if run:
             facts.add("triggered", configRevision=decision.config_revision)
@@ -508,7 +510,8 @@ class MvuService:
                     facts.add("failed", detail=error.code)
                     await facts.write(self._ledger, self._usage)
                     raise
-                return await self._fail_reply(entry, reply, head.revision, head.variables, error, facts)
+                return await self._fail_reply(entry, reply, head.revision, head.variables, error, facts,
+                                              signal, lease)
             if outcome.replayed:
                 return TurnOutcome(resource_id=entry.id, turn=reply.turn, message_seq=reply.message.seq,
                                    version_key=reply.key, status="replayed", revision=outcome.revision), None
@@ -529,9 +532,16 @@ class MvuService:
         self._alive()
 
     async def _fail_reply(self, entry: Entry, reply: Reply, revision: int, baseline: JsonValue, error: MvuError,
-                          facts: Facts) -> tuple[TurnOutcome, str | None]:
+                          facts: Facts, signal: Signal | None = None,
+                          lease: Lease | None = None) -> tuple[TurnOutcome, str | None]:
         """Save the poison receipt: the state unchanged, the reply never applied again (P-3)."""
         for _attempt in range(_CAS_ATTEMPTS):
+            try:
+                self._check_lease(lease, signal)
+            except MvuError as refusal:
+                facts.add("failed", detail=refusal.code)
+                await facts.write(self._ledger, self._usage)
+                raise
             try:
                 outcome = await self._ledger.commit(CommitRequest(
                     entry.id, revision, "failed", baseline, reply.fingerprint, reply.source, key=reply.key,
@@ -691,10 +701,17 @@ class MvuService:
                            version_key=version.key)
 
     @staticmethod
+    def _own_version(entry: Entry, version: VersionRecord) -> bool:
+        """An instance's own version belongs to its one session even when its source names
+        another: an edit of an inherited reply keeps that reply's (the ancestor's) coordinates."""
+        return entry.is_instance and not version.inherited and version.resource_id == entry.id
+
+    @staticmethod
     def _historical_version(entry: Entry, versions: builtins.list[VersionRecord], scope: Scope) -> VersionRecord | None:
         """The version a historical scope names: by message id, or the last at an event id."""
         own = [version for version in versions
-               if version.source.get("sessionId") == scope.session_id or (version.inherited and entry.is_instance)]
+               if version.source.get("sessionId") == scope.session_id or (version.inherited and entry.is_instance)
+               or MvuService._own_version(entry, version)]
         version: VersionRecord | None = None
         if scope.message_id is not None:
             version = next((v for v in reversed(own) if v.source.get("messageId") == scope.message_id), None)
@@ -745,7 +762,7 @@ class MvuService:
         result = []
         for version in versions:
             if parsed.session_id is not None and version.source.get("sessionId") != parsed.session_id \
-                    and not version.inherited:
+                    and not version.inherited and not self._own_version(entry, version):
                 continue
             fields: dict[str, Any] = {}
             if include_before:
@@ -980,11 +997,11 @@ class MvuService:
         if turn_running(snapshot):
             raise MvuError(Code.READ_ONLY, "the instance cannot be edited while its turn is running", id=entry.id)
 
-    @staticmethod
-    def _check_lease(lease: Lease | None, signal: Signal | None = None) -> None:
-        """After the last await, before the commit is queued: the caller still wants it and the
-        session is still the one inspected (A-1)."""
+    def _check_lease(self, lease: Lease | None, signal: Signal | None = None) -> None:
+        """After the last await, before the commit is queued: the caller still wants it, the
+        service is still open and the session is still the one inspected (A-1)."""
         check_signal(signal)
+        self._alive()
         if lease is not None and lease() is not True:
             raise MvuError(Code.SESSION_LEASE, "the session changed before the commit")
 

@@ -54,6 +54,9 @@ class Usage:
     def __init__(self) -> None:
         self._handlers: list[_Registration] = []
         self._observers: list[Observer] = []
+        # Async listeners run as tasks of their own (kept here until done), never awaited inside
+        # the session's work: a listener that reads the session would otherwise wait for itself.
+        self._listening: set[asyncio.Task[None]] = set()
         self.epoch = 0
 
     # -- registration -----------------------------------------------------------------------------
@@ -142,13 +145,16 @@ class Usage:
         return dispose
 
     async def notify(self, facts: list[dict[str, JsonValue]]) -> None:
-        """Give each observer its own copy of each fact; an observer's failure is only logged."""
+        """Give each observer its own copy of each fact; an observer's failure is only logged.
+        An awaitable a listener returns runs on its own, outside the caller's lock."""
         for listener in list(self._observers):
             for fact in facts:
                 try:
                     result = listener(dict(fact))
                     if inspect.isawaitable(result):
-                        await _guarded(result)
+                        task = asyncio.ensure_future(_guarded(result))
+                        self._listening.add(task)
+                        task.add_done_callback(self._listening.discard)
                 except Exception as error:  # an observer can never fail what it observed
                     log.warning("observer failed: %r", error)
 

@@ -12,11 +12,11 @@ from typing import Any
 from mvu_store.errors import Code, MvuError
 
 CHAINS: dict[str, tuple[str, ...]] = {
-    "card_variable_update": ("validate_card_update", "apply_card_update"),
     "assistant_message_committed": ("parse_mvu_update", "validate_update", "apply_update"),
     "before_model_request": ("read_content", "render_state_and_update_instructions", "provide_to_model"),
 }
-_EVENTS = {"store": ("assistant_message_committed", "card_variable_update"), "retrieve": ("before_model_request",)}
+# card_variable_update is a source execution fact, not a manager's store trigger (A-3, MVU.zh).
+_EVENTS = {"store": ("assistant_message_committed",), "retrieve": ("before_model_request",)}
 
 
 def validate_config(config: Any) -> bool:

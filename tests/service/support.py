@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
+from sqlalchemy import func, select
+
+from mvu_store.host import SessionSnapshot
+from mvu_store.ledger import Ledger, tables
 from mvu_store.memory_host import MemoryHost
 from mvu_store.service import MvuService
 
@@ -65,3 +70,54 @@ async def revision(service: MvuService, instance: str, session_id: str = "s1") -
     record = await service.read(id=instance, scope=scope(session_id))
     assert record is not None
     return record.revision
+
+
+async def stopped_turn(host: MemoryHost, session_id: str, *, turn: int, user: str) -> int:
+    """A human request the user stopped before any assistant text (turn/end ``aborted``);
+    returns the user event's seq, the retry coordinate (F-3)."""
+    host.append(session_id, "turn/start", {"turn": turn})
+    await host.drain()
+    said = {"source": {"kind": "user"}, "content": [{"type": "text", "text": user}]}
+    seq = host.append(session_id, "user/message", {"turn": turn, "message": said})
+    host.append(session_id, "turn/end", {"turn": turn, "reason": {"kind": "aborted"}})
+    await host.drain()
+    return seq
+
+
+class Hold:
+    """One injected pause: ``reached`` is set when the held call arrives, which then waits for ``release``."""
+
+    def __init__(self) -> None:
+        self.reached = asyncio.Event()
+        self.release = asyncio.Event()
+
+
+class GatedHost(MemoryHost):
+    """A MemoryHost whose ``inspect`` can be held at a point the test controls (no sleeps)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._holds: dict[str, list[Hold]] = {}
+
+    def hold(self, session_id: str) -> Hold:
+        """Hold the next ``inspect(session_id)`` until the test releases it."""
+        hold = Hold()
+        self._holds.setdefault(session_id, []).append(hold)
+        return hold
+
+    async def inspect(self, session_id: str) -> SessionSnapshot | None:
+        snapshot = await super().inspect(session_id)
+        holds = self._holds.get(session_id)
+        if holds:
+            hold = holds.pop(0)
+            hold.reached.set()
+            await hold.release.wait()
+        return snapshot
+
+
+async def seed_rows(ledger: Ledger) -> int:
+    """How many seed tickets this ledger holds (installed or not)."""
+    seeds = tables.seeds.c
+    rows = await ledger.read(lambda connection: connection.execute(
+        select(func.count()).select_from(tables.seeds).where(seeds.ledger_id == ledger.ledger_id)).scalar_one())
+    return int(rows)

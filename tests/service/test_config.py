@@ -183,8 +183,6 @@ RETRIEVE = ["read_content", "render_state_and_update_instructions", "provide_to_
     {"type": "mvu-state", "store": {"on": "assistant_message_committed", "strategy": STORE}},
     {"type": "mvu-state", "store": {"on": "assistant_message_committed",
                                     "strategy": [{"operation": name} for name in STORE]}},
-    {"type": "mvu-state", "store": {"on": "card_variable_update",
-                                    "strategy": ["validate_card_update", "apply_card_update"]}},
     {"type": "mvu-state", "retrieve": {"on": "before_model_request", "strategy": RETRIEVE}},
     {"type": "mvu-state", "store": {"on": "assistant_message_committed", "strategy": STORE},
      "retrieve": {"on": "before_model_request", "strategy": [RETRIEVE[0], {"operation": RETRIEVE[1]},
