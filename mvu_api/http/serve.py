@@ -126,7 +126,10 @@ async def serve(*, db: str, ledger_id: str, host: str, port: int, token: str | N
         memory_host, sessions = resolve_host(db, host_log)
         service = MvuService(ledger=ledger, host=memory_host)
         app = create_app(service, token=resolved.value)
-        listener = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM)
+        # IPPROTO_TCP explicitly: asyncio sets TCP_NODELAY only on sockets that say so, and
+        # without it every keep-alive response waits out a delayed ACK (about 40 ms).
+        listener = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM,
+                                 socket.IPPROTO_TCP)
         listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         listener.bind((host, port))
         actual = listener.getsockname()[1]
