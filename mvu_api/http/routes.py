@@ -51,6 +51,28 @@ _PROBLEM_SCHEMA: dict[str, Any] = {
 }
 
 
+RECORD_EXAMPLE: dict[str, Any] = {
+    "id": "mvu:hero", "name": "Hero", "type": "mvu-state", "authority": "local",
+    "scope": {"authority": "local", "sessionId": "s1"},
+    "content": {"stat_data": {"hp": 70, "gold": 10}, "display_data": {"hp": 70, "gold": 10}},
+    "revision": 1, "currentRevision": 1, "historical": False, "versionKey": "4f1c…", "managementMode": "native",
+    "storedManagementMode": "native",
+}
+RECEIPT_EXAMPLE: dict[str, Any] = {
+    "id": "mvu:hero", "type": "mvu-state", "content": {"stat_data": {"hp": 20, "gold": 3}}, "revision": 2,
+    "scope": {"authority": "local", "sessionId": "s1"}, "authority": "local", "replayed": False,
+}
+CONFLICT_EXAMPLE: dict[str, Any] = {
+    "type": "urn:mvu-store:problem:REVISION_CONFLICT", "title": "Revision conflict", "status": 409,
+    "detail": "expected revision 1, the resource is at 2", "code": "REVISION_CONFLICT", "id": "mvu:hero",
+    "expectedRevision": 1, "currentRevision": 2,
+}
+
+
+def _ok(example: Any) -> dict[int | str, dict[str, Any]]:
+    return {200: {"content": {"application/json": {"example": example}}}}
+
+
 def _problems(*statuses: int) -> dict[int | str, dict[str, Any]]:
     reasons = {400: "Malformed request or refused by the service (`code` says which)",
                401: "Missing or wrong bearer token", 403: "Not writable (read-only, legacy, denied)",
@@ -58,8 +80,12 @@ def _problems(*statuses: int) -> dict[int | str, dict[str, Any]]:
                412: "If-Match names a stale revision", 413: "Body over 2 MiB + slack",
                422: "Idempotency-Key reused with another payload",
                503: "Storage busy (see Retry-After); nothing was written"}
-    return {status: {"description": reasons[status],
-                     "content": {"application/problem+json": {"schema": _PROBLEM_SCHEMA}}} for status in statuses}
+    answers: dict[int | str, dict[str, Any]] = {
+        status: {"description": reasons[status], "content": {"application/problem+json": {"schema": _PROBLEM_SCHEMA}}}
+        for status in statuses}
+    if 409 in answers:
+        answers[409]["content"]["application/problem+json"]["example"] = CONFLICT_EXAMPLE
+    return answers
 
 
 def _json(data: Any, *, headers: dict[str, str] | None = None) -> Response:
@@ -94,14 +120,16 @@ def build_router(service: MvuService) -> APIRouter:
     router = APIRouter(prefix="/mvu", tags=["mvu"])
 
     @router.get("/resources", operation_id="listResources",
-                response_model=list[StateRecord], responses=_problems(400, 401, 403, 503),
+                response_model=list[StateRecord],
+                responses={**_problems(400, 401, 403, 503), **_ok([RECORD_EXAMPLE])},
                 summary="Every record the scope may read")
     async def resources(scope: ScopeParam) -> Response:
         records = await service.list(scope=parse_scope_param(scope))
         return _json([record.to_json() for record in records])
 
     @router.get("/resource", operation_id="readResource",
-                response_model=StateRecord, responses=_problems(400, 401, 403, 404, 503),
+                response_model=StateRecord,
+                responses={**_problems(400, 401, 403, 404, 503), **_ok(RECORD_EXAMPLE)},
                 summary="One record, current or historical; ETag is its revision")
     async def resource(
         id: IdParam,
@@ -133,7 +161,7 @@ def build_router(service: MvuService) -> APIRouter:
         return _json(await service.facts(id=id, scope=parse_scope_param(scope)))
 
     @router.post("/update", operation_id="update", response_model=UpdateReceipt,
-                 responses=_problems(400, 401, 403, 404, 409, 412, 413, 422, 503),
+                 responses={**_problems(400, 401, 403, 404, 409, 412, 413, 422, 503), **_ok(RECEIPT_EXAMPLE)},
                  summary="CAS + idempotent edit of the current content",
                  openapi_extra={
                      "parameters": [

@@ -132,6 +132,9 @@ async def serve(*, db: str, ledger_id: str, host: str, port: int, token: str | N
                                  socket.IPPROTO_TCP)
         listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         listener.bind((host, port))
+        # Listening before the URL is printed: a client that connects at once waits in the
+        # backlog until uvicorn accepts, instead of being refused.
+        listener.listen(2048)
         actual = listener.getsockname()[1]
         base = f"http://{f'[{host}]' if ':' in host else host}:{actual}"
         _say(f"mvu serve: listening on {base}{MVU_PREFIX}/")

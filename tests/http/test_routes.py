@@ -59,7 +59,7 @@ def test_every_route_needs_the_token_and_learns_nothing_without_it(server: Serve
     assert response.headers["www-authenticate"].startswith("Bearer")
 
 
-def test_the_server_binds_loopback_and_logs_one_line_per_request(server: Server) -> None:
+def test_the_server_binds_loopback(server: Server) -> None:
     assert server.base.startswith("http://127.0.0.1:")
     assert any(line.startswith("  token:    from --token") for line in server.lines)
 
@@ -128,6 +128,8 @@ def test_the_openapi_document_is_published_with_examples(client: httpx.Client) -
     assert update["requestBody"]["content"]["application/json"]["examples"]["edit"]["value"]["operationId"]
     assert {"409", "412", "413", "422"} <= set(update["responses"])
     assert paths[f"{MVU}/resource"]["get"]["parameters"][1]["examples"]["historical"]
+    assert update["responses"]["200"]["content"]["application/json"]["example"]["revision"] == 2
+    assert update["responses"]["409"]["content"]["application/problem+json"]["example"]["currentRevision"] == 2
 
 
 # -- malformed scopes and bodies -------------------------------------------------------------------

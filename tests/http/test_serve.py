@@ -27,7 +27,11 @@ def test_a_generated_token_is_printed_once_and_kept_0600_beside_the_ledger(tmp_p
     # Without --host-log, sessions are the durable logs beside the ledger.
     assert f"  sessions: {tmp_path / 'sessions'}" in first.lines
     assert _openapi(first, first.token) == 200 and _openapi(first, "other") == 401
-    assert first.stop()[0] == 0
+    code, _, log = first.stop()
+    assert code == 0
+    # One line per request, the refused one too; never the token.
+    assert f'"GET {API}/openapi.json" 200' in log and f'"GET {API}/openapi.json" 401' in log
+    assert first.token not in log
     second = Server.start(db, token=None)
     second.token = first.token
     assert not any(first.token in line for line in second.lines)
