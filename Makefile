@@ -22,13 +22,15 @@ lint: $(STAMP)
 test: lint
 	$(BIN)/pytest
 
+# The main job: the HTTP API on the embedded ledger (migrated first). It prints the URL, where
+# the token is and the docs URL; Ctrl-C stops it cleanly.
 run: $(STAMP)
 	mkdir -p var
-	$(BIN)/mvu --db $(DB) db upgrade
-	$(BIN)/mvu --db $(DB) status
+	$(BIN)/mvu --db $(DB) serve
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/commit_path.py
+	$(BIN)/python benchmarks/http.py
 
 clean:
 	rm -rf $(VENV) var .pytest_cache .mypy_cache .ruff_cache .hypothesis

@@ -217,6 +217,13 @@ async def cmd_card(args: argparse.Namespace) -> int:
     return 0
 
 
+async def cmd_serve(args: argparse.Namespace) -> int:
+    from mvu_api.http.serve import serve  # FastAPI and uvicorn load only for this command
+
+    return await serve(db=args.db, ledger_id=args.ledger_id, host=args.host, port=args.port, token=args.token,
+                       host_log=args.host_log)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="mvu", description=__doc__)
     parser.add_argument("--db", default=None,
@@ -252,6 +259,15 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--db", default=argparse.SUPPRESS, help="an empty ledger to play on (default: a temporary file)")
     demo.add_argument("--json", action="store_true", default=argparse.SUPPRESS, help="print one JSON summary")
     demo.set_defaults(handler=cmd_demo)
+    served = commands.add_parser("serve", help="the HTTP API (migrates first); stops cleanly on SIGTERM / SIGINT")
+    served.add_argument("--db", default=argparse.SUPPRESS, help="database URL (same as the global --db)")
+    served.add_argument("--host", default="127.0.0.1", help="address to bind (default %(default)s: this machine only)")
+    served.add_argument("--port", type=int, default=8787, help="port (default %(default)s; 0 picks a free one)")
+    served.add_argument("--token", default=None,
+                        help="bearer token (default $MVU_TOKEN, else <ledger>.token, generated at first start)")
+    served.add_argument("--host-log", default=None, metavar="DIR",
+                        help="serve the sessions of MemoryHost(path=DIR) (default <ledger dir>/sessions)")
+    served.set_defaults(handler=cmd_serve)
     return parser
 
 

@@ -121,8 +121,8 @@ def canonical_text(value: JsonValue) -> str:
 
 
 def sha256_hex(data: bytes | str) -> str:
-    """Lower-case hex SHA-256 of bytes, or of a string's UTF-8 encoding."""
-    return hashlib.sha256(data.encode() if isinstance(data, str) else data).hexdigest()
+    """Lower-case hex SHA-256 of bytes, or of a string's UTF-8 encoding (``MVU_JSON`` if it has none)."""
+    return hashlib.sha256(utf8(data) if isinstance(data, str) else data).hexdigest()
 
 
 def loads(text: str | bytes) -> JsonValue:

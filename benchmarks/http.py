@@ -1,0 +1,248 @@
+"""HTTP benchmark (issue "HTTP API v1", "Performance"): the service over loopback against itself
+in-process, measured side by side in one run on one ledger.
+
+- in-process: 16 concurrent tasks, each editing its own session's instance of a card with a
+  declared schema (``service.update`` with CAS and a fresh operation id per edit);
+- HTTP: ``mvu serve`` on that ledger and those session logs, 16 concurrent keep-alive clients
+  doing the same edits (``POST /mvu/update``), then reads (``GET /mvu/resource``).
+
+``ratio_update`` = HTTP update rate / in-process update rate. The clients are raw asyncio HTTP/1.1
+(a few hundred lines of Python less than an HTTP library per request), so the ratio measures the
+server, not the client; both share the machine's cores with the server, as a local host would.
+Human lines first; the LAST line is one JSON object. ``--quick`` makes a short run (smoke tests).
+
+    python benchmarks/http.py [--quick] [--seconds S]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.parse
+import uuid
+from pathlib import Path
+from typing import Any
+
+from mvu_store.ledger import open_ledger
+from mvu_store.memory_host import MemoryHost
+from mvu_store.service import MvuService
+
+CLIENTS = 16
+TOKEN = "bench-token"
+PREFIX = "/pmp-dsh-tavern/api/v1/mvu"
+CARD = {
+    "character_id": "hero", "name": "Hero", "initvar": ["hp: 50\ngold: 10\nlevel: 1\n"],
+    "schema_source": """
+        export const Schema = z.object({
+          hp: z.coerce.number().transform(v => _.clamp(v, 0, 100)),
+          gold: z.number().min(0),
+          level: z.coerce.number().int().prefault(1),
+        });
+        $(() => { registerMvuSchema(Schema); });""",
+}
+
+
+def say(line: str) -> None:
+    print(line, flush=True)
+
+
+def scope(session_id: str) -> dict[str, str]:
+    return {"authority": "local", "sessionId": session_id}
+
+
+async def seed(db: str, sessions: Path) -> dict[str, str]:
+    ledger = await open_ledger(db)
+    try:
+        host = MemoryHost(path=sessions)
+        service = MvuService(ledger=ledger, host=host)
+        await service.discover(definition=CARD)
+        instances = {}
+        for n in range(CLIENTS):
+            session_id = f"bench-{n}"
+            host.create_session(session_id, created_at=1_700_000_000_000 + n)
+            selection = await service.select_character(session_id=session_id, character_id="hero")
+            assert selection.instance_id is not None
+            instances[session_id] = selection.instance_id
+        return instances
+    finally:
+        await ledger.close()
+
+
+async def in_process(db: str, sessions: Path, instances: dict[str, str], seconds: float) -> float:
+    ledger = await open_ledger(db)
+    try:
+        service = MvuService(ledger=ledger, host=MemoryHost(path=sessions))
+        done = 0
+        tag = uuid.uuid4().hex[:8]
+        deadline = time.perf_counter() + seconds
+
+        async def edit(session_id: str, instance: str) -> None:
+            nonlocal done
+            record = await service.read(id=instance, scope=scope(session_id))
+            assert record is not None
+            revision, n = record.revision, 0
+            while time.perf_counter() < deadline:
+                n += 1
+                receipt = await service.update(id=instance, content={"stat_data": {"hp": n % 100, "gold": n}},
+                                               expected_revision=revision, operation_id=f"local-{tag}-{session_id}-{n}",
+                                               scope=scope(session_id))
+                revision = receipt.revision
+                done += 1
+
+        started = time.perf_counter()
+        await asyncio.gather(*(edit(s, i) for s, i in instances.items()))
+        return done / (time.perf_counter() - started)
+    finally:
+        await ledger.close()
+
+
+class Connection:
+    """One keep-alive HTTP/1.1 connection: request, then read exactly one response."""
+
+    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, host: str) -> None:
+        self.reader, self.writer, self.host = reader, writer, host
+
+    @classmethod
+    async def open(cls, host: str, port: int) -> Connection:
+        reader, writer = await asyncio.open_connection(host, port)
+        return cls(reader, writer, f"{host}:{port}")
+
+    async def request(self, method: str, target: str, body: bytes = b"",
+                      headers: dict[str, str] | None = None) -> tuple[int, dict[str, str], bytes]:
+        lines = [f"{method} {target} HTTP/1.1", f"Host: {self.host}", f"Authorization: Bearer {TOKEN}",
+                 f"Content-Length: {len(body)}"]
+        if body:
+            lines.append("Content-Type: application/json")
+        lines += [f"{key}: {value}" for key, value in (headers or {}).items()]
+        self.writer.write(("\r\n".join(lines) + "\r\n\r\n").encode() + body)
+        head = await self.reader.readuntil(b"\r\n\r\n")
+        status_line, *header_lines = head.decode("latin-1").split("\r\n")
+        parsed = {}
+        for line in header_lines:
+            if ":" in line:
+                key, value = line.split(":", 1)
+                parsed[key.strip().lower()] = value.strip()
+        payload = await self.reader.readexactly(int(parsed.get("content-length", "0")))
+        return int(status_line.split()[1]), parsed, payload
+
+    def close(self) -> None:
+        self.writer.close()
+
+
+async def over_http(port: int, instances: dict[str, str], seconds: float) -> tuple[float, float]:
+    connections = [await Connection.open("127.0.0.1", port) for _ in instances]
+    try:
+        async def current(connection: Connection, session_id: str, instance: str) -> tuple[str, int]:
+            query = urllib.parse.urlencode({"id": instance, "scope": json.dumps(scope(session_id))})
+            target = f"{PREFIX}/resource?{query}"
+            status, _, payload = await connection.request("GET", target)
+            assert status == 200, payload[:300]
+            return target, json.loads(payload)["revision"]
+
+        done = 0
+        tag = uuid.uuid4().hex[:8]
+        deadline = time.perf_counter() + seconds
+
+        async def edit(connection: Connection, session_id: str, instance: str) -> None:
+            nonlocal done
+            _, revision = await current(connection, session_id, instance)
+            n = 0
+            while time.perf_counter() < deadline:
+                n += 1
+                body = json.dumps({
+                    "id": instance, "scope": scope(session_id), "content": {"stat_data": {"hp": n % 100, "gold": n}},
+                    "expectedRevision": revision, "operationId": f"http-{tag}-{session_id}-{n}"}).encode()
+                status, _, payload = await connection.request("POST", f"{PREFIX}/update", body)
+                assert status == 200, payload[:300]
+                revision = json.loads(payload)["revision"]
+                done += 1
+
+        pairs = list(zip(connections, instances.items(), strict=True))
+        started = time.perf_counter()
+        await asyncio.gather(*(edit(c, s, i) for c, (s, i) in pairs))
+        update_rps = done / (time.perf_counter() - started)
+
+        reads = 0
+        deadline = time.perf_counter() + seconds
+
+        async def read(connection: Connection, session_id: str, instance: str) -> None:
+            nonlocal reads
+            target, _ = await current(connection, session_id, instance)
+            while time.perf_counter() < deadline:
+                status, headers, payload = await connection.request("GET", target)
+                assert status == 200 and headers["etag"].startswith('"r'), payload[:300]
+                reads += 1
+
+        started = time.perf_counter()
+        await asyncio.gather(*(read(c, s, i) for c, (s, i) in pairs))
+        return update_rps, reads / (time.perf_counter() - started)
+    finally:
+        for connection in connections:
+            connection.close()
+
+
+def start_server(db: str, sessions: Path) -> tuple[subprocess.Popen[str], int]:
+    command = [sys.executable, "-m", "mvu_api.cli", "serve", "--db", db, "--port", "0", "--token", TOKEN,
+               "--host-log", str(sessions)]
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    assert process.stdout is not None
+    lines: list[str] = []
+
+    def collect() -> None:
+        assert process.stdout is not None
+        for line in process.stdout:
+            lines.append(line)
+
+    threading.Thread(target=collect, daemon=True).start()
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        found = [re.search(r"127\.0\.0\.1:(\d+)", line) for line in lines if "listening" in line]
+        if found and found[0] and any("docs:" in line for line in lines):
+            return process, int(found[0].group(1))
+        if process.poll() is not None:
+            break
+        time.sleep(0.05)
+    process.kill()
+    raise SystemExit(f"mvu serve did not start: {lines}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--seconds", type=float, default=None, help="seconds per measurement (default 4, quick 1)")
+    args = parser.parse_args()
+    seconds = args.seconds or (1.0 if args.quick else 4.0)
+    with tempfile.TemporaryDirectory(prefix="mvu-http-bench-") as directory:
+        db = f"sqlite:///{Path(directory) / 'ledger.sqlite3'}"
+        sessions = Path(directory) / "sessions"
+        instances = asyncio.run(seed(db, sessions))
+        local = asyncio.run(in_process(db, sessions, instances, seconds))
+        say(f"in-process service.update, {CLIENTS} tasks: {local:,.0f} updates/s")
+        process, port = start_server(db, sessions)
+        try:
+            update_rps, read_rps = asyncio.run(over_http(port, instances, seconds))
+        finally:
+            process.send_signal(signal.SIGTERM)
+            code = process.wait(timeout=60)
+        say(f"HTTP POST /mvu/update, {CLIENTS} clients:      {update_rps:,.0f} updates/s")
+        say(f"HTTP GET /mvu/resource, {CLIENTS} clients:     {read_rps:,.0f} reads/s")
+        say(f"server exit code after SIGTERM: {code}")
+    result: dict[str, Any] = {
+        "update_rps": round(update_rps, 1), "read_rps": round(read_rps, 1),
+        "inprocess_update_rps": round(local, 1), "ratio_update": round(update_rps / local, 3),
+        "clients": CLIENTS, "seconds": seconds, "quick": args.quick, "server_exit": code, "cpus": os.cpu_count(),
+    }
+    print(json.dumps(result, sort_keys=True))
+
+
+if __name__ == "__main__":
+    main()

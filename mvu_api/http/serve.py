@@ -1,0 +1,160 @@
+"""``mvu serve``: migrate, serve the HTTP API, stop cleanly on SIGTERM / SIGINT.
+
+The token comes from ``--token``, else ``$MVU_TOKEN``, else a file beside the SQLite ledger
+(``<ledger>.token``, mode 0600), generated at first start and printed that once. Sessions come
+from ``MemoryHost(path=DIR)``: ``--host-log DIR``, else ``<ledger dir>/sessions`` (a PostgreSQL
+ledger has no directory: an in-memory host with no sessions, unless ``--host-log`` is given).
+On a signal uvicorn stops accepting, lets in-flight requests finish (a write either commits or,
+past the grace period, is cancelled before its turn and writes nothing), then the service is
+closed and the ledger's engines disposed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import secrets
+import signal
+import socket
+import stat
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import uvicorn
+from sqlalchemy.engine import make_url
+
+from mvu_api.http.app import OPENAPI_PATH, create_app
+from mvu_api.http.routes import MVU_PREFIX
+from mvu_store.errors import Code, MvuError
+from mvu_store.ledger import open_ledger
+from mvu_store.memory_host import MemoryHost
+from mvu_store.service import MvuService
+
+DEFAULT_HOST = "127.0.0.1"
+DEFAULT_PORT = 8787
+GRACE_SECONDS = 30
+
+
+@dataclass(frozen=True, slots=True)
+class Token:
+    value: str
+    where: str
+    """``--token``, ``$MVU_TOKEN`` or the file's path."""
+    generated: bool = False
+
+
+def ledger_directory(url: str) -> Path | None:
+    """The directory of a SQLite ledger file; None for a server database or ``:memory:``."""
+    parsed = make_url(url)
+    if not parsed.get_backend_name().startswith("sqlite") or parsed.database in (None, "", ":memory:"):
+        return None
+    return Path(parsed.database).parent
+
+
+def token_path(url: str) -> Path | None:
+    directory = ledger_directory(url)
+    if directory is None:
+        return None
+    return directory / (Path(str(make_url(url).database)).name + ".token")
+
+
+def resolve_token(url: str, given: str | None) -> Token:
+    """The bearer token, creating the ledger's token file (0600) on first start."""
+    if given:
+        return Token(given, "--token")
+    env = os.environ.get("MVU_TOKEN")
+    if env:
+        return Token(env, "$MVU_TOKEN")
+    path = token_path(url)
+    if path is None:
+        raise MvuError(Code.CONFIG, "a server database has no directory for a token file: pass --token or set "
+                                    "MVU_TOKEN")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:
+        mode = path.stat().st_mode
+        if mode & (stat.S_IRWXG | stat.S_IRWXO):
+            raise MvuError(Code.CONFIG, f"{path} is readable by others: chmod 600 it (or delete it for a new "
+                                        "token)") from None
+        value = path.read_text(encoding="utf-8").strip()
+        if not value:
+            raise MvuError(Code.CONFIG, f"{path} is empty: delete it to generate a new token") from None
+        return Token(value, str(path))
+    value = secrets.token_urlsafe(32)
+    with os.fdopen(descriptor, "w", encoding="utf-8") as file:
+        file.write(value + "\n")
+    return Token(value, str(path), generated=True)
+
+
+def resolve_host(url: str, host_log: str | None) -> tuple[MemoryHost, str]:
+    if host_log:
+        return MemoryHost(path=host_log), host_log
+    directory = ledger_directory(url)
+    if directory is None:
+        return MemoryHost(), "in memory (no sessions; pass --host-log DIR)"
+    sessions = directory / "sessions"
+    return MemoryHost(path=sessions), str(sessions)
+
+
+class _Server(uvicorn.Server):
+    """uvicorn's server without re-raising the caught signal after shutdown: the caller still has
+    to close the service and dispose the engines, then exit 0."""
+
+    @contextlib.contextmanager
+    def capture_signals(self) -> Iterator[None]:
+        originals = {sig: signal.signal(sig, self.handle_exit) for sig in (signal.SIGINT, signal.SIGTERM)}
+        try:
+            yield
+        finally:
+            for sig, handler in originals.items():
+                signal.signal(sig, handler)
+
+
+def _say(line: str) -> None:
+    print(line, flush=True)
+
+
+async def serve(*, db: str, ledger_id: str, host: str, port: int, token: str | None, host_log: str | None) -> int:
+    logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(asctime)s %(name)s %(message)s")
+    resolved = resolve_token(db, token)
+    ledger = await open_ledger(db, ledger_id=ledger_id, migrate_to_head=True)
+    try:
+        memory_host, sessions = resolve_host(db, host_log)
+        service = MvuService(ledger=ledger, host=memory_host)
+        app = create_app(service, token=resolved.value)
+        # IPPROTO_TCP explicitly: asyncio sets TCP_NODELAY only on sockets that say so, and
+        # without it every keep-alive response waits out a delayed ACK (about 40 ms).
+        listener = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM,
+                                 socket.IPPROTO_TCP)
+        listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        listener.bind((host, port))
+        # Listening before the URL is printed: a client that connects at once waits in the
+        # backlog until uvicorn accepts, instead of being refused.
+        listener.listen(2048)
+        actual = listener.getsockname()[1]
+        base = f"http://{f'[{host}]' if ':' in host else host}:{actual}"
+        _say(f"mvu serve: listening on {base}{MVU_PREFIX}/")
+        _say(f"  ledger:   {ledger.url} (ledger id {ledger.ledger_id})")
+        _say(f"  sessions: {sessions}")
+        if resolved.generated:
+            _say(f"  token:    {resolved.value}")
+            _say(f"            (generated now and shown only this once; stored in {resolved.where}, mode 0600)")
+        else:
+            _say(f"  token:    from {resolved.where}")
+        _say(f"  docs:     {base}{OPENAPI_PATH} (send 'Authorization: Bearer <token>')")
+        config = uvicorn.Config(app, log_config=None, access_log=False, lifespan="off", proxy_headers=False,
+                                server_header=False, timeout_graceful_shutdown=GRACE_SECONDS)
+        server = _Server(config)
+        try:
+            await server.serve(sockets=[listener])
+        finally:
+            listener.close()
+            await service.close()
+    finally:
+        await ledger.close()
+    _say("mvu serve: stopped")
+    return 0

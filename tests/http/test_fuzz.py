@@ -1,0 +1,46 @@
+"""Schemathesis reads the served OpenAPI document and fuzzes every operation (valid and invalid
+inputs, deterministic, bounded): no 5xx, and every refusal is problem+json with a code."""
+
+from __future__ import annotations
+
+import json
+
+import schemathesis
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from schemathesis import GenerationMode
+from schemathesis.checks import (
+    content_type_conformance,
+    not_a_server_error,
+    response_schema_conformance,
+    status_code_conformance,
+)
+
+from tests.http.support import API, Server
+
+EXAMPLES = 80
+CHECKS = [not_a_server_error, response_schema_conformance, status_code_conformance, content_type_conformance]
+
+
+def test_fuzz_the_published_openapi(server: Server) -> None:
+    schema = schemathesis.openapi.from_url(f"{server.base}{API}/openapi.json", headers=server.auth)
+    operations = [result.ok() for result in schema.get_all_operations()]
+    assert len(operations) == 5
+    strategy = st.one_of([operation.as_strategy(generation_mode=mode) for operation in operations
+                          for mode in (GenerationMode.POSITIVE, GenerationMode.NEGATIVE)])
+    seen: set[int] = set()
+
+    @settings(max_examples=EXAMPLES, derandomize=True, deadline=None, database=None,
+              suppress_health_check=list(HealthCheck))
+    @given(case=strategy)
+    def run(case: schemathesis.Case) -> None:
+        response = case.call(base_url=server.base, headers=server.auth, timeout=30)
+        case.validate_response(response, checks=CHECKS)
+        seen.add(response.status_code)
+        if response.status_code >= 400:
+            assert list(response.headers["content-type"]) == ["application/problem+json"], response.text
+            body = json.loads(response.text)
+            assert body["status"] == response.status_code and isinstance(body.get("code"), str), body
+
+    run()
+    assert 400 in seen and 200 in seen

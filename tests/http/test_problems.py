@@ -1,0 +1,65 @@
+"""The status mapping, in one table, through the ASGI app (codes no real request can provoke
+cheaply, such as busy storage, come from a stub service)."""
+
+from __future__ import annotations
+
+from typing import Any, cast
+
+import httpx
+import pytest
+
+from mvu_api.http import create_app
+from mvu_api.http.problems import status_of
+from mvu_store.errors import Code, MvuError
+from mvu_store.service import MvuService
+from tests.http.support import MVU
+
+READ = f"{MVU}/resource?id=mvu:x&scope=%7B%7D"
+BODY = {"id": "mvu:x", "scope": {}, "content": {"stat_data": {}}, "expectedRevision": 0, "operationId": "o"}
+
+
+class Refusing:
+    """Every method raises the given error."""
+
+    def __init__(self, error: MvuError) -> None:
+        self.error = error
+
+    async def read(self, **_: Any) -> Any:
+        raise self.error
+
+    async def update(self, **_: Any) -> Any:
+        raise self.error
+
+
+@pytest.mark.parametrize(("code", "read", "write"), [
+    (Code.AMBIGUOUS, 409, 409), (Code.REVISION_CONFLICT, 409, 409), (Code.IDEMPOTENCY_CONFLICT, 409, 409),
+    (Code.WRITE_DENIED, 403, 403), (Code.READ_ONLY, 403, 403), (Code.USAGE_DENIED, 403, 403),
+    (Code.MIGRATION_REQUIRED, 400, 403), (Code.MISSING, 404, 404), (Code.STORAGE_BUSY, 503, 503),
+    (Code.DISPOSED, 503, 503), (Code.STORAGE_CORRUPT, 500, 500), (Code.SCOPE_MISMATCH, 400, 400),
+    (Code.AUTHORITY, 400, 400), (Code.STORAGE_LIMIT, 400, 400), (Code.LIMIT, 400, 400), (Code.SCHEMA, 400, 400),
+    (Code.HISTORY_CHANGED, 400, 400),
+])
+async def test_the_status_of_each_code(code: Code, read: int, write: int) -> None:
+    assert (status_of(code), status_of(code, write=True)) == (read, write)
+    app = create_app(cast(MvuService, Refusing(MvuError(code, "refused", limit=10, used=3))), token="t")
+    transport = httpx.ASGITransport(app=app)
+    async with httpx.AsyncClient(transport=transport, base_url="http://test", headers={"Authorization": "Bearer t"}) \
+            as client:
+        answers = ((await client.get(READ), read), (await client.post(f"{MVU}/update", json=BODY), write))
+        for response, status in answers:
+            assert response.status_code == status
+            assert response.headers["content-type"] == "application/problem+json"
+            body = response.json()
+            assert body["code"] == code.value and body["status"] == status
+            if status == 503:
+                assert response.headers["retry-after"] == "1"
+            if status < 500:
+                assert (body["detail"], body["limit"], body["used"]) == ("refused", 10, 3)
+            else:
+                assert "limit" not in body and body["detail"] != "refused"
+
+
+def test_header_sources_change_conflict_statuses() -> None:
+    assert status_of(Code.REVISION_CONFLICT, write=True, if_match=True) == 412
+    assert status_of(Code.IDEMPOTENCY_CONFLICT, write=True, idempotency_key=True) == 422
+    assert status_of(Code.REVISION_CONFLICT, write=True, idempotency_key=True) == 409

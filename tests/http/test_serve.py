@@ -1,0 +1,63 @@
+"""``mvu serve`` options: where the token comes from, where sessions come from."""
+
+from __future__ import annotations
+
+import os
+import stat
+import subprocess
+import sys
+from pathlib import Path
+
+import httpx
+
+from tests.http.support import API, Server
+
+
+def _openapi(server: Server, token: str) -> int:
+    return httpx.get(f"{server.base}{API}/openapi.json", headers={"Authorization": f"Bearer {token}"}).status_code
+
+
+def test_a_generated_token_is_printed_once_and_kept_0600_beside_the_ledger(tmp_path: Path) -> None:
+    db = f"sqlite:///{tmp_path / 'mvu.sqlite3'}"
+    token_file = tmp_path / "mvu.sqlite3.token"
+    first = Server.start(db, token=None)
+    first.token = token_file.read_text().strip()
+    assert stat.S_IMODE(token_file.stat().st_mode) == 0o600
+    assert any(first.token in line for line in first.lines)
+    # Without --host-log, sessions are the durable logs beside the ledger.
+    assert f"  sessions: {tmp_path / 'sessions'}" in first.lines
+    assert _openapi(first, first.token) == 200 and _openapi(first, "other") == 401
+    code, _, log = first.stop()
+    assert code == 0
+    # One line per request, the refused one too; never the token.
+    assert f'"GET {API}/openapi.json" 200' in log and f'"GET {API}/openapi.json" 401' in log
+    assert first.token not in log
+    second = Server.start(db, token=None)
+    second.token = first.token
+    assert not any(first.token in line for line in second.lines)
+    assert f"  token:    from {token_file}" in second.lines
+    assert _openapi(second, first.token) == 200
+    assert second.stop()[0] == 0
+    third = Server.start(db, token=None, env={"MVU_TOKEN": "from-the-environment"})
+    third.token = "from-the-environment"
+    assert _openapi(third, "from-the-environment") == 200 and _openapi(third, first.token) == 401
+    assert third.stop()[0] == 0
+
+
+def _serve_fails(*args: str, env: dict[str, str] | None = None) -> tuple[int, str]:
+    environment = {key: value for key, value in os.environ.items() if key != "MVU_TOKEN"}
+    environment.update(env or {})
+    done = subprocess.run([sys.executable, "-m", "mvu_api.cli", "serve", "--port", "0", *args], capture_output=True,
+                          text=True, env=environment, timeout=60, check=False)
+    return done.returncode, done.stderr.strip().splitlines()[-1]
+
+
+def test_a_token_file_others_can_read_is_refused(tmp_path: Path) -> None:
+    token_file = tmp_path / "mvu.sqlite3.token"
+    token_file.write_text("secret\n")
+    token_file.chmod(0o644)
+    assert _serve_fails("--db", f"sqlite:///{tmp_path / 'mvu.sqlite3'}") == (2, "MVU_CONFIG")
+
+
+def test_a_server_database_needs_an_explicit_token() -> None:
+    assert _serve_fails("--db", "postgresql://nobody@127.0.0.1:1/none") == (2, "MVU_CONFIG")
