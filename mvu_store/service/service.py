@@ -21,12 +21,13 @@ from typing import Any, TypeVar
 
 from mvu_store.errors import Code, MvuError
 from mvu_store.host import Host, Lease, SessionSnapshot
-from mvu_store.jsonvalue import JsonValue, canonical_text, js_json, normalize, sha256_hex
+from mvu_store.jsonvalue import JsonValue, canonical_text, js_json, sha256_hex
 from mvu_store.lang import apply_update, contains_update
 from mvu_store.ledger import Ledger
 from mvu_store.ledger.records import CommitRequest, NewResource, VersionRecord
 from mvu_store.service.branching import Branching, ServiceParts, Signal, check_signal
 from mvu_store.service.catalog import Catalog, Entry
+from mvu_store.service.edits import edit_content, edited_envelope
 from mvu_store.service.facts import Facts
 from mvu_store.service.identity import character_template_id, instance_id, same_identity, session_identity
 from mvu_store.service.initial import DeclaredSchema
@@ -831,16 +832,16 @@ class MvuService:
         entry = await self._writable(id, parsed)
         lease = await self._lease(entry)
 
+        sent = edit_content(content)
+        fingerprint = sha256_hex(js_json({"content": sent, "scope": parsed.to_json(),
+                                          "expectedRevision": expected_revision}))
+
         async def work() -> UpdateReceipt:
             await self._check_instance(entry, lease)
+            versions = await self._ledger.versions(entry.id)
+            await self._verify(entry, versions)
             head = await self._ledger.head(entry.id)
-            variables = self._edited_content(content, head.variables)
-            fingerprint = sha256_hex(js_json({"content": variables, "scope": parsed.to_json(),
-                                              "expectedRevision": expected_revision}))
-            declared = DeclaredSchema.of(variables, _now_ms())
-            if declared is not None:
-                variables["stat_data"] = declared.check(variables["stat_data"])
-                variables["display_data"] = copy.deepcopy(variables["stat_data"])
+            variables = edited_envelope(sent, head.variables, now_ms=_now_ms())
             source, meta = await self._edit_source(entry, parsed, operation_id, head.version_key)
             result = {"id": entry.id, "type": "mvu-state", "content": variables, "revision": expected_revision + 1,
                       "scope": parsed.to_json(), "authority": "local"}
@@ -865,26 +866,6 @@ class MvuService:
                                  replayed=outcome.replayed)
 
         return await self._edit(entry, work)
-
-    @staticmethod
-    def _edited_content(content: Any, current: JsonValue) -> dict[str, Any]:
-        """The new envelope: ``content`` normalised, the source's declaration kept (never replaced)."""
-        if not isinstance(content, dict) or not isinstance(content.get("stat_data"), dict):
-            raise MvuError(Code.JSON, "content is a variables envelope with a stat_data object")
-        variables, _, _ = normalize(content)
-        assert isinstance(variables, dict)
-        descriptor = current.get("mvu_schema") if isinstance(current, dict) else None
-        if isinstance(descriptor, dict):
-            given = variables.get("mvu_schema")
-            # Equal as JSON values: a client may send the declaration back in another key order.
-            if given is not None and canonical_text(given) != canonical_text(descriptor):
-                raise MvuError(Code.SCHEMA_CODE, "the source's schema cannot be removed or replaced by an edit")
-            variables["mvu_schema"] = copy.deepcopy(descriptor)
-        elif "mvu_schema" in variables:
-            raise MvuError(Code.SCHEMA_CODE, "an edit cannot add a schema declaration; the source owns it")
-        if "schema" not in variables and isinstance(current, dict) and "schema" in current:
-            variables["schema"] = copy.deepcopy(current["schema"])
-        return variables
 
     async def _edit_source(self, entry: Entry, scope: Scope, operation_id: str,
                            head_key: str | None) -> tuple[dict[str, JsonValue], dict[str, JsonValue]]:

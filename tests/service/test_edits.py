@@ -385,3 +385,42 @@ async def test_an_edit_cannot_replace_the_declaration(service: MvuService, host:
                              expected_revision=0, operation_id="e1", scope=scope("s1"))
     assert caught.value.code == "MVU_SCHEMA_CODE"
     assert (await ledger.head(instance)).revision == 0
+
+
+# -- what an edit may carry (review findings) -----------------------------------------------------
+
+
+@pytest.mark.parametrize(("content", "code"), [
+    ({"stat_data": {"hp": 1, "__proto__": {}}}, "MVU_PATH"),
+    ({"stat_data": {"hp": 2**60 + 1}}, "MVU_JSON"),
+    ({"stat_data": {"hp": 1}, "schema": "junk"}, "MVU_SCHEMA_CODE"),
+    ({"stat_data": {"hp": 1}, "colour": "red"}, "MVU_JSON"),
+])
+async def test_an_edit_that_would_poison_later_replies_is_refused(
+        service: MvuService, host: MemoryHost, ledger: Ledger, content: dict[str, Any], code: str) -> None:
+    instance = await playing(service, host, card=PLAIN)
+    with pytest.raises(MvuError) as caught:
+        await service.update(id=instance, content=content, expected_revision=0, operation_id="bad",
+                             scope=scope("s1"))
+    assert caught.value.code == code
+    await host.turn("s1", turn=1, user="go", reply="_.set('hp', 11);")
+    record = await service.read(id=instance, scope=scope("s1"))
+    assert record is not None and record.content["stat_data"]["hp"] == 11  # type: ignore[index]
+    assert [v.kind for v in await ledger.versions(instance)] == ["reply"]
+
+
+async def test_an_edit_keeps_the_native_schema_in_step_and_replays_identically(
+        service: MvuService, host: MemoryHost, ledger: Ledger) -> None:
+    instance = await playing(service, host, card=PLAIN)
+    body = {"stat_data": {"hp": 3, "items": ["rope"], "mana": 4}}
+    first = await service.update(id=instance, content=body, expected_revision=0, operation_id="e", scope=scope("s1"))
+    # A reply moves the state on; the same edit sent again is still a replay, not a conflict.
+    await host.turn("s1", turn=1, user="go", reply="_.set('hp', 9);")
+    again = await service.update(id=instance, content=body, expected_revision=0, operation_id="e", scope=scope("s1"))
+    assert (again.replayed, again.revision) == (True, first.revision)
+    record = await service.read(id=instance, scope=scope("s1"))
+    assert record is not None
+    assert record.content["stat_data"] == {"hp": 9, "items": ["rope"], "mana": 4}  # type: ignore[index]
+    assert "mana" in record.content["schema"]["properties"]  # type: ignore[index]
+    assert record.content["update_diagnostics"] == []  # type: ignore[index]
+    assert await ledger.audit() == []

@@ -1,0 +1,76 @@
+"""What a manual edit may change: ``stat_data``, nothing the source owns (DIGEST A: update, L-3).
+
+An edit sends a variables envelope; only its ``stat_data`` is taken. The source owns the rest: a
+declaration (``mvu_schema``) or native schema sent back unchanged is fine, a different one is
+``MVU_SCHEMA_CODE`` (so an old envelope can never be restored over a new playthrough's schema),
+and the derived parts (``display_data``, ``delta_data``, ``update_diagnostics``) are recomputed.
+The new ``stat_data`` must be data every later reply can run on: no prototype keys, numbers
+JavaScript holds exactly; a declaration validates (and may transform) it exactly once, a native
+schema is reconciled with it as after any update.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from mvu_store.errors import Code, MvuError
+from mvu_store.jsonvalue import JsonValue, canonical_text, find_unsafe_key, json_pointer, normalize
+from mvu_store.lang.meta import clean_metadata, reconcile
+from mvu_store.service.initial import DeclaredSchema
+
+OWNED = ("mvu_schema", "schema")
+DERIVED = ("display_data", "delta_data", "update_diagnostics")
+KNOWN = frozenset({"stat_data", "initialized_lorebooks", *OWNED, *DERIVED})
+MAX_SAFE_INTEGER = 2**53 - 1
+
+
+def edit_content(content: Any) -> dict[str, Any]:
+    """The edit as sent, normalised and checked (the request's fingerprint covers this)."""
+    if not isinstance(content, dict) or not isinstance(content.get("stat_data"), dict):
+        raise MvuError(Code.JSON, "content is a variables envelope with a stat_data object")
+    unknown = sorted(str(key) for key in content if key not in KNOWN)
+    if unknown:
+        raise MvuError(Code.JSON, f"content has fields a variables envelope does not: {', '.join(unknown[:5])}",
+                       fields=unknown[:20])
+    sent, _, _ = normalize(content)
+    assert isinstance(sent, dict)
+    unsafe = find_unsafe_key(sent["stat_data"])
+    if unsafe is not None:
+        raise MvuError(Code.PATH, "stat_data carries a prototype key", path=json_pointer(unsafe))
+    _check_numbers(sent["stat_data"])
+    return sent
+
+
+def _check_numbers(value: JsonValue) -> None:
+    """Integers beyond ±(2**53 - 1) would silently change in every JavaScript reader."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, dict):
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+        elif isinstance(item, int) and not isinstance(item, bool) and abs(item) > MAX_SAFE_INTEGER:
+            raise MvuError(Code.JSON, "an integer is beyond what JavaScript holds exactly (2**53 - 1)")
+
+
+def edited_envelope(sent: dict[str, Any], current: JsonValue, *, now_ms: int) -> dict[str, Any]:
+    """The new envelope: the current one with the sent ``stat_data``, validated by the source."""
+    envelope: dict[str, Any] = copy.deepcopy(current) if isinstance(current, dict) else {}
+    for key in OWNED:
+        if key in sent and canonical_text(sent[key]) != canonical_text(envelope.get(key)):
+            raise MvuError(Code.SCHEMA_CODE, f"the source owns {key}: an edit cannot remove or replace it", field=key)
+    stat_data = copy.deepcopy(sent["stat_data"])
+    declared = DeclaredSchema.of(envelope, now_ms)
+    if declared is not None:
+        checked = declared.check(stat_data)
+        if not isinstance(checked, dict):
+            raise MvuError(Code.SCHEMA, "the declaration turned stat_data into something other than an object")
+        stat_data = checked
+    elif isinstance(envelope.get("schema"), dict):
+        envelope["schema"] = reconcile(stat_data, envelope["schema"])
+        clean_metadata(stat_data)  # a $meta in the edit shaped the schema, as at initialisation
+    envelope.update(stat_data=stat_data, display_data=copy.deepcopy(stat_data), delta_data={"changes": []},
+                    update_diagnostics=[])
+    return envelope
