@@ -154,7 +154,8 @@ class MemoryHost:
         self.append(session_id, "turn/start", {"turn": turn})
         await self.drain()  # the baseline is frozen before the request, as a host does
         text = [{"type": "text", "text": user}]
-        self.append(session_id, "user/message", {"turn": turn, "message": {"source": {"kind": "user"}, "content": text}})
+        self.append(session_id, "user/message",
+                    {"turn": turn, "message": {"source": {"kind": "user"}, "content": text}})
         seq = self.append(session_id, "assistant/message", {
             "turn": turn, "message": {"id": message_id or f"{session_id}-m{turn}",
                                       "content": [{"type": "text", "text": reply}]}})
