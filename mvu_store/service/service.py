@@ -355,8 +355,11 @@ class MvuService:
         report = IngestReport(session_id=session_id)
         if snapshot is None or snapshot.header.origin == "subagent":
             return report
+        entries = await self._session_entries(session_id, snapshot)
+        # Read after the instances are ensured: one allocated just now (here, or by a concurrent
+        # selection) has its boundary in this map, so replies before it are never its to apply.
         boundaries = await self._ledger.activations(session_id)
-        for entry in await self._session_entries(session_id, snapshot):
+        for entry in entries:
             if entry.legacy is not None or entry.source_error is not None:
                 continue
             versions = await self._ledger.versions(entry.id)
