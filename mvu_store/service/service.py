@@ -322,9 +322,11 @@ class MvuService:
             if start is None or start.type != "turn/start" or isinstance(turn, bool) or not isinstance(turn, int):
                 raise MvuError(Code.BASELINE_REQUIRED, "a checkpoint needs a durable turn/start event",
                                session_id=session_id, seq=turn_start_seq)
-            await self._ingest(session_id, snapshot, before=turn_start_seq)
+            # The entries are listed once: applying replies never adds or removes a resource.
+            entries = await self._session_entries(session_id, snapshot)
+            await self._ingest(session_id, snapshot, before=turn_start_seq, entries=entries)
             frozen = []
-            for entry in await self._session_entries(session_id, snapshot):
+            for entry in entries:
                 if entry.legacy is not None or entry.source_error is not None:
                     continue
                 record = await self._ledger.put_checkpoint(entry.id, session_id=session_id, turn=turn,
@@ -349,13 +351,15 @@ class MvuService:
 
         return await self._locked(session_id, work)
 
-    async def _ingest(self, session_id: str, snapshot: SessionSnapshot | None, *,
-                      before: int | None = None) -> IngestReport:
-        """Ingest the session's unprocessed completed turns (those ending before ``before``)."""
+    async def _ingest(self, session_id: str, snapshot: SessionSnapshot | None, *, before: int | None = None,
+                      entries: builtins.list[Entry] | None = None) -> IngestReport:
+        """Ingest the session's unprocessed completed turns (those ending before ``before``);
+        ``entries`` are the session's, when the caller has just listed them."""
         report = IngestReport(session_id=session_id)
         if snapshot is None or snapshot.header.origin == "subagent":
             return report
-        entries = await self._session_entries(session_id, snapshot)
+        if entries is None:
+            entries = await self._session_entries(session_id, snapshot)
         # Read after the instances are ensured: one allocated just now (here, or by a concurrent
         # selection) has its boundary in this map, so replies before it are never its to apply.
         boundaries = await self._ledger.activations(session_id)
