@@ -28,7 +28,7 @@ from mvu_store.service.catalog import Catalog, Entry
 from mvu_store.service.facts import Facts
 from mvu_store.service.identity import character_template_id, instance_id, same_identity, session_identity
 from mvu_store.service.initial import DeclaredSchema
-from mvu_store.service.legacy import CAPABILITIES
+from mvu_store.service.legacy import CAPABILITIES, LegacyResource
 from mvu_store.service.models import (
     RESOURCE_ID,
     CharacterDefinition,
@@ -231,12 +231,16 @@ class MvuService:
                 raise MvuError(Code.SESSION_IDENTITY, f"session {session_id!r} was reused for another durable identity",
                                session_id=session_id, id=row.id)
         known = {row.id for row in rows}
-        legacy = await self._catalog.legacy()
-        boundaries = await self._ledger.activations(session_id)
+        # Read only when an instance is missing: usually every one exists already.
+        legacy: dict[str, LegacyResource] | None = None
+        boundaries: dict[str, int] = {}
         for template in templates:
             resource_id = instance_id(template["id"], identity)
             if resource_id in known:
                 continue
+            if legacy is None:
+                legacy = await self._catalog.legacy()
+                boundaries = await self._ledger.activations(session_id)
             old = legacy.get(template["id"])
             if old is not None and old.binds(snapshot):
                 raise MvuError(Code.MIGRATION_REQUIRED, "this session's state is in the legacy shared ledger: recover "
@@ -248,7 +252,8 @@ class MvuService:
             boundary = boundaries.get(template["id"], snapshot.last_seq + 1)
             await self._create_instance(template, resource_id, identity, boundary)
             known.add(resource_id)
-        rows = await self._ledger.resources(session_id=session_id, kinds=("instance",))
+        if legacy is not None:  # something was allocated (here or by a concurrent writer)
+            rows = await self._ledger.resources(session_id=session_id, kinds=("instance",))
         return [await self._catalog.entry_of(row) for row in rows]
 
     async def _create_instance(self, template: dict[str, Any], resource_id: str, identity: dict[str, JsonValue],
