@@ -499,11 +499,11 @@ class MvuService:
         return snapshot
 
     async def _session_entries(self, session_id: str, snapshot: SessionSnapshot | None) -> builtins.list[Entry]:
-        if snapshot is not None:
-            await self._ensure_instances(session_id, snapshot)
+        instances = await self._ensure_instances(session_id, snapshot) if snapshot is not None else None
         await self._ensure_shared()
         scope = Scope(session_id=session_id)
-        return [entry for entry in await self._catalog.entries(session_id=session_id) if entry.accessible(scope)]
+        return [entry for entry in await self._catalog.entries(session_id=session_id, instances=instances)
+                if entry.accessible(scope)]
 
     async def _snapshot_of(self, session_id: str) -> SessionSnapshot | None:
         return await self._host.inspect(session_id)
