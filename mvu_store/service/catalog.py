@@ -136,12 +136,18 @@ class Catalog:
         legacy = (await self.legacy()).get(resource_id)
         return Entry(resource_id, legacy.definition, legacy=legacy) if legacy is not None else None
 
-    async def entries(self, *, session_id: str | None = None) -> list[Entry]:
-        """Resources a session may see (its instances and every non-instance resource), or all."""
+    async def entries(self, *, session_id: str | None = None, instances: list[Entry] | None = None) -> list[Entry]:
+        """Resources a session may see (its instances and every non-instance resource), or all.
+
+        ``instances``: the session's instances, when the caller has just read them.
+        """
         if session_id is None:
             rows = await self._ledger.resources()
         else:
-            rows = await self._ledger.resources(session_id=session_id, kinds=("instance",))
+            if instances is None:
+                rows = await self._ledger.resources(session_id=session_id, kinds=("instance",))
+            else:
+                rows = [entry.row for entry in instances if entry.row is not None]
             rows += await self._ledger.resources(kinds=("shared", "configured", "copy"))
         entries = [await self.entry_of(row) for row in rows]
         known = {entry.id for entry in entries}

@@ -31,7 +31,7 @@ from mvu_store.service.edits import edit_content, edited_envelope
 from mvu_store.service.facts import Facts
 from mvu_store.service.identity import character_template_id, instance_id, same_identity, session_identity
 from mvu_store.service.initial import DeclaredSchema
-from mvu_store.service.legacy import CAPABILITIES
+from mvu_store.service.legacy import CAPABILITIES, LegacyResource
 from mvu_store.service.models import (
     RESOURCE_ID,
     CharacterDefinition,
@@ -298,12 +298,16 @@ class MvuService:
                 raise MvuError(Code.SESSION_IDENTITY, f"session {session_id!r} was reused for another durable identity",
                                session_id=session_id, id=row.id)
         known = {row.id for row in rows}
-        legacy = await self._catalog.legacy()
-        boundaries = await self._ledger.activations(session_id)
+        # Read only when an instance is missing: usually every one exists already.
+        legacy: dict[str, LegacyResource] | None = None
+        boundaries: dict[str, int] = {}
         for template in templates:
             resource_id = instance_id(template["id"], identity)
             if resource_id in known:
                 continue
+            if legacy is None:
+                legacy = await self._catalog.legacy()
+                boundaries = await self._ledger.activations(session_id)
             old = legacy.get(template["id"])
             if old is not None and old.binds(snapshot):
                 raise MvuError(Code.MIGRATION_REQUIRED, "this session's state is in the legacy shared ledger: recover "
@@ -315,7 +319,8 @@ class MvuService:
             boundary = boundaries.get(template["id"], snapshot.last_seq + 1)
             await self._create_instance(template, resource_id, identity, boundary)
             known.add(resource_id)
-        rows = await self._ledger.resources(session_id=session_id, kinds=("instance",))
+        if legacy is not None:  # something was allocated (here or by a concurrent writer)
+            rows = await self._ledger.resources(session_id=session_id, kinds=("instance",))
         return [await self._catalog.entry_of(row) for row in rows]
 
     async def _create_instance(self, template: dict[str, Any], resource_id: str, identity: dict[str, JsonValue],
@@ -392,9 +397,12 @@ class MvuService:
             if start is None or start.type != "turn/start" or isinstance(turn, bool) or not isinstance(turn, int):
                 raise MvuError(Code.BASELINE_REQUIRED, "a checkpoint needs a durable turn/start event",
                                session_id=session_id, seq=turn_start_seq)
-            await self._ingest(session_id, snapshot, before=turn_start_seq, signal=signal, lease=lease)
+            # The entries are listed once: applying replies never adds or removes a resource.
+            entries = await self._session_entries(session_id, snapshot)
+            await self._ingest(session_id, snapshot, before=turn_start_seq, signal=signal, lease=lease,
+                               entries=entries)
             frozen = []
-            for entry in await self._session_entries(session_id, snapshot):
+            for entry in entries:
                 if entry.legacy is not None or entry.source_error is not None:
                     continue
                 self._check_lease(lease, signal)
@@ -423,13 +431,17 @@ class MvuService:
         return await self._locked(session_id, work)
 
     async def _ingest(self, session_id: str, snapshot: SessionSnapshot | None, *, before: int | None = None,
-                      signal: Signal | None = None, lease: Lease | None = None) -> IngestReport:
-        """Ingest the session's unprocessed completed turns (those ending before ``before``)."""
+                      signal: Signal | None = None, lease: Lease | None = None,
+                      entries: builtins.list[Entry] | None = None) -> IngestReport:
+        """Ingest the session's unprocessed completed turns (those ending before ``before``);
+        ``entries`` are the session's, when the caller has just listed them."""
         report = IngestReport(session_id=session_id)
         if snapshot is None or snapshot.header.origin == "subagent":
             return report
-        entries = await self._session_entries(session_id, snapshot)
-        # Read after the entries: allocating an instance writes its boundary.
+        if entries is None:
+            entries = await self._session_entries(session_id, snapshot)
+        # Read after the instances are ensured: one allocated just now (here, or by a concurrent
+        # selection) has its boundary in this map, so replies before it are never its to apply.
         boundaries = await self._ledger.activations(session_id)
         # After an explicit (un)selection only the active templates' instances take replies: an
         # unselected card's instance must not move while another card (or none) is selected (I-5).
@@ -614,11 +626,11 @@ class MvuService:
         return await self._session_entries(session_id, await self._snapshot_of(session_id))
 
     async def _session_entries(self, session_id: str, snapshot: SessionSnapshot | None) -> builtins.list[Entry]:
-        if snapshot is not None:
-            await self._ensure_instances(session_id, snapshot)
+        instances = await self._ensure_instances(session_id, snapshot) if snapshot is not None else None
         await self._ensure_shared()
         scope = Scope(session_id=session_id)
-        return [entry for entry in await self._catalog.entries(session_id=session_id) if entry.accessible(scope)]
+        return [entry for entry in await self._catalog.entries(session_id=session_id, instances=instances)
+                if entry.accessible(scope)]
 
     async def _snapshot_of(self, session_id: str) -> SessionSnapshot | None:
         return await self._host.inspect(session_id)

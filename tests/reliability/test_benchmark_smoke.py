@@ -1,4 +1,5 @@
-"""Smoke test of ``benchmarks/commit_path.py --quick``: it runs and its last line carries the figures.
+"""Smoke tests of ``benchmarks/commit_path.py --quick`` and ``benchmarks/ingest.py --quick``: they run and
+their last line carries the figures.
 
 No timing is asserted (the machine is shared and noisy); only that every figure the issue asks
 for is there, positive, and that the fork side measured what it claims to.
@@ -35,3 +36,22 @@ def test_quick_benchmark_prints_every_figure_as_json_on_its_last_line() -> None:
     assert figures["fork_history_versions"] == {"short": 10, "long": 1000}
     assert set(figures["targets_met"]) == {"ratio_single", "ratio_concurrent", "ratio_vs_json_file",
                                            "fork_cost_growth"}
+
+
+INGEST = BENCHMARK.with_name("ingest.py")
+
+
+def test_quick_ingest_benchmark_prints_both_rates_as_json_on_its_last_line() -> None:
+    done = subprocess.run([sys.executable, str(INGEST), "--quick"], capture_output=True, text=True, timeout=120,
+                          check=False)
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.strip().splitlines()
+    assert len(lines) > 1, "human lines come before the JSON"
+    figures = json.loads(lines[-1])
+    for key in ("turns_per_s", "turns_per_s_16_sessions", "state_bytes", "turns", "parallel_turns"):
+        assert isinstance(figures[key], int | float), key
+        assert figures[key] > 0, key
+    assert figures["quick"] is True
+    assert figures["sessions"] == 16
+    assert figures["commands_per_reply"] == 5
+    assert 4 * 1024 <= figures["state_bytes"] <= 6 * 1024, "a ~5 KiB stat_data"

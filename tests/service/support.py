@@ -121,3 +121,53 @@ async def seed_rows(ledger: Ledger) -> int:
     rows = await ledger.read(lambda connection: connection.execute(
         select(func.count()).select_from(tables.seeds).where(seeds.ledger_id == ledger.ledger_id)).scalar_one())
     return int(rows)
+
+
+def finish_turn(host: MemoryHost, session_id: str, turn: int, reply: str) -> int:
+    """Append the rest of a started turn (user message, reply, completed end); returns the reply's seq."""
+    host.append(session_id, "user/message", {"turn": turn, "message": {"source": {"kind": "user"},
+                                                                      "content": [{"type": "text", "text": "go"}]}})
+    seq = host.append(session_id, "assistant/message", {
+        "turn": turn, "message": {"id": f"{session_id}-m{turn}", "content": [{"type": "text", "text": reply}]}})
+    host.append(session_id, "turn/end", {"turn": turn, "reason": {"kind": "completed"}})
+    return seq
+
+
+async def checkpointed_turns(service: MvuService, host: MemoryHost, session_id: str, turns: range, reply: str) -> None:
+    """Play ``turns`` with the host detached: each turn/start is checkpointed explicitly, the
+    reply is not ingested. A checkpoint applies the turns that ended before it, so afterwards
+    exactly the last turn's reply is pending."""
+    for turn in turns:
+        start = host.append(session_id, "turn/start", {"turn": turn})
+        await service.checkpoint(session_id=session_id, turn_start_seq=start)
+        finish_turn(host, session_id, turn, reply)
+
+
+async def frozen_turns(ledger: Ledger, host: MemoryHost, instance: str, session_id: str, turns: range,
+                       reply: str) -> None:
+    """Play ``turns`` with the host detached and every turn's checkpoint stored directly in the
+    ledger at the current head, so every reply of ``turns`` is pending at once (the service's own
+    checkpoint would apply the earlier turns first)."""
+    for turn in turns:
+        start = host.append(session_id, "turn/start", {"turn": turn})
+        await ledger.put_checkpoint(instance, session_id=session_id, turn=turn, seq=start)
+        finish_turn(host, session_id, turn, reply)
+
+
+async def assert_applied_once(service: MvuService, ledger: Ledger, instance: str, session_id: str,
+                              turns: int, *, manual: int = 0) -> dict[str, Any]:
+    """Every turn's reply is one version (turns 1..turns, once each), revisions run 1..head
+    without holes, the head is after all of them and the SQL audits are clean. Returns stat_data."""
+    history = await service.history(id=instance, scope=scope(session_id))
+    applied = [entry.source.get("turn") for entry in history if entry.kind == "reply"]
+    assert sorted(applied) == list(range(1, turns + 1)), applied
+    assert [entry.kind for entry in history].count("manual") == manual
+    assert [entry.revision for entry in history] == list(range(1, turns + manual + 1))
+    assert len({entry.key for entry in history}) == len(history)
+    record = await service.read(id=instance, scope=scope(session_id))
+    assert record is not None
+    assert record.revision == turns + manual
+    assert await ledger.audit() == []
+    stat_data = record.content["stat_data"]
+    assert isinstance(stat_data, dict)
+    return stat_data

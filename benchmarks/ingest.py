@@ -1,0 +1,254 @@
+"""Ingest benchmark: completed turns per second through ``MvuService``, end to end.
+
+A turn is what a host does per reply: ``turn/start`` → ``service.checkpoint``, then the user
+message, the assistant reply and ``turn/end`` → ``service.ingest`` (``MemoryHost`` attached, so
+every turn pays the host inspection, the ledger reads, the update language, the card's schema
+validation and the durable commit, as in use). The card is realistic: a Zod declaration of about
+30 fields (clamps through ``transform(_.clamp)``, ``coerce``, enums, nested objects and records)
+over a ~5 KiB ``stat_data``, and every reply carries 5 commands (``_.set``, ``_.add`` and one
+``<JSONPatch>`` op).
+
+- (a) one session, ``--turns`` turns one after another;
+- (b) ``--sessions`` sessions (16) in parallel: ``asyncio.gather`` of one such loop per session,
+  each session ``--turns / --sessions`` turns (at least 2), in one service and one ledger.
+
+The ledger is a SQLite file in a temporary directory (WAL, ``synchronous=FULL``), or ``--url``
+(e.g. the PostgreSQL test database; each run uses its own ``ledger_id``). Human lines first;
+the LAST line is one JSON object with ``turns_per_s`` and ``turns_per_s_16_sessions``.
+
+    python benchmarks/ingest.py [--turns N] [--sessions N] [--url URL] [--quick]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+from mvu_store.ledger import Ledger, open_ledger
+from mvu_store.memory_host import MemoryHost
+from mvu_store.service import MvuService
+
+SCHEMA = """
+import { registerMvuSchema } from 'https://testingcf.jsdelivr.net/gh/StageDog/tavern_resource/dist/util/mvu_zod.js';
+
+const Stat = (low, high) => z.coerce.number().transform(v => _.clamp(v, low, high));
+const Companion = z.object({
+  affection: Stat(-100, 100),
+  trust: Stat(0, 100),
+  mood: z.enum(['happy', 'calm', 'sad', 'angry', 'afraid']).prefault('calm'),
+  location: z.string(),
+  notes: z.string().max(400),
+});
+
+export const Schema = z.object({
+  world: z.object({
+    day: z.coerce.number().int().min(1),
+    time: z.enum(['dawn', 'morning', 'noon', 'evening', 'night']),
+    weather: z.enum(['clear', 'rain', 'storm', 'fog', 'snow']).prefault('clear'),
+    location: z.string(),
+    events: z.array(z.string()).max(40),
+  }),
+  hero: z.object({
+    name: z.string(),
+    hp: Stat(0, 100),
+    mp: Stat(0, 100),
+    stamina: Stat(0, 100),
+    sanity: Stat(0, 100),
+    hunger: Stat(0, 100),
+    level: z.coerce.number().int().min(1).prefault(1),
+    exp: z.coerce.number().min(0),
+    gold: z.coerce.number().min(0),
+    mood: z.enum(['calm', 'angry', 'tired', 'elated']).prefault('calm'),
+    status: z.array(z.string()).max(20),
+    skills: z.record(z.string(), z.coerce.number().transform(v => _.clamp(v, 0, 10))),
+  }),
+  companions: z.record(z.string(), Companion),
+  inventory: z.record(z.string(), z.object({ count: z.coerce.number().int().min(0), note: z.string() }))
+    .transform(items => _.pickBy(items, ({ count }) => count > 0)),
+  quests: z.record(z.string(), z.object({
+    stage: z.coerce.number().int().min(0),
+    status: z.enum(['active', 'done', 'failed']),
+    summary: z.string(),
+  })),
+  flags: z.object({
+    metKing: z.boolean(),
+    cursed: z.boolean().prefault(false),
+    chapter: z.coerce.number().int().min(1),
+  }),
+});
+
+$(() => { registerMvuSchema(Schema); });
+"""
+
+LOREM = ("The road out of the valley is older than the kingdom; its stones remember carts, armies and "
+         "the slow rain of every autumn. ")
+
+
+def initial_state() -> dict[str, Any]:
+    """The card's ``[initvar]``: a ~5 KiB ``stat_data`` (the size is printed and reported)."""
+    companions = {
+        name: {"affection": 10 * index, "trust": 40 + index, "mood": "calm", "location": "camp",
+               "notes": f"{name}: " + LOREM * 3}
+        for index, name in enumerate(["Aria", "Bram", "Cale", "Dara", "Edda"])
+    }
+    inventory = {item: {"count": count, "note": f"{item} " + LOREM[:60]}
+                 for item, count in [("rope", 1), ("torch", 3), ("potion", 2), ("bread", 4), ("map", 1),
+                                     ("dagger", 1), ("coin-purse", 1), ("herbs", 5)]}
+    quests = {f"q{index}": {"stage": index, "status": "active", "summary": LOREM[: 60 + 10 * index]}
+              for index in range(8)}
+    return {
+        "world": {"day": 1, "time": "morning", "weather": "clear", "location": "Valley road",
+                  "events": [f"event {index}: " + LOREM[:60] for index in range(8)]},
+        "hero": {"name": "Hero", "hp": 80, "mp": 40, "stamina": 70, "sanity": 90, "hunger": 20, "level": 3,
+                 "exp": 120, "gold": 50, "mood": "calm", "status": ["rested"],
+                 "skills": {"sword": 3, "bow": 2, "stealth": 4, "lore": 1, "charm": 2}},
+        "companions": companions,
+        "inventory": inventory,
+        "quests": quests,
+        "flags": {"metKing": False, "cursed": False, "chapter": 1},
+    }
+
+
+def reply(turn: int) -> str:
+    """A reply with five commands: two ``_.add`` (one clamped), two ``_.set``, one JSON Patch op."""
+    times = ["dawn", "morning", "noon", "evening", "night"]
+    names = ["Aria", "Bram", "Cale", "Dara", "Edda"]
+    return (
+        f"The day wears on; the party walks and talks.\n<UpdateVariable>\n"
+        f"_.add('hero.gold', {turn % 7 + 1});//loot\n"
+        f"_.add('hero.hp', {(-1) ** turn * 15});//clamped to 0..100\n"
+        f"_.set('world.time', '{times[turn % 5]}');\n"
+        f"_.set('companions.{names[turn % 5]}.affection', {turn % 150});//clamped to -100..100\n"
+        f'<JSONPatch>[{{"op": "replace", "path": "/hero/exp", "value": {120 + turn}}}]</JSONPatch>\n'
+        f"</UpdateVariable>"
+    )
+
+
+def say(line: str) -> None:
+    print(line, flush=True)
+
+
+async def play(service: MvuService, host: MemoryHost, session_id: str, turns: int, created_at: int) -> str:
+    host.create_session(session_id, created_at=created_at)
+    selection = await service.select_character(session_id=session_id, character_id="bench")
+    assert selection.instance_id is not None
+    return selection.instance_id
+
+
+async def session_loop(host: MemoryHost, session_id: str, first: int, turns: int) -> None:
+    for turn in range(first, first + turns):
+        await host.turn(session_id, turn=turn, user="onwards", reply=reply(turn))
+
+
+async def check(service: MvuService, instance: str, session_id: str, turns: int) -> None:
+    """The run did what it claims: every turn committed once, the state is valid and changed."""
+    record = await service.read(id=instance, scope={"authority": "local", "session_id": session_id})
+    assert record is not None and record.revision == turns, (record.revision if record else None, turns)
+    assert record.content["update_diagnostics"] == [], record.content["update_diagnostics"]
+    hero = record.content["stat_data"]["hero"]
+    assert 0 <= hero["hp"] <= 100 and hero["exp"] == 120 + turns
+
+
+async def measure(ledger: Ledger, turns: int, sessions: int) -> dict[str, Any]:
+    host = MemoryHost()
+    service = MvuService(ledger=ledger, host=host)
+    card = {"character_id": "bench", "name": "Bench", "initvar": [json.dumps(initial_state())],
+            "schema_source": SCHEMA}
+    template = await service.discover(definition=card)
+    assert template.source_error is None, template
+    host.attach(service)
+    run = uuid.uuid4().hex[:8]
+
+    # (a) one session, turns one after another (one warm-up turn first, not counted).
+    single = f"single-{run}"
+    instance = await play(service, host, single, turns, 1000)
+    await session_loop(host, single, 1, 1)
+    started = time.perf_counter()
+    await session_loop(host, single, 2, turns)
+    single_s = time.perf_counter() - started
+    await check(service, instance, single, turns + 1)
+    record = await service.read(id=instance, scope={"authority": "local", "session_id": single})
+    assert record is not None
+    envelope = json.dumps(record.content, separators=(",", ":"), ensure_ascii=False).encode()
+    state_bytes = len(json.dumps(record.content["stat_data"], separators=(",", ":"), ensure_ascii=False).encode())
+
+    # (b) many sessions in parallel.
+    per_session = max(2, turns // sessions)
+    ids = [f"par-{run}-{index}" for index in range(sessions)]
+    instances = [await play(service, host, session_id, per_session, 2000 + index) for index, session_id in
+                 enumerate(ids)]
+    await asyncio.gather(*(session_loop(host, session_id, 1, 1) for session_id in ids))
+    started = time.perf_counter()
+    await asyncio.gather(*(session_loop(host, session_id, 2, per_session) for session_id in ids))
+    parallel_s = time.perf_counter() - started
+    for session_id, instance_id in zip(ids, instances, strict=True):
+        await check(service, instance_id, session_id, per_session + 1)
+    assert await ledger.audit() == []
+    return {"turns": turns, "single_s": single_s, "parallel_turns": per_session * sessions,
+            "parallel_s": parallel_s, "state_bytes": state_bytes, "envelope_bytes": len(envelope)}
+
+
+async def run(url: str, turns: int, sessions: int) -> dict[str, Any]:
+    ledger_id = "default" if url.startswith("sqlite") else f"bench-{uuid.uuid4().hex[:12]}"
+    ledger = await open_ledger(url, ledger_id=ledger_id, synchronous="FULL")
+    try:
+        return await measure(ledger, turns, sessions)
+    finally:
+        await ledger.close()
+
+
+def main(argv: list[str] | None = None) -> dict[str, Any]:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--turns", type=int, default=200, help="turns of the single session (default 200)")
+    parser.add_argument("--sessions", type=int, default=16, help="parallel sessions (default 16)")
+    parser.add_argument("--url", help="a ledger URL (default: a SQLite file in a temporary directory)")
+    parser.add_argument("--quick", action="store_true", help="a smaller run (seconds, for smoke tests)")
+    args = parser.parse_args(argv)
+    turns = 16 if args.quick else args.turns
+    sessions = args.sessions
+    if turns < 1 or sessions < 1:
+        parser.error("--turns and --sessions must be positive")
+
+    with tempfile.TemporaryDirectory(prefix="mvu-bench-ingest-") as temp:
+        url = args.url or f"sqlite:///{Path(temp) / 'ledger.sqlite3'}"
+        engine = url.split(":", 1)[0]
+        say(f"ingest, end to end through MvuService + MemoryHost, {engine} ledger"
+            f"{' (quick)' if args.quick else ''}")
+        figures = asyncio.run(run(url, turns, sessions))
+
+    turns_per_s = figures["turns"] / figures["single_s"]
+    parallel_per_s = figures["parallel_turns"] / figures["parallel_s"]
+    say(f"card: ~30 declared fields, stat_data {figures['state_bytes']} B "
+        f"(whole envelope {figures['envelope_bytes']} B), 5 commands a reply")
+    say(f"one session:     {figures['turns']} turns in {figures['single_s']:.2f} s = {turns_per_s:.1f} turns/s "
+        f"({1000 / turns_per_s:.2f} ms a turn)")
+    say(f"{sessions} sessions:    {figures['parallel_turns']} turns in {figures['parallel_s']:.2f} s = "
+        f"{parallel_per_s:.1f} turns/s")
+    result = {
+        "turns_per_s": round(turns_per_s, 1),
+        "turns_per_s_16_sessions" if sessions == 16 else f"turns_per_s_{sessions}_sessions": round(parallel_per_s, 1),
+        "turns_per_s_parallel": round(parallel_per_s, 1),
+        "sessions": sessions,
+        "turns": figures["turns"],
+        "parallel_turns": figures["parallel_turns"],
+        "state_bytes": figures["state_bytes"],
+        "envelope_bytes": figures["envelope_bytes"],
+        "commands_per_reply": 5,
+        "engine": engine,
+        "synchronous": "FULL",
+        "quick": args.quick,
+    }
+    print(json.dumps(result, sort_keys=True), flush=True)
+    return result
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
+    sys.exit(0)
