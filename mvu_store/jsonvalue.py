@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import re
 from dataclasses import dataclass
 from typing import Any, TypeAlias
 
@@ -97,13 +98,18 @@ def dumps(value: JsonValue) -> str:
     return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
 
 
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
 def js_json(value: JsonValue) -> str:
     """What JavaScript's ``JSON.stringify`` writes for JSON data: insertion order, no spaces.
 
     The original implementation hashes this text for its keys (versions, inherited copies), so
     keys computed here match keys it wrote.
     """
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    text = json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    # Well-formed JSON.stringify (ES2019) escapes a lone surrogate instead of emitting it.
+    return _LONE_SURROGATE.sub(lambda found: f"\\u{ord(found.group()):04x}", text)
 
 
 def utf8(text: str) -> bytes:

@@ -15,7 +15,7 @@ from mvu_store.jsonvalue import JsonValue
 from mvu_store.ledger import Ledger
 from mvu_store.ledger.records import ResourceRecord
 from mvu_store.service.legacy import CAPABILITIES, LEGACY_FILE, LegacyResource, parse_legacy
-from mvu_store.service.models import Scope
+from mvu_store.service.models import Scope, storable
 
 _DEFINITION_CACHE = 4096
 
@@ -42,6 +42,13 @@ class Entry:
     @property
     def is_instance(self) -> bool:
         return self.row is not None and self.row.kind == "instance"
+
+    @property
+    def takes_replies(self) -> bool:
+        """Whether the store chain applies replies to it: not a legacy record, not a failed
+        initialisation, and not a copy (a manual resource: I-11; feeding it the session's replies
+        would apply them a second time)."""
+        return self.legacy is None and self.source_error is None and not (self.row and self.row.kind == "copy")
 
     @property
     def instance(self) -> dict[str, JsonValue] | None:
@@ -130,6 +137,8 @@ class Catalog:
         return self._legacy[1]
 
     async def entry(self, resource_id: str) -> Entry | None:
+        if not storable(resource_id):
+            return None  # an id no row can have
         row = await self._ledger.resource(resource_id)
         if row is not None:
             return await self.entry_of(row)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from typing import Any, Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 from pydantic.alias_generators import to_camel
 
 from mvu_store.errors import Code, MvuError
@@ -59,8 +59,20 @@ def check_operation_id(operation_id: Any) -> str:
     return operation_id
 
 
+def storable(text: str) -> bool:
+    """Whether an id can be stored at all: no NUL, no lone surrogate (no UTF-8 for it)."""
+    if "\x00" in text:
+        return False
+    try:
+        text.encode()
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 def check_session_id(session_id: Any) -> str:
-    if not isinstance(session_id, str) or not session_id or len(session_id) > MAX_SESSION_ID:
+    if not isinstance(session_id, str) or not session_id or len(session_id) > MAX_SESSION_ID or not storable(
+            session_id):
         raise MvuError(Code.SCOPE, f"session_id must be a string of 1 to {MAX_SESSION_ID} characters")
     return session_id
 
@@ -85,6 +97,19 @@ class Scope(_Input):
     session_id: str | None = Field(default=None, min_length=1, max_length=MAX_SESSION_ID)
     message_id: str | None = Field(default=None, min_length=1, max_length=MAX_OPERATION_ID)
     end_event_id: int | None = Field(default=None, ge=0, strict=True)
+
+    @field_validator("session_id", "message_id")
+    @classmethod
+    def _storable(cls, value: str | None) -> str | None:
+        if value is not None and not storable(value):
+            raise ValueError("must not hold NUL or a lone surrogate")
+        return value
+
+    @model_validator(mode="after")
+    def _historical_needs_a_session(self) -> Scope:
+        if (self.message_id is not None or self.end_event_id is not None) and self.session_id is None:
+            raise ValueError("a historical scope names the session whose coordinates it uses (sessionId)")
+        return self
 
     @property
     def historical(self) -> bool:

@@ -58,7 +58,7 @@ from mvu_store.service.templates import (
     instance_definition,
     template_record,
 )
-from mvu_store.service.turns import Reply, replies, turn_running, verify_recorded
+from mvu_store.service.turns import Reply, allocation_boundary, replies, turn_running, verify_recorded
 from mvu_store.service.usage import Decision, Dispose, Observer, Usage, UsageHandler
 from mvu_store.service.validation import validate_config
 
@@ -241,8 +241,17 @@ class MvuService:
             selected, previous = await self._ledger.selection(session_id)
             boundary = snapshot.last_seq + 1
             if not (selected and previous == template_id):
-                # Replies of the outgoing character are applied before its boundary moves.
-                await self._ingest(session_id, snapshot, signal=signal, lease=lease)
+                if template_id is not None and not await self._ledger.resource(instance_id(template_id, identity)):
+                    # Refused before anything is stored: a refused selection must not stick (L-1, F-5).
+                    self._check_allocatable(template_id, snapshot, await self._catalog.legacy())
+                try:
+                    # Replies of the outgoing character are applied before its boundary moves.
+                    await self._ingest(session_id, snapshot, signal=signal, lease=lease)
+                except MvuError as error:
+                    # An outgoing selection that could never allocate has nothing to apply:
+                    # switching away from it (or unselecting) must stay possible.
+                    if error.code not in (Code.MIGRATION_REQUIRED, Code.SEED_REQUIRED):
+                        raise
                 self._check_lease(lease, signal)
                 await self._ledger.write(lambda tx: self._select(tx, session_id, template_id, identity, boundary))
             instances = await self._ensure_instances(session_id, snapshot)
@@ -308,20 +317,25 @@ class MvuService:
             if legacy is None:
                 legacy = await self._catalog.legacy()
                 boundaries = await self._ledger.activations(session_id)
-            old = legacy.get(template["id"])
-            if old is not None and old.binds(snapshot):
-                raise MvuError(Code.MIGRATION_REQUIRED, "this session's state is in the legacy shared ledger: recover "
-                                                        "it into a new playthrough explicitly", id=template["id"],
-                               session_id=session_id)
-            if snapshot.header.parent_session is not None:
-                raise MvuError(Code.SEED_REQUIRED, "a fork child needs its frozen state inheritance (a seed ticket)",
-                               session_id=session_id, parent_session=snapshot.header.parent_session)
-            boundary = boundaries.get(template["id"], snapshot.last_seq + 1)
+            self._check_allocatable(template["id"], snapshot, legacy)
+            boundary = boundaries.get(template["id"], allocation_boundary(snapshot))
             await self._create_instance(template, resource_id, identity, boundary)
             known.add(resource_id)
         if legacy is not None:  # something was allocated (here or by a concurrent writer)
             rows = await self._ledger.resources(session_id=session_id, kinds=("instance",))
         return [await self._catalog.entry_of(row) for row in rows]
+
+    @staticmethod
+    def _check_allocatable(template_id: str, snapshot: SessionSnapshot, legacy: dict[str, LegacyResource]) -> None:
+        """A new instance of ``template_id`` may start in this session (L-1, F-5)."""
+        old = legacy.get(template_id)
+        if old is not None and old.binds(snapshot):
+            raise MvuError(Code.MIGRATION_REQUIRED, "this session's state is in the legacy shared ledger: recover "
+                                                    "it into a new playthrough explicitly", id=template_id,
+                           session_id=snapshot.header.id)
+        if snapshot.header.parent_session is not None:
+            raise MvuError(Code.SEED_REQUIRED, "a fork child needs its frozen state inheritance (a seed ticket)",
+                           session_id=snapshot.header.id, parent_session=snapshot.header.parent_session)
 
     async def _create_instance(self, template: dict[str, Any], resource_id: str, identity: dict[str, JsonValue],
                                boundary: int) -> None:
@@ -403,7 +417,7 @@ class MvuService:
                                entries=entries)
             frozen = []
             for entry in entries:
-                if entry.legacy is not None or entry.source_error is not None:
+                if not entry.takes_replies:
                     continue
                 self._check_lease(lease, signal)
                 record = await self._ledger.put_checkpoint(entry.id, session_id=session_id, turn=turn,
@@ -448,7 +462,7 @@ class MvuService:
         selected, _ = await self._ledger.selection(session_id)
         active = {template["id"] for template in await self._active_templates(session_id)} if selected else None
         for entry in entries:
-            if entry.legacy is not None or entry.source_error is not None:
+            if not entry.takes_replies:
                 continue
             if active is not None and entry.is_instance and entry.row is not None \
                     and entry.row.template_id not in active:
@@ -850,8 +864,6 @@ class MvuService:
 
         async def work() -> UpdateReceipt:
             await self._check_instance(entry, lease)
-            versions = await self._ledger.versions(entry.id)
-            await self._verify(entry, versions)
             head = await self._ledger.head(entry.id)
             variables = edited_envelope(sent, head.variables, now_ms=_now_ms())
             source, meta = await self._edit_source(entry, parsed, operation_id, head.version_key)
@@ -977,7 +989,9 @@ class MvuService:
         return None if identity is None else await self._session_lease(str(identity["sessionId"]))
 
     async def _check_instance(self, entry: Entry, lease: Lease | None) -> None:
-        """The instance's session still is the one it belongs to, and no turn is running."""
+        """Before an edit: the record's history still checks out (writes are blocked where reads
+        are, P-2); an instance's session still is the one it belongs to, and no turn is running."""
+        await self._verify(entry, await self._ledger.versions(entry.id))
         identity = entry.instance
         if identity is None:
             return

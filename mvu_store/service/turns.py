@@ -67,13 +67,20 @@ def seed_boundary(snapshot: SessionSnapshot) -> int:
 
 def turn_running(snapshot: SessionSnapshot) -> bool:
     """A turn has started and not ended: its state is not the user's to edit yet."""
+    return allocation_boundary(snapshot) <= snapshot.last_seq
+
+
+def allocation_boundary(snapshot: SessionSnapshot) -> int:
+    """Where a state allocated now starts taking replies: after the session's last event, or at
+    the start of the turn that is running (an instance first allocated by that turn's checkpoint
+    takes its reply)."""
     last_start = last_end = -1
     for event in snapshot.events:
         if event.type == "turn/start":
             last_start = event.seq
         elif event.type == "turn/end":
             last_end = event.seq
-    return last_start > last_end
+    return last_start if last_start > last_end else snapshot.last_seq + 1
 
 
 def has_conversation(snapshot: SessionSnapshot) -> bool:

@@ -242,8 +242,10 @@ async def test_a_fork_child_without_seed_is_refused(service: MvuService, host: M
     error = await expect_code("MVU_SEED_REQUIRED", service.select_character(session_id="c1", character_id="hero"))
     assert error.details.get("parent_session") == "s1"
     assert [row.id for row in await ledger.resources(kinds=("instance",))] == [parent]
-    # The child never guesses its state from the parent's current one.
-    await expect_code("MVU_SEED_REQUIRED", service.list(scope=scope("c1")))
+    # The child never guesses its state from the parent's current one, and the refused
+    # selection did not stick: the session is not left blocked.
+    assert await service.list(scope=scope("c1")) == []
+    assert (await ledger.selection("c1")) == (False, None)
 
 
 async def test_subagent_sessions_are_ignored_by_ingest(service: MvuService, host: MemoryHost,
