@@ -503,7 +503,7 @@ class MvuService:
             decision = await self._usage.decide(
                 "assistant_message_committed", resource_id=entry.id, scope=scope,
                 event={**reply.source, "text": reply.text, "containsMvuUpdate": has_update},
-                variables=baseline.variables)
+                variables=baseline.variables, signal=signal)
         except MvuError as error:
             if error.code in _UNRECORDED:
                 facts.add("failed", detail=error.code)
@@ -538,7 +538,7 @@ class MvuService:
                     await facts.write(self._ledger, self._usage)
                     raise
                 return await self._fail_reply(entry, reply, head.revision, head.variables, error, facts,
-                                              signal, lease)
+                                              signal, lease, decision)
             if outcome.replayed:
                 return TurnOutcome(resource_id=entry.id, turn=reply.turn, message_seq=reply.message.seq,
                                    version_key=reply.key, status="replayed", revision=outcome.revision), None
@@ -559,11 +559,13 @@ class MvuService:
         self._alive()
 
     async def _fail_reply(self, entry: Entry, reply: Reply, revision: int, baseline: JsonValue, error: MvuError,
-                          facts: Facts, signal: Signal | None = None,
-                          lease: Lease | None = None) -> tuple[TurnOutcome, str | None]:
+                          facts: Facts, signal: Signal | None = None, lease: Lease | None = None,
+                          decision: Decision | None = None) -> tuple[TurnOutcome, str | None]:
         """Save the poison receipt: the state unchanged, the reply never applied again (P-3)."""
         for _attempt in range(_CAS_ATTEMPTS):
             try:
+                if decision is not None:
+                    self._check_decision(decision)  # a receipt also consumes the reply: same rule
                 self._check_lease(lease, signal)
             except MvuError as refusal:
                 facts.add("failed", detail=refusal.code)

@@ -58,6 +58,8 @@ class Usage:
         # the session's work: a listener that reads the session would otherwise wait for itself.
         self._listening: set[asyncio.Task[None]] = set()
         self.epoch = 0
+        self._changed = asyncio.Event()
+        """Set (and replaced) when the registrations change: pending decisions stop waiting."""
 
     # -- registration -----------------------------------------------------------------------------
 
@@ -68,14 +70,20 @@ class Usage:
             raise MvuError(Code.USAGE, "provider_id must be a non-empty string")
         registration = _Registration(handler, provider_id)
         self._handlers.append(registration)
-        self.epoch += 1
+        self._next_epoch()
 
         def dispose() -> None:
             if registration in self._handlers:
                 self._handlers.remove(registration)
-                self.epoch += 1
+                self._next_epoch()
 
         return dispose
+
+    def _next_epoch(self) -> None:
+        """A registration changed: decisions pending under the old ones are cancelled now."""
+        self.epoch += 1
+        self._changed.set()
+        self._changed = asyncio.Event()
 
     @property
     def managed(self) -> bool:
@@ -93,9 +101,10 @@ class Usage:
     # -- decisions --------------------------------------------------------------------------------
 
     async def decide(self, on: str, *, resource_id: str, scope: dict[str, JsonValue], event: dict[str, JsonValue],
-                     variables: JsonValue) -> Decision:
-        """Ask every handler; all must enable. Managed sources need at least one decision."""
-        epoch = self.epoch
+                     variables: JsonValue, signal: asyncio.Event | None = None) -> Decision:
+        """Ask every handler; all must enable. A managed source needs the manager's own decision:
+        another handler's answer never stands in for it."""
+        epoch, changed = self.epoch, self._changed
         enabled, decided, config_revision, reason = True, False, None, None
         mode = self.mode()
         for registration in list(self._handlers):
@@ -106,7 +115,7 @@ class Usage:
             try:
                 answer = registration.handler(request)
                 if inspect.isawaitable(answer):
-                    answer = await answer
+                    answer = await _unless_changed(answer, changed, signal)
             except MvuError:
                 self._cancelled_since(epoch)
                 raise
@@ -119,7 +128,7 @@ class Usage:
             if not isinstance(answer, dict) or not isinstance(answer.get("enabled"), bool):
                 raise MvuError(Code.USAGE, "a usage decision is None or {enabled: bool, ...}")
             validate_strategy(on, answer.get("strategy"))
-            decided = True
+            decided = decided or mode != "managed" or registration.provider_id == MANAGER_PROVIDER
             enabled = enabled and answer["enabled"]
             revision = answer.get("configRevision", answer.get("config_revision"))
             config_revision = revision if revision is not None else config_revision
@@ -157,6 +166,27 @@ class Usage:
                         task.add_done_callback(self._listening.discard)
                 except Exception as error:  # an observer can never fail what it observed
                     log.warning("observer failed: %r", error)
+
+
+async def _unless_changed(answer: Awaitable[Any], changed: asyncio.Event, signal: asyncio.Event | None) -> Any:
+    """The handler's answer, unless the registrations change or the caller cancels first: then
+    the pending handler is cancelled and so is the decision (removing a handler cancels
+    uncommitted work, A-3)."""
+    task = asyncio.ensure_future(answer)
+    stops = [asyncio.ensure_future(changed.wait())]
+    if signal is not None:
+        stops.append(asyncio.ensure_future(signal.wait()))
+    try:
+        await asyncio.wait([task, *stops], return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for stop in stops:
+            stop.cancel()
+    if task.done():
+        return task.result()
+    task.cancel()
+    if signal is not None and signal.is_set():
+        raise asyncio.CancelledError("cancelled by the caller's signal")
+    raise MvuError(Code.USAGE_CANCELLED, "a usage handler was registered or removed during the decision")
 
 
 async def _guarded(result: Awaitable[Any]) -> None:

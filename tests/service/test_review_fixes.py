@@ -3,6 +3,7 @@ surrogates, stuck selections, historical scopes, writes on drifted history)."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 from typing import Any
 
@@ -115,3 +116,56 @@ async def test_a_session_bound_to_legacy_state_can_still_unselect(service: MvuSe
     host.append("old", "turn/end", turn_end(1))
     await host.drain()  # the attached checkpoint and ingest run and find nothing to do
     assert (await service.ingest(session_id="old")).outcomes == []
+
+
+async def test_another_handler_never_decides_for_the_manager(service: MvuService, host: MemoryHost,
+                                                             ledger: Ledger) -> None:
+    instance = await playing(service, host)
+    service.register_usage(lambda event: None, provider_id="dsh-memory-manager")
+    service.register_usage(lambda event: {"enabled": True})
+    await host.turn("s1", turn=1, user="a", reply="_.add('gold', 5);")
+    assert (await stat_data(service, instance))["gold"] == 10
+    facts = await service.facts(id=instance, scope=scope("s1"))
+    assert ("skipped", "usage-policy") in [(f["phase"], f.get("detail")) for f in facts]
+
+
+async def test_removing_the_manager_stops_a_decision_that_hangs(service: MvuService, host: MemoryHost,
+                                                                ledger: Ledger) -> None:
+    instance = await playing(service, host)
+    asked = asyncio.Event()
+
+    async def hangs(event: Any) -> Any:
+        asked.set()
+        await asyncio.Event().wait()  # never answers
+
+    dispose = service.register_usage(hangs, provider_id="dsh-memory-manager")
+    host.attach(None)
+    start = host.append("s1", "turn/start", {"turn": 1})
+    await service.checkpoint(session_id="s1", turn_start_seq=start)
+    host.append("s1", "assistant/message", text_message(1, "m1", "_.add('gold', 5);"))
+    host.append("s1", "turn/end", turn_end(1))
+    pending = asyncio.ensure_future(service.ingest(session_id="s1"))
+    await asked.wait()
+    dispose()
+    with pytest.raises(MvuError) as caught:
+        await pending
+    assert caught.value.code == "MVU_USAGE_CANCELLED"
+    assert await ledger.versions(instance) == []
+    assert (await stat_data(service, instance))["gold"] == 10  # the session is not left locked
+    assert [o.status for o in (await service.ingest(session_id="s1")).outcomes] == ["committed"]
+
+
+async def test_a_poison_reply_is_not_consumed_after_the_manager_left(service: MvuService, host: MemoryHost,
+                                                                      ledger: Ledger) -> None:
+    instance = await playing(service, host)
+    disposers: list[Any] = []
+
+    def decides_then_leaves(event: Any) -> Any:
+        asyncio.get_running_loop().call_soon(disposers[0])  # gone before the commit
+        return {"enabled": True}
+
+    disposers.append(service.register_usage(decides_then_leaves, provider_id="dsh-memory-manager"))
+    with pytest.raises(MvuError) as caught:
+        await host.turn("s1", turn=1, user="a", reply="_.set('__proto__.x', 1);")
+    assert caught.value.code == "MVU_USAGE_CANCELLED"
+    assert await ledger.versions(instance) == []
