@@ -259,10 +259,19 @@ class MemoryHost:
             head["id"], int(head["version"]), head.get("createdAt"), head.get("parentSession"), head.get("origin")
         )
         session = _Session(header)
-        for line in lines[1:]:
-            event = json.loads(line)
+        torn = False
+        for number, line in enumerate(lines[1:], start=2):
+            try:
+                event = json.loads(line)
+            except ValueError:
+                if number != len(lines):
+                    raise
+                torn = True  # a crash tore the last append; everything before it was fsynced whole
+                break
             session.events.append(SessionEvent(int(event["seq"]), str(event["type"]), event.get("data") or {}))
         self._sessions[header.id] = session
+        if torn:
+            self._rewrite(header.id)  # so the next append does not follow the torn bytes
 
 
 def _header_json(header: SessionHeader) -> dict[str, Any]:

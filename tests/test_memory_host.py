@@ -85,3 +85,15 @@ def test_message_helpers() -> None:
     assert message_text(event) == "x\ny"
     assert has_tool_call(event)
     assert text_fingerprint("x\ny") == text_fingerprint(message_text(event))
+
+
+async def test_a_torn_last_line_is_dropped_and_the_log_stays_usable(tmp_path: Path) -> None:
+    host = MemoryHost(tmp_path)
+    host.create_session("s1", created_at=1)
+    host.append("s1", "turn/start", {"turn": 1})
+    with open(tmp_path / "s1.jsonl", "a", encoding="utf-8") as log:
+        log.write('{"seq": 1, "type": "turn/en')  # a crash mid-append
+    reopened = MemoryHost(tmp_path)
+    assert reopened.append("s1", "turn/end", {"turn": 1, "reason": {"kind": "completed"}}) == 1
+    again = await MemoryHost(tmp_path).inspect("s1")
+    assert again is not None and [e.type for e in again.events] == ["turn/start", "turn/end"]

@@ -67,6 +67,9 @@ T = TypeVar("T")
 # Commit attempts for one reply or edit under concurrent writers: each conflict means another
 # writer moved the head, so the work is redone on the new head; this bounds a livelock.
 _CAS_ATTEMPTS = 16
+# Why a record's content cannot be read now (P-2, I-3); the management list still shows the record.
+_HISTORY_REFUSALS = frozenset({Code.HISTORY_UNAVAILABLE.value, Code.HISTORY_CHANGED.value,
+                               Code.SESSION_IDENTITY.value})
 # Version kinds whose source names a durable message to check against the session (P-2).
 _AUDITED_KINDS = frozenset({"reply", "failed", "card", "initial", "inherited"})
 # Failures of the store itself: nothing is recorded, the reply stays unprocessed for a retry. A
@@ -606,9 +609,22 @@ class MvuService:
         if parsed.session_id is not None:
             session_id = parsed.session_id
             entries = await self._locked(session_id, lambda: self._prepared_entries(session_id))
-        else:
-            entries = await self._catalog.entries()
-        return [await self._record(entry, parsed) for entry in entries if entry.accessible(parsed)]
+            return [await self._record(entry, parsed) for entry in entries if entry.accessible(parsed)]
+        # The management view lists every record, even one whose session's history broke: it
+        # shows that record without content and with the refusal as its source error.
+        return [await self._listed(entry, parsed) for entry in await self._catalog.entries()]
+
+    async def _listed(self, entry: Entry, scope: Scope) -> StateRecord:
+        try:
+            return await self._record(entry, scope)
+        except MvuError as error:
+            if error.code not in _HISTORY_REFUSALS or entry.row is None:
+                raise
+            return StateRecord(id=entry.id, name=entry.name, scope=scope.to_json(), content=None,
+                               revision=entry.row.revision, current_revision=entry.row.revision, historical=False,
+                               version_key=entry.row.head_key, management_mode=self._actual_management_mode(),
+                               stored_management_mode=entry.stored_management_mode,
+                               template_id=entry.row.template_id, instance=entry.instance, source_error=error.code)
 
     async def read(self, *, id: str, scope: Scope | dict[str, Any], signal: Signal | None = None) -> StateRecord | None:
         """One record, current or historical (``message_id`` / ``end_event_id``); None if missing."""

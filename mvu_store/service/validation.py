@@ -24,10 +24,13 @@ def validate_config(config: Any) -> bool:
         raise MvuError(Code.CONFIG, "the configuration's type must be 'mvu-state'")
     for side, events in _EVENTS.items():
         trigger = config.get(side)
-        if not trigger:
+        if trigger is None:
             continue
         if not isinstance(trigger, dict) or trigger.get("on") not in events:
             raise MvuError(Code.CONFIG, f"unsupported {side} event", side=side)
+        unknown = sorted(set(trigger) - {"on", "strategy"})
+        if unknown:
+            raise MvuError(Code.CONFIG, f"unsupported {side} parameters: {', '.join(map(str, unknown))}", side=side)
         validate_strategy(trigger["on"], trigger.get("strategy"))
     return True
 

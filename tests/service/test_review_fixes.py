@@ -169,3 +169,29 @@ async def test_a_poison_reply_is_not_consumed_after_the_manager_left(service: Mv
         await host.turn("s1", turn=1, user="a", reply="_.set('__proto__.x', 1);")
     assert caught.value.code == "MVU_USAGE_CANCELLED"
     assert await ledger.versions(instance) == []
+
+
+@pytest.mark.parametrize("config", [
+    {"type": "mvu-state", "store": {"on": "assistant_message_committed", "depth": 3}},
+    {"type": "mvu-state", "store": 0},
+    {"type": "mvu-state", "store": []},
+    {"type": "mvu-state", "retrieve": {"on": "before_model_request", "role": "system"}},
+])
+def test_validate_config_refuses_unknown_or_malformed_triggers(config: dict[str, Any]) -> None:
+    with pytest.raises(MvuError) as caught:
+        MvuService.validate_config(config)
+    assert caught.value.code == "MVU_CONFIG"
+
+
+async def test_the_management_list_shows_a_record_whose_history_broke(service: MvuService, host: MemoryHost) -> None:
+    healthy = await playing(service, host, "s1")
+    broken = await playing(service, host, "s2", created_at=2000)
+    await host.turn("s2", turn=1, user="a", reply="_.add('gold', 1);")
+    host.truncate("s2", 3)
+    listed = {record.id: record for record in await service.list(scope={"authority": "local"})}
+    assert listed[healthy].source_error is None and listed[healthy].content is not None
+    assert (listed[broken].source_error, listed[broken].content, listed[broken].revision) == (
+        "MVU_HISTORY_UNAVAILABLE", None, 1)
+    with pytest.raises(MvuError) as caught:
+        await service.read(id=broken, scope=scope("s2"))
+    assert caught.value.code == "MVU_HISTORY_UNAVAILABLE"
