@@ -91,8 +91,8 @@ async def test_a_torn_last_line_is_dropped_and_the_log_stays_usable(tmp_path: Pa
     host = MemoryHost(tmp_path)
     host.create_session("s1", created_at=1)
     host.append("s1", "turn/start", {"turn": 1})
-    with open(tmp_path / "s1.jsonl", "a", encoding="utf-8") as log:
-        log.write('{"seq": 1, "type": "turn/en')  # a crash mid-append
+    log = tmp_path / "s1.jsonl"
+    log.write_text(log.read_text(encoding="utf-8") + '{"seq": 1, "type": "turn/en', encoding="utf-8")  # torn
     reopened = MemoryHost(tmp_path)
     assert reopened.append("s1", "turn/end", {"turn": 1, "reason": {"kind": "completed"}}) == 1
     again = await MemoryHost(tmp_path).inspect("s1")
