@@ -520,8 +520,10 @@ class MvuService:
         else:
             facts.add("skipped", detail="no-update" if decision.enabled else "usage-policy",
                       configRevision=decision.config_revision)
-        for _attempt in range(_CAS_ATTEMPTS):
-            head = await self._ledger.head(entry.id)
+        head = baseline
+        for attempt in range(_CAS_ATTEMPTS):
+            if attempt:
+                head = await self._ledger.head(entry.id)  # another writer moved it: run again on top
             variables, diagnostics, changed = head.variables, [], False
             try:
                 if run:
