@@ -9,12 +9,13 @@ one unit: the child links to the parent's history (lineage, not copies), nothing
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from mvu_store.errors import Code, MvuError
 from mvu_store.host import SessionEvent, SessionSnapshot, message_text
+from mvu_store.ledger.records import VersionRecord
 from mvu_store.service.turns import CONVERSATION_EVENTS, reply_fingerprint
 
 KINDS = ("fork", "reply-swipe", "request-retry")
@@ -108,6 +109,44 @@ def _check_prefix(snapshot: SessionSnapshot, prefix_end: int, turn: int) -> None
     ):
         raise MvuError(Code.SEED_MISMATCH, "the prefix must end at the reply right before the target turn",
                        prefix_end_event_id=prefix_end)
+
+
+def _message_seq(version: VersionRecord) -> int | None:
+    seq = version.source.get("messageSeq")
+    return seq if isinstance(seq, int) and not isinstance(seq, bool) else None
+
+
+def fork_version(versions: Sequence[VersionRecord], cut: int, message_id: Any) -> int | None:
+    """The index of the version a fork at reply ``cut`` starts from, or None.
+
+    It is the last version recorded at that reply (an edit of it included; a failed receipt too:
+    its variables are the unchanged state) that comes before any version of a later message. An
+    edit copies its head's coordinates, so an edit made after later turns that stopped or failed
+    (head still on this reply) carries ``cut`` too, but it is later history: taking it would
+    drag those later versions into the child's lineage."""
+    chosen: int | None = None
+    for index, version in enumerate(versions):
+        seq = _message_seq(version)
+        if seq is not None and seq > cut:
+            break
+        if seq == cut and version.source.get("messageId") == message_id:
+            chosen = index
+    return chosen
+
+
+def check_lineage(versions: Sequence[VersionRecord], at_key: str | None, cut: int | None) -> None:
+    """The history a child inherits (every version up to ``at_key``, in history order) lies
+    within its copied prefix: no version of a message beyond ``cut`` (the child could never
+    verify it: every read would be ``MVU_HISTORY_UNAVAILABLE``)."""
+    if at_key is None:
+        return
+    index = next((i for i, version in enumerate(versions) if version.key == at_key), None)
+    if index is None or cut is None:
+        raise MvuError(Code.SEED_MISMATCH, "the seed's version is not in the source's history", version_key=at_key)
+    beyond = [v.key for v in versions[: index + 1] if (_message_seq(v) or 0) > cut]
+    if beyond:
+        raise MvuError(Code.SEED_MISMATCH, "the inherited history would reach beyond the branch's prefix",
+                       version_key=at_key, cut=cut)
 
 
 def check_child(body: Mapping[str, Any], child: SessionSnapshot, source: SessionSnapshot | None) -> None:

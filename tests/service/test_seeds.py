@@ -439,3 +439,60 @@ async def test_a_child_whose_checkpoint_positions_moved_is_refused(service: MvuS
         await service.install_session_seed(ticket=ticket, session_id="f1")
     assert refused.value.code == "MVU_SEED_MISMATCH"
     assert await ledger.resources(session_id="f1", kinds=("instance",)) == []
+
+
+# -- reviewed bugs ----------------------------------------------------------------------------------
+
+
+async def test_a_fork_never_takes_an_edit_made_after_later_failed_turns(service: MvuService, host: MemoryHost,
+                                                                       ledger: Ledger) -> None:
+    parent = await playing(service, host)
+    r1 = await host.turn("s1", turn=1, user="a", reply="_.add('gold', 1);")
+    await stopped_turn(host, "s1", turn=2, user="stop")
+    r3 = await host.turn("s1", turn=3, user="c", reply="_.set('__proto__.x', 1);")
+    assert [v.kind for v in await ledger.versions(parent)] == ["reply", "failed"]
+    # The head is still r1's state, so the edit copies r1's coordinates; it came after turn 3.
+    await service.update(id=parent, content={"stat_data": {"hp": 50, "gold": 999}}, expected_revision=2,
+                         operation_id="late", scope=scope("s1"))
+    ticket = await service.capture_session_seed(session_id="s1", kind="fork", at_event_id=r1)
+    assert ticket is not None
+    host.fork("s1", at_event_id=r1, new_session_id="f1", created_at=2000)
+    [child] = await service.install_session_seed(ticket=ticket, session_id="f1")
+    # The state at r1, readable: no later edit, no later failed receipt in the child's lineage.
+    assert await gold(service, child, "f1") == (11, 0)
+    assert await kinds(service, child, "f1") == [("reply", 1, True)]
+    assert all((v.source.get("messageSeq") or 0) <= r1 for v in await ledger.versions(child))
+    await host.turn("f1", turn=2, user="b", reply="_.add('gold', 2);")
+    assert await gold(service, child, "f1") == (13, 1)
+    assert await gold(service, parent, "s1") == (999, 3) and r3 > r1
+    assert await ledger.audit() == []
+
+
+async def test_a_swipe_in_a_fork_child_of_an_inherited_turn_keeps_its_history(
+        service: MvuService, host: MemoryHost, ledger: Ledger) -> None:
+    parent, (r1, r2, _) = await three_turns(service, host)
+    ticket = await service.capture_session_seed(session_id="s1", kind="fork", at_event_id=r2)
+    assert ticket is not None
+    host.fork("s1", at_event_id=r2, new_session_id="f1", created_at=2000)
+    [child] = await service.install_session_seed(ticket=ticket, session_id="f1")
+    await host.turn("f1", turn=3, user="c", reply="_.add('gold', 5);")
+    # Swipe turn 2 inside the child: its checkpoint was inherited (stored without a key of its own).
+    swipe = await service.capture_session_seed(session_id="f1", kind="reply-swipe", at_event_id=r2,
+                                               prefix_end_event_id=r1)
+    assert swipe is not None
+    [r1_version] = [v for v in await ledger.versions(parent) if v.source.get("messageSeq") == r1]
+    seed = await ledger.seed(swipe)
+    assert seed is not None
+    [item] = seed.body["items"]  # type: ignore[misc]
+    assert item["atKey"] == r1_version.key  # type: ignore[index]
+    assert (item["source"]["versionKey"], item["source"]["revision"]) == (r1_version.key, 1)  # type: ignore[index]
+    host.swipe("f1", at_event_id=r2, new_session_id="w1", created_at=3000, prefix_end_event_id=r1)
+    [swiped] = await service.install_session_seed(ticket=swipe, session_id="w1")
+    assert await gold(service, swiped, "w1") == (11, 0)
+    assert await kinds(service, swiped, "w1") == [("reply", 1, True)]
+    await host.turn("w1", turn=2, user="again", reply="_.add('gold', 3);")
+    assert await gold(service, swiped, "w1") == (14, 1)
+    history = await service.history(id=swiped, scope=scope("w1"), include_before=True)
+    assert history[-1].before_available is True and history[-1].before["gold"] == 11
+    assert await gold(service, child, "f1") == (26, 1)
+    assert await ledger.audit() == []
