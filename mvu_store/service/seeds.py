@@ -79,7 +79,20 @@ def target_turn(snapshot: SessionSnapshot, where: Coordinates) -> int:
         _check_stopped_request(snapshot, event, turn)
     if where.prefix_end_event_id is not None:
         _check_prefix(snapshot, where.prefix_end_event_id, turn)
+    elif where.kind != "fork":
+        _check_first_turn(snapshot, turn, event.seq)
     return turn
+
+
+def _check_first_turn(snapshot: SessionSnapshot, turn: int, at: int) -> None:
+    """A swipe/retry without a prefix is a root one: only the session's first turn (F-7)."""
+    starts = [e.seq for e in snapshot.events if e.type == "turn/start" and _turn(e) == turn]
+    start = starts[0] if starts else at
+    if any(e.seq < start and (e.type == "turn/start" or (e.type == "assistant/message" and _turn(e) != turn))
+           for e in snapshot.events):
+        raise MvuError(Code.SEED, "a later turn's swipe or retry keeps the history before it "
+                                  "(prefix_end_event_id); only the first turn's takes target_session_id",
+                       at_event_id=at, turn=turn)
 
 
 def _check_stopped_request(snapshot: SessionSnapshot, event: SessionEvent, turn: int) -> None:

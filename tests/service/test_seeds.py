@@ -496,3 +496,17 @@ async def test_a_swipe_in_a_fork_child_of_an_inherited_turn_keeps_its_history(
     assert history[-1].before_available is True and history[-1].before["gold"] == 11
     assert await gold(service, child, "f1") == (26, 1)
     assert await ledger.audit() == []
+
+
+async def test_a_root_swipe_or_retry_of_a_later_turn_is_refused(service: MvuService, host: MemoryHost,
+                                                               ledger: Ledger) -> None:
+    _, (r1, r2, _) = await three_turns(service, host)
+    stopped = await stopped_turn(host, "s1", turn=4, user="stop")
+    for kind, at in (("reply-swipe", r2), ("request-retry", stopped)):
+        with pytest.raises(MvuError) as refused:
+            await service.capture_session_seed(session_id="s1", kind=kind, at_event_id=at, target_session_id="w0")
+        assert refused.value.code == "MVU_SEED", kind
+    assert await seed_rows(ledger) == 0
+    # The first turn's root swipe is still taken.
+    assert await service.capture_session_seed(session_id="s1", kind="reply-swipe", at_event_id=r1,
+                                              target_session_id="w0") is not None
