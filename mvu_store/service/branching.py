@@ -58,6 +58,8 @@ class ServiceParts:
     locked: Callable[[str, Callable[[], Awaitable[Any]]], Awaitable[Any]]
     durable: Callable[[str], Awaitable[tuple[SessionSnapshot, dict[str, JsonValue]]]]
     ensure_instances: Callable[[str, SessionSnapshot], Awaitable[list[Entry]]]
+    ingest: Callable[[str, SessionSnapshot, Signal | None, Lease], Awaitable[Any]]
+    """Apply the session's completed turns not yet processed (as ``checkpoint`` does first)."""
     verify: Callable[[Entry, list[VersionRecord], dict[str, SessionSnapshot | None]], Awaitable[None]]
     lease: Callable[[str], Awaitable[Lease]]
     alive: Callable[[], None]
@@ -94,6 +96,8 @@ class Branching:
         async def work() -> str | None:
             snapshot, identity = await self._p.durable(session_id)
             check_signal(signal)
+            # A completed reply not yet ingested has no version yet: apply it before choosing.
+            await self._p.ingest(session_id, snapshot, signal, lease)
             active = [entry for entry in await self._p.ensure_instances(session_id, snapshot)
                       if entry.is_instance and entry.source_error is None]
             if not active:

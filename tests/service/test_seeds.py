@@ -16,7 +16,7 @@ from mvu_store.ledger import Ledger, open_ledger
 from mvu_store.ledger.transfer import export_directory, import_directory
 from mvu_store.memory_host import MemoryHost
 from mvu_store.service import MvuService
-from tests.service.support import playing, scope, seed_rows, stopped_turn
+from tests.service.support import checkpointed_turns, playing, scope, seed_rows, stopped_turn
 
 
 async def gold(service: MvuService, resource_id: str, session_id: str) -> tuple[Any, int]:
@@ -510,3 +510,21 @@ async def test_a_root_swipe_or_retry_of_a_later_turn_is_refused(service: MvuServ
     # The first turn's root swipe is still taken.
     assert await service.capture_session_seed(session_id="s1", kind="reply-swipe", at_event_id=r1,
                                               target_session_id="w0") is not None
+
+
+async def test_a_fork_at_a_completed_reply_not_yet_ingested_applies_it_first(
+        service: MvuService, host: MemoryHost, ledger: Ledger) -> None:
+    parent = await playing(service, host)
+    host.attach(None)
+    await checkpointed_turns(service, host, "s1", range(1, 3), "_.add('gold', 1);")
+    snapshot = await host.inspect("s1")
+    assert snapshot is not None
+    r2 = max(event.seq for event in snapshot.events if event.type == "assistant/message")
+    assert [v.kind for v in await ledger.versions(parent)] == ["reply"]  # turn 2's reply is pending
+    ticket = await service.capture_session_seed(session_id="s1", kind="fork", at_event_id=r2)
+    assert ticket is not None
+    host.fork("s1", at_event_id=r2, new_session_id="f1", created_at=2000)
+    [child] = await service.install_session_seed(ticket=ticket, session_id="f1")
+    assert await gold(service, child, "f1") == (12, 0)
+    assert await kinds(service, child, "f1") == [("reply", 1, True), ("reply", 2, True)]
+    assert await ledger.audit() == []
