@@ -31,6 +31,7 @@ from mvu_store.service.seeds import (
     check_lineage,
     coordinates,
     fork_version,
+    frozen_prefix,
     target_turn,
 )
 from mvu_store.service.templates import instance_definition
@@ -113,6 +114,8 @@ class Branching:
                 body["prefixEndEventId"] = where.prefix_end_event_id
             if where.target_session_id is not None:
                 body["targetSessionId"] = where.target_session_id
+            if where.cut is not None:
+                body["prefix"] = frozen_prefix(snapshot, where.cut)
             body.update(items=items, installed=False)
             # After the last await: the source is still the one inspected, and the caller still wants it.
             check_signal(signal)

@@ -178,16 +178,26 @@ def check_child(body: Mapping[str, Any], child: SessionSnapshot, source: Session
                        parent_session=child.header.parent_session)
     if any(e.seq > cut and e.type in CONVERSATION_EVENTS for e in child.events):
         raise MvuError(Code.SEED_CONFLICT, "the child already started new work", session_id=child.header.id)
-    if source is None:
-        raise MvuError(Code.SEED_MISMATCH, "the seed's source session is gone", session_id=source_id)
-    for event in source.events:
-        if event.seq > cut or event.type not in _MESSAGES:
-            continue
-        copy = child.event(event.seq)
-        if copy is None or copy.type != event.type or _message_id(copy) != _message_id(event) or (
-                reply_fingerprint(message_text(copy)) != reply_fingerprint(message_text(event))):
-            raise MvuError(Code.SEED_MISMATCH, "the child's inherited messages differ from the source's",
-                           seq=event.seq)
+    frozen = body.get("prefix")
+    if not isinstance(frozen, list):
+        # A seed captured before the prefix was frozen: compare with the source as it is now.
+        if source is None:
+            raise MvuError(Code.SEED_MISMATCH, "the seed's source session is gone", session_id=source_id)
+        frozen = frozen_prefix(source, cut)
+    copied = frozen_prefix(child, cut)
+    if copied != frozen:
+        seq = next((a.get("seq") for a, b in zip(copied, frozen, strict=False) if a != b),
+                   min(len(copied), len(frozen)))
+        raise MvuError(Code.SEED_MISMATCH, "the child's inherited messages differ from the source's at the capture",
+                       seq=seq if isinstance(seq, int) else None)
+
+
+def frozen_prefix(snapshot: SessionSnapshot, cut: int) -> list[dict[str, Any]]:
+    """The message events a branch keeps (seq, type, message id, text fingerprint), frozen in the
+    seed at capture: install checks the child against them, not against the parent's events then."""
+    return [{"seq": event.seq, "type": event.type, "messageId": _message_id(event),
+             "fingerprint": reply_fingerprint(message_text(event))}
+            for event in snapshot.events if event.seq <= cut and event.type in _MESSAGES]
 
 
 def check_checkpoint_positions(child: SessionSnapshot, checkpoints: list[dict[str, Any]]) -> None:

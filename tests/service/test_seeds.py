@@ -528,3 +528,24 @@ async def test_a_fork_at_a_completed_reply_not_yet_ingested_applies_it_first(
     assert await gold(service, child, "f1") == (12, 0)
     assert await kinds(service, child, "f1") == [("reply", 1, True), ("reply", 2, True)]
     assert await ledger.audit() == []
+
+
+async def test_install_checks_the_child_against_the_prefix_frozen_at_capture(
+        service: MvuService, host: MemoryHost, ledger: Ledger) -> None:
+    _, (r1, r2, _) = await three_turns(service, host)
+    ticket = await service.capture_session_seed(session_id="s1", kind="fork", at_event_id=r2)
+    assert ticket is not None
+    host.fork("s1", at_event_id=r2, new_session_id="early", created_at=2000)
+    # The parent's copy of r1 drifts after the capture; a child copied from the drifted parent is
+    # not the captured branch, even though it matches the parent's current events.
+    host.replace_event("s1", r1, "assistant/message", {"turn": 1, "message": {
+        "id": "s1-m1", "content": [{"type": "text", "text": "rewritten"}]}})
+    host.fork("s1", at_event_id=r2, new_session_id="late", created_at=2001)
+    with pytest.raises(MvuError) as refused:
+        await service.install_session_seed(ticket=ticket, session_id="late")
+    assert refused.value.code == "MVU_SEED_MISMATCH"
+    assert await ledger.resources(session_id="late", kinds=("instance",)) == []
+    # The child made from the prefix as captured installs, whatever the parent says now.
+    [child] = await service.install_session_seed(ticket=ticket, session_id="early")
+    assert await gold(service, child, "early") == (21, 0)
+    assert await kinds(service, child, "early") == [("reply", 1, True), ("reply", 2, True)]
