@@ -6,6 +6,7 @@ capture and the install; the assertions are on the state, revisions and history 
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 from typing import Any
 
@@ -549,3 +550,40 @@ async def test_install_checks_the_child_against_the_prefix_frozen_at_capture(
     [child] = await service.install_session_seed(ticket=ticket, session_id="early")
     assert await gold(service, child, "early") == (21, 0)
     assert await kinds(service, child, "early") == [("reply", 1, True), ("reply", 2, True)]
+
+
+async def test_two_concurrent_root_captures_cannot_both_claim_one_target(
+        service: MvuService, host: MemoryHost, ledger: Ledger, monkeypatch: pytest.MonkeyPatch) -> None:
+    await playing(service, host, "s1")
+    await playing(service, host, "s2", created_at=1001)
+    r1 = await host.turn("s1", turn=1, user="a", reply="_.add('gold', 1);")
+    q1 = await host.turn("s2", turn=1, user="b", reply="_.add('gold', 2);")
+    # Both captures pass their own checks before either stores its seed.
+    arrived, both = 0, asyncio.Event()
+    put_seed = ledger.put_seed
+
+    async def held(*args: Any, **kwargs: Any) -> None:
+        nonlocal arrived
+        arrived += 1
+        if arrived == 2:
+            both.set()
+        await both.wait()
+        await put_seed(*args, **kwargs)
+
+    monkeypatch.setattr(ledger, "put_seed", held)
+    results = await asyncio.gather(
+        service.capture_session_seed(session_id="s1", kind="reply-swipe", at_event_id=r1, target_session_id="w0"),
+        service.capture_session_seed(session_id="s2", kind="reply-swipe", at_event_id=q1, target_session_id="w0"),
+        return_exceptions=True)
+    tickets = [result for result in results if isinstance(result, str)]
+    refusals = [result for result in results if isinstance(result, MvuError)]
+    assert len(tickets) == 1 and [error.code for error in refusals] == ["MVU_SEED_CONFLICT"], results
+    assert await seed_rows(ledger) == 1
+    host.swipe("s1", at_event_id=r1, new_session_id="w0", created_at=4000)
+    [child] = await service.install_session_seed(ticket=tickets[0], session_id="w0")
+    assert len(await ledger.resources(session_id="w0", kinds=("instance",))) == 1 and child
+    # A target that already has an instance is refused by the ledger itself too.
+    with pytest.raises(MvuError) as taken:
+        await put_seed("other-ticket", kind="reply-swipe", source_session_id="s2", target_session_id="w0",
+                       body={"ticket": "other-ticket"})
+    assert taken.value.code == "MVU_SEED_CONFLICT"
