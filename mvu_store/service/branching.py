@@ -42,6 +42,8 @@ Signal = asyncio.Event
 
 
 def check_signal(signal: Signal | None) -> None:
+    if signal is not None and not isinstance(signal, asyncio.Event):
+        raise MvuError(Code.OPERATION, "signal must be an asyncio.Event")
     if signal is not None and signal.is_set():
         raise asyncio.CancelledError("cancelled by the caller's signal")
 

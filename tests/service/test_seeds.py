@@ -587,3 +587,24 @@ async def test_two_concurrent_root_captures_cannot_both_claim_one_target(
         await put_seed("other-ticket", kind="reply-swipe", source_session_id="s2", target_session_id="w0",
                        body={"ticket": "other-ticket"})
     assert taken.value.code == "MVU_SEED_CONFLICT"
+
+
+async def test_bad_inputs_are_refused_as_mvu_errors(service: MvuService, host: MemoryHost, ledger: Ledger) -> None:
+    _, (r1, _, _) = await three_turns(service, host)
+    with pytest.raises(MvuError) as not_a_signal:
+        await service.capture_session_seed(session_id="s1", kind="fork", at_event_id=r1,
+                                           signal="stop")  # type: ignore[arg-type]
+    assert not_a_signal.value.code == "MVU_OPERATION"
+    with pytest.raises(MvuError) as not_a_signal_either:
+        await service.install_session_seed(ticket="t", session_id="s1", signal=True)  # type: ignore[arg-type]
+    assert not_a_signal_either.value.code == "MVU_OPERATION"
+    # A reply whose ``message`` is not an object has no message id: no version at it, no crash.
+    host.append("s1", "turn/start", {"turn": 4})
+    await host.drain()
+    odd = host.append("s1", "assistant/message", {"turn": 4, "message": "not an object"})
+    host.append("s1", "turn/end", {"turn": 4, "reason": {"kind": "completed"}})
+    await host.drain()
+    with pytest.raises(MvuError) as no_version:
+        await service.capture_session_seed(session_id="s1", kind="fork", at_event_id=odd)
+    assert no_version.value.code == "MVU_SEED_REQUIRED"
+    assert await seed_rows(ledger) == 0
