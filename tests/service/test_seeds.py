@@ -608,3 +608,43 @@ async def test_bad_inputs_are_refused_as_mvu_errors(service: MvuService, host: M
         await service.capture_session_seed(session_id="s1", kind="fork", at_event_id=odd)
     assert no_version.value.code == "MVU_SEED_REQUIRED"
     assert await seed_rows(ledger) == 0
+
+
+async def test_a_child_with_several_instances_forks_each_of_them(ledger: Ledger, host: MemoryHost) -> None:
+    service = MvuService(ledger=ledger, host=host, resources=[
+        {"id": "mvu:party", "session_ids": ["*"], "initial": {"stat_data": {"hp": 100, "gold": 0}}}])
+    host.attach(service)
+    hero = await playing(service, host)
+    r1 = await host.turn("s1", turn=1, user="a", reply="_.add('gold', 1);")
+    r2 = await host.turn("s1", turn=2, user="b", reply="_.add('gold', 10);")
+    await host.turn("s1", turn=3, user="c", reply="_.add('gold', 100);")
+    parents = {record.template_id: record.id for record in await service.list(scope=scope("s1"))}
+    assert len(parents) == 2 and "mvu:party" in parents and hero in parents.values()
+    start = {template: 0 if template == "mvu:party" else 10 for template in parents}
+    ticket = await service.capture_session_seed(session_id="s1", kind="fork", at_event_id=r2)
+    assert ticket is not None
+    host.fork("s1", at_event_id=r2, new_session_id="f1", created_at=2000)
+    children = await service.install_session_seed(ticket=ticket, session_id="f1")
+    assert len(children) == 2 and not set(children) & set(parents.values())
+    records = {record.template_id: record for record in await service.list(scope=scope("f1"))}
+    assert {template: record.id for template, record in records.items()}.keys() == parents.keys()
+    for template, record in records.items():
+        assert record.id in children and record.revision == 0 and record.inherited_from is not None
+        assert record.inherited_from["id"] == parents[template]
+        assert await kinds(service, record.id, "f1") == [("reply", 1, True), ("reply", 2, True)]
+        assert await gold(service, record.id, "f1") == (start[template] + 11, 0)
+    assert records["mvu:party"].content["stat_data"] == {"hp": 100, "gold": 11}
+    await host.turn("f1", turn=3, user="other", reply="_.add('gold', 5);")
+    for template, record in records.items():
+        assert await gold(service, record.id, "f1") == (start[template] + 16, 1), template
+        assert (await gold(service, parents[template], "s1"))[0] == start[template] + 111
+    # A root swipe of turn 1 seeds both instances in the new session, from the opening.
+    root = await service.capture_session_seed(session_id="s1", kind="reply-swipe", at_event_id=r1,
+                                              target_session_id="w0")
+    assert root is not None
+    host.swipe("s1", at_event_id=r1, new_session_id="w0", created_at=3000)
+    assert len(await service.install_session_seed(ticket=root, session_id="w0")) == 2
+    for record in await service.list(scope=scope("w0")):
+        assert record.template_id is not None
+        assert await gold(service, record.id, "w0") == (start[record.template_id], 0)
+    assert await ledger.audit() == []
