@@ -14,9 +14,11 @@ import pytest
 
 from mvu_store.errors import MvuError
 from mvu_store.ledger import Ledger, open_ledger
+from mvu_store.ledger.records import VersionRecord
 from mvu_store.ledger.transfer import export_directory, import_directory
 from mvu_store.memory_host import MemoryHost
 from mvu_store.service import MvuService
+from mvu_store.service.seeds import check_lineage, fork_version
 from tests.service.support import checkpointed_turns, playing, scope, seed_rows, stopped_turn
 
 
@@ -648,3 +650,21 @@ async def test_a_child_with_several_instances_forks_each_of_them(ledger: Ledger,
         assert record.template_id is not None
         assert await gold(service, record.id, "w0") == (start[record.template_id], 0)
     assert await ledger.audit() == []
+
+
+def test_the_fork_version_and_its_lineage_stay_within_the_cut() -> None:
+    def version(key: str, kind: str, seq: int | None, message: str | None = None) -> VersionRecord:
+        source: dict[str, Any] = {} if seq is None else {"messageSeq": seq, "messageId": message or f"m{seq}"}
+        return VersionRecord("r", key, 0, kind, 0, None, "h", source, {}, None, None, None, 0)
+
+    history = [version("init-edit", "manual", None), version("r1", "reply", 3), version("e1", "manual", 3),
+               version("f9", "failed", 9), version("late", "manual", 3)]
+    assert fork_version(history, 3, "m3") == 2  # the edit before turn 3's receipt, not the later one
+    assert fork_version(history, 3, "other") is None
+    assert fork_version([version("f3", "failed", 3)], 3, "m3") == 0  # a failed receipt keeps the state
+    check_lineage(history, "e1", 3)
+    check_lineage(history, None, None)
+    for key, cut in (("late", 3), ("missing", 3), ("r1", None)):
+        with pytest.raises(MvuError) as refused:
+            check_lineage(history, key, cut)
+        assert refused.value.code == "MVU_SEED_MISMATCH", key
