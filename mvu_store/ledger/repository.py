@@ -938,14 +938,36 @@ class Ledger:
 
     async def put_seed(self, ticket: str, *, kind: str, source_session_id: str, target_session_id: str | None,
                        body: dict[str, JsonValue]) -> None:
-        """Store a captured seed; a ticket is never reused (``MVU_ID_CONFLICT``)."""
+        """Store a captured seed; a ticket is never reused (``MVU_ID_CONFLICT``).
+
+        A seed that names its target session (a root swipe or retry) is ``MVU_SEED_CONFLICT``
+        when another uninstalled seed targets that session or the session already has an
+        instance: checked inside the unit, so two concurrent captures cannot both claim it.
+        """
         check_text("ticket", ticket, 64)
         check_text("seed kind", kind, 16)
         check_text("session id", source_session_id, t.ID)
         check_text("session id", target_session_id, t.ID)
         blob = Blob.of(body)
+        seeds, resources = t.seeds.c, t.resources.c
+        pending = self._compiled(
+            "seed-target-pending",
+            lambda: select(seeds.ticket).where(seeds.ledger_id == _LEDGER,
+                                               seeds.target_session_id == bindparam("target"),
+                                               seeds.installed.is_(False)).limit(1),
+        )
+        taken = self._compiled(
+            "seed-target-instance",
+            lambda: select(resources.id).where(resources.ledger_id == _LEDGER, resources.kind == "instance",
+                                               resources.session_id == bindparam("target")).limit(1),
+        )
 
         def work(tx: WriteTx) -> None:
+            if target_session_id is not None:
+                params = {"ledger_id": self.ledger_id, "target": target_session_id}
+                if tx.fetchone(pending, params) is not None or tx.fetchone(taken, params) is not None:
+                    raise MvuError(Code.SEED_CONFLICT, "the target session already has state or a creation intent",
+                                   session_id=target_session_id)
             self.put_blob(tx, blob)
             self.insert_row(tx, t.seeds, {
                 "ticket": ticket, "position": self.next_position(tx, t.seeds, None, None), "kind": kind,

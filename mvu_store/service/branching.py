@@ -18,13 +18,22 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from mvu_store.errors import Code, MvuError
-from mvu_store.host import Host, Lease, SessionSnapshot
+from mvu_store.host import Host, Lease, SessionEvent, SessionSnapshot
 from mvu_store.jsonvalue import JsonValue, js_json, sha256_hex
 from mvu_store.ledger import Ledger
 from mvu_store.ledger.records import CheckpointRecord, NewResource, SeedChild, VersionRecord
 from mvu_store.service.catalog import Entry
 from mvu_store.service.identity import instance_id, same_identity, session_identity
-from mvu_store.service.seeds import Coordinates, check_checkpoint_positions, check_child, coordinates, target_turn
+from mvu_store.service.seeds import (
+    Coordinates,
+    check_checkpoint_positions,
+    check_child,
+    check_lineage,
+    coordinates,
+    fork_version,
+    frozen_prefix,
+    target_turn,
+)
 from mvu_store.service.templates import instance_definition
 
 T = TypeVar("T")
@@ -33,6 +42,8 @@ Signal = asyncio.Event
 
 
 def check_signal(signal: Signal | None) -> None:
+    if signal is not None and not isinstance(signal, asyncio.Event):
+        raise MvuError(Code.OPERATION, "signal must be an asyncio.Event")
     if signal is not None and signal.is_set():
         raise asyncio.CancelledError("cancelled by the caller's signal")
 
@@ -50,9 +61,29 @@ class ServiceParts:
     locked: Callable[[str, Callable[[], Awaitable[Any]]], Awaitable[Any]]
     durable: Callable[[str], Awaitable[tuple[SessionSnapshot, dict[str, JsonValue]]]]
     ensure_instances: Callable[[str, SessionSnapshot], Awaitable[list[Entry]]]
+    ingest: Callable[[str, SessionSnapshot, Signal | None, Lease], Awaitable[Any]]
+    """Apply the session's completed turns not yet processed (as ``checkpoint`` does first)."""
     verify: Callable[[Entry, list[VersionRecord], dict[str, SessionSnapshot | None]], Awaitable[None]]
     lease: Callable[[str], Awaitable[Lease]]
     alive: Callable[[], None]
+
+
+def message_id(event: SessionEvent) -> Any:
+    """An event's message id, or None (a ``message`` that is not an object has none)."""
+    message = event.data.get("message")
+    return message.get("id") if isinstance(message, dict) else None
+
+
+def _checkpoint_version(point: CheckpointRecord) -> tuple[str | None, int]:
+    """The version key and revision a checkpoint stands for. A checkpoint a fork child inherited
+    is stored without a version key of its own (the state is an ancestor's version): it names
+    that version, visible through the child's lineage, in ``meta.inheritedFrom``."""
+    inherited = point.meta.get("inheritedFrom") if isinstance(point.meta, dict) else None
+    if point.version_key is None and isinstance(inherited, dict):
+        key, revision = inherited.get("versionKey"), inherited.get("revision")
+        return (key if isinstance(key, str) else None,
+                revision if isinstance(revision, int) and not isinstance(revision, bool) else point.revision)
+    return point.version_key, point.revision
 
 
 class Branching:
@@ -68,6 +99,8 @@ class Branching:
         async def work() -> str | None:
             snapshot, identity = await self._p.durable(session_id)
             check_signal(signal)
+            # A completed reply not yet ingested has no version yet: apply it before choosing.
+            await self._p.ingest(session_id, snapshot, signal, lease)
             active = [entry for entry in await self._p.ensure_instances(session_id, snapshot)
                       if entry.is_instance and entry.source_error is None]
             if not active:
@@ -83,6 +116,8 @@ class Branching:
                 body["prefixEndEventId"] = where.prefix_end_event_id
             if where.target_session_id is not None:
                 body["targetSessionId"] = where.target_session_id
+            if where.cut is not None:
+                body["prefix"] = frozen_prefix(snapshot, where.cut)
             body.update(items=items, installed=False)
             # After the last await: the source is still the one inspected, and the caller still wants it.
             check_signal(signal)
@@ -104,12 +139,11 @@ class Branching:
         if where.kind == "fork":
             message = snapshot.event(where.at_event_id)
             assert message is not None
-            message_id = message.data.get("message", {}).get("id")
-            version = next((v for v in reversed(versions) if v.source.get("messageSeq") == where.at_event_id
-                            and v.source.get("messageId") == message_id and v.kind != "failed"), None)
-            if version is None:
+            index = fork_version(versions, where.at_event_id, message_id(message))
+            if index is None:
                 raise MvuError(Code.SEED_REQUIRED, "the source reply has no state version", id=entry.id,
                                at_event_id=where.at_event_id)
+            version = versions[index]
             variables = await ledger.blob(version.variables_hash)
             version_key: str | None = version.key
             at_key: str | None = version.key
@@ -120,12 +154,13 @@ class Branching:
                 raise MvuError(Code.BASELINE_REQUIRED, "a swipe or retry needs its turn's pre-turn checkpoint",
                                id=entry.id, turn=turn)
             variables = await ledger.blob(point.variables_hash)
-            version_key, revision = point.version_key, point.revision
-            at_key = point.version_key if where.prefix_end_event_id is not None else None
+            version_key, revision = _checkpoint_version(point)
+            at_key = version_key if where.prefix_end_event_id is not None else None
         cut = where.cut
+        check_lineage(versions, at_key, cut)
         inherited = [] if cut is None else [
-            {"turn": c.turn, "seq": c.seq, "revision": c.revision, "versionKey": c.version_key,
-             "variablesHash": c.variables_hash}
+            {"turn": c.turn, "seq": c.seq, "revision": _checkpoint_version(c)[1],
+             "versionKey": _checkpoint_version(c)[0], "variablesHash": c.variables_hash}
             for c in await ledger.checkpoints(entry.id) if c.seq <= cut and c.session_id == snapshot.header.id
         ]
         assert entry.row is not None

@@ -9,12 +9,13 @@ one unit: the child links to the parent's history (lineage, not copies), nothing
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from mvu_store.errors import Code, MvuError
 from mvu_store.host import SessionEvent, SessionSnapshot, message_text
+from mvu_store.ledger.records import VersionRecord
 from mvu_store.service.turns import CONVERSATION_EVENTS, reply_fingerprint
 
 KINDS = ("fork", "reply-swipe", "request-retry")
@@ -78,7 +79,20 @@ def target_turn(snapshot: SessionSnapshot, where: Coordinates) -> int:
         _check_stopped_request(snapshot, event, turn)
     if where.prefix_end_event_id is not None:
         _check_prefix(snapshot, where.prefix_end_event_id, turn)
+    elif where.kind != "fork":
+        _check_first_turn(snapshot, turn, event.seq)
     return turn
+
+
+def _check_first_turn(snapshot: SessionSnapshot, turn: int, at: int) -> None:
+    """A swipe/retry without a prefix is a root one: only the session's first turn (F-7)."""
+    starts = [e.seq for e in snapshot.events if e.type == "turn/start" and _turn(e) == turn]
+    start = starts[0] if starts else at
+    if any(e.seq < start and (e.type == "turn/start" or (e.type == "assistant/message" and _turn(e) != turn))
+           for e in snapshot.events):
+        raise MvuError(Code.SEED, "a later turn's swipe or retry keeps the history before it "
+                                  "(prefix_end_event_id); only the first turn's takes target_session_id",
+                       at_event_id=at, turn=turn)
 
 
 def _check_stopped_request(snapshot: SessionSnapshot, event: SessionEvent, turn: int) -> None:
@@ -110,6 +124,44 @@ def _check_prefix(snapshot: SessionSnapshot, prefix_end: int, turn: int) -> None
                        prefix_end_event_id=prefix_end)
 
 
+def _message_seq(version: VersionRecord) -> int | None:
+    seq = version.source.get("messageSeq")
+    return seq if isinstance(seq, int) and not isinstance(seq, bool) else None
+
+
+def fork_version(versions: Sequence[VersionRecord], cut: int, message_id: Any) -> int | None:
+    """The index of the version a fork at reply ``cut`` starts from, or None.
+
+    It is the last version recorded at that reply (an edit of it included; a failed receipt too:
+    its variables are the unchanged state) that comes before any version of a later message. An
+    edit copies its head's coordinates, so an edit made after later turns that stopped or failed
+    (head still on this reply) carries ``cut`` too, but it is later history: taking it would
+    drag those later versions into the child's lineage."""
+    chosen: int | None = None
+    for index, version in enumerate(versions):
+        seq = _message_seq(version)
+        if seq is not None and seq > cut:
+            break
+        if seq == cut and version.source.get("messageId") == message_id:
+            chosen = index
+    return chosen
+
+
+def check_lineage(versions: Sequence[VersionRecord], at_key: str | None, cut: int | None) -> None:
+    """The history a child inherits (every version up to ``at_key``, in history order) lies
+    within its copied prefix: no version of a message beyond ``cut`` (the child could never
+    verify it: every read would be ``MVU_HISTORY_UNAVAILABLE``)."""
+    if at_key is None:
+        return
+    index = next((i for i, version in enumerate(versions) if version.key == at_key), None)
+    if index is None or cut is None:
+        raise MvuError(Code.SEED_MISMATCH, "the seed's version is not in the source's history", version_key=at_key)
+    beyond = [v.key for v in versions[: index + 1] if (_message_seq(v) or 0) > cut]
+    if beyond:
+        raise MvuError(Code.SEED_MISMATCH, "the inherited history would reach beyond the branch's prefix",
+                       version_key=at_key, cut=cut)
+
+
 def check_child(body: Mapping[str, Any], child: SessionSnapshot, source: SessionSnapshot | None) -> None:
     """The child session is the branch the seed was captured for (F-7): its parent, its copied
     prefix (message ids and text fingerprints) and no new work yet; a root swipe/retry's child
@@ -126,16 +178,26 @@ def check_child(body: Mapping[str, Any], child: SessionSnapshot, source: Session
                        parent_session=child.header.parent_session)
     if any(e.seq > cut and e.type in CONVERSATION_EVENTS for e in child.events):
         raise MvuError(Code.SEED_CONFLICT, "the child already started new work", session_id=child.header.id)
-    if source is None:
-        raise MvuError(Code.SEED_MISMATCH, "the seed's source session is gone", session_id=source_id)
-    for event in source.events:
-        if event.seq > cut or event.type not in _MESSAGES:
-            continue
-        copy = child.event(event.seq)
-        if copy is None or copy.type != event.type or _message_id(copy) != _message_id(event) or (
-                reply_fingerprint(message_text(copy)) != reply_fingerprint(message_text(event))):
-            raise MvuError(Code.SEED_MISMATCH, "the child's inherited messages differ from the source's",
-                           seq=event.seq)
+    frozen = body.get("prefix")
+    if not isinstance(frozen, list):
+        # A seed captured before the prefix was frozen: compare with the source as it is now.
+        if source is None:
+            raise MvuError(Code.SEED_MISMATCH, "the seed's source session is gone", session_id=source_id)
+        frozen = frozen_prefix(source, cut)
+    copied = frozen_prefix(child, cut)
+    if copied != frozen:
+        seq = next((a.get("seq") for a, b in zip(copied, frozen, strict=False) if a != b),
+                   min(len(copied), len(frozen)))
+        raise MvuError(Code.SEED_MISMATCH, "the child's inherited messages differ from the source's at the capture",
+                       seq=seq if isinstance(seq, int) else None)
+
+
+def frozen_prefix(snapshot: SessionSnapshot, cut: int) -> list[dict[str, Any]]:
+    """The message events a branch keeps (seq, type, message id, text fingerprint), frozen in the
+    seed at capture: install checks the child against them, not against the parent's events then."""
+    return [{"seq": event.seq, "type": event.type, "messageId": _message_id(event),
+             "fingerprint": reply_fingerprint(message_text(event))}
+            for event in snapshot.events if event.seq <= cut and event.type in _MESSAGES]
 
 
 def check_checkpoint_positions(child: SessionSnapshot, checkpoints: list[dict[str, Any]]) -> None:

@@ -108,7 +108,8 @@ class MvuService:
         self._branching = Branching(ServiceParts(
             ledger=ledger, host=host, locked=self._locked, durable=self._durable,
             ensure_instances=self._ensure_instances, verify=self._verify, lease=self._session_lease,
-            alive=self._alive))
+            alive=self._alive, ingest=lambda session_id, snapshot, signal, lease: self._ingest(
+                session_id, snapshot, signal=signal, lease=lease)))
 
     # -- lifecycle ------------------------------------------------------------------------------
 

@@ -6,6 +6,7 @@ capture and the install; the assertions are on the state, revisions and history 
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 from typing import Any
 
@@ -13,10 +14,12 @@ import pytest
 
 from mvu_store.errors import MvuError
 from mvu_store.ledger import Ledger, open_ledger
+from mvu_store.ledger.records import VersionRecord
 from mvu_store.ledger.transfer import export_directory, import_directory
 from mvu_store.memory_host import MemoryHost
 from mvu_store.service import MvuService
-from tests.service.support import playing, scope, seed_rows, stopped_turn
+from mvu_store.service.seeds import check_lineage, fork_version
+from tests.service.support import checkpointed_turns, playing, scope, seed_rows, stopped_turn
 
 
 async def gold(service: MvuService, resource_id: str, session_id: str) -> tuple[Any, int]:
@@ -438,3 +441,229 @@ async def test_a_child_whose_checkpoint_positions_moved_is_refused(service: MvuS
         await service.install_session_seed(ticket=ticket, session_id="f1")
     assert refused.value.code == "MVU_SEED_MISMATCH"
     assert await ledger.resources(session_id="f1", kinds=("instance",)) == []
+
+
+# -- reviewed bugs ----------------------------------------------------------------------------------
+
+
+async def test_a_fork_never_takes_an_edit_made_after_later_failed_turns(service: MvuService, host: MemoryHost,
+                                                                       ledger: Ledger) -> None:
+    parent = await playing(service, host)
+    r1 = await host.turn("s1", turn=1, user="a", reply="_.add('gold', 1);")
+    await stopped_turn(host, "s1", turn=2, user="stop")
+    r3 = await host.turn("s1", turn=3, user="c", reply="_.set('__proto__.x', 1);")
+    assert [v.kind for v in await ledger.versions(parent)] == ["reply", "failed"]
+    # The head is still r1's state, so the edit copies r1's coordinates; it came after turn 3.
+    await service.update(id=parent, content={"stat_data": {"hp": 50, "gold": 999}}, expected_revision=2,
+                         operation_id="late", scope=scope("s1"))
+    ticket = await service.capture_session_seed(session_id="s1", kind="fork", at_event_id=r1)
+    assert ticket is not None
+    host.fork("s1", at_event_id=r1, new_session_id="f1", created_at=2000)
+    [child] = await service.install_session_seed(ticket=ticket, session_id="f1")
+    # The state at r1, readable: no later edit, no later failed receipt in the child's lineage.
+    assert await gold(service, child, "f1") == (11, 0)
+    assert await kinds(service, child, "f1") == [("reply", 1, True)]
+    assert all((v.source.get("messageSeq") or 0) <= r1 for v in await ledger.versions(child))
+    await host.turn("f1", turn=2, user="b", reply="_.add('gold', 2);")
+    assert await gold(service, child, "f1") == (13, 1)
+    assert await gold(service, parent, "s1") == (999, 3) and r3 > r1
+    assert await ledger.audit() == []
+
+
+async def test_a_swipe_in_a_fork_child_of_an_inherited_turn_keeps_its_history(
+        service: MvuService, host: MemoryHost, ledger: Ledger) -> None:
+    parent, (r1, r2, _) = await three_turns(service, host)
+    ticket = await service.capture_session_seed(session_id="s1", kind="fork", at_event_id=r2)
+    assert ticket is not None
+    host.fork("s1", at_event_id=r2, new_session_id="f1", created_at=2000)
+    [child] = await service.install_session_seed(ticket=ticket, session_id="f1")
+    await host.turn("f1", turn=3, user="c", reply="_.add('gold', 5);")
+    # Swipe turn 2 inside the child: its checkpoint was inherited (stored without a key of its own).
+    swipe = await service.capture_session_seed(session_id="f1", kind="reply-swipe", at_event_id=r2,
+                                               prefix_end_event_id=r1)
+    assert swipe is not None
+    [r1_version] = [v for v in await ledger.versions(parent) if v.source.get("messageSeq") == r1]
+    seed = await ledger.seed(swipe)
+    assert seed is not None
+    [item] = seed.body["items"]  # type: ignore[misc]
+    assert item["atKey"] == r1_version.key  # type: ignore[index]
+    assert (item["source"]["versionKey"], item["source"]["revision"]) == (r1_version.key, 1)  # type: ignore[index]
+    host.swipe("f1", at_event_id=r2, new_session_id="w1", created_at=3000, prefix_end_event_id=r1)
+    [swiped] = await service.install_session_seed(ticket=swipe, session_id="w1")
+    assert await gold(service, swiped, "w1") == (11, 0)
+    assert await kinds(service, swiped, "w1") == [("reply", 1, True)]
+    await host.turn("w1", turn=2, user="again", reply="_.add('gold', 3);")
+    assert await gold(service, swiped, "w1") == (14, 1)
+    history = await service.history(id=swiped, scope=scope("w1"), include_before=True)
+    assert history[-1].before_available is True and history[-1].before["gold"] == 11
+    assert await gold(service, child, "f1") == (26, 1)
+    assert await ledger.audit() == []
+
+
+async def test_a_root_swipe_or_retry_of_a_later_turn_is_refused(service: MvuService, host: MemoryHost,
+                                                               ledger: Ledger) -> None:
+    _, (r1, r2, _) = await three_turns(service, host)
+    stopped = await stopped_turn(host, "s1", turn=4, user="stop")
+    for kind, at in (("reply-swipe", r2), ("request-retry", stopped)):
+        with pytest.raises(MvuError) as refused:
+            await service.capture_session_seed(session_id="s1", kind=kind, at_event_id=at, target_session_id="w0")
+        assert refused.value.code == "MVU_SEED", kind
+    assert await seed_rows(ledger) == 0
+    # The first turn's root swipe is still taken.
+    assert await service.capture_session_seed(session_id="s1", kind="reply-swipe", at_event_id=r1,
+                                              target_session_id="w0") is not None
+
+
+async def test_a_fork_at_a_completed_reply_not_yet_ingested_applies_it_first(
+        service: MvuService, host: MemoryHost, ledger: Ledger) -> None:
+    parent = await playing(service, host)
+    host.attach(None)
+    await checkpointed_turns(service, host, "s1", range(1, 3), "_.add('gold', 1);")
+    snapshot = await host.inspect("s1")
+    assert snapshot is not None
+    r2 = max(event.seq for event in snapshot.events if event.type == "assistant/message")
+    assert [v.kind for v in await ledger.versions(parent)] == ["reply"]  # turn 2's reply is pending
+    ticket = await service.capture_session_seed(session_id="s1", kind="fork", at_event_id=r2)
+    assert ticket is not None
+    host.fork("s1", at_event_id=r2, new_session_id="f1", created_at=2000)
+    [child] = await service.install_session_seed(ticket=ticket, session_id="f1")
+    assert await gold(service, child, "f1") == (12, 0)
+    assert await kinds(service, child, "f1") == [("reply", 1, True), ("reply", 2, True)]
+    assert await ledger.audit() == []
+
+
+async def test_install_checks_the_child_against_the_prefix_frozen_at_capture(
+        service: MvuService, host: MemoryHost, ledger: Ledger) -> None:
+    _, (r1, r2, _) = await three_turns(service, host)
+    ticket = await service.capture_session_seed(session_id="s1", kind="fork", at_event_id=r2)
+    assert ticket is not None
+    host.fork("s1", at_event_id=r2, new_session_id="early", created_at=2000)
+    # The parent's copy of r1 drifts after the capture; a child copied from the drifted parent is
+    # not the captured branch, even though it matches the parent's current events.
+    host.replace_event("s1", r1, "assistant/message", {"turn": 1, "message": {
+        "id": "s1-m1", "content": [{"type": "text", "text": "rewritten"}]}})
+    host.fork("s1", at_event_id=r2, new_session_id="late", created_at=2001)
+    with pytest.raises(MvuError) as refused:
+        await service.install_session_seed(ticket=ticket, session_id="late")
+    assert refused.value.code == "MVU_SEED_MISMATCH"
+    assert await ledger.resources(session_id="late", kinds=("instance",)) == []
+    # The child made from the prefix as captured installs, whatever the parent says now.
+    [child] = await service.install_session_seed(ticket=ticket, session_id="early")
+    assert await gold(service, child, "early") == (21, 0)
+    assert await kinds(service, child, "early") == [("reply", 1, True), ("reply", 2, True)]
+
+
+async def test_two_concurrent_root_captures_cannot_both_claim_one_target(
+        service: MvuService, host: MemoryHost, ledger: Ledger, monkeypatch: pytest.MonkeyPatch) -> None:
+    await playing(service, host, "s1")
+    await playing(service, host, "s2", created_at=1001)
+    r1 = await host.turn("s1", turn=1, user="a", reply="_.add('gold', 1);")
+    q1 = await host.turn("s2", turn=1, user="b", reply="_.add('gold', 2);")
+    # Both captures pass their own checks before either stores its seed.
+    arrived, both = 0, asyncio.Event()
+    put_seed = ledger.put_seed
+
+    async def held(*args: Any, **kwargs: Any) -> None:
+        nonlocal arrived
+        arrived += 1
+        if arrived == 2:
+            both.set()
+        await both.wait()
+        await put_seed(*args, **kwargs)
+
+    monkeypatch.setattr(ledger, "put_seed", held)
+    results = await asyncio.gather(
+        service.capture_session_seed(session_id="s1", kind="reply-swipe", at_event_id=r1, target_session_id="w0"),
+        service.capture_session_seed(session_id="s2", kind="reply-swipe", at_event_id=q1, target_session_id="w0"),
+        return_exceptions=True)
+    tickets = [result for result in results if isinstance(result, str)]
+    refusals = [result for result in results if isinstance(result, MvuError)]
+    assert len(tickets) == 1 and [error.code for error in refusals] == ["MVU_SEED_CONFLICT"], results
+    assert await seed_rows(ledger) == 1
+    host.swipe("s1", at_event_id=r1, new_session_id="w0", created_at=4000)
+    [child] = await service.install_session_seed(ticket=tickets[0], session_id="w0")
+    assert len(await ledger.resources(session_id="w0", kinds=("instance",))) == 1 and child
+    # A target that already has an instance is refused by the ledger itself too.
+    with pytest.raises(MvuError) as taken:
+        await put_seed("other-ticket", kind="reply-swipe", source_session_id="s2", target_session_id="w0",
+                       body={"ticket": "other-ticket"})
+    assert taken.value.code == "MVU_SEED_CONFLICT"
+
+
+async def test_bad_inputs_are_refused_as_mvu_errors(service: MvuService, host: MemoryHost, ledger: Ledger) -> None:
+    _, (r1, _, _) = await three_turns(service, host)
+    with pytest.raises(MvuError) as not_a_signal:
+        await service.capture_session_seed(session_id="s1", kind="fork", at_event_id=r1,
+                                           signal="stop")  # type: ignore[arg-type]
+    assert not_a_signal.value.code == "MVU_OPERATION"
+    with pytest.raises(MvuError) as not_a_signal_either:
+        await service.install_session_seed(ticket="t", session_id="s1", signal=True)  # type: ignore[arg-type]
+    assert not_a_signal_either.value.code == "MVU_OPERATION"
+    # A reply whose ``message`` is not an object has no message id: no version at it, no crash.
+    host.append("s1", "turn/start", {"turn": 4})
+    await host.drain()
+    odd = host.append("s1", "assistant/message", {"turn": 4, "message": "not an object"})
+    host.append("s1", "turn/end", {"turn": 4, "reason": {"kind": "completed"}})
+    await host.drain()
+    with pytest.raises(MvuError) as no_version:
+        await service.capture_session_seed(session_id="s1", kind="fork", at_event_id=odd)
+    assert no_version.value.code == "MVU_SEED_REQUIRED"
+    assert await seed_rows(ledger) == 0
+
+
+async def test_a_child_with_several_instances_forks_each_of_them(ledger: Ledger, host: MemoryHost) -> None:
+    service = MvuService(ledger=ledger, host=host, resources=[
+        {"id": "mvu:party", "session_ids": ["*"], "initial": {"stat_data": {"hp": 100, "gold": 0}}}])
+    host.attach(service)
+    hero = await playing(service, host)
+    r1 = await host.turn("s1", turn=1, user="a", reply="_.add('gold', 1);")
+    r2 = await host.turn("s1", turn=2, user="b", reply="_.add('gold', 10);")
+    await host.turn("s1", turn=3, user="c", reply="_.add('gold', 100);")
+    parents = {record.template_id: record.id for record in await service.list(scope=scope("s1"))}
+    assert len(parents) == 2 and "mvu:party" in parents and hero in parents.values()
+    start = {template: 0 if template == "mvu:party" else 10 for template in parents}
+    ticket = await service.capture_session_seed(session_id="s1", kind="fork", at_event_id=r2)
+    assert ticket is not None
+    host.fork("s1", at_event_id=r2, new_session_id="f1", created_at=2000)
+    children = await service.install_session_seed(ticket=ticket, session_id="f1")
+    assert len(children) == 2 and not set(children) & set(parents.values())
+    records = {record.template_id: record for record in await service.list(scope=scope("f1"))}
+    assert {template: record.id for template, record in records.items()}.keys() == parents.keys()
+    for template, record in records.items():
+        assert record.id in children and record.revision == 0 and record.inherited_from is not None
+        assert record.inherited_from["id"] == parents[template]
+        assert await kinds(service, record.id, "f1") == [("reply", 1, True), ("reply", 2, True)]
+        assert await gold(service, record.id, "f1") == (start[template] + 11, 0)
+    assert records["mvu:party"].content["stat_data"] == {"hp": 100, "gold": 11}
+    await host.turn("f1", turn=3, user="other", reply="_.add('gold', 5);")
+    for template, record in records.items():
+        assert await gold(service, record.id, "f1") == (start[template] + 16, 1), template
+        assert (await gold(service, parents[template], "s1"))[0] == start[template] + 111
+    # A root swipe of turn 1 seeds both instances in the new session, from the opening.
+    root = await service.capture_session_seed(session_id="s1", kind="reply-swipe", at_event_id=r1,
+                                              target_session_id="w0")
+    assert root is not None
+    host.swipe("s1", at_event_id=r1, new_session_id="w0", created_at=3000)
+    assert len(await service.install_session_seed(ticket=root, session_id="w0")) == 2
+    for record in await service.list(scope=scope("w0")):
+        assert record.template_id is not None
+        assert await gold(service, record.id, "w0") == (start[record.template_id], 0)
+    assert await ledger.audit() == []
+
+
+def test_the_fork_version_and_its_lineage_stay_within_the_cut() -> None:
+    def version(key: str, kind: str, seq: int | None, message: str | None = None) -> VersionRecord:
+        source: dict[str, Any] = {} if seq is None else {"messageSeq": seq, "messageId": message or f"m{seq}"}
+        return VersionRecord("r", key, 0, kind, 0, None, "h", source, {}, None, None, None, 0)
+
+    history = [version("init-edit", "manual", None), version("r1", "reply", 3), version("e1", "manual", 3),
+               version("f9", "failed", 9), version("late", "manual", 3)]
+    assert fork_version(history, 3, "m3") == 2  # the edit before turn 3's receipt, not the later one
+    assert fork_version(history, 3, "other") is None
+    assert fork_version([version("f3", "failed", 3)], 3, "m3") == 0  # a failed receipt keeps the state
+    check_lineage(history, "e1", 3)
+    check_lineage(history, None, None)
+    for key, cut in (("late", 3), ("missing", 3), ("r1", None)):
+        with pytest.raises(MvuError) as refused:
+            check_lineage(history, key, cut)
+        assert refused.value.code == "MVU_SEED_MISMATCH", key
