@@ -160,8 +160,9 @@ async def test_a_poison_reply_is_not_consumed_after_the_manager_left(service: Mv
     instance = await playing(service, host)
     disposers: list[Any] = []
 
-    def decides_then_leaves(event: Any) -> Any:
-        asyncio.get_running_loop().call_soon(disposers[0])  # gone before the commit
+    async def decides_then_leaves(event: Any) -> Any:
+        disposers[0]()  # the manager leaves while its decision is pending
+        await asyncio.sleep(0)
         return {"enabled": True}
 
     disposers.append(service.register_usage(decides_then_leaves, provider_id="dsh-memory-manager"))
