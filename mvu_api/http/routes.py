@@ -31,6 +31,8 @@ STATE_BYTES = 2 * 1024 * 1024
 MAX_BODY_BYTES = STATE_BYTES + 64 * 1024
 # The whole body must arrive within this many seconds (a stalled upload is 408, not a held worker).
 BODY_TIMEOUT_SECONDS = 30.0
+# Once the server is stopping, a body still arriving gets this long before a 503.
+STOP_BODY_SECONDS = 2.0
 _HISTORICAL_KEYS = ("messageId", "endEventId")
 _SCOPE_FIELDS = frozenset({"authority", "sessionId", *_HISTORICAL_KEYS})
 _UPDATE_FIELDS = frozenset({"id", "scope", "content", "expectedRevision", "operationId"})
@@ -277,16 +279,20 @@ async def _read_body(request: Request, *, seconds: float, stopping: asyncio.Even
             chunks.append(chunk)
         return b"".join(chunks)
 
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + seconds
     reading = asyncio.ensure_future(collect())
-    waiting: set[asyncio.Future[Any]] = {reading}
     stop = asyncio.ensure_future(stopping.wait()) if stopping is not None else None
-    if stop is not None:
-        waiting.add(stop)
     try:
+        waiting: set[asyncio.Future[Any]] = {reading} if stop is None else {reading, stop}
         await asyncio.wait(waiting, timeout=seconds, return_when=asyncio.FIRST_COMPLETED)
+        if not reading.done() and stop is not None and stop.done():
+            # A body already on its way (sent before the signal) still gets a moment to arrive;
+            # only an upload that stays stalled is cut short.
+            await asyncio.wait({reading}, timeout=max(0.0, min(STOP_BODY_SECONDS, deadline - loop.time())))
     finally:
-        for task in waiting:
-            if not task.done():
+        for task in (reading, stop):
+            if task is not None and not task.done():
                 task.cancel()
     if reading.done() and not reading.cancelled():
         body = reading.result()  # re-raises ClientDisconnect
