@@ -37,7 +37,7 @@ from mvu_store.memory_host import MemoryHost
 from mvu_store.service import MvuService
 
 CLIENTS = 16
-TOKEN = "bench-token"
+TOKEN = "bench-token-0123456789"
 PREFIX = "/pmp-dsh-tavern/api/v1/mvu"
 CARD = {
     "character_id": "hero", "name": "Hero", "initvar": ["hp: 50\ngold: 10\nlevel: 1\n"],

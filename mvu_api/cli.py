@@ -221,7 +221,7 @@ async def cmd_serve(args: argparse.Namespace) -> int:
     from mvu_api.http.serve import serve  # FastAPI and uvicorn load only for this command
 
     return await serve(db=args.db, ledger_id=args.ledger_id, host=args.host, port=args.port, token=args.token,
-                       host_log=args.host_log)
+                       host_log=args.host_log, body_timeout=args.body_timeout)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -267,6 +267,8 @@ def build_parser() -> argparse.ArgumentParser:
                         help="bearer token (default $MVU_TOKEN, else <ledger>.token, generated at first start)")
     served.add_argument("--host-log", default=None, metavar="DIR",
                         help="serve the sessions of MemoryHost(path=DIR) (default <ledger dir>/sessions)")
+    served.add_argument("--body-timeout", type=float, default=30.0, metavar="SECONDS",
+                        help="seconds for a whole request body to arrive, else 408 (default %(default)s)")
     served.set_defaults(handler=cmd_serve)
     return parser
 

@@ -2,37 +2,44 @@
 
 from __future__ import annotations
 
-import logging
+import asyncio
 from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.openapi.utils import get_openapi
 from starlette.exceptions import HTTPException
+from starlette.requests import ClientDisconnect
 from starlette.responses import Response
 
-from mvu_api.http.middleware import AccessLog, BearerAuth
+from mvu_api.http.middleware import CLIENT_CLOSED, AccessLog, BearerAuth, Crashes
 from mvu_api.http.problems import NOT_FOUND, error_response, problem
-from mvu_api.http.routes import API_PREFIX, build_router
+from mvu_api.http.routes import API_PREFIX, BODY_TIMEOUT_SECONDS, build_router
 from mvu_store.errors import Code, MvuError
 from mvu_store.service import MvuService
 
 OPENAPI_PATH = f"{API_PREFIX}/openapi.json"
-log = logging.getLogger("mvu.http")
 
 DESCRIPTION = """The MVU state service over HTTP (DIGEST H-1).
 
 Every request needs `Authorization: Bearer <token>`. Reads take the scope as JSON in the query
-string; the update body is `{id, scope, content, expectedRevision, operationId}`. Errors are
+string, `{authority: 'local', sessionId}` (sessionId required, camelCase keys only); the update
+body is `{id, scope, content, expectedRevision, operationId}`. Errors are
 RFC 9457 problem+json with the stable `code` as an extension member (`REVISION_CONFLICT` carries
 `expectedRevision` and `currentRevision`, `PLAY_STORAGE_LIMIT` `limit` and `used`)."""
 
 
-def create_app(service: MvuService, *, token: str) -> FastAPI:
-    """The HTTP API over ``service``; every route requires ``Bearer <token>``."""
+def create_app(service: MvuService, *, token: str, body_timeout: float = BODY_TIMEOUT_SECONDS,
+               stopping: asyncio.Event | None = None) -> FastAPI:
+    """The HTTP API over ``service``; every route requires ``Bearer <token>``.
+
+    ``body_timeout``: seconds for a whole update body to arrive (408 past it). ``stopping``: set
+    when the server begins to stop; a body still arriving then is answered 503 at once.
+    """
+    # redirect_slashes=False: "/mvu/resources/" is an unknown route (404 problem), not a 307.
     app = FastAPI(title="mvu-store", version="1", description=DESCRIPTION, openapi_url=OPENAPI_PATH,
-                  docs_url=None, redoc_url=None)
-    app.include_router(build_router(service), prefix=API_PREFIX)
+                  docs_url=None, redoc_url=None, redirect_slashes=False)
+    app.include_router(build_router(service, body_timeout=body_timeout, stopping=stopping), prefix=API_PREFIX)
 
     @app.exception_handler(MvuError)
     async def refused(request: Request, error: Exception) -> Response:
@@ -59,10 +66,10 @@ def create_app(service: MvuService, *, token: str) -> FastAPI:
         return problem(400, Code.SCOPE if about_scope else Code.OPERATION,
                        issues[0]["message"] if issues else "malformed request", errors=issues)
 
-    @app.exception_handler(Exception)
-    async def crashed(request: Request, error: Exception) -> Response:
-        log.error("unhandled error on %s %s", request.method, request.url.path, exc_info=error)
-        return problem(500, None, "internal error")
+    @app.exception_handler(ClientDisconnect)
+    async def gone(request: Request, error: Exception) -> Response:
+        # The client left mid-body: nobody reads an answer. The access log's one line says 499.
+        return Response(status_code=CLIENT_CLOSED)
 
     def openapi() -> dict[str, Any]:
         if app.openapi_schema is None:
@@ -85,6 +92,9 @@ def create_app(service: MvuService, *, token: str) -> FastAPI:
         return app.openapi_schema
 
     app.openapi = openapi  # type: ignore[method-assign]
+    # Unhandled errors: logged once and answered 500 problem+json here, inside Starlette's
+    # ServerErrorMiddleware, which would log (and re-raise to uvicorn, which logs) again.
+    app.add_middleware(Crashes)
     app.add_middleware(BearerAuth, token=token)
     # Outermost: the log sees every answer, 401s included.
     app.add_middleware(AccessLog)

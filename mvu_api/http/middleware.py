@@ -1,4 +1,5 @@
-"""Pure ASGI middleware: the bearer token in front of every route, and one log line per request.
+"""Pure ASGI middleware: the bearer token in front of every route, one log line per request, and
+one log line (with its traceback) per unhandled error.
 
 Authentication is middleware, not a route dependency, because routing answers unknown paths (404)
 and wrong methods (405) before any dependency runs; in front of routing, every request without
@@ -17,27 +18,55 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from mvu_api.http.problems import UNAUTHORIZED, problem
 
 access_log = logging.getLogger("mvu.http")
+# nginx's "client closed request": logged for a client that left before its answer.
+CLIENT_CLOSED = 499
+
+
+def printable(text: str) -> str:
+    """``text`` safe for one log line: backslash, double quote and every non-printable character
+    (CR, LF, other controls, line separators) backslash-escaped, so a request cannot forge lines."""
+    out: list[str] = []
+    for char in text:
+        if char in '\\"':
+            out.append("\\" + char)
+        elif char.isprintable():
+            out.append(char)
+        else:
+            point = ord(char)
+            out.append(f"\\x{point:02x}" if point < 0x100 else f"\\u{point:04x}" if point < 0x10000
+                       else f"\\U{point:08x}")
+    return "".join(out)
+
+
+def _bearer(header: bytes) -> bytes | None:
+    """The credentials of ``Authorization: Bearer <token>``; the scheme is case-insensitive
+    (RFC 9110 11.1)."""
+    scheme, _, rest = header.partition(b" ")
+    if scheme.lower() != b"bearer":
+        return None
+    return rest.strip(b" \t")
 
 
 class BearerAuth:
-    """Refuse every HTTP request whose ``Authorization`` is not ``Bearer <token>`` with 401."""
+    """Refuse every HTTP request whose ``Authorization`` is not ``Bearer <token>`` (any case of the
+    scheme) with 401."""
 
     def __init__(self, app: ASGIApp, *, token: str) -> None:
         if not token:
             raise ValueError("an empty token would let everyone in")
         self.app = app
-        self._expected = f"Bearer {token}".encode()
+        self._expected = token.encode()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        given = b""
+        given: bytes | None = None
         for name, value in scope["headers"]:
             if name == b"authorization":
-                given = value
+                given = _bearer(value)
                 break
-        if not hmac.compare_digest(given, self._expected):
+        if not hmac.compare_digest(given or b"", self._expected):
             response = problem(401, UNAUTHORIZED, "a valid bearer token is required",
                                headers={"WWW-Authenticate": 'Bearer realm="mvu"'})
             await response(scope, receive, send)
@@ -69,5 +98,33 @@ class AccessLog:
         finally:
             client: Any = scope.get("client")
             where = f"{client[0]}:{client[1]}" if client else "-"
-            access_log.info('%s "%s %s" %d %.1fms', where, scope["method"], scope["path"], status[0] or 500,
-                            (time.perf_counter() - started) * 1000)
+            # The path is percent-decoded and not yet authenticated: escaped, never written raw.
+            access_log.info('%s "%s %s" %d %.1fms', where, printable(scope["method"]), printable(scope["path"]),
+                            status[0] or 500, (time.perf_counter() - started) * 1000)
+
+
+class Crashes:
+    """An unhandled exception becomes one ERROR line with its traceback and a 500 problem (if no
+    answer has started), and goes no further: uvicorn and Starlette do not log it again."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        started = [False]
+
+        async def sending(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                started[0] = True
+            await send(message)
+
+        try:
+            await self.app(scope, receive, sending)
+        except Exception as error:
+            access_log.error("unhandled error on %s %s", printable(scope["method"]), printable(scope["path"]),
+                             exc_info=error)
+            if not started[0]:
+                await problem(500, None, "internal error")(scope, receive, send)

@@ -22,6 +22,8 @@ PROBLEM_JSON = "application/problem+json"
 # Transport-level codes (not the service's): a missing or wrong token, and an unknown route.
 UNAUTHORIZED = "MVU_UNAUTHORIZED"
 NOT_FOUND = "MVU_NOT_FOUND"
+# The request body did not all arrive in time (408).
+BODY_TIMEOUT = "MVU_BODY_TIMEOUT"
 
 # The table (the original host's mapping), then "400 otherwise".
 _STATUS: dict[str, int] = {
@@ -44,7 +46,8 @@ RETRY_AFTER_SECONDS = 1
 _SERVER_DETAIL = {503: "storage is busy or the service is stopping; nothing was written: retry later",
                   500: "the ledger failed a structural check; an operator must look at it"}
 
-_TITLES = {401: "Unauthorized", 404: "Not Found", 405: "Method Not Allowed", 412: "Precondition Failed",
+_TITLES = {401: "Unauthorized", 404: "Not Found", 405: "Method Not Allowed", 408: "Request Timeout",
+           412: "Precondition Failed",
            413: "Content Too Large", 422: "Unprocessable Content", 500: "Internal Server Error",
            503: "Service Unavailable"}
 

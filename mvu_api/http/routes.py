@@ -9,6 +9,7 @@ where its expected revision and operation id came from (body or header), which d
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 from typing import Annotated, Any
@@ -16,10 +17,10 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Query, Request
 from starlette.responses import Response
 
-from mvu_api.http.problems import problem
+from mvu_api.http.problems import BODY_TIMEOUT, problem
 from mvu_store.errors import Code, MvuError
 from mvu_store.service import MvuService
-from mvu_store.service.models import HistoryEntry, StateRecord, UpdateReceipt
+from mvu_store.service.models import MAX_OPERATION_ID, MAX_SESSION_ID, HistoryEntry, StateRecord, UpdateReceipt
 
 API_PREFIX = "/pmp-dsh-tavern/api/v1"
 MVU_PREFIX = f"{API_PREFIX}/mvu"
@@ -28,14 +29,25 @@ STATE_BYTES = 2 * 1024 * 1024
 # A body carries one state (at most 2 MiB as canonical JSON) plus its envelope fields; the slack
 # covers those and modest formatting. Clients should send compact JSON.
 MAX_BODY_BYTES = STATE_BYTES + 64 * 1024
-_HISTORICAL_KEYS = ("messageId", "endEventId", "message_id", "end_event_id")
+# The whole body must arrive within this many seconds (a stalled upload is 408, not a held worker).
+BODY_TIMEOUT_SECONDS = 30.0
+# Once the server is stopping, a body still arriving gets this long before a 503.
+STOP_BODY_SECONDS = 2.0
+_HISTORICAL_KEYS = ("messageId", "endEventId")
+_SCOPE_FIELDS = frozenset({"authority", "sessionId", *_HISTORICAL_KEYS})
 _UPDATE_FIELDS = frozenset({"id", "scope", "content", "expectedRevision", "operationId"})
-_ETAG = re.compile(r'^\s*(?:W/)?"r(0|[1-9][0-9]{0,17})"\s*$')
+# The Python service also takes snake_case; the wire is camelCase only.
+_SNAKE = {"session_id": "sessionId", "message_id": "messageId", "end_event_id": "endEventId",
+          "expected_revision": "expectedRevision", "operation_id": "operationId"}
+# Strong ETags only (RFC 9110 13.1.1: If-Match uses the strong comparison, so a weak tag never
+# matches); a weak one is refused with 400 rather than read as the revision it names.
+_ETAG = re.compile(r'^\s*"r(0|[1-9][0-9]{0,17})"\s*$')
+_WEAK_ETAG = re.compile(r'^\s*W/', re.IGNORECASE)
 
 SCOPE_EXAMPLE = '{"authority":"local","sessionId":"s1"}'
 HISTORICAL_EXAMPLE = '{"authority":"local","sessionId":"s1","messageId":"s1-m1"}'
-_SCOPE_DOC = (f"JSON object `{{authority: 'local', sessionId?}}`, at most {MAX_SCOPE_CHARS} characters. "
-              "Without sessionId it is the local management view (every resource).")
+_SCOPE_DOC = (f"JSON object `{{authority: 'local', sessionId}}`, at most {MAX_SCOPE_CHARS} characters, camelCase "
+              "keys only. sessionId is required: the sessionless management view is not served over HTTP.")
 _ID_DOC = "A resource id, e.g. `mvu:instance-…` or a configured `mvu:…` id."
 
 _PROBLEM_SCHEMA: dict[str, Any] = {
@@ -103,20 +115,50 @@ def parse_scope_param(raw: str, *, historical: bool = False) -> dict[str, Any]:
         value = json.loads(raw)
     except (ValueError, RecursionError):
         raise MvuError(Code.SCOPE, "scope must be a JSON object") from None
+    return check_wire_scope(value, historical=historical)
+
+
+def check_wire_scope(value: Any, *, historical: bool = False) -> dict[str, Any]:
+    """A scope as HTTP accepts it, stricter than the service: camelCase keys only, a non-empty
+    ``sessionId`` always (the sessionless management view stays in-process, DIGEST H-1), and
+    ``messageId`` / ``endEventId`` only where ``historical``."""
     if not isinstance(value, dict):
-        raise MvuError(Code.SCOPE, "scope must be a JSON object")
+        raise MvuError(Code.SCOPE, "scope must be a JSON object", field="scope")
+    for key in value:
+        if key in _SNAKE:
+            raise MvuError(Code.SCOPE, f"scope.{key} is not a wire field: the wire is camelCase ({_SNAKE[key]})",
+                           field=f"scope.{key}")
+        if key not in _SCOPE_FIELDS:
+            raise MvuError(Code.SCOPE, f"unknown scope field {str(key)[:64]!r}", field=f"scope.{str(key)[:64]}")
     if not historical and any(key in value for key in _HISTORICAL_KEYS):
-        raise MvuError(Code.SCOPE, "only /mvu/resource reads a historical scope (messageId / endEventId)")
+        raise MvuError(Code.SCOPE, "only /mvu/resource reads a historical scope (messageId / endEventId)",
+                       field="scope")
+    if value.get("authority", "local") != "local":
+        raise MvuError(Code.AUTHORITY, "only the local authority is served here",
+                       authority=str(value.get("authority"))[:64])
+    session_id = value.get("sessionId")
+    if not isinstance(session_id, str) or not session_id or len(session_id) > MAX_SESSION_ID:
+        raise MvuError(Code.SCOPE, f"scope.sessionId is required: a string of 1 to {MAX_SESSION_ID} characters "
+                                   "(the management view is not served over HTTP)", field="scope.sessionId")
+    message_id = value.get("messageId")
+    if message_id is not None and (not isinstance(message_id, str) or not message_id
+                                   or len(message_id) > MAX_OPERATION_ID):
+        raise MvuError(Code.SCOPE, f"scope.messageId must be a string of 1 to {MAX_OPERATION_ID} characters",
+                       field="scope.messageId")
+    end_event_id = value.get("endEventId")
+    if end_event_id is not None and (isinstance(end_event_id, bool) or not isinstance(end_event_id, int)
+                                     or end_event_id < 0):
+        raise MvuError(Code.SCOPE, "scope.endEventId must be a non-negative integer", field="scope.endEventId")
     return value
 
 
 ScopeParam = Annotated[str, Query(description=_SCOPE_DOC, json_schema_extra={"maxLength": MAX_SCOPE_CHARS},
-                                  openapi_examples={"session": {"value": SCOPE_EXAMPLE},
-                                                    "management": {"value": '{"authority":"local"}'}})]
+                                  openapi_examples={"session": {"value": SCOPE_EXAMPLE}})]
 IdParam = Annotated[str, Query(description=_ID_DOC, openapi_examples={"instance": {"value": "mvu:hero"}})]
 
 
-def build_router(service: MvuService) -> APIRouter:
+def build_router(service: MvuService, *, body_timeout: float = BODY_TIMEOUT_SECONDS,
+                 stopping: asyncio.Event | None = None) -> APIRouter:
     router = APIRouter(prefix="/mvu", tags=["mvu"])
 
     @router.get("/resources", operation_id="listResources",
@@ -176,7 +218,7 @@ def build_router(service: MvuService) -> APIRouter:
                          "schema": UPDATE_SCHEMA, "examples": {"edit": {"value": UPDATE_EXAMPLE}}}}},
                  })
     async def update(request: Request) -> Response:
-        body = await _read_body(request)
+        body = await _read_body(request, seconds=body_timeout, stopping=stopping)
         if isinstance(body, Response):
             return body
         data = _update_body(body)
@@ -184,6 +226,9 @@ def build_router(service: MvuService) -> APIRouter:
         if_match = request.headers.get("if-match")
         if if_match is not None:
             request.state.if_match = True
+            if _WEAK_ETAG.match(if_match):
+                raise MvuError(Code.OPERATION, "If-Match needs a strong ETag: a weak one (W/...) never matches "
+                                               "(RFC 9110 strong comparison)")
             match = _ETAG.match(if_match)
             if match is None:
                 raise MvuError(Code.OPERATION, 'If-Match takes one ETag "r<revision>" from a read')
@@ -201,7 +246,9 @@ def build_router(service: MvuService) -> APIRouter:
             raise MvuError(Code.OPERATION, "expectedRevision (or If-Match) is required")
         if operation_id is None:
             raise MvuError(Code.OPERATION, "operationId (or Idempotency-Key) is required")
-        scope: Any = data.get("scope")
+        if "scope" not in data:
+            raise MvuError(Code.SCOPE, "scope is required", field="scope")
+        scope = check_wire_scope(data["scope"])
         receipt = await service.update(id=data["id"], content=data.get("content"), expected_revision=expected,
                                        operation_id=operation_id, scope=scope)
         headers = {"ETag": f'"r{receipt.revision}"'}
@@ -212,21 +259,50 @@ def build_router(service: MvuService) -> APIRouter:
     return router
 
 
-async def _read_body(request: Request) -> bytes | Response:
-    """The body, or a 413 problem as soon as it is known to pass ``MAX_BODY_BYTES``."""
+async def _read_body(request: Request, *, seconds: float, stopping: asyncio.Event | None) -> bytes | Response:
+    """The body, or a problem: 413 as soon as it is known to pass ``MAX_BODY_BYTES``, 408 when it
+    has not all arrived within ``seconds``, 503 when the server starts stopping meanwhile
+    (a stalled upload must not hold the shutdown). ``ClientDisconnect`` propagates (see app.py)."""
     request.state.write = True
     too_large = problem(413, Code.LIMIT, f"a request body is at most {MAX_BODY_BYTES} bytes", limit=MAX_BODY_BYTES)
     declared = request.headers.get("content-length")
     if declared is not None and declared.isdigit() and int(declared) > MAX_BODY_BYTES:
         return too_large
-    chunks: list[bytes] = []
-    size = 0
-    async for chunk in request.stream():
-        size += len(chunk)
-        if size > MAX_BODY_BYTES:
-            return too_large
-        chunks.append(chunk)
-    return b"".join(chunks)
+
+    async def collect() -> bytes | None:
+        chunks: list[bytes] = []
+        size = 0
+        async for chunk in request.stream():
+            size += len(chunk)
+            if size > MAX_BODY_BYTES:
+                return None
+            chunks.append(chunk)
+        return b"".join(chunks)
+
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + seconds
+    reading = asyncio.ensure_future(collect())
+    stop = asyncio.ensure_future(stopping.wait()) if stopping is not None else None
+    try:
+        waiting: set[asyncio.Future[Any]] = {reading} if stop is None else {reading, stop}
+        await asyncio.wait(waiting, timeout=seconds, return_when=asyncio.FIRST_COMPLETED)
+        if not reading.done() and stop is not None and stop.done():
+            # A body already on its way (sent before the signal) still gets a moment to arrive;
+            # only an upload that stays stalled is cut short.
+            await asyncio.wait({reading}, timeout=max(0.0, min(STOP_BODY_SECONDS, deadline - loop.time())))
+    finally:
+        for task in (reading, stop):
+            if task is not None and not task.done():
+                task.cancel()
+    if reading.done() and not reading.cancelled():
+        body = reading.result()  # re-raises ClientDisconnect
+        return too_large if body is None else body
+    # The rest of the body will never be read: the connection cannot carry another request.
+    if stop is not None and stop.done():
+        return problem(503, Code.DISPOSED, "the server is stopping; nothing was written: retry later",
+                       headers={"Connection": "close"})
+    return problem(408, BODY_TIMEOUT, f"the request body did not arrive within {seconds:g} s; nothing was written",
+                   headers={"Connection": "close"})
 
 
 def _update_body(body: bytes) -> dict[str, Any]:
@@ -236,6 +312,10 @@ def _update_body(body: bytes) -> dict[str, Any]:
         raise MvuError(Code.JSON, "the body must be one JSON object") from None
     if not isinstance(data, dict):
         raise MvuError(Code.JSON, "the body must be one JSON object")
+    for key in data:
+        if key in _SNAKE:
+            raise MvuError(Code.OPERATION, f"{key} is not a wire field: the wire is camelCase ({_SNAKE[key]})",
+                           field=key)
     unknown = sorted(set(data) - _UPDATE_FIELDS)
     if unknown:
         raise MvuError(Code.OPERATION, f"unknown field {unknown[0][:64]!r}", field=unknown[0][:64])
@@ -244,6 +324,14 @@ def _update_body(body: bytes) -> dict[str, Any]:
     for field in ("expectedRevision", "operationId"):
         if field in data and data[field] is None:
             del data[field]
+    expected = data.get("expectedRevision")
+    if expected is not None and (isinstance(expected, bool) or not isinstance(expected, int) or expected < 0):
+        raise MvuError(Code.OPERATION, "expectedRevision must be a non-negative integer", field="expectedRevision")
+    operation_id = data.get("operationId")
+    if operation_id is not None and (not isinstance(operation_id, str) or not operation_id
+                                     or len(operation_id) > MAX_OPERATION_ID):
+        raise MvuError(Code.OPERATION, f"operationId must be a string of 1 to {MAX_OPERATION_ID} characters",
+                       field="operationId")
     return data
 
 
@@ -261,7 +349,8 @@ UPDATE_SCHEMA: dict[str, Any] = {
     "additionalProperties": False,
     "properties": {
         "id": {"type": "string", "minLength": 1},
-        "scope": {"type": "object", "description": "{authority: 'local', sessionId?}; never historical",
+        "scope": {"type": "object", "description": "{authority: 'local', sessionId}; never historical",
+                  "required": ["sessionId"], "additionalProperties": False,
                   "properties": {"authority": {"type": "string", "enum": ["local"]},
                                  "sessionId": {"type": "string", "minLength": 1, "maxLength": 200}}},
         "content": {"type": "object", "description": "The variables envelope: stat_data and the rest",

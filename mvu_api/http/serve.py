@@ -11,7 +11,9 @@ closed and the ledger's engines disposed.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
+import ipaddress
 import logging
 import os
 import secrets
@@ -22,12 +24,13 @@ import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from types import FrameType
 
 import uvicorn
 from sqlalchemy.engine import make_url
 
 from mvu_api.http.app import OPENAPI_PATH, create_app
-from mvu_api.http.routes import MVU_PREFIX
+from mvu_api.http.routes import BODY_TIMEOUT_SECONDS, MVU_PREFIX
 from mvu_store.errors import Code, MvuError
 from mvu_store.ledger import open_ledger
 from mvu_store.memory_host import MemoryHost
@@ -36,6 +39,7 @@ from mvu_store.service import MvuService
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8787
 GRACE_SECONDS = 30
+MIN_TOKEN_CHARS = 16
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,12 +66,14 @@ def token_path(url: str) -> Path | None:
 
 
 def resolve_token(url: str, given: str | None) -> Token:
-    """The bearer token, creating the ledger's token file (0600) on first start."""
-    if given:
-        return Token(given, "--token")
+    """The bearer token, creating the ledger's token file (0600) on first start. A token given by
+    ``--token`` or ``$MVU_TOKEN`` has at least ``MIN_TOKEN_CHARS`` characters (an empty one is
+    refused, never read as "not given")."""
+    if given is not None:
+        return Token(_long_enough(given, "--token"), "--token")
     env = os.environ.get("MVU_TOKEN")
-    if env:
-        return Token(env, "$MVU_TOKEN")
+    if env is not None:
+        return Token(_long_enough(env, "$MVU_TOKEN"), "$MVU_TOKEN")
     path = token_path(url)
     if path is None:
         raise MvuError(Code.CONFIG, "a server database has no directory for a token file: pass --token or set "
@@ -90,6 +96,41 @@ def resolve_token(url: str, given: str | None) -> Token:
     return Token(value, str(path), generated=True)
 
 
+def _long_enough(token: str, where: str) -> str:
+    if len(token.strip()) < MIN_TOKEN_CHARS or token != token.strip():
+        raise MvuError(Code.CONFIG, f"{where} must be at least {MIN_TOKEN_CHARS} characters, without surrounding "
+                                    "spaces (an empty one would not protect anything)")
+    return token
+
+
+def is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def bind(host: str, port: int) -> socket.socket:
+    """A listening socket, or ``MVU_CONFIG`` with one clear line (port in use, no such address)."""
+    # IPPROTO_TCP explicitly: asyncio sets TCP_NODELAY only on sockets that say so, and
+    # without it every keep-alive response waits out a delayed ACK (about 40 ms).
+    listener = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM,
+                             socket.IPPROTO_TCP)
+    try:
+        listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        listener.bind((host, port))
+        # Listening before the URL is printed: a client that connects at once waits in the
+        # backlog until uvicorn accepts, instead of being refused.
+        listener.listen(2048)
+    except OSError as error:
+        listener.close()
+        reason = error.strerror or str(error)
+        raise MvuError(Code.CONFIG, f"cannot listen on {host}:{port}: {reason}") from None
+    return listener
+
+
 def resolve_host(url: str, host_log: str | None) -> tuple[MemoryHost, str]:
     if host_log:
         return MemoryHost(path=host_log), host_log
@@ -102,7 +143,17 @@ def resolve_host(url: str, host_log: str | None) -> tuple[MemoryHost, str]:
 
 class _Server(uvicorn.Server):
     """uvicorn's server without re-raising the caught signal after shutdown: the caller still has
-    to close the service and dispose the engines, then exit 0."""
+    to close the service and dispose the engines, then exit 0. ``stopping`` is set at the first
+    signal, so a request body still arriving is answered at once instead of holding the grace."""
+
+    def __init__(self, config: uvicorn.Config, stopping: asyncio.Event, loop: asyncio.AbstractEventLoop) -> None:
+        super().__init__(config)
+        self._stopping = stopping
+        self._loop = loop
+
+    def handle_exit(self, sig: int, frame: FrameType | None) -> None:
+        super().handle_exit(sig, frame)
+        self._loop.call_soon_threadsafe(self._stopping.set)
 
     @contextlib.contextmanager
     def capture_signals(self) -> Iterator[None]:
@@ -118,25 +169,30 @@ def _say(line: str) -> None:
     print(line, flush=True)
 
 
-async def serve(*, db: str, ledger_id: str, host: str, port: int, token: str | None, host_log: str | None) -> int:
+async def serve(*, db: str, ledger_id: str, host: str, port: int, token: str | None, host_log: str | None,
+                body_timeout: float = BODY_TIMEOUT_SECONDS) -> int:
     logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(asctime)s %(name)s %(message)s")
+    if not body_timeout > 0:
+        raise MvuError(Code.CONFIG, "--body-timeout must be a positive number of seconds")
     resolved = resolve_token(db, token)
-    ledger = await open_ledger(db, ledger_id=ledger_id, migrate_to_head=True)
+    # Bound before the ledger is opened or migrated: a port in use is one line, and touches nothing.
+    listener = bind(host, port)
+    try:
+        ledger = await open_ledger(db, ledger_id=ledger_id, migrate_to_head=True)
+    except BaseException:
+        listener.close()
+        raise
     try:
         memory_host, sessions = resolve_host(db, host_log)
         service = MvuService(ledger=ledger, host=memory_host)
-        app = create_app(service, token=resolved.value)
-        # IPPROTO_TCP explicitly: asyncio sets TCP_NODELAY only on sockets that say so, and
-        # without it every keep-alive response waits out a delayed ACK (about 40 ms).
-        listener = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM,
-                                 socket.IPPROTO_TCP)
-        listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        listener.bind((host, port))
-        # Listening before the URL is printed: a client that connects at once waits in the
-        # backlog until uvicorn accepts, instead of being refused.
-        listener.listen(2048)
+        stopping = asyncio.Event()
+        app = create_app(service, token=resolved.value, body_timeout=body_timeout, stopping=stopping)
         actual = listener.getsockname()[1]
         base = f"http://{f'[{host}]' if ':' in host else host}:{actual}"
+        if not is_loopback(host):
+            print(f"mvu serve: warning: listening on {host}, beyond this machine, over plain HTTP: the bearer token "
+                  "travels in clear; put TLS (a reverse proxy) in front or bind 127.0.0.1", file=sys.stderr,
+                  flush=True)
         _say(f"mvu serve: listening on {base}{MVU_PREFIX}/")
         _say(f"  ledger:   {ledger.url} (ledger id {ledger.ledger_id})")
         _say(f"  sessions: {sessions}")
@@ -148,13 +204,13 @@ async def serve(*, db: str, ledger_id: str, host: str, port: int, token: str | N
         _say(f"  docs:     {base}{OPENAPI_PATH} (send 'Authorization: Bearer <token>')")
         config = uvicorn.Config(app, log_config=None, access_log=False, lifespan="off", proxy_headers=False,
                                 server_header=False, timeout_graceful_shutdown=GRACE_SECONDS)
-        server = _Server(config)
+        server = _Server(config, stopping, asyncio.get_running_loop())
         try:
             await server.serve(sockets=[listener])
         finally:
-            listener.close()
             await service.close()
     finally:
+        listener.close()
         await ledger.close()
     _say("mvu serve: stopped")
     return 0

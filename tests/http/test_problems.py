@@ -3,6 +3,7 @@ cheaply, such as busy storage, come from a stub service)."""
 
 from __future__ import annotations
 
+import logging
 from typing import Any, cast
 
 import httpx
@@ -14,8 +15,9 @@ from mvu_store.errors import Code, MvuError
 from mvu_store.service import MvuService
 from tests.http.support import MVU
 
-READ = f"{MVU}/resource?id=mvu:x&scope=%7B%7D"
-BODY = {"id": "mvu:x", "scope": {}, "content": {"stat_data": {}}, "expectedRevision": 0, "operationId": "o"}
+READ = f"{MVU}/resource?id=mvu:x&scope=%7B%22sessionId%22%3A%22s1%22%7D"
+BODY = {"id": "mvu:x", "scope": {"authority": "local", "sessionId": "s1"}, "content": {"stat_data": {}},
+        "expectedRevision": 0, "operationId": "o"}
 
 
 class Refusing:
@@ -63,3 +65,22 @@ def test_header_sources_change_conflict_statuses() -> None:
     assert status_of(Code.REVISION_CONFLICT, write=True, if_match=True) == 412
     assert status_of(Code.IDEMPOTENCY_CONFLICT, write=True, idempotency_key=True) == 422
     assert status_of(Code.REVISION_CONFLICT, write=True, idempotency_key=True) == 409
+
+
+class Crashing:
+    async def read(self, **_: Any) -> Any:
+        raise RuntimeError("a bug")
+
+
+async def test_an_unhandled_error_is_one_500_problem_logged_once(caplog: pytest.LogCaptureFixture) -> None:
+    app = create_app(cast(MvuService, Crashing()), token="t")
+    transport = httpx.ASGITransport(app=app)  # raises what the app lets out, as uvicorn would log it
+    async with httpx.AsyncClient(transport=transport, base_url="http://test", headers={"Authorization": "Bearer t"}) \
+            as client:
+        with caplog.at_level(logging.INFO):
+            response = await client.get(READ)
+    assert response.status_code == 500 and response.headers["content-type"] == "application/problem+json"
+    assert response.json()["detail"] == "internal error" and "a bug" not in response.text
+    errors = [record for record in caplog.records if record.levelno >= logging.ERROR]
+    assert len(errors) == 1 and errors[0].exc_info is not None, errors
+    assert sum(1 for record in caplog.records if f'"GET {MVU}/resource" 500' in record.getMessage()) == 1

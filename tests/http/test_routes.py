@@ -46,7 +46,8 @@ def edit(client: httpx.Client, resource_id: str, session: str | None, stat: dict
 # -- authentication ------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("header", [None, "Bearer wrong", "bearer test-token-0123456789", "Basic abc", ""])
+@pytest.mark.parametrize("header", [None, "Bearer wrong", "Bearertest-token-0123456789", "Basic abc", "",
+                                    "Bearer", "Basic test-token-0123456789"])
 @pytest.mark.parametrize("path", [f"{MVU}/resources?scope=%7B%7D", f"{MVU}/resource?id=mvu:world-0&scope=%7B%7D",
                                   f"{MVU}/update", f"{API}/openapi.json", "/nowhere", f"{MVU}/history"])
 def test_every_route_needs_the_token_and_learns_nothing_without_it(server: Server, header: str | None,
@@ -59,6 +60,12 @@ def test_every_route_needs_the_token_and_learns_nothing_without_it(server: Serve
     assert response.headers["www-authenticate"].startswith("Bearer")
 
 
+@pytest.mark.parametrize("scheme", ["bearer", "BEARER", "Bearer", "bEaReR"])
+def test_the_authorization_scheme_is_case_insensitive(server: Server, scheme: str) -> None:
+    response = httpx.get(f"{server.base}{API}/openapi.json", headers={"Authorization": f"{scheme} {server.token}"})
+    assert response.status_code == 200, response.text
+
+
 def test_the_server_binds_loopback(server: Server) -> None:
     assert server.base.startswith("http://127.0.0.1:")
     assert any(line.startswith("  token:    from --token") for line in server.lines)
@@ -67,13 +74,77 @@ def test_the_server_binds_loopback(server: Server) -> None:
 # -- reads ---------------------------------------------------------------------------------------
 
 
-def test_resources_lists_the_session_view_and_the_management_view(client: httpx.Client, seeded: Seeded) -> None:
+def test_resources_lists_the_session_view(client: httpx.Client, seeded: Seeded) -> None:
     mine = client.get(f"{MVU}/resources", params={"scope": q(scope("s1"))})
     assert mine.status_code == 200 and mine.headers["content-type"] == "application/json"
     ids = [record["id"] for record in mine.json()]
     assert seeded.instances["s1"] in ids and seeded.instances["s2"] not in ids
-    everything = [record["id"] for record in client.get(f"{MVU}/resources", params={"scope": q(scope())}).json()]
-    assert set(seeded.instances.values()) <= set(everything) and "mvu:shared-old" in everything
+    assert "mvu:shared-old" in ids and set(SHARED) <= set(ids)
+
+
+# DIGEST H-1: the current scope is {authority: 'local', sessionId}; the management view stays in-process.
+SESSIONLESS = [{"authority": "local"}, {}, {"authority": "local", "sessionId": None},
+               {"authority": "local", "sessionId": ""}, {"authority": "local", "sessionId": 7}]
+
+
+@pytest.mark.parametrize("raw", SESSIONLESS)
+def test_every_route_refuses_a_scope_without_a_session(client: httpx.Client, seeded: Seeded,
+                                                       raw: dict[str, Any]) -> None:
+    instance = seeded.instances["s1"]
+    for route, params in (("resources", {}), ("resource", {"id": instance}), ("history", {"id": instance}),
+                          ("facts", {"id": instance})):
+        body = problem_of(client.get(f"{MVU}/{route}", params={**params, "scope": q(raw)}), 400, "MVU_SCOPE")
+        assert "sessionId" in body["detail"], body
+    update = client.post(f"{MVU}/update", json={"id": SHARED[3], "scope": raw, "content": {"stat_data": {"n": 1}},
+                                                "expectedRevision": 0, "operationId": "no-session"})
+    assert "sessionId" in problem_of(update, 400, "MVU_SCOPE")["detail"]
+
+
+@pytest.mark.parametrize("extra", [{"messageId": "s1-m1"}, {"endEventId": 3}])
+def test_only_resource_takes_a_historical_scope(client: httpx.Client, seeded: Seeded, extra: dict[str, Any]) -> None:
+    instance = seeded.instances["s1"]
+    historical = q(scope("s1", **extra))
+    for route, params in (("resources", {}), ("history", {"id": instance}), ("facts", {"id": instance})):
+        problem_of(client.get(f"{MVU}/{route}", params={**params, "scope": historical}), 400, "MVU_SCOPE")
+    update = client.post(f"{MVU}/update", json={"id": SHARED[3], "scope": scope("s1", **extra),
+                                                "content": {"stat_data": {"n": 1}}, "expectedRevision": 0,
+                                                "operationId": "historical"})
+    problem_of(update, 400, "MVU_SCOPE")
+    assert client.get(f"{MVU}/resource", params={"id": instance, "scope": historical}).status_code == 200
+
+
+@pytest.mark.parametrize(("key", "camel"), [("session_id", "sessionId"), ("message_id", "messageId"),
+                                            ("end_event_id", "endEventId")])
+def test_snake_case_scope_keys_are_refused(client: httpx.Client, seeded: Seeded, key: str, camel: str) -> None:
+    value: Any = 1 if key == "end_event_id" else ("s1-m1" if key == "message_id" else "s1")
+    raw = {"authority": "local", **({"sessionId": "s1"} if key != "session_id" else {}), key: value}
+    response = client.get(f"{MVU}/resource", params={"id": seeded.instances["s1"], "scope": q(raw)})
+    body = problem_of(response, 400, "MVU_SCOPE")
+    assert camel in body["detail"] and key in body["detail"], body
+    update = client.post(f"{MVU}/update", json={"id": SHARED[3], "scope": raw, "content": {"stat_data": {"n": 1}},
+                                                "expectedRevision": 0, "operationId": "snake"})
+    problem_of(update, 400, "MVU_SCOPE")
+
+
+@pytest.mark.parametrize(("key", "camel", "value"), [("expected_revision", "expectedRevision", 0),
+                                                     ("operation_id", "operationId", "snake-op")])
+def test_snake_case_body_keys_are_refused(client: httpx.Client, key: str, camel: str, value: Any) -> None:
+    body: dict[str, Any] = {"id": SHARED[3], "scope": scope("s1"), "content": {"stat_data": {"n": 1}},
+                            "expectedRevision": 0, "operationId": "snake-body"}
+    del body[camel]
+    body[key] = value
+    refused = problem_of(client.post(f"{MVU}/update", json=body), 400, "MVU_OPERATION")
+    assert camel in refused["detail"], refused
+
+
+@pytest.mark.parametrize(("field", "value", "named"), [("expectedRevision", -1, "expectedRevision"),
+                                                       ("expectedRevision", True, "expectedRevision"),
+                                                       ("operationId", "", "operationId"),
+                                                       ("operationId", 5, "operationId")])
+def test_body_errors_name_the_camel_case_field(client: httpx.Client, field: str, value: Any, named: str) -> None:
+    body: dict[str, Any] = {"id": SHARED[3], "scope": scope("s1"), "content": {"stat_data": {"n": 1}},
+                            "expectedRevision": 0, "operationId": "named", field: value}
+    assert named in problem_of(client.post(f"{MVU}/update", json=body), 400, "MVU_OPERATION")["detail"]
 
 
 def test_resource_reads_current_with_an_etag_and_historical_by_message(client: httpx.Client, seeded: Seeded) -> None:
@@ -102,17 +173,23 @@ def test_history_and_facts(client: httpx.Client, seeded: Seeded) -> None:
     facts = client.get(f"{MVU}/facts", params={"id": instance, "scope": q(scope("s1"))})
     assert facts.status_code == 200
     assert {fact["phase"] for fact in facts.json()} >= {"started", "applied", "completed"}
-    assert client.get(f"{MVU}/history", params={"id": "mvu:nothing", "scope": q(scope())}).json() == []
+    assert client.get(f"{MVU}/history", params={"id": "mvu:nothing", "scope": q(scope("s1"))}).json() == []
 
 
 def test_a_missing_resource_is_404(client: httpx.Client) -> None:
-    response = client.get(f"{MVU}/resource", params={"id": "mvu:nothing", "scope": q(scope())})
+    response = client.get(f"{MVU}/resource", params={"id": "mvu:nothing", "scope": q(scope("s1"))})
     assert problem_of(response, 404, "MVU_MISSING")["id"] == "mvu:nothing"
-    problem_of(edit(client, "mvu:nothing", None, {"n": 1}, expected=0, operation="x"), 404, "MVU_MISSING")
+    problem_of(edit(client, "mvu:nothing", "s1", {"n": 1}, expected=0, operation="x"), 404, "MVU_MISSING")
 
 
 def test_unknown_routes_and_wrong_methods(client: httpx.Client) -> None:
     problem_of(client.get(f"{MVU}/nothing"), 404, "MVU_NOT_FOUND")
+    # A trailing slash is another route, not a redirect.
+    for path in ("resources/", "resource/", "update/"):
+        trailing = client.get(f"{MVU}/{path}", params={"scope": q(scope("s1"))})
+        problem_of(trailing, 404, "MVU_NOT_FOUND")
+        assert "location" not in trailing.headers
+    problem_of(client.post(f"{MVU}/update/", json={}), 404, "MVU_NOT_FOUND")
     wrong = client.get(f"{MVU}/update")
     problem_of(wrong, 405, "MVU_OPERATION")
     assert wrong.headers["allow"] == "POST"
@@ -137,9 +214,10 @@ def test_the_openapi_document_is_published_with_examples(client: httpx.Client) -
 
 @pytest.mark.parametrize(("raw", "code"), [
     ("not json", "MVU_SCOPE"), ("[1]", "MVU_SCOPE"), ('"local"', "MVU_SCOPE"), ("[" * 3000, "MVU_SCOPE"),
-    ('{"authority":"remote"}', "MVU_AUTHORITY"), ('{"authority":"local","sessionId":""}', "MVU_SCOPE"),
-    ('{"authority":"local","bogus":1}', "MVU_SCOPE"), ('{"authority":"local","sessionId":"' + "x" * 4000 + '"}',
-                                                        "MVU_LIMIT"),
+    ('{"authority":"remote","sessionId":"s1"}', "MVU_AUTHORITY"),
+    ('{"authority":"local","sessionId":""}', "MVU_SCOPE"), ('{"authority":"local"}', "MVU_SCOPE"),
+    ('{"authority":"local","sessionId":"s1","bogus":1}', "MVU_SCOPE"),
+    ('{"authority":"local","sessionId":"' + "x" * 4000 + '"}', "MVU_LIMIT"),
     ('{"authority":"local","sessionId":"s1","messageId":"s1-m1"}', "MVU_SCOPE"),
 ])
 def test_malformed_scopes_are_400(client: httpx.Client, raw: str, code: str) -> None:
@@ -149,7 +227,7 @@ def test_malformed_scopes_are_400(client: httpx.Client, raw: str, code: str) -> 
 def test_missing_or_malformed_parameters_are_400(client: httpx.Client, seeded: Seeded) -> None:
     body = problem_of(client.get(f"{MVU}/resources"), 400, "MVU_SCOPE")
     assert body["errors"][0]["pointer"] == "/query/scope"
-    problem_of(client.get(f"{MVU}/history", params={"scope": q(scope())}), 400, "MVU_OPERATION")
+    problem_of(client.get(f"{MVU}/history", params={"scope": q(scope("s1"))}), 400, "MVU_OPERATION")
     problem_of(client.get(f"{MVU}/history", params={"id": seeded.instances["s1"], "scope": q(scope("s1")),
                                                     "includeBefore": "maybe"}), 400, "MVU_OPERATION")
 
@@ -161,23 +239,24 @@ def test_another_sessions_resource_is_refused(client: httpx.Client, seeded: Seed
 
 @pytest.mark.parametrize(("body", "code"), [
     (b"not json", "MVU_JSON"), (b"[]", "MVU_JSON"), (b"[" * 100_000, "MVU_JSON"),
-    (b'{"id": 1, "scope": {}, "content": {"stat_data": {}}, "expectedRevision": 0, "operationId": "a"}',
+    (b'{"id": 1, "scope": S1, "content": {"stat_data": {}}, "expectedRevision": 0, "operationId": "a"}',
      "MVU_OPERATION"),
-    (b'{"id": "mvu:world-0", "scope": {}, "content": {"stat_data": {}}, "expectedRevision": 0, "operationId": "a",'
+    (b'{"id": "mvu:world-0", "scope": S1, "content": {"stat_data": {}}, "expectedRevision": 0, "operationId": "a",'
      b' "extra": 1}', "MVU_OPERATION"),
-    (b'{"id": "mvu:world-0", "scope": {}, "content": {"stat_data": {}}, "operationId": "a"}', "MVU_OPERATION"),
-    (b'{"id": "mvu:world-0", "scope": {}, "content": {"stat_data": {}}, "expectedRevision": 0}', "MVU_OPERATION"),
-    (b'{"id": "mvu:world-0", "scope": {}, "content": [], "expectedRevision": 0, "operationId": "a"}', "MVU_JSON"),
+    (b'{"id": "mvu:world-0", "scope": S1, "content": {"stat_data": {}}, "operationId": "a"}', "MVU_OPERATION"),
+    (b'{"id": "mvu:world-0", "scope": S1, "content": {"stat_data": {}}, "expectedRevision": 0}', "MVU_OPERATION"),
+    (b'{"id": "mvu:world-0", "scope": S1, "content": [], "expectedRevision": 0, "operationId": "a"}', "MVU_JSON"),
     (b'{"id": "mvu:world-0", "content": {"stat_data": {}}, "expectedRevision": 0, "operationId": "a"}',
      "MVU_SCOPE"),
-    (b'{"id": "mvu:world-0", "scope": {}, "content": {"stat_data": {}}, "expectedRevision": -1, "operationId": "a"}',
+    (b'{"id": "mvu:world-0", "scope": S1, "content": {"stat_data": {}}, "expectedRevision": -1, "operationId": "a"}',
      "MVU_OPERATION"),
     (b'{"id": "mvu:world-0", "scope": {"authority": "local", "sessionId": "s1", "endEventId": 3},'
      b' "content": {"stat_data": {}}, "expectedRevision": 0, "operationId": "a"}', "MVU_SCOPE"),
-    (b'{"id": "mvu:world-0", "scope": {}, "content": {"stat_data": {"x": "\\ud800"}}, "expectedRevision": 0,'
+    (b'{"id": "mvu:world-0", "scope": S1, "content": {"stat_data": {"x": "\\ud800"}}, "expectedRevision": 0,'
      b' "operationId": "a"}', "MVU_JSON"),
 ])
 def test_malformed_update_bodies_are_400(client: httpx.Client, body: bytes, code: str) -> None:
+    body = body.replace(b"S1", b'{"authority": "local", "sessionId": "s1"}')
     problem_of(client.post(f"{MVU}/update", content=body, headers={"content-type": "application/json"}), 400, code)
 
 
@@ -225,14 +304,26 @@ def test_if_match_and_idempotency_key_headers(client: httpx.Client) -> None:
                "MVU_OPERATION")
     problem_of(edit(client, resource, "s1", {"n": 2}, operation="b", headers={"If-Match": "*"}), 400,
                "MVU_OPERATION")
+
+
+@pytest.mark.parametrize("weak", ['W/"r{n}"', 'w/"r{n}"'])
+def test_a_weak_etag_never_matches(client: httpx.Client, weak: str) -> None:
+    """RFC 9110: If-Match uses the strong comparison; a weak ETag is refused (400), not matched."""
+    resource = SHARED[4]
+    revision = client.get(f"{MVU}/resource", params={"id": resource, "scope": q(scope("s1"))}).json()["revision"]
+    refused = edit(client, resource, "s1", {"n": 5}, operation=f"weak-{weak}",
+                   headers={"If-Match": weak.format(n=revision)})
+    assert "weak" in problem_of(refused, 400, "MVU_OPERATION")["detail"]
+    after = client.get(f"{MVU}/resource", params={"id": resource, "scope": q(scope("s1"))}).json()["revision"]
+    assert after == revision
     problem_of(edit(client, resource, "s1", {"n": 2}, expected=1, operation="c", headers={"Idempotency-Key": "d"}),
                400, "MVU_OPERATION")
 
 
 def test_legacy_and_errored_sources_refuse_edits(client: httpx.Client, seeded: Seeded) -> None:
-    legacy = client.get(f"{MVU}/resource", params={"id": "mvu:shared-old", "scope": q(scope())}).json()
+    legacy = client.get(f"{MVU}/resource", params={"id": "mvu:shared-old", "scope": q(scope("s1"))}).json()
     assert legacy["legacy"] is True and legacy["capabilities"] == {"edit": False, "copy": False, "management": False}
-    body = problem_of(edit(client, "mvu:shared-old", None, {"hp": 1}, expected=3, operation="l1"), 403,
+    body = problem_of(edit(client, "mvu:shared-old", "s1", {"hp": 1}, expected=3, operation="l1"), 403,
                       "MVU_MIGRATION_REQUIRED")
     assert body["capabilities"]["edit"] is False
     broken = seeded.instances["s3"]
@@ -255,13 +346,13 @@ def test_budgets(client: httpx.Client) -> None:
             yield b" " * 65_536
 
     problem_of(client.post(f"{MVU}/update", content=chunks()), 413, "MVU_LIMIT")
-    revision = client.get(f"{MVU}/resource", params={"id": resource, "scope": q(scope())}).json()["revision"]
-    big = edit(client, resource, None, {"pad": "y" * 1_000_000}, expected=revision, operation="big")
+    revision = client.get(f"{MVU}/resource", params={"id": resource, "scope": q(scope("s1"))}).json()["revision"]
+    big = edit(client, resource, "s1", {"pad": "y" * 1_000_000}, expected=revision, operation="big")
     body = problem_of(big, 400, "PLAY_STORAGE_LIMIT")
     assert body["limit"] > body["used"] > 0
     too_deep: Any = 1
     for _ in range(70):
         too_deep = [too_deep]
-    problem_of(edit(client, resource, None, {"deep": too_deep}, expected=revision, operation="deep"), 400, "MVU_LIMIT")
-    fine = edit(client, resource, None, {"n": 1}, expected=revision, operation="fine")
+    problem_of(edit(client, resource, "s1", {"deep": too_deep}, expected=revision, operation="deep"), 400, "MVU_LIMIT")
+    fine = edit(client, resource, "s1", {"n": 1}, expected=revision, operation="fine")
     assert fine.status_code == 200, fine.text

@@ -4,6 +4,7 @@ engine disposed, and every acknowledged edit is in the ledger, which audits clea
 from __future__ import annotations
 
 import asyncio
+import json
 import signal
 import threading
 import time
@@ -27,11 +28,11 @@ def test_sigterm_lets_in_flight_writes_finish(tmp_path: Path) -> None:
 
     def writer(resource: str) -> None:
         with server.client() as client:
-            revision = client.get(f"{MVU}/resource", params={"id": resource, "scope": '{"authority":"local"}'}).json()[
-                "revision"]
+            read = client.get(f"{MVU}/resource", params={"id": resource, "scope": json.dumps(scope("s1"))})
+            revision = read.json()["revision"]
             for n in range(10_000):  # bounded; the signal ends it long before
                 operation = f"{resource}/{n}"
-                body: dict[str, Any] = {"id": resource, "scope": scope(), "content": {"stat_data": {"n": n}},
+                body: dict[str, Any] = {"id": resource, "scope": scope("s1"), "content": {"stat_data": {"n": n}},
                                         "expectedRevision": revision, "operationId": operation}
                 try:
                     response = client.post(f"{MVU}/update", json=body)
