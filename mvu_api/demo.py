@@ -19,6 +19,7 @@ from rich.table import Table
 from rich.text import Text
 
 from mvu_store.cards import read_card
+from mvu_store.cards.summary import json_type
 from mvu_store.demo import CHARACTER_ID, EDIT, SESSION_CREATED_AT, SESSION_ID, TURNS, sample_card_bytes
 from mvu_store.errors import Code, MvuError
 from mvu_store.jsonvalue import JsonValue
@@ -193,20 +194,6 @@ def _json(value: JsonValue) -> str:
     return json.dumps(value, ensure_ascii=False, sort_keys=True)
 
 
-def type_name(value: JsonValue) -> str:
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, int | float):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, list):
-        return "array"
-    if isinstance(value, dict):
-        return "object"
-    return "null"
-
-
 # -- rendering ------------------------------------------------------------------------------------
 
 
@@ -215,7 +202,7 @@ def _state_table(title: str, stat_data: JsonValue, highlight: list[str] | None =
     marked = set(highlight or ())
     for path, value in leaves(stat_data).items():
         style = "bold yellow" if path in marked else ""
-        table.add_row(Text(path, style=style), Text(_json(value), style=style), type_name(value))
+        table.add_row(Text(path, style=style), Text(_json(value), style=style), json_type(value))
     return table
 
 

@@ -15,7 +15,8 @@ from mvu_store.lang import initialize_variables
 from mvu_store.schema import compile_schema
 
 
-def _type_name(value: Any) -> str:
+def json_type(value: Any) -> str:
+    """A JSON value's type as JSON names it (object, array, boolean, number, string, null)."""
     if isinstance(value, dict):
         return "object"
     if isinstance(value, list):
@@ -51,7 +52,7 @@ def summarize(card: CardDefinition) -> dict[str, Any]:
     if card.initvar:
         try:
             stat_data = initialize_variables(list(card.initvar))["stat_data"]
-            stat_keys = {key: _type_name(value) for key, value in stat_data.items()}
+            stat_keys = {key: json_type(value) for key, value in stat_data.items()}
         except MvuError as error:
             problems.append(f"the merged [initvar] entries do not initialise: {error}")
     schema: dict[str, Any] = {"found": card.schema_source is not None}
