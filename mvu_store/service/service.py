@@ -506,7 +506,9 @@ class MvuService:
         try:
             decision = await self._usage.decide(
                 "assistant_message_committed", resource_id=entry.id, scope=scope,
-                event={**reply.source, "text": reply.text, "containsMvuUpdate": has_update},
+                # The original's key, and the Python spelling the issue names, for Python handlers.
+                event={**reply.source, "text": reply.text, "containsMvuUpdate": has_update,
+                       "contains_mvu_update": has_update},
                 variables=baseline.variables, signal=signal)
         except MvuError as error:
             if error.code in _UNRECORDED:

@@ -49,6 +49,8 @@ async def test_a_registered_manager_without_a_decision_runs_nothing(service: Mvu
     [event] = asked
     assert (event["on"], event["managementMode"], event["event"]["containsMvuUpdate"]) == \
         ("assistant_message_committed", "managed", True)
+    assert event["event"]["contains_mvu_update"] is True
+    assert (event["event"]["messageId"], event["event"]["turn"]) == ("s1-m1", 1)  # native coordinates
     assert event["event"]["text"] == "_.add('gold', 5);" and event["variables"]["stat_data"]["gold"] == 10
 
     dispose()
