@@ -24,6 +24,7 @@ from mvu_store.ledger import Ledger
 from mvu_store.ledger.records import CheckpointRecord, NewResource, SeedChild, VersionRecord
 from mvu_store.service.catalog import Entry
 from mvu_store.service.identity import instance_id, same_identity, session_identity
+from mvu_store.service.models import storable
 from mvu_store.service.seeds import (
     Coordinates,
     check_checkpoint_positions,
@@ -178,7 +179,7 @@ class Branching:
                            session_id=target)
 
     async def install(self, *, ticket: str, session_id: str, signal: Signal | None) -> list[str]:
-        if not isinstance(ticket, str) or not ticket or len(ticket) > 64:
+        if not isinstance(ticket, str) or not ticket or len(ticket) > 64 or not storable(ticket):
             raise MvuError(Code.SEED_CONFLICT, "unknown seed ticket")
         check_signal(signal)
         seed = await self._p.ledger.seed(ticket)

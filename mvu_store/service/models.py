@@ -21,6 +21,7 @@ RESOURCE_ID = re.compile(r"^mvu:[A-Za-z0-9_.-]{1,160}$")
 
 MAX_OPERATION_ID = 200
 MAX_SESSION_ID = 200
+MAX_REVISION = 2**53 - 1  # Number.MAX_SAFE_INTEGER
 
 Model = TypeVar("Model", bound=BaseModel)
 
@@ -78,9 +79,22 @@ def check_session_id(session_id: Any) -> str:
 
 
 def check_revision(revision: Any) -> int:
-    if isinstance(revision, bool) or not isinstance(revision, int) or revision < 0:
-        raise MvuError(Code.OPERATION, "expected_revision must be a non-negative integer")
+    # Bounded like every number on the JSON wire: an unbounded int (10**5000) cannot even be
+    # written into the request's fingerprint, and no stored revision is beyond this one.
+    if isinstance(revision, bool) or not isinstance(revision, int) or not 0 <= revision <= MAX_REVISION:
+        raise MvuError(Code.OPERATION, f"expected_revision must be an integer from 0 to {MAX_REVISION}")
     return revision
+
+
+def shown(value: Any, limit: int = 200) -> str:
+    """``value`` as text for a refusal, cut to ``limit`` characters. A value ``str`` refuses (an
+    int past Python's 4300-digit conversion limit, an object whose ``__str__`` fails) is shown
+    by its type, so describing bad input can never fail the refusal itself."""
+    try:
+        text = str(value)
+    except Exception:
+        text = f"<{type(value).__name__}>"
+    return text[:limit]
 
 
 # -- inputs ---------------------------------------------------------------------------------------
@@ -127,7 +141,7 @@ def parse_scope(value: Any) -> Scope:
         raise MvuError(Code.SCOPE, "a scope is required ({'authority': 'local', ...})")
     if isinstance(value, dict) and value.get("authority", "local") != "local":
         raise MvuError(Code.AUTHORITY, "only the local authority is served here; a remote one needs its own service",
-                       authority=str(value.get("authority"))[:64])
+                       authority=shown(value.get("authority"), 64))
     if isinstance(value, dict) and ("historical" in value or "mode" in value):
         raise MvuError(Code.SCOPE, "unsupported scope fields")
     if isinstance(value, dict) and isinstance(value.get("endEventId", value.get("end_event_id")), bool):

@@ -16,6 +16,7 @@ from typing import Any
 from mvu_store.errors import Code, MvuError
 from mvu_store.host import SessionEvent, SessionSnapshot, message_text
 from mvu_store.ledger.records import VersionRecord
+from mvu_store.service.models import storable
 from mvu_store.service.turns import CONVERSATION_EVENTS, reply_fingerprint
 
 KINDS = ("fork", "reply-swipe", "request-retry")
@@ -54,7 +55,7 @@ def coordinates(kind: Any, at_event_id: Any, prefix_end_event_id: Any, target_se
     if prefix is not None and (kind == "fork" or prefix >= at):
         raise MvuError(Code.SEED, "prefix_end_event_id is the reply before a swiped or retried turn")
     if target_session_id is not None and (not isinstance(target_session_id, str) or not target_session_id
-                                          or len(target_session_id) > 200):
+                                          or len(target_session_id) > 200 or not storable(target_session_id)):
         raise MvuError(Code.SEED, "target_session_id must be a session id")
     if kind != "fork" and prefix is None and target_session_id is None:
         raise MvuError(Code.SEED, "a first-turn swipe or retry names its new empty session up front "

@@ -51,6 +51,7 @@ from mvu_store.service.models import (
     check_session_id,
     parse_input,
     parse_scope,
+    shown,
 )
 from mvu_store.service.templates import (
     configured_definition,
@@ -1000,7 +1001,7 @@ class MvuService:
         await self._ensure_shared()  # a configured shared resource exists before anyone read it
         entry = await self._catalog.entry(resource_id) if isinstance(resource_id, str) else None
         if entry is None:
-            raise MvuError(Code.MISSING, f"no resource {resource_id!r}", id=str(resource_id)[:200])
+            raise MvuError(Code.MISSING, f"no resource {shown(resource_id)!r}", id=shown(resource_id))
         entry.require_access(scope)
         if not (allow_source_error and entry.legacy is None and entry.source_error is not None):
             entry.require_writable()
