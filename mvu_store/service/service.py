@@ -887,10 +887,10 @@ class MvuService:
                                           "expectedRevision": expected_revision}))
 
         async def work() -> UpdateReceipt:
-            await self._check_instance(entry, lease)
+            versions = await self._check_instance(entry, lease)
             head = await self._ledger.head(entry.id)
             variables = edited_envelope(sent, head.variables, now_ms=_now_ms())
-            source, meta = await self._edit_source(entry, parsed, operation_id, head.version_key)
+            source, meta = self._edit_source(entry, parsed, operation_id, head.version_key, versions)
             result = {"id": entry.id, "type": "mvu-state", "content": variables, "revision": expected_revision + 1,
                       "scope": parsed.to_json(), "authority": "local"}
             facts = Facts(id=entry.id, eventId=operation_id, sessionId=parsed.session_id, on="manual_update")
@@ -915,11 +915,11 @@ class MvuService:
 
         return await self._edit(entry, work)
 
-    async def _edit_source(self, entry: Entry, scope: Scope, operation_id: str,
-                           head_key: str | None) -> tuple[dict[str, JsonValue], dict[str, JsonValue]]:
+    @staticmethod
+    def _edit_source(entry: Entry, scope: Scope, operation_id: str, head_key: str | None,
+                     versions: builtins.list[VersionRecord]) -> tuple[dict[str, JsonValue], dict[str, JsonValue]]:
         """The manual version's source, as the original writes it: the reply it edits, or a
         ``manual:<operation id>`` coordinate."""
-        versions = await self._ledger.versions(entry.id) if head_key is not None or scope.session_id else []
         previous = next((v for v in versions if v.key == head_key), None)
         seq = previous.source.get("messageSeq") if previous is not None else None
         if entry.is_instance and previous is not None and isinstance(seq, int) and seq >= 0:
@@ -1012,21 +1012,18 @@ class MvuService:
         identity = entry.instance
         return None if identity is None else await self._session_lease(str(identity["sessionId"]))
 
-    async def _check_instance(self, entry: Entry, lease: Lease | None) -> None:
+    async def _check_instance(self, entry: Entry, lease: Lease | None) -> builtins.list[VersionRecord]:
         """Before an edit: the record's history still checks out (writes are blocked where reads
-        are, P-2); an instance's session still is the one it belongs to, and no turn is running."""
-        await self._verify(entry, await self._ledger.versions(entry.id))
-        identity = entry.instance
-        if identity is None:
-            return
+        are, P-2; for an instance that includes its session identity) and no turn of its session
+        is running. Returns the verified history."""
         self._check_lease(lease)
-        snapshot = await self._snapshot_of(str(identity["sessionId"]))
-        current = session_identity(snapshot, str(identity["sessionId"]))
-        if not same_identity(identity, current):
-            raise MvuError(Code.SESSION_IDENTITY, "the instance's durable session identity changed", id=entry.id)
-        assert snapshot is not None
-        if turn_running(snapshot):
+        identity = entry.instance
+        snapshot = await self._snapshot_of(str(identity["sessionId"])) if identity is not None else None
+        versions = await self._ledger.versions(entry.id)
+        await self._verify(entry, versions, {str(identity["sessionId"]): snapshot} if identity is not None else None)
+        if snapshot is not None and turn_running(snapshot):
             raise MvuError(Code.READ_ONLY, "the instance cannot be edited while its turn is running", id=entry.id)
+        return versions
 
     def _check_lease(self, lease: Lease | None, signal: Signal | None = None) -> None:
         """After the last await, before the commit is queued: the caller still wants it, the
