@@ -614,8 +614,9 @@ class MvuService:
         await self._ensure_shared()
         if parsed.session_id is not None:
             session_id = parsed.session_id
-            entries = await self._locked(session_id, lambda: self._prepared_entries(session_id))
-            return [await self._record(entry, parsed) for entry in entries if entry.accessible(parsed)]
+            snapshot, entries = await self._locked(session_id, lambda: self._prepared_entries(session_id))
+            known = {session_id: snapshot}  # one inspection serves every record of the session
+            return [await self._record(entry, parsed, known) for entry in entries if entry.accessible(parsed)]
         # The management view lists every record, even one whose session's history broke: it
         # shows that record without content and with the refusal as its source error.
         return [await self._listed(entry, parsed) for entry in await self._catalog.entries()]
@@ -641,10 +642,11 @@ class MvuService:
         if not isinstance(id, str):
             raise MvuError(Code.MISSING, "id must be a string")
         blocked: MvuError | None = None
+        known: dict[str, SessionSnapshot | None] = {}
         if parsed.session_id is not None:
             session_id = parsed.session_id
             try:
-                await self._locked(session_id, lambda: self._prepared_entries(session_id))
+                known[session_id], _ = await self._locked(session_id, lambda: self._prepared_entries(session_id))
             except MvuError as error:
                 # A session bound to legacy state allocates nothing, yet its legacy record stays
                 # readable in its old scope: that read is the first step of a recovery (L-3).
@@ -657,11 +659,12 @@ class MvuService:
         if entry is None:
             return None
         entry.require_access(parsed)
-        return await self._record(entry, parsed)
+        return await self._record(entry, parsed, known)
 
-    async def _prepared_entries(self, session_id: str) -> builtins.list[Entry]:
-        """A session's resources with its instances allocated (reads allocate, as the original)."""
-        return await self._session_entries(session_id, await self._snapshot_of(session_id))
+    async def _prepared_entries(self, session_id: str) -> tuple[SessionSnapshot | None, builtins.list[Entry]]:
+        """A session's snapshot and resources, its instances allocated (reads allocate, as the original)."""
+        snapshot = await self._snapshot_of(session_id)
+        return snapshot, await self._session_entries(session_id, snapshot)
 
     async def _session_entries(self, session_id: str, snapshot: SessionSnapshot | None) -> builtins.list[Entry]:
         instances = await self._ensure_instances(session_id, snapshot) if snapshot is not None else None
@@ -714,7 +717,8 @@ class MvuService:
             verify_recorded(version.source, fingerprint if isinstance(fingerprint, str) else None, snapshot,
                             inherited=version.inherited)
 
-    async def _record(self, entry: Entry, scope: Scope) -> StateRecord:
+    async def _record(self, entry: Entry, scope: Scope,
+                      known: dict[str, SessionSnapshot | None] | None = None) -> StateRecord:
         """The record of ``entry`` in ``scope`` (A: the record shape; A-2: historical reads)."""
         common: dict[str, Any] = {
             "id": entry.id, "name": entry.name, "scope": scope.to_json(),
@@ -729,7 +733,7 @@ class MvuService:
                                capabilities=dict(CAPABILITIES))
         assert entry.row is not None
         versions = await self._ledger.versions(entry.id)
-        await self._verify(entry, versions)
+        await self._verify(entry, versions, known)
         if entry.row.template_id is not None:
             common.update(template_id=entry.row.template_id, instance=entry.instance)
             seed = entry.row.meta.get("seed")
