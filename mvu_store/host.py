@@ -11,7 +11,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
-from mvu_store.jsonvalue import JsonValue, sha256_hex
+from mvu_store.jsonvalue import JsonValue
 
 SESSION_FORMAT_VERSION = 4
 """The session log format version hosts write today (stored as ``sessionFormatVersion``)."""
@@ -29,7 +29,6 @@ class SessionHeader:
     created_at: int | float | str | None
     parent_session: str | None = None
     origin: str | None = None
-    is_seeded: bool = False
     inherited_event_count: int | None = None
 
     def identity(self) -> dict[str, JsonValue] | None:
@@ -92,14 +91,30 @@ def message_text(event: SessionEvent) -> str:
     )
 
 
+def event_turn(event: SessionEvent | None) -> Any:
+    """The ``turn`` an event belongs to (any JSON value; callers check it is an int)."""
+    return event.data.get("turn") if event is not None else None
+
+
+def message_id(event: SessionEvent) -> Any:
+    """A message event's message id, or None (a ``message`` that is not an object has none)."""
+    message = event.data.get("message")
+    return message.get("id") if isinstance(message, Mapping) else None
+
+
+def user_source_kind(event: SessionEvent) -> str | None:
+    """A user message's ``source.kind`` (``user``, ``steering``...), on the message or the event."""
+    for holder in (event.data.get("message"), event.data):
+        source = holder.get("source") if isinstance(holder, Mapping) else None
+        kind = source.get("kind") if isinstance(source, Mapping) else None
+        if isinstance(kind, str):
+            return kind
+    return None
+
+
 def has_tool_call(event: SessionEvent) -> bool:
     message = event.data.get("message")
     content = message.get("content") if isinstance(message, Mapping) else None
     return isinstance(content, list) and any(
         isinstance(block, Mapping) and block.get("type") == "tool-call" for block in content
     )
-
-
-def text_fingerprint(text: str) -> str:
-    """The durable source audit of a message's text (sha256 of its UTF-8)."""
-    return sha256_hex(text)

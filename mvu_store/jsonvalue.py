@@ -126,6 +126,11 @@ def canonical_text(value: JsonValue) -> str:
     return dumps(normalized)
 
 
+def json_equal(left: JsonValue, right: JsonValue) -> bool:
+    """Equal as JSON values, whatever the key order (stored JSON comes back with sorted keys)."""
+    return canonical_text(left) == canonical_text(right)
+
+
 def sha256_hex(data: bytes | str) -> str:
     """Lower-case hex SHA-256 of bytes, or of a string's UTF-8 encoding (``MVU_JSON`` if it has none)."""
     return hashlib.sha256(utf8(data) if isinstance(data, str) else data).hexdigest()

@@ -18,12 +18,12 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from mvu_store.errors import Code, MvuError
-from mvu_store.host import Host, Lease, SessionEvent, SessionSnapshot
-from mvu_store.jsonvalue import JsonValue, js_json, sha256_hex
+from mvu_store.host import Host, Lease, SessionSnapshot, message_id
+from mvu_store.jsonvalue import JsonValue, js_json, json_equal, sha256_hex
 from mvu_store.ledger import Ledger
 from mvu_store.ledger.records import CheckpointRecord, NewResource, SeedChild, VersionRecord
 from mvu_store.service.catalog import Entry
-from mvu_store.service.identity import instance_id, same_identity, session_identity
+from mvu_store.service.identity import instance_id, session_identity
 from mvu_store.service.models import storable
 from mvu_store.service.seeds import (
     Coordinates,
@@ -69,12 +69,6 @@ class ServiceParts:
     alive: Callable[[], None]
 
 
-def message_id(event: SessionEvent) -> Any:
-    """An event's message id, or None (a ``message`` that is not an object has none)."""
-    message = event.data.get("message")
-    return message.get("id") if isinstance(message, dict) else None
-
-
 def _checkpoint_version(point: CheckpointRecord) -> tuple[str | None, int]:
     """The version key and revision a checkpoint stands for. A checkpoint a fork child inherited
     is stored without a version key of its own (the state is an ancestor's version): it names
@@ -108,8 +102,6 @@ class Branching:
                 return None
             turn = target_turn(snapshot, where)
             items = [await self._item(entry, snapshot, where, turn) for entry in active]
-            if where.target_session_id is not None:
-                await self._check_target_free(where.target_session_id)
             body: dict[str, JsonValue] = {"ticket": str(uuid.uuid4()), "kind": where.kind,
                                           "sourceSessionId": session_id, "sourceIdentity": identity,
                                           "atEventId": where.at_event_id}
@@ -172,12 +164,6 @@ class Branching:
                        "contentHash": content_hash(variables), "atEventId": where.at_event_id},
         }
 
-    async def _check_target_free(self, target: str) -> None:
-        if await self._p.ledger.resources(session_id=target, kinds=("instance",)) or \
-                await self._p.ledger.seed_pending(target):
-            raise MvuError(Code.SEED_CONFLICT, "the target session already has state or a creation intent",
-                           session_id=target)
-
     async def install(self, *, ticket: str, session_id: str, signal: Signal | None) -> list[str]:
         if not isinstance(ticket, str) or not ticket or len(ticket) > 64 or not storable(ticket):
             raise MvuError(Code.SEED_CONFLICT, "unknown seed ticket")
@@ -196,13 +182,13 @@ class Branching:
             items = [item for item in body.get("items") or [] if isinstance(item, dict)]
             ids = [instance_id(str(item["templateId"]), identity) for item in items]
             if current.installed:
-                if current.target_session_id != session_id or not same_identity(body.get("targetIdentity"),
+                if current.target_session_id != session_id or not json_equal(body.get("targetIdentity"),
                                                                                  identity):
                     raise MvuError(Code.SEED_CONFLICT, "the seed was already installed in another session")
                 self._check_leases(signal, source_lease, target_lease)
                 return ids
             source = await self._p.host.inspect(current.source_session_id)
-            if source is None or not same_identity(body.get("sourceIdentity"),
+            if source is None or not json_equal(body.get("sourceIdentity"),
                                                    session_identity(source, current.source_session_id)):
                 raise MvuError(Code.SEED_MISMATCH, "the seed's source session identity changed")
             check_child(body, child, source)

@@ -15,14 +15,14 @@ import copy
 from typing import Any
 
 from mvu_store.errors import Code, MvuError
-from mvu_store.jsonvalue import JsonValue, canonical_text, find_unsafe_key, json_pointer, normalize
+from mvu_store.jsonvalue import JsonValue, find_unsafe_key, json_equal, json_pointer, normalize
 from mvu_store.lang.meta import clean_metadata, reconcile
+from mvu_store.schema.values import MAX_SAFE_INTEGER
 from mvu_store.service.initial import DeclaredSchema
 
 OWNED = ("mvu_schema", "schema")
 DERIVED = ("display_data", "delta_data", "update_diagnostics")
 KNOWN = frozenset({"stat_data", "initialized_lorebooks", *OWNED, *DERIVED})
-MAX_SAFE_INTEGER = 2**53 - 1
 
 
 def edit_content(content: Any) -> dict[str, Any]:
@@ -59,7 +59,7 @@ def edited_envelope(sent: dict[str, Any], current: JsonValue, *, now_ms: int) ->
     """The new envelope: the current one with the sent ``stat_data``, validated by the source."""
     envelope: dict[str, Any] = copy.deepcopy(current) if isinstance(current, dict) else {}
     for key in OWNED:
-        if key in sent and canonical_text(sent[key]) != canonical_text(envelope.get(key)):
+        if key in sent and not json_equal(sent[key], envelope.get(key)):
             raise MvuError(Code.SCHEMA_CODE, f"the source owns {key}: an edit cannot remove or replace it", field=key)
     stat_data = copy.deepcopy(sent["stat_data"])
     declared = DeclaredSchema.of(envelope, now_ms)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from mvu_store.errors import Code, MvuError
 from mvu_store.host import SessionSnapshot
-from mvu_store.jsonvalue import JsonValue, canonical_text, js_json, sha256_hex
+from mvu_store.jsonvalue import JsonValue, js_json, sha256_hex
 
 
 def character_template_id(character_id: str) -> str:
@@ -31,8 +31,3 @@ def session_identity(snapshot: SessionSnapshot | None, session_id: str) -> dict[
         raise MvuError(Code.SESSION_IDENTITY, f"session {session_id!r} has no durable identity (id + createdAt)",
                        session_id=session_id)
     return identity
-
-
-def same_identity(stored: JsonValue, current: dict[str, JsonValue]) -> bool:
-    """Equal as JSON values (stored copies come back with sorted keys)."""
-    return canonical_text(stored) == canonical_text(current)

@@ -15,13 +15,14 @@ from pydantic.alias_generators import to_camel
 
 from mvu_store.errors import Code, MvuError
 from mvu_store.jsonvalue import JsonValue
+from mvu_store.schema.values import MAX_SAFE_INTEGER
 
 RESOURCE_ID = re.compile(r"^mvu:[A-Za-z0-9_.-]{1,160}$")
 """Configured, shared and copied resource ids (the original's pattern)."""
 
 MAX_OPERATION_ID = 200
 MAX_SESSION_ID = 200
-MAX_REVISION = 2**53 - 1  # Number.MAX_SAFE_INTEGER
+MAX_REVISION = MAX_SAFE_INTEGER  # what every JavaScript client holds exactly
 
 Model = TypeVar("Model", bound=BaseModel)
 

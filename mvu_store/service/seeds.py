@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from mvu_store.errors import Code, MvuError
-from mvu_store.host import SessionEvent, SessionSnapshot, message_text
+from mvu_store.host import SessionEvent, SessionSnapshot, event_turn, message_id, message_text, user_source_kind
 from mvu_store.ledger.records import VersionRecord
 from mvu_store.service.models import storable
 from mvu_store.service.turns import CONVERSATION_EVENTS, reply_fingerprint
@@ -63,14 +63,10 @@ def coordinates(kind: Any, at_event_id: Any, prefix_end_event_id: Any, target_se
     return Coordinates(kind, at, prefix, target_session_id)
 
 
-def _turn(event: SessionEvent | None) -> Any:
-    return event.data.get("turn") if event is not None else None
-
-
 def target_turn(snapshot: SessionSnapshot, where: Coordinates) -> int:
     """The turn whose state the child starts from, after checking the source coordinates."""
     event = snapshot.event(where.at_event_id)
-    turn = _turn(event)
+    turn = event_turn(event)
     if event is None or isinstance(turn, bool) or not isinstance(turn, int):
         raise MvuError(Code.SEED, "the seed's event is not a durable event of a turn", at_event_id=where.at_event_id)
     if where.kind in ("fork", "reply-swipe"):
@@ -87,9 +83,9 @@ def target_turn(snapshot: SessionSnapshot, where: Coordinates) -> int:
 
 def _check_first_turn(snapshot: SessionSnapshot, turn: int, at: int) -> None:
     """A swipe/retry without a prefix is a root one: only the session's first turn (F-7)."""
-    starts = [e.seq for e in snapshot.events if e.type == "turn/start" and _turn(e) == turn]
+    starts = [e.seq for e in snapshot.events if e.type == "turn/start" and event_turn(e) == turn]
     start = starts[0] if starts else at
-    if any(e.seq < start and (e.type == "turn/start" or (e.type == "assistant/message" and _turn(e) != turn))
+    if any(e.seq < start and (e.type == "turn/start" or (e.type == "assistant/message" and event_turn(e) != turn))
            for e in snapshot.events):
         raise MvuError(Code.SEED, "a later turn's swipe or retry keeps the history before it "
                                   "(prefix_end_event_id); only the first turn's takes target_session_id",
@@ -98,13 +94,9 @@ def _check_first_turn(snapshot: SessionSnapshot, turn: int, at: int) -> None:
 
 def _check_stopped_request(snapshot: SessionSnapshot, event: SessionEvent, turn: int) -> None:
     """A retry's source: a human request whose turn was stopped with no assistant text (F-3)."""
-    message = event.data.get("message")
-    holder = message if isinstance(message, Mapping) else event.data
-    source = holder.get("source") if isinstance(holder, Mapping) else None
-    kind = source.get("kind") if isinstance(source, Mapping) else None
-    if event.type != "user/message" or kind not in ("user", "steering"):
+    if event.type != "user/message" or user_source_kind(event) not in ("user", "steering"):
         raise MvuError(Code.SEED, "a retry starts at the human request that was stopped", at_event_id=event.seq)
-    same_turn = [e for e in snapshot.events if _turn(e) == turn and e.seq > event.seq]
+    same_turn = [e for e in snapshot.events if event_turn(e) == turn and e.seq > event.seq]
     if any(e.type == "assistant/message" and message_text(e) for e in same_turn):
         raise MvuError(Code.SEED, "a retried request has no assistant text: this turn has a reply", turn=turn)
     ends = [e for e in same_turn if e.type == "turn/end"]
@@ -116,7 +108,7 @@ def _check_stopped_request(snapshot: SessionSnapshot, event: SessionEvent, turn:
 def _check_prefix(snapshot: SessionSnapshot, prefix_end: int, turn: int) -> None:
     """A later swipe/retry keeps the history up to the reply right before its target turn."""
     prefix = snapshot.event(prefix_end)
-    starts = [e.seq for e in snapshot.events if e.type == "turn/start" and _turn(e) == turn]
+    starts = [e.seq for e in snapshot.events if e.type == "turn/start" and event_turn(e) == turn]
     start = starts[0] if starts else None
     if prefix is None or prefix.type != "assistant/message" or start is None or start <= prefix_end or any(
         prefix_end < e.seq < start and e.type in ("turn/start", "assistant/message") for e in snapshot.events
@@ -196,7 +188,7 @@ def check_child(body: Mapping[str, Any], child: SessionSnapshot, source: Session
 def frozen_prefix(snapshot: SessionSnapshot, cut: int) -> list[dict[str, Any]]:
     """The message events a branch keeps (seq, type, message id, text fingerprint), frozen in the
     seed at capture: install checks the child against them, not against the parent's events then."""
-    return [{"seq": event.seq, "type": event.type, "messageId": _message_id(event),
+    return [{"seq": event.seq, "type": event.type, "messageId": message_id(event),
              "fingerprint": reply_fingerprint(message_text(event))}
             for event in snapshot.events if event.seq <= cut and event.type in _MESSAGES]
 
@@ -205,11 +197,6 @@ def check_checkpoint_positions(child: SessionSnapshot, checkpoints: list[dict[st
     """Each inherited pre-turn checkpoint sits on the same turn/start in the child."""
     for point in checkpoints:
         event = child.event(point["seq"])
-        if event is None or event.type != "turn/start" or _turn(event) != point["turn"]:
+        if event is None or event.type != "turn/start" or event_turn(event) != point["turn"]:
             raise MvuError(Code.SEED_MISMATCH, "an inherited pre-turn checkpoint does not match the child's prefix",
                            seq=point["seq"])
-
-
-def _message_id(event: SessionEvent) -> Any:
-    message = event.data.get("message")
-    return message.get("id") if isinstance(message, Mapping) else None

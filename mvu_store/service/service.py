@@ -21,7 +21,7 @@ from typing import Any, TypeVar
 
 from mvu_store.errors import Code, MvuError
 from mvu_store.host import Host, Lease, SessionSnapshot
-from mvu_store.jsonvalue import JsonValue, canonical_text, js_json, sha256_hex
+from mvu_store.jsonvalue import JsonValue, js_json, json_equal, sha256_hex
 from mvu_store.lang import apply_update, contains_update
 from mvu_store.ledger import Ledger
 from mvu_store.ledger.records import CommitRequest, NewResource, VersionRecord
@@ -29,7 +29,7 @@ from mvu_store.service.branching import Branching, ServiceParts, Signal, check_s
 from mvu_store.service.catalog import Catalog, Entry
 from mvu_store.service.edits import edit_content, edited_envelope
 from mvu_store.service.facts import Facts
-from mvu_store.service.identity import character_template_id, instance_id, same_identity, session_identity
+from mvu_store.service.identity import character_template_id, instance_id, session_identity
 from mvu_store.service.initial import DeclaredSchema
 from mvu_store.service.legacy import CAPABILITIES, LegacyResource
 from mvu_store.service.models import (
@@ -215,7 +215,7 @@ class MvuService:
                 assert isinstance(existing, dict)
                 fresh = {**existing, "sessionIds": sessions}
             # Stored definitions come back with sorted keys: compare canonical texts, not key order.
-            changed = not (isinstance(existing, dict) and canonical_text(existing) == canonical_text(fresh))
+            changed = not (isinstance(existing, dict) and json_equal(existing, fresh))
             if changed:
                 await self._ledger.put_template(template_id, fresh)
             return template_record(fresh, changed=changed, rejected=rejected)
@@ -308,7 +308,7 @@ class MvuService:
             return [await self._catalog.entry_of(row) for row in rows]
         identity = session_identity(snapshot, session_id)
         for row in rows:
-            if not same_identity({"sessionId": row.session_id, "createdAt": row.session_created_at}, identity):
+            if not json_equal({"sessionId": row.session_id, "createdAt": row.session_created_at}, identity):
                 raise MvuError(Code.SESSION_IDENTITY, f"session {session_id!r} was reused for another durable identity",
                                session_id=session_id, id=row.id)
         known = {row.id for row in rows}
@@ -699,7 +699,7 @@ class MvuService:
         if identity is not None:
             own = str(identity["sessionId"])
             current = session_identity(await session(own), own)
-            if not same_identity(identity, current):
+            if not json_equal(identity, current):
                 raise MvuError(Code.SESSION_IDENTITY, "the instance's durable session identity changed", id=entry.id)
         for version in versions:
             if version.kind not in _AUDITED_KINDS or (version.source.get("manual") and not version.source.get("card")):
@@ -908,7 +908,7 @@ class MvuService:
                 facts.add("triggered")
                 before = head.variables.get("stat_data") if isinstance(head.variables, dict) else None
                 # The stored head has sorted keys; key order alone is no change of state.
-                if canonical_text(before) != canonical_text(variables["stat_data"]):
+                if not json_equal(before, variables["stat_data"]):
                     facts.add("applied", revision=outcome.revision, detail="state-committed")
                 facts.add("completed", revision=outcome.revision, detail="manual-update")
                 await facts.write(self._ledger, self._usage)

@@ -14,7 +14,15 @@ from dataclasses import dataclass
 from typing import Any
 
 from mvu_store.errors import Code, MvuError
-from mvu_store.host import SessionEvent, SessionSnapshot, has_tool_call, message_text
+from mvu_store.host import (
+    SessionEvent,
+    SessionSnapshot,
+    event_turn,
+    has_tool_call,
+    message_id,
+    message_text,
+    user_source_kind,
+)
 from mvu_store.jsonvalue import JsonValue, js_json, sha256_hex
 
 # Events that mean a session has real conversation in it (the original's test for "bound").
@@ -44,10 +52,6 @@ class Reply:
     @property
     def completed(self) -> bool:
         return self.reason == "completed"
-
-
-def _turn(event: SessionEvent) -> Any:
-    return event.data.get("turn") if isinstance(event.data, Mapping) else None
 
 
 def _reason(event: SessionEvent) -> str | None:
@@ -100,7 +104,7 @@ def replies(snapshot: SessionSnapshot, *, boundary: int) -> Iterator[Reply]:
     first_user: dict[Any, SessionEvent] = {}
     started: dict[Any, int] = {}
     for event in snapshot.events:
-        turn = _turn(event)
+        turn = event_turn(event)
         if event.type == "turn/start":
             started[turn] = event.seq
             continue
@@ -121,29 +125,19 @@ def replies(snapshot: SessionSnapshot, *, boundary: int) -> Iterator[Reply]:
         reason = _reason(event)
         if reply.seq < seeded_until or reason == "forked":
             continue
-        message = reply.data.get("message")
-        message_id = message.get("id") if isinstance(message, Mapping) else None
-        if not isinstance(message_id, str):
+        reply_id = message_id(reply)
+        if not isinstance(reply_id, str):
             continue
         source: dict[str, JsonValue] = {"sessionId": header.id, "sessionFormatVersion": header.version}
         if header.created_at is not None:
             source["sessionCreatedAt"] = header.created_at
         step = reply.data.get("step")
-        source.update(eventType="assistant/message", messageId=message_id, messageSeq=reply.seq, turn=turn,
+        source.update(eventType="assistant/message", messageId=reply_id, messageSeq=reply.seq, turn=turn,
                       step=step if isinstance(step, int) and not isinstance(step, bool) else None, endSeq=event.seq)
         text = message_text(reply)
         user = first_user.get(turn)
         yield Reply(turn, start, event.seq, reason, reply, text, source, sha256_hex(js_json(source)),
-                    reply_fingerprint(text), human=user is not None and _user_kind(user) == "user")
-
-
-def _user_kind(event: SessionEvent) -> str | None:
-    for holder in (event.data.get("message"), event.data):
-        source = holder.get("source") if isinstance(holder, Mapping) else None
-        kind = source.get("kind") if isinstance(source, Mapping) else None
-        if isinstance(kind, str):
-            return kind
-    return None
+                    reply_fingerprint(text), human=user is not None and user_source_kind(user) == "user")
 
 
 def verify_recorded(source: Mapping[str, Any], fingerprint: str | None, snapshot: SessionSnapshot, *,
@@ -169,11 +163,10 @@ def verify_recorded(source: Mapping[str, Any], fingerprint: str | None, snapshot
     if message is None:
         raise MvuError(Code.HISTORY_UNAVAILABLE, "a recorded reply is missing from the durable session",
                        session_id=header.id, message_seq=seq if isinstance(seq, int) else None)
-    data = message.data.get("message")
     if (
         message.type != "assistant/message"
-        or not isinstance(data, Mapping)
-        or data.get("id") != source.get("messageId")
+        or message_id(message) is None
+        or message_id(message) != source.get("messageId")
         or reply_fingerprint(message_text(message)) != fingerprint
     ):
         raise _changed("a recorded reply changed in the durable session", source)
@@ -184,7 +177,7 @@ def verify_recorded(source: Mapping[str, Any], fingerprint: str | None, snapshot
     if end is None:
         raise MvuError(Code.HISTORY_UNAVAILABLE, "a recorded turn end is missing from the durable session",
                        session_id=header.id, end_seq=end_seq if isinstance(end_seq, int) else None)
-    if end.type != "turn/end" or _turn(end) != source.get("turn") or _reason(end) != "completed":
+    if end.type != "turn/end" or event_turn(end) != source.get("turn") or _reason(end) != "completed":
         raise _changed("a recorded turn end changed in the durable session", source)
 
 
