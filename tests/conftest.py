@@ -53,7 +53,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
 def require_postgres() -> None:
     if _POSTGRES:
         return
-    if os.environ.get("CI") == "true":
+    if os.environ.get("CI", "").lower() in ("1", "true", "yes"):
         pytest.fail(f"PostgreSQL is required under CI=true and is not reachable at {POSTGRES_URL}")
     pytest.skip(f"PostgreSQL not reachable at {POSTGRES_URL}")
 

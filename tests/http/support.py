@@ -98,6 +98,7 @@ class Server:
     base: str
     token: str
     lines: list[str]
+    reader: threading.Thread
 
     @classmethod
     def start(cls, db: str, *args: str, token: str | None = TOKEN, env: dict[str, str] | None = None,
@@ -111,7 +112,8 @@ class Server:
                                    env=environment, cwd=Path(__file__).resolve().parents[2])
         lines: list[str] = []
         assert process.stdout is not None
-        threading.Thread(target=_collect, args=(process.stdout, lines), daemon=True).start()
+        reader = threading.Thread(target=_collect, args=(process.stdout, lines), daemon=True)
+        reader.start()
         deadline = time.monotonic() + timeout
         base = None
         while base is None or not any(line.startswith("  docs:") for line in lines):
@@ -124,7 +126,7 @@ class Server:
                          None)
             base = match.group(1) if match else None
         assert base is not None
-        server = cls(process, base, token or "", lines)
+        server = cls(process, base, token or "", lines, reader)
         server.wait_ready(deadline)
         return server
 
@@ -159,5 +161,6 @@ class Server:
             self.process.wait()
         assert self.process.stderr is not None
         err = self.process.stderr.read()
-        time.sleep(0.05)  # the reader thread drains stdout
+        self.reader.join(timeout=30)  # it ends at the end of stdout: every line is in
+
         return self.process.returncode, self.stdout(), err

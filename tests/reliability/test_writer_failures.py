@@ -27,7 +27,7 @@ from mvu_store.errors import MvuError
 from mvu_store.ledger import CommitOutcome, CommitRequest, Ledger, NewResource
 from mvu_store.ledger.writer import WriteTx
 
-WAIT = 5.0  # seconds a write may take here before it counts as hung
+WAIT = 60.0  # seconds a write may take here before it counts as hung (a loaded CI machine is slow)
 
 
 def commit_request(op: str, expected: int) -> CommitRequest:
