@@ -639,11 +639,18 @@ class Ledger:
         are kept, each a scalar, strings cut to 300 characters, so no variables or chat text
         can end up here whatever a caller passes.
         """
-        fields = fact_fields(record)
-        text = canonical_text(fields)
-        return await self.write(lambda tx: self.insert_fact(tx, text, fields))
+        return (await self.append_facts([record]))[0]
 
-    def insert_fact(self, tx: WriteTx, text: str, fields: dict[str, Any]) -> int:
+    async def append_facts(self, records: list[dict[str, JsonValue]]) -> list[int]:
+        """Append several facts in one unit (see :meth:`append_fact`)."""
+        prepared = [(canonical_text(fields), fields) for fields in map(fact_fields, records)]
+        return await self.write(lambda tx: self.insert_facts(tx, prepared))
+
+    def insert_facts(self, tx: WriteTx, facts: list[tuple[str, dict[str, Any]]]) -> list[int]:
+        """Insert facts ``(canonical text, fields)`` in order, evicting the oldest beyond the bound;
+        the store's counters are read and written once for all of them."""
+        if not facts:
+            return []
         counters = tx.fetchone(
             self._compiled(
                 "facts-counters",
@@ -654,17 +661,7 @@ class Ledger:
             {"ledger_id": self.ledger_id},
         )
         assert counters is not None, "open_ledger creates the ledger row"
-        seq = int(counters[2])
-        size = self.insert_row(tx, t.facts, {
-            "seq": seq,
-            "phase": str(fields.get("phase", ""))[:16],
-            "session_id": indexable(fields.get("sessionId")),
-            "recorded_at": int(fields["recordedAt"]) if isinstance(fields.get("recordedAt"), int) else _now_ms(),
-            "body": text,
-        })
-        if size > FACTS_MAX_BYTES:
-            raise MvuError(Code.LIMIT, "a fact record is larger than the facts store", limit=FACTS_MAX_BYTES)
-        count, total = int(counters[0]) + 1, int(counters[1]) + size
+        count, total, next_seq = int(counters[0]), int(counters[1]), int(counters[2])
         oldest = self._compiled(
             "facts-oldest",
             lambda: select(t.facts.c.seq, t.facts.c.bytes)
@@ -676,11 +673,24 @@ class Ledger:
             "facts-evict",
             lambda: t.facts.delete().where(t.facts.c.ledger_id == _LEDGER, t.facts.c.seq == bindparam("seq")),
         )
-        while count > FACTS_MAX_RECORDS or total > FACTS_MAX_BYTES:
-            row = tx.fetchone(oldest, {"ledger_id": self.ledger_id})
-            assert row is not None
-            tx.execute(evict, {"ledger_id": self.ledger_id, "seq": row[0]})
-            count, total = count - 1, total - int(row[1])
+        seqs = []
+        for body, fields in facts:
+            size = self.insert_row(tx, t.facts, {
+                "seq": next_seq,
+                "phase": str(fields.get("phase", ""))[:16],
+                "session_id": indexable(fields.get("sessionId")),
+                "recorded_at": int(fields["recordedAt"]) if isinstance(fields.get("recordedAt"), int) else _now_ms(),
+                "body": body,
+            })
+            if size > FACTS_MAX_BYTES:
+                raise MvuError(Code.LIMIT, "a fact record is larger than the facts store", limit=FACTS_MAX_BYTES)
+            seqs.append(next_seq)
+            count, total, next_seq = count + 1, total + size, next_seq + 1
+            while count > FACTS_MAX_RECORDS or total > FACTS_MAX_BYTES:
+                row = tx.fetchone(oldest, {"ledger_id": self.ledger_id})
+                assert row is not None
+                tx.execute(evict, {"ledger_id": self.ledger_id, "seq": row[0]})
+                count, total = count - 1, total - int(row[1])
         tx.execute(
             self._compiled(
                 "facts-update",
@@ -689,9 +699,9 @@ class Ledger:
                 .values(facts_count=bindparam("count"), facts_bytes=bindparam("total"),
                         facts_next_seq=bindparam("next_seq")),
             ),
-            {"ledger_id": self.ledger_id, "count": count, "total": total, "next_seq": seq + 1},
+            {"ledger_id": self.ledger_id, "count": count, "total": total, "next_seq": next_seq},
         )
-        return seq
+        return seqs
 
     async def facts(self, *, session_id: str | None = None) -> list[JsonValue]:
         query = select(t.facts.c.body).where(t.facts.c.ledger_id == self.ledger_id).order_by(t.facts.c.seq)
@@ -912,11 +922,6 @@ class Ledger:
             ).first()
         )
         return None if row is None else bytes(row[0])
-
-    async def append_facts(self, records: list[dict[str, JsonValue]]) -> list[int]:
-        """Append several facts in one unit (see :meth:`append_fact`)."""
-        prepared = [(canonical_text(fields), fields) for fields in map(fact_fields, records)]
-        return await self.write(lambda tx: [self.insert_fact(tx, text, fields) for text, fields in prepared])
 
     async def checkpoint(self, resource_id: str, *, session_id: str, turn: int) -> CheckpointRecord | None:
         """The frozen baseline of one turn, or None."""

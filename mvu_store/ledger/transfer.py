@@ -245,8 +245,7 @@ def _write(ledger: Ledger, tx: WriteTx, work: _Work) -> int:
                                         "body_hash": ledger.put_blob(tx, seed.blob)})
     for session_id, template_id in work.instances.selections.items():
         ledger.insert_row(tx, t.selections, {"session_id": session_id, "template_id": template_id})
-    for fact in work.facts:
-        ledger.insert_fact(tx, fact.text, fact.record)
+    ledger.insert_facts(tx, [(fact.text, fact.record) for fact in work.facts])
     if work.legacy is not None:
         ledger.insert_row(tx, t.legacy_files, {"name": jl.LEGACY_FILE, "sha256": sha256_hex(work.legacy),
                                                "size": len(work.legacy), "body": work.legacy})
