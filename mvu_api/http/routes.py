@@ -133,23 +133,11 @@ def check_wire_scope(value: Any, *, historical: bool = False) -> dict[str, Any]:
     if not historical and any(key in value for key in _HISTORICAL_KEYS):
         raise MvuError(Code.SCOPE, "only /mvu/resource reads a historical scope (messageId / endEventId)",
                        field="scope")
-    if value.get("authority", "local") != "local":
-        raise MvuError(Code.AUTHORITY, "only the local authority is served here",
-                       authority=str(value.get("authority"))[:64])
     session_id = value.get("sessionId")
     if not isinstance(session_id, str) or not session_id or len(session_id) > MAX_SESSION_ID:
         raise MvuError(Code.SCOPE, f"scope.sessionId is required: a string of 1 to {MAX_SESSION_ID} characters "
                                    "(the management view is not served over HTTP)", field="scope.sessionId")
-    message_id = value.get("messageId")
-    if message_id is not None and (not isinstance(message_id, str) or not message_id
-                                   or len(message_id) > MAX_OPERATION_ID):
-        raise MvuError(Code.SCOPE, f"scope.messageId must be a string of 1 to {MAX_OPERATION_ID} characters",
-                       field="scope.messageId")
-    end_event_id = value.get("endEventId")
-    if end_event_id is not None and (isinstance(end_event_id, bool) or not isinstance(end_event_id, int)
-                                     or end_event_id < 0):
-        raise MvuError(Code.SCOPE, "scope.endEventId must be a non-negative integer", field="scope.endEventId")
-    return value
+    return value  # the service checks the rest (authority, historical coordinates) as for any caller
 
 
 ScopeParam = Annotated[str, Query(description=_SCOPE_DOC, json_schema_extra={"maxLength": MAX_SCOPE_CHARS},
