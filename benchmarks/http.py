@@ -38,6 +38,8 @@ from mvu_store.service import MvuService
 
 CLIENTS = 16
 TOKEN = "bench-token-0123456789"
+# mvu_api.http.MVU_PREFIX, written out: this script is named http.py, and importing the server
+# package from it would shadow the standard library's http module inside FastAPI.
 PREFIX = "/pmp-dsh-tavern/api/v1/mvu"
 CARD = {
     "character_id": "hero", "name": "Hero", "initvar": ["hp: 50\ngold: 10\nlevel: 1\n"],

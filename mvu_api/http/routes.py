@@ -19,16 +19,16 @@ from starlette.responses import Response
 
 from mvu_api.http.problems import BODY_TIMEOUT, problem
 from mvu_store.errors import Code, MvuError
+from mvu_store.jsonvalue import MAX_STATE_BYTES
 from mvu_store.service import MvuService
 from mvu_store.service.models import MAX_OPERATION_ID, MAX_SESSION_ID, HistoryEntry, StateRecord, UpdateReceipt
 
 API_PREFIX = "/pmp-dsh-tavern/api/v1"
 MVU_PREFIX = f"{API_PREFIX}/mvu"
 MAX_SCOPE_CHARS = 4_000
-STATE_BYTES = 2 * 1024 * 1024
 # A body carries one state (at most 2 MiB as canonical JSON) plus its envelope fields; the slack
 # covers those and modest formatting. Clients should send compact JSON.
-MAX_BODY_BYTES = STATE_BYTES + 64 * 1024
+MAX_BODY_BYTES = MAX_STATE_BYTES + 64 * 1024
 # The whole body must arrive within this many seconds (a stalled upload is 408, not a held worker).
 BODY_TIMEOUT_SECONDS = 30.0
 # Once the server is stopping, a body still arriving gets this long before a 503.

@@ -36,8 +36,6 @@ from mvu_store.ledger import open_ledger
 from mvu_store.memory_host import MemoryHost
 from mvu_store.service import MvuService
 
-DEFAULT_HOST = "127.0.0.1"
-DEFAULT_PORT = 8787
 GRACE_SECONDS = 30
 MIN_TOKEN_CHARS = 16
 

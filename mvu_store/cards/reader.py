@@ -45,11 +45,6 @@ class CardDefinition:
     greetings: tuple[str, ...]
     problems: tuple[str, ...] = field(default=())
 
-    def to_dict(self) -> dict[str, Any]:
-        return {"spec": self.spec, "name": self.name, "initvar": list(self.initvar),
-                "schemaSource": self.schema_source, "greetings": list(self.greetings),
-                "problems": list(self.problems)}
-
 
 def read_card(data: bytes, *, name: str | None = None) -> CardDefinition:
     """Parse a card file's bytes; ``name`` (e.g. the file name) is used when the card has none.

@@ -89,10 +89,6 @@ class WriteTx:
         row: tuple[Any, ...] | None = self.cursor.fetchone()
         return row
 
-    def fetchall(self, sql: Sql, params: Mapping[str, Any]) -> list[tuple[Any, ...]]:
-        self.cursor.execute(sql.text, sql.params(params))
-        rows: list[tuple[Any, ...]] = self.cursor.fetchall()
-        return rows
 
     def charge(self, size: int) -> None:
         self.charged += size
