@@ -466,6 +466,7 @@ class MvuService:
         # unselected card's instance must not move while another card (or none) is selected (I-5).
         selected, _ = await self._ledger.selection(session_id)
         active = {template["id"] for template in await self._active_templates(session_id)} if selected else None
+        ended = list(replies(snapshot))  # read once: only each resource's boundary differs
         for entry in entries:
             if not entry.takes_replies:
                 continue
@@ -475,7 +476,9 @@ class MvuService:
             versions = await self._ledger.versions(entry.id)
             await self._verify(entry, versions, {session_id: snapshot})
             recorded = {version.key: version for version in versions}
-            for reply in replies(snapshot, boundary=boundaries.get(entry.id, 0)):
+            for reply in ended:
+                if not reply.after(boundaries.get(entry.id, 0)):
+                    continue
                 known = recorded.get(reply.key)
                 if known is not None:
                     if known.fingerprint != reply.fingerprint:

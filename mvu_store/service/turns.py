@@ -53,6 +53,10 @@ class Reply:
     def completed(self) -> bool:
         return self.reason == "completed"
 
+    def after(self, boundary: int) -> bool:
+        """Whether the reply, and the turn it ends, come after an activation boundary (I-5)."""
+        return self.message.seq >= boundary and (self.start_seq is None or self.start_seq >= boundary)
+
 
 def _reason(event: SessionEvent) -> str | None:
     reason = event.data.get("reason")
@@ -91,12 +95,13 @@ def has_conversation(snapshot: SessionSnapshot) -> bool:
     return any(event.type in CONVERSATION_EVENTS for event in snapshot.events)
 
 
-def replies(snapshot: SessionSnapshot, *, boundary: int) -> Iterator[Reply]:
-    """Every ended turn's candidate reply after the activation ``boundary``, in event order.
+def replies(snapshot: SessionSnapshot) -> Iterator[Reply]:
+    """Every ended turn's candidate reply, in event order; a resource takes those that come
+    :meth:`Reply.after` its activation boundary (a turn that started before it ran while the
+    character was being selected).
 
     Ended turns of every reason are yielded (the caller checks recorded ones against history
-    and commits only ``completed`` ones); turns without a usable reply are left out, and so are
-    turns that started before the boundary (the character was selected while they ran).
+    and commits only ``completed`` ones); turns without a usable reply are left out.
     """
     header = snapshot.header
     seeded_until = seed_boundary(snapshot)
@@ -118,9 +123,7 @@ def replies(snapshot: SessionSnapshot, *, boundary: int) -> Iterator[Reply]:
             continue
         reply = last_reply.get(turn)
         start = started.get(turn)
-        if reply is None or reply.seq < boundary or reply.data.get("interrupted") or has_tool_call(reply):
-            continue
-        if start is not None and start < boundary:
+        if reply is None or reply.data.get("interrupted") or has_tool_call(reply):
             continue
         reason = _reason(event)
         if reply.seq < seeded_until or reason == "forked":
