@@ -583,7 +583,7 @@ class Ledger:
         c = t.checkpoints.c
         sql = self._compiled(
             "checkpoint",
-            lambda: select(c.position, c.seq, c.revision, c.version_key, c.variables_hash, c.meta).where(
+            lambda: select(*(c[name] for name in _CHECKPOINT_COLUMNS)).where(
                 c.ledger_id == _LEDGER,
                 c.resource_id == bindparam("resource_id"),
                 c.session_id == bindparam("session_id"),
@@ -592,10 +592,7 @@ class Ledger:
         )
         row = tx.fetchone(sql, {"ledger_id": self.ledger_id, "resource_id": resource_id, "session_id": session_id,
                                 "turn": turn})
-        if row is None:
-            return None
-        return CheckpointRecord(resource_id, int(row[0]), session_id, turn, int(row[1]), int(row[2]), row[3], row[4],
-                                json.loads(row[5]))
+        return None if row is None else _checkpoint_record(row)
 
     # -- templates and facts ------------------------------------------------------------------
 
@@ -817,17 +814,12 @@ class Ledger:
         c = t.checkpoints.c
         rows = await self.read(
             lambda connection: connection.execute(
-                select(c.resource_id, c.position, c.session_id, c.turn, c.seq, c.revision, c.version_key,
-                       c.variables_hash, c.meta)
+                select(*(c[name] for name in _CHECKPOINT_COLUMNS))
                 .where(c.ledger_id == self.ledger_id, c.resource_id == resource_id)
                 .order_by(c.position)
             ).all()
         )
-        return [
-            CheckpointRecord(row[0], int(row[1]), row[2], int(row[3]), int(row[4]), int(row[5]), row[6], row[7],
-                             json.loads(row[8]))
-            for row in rows
-        ]
+        return [_checkpoint_record(row) for row in rows]
 
     # -- sessions: selections, activation boundaries, pending seeds, legacy files ---------------
 
@@ -925,19 +917,15 @@ class Ledger:
 
     async def checkpoint(self, resource_id: str, *, session_id: str, turn: int) -> CheckpointRecord | None:
         """The frozen baseline of one turn, or None."""
-        return await self.read(lambda connection: self._checkpoint_on(connection, resource_id, session_id, turn))
-
-    def _checkpoint_on(self, connection: Any, resource_id: str, session_id: str, turn: int) -> CheckpointRecord | None:
         c = t.checkpoints.c
-        row = connection.execute(
-            select(c.position, c.seq, c.revision, c.version_key, c.variables_hash, c.meta).where(
-                c.ledger_id == self.ledger_id, c.resource_id == resource_id, c.session_id == session_id,
-                c.turn == turn)
-        ).first()
-        if row is None:
-            return None
-        return CheckpointRecord(resource_id, int(row[0]), session_id, turn, int(row[1]), int(row[2]), row[3], row[4],
-                                json.loads(row[5]))
+        row = await self.read(
+            lambda connection: connection.execute(
+                select(*(c[name] for name in _CHECKPOINT_COLUMNS)).where(
+                    c.ledger_id == self.ledger_id, c.resource_id == resource_id, c.session_id == session_id,
+                    c.turn == turn)
+            ).first()
+        )
+        return None if row is None else _checkpoint_record(row)
 
     # -- seeds (fork / swipe / retry tickets, DIGEST F-1 ... F-7) --------------------------------
 
@@ -1040,6 +1028,16 @@ class Ledger:
             ).all()
         )
         return [Finding(*row) for row in rows]
+
+
+_CHECKPOINT_COLUMNS = ("resource_id", "position", "session_id", "turn", "seq", "revision", "version_key",
+                       "variables_hash", "meta")
+
+
+def _checkpoint_record(row: Any) -> CheckpointRecord:
+    """A ``checkpoints`` row, selected as ``_CHECKPOINT_COLUMNS``, as a record."""
+    return CheckpointRecord(row[0], int(row[1]), row[2], int(row[3]), int(row[4]), int(row[5]), row[6], row[7],
+                            json.loads(row[8]))
 
 
 @functools.cache
