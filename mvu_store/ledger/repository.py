@@ -197,10 +197,10 @@ class Ledger:
             requested=tx.charged,
         )
 
-    def prepare_state(self, variables: JsonValue) -> tuple[JsonValue, Blob]:
+    def prepare_state(self, variables: JsonValue) -> Blob:
         """Check a variables envelope against the state budget (MVU_LIMIT) and encode it."""
-        normalized, data, _ = measure_state(variables, max_bytes=self._state_limit)
-        return normalized, Blob(data.decode(), data)
+        _, data, _ = measure_state(variables, max_bytes=self._state_limit)
+        return Blob(data.decode(), data)
 
     # -- resources ----------------------------------------------------------------------------
 
@@ -251,7 +251,7 @@ class Ledger:
             raise MvuError(Code.OPERATION, f"unknown resource kind {new.kind!r}", kind=new.kind)
         if self._resource_row(tx, new.id) is not None:
             raise MvuError(Code.ID_CONFLICT, f"resource {new.id!r} already exists", id=new.id)
-        _, initial = self.prepare_state(new.initial)
+        initial = self.prepare_state(new.initial)
         initial_hash = self.put_blob(tx, initial)
         definition_hash = self.put_blob(tx, Blob.of(new.definition))
         head_key, head_hash = head if head else (None, initial_hash)
@@ -340,7 +340,7 @@ class Ledger:
         ``PLAY_STORAGE_LIMIT`` (ledger over budget). A refused commit writes nothing.
         """
         check_request(request)
-        _, blob = self.prepare_state(request.variables)
+        blob = self.prepare_state(request.variables)
         source = canonical_text(request.source)
         meta = canonical_text(request.meta)
         key = request.key or default_key(request)

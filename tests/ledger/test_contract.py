@@ -396,7 +396,7 @@ async def test_a_failing_unit_leaves_nothing(ledger: Ledger) -> None:
     before = await ledger.usage()
 
     def work(tx: object) -> None:
-        ledger.put_blob(tx, ledger.prepare_state({"stat_data": {"orphan": True}})[1])  # type: ignore[arg-type]
+        ledger.put_blob(tx, ledger.prepare_state({"stat_data": {"orphan": True}}))  # type: ignore[arg-type]
         raise RuntimeError("boom")
 
     with pytest.raises(RuntimeError):

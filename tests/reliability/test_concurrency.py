@@ -264,7 +264,7 @@ class Boom(RuntimeError):
 
 def failing_unit(ledger: Ledger, resource: str, tag: object, seen: list[Any]) -> Callable[[WriteTx], None]:
     """A unit that stores a blob (charged), moves a resource's revision, then raises."""
-    _, blob = ledger.prepare_state(variables(resource, f"doomed-{tag}"))
+    blob = ledger.prepare_state(variables(resource, f"doomed-{tag}"))
 
     def unit(tx: WriteTx) -> None:
         seen.append(tx.cursor)
@@ -279,7 +279,7 @@ def failing_unit(ledger: Ledger, resource: str, tag: object, seen: list[Any]) ->
 
 
 def succeeding_unit(ledger: Ledger, resource: str, tag: object, seen: list[Any]) -> Callable[[WriteTx], str]:
-    _, blob = ledger.prepare_state(variables(resource, f"kept-{tag}"))
+    blob = ledger.prepare_state(variables(resource, f"kept-{tag}"))
 
     def unit(tx: WriteTx) -> str:
         seen.append(tx.cursor)
@@ -414,7 +414,7 @@ async def test_cancelled_while_its_unit_runs_writes_nothing(ledger: Ledger, batc
         else None
     inside = threading.Event()
     resume = threading.Event()
-    _, blob = ledger.prepare_state(variables("mid", "cancelled"))
+    blob = ledger.prepare_state(variables("mid", "cancelled"))
 
     def slow(tx: WriteTx) -> None:
         seen.append(tx.cursor)
