@@ -42,6 +42,15 @@ Signal = asyncio.Event
 """A caller's cancellation: once set, nothing more is committed (the call raises CancelledError)."""
 
 
+def check_before_commit(signal: Signal | None, alive: Callable[[], None], *leases: Lease | None) -> None:
+    """Synchronously, after the last await and before a commit is queued (A-1): the caller still
+    wants it, the service is still open, and every session is still the one inspected."""
+    check_signal(signal)
+    alive()
+    if any(lease is not None and lease() is not True for lease in leases):
+        raise MvuError(Code.SESSION_LEASE, "the session changed before the commit")
+
+
 def check_signal(signal: Signal | None) -> None:
     if signal is not None and not isinstance(signal, asyncio.Event):
         raise MvuError(Code.OPERATION, "signal must be an asyncio.Event")
@@ -112,12 +121,7 @@ class Branching:
             if where.cut is not None:
                 body["prefix"] = frozen_prefix(snapshot, where.cut)
             body.update(items=items, installed=False)
-            # After the last await: the source is still the one inspected, and the caller still wants it.
-            check_signal(signal)
-            self._p.alive()
-            if lease() is not True:
-                raise MvuError(Code.SESSION_LEASE, "the source session changed during the capture",
-                               session_id=session_id)
+            check_before_commit(signal, self._p.alive, lease)
             await self._p.ledger.put_seed(str(body["ticket"]), kind=where.kind, source_session_id=session_id,
                                           target_session_id=where.target_session_id, body=body)
             return str(body["ticket"])
@@ -185,7 +189,7 @@ class Branching:
                 if current.target_session_id != session_id or not json_equal(body.get("targetIdentity"),
                                                                                  identity):
                     raise MvuError(Code.SEED_CONFLICT, "the seed was already installed in another session")
-                self._check_leases(signal, source_lease, target_lease)
+                check_before_commit(signal, self._p.alive, source_lease, target_lease)
                 return ids
             source = await self._p.host.inspect(current.source_session_id)
             if source is None or not json_equal(body.get("sourceIdentity"),
@@ -195,7 +199,7 @@ class Branching:
             children = [await self._child(item, resource_id, identity, body, child)
                         for item, resource_id in zip(items, ids, strict=True)]
             installed = {**body, "targetSessionId": session_id, "targetIdentity": identity, "installed": True}
-            self._check_leases(signal, source_lease, target_lease)
+            check_before_commit(signal, self._p.alive, source_lease, target_lease)
             await self._p.ledger.install_seed(ticket, target_session_id=session_id, body=installed,
                                               children=children)
             return ids
@@ -231,10 +235,3 @@ class Branching:
         at_key = item.get("atKey")
         return SeedChild(new=new, source_id=str(source.get("id")), at_key=at_key if isinstance(at_key, str) else None,
                          activation_seq=0, checkpoints=checkpoints)
-
-    def _check_leases(self, signal: Signal | None, *leases: Lease) -> None:
-        """After the last await, before the install is queued: nothing moved under us (A-1)."""
-        check_signal(signal)
-        self._p.alive()
-        if any(lease() is not True for lease in leases):
-            raise MvuError(Code.SESSION_LEASE, "the source or the child session changed before the install")

@@ -25,7 +25,7 @@ from mvu_store.jsonvalue import JsonValue, js_json, json_equal, sha256_hex
 from mvu_store.lang import apply_update, contains_update
 from mvu_store.ledger import Ledger
 from mvu_store.ledger.records import CommitRequest, NewResource, VersionRecord
-from mvu_store.service.branching import Branching, ServiceParts, Signal, check_signal
+from mvu_store.service.branching import Branching, ServiceParts, Signal, check_before_commit, check_signal
 from mvu_store.service.catalog import Catalog, Entry
 from mvu_store.service.edits import edit_content, edited_envelope
 from mvu_store.service.facts import Facts
@@ -1035,10 +1035,7 @@ class MvuService:
     def _check_lease(self, lease: Lease | None, signal: Signal | None = None) -> None:
         """After the last await, before the commit is queued: the caller still wants it, the
         service is still open and the session is still the one inspected (A-1)."""
-        check_signal(signal)
-        self._alive()
-        if lease is not None and lease() is not True:
-            raise MvuError(Code.SESSION_LEASE, "the session changed before the commit")
+        check_before_commit(signal, self._alive, lease)
 
     async def _edit(self, entry: Entry, work: Callable[[], Awaitable[T]]) -> T:
         identity = entry.instance
