@@ -775,8 +775,26 @@ class Ledger:
             raise MvuError(Code.MISSING, f"no blob {blob_hash}", hash=blob_hash)
         return json.loads(rows[0][0])
 
-    async def versions(self, resource_id: str, *, include_lineage: bool = True) -> list[VersionRecord]:
-        """The resource's history, oldest first: inherited ancestry (by lineage), then its own."""
+    async def blobs(self, hashes: list[str]) -> dict[str, JsonValue]:
+        """Stored payloads by hash, in one read (a history page's states); missing ones are absent."""
+        wanted = sorted(set(hashes))
+        if not wanted:
+            return {}
+        rows = await self.read(
+            lambda c: c.execute(
+                select(t.blobs.c.hash, t.blobs.c.body).where(t.blobs.c.ledger_id == self.ledger_id,
+                                                             t.blobs.c.hash.in_(wanted))
+            ).all()
+        )
+        return {row[0]: json.loads(row[1]) for row in rows}
+
+    async def versions(self, resource_id: str, *, include_lineage: bool = True,
+                       after_position: int | None = None) -> list[VersionRecord]:
+        """The resource's history, oldest first: inherited ancestry (by lineage), then its own.
+
+        With ``after_position``, only the resource's own versions written after that position
+        (lineage is fixed when a child is created, so nothing inherited is ever new).
+        """
 
         def read(connection: Any) -> list[VersionRecord]:
             chain: list[tuple[str, int | None, bool]] = [(resource_id, None, False)]
@@ -784,7 +802,7 @@ class Ledger:
                 select(t.resources.c.parent_id, t.resources.c.parent_position).where(
                     t.resources.c.ledger_id == self.ledger_id, t.resources.c.id == resource_id)
             ).first()
-            while include_lineage and parent is not None and parent[0] is not None:
+            while include_lineage and after_position is None and parent is not None and parent[0] is not None:
                 chain.append((parent[0], int(parent[1]), True))
                 parent = connection.execute(
                     select(t.resources.c.parent_id, t.resources.c.parent_position).where(
@@ -799,6 +817,8 @@ class Ledger:
                 ).where(c.ledger_id == self.ledger_id, c.resource_id == owner).order_by(c.position)
                 if cut is not None:
                     query = query.where(c.position <= cut)
+                if after_position is not None:
+                    query = query.where(c.position > after_position)
                 history.extend(
                     VersionRecord(
                         row[0], row[1], int(row[2]), row[3], int(row[4]), row[5], row[6], json.loads(row[7]),
