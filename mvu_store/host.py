@@ -1,13 +1,23 @@
 """What the service asks of a host: durable sessions (header + events) and session leases.
 
-The service never reads host files. A host implements :class:`Host`; the shapes follow
-``HOST_EVENTS.md`` (DIGEST P-5: the service freezes only these fields). ``MemoryHost`` in
+The service never reads host files. A host implements :class:`Host`; the shapes are those of
+``docs/host-events.md`` (the service freezes only these fields). ``MemoryHost`` in
 ``memory_host.py`` is a reference implementation for tests, the demo and newcomers.
+
+A host that can also answer :meth:`IncrementalHost.inspect_since` lets the service check a
+session's history once: the service keeps its own copy of each session it works on and asks only
+for the events after the last one it has, with the chained fingerprint of everything up to that
+event (:func:`chain_fingerprint`). The same fingerprint means the earlier part is unchanged; a
+different one (an edited, removed or renumbered event, or a changed header) sends the service
+back to a full inspection and a full re-check. A host with only :meth:`Host.inspect` works too,
+at the old cost: every call hashes the whole session.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+import hashlib
+import json
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
@@ -63,6 +73,59 @@ class SessionSnapshot:
         return self.events[-1].seq if self.events else -1
 
 
+@dataclass(frozen=True, slots=True)
+class SessionTail:
+    """A session seen from one of its events: the header, the chained fingerprint of the events
+    up to and including ``after_seq`` (None when the host has no event ``after_seq`` any more),
+    and every event after it, in order."""
+
+    header: SessionHeader
+    base_fingerprint: str | None
+    events: tuple[SessionEvent, ...]
+
+
+def header_fingerprint(header: SessionHeader) -> str:
+    """The start of a session's fingerprint chain: any change of the header changes every link."""
+    text = json.dumps([header.id, header.version, header.created_at, header.parent_session, header.origin,
+                       header.inherited_event_count], ensure_ascii=False, separators=(",", ":"), default=str)
+    return _sha256(text)
+
+
+def chain_fingerprint(previous: str, event: SessionEvent) -> str:
+    """The fingerprint of a session prefix ending with ``event``, given the one before it.
+
+    The event is hashed as key-sorted JSON, so a host that stores events as JSON (and reads them
+    back in another key order) computes the same chain as the service.
+    """
+    text = json.dumps([event.seq, event.type, event.data], ensure_ascii=False, separators=(",", ":"),
+                      sort_keys=True, default=str)
+    return _sha256(previous + text)
+
+
+def fingerprint_chain(header: SessionHeader, events: Iterable[SessionEvent]) -> list[str]:
+    """``[header fingerprint, after event 0, after event 1, ...]``."""
+    chain = [header_fingerprint(header)]
+    for event in events:
+        chain.append(chain_fingerprint(chain[-1], event))
+    return chain
+
+
+def _sha256(text: str) -> str:
+    # surrogatepass: a lone surrogate in a host's text must not make a session unhashable.
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def tail_of(snapshot: SessionSnapshot, after_seq: int) -> SessionTail:
+    """A whole snapshot seen from ``after_seq``: what an inspect-only host costs (all of it hashed)."""
+    chain = fingerprint_chain(snapshot.header, snapshot.events)
+    if after_seq < 0:
+        return SessionTail(snapshot.header, chain[0], snapshot.events)
+    index = next((i for i, event in enumerate(snapshot.events) if event.seq == after_seq), None)
+    if index is None:
+        return SessionTail(snapshot.header, None, snapshot.events)
+    return SessionTail(snapshot.header, chain[index + 1], snapshot.events[index + 1:])
+
+
 @runtime_checkable
 class Host(Protocol):
     """The host side of the service: durable sessions and their leases (DIGEST A-1)."""
@@ -73,6 +136,16 @@ class Host(Protocol):
 
     async def capture_session_lease(self, session_id: str) -> Lease:
         """A lease that stays valid until the host changes or works on the session."""
+        ...
+
+
+@runtime_checkable
+class IncrementalHost(Host, Protocol):
+    """A host that can answer for the new part of a session only (history checked once, P-2)."""
+
+    async def inspect_since(self, session_id: str, after_seq: int) -> SessionTail | None:
+        """The session seen from event ``after_seq`` (-1: from the start, the base being the
+        header's fingerprint), or None when the host has no such session."""
         ...
 
 

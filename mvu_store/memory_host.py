@@ -16,7 +16,16 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from mvu_store.errors import Code, MvuError
-from mvu_store.host import SESSION_FORMAT_VERSION, Lease, SessionEvent, SessionHeader, SessionSnapshot
+from mvu_store.host import (
+    SESSION_FORMAT_VERSION,
+    Lease,
+    SessionEvent,
+    SessionHeader,
+    SessionSnapshot,
+    SessionTail,
+    chain_fingerprint,
+    fingerprint_chain,
+)
 from mvu_store.jsonvalue import JsonValue, normalize
 
 # Session ids become file names: keep them to a portable, unambiguous alphabet.
@@ -28,6 +37,12 @@ class _Session:
     header: SessionHeader
     events: list[SessionEvent] = field(default_factory=list)
     generation: int = 0
+    chain: list[str] = field(default_factory=list)
+    """``fingerprint_chain(header, events)``, kept as events are appended (``inspect_since``)."""
+
+    def rechain(self) -> None:
+        """After an edit of the header or of earlier events: every later link changes."""
+        self.chain = fingerprint_chain(self.header, self.events)
 
 
 class TurnService(Protocol):
@@ -39,7 +54,7 @@ class TurnService(Protocol):
 
 
 class MemoryHost:
-    """Implements :class:`mvu_store.host.Host`, plus the calls a test or demo needs to act as
+    """Implements :class:`mvu_store.host.IncrementalHost`, plus the calls a test or demo needs to act as
     the chat program: create sessions, append events, drift identities, invalidate leases."""
 
     def __init__(self, path: str | os.PathLike[str] | None = None) -> None:
@@ -61,6 +76,16 @@ class MemoryHost:
         # A snapshot is the caller's own: later appends and edits never show through it. Events
         # are never changed in place (an edit replaces the event), so sharing them is safe.
         return SessionSnapshot(session.header, tuple(session.events))
+
+    async def inspect_since(self, session_id: str, after_seq: int) -> SessionTail | None:
+        session = self._sessions.get(session_id)
+        if session is None:
+            return None
+        # Events are numbered densely from 0 here, so an event's seq is its index.
+        if after_seq < len(session.events):
+            return SessionTail(session.header, session.chain[after_seq + 1] if after_seq >= -1 else None,
+                               tuple(session.events[max(after_seq + 1, 0):]))
+        return SessionTail(session.header, None, tuple(session.events))
 
     async def capture_session_lease(self, session_id: str) -> Lease:
         session = self._require(session_id)
@@ -88,7 +113,8 @@ class MemoryHost:
         if session_id in self._sessions:
             raise MvuError(Code.ID_CONFLICT, f"session {session_id!r} already exists", session_id=session_id)
         header = SessionHeader(session_id, version, created_at, parent_session, origin)
-        self._sessions[session_id] = _Session(header)
+        self._sessions[session_id] = session = _Session(header)
+        session.rechain()
         self._write(session_id, _header_json(header), truncate=True)
         return header
 
@@ -108,6 +134,7 @@ class MemoryHost:
         payload, _, _ = normalize(data or {})
         event = SessionEvent(len(session.events), type, payload)
         session.events.append(event)
+        session.chain.append(chain_fingerprint(session.chain[-1], event))
         session.generation += 1
         self._write(session_id, {"seq": event.seq, "type": type, "data": payload})
         return event
@@ -119,6 +146,7 @@ class MemoryHost:
             raise MvuError(Code.MISSING, f"no event {seq} in session {session_id!r}", seq=seq)
         payload, _, _ = normalize(data)
         session.events[seq] = SessionEvent(seq, type, payload)
+        session.rechain()
         session.generation += 1
         self._rewrite(session_id)
 
@@ -126,6 +154,7 @@ class MemoryHost:
         """Keep only the first ``length`` events (simulates lost durable history, DIGEST P-2)."""
         session = self._require(session_id)
         del session.events[length:]
+        session.rechain()
         session.generation += 1
         self._rewrite(session_id)
 
@@ -159,6 +188,7 @@ class MemoryHost:
                             parent_session=source_session_id)
         child = self._sessions[new_session_id]
         child.events.extend(source.events[: cut + 1])
+        child.rechain()
         for event in child.events:
             self._write(new_session_id, {"seq": event.seq, "type": event.type, "data": event.data})
         open_turns = [e.data.get("turn") for e in child.events if e.type == "turn/start"]
@@ -210,6 +240,7 @@ class MemoryHost:
         """Change the durable creation time (simulates identity drift, DIGEST I-3)."""
         session = self._require(session_id)
         session.header = replace(session.header, created_at=created_at)
+        session.rechain()
         session.generation += 1
         self._rewrite(session_id)
 
@@ -269,6 +300,7 @@ class MemoryHost:
                 torn = True  # a crash tore the last append; everything before it was fsynced whole
                 break
             session.events.append(SessionEvent(int(event["seq"]), str(event["type"]), event.get("data") or {}))
+        session.rechain()
         self._sessions[header.id] = session
         if torn:
             self._rewrite(header.id)  # so the next append does not follow the torn bytes

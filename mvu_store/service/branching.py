@@ -11,20 +11,19 @@ conflict. A child inherits content and stored mode, never policy, grants or oper
 
 from __future__ import annotations
 
-import asyncio
 import uuid
-from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any
 
 from mvu_store.errors import Code, MvuError
-from mvu_store.host import Host, Lease, SessionSnapshot, message_id
+from mvu_store.host import SessionSnapshot, message_id
 from mvu_store.jsonvalue import JsonValue, js_json, json_equal, sha256_hex
-from mvu_store.ledger import Ledger
-from mvu_store.ledger.records import CheckpointRecord, NewResource, SeedChild, VersionRecord
+from mvu_store.ledger.records import CheckpointRecord, NewResource, SeedChild
+from mvu_store.service.allocation import Allocation
 from mvu_store.service.catalog import Entry
+from mvu_store.service.context import ServiceContext, Signal, check_signal
 from mvu_store.service.identity import instance_id, session_identity
 from mvu_store.service.models import storable
+from mvu_store.service.pipeline import Pipeline
 from mvu_store.service.seeds import (
     Coordinates,
     check_checkpoint_positions,
@@ -35,47 +34,12 @@ from mvu_store.service.seeds import (
     frozen_prefix,
     target_turn,
 )
+from mvu_store.service.sessions import SessionLog
 from mvu_store.service.templates import instance_definition
-
-T = TypeVar("T")
-Signal = asyncio.Event
-"""A caller's cancellation: once set, nothing more is committed (the call raises CancelledError)."""
-
-
-def check_before_commit(signal: Signal | None, alive: Callable[[], None], *leases: Lease | None) -> None:
-    """Synchronously, after the last await and before a commit is queued (A-1): the caller still
-    wants it, the service is still open, and every session is still the one inspected."""
-    check_signal(signal)
-    alive()
-    if any(lease is not None and lease() is not True for lease in leases):
-        raise MvuError(Code.SESSION_LEASE, "the session changed before the commit")
-
-
-def check_signal(signal: Signal | None) -> None:
-    if signal is not None and not isinstance(signal, asyncio.Event):
-        raise MvuError(Code.OPERATION, "signal must be an asyncio.Event")
-    if signal is not None and signal.is_set():
-        raise asyncio.CancelledError("cancelled by the caller's signal")
 
 
 def content_hash(variables: JsonValue) -> str:
     return sha256_hex(js_json(variables))
-
-
-@dataclass(frozen=True, slots=True)
-class ServiceParts:
-    """What branching needs of the service (its ledger, host and per-session machinery)."""
-
-    ledger: Ledger
-    host: Host
-    locked: Callable[[str, Callable[[], Awaitable[Any]]], Awaitable[Any]]
-    durable: Callable[[str], Awaitable[tuple[SessionSnapshot, dict[str, JsonValue]]]]
-    ensure_instances: Callable[[str, SessionSnapshot], Awaitable[list[Entry]]]
-    ingest: Callable[[str, SessionSnapshot, Signal | None, Lease], Awaitable[Any]]
-    """Apply the session's completed turns not yet processed (as ``checkpoint`` does first)."""
-    verify: Callable[[Entry, list[VersionRecord], dict[str, SessionSnapshot | None]], Awaitable[None]]
-    lease: Callable[[str], Awaitable[Lease]]
-    alive: Callable[[], None]
 
 
 def _checkpoint_version(point: CheckpointRecord) -> tuple[str | None, int]:
@@ -91,26 +55,30 @@ def _checkpoint_version(point: CheckpointRecord) -> tuple[str | None, int]:
 
 
 class Branching:
-    def __init__(self, parts: ServiceParts) -> None:
-        self._p = parts
+    def __init__(self, ctx: ServiceContext, allocation: Allocation, pipeline: Pipeline) -> None:
+        self._ctx = ctx
+        self._allocation = allocation
+        self._pipeline = pipeline
 
     async def capture(self, *, session_id: str, kind: str, at_event_id: int, prefix_end_event_id: int | None,
                       target_session_id: str | None, signal: Signal | None) -> str | None:
         where = coordinates(kind, at_event_id, prefix_end_event_id, target_session_id)
         check_signal(signal)
-        lease = await self._p.lease(session_id)
+        ctx = self._ctx
+        lease = await ctx.lease(session_id)
 
         async def work() -> str | None:
-            snapshot, identity = await self._p.durable(session_id)
+            log, identity = await ctx.durable(session_id)
             check_signal(signal)
             # A completed reply not yet ingested has no version yet: apply it before choosing.
-            await self._p.ingest(session_id, snapshot, signal, lease)
-            active = [entry for entry in await self._p.ensure_instances(session_id, snapshot)
+            await self._pipeline.ingest_locked(session_id, log, signal=signal, lease=lease)
+            active = [entry for entry in await self._allocation.instances(session_id, log, allocate=True)
                       if entry.is_instance and entry.source_error is None]
             if not active:
                 return None
+            snapshot = log.snapshot()
             turn = target_turn(snapshot, where)
-            items = [await self._item(entry, snapshot, where, turn) for entry in active]
+            items = [await self._item(entry, log, where, turn) for entry in active]
             body: dict[str, JsonValue] = {"ticket": str(uuid.uuid4()), "kind": where.kind,
                                           "sourceSessionId": session_id, "sourceIdentity": identity,
                                           "atEventId": where.at_event_id}
@@ -121,18 +89,18 @@ class Branching:
             if where.cut is not None:
                 body["prefix"] = frozen_prefix(snapshot, where.cut)
             body.update(items=items, installed=False)
-            check_before_commit(signal, self._p.alive, lease)
-            await self._p.ledger.put_seed(str(body["ticket"]), kind=where.kind, source_session_id=session_id,
+            ctx.check_before_commit(signal, lease)
+            await ctx.ledger.put_seed(str(body["ticket"]), kind=where.kind, source_session_id=session_id,
                                           target_session_id=where.target_session_id, body=body)
             return str(body["ticket"])
 
-        result: str | None = await self._p.locked(session_id, work)
-        return result
+        return await ctx.locked(session_id, work)
 
-    async def _item(self, entry: Entry, snapshot: SessionSnapshot, where: Coordinates, turn: int) -> JsonValue:
-        ledger = self._p.ledger
+    async def _item(self, entry: Entry, log: SessionLog, where: Coordinates, turn: int) -> JsonValue:
+        ledger = self._ctx.ledger
+        snapshot = log.snapshot()
+        await self._ctx.verifier.check(entry, {snapshot.header.id: log})
         versions = await ledger.versions(entry.id)
-        await self._p.verify(entry, versions, {snapshot.header.id: snapshot})
         if where.kind == "fork":
             message = snapshot.event(where.at_event_id)
             assert message is not None
@@ -172,26 +140,28 @@ class Branching:
         if not isinstance(ticket, str) or not ticket or len(ticket) > 64 or not storable(ticket):
             raise MvuError(Code.SEED_CONFLICT, "unknown seed ticket")
         check_signal(signal)
-        seed = await self._p.ledger.seed(ticket)
+        ctx = self._ctx
+        seed = await ctx.ledger.seed(ticket)
         if seed is None or (seed.target_session_id is not None and seed.target_session_id != session_id):
             raise MvuError(Code.SEED_CONFLICT, "the seed does not belong to this child", session_id=session_id)
-        source_lease = await self._p.lease(seed.source_session_id)
-        target_lease = await self._p.lease(session_id)
+        source_lease = await ctx.lease(seed.source_session_id)
+        target_lease = await ctx.lease(session_id)
 
         async def work() -> list[str]:
-            current = await self._p.ledger.seed(ticket)
+            current = await ctx.ledger.seed(ticket)
             assert current is not None
             body = current.body
-            child, identity = await self._p.durable(session_id)
+            child_log, identity = await ctx.durable(session_id)
+            child = child_log.snapshot()
             items = [item for item in body.get("items") or [] if isinstance(item, dict)]
             ids = [instance_id(str(item["templateId"]), identity) for item in items]
             if current.installed:
                 if current.target_session_id != session_id or not json_equal(body.get("targetIdentity"),
                                                                                  identity):
                     raise MvuError(Code.SEED_CONFLICT, "the seed was already installed in another session")
-                check_before_commit(signal, self._p.alive, source_lease, target_lease)
+                ctx.check_before_commit(signal, source_lease, target_lease)
                 return ids
-            source = await self._p.host.inspect(current.source_session_id)
+            source = await ctx.sessions.snapshot(current.source_session_id)
             if source is None or not json_equal(body.get("sourceIdentity"),
                                                    session_identity(source, current.source_session_id)):
                 raise MvuError(Code.SEED_MISMATCH, "the seed's source session identity changed")
@@ -199,22 +169,22 @@ class Branching:
             children = [await self._child(item, resource_id, identity, body, child)
                         for item, resource_id in zip(items, ids, strict=True)]
             installed = {**body, "targetSessionId": session_id, "targetIdentity": identity, "installed": True}
-            check_before_commit(signal, self._p.alive, source_lease, target_lease)
-            await self._p.ledger.install_seed(ticket, target_session_id=session_id, body=installed,
-                                              children=children)
+            ctx.check_before_commit(signal, source_lease, target_lease)
+            await ctx.ledger.install_seed(ticket, target_session_id=session_id, body=installed,
+                                          children=children)
             return ids
 
-        result: list[str] = await self._p.locked(session_id, work)
-        return result
+        return await ctx.locked(session_id, work)
 
     async def _child(self, item: dict[str, Any], resource_id: str, identity: dict[str, JsonValue],
                      body: dict[str, Any], child: SessionSnapshot) -> SeedChild:
-        template = await self._p.ledger.template(str(item["templateId"]))
+        ledger = self._ctx.ledger
+        template = await ledger.template(str(item["templateId"]))
         source = item.get("source") or {}
         if not isinstance(template, dict) or "sourceError" in template or \
                 content_hash(item.get("variables")) != source.get("contentHash"):
             raise MvuError(Code.SEED_MISMATCH, "the frozen seed or its template is unavailable", id=resource_id)
-        if await self._p.ledger.resource(resource_id) is not None:
+        if await ledger.resource(resource_id) is not None:
             raise MvuError(Code.SEED_CONFLICT, "the child's state was initialised before its seed", id=resource_id)
         points = [point for point in item.get("checkpoints") or [] if isinstance(point, dict)]
         check_checkpoint_positions(child, points)

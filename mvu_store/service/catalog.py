@@ -28,6 +28,8 @@ class Entry:
     definition: dict[str, Any]
     row: ResourceRecord | None = None
     legacy: LegacyResource | None = None
+    initial: JsonValue = None
+    """Set on an instance not allocated yet (a read allocates nothing): the content it starts with."""
 
     @property
     def name(self) -> str:
@@ -150,15 +152,16 @@ class Catalog:
 
         ``instances``: the session's instances, when the caller has just read them.
         """
+        listed: list[Entry] = []
         if session_id is None:
             rows = await self._ledger.resources()
+        elif instances is None:
+            rows = await self._ledger.resources(session_id=session_id, kinds=("instance",))
         else:
-            if instances is None:
-                rows = await self._ledger.resources(session_id=session_id, kinds=("instance",))
-            else:
-                rows = [entry.row for entry in instances if entry.row is not None]
+            listed, rows = list(instances), []
+        if session_id is not None:
             rows += await self._ledger.resources(kinds=("shared", "configured", "copy"))
-        entries = [await self.entry_of(row) for row in rows]
+        entries = listed + [await self.entry_of(row) for row in rows]
         known = {entry.id for entry in entries}
         entries += [Entry(legacy.id, legacy.definition, legacy=legacy) for legacy in (await self.legacy()).values()
                     if legacy.id not in known]

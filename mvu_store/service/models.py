@@ -290,6 +290,9 @@ class HistoryEntry(_Output):
     key: str
     kind: str
     revision: int
+    position: int
+    """The entry's index in the resource's whole history (oldest 0), the cursor of history pages:
+    unlike revisions, positions never repeat (a fork child's own revisions restart at 1)."""
     source: dict[str, JsonValue]
     variables: JsonValue
     fingerprint: str | None = None
@@ -300,6 +303,19 @@ class HistoryEntry(_Output):
     created_at: int
     before_available: bool | None = None
     before: JsonValue = None
+
+
+class CheckpointState(_Output):
+    """An instance's state at a turn's pre-request checkpoint (what the turn started from)."""
+
+    id: str
+    session_id: str
+    turn: int
+    seq: int
+    """The event id of the turn's ``turn/start``."""
+    revision: int
+    version_key: str | None
+    content: JsonValue
 
 
 class CheckpointInfo(_Output):

@@ -16,6 +16,7 @@ from typing import Any
 from mvu_store.errors import Code, MvuError
 from mvu_store.host import (
     SessionEvent,
+    SessionHeader,
     SessionSnapshot,
     event_turn,
     has_tool_call,
@@ -103,34 +104,50 @@ def replies(snapshot: SessionSnapshot) -> Iterator[Reply]:
     Ended turns of every reason are yielded (the caller checks recorded ones against history
     and commits only ``completed`` ones); turns without a usable reply are left out.
     """
-    header = snapshot.header
-    seeded_until = seed_boundary(snapshot)
-    last_reply: dict[Any, SessionEvent] = {}
-    first_user: dict[Any, SessionEvent] = {}
-    started: dict[Any, int] = {}
+    parser = ReplyParser(snapshot.header, seed_boundary(snapshot))
     for event in snapshot.events:
+        reply = parser.feed(event)
+        if reply is not None:
+            yield reply
+
+
+class ReplyParser:
+    """:func:`replies`, one event at a time: a session copy extended by appends parses only the
+    new events. ``seeded_until`` is the session's :func:`seed_boundary` (replies before it are
+    inherited, never replayed)."""
+
+    def __init__(self, header: SessionHeader, seeded_until: int) -> None:
+        self.header = header
+        self.seeded_until = seeded_until
+        self._last_reply: dict[Any, SessionEvent] = {}
+        self._first_user: dict[Any, SessionEvent] = {}
+        self._started: dict[Any, int] = {}
+
+    def feed(self, event: SessionEvent) -> Reply | None:
+        """Take the next event; the reply of the turn it ends, if it ends one with a usable reply."""
         turn = event_turn(event)
         if event.type == "turn/start":
-            started[turn] = event.seq
-            continue
+            self._started[turn] = event.seq
+            return None
         if event.type == "assistant/message":
-            last_reply[turn] = event
-            continue
+            self._last_reply[turn] = event
+            return None
         if event.type == "user/message":
-            first_user.setdefault(turn, event)
-            continue
+            self._first_user.setdefault(turn, event)
+            return None
         if event.type != "turn/end" or isinstance(turn, bool) or not isinstance(turn, int):
-            continue
-        reply = last_reply.get(turn)
-        start = started.get(turn)
+            return None
+        reply = self._last_reply.get(turn)
+        start = self._started.get(turn)
         if reply is None or reply.data.get("interrupted") or has_tool_call(reply):
-            continue
+            return None
         reason = _reason(event)
-        if reply.seq < seeded_until or reason == "forked":
-            continue
+        if reply.seq < self.seeded_until or reason == "forked":
+            return None
         reply_id = message_id(reply)
         if not isinstance(reply_id, str):
-            continue
+            return None
+        header = self.header
         source: dict[str, JsonValue] = {"sessionId": header.id, "sessionFormatVersion": header.version}
         if header.created_at is not None:
             source["sessionCreatedAt"] = header.created_at
@@ -138,9 +155,9 @@ def replies(snapshot: SessionSnapshot) -> Iterator[Reply]:
         source.update(eventType="assistant/message", messageId=reply_id, messageSeq=reply.seq, turn=turn,
                       step=step if isinstance(step, int) and not isinstance(step, bool) else None, endSeq=event.seq)
         text = message_text(reply)
-        user = first_user.get(turn)
-        yield Reply(turn, start, event.seq, reason, reply, text, source, sha256_hex(js_json(source)),
-                    reply_fingerprint(text), human=user is not None and user_source_kind(user) == "user")
+        user = self._first_user.get(turn)
+        return Reply(turn, start, event.seq, reason, reply, text, source, sha256_hex(js_json(source)),
+                     reply_fingerprint(text), human=user is not None and user_source_kind(user) == "user")
 
 
 def verify_recorded(source: Mapping[str, Any], fingerprint: str | None, snapshot: SessionSnapshot, *,

@@ -7,7 +7,7 @@ from typing import Any
 
 from sqlalchemy import func, select
 
-from mvu_store.host import SessionSnapshot
+from mvu_store.host import SessionSnapshot, SessionTail
 from mvu_store.ledger import Ledger, tables
 from mvu_store.memory_host import MemoryHost
 from mvu_store.service import MvuService
@@ -107,12 +107,20 @@ class GatedHost(MemoryHost):
 
     async def inspect(self, session_id: str) -> SessionSnapshot | None:
         snapshot = await super().inspect(session_id)
+        await self._gate(session_id)
+        return snapshot
+
+    async def inspect_since(self, session_id: str, after_seq: int) -> SessionTail | None:
+        tail = await super().inspect_since(session_id, after_seq)
+        await self._gate(session_id)
+        return tail
+
+    async def _gate(self, session_id: str) -> None:
         holds = self._holds.get(session_id)
         if holds:
             hold = holds.pop(0)
             hold.reached.set()
             await hold.release.wait()
-        return snapshot
 
 
 async def seed_rows(ledger: Ledger) -> int:

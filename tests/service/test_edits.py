@@ -198,12 +198,12 @@ class LeaseBreakingHost(MemoryHost):
             self._broken = session_id
         return lease
 
-    async def inspect(self, session_id: str) -> Any:
-        snapshot = await super().inspect(session_id)
+    async def inspect_since(self, session_id: str, after_seq: int) -> Any:
+        tail = await super().inspect_since(session_id, after_seq)
         if getattr(self, "_broken", None) == session_id:
             self._broken = None
             self.invalidate_leases(session_id)
-        return snapshot
+        return tail
 
 
 async def test_a_lease_invalidated_during_the_call_is_refused(ledger: Ledger) -> None:

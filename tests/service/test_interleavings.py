@@ -340,8 +340,9 @@ async def test_a_set_signal_cancels_every_public_coroutine(service: MvuService, 
 # -- allocation ------------------------------------------------------------------------------------
 
 
-async def test_concurrent_refreshes_allocate_one_instance(ledger: Ledger, ledger_url: str, host: GatedHost) -> None:
-    """Two service processes over one ledger refresh a new session at the same moment."""
+async def test_concurrent_ingests_allocate_one_instance(ledger: Ledger, ledger_url: str, host: GatedHost) -> None:
+    """Two service processes over one ledger ingest a new session at the same moment (reads
+    allocate nothing: the first ingest or checkpoint of a configured session does)."""
     config = [{"id": "mvu:party", "session_ids": ["*"], "initial": {"stat_data": {"gold": 3}}}]
     other_ledger = await open_ledger(ledger_url, ledger_id=ledger.ledger_id)
     try:
@@ -349,12 +350,13 @@ async def test_concurrent_refreshes_allocate_one_instance(ledger: Ledger, ledger
         second = MvuService(ledger=other_ledger, host=host, resources=config)
         host.create_session("s1", created_at=1000)
         holds = [host.hold("s1"), host.hold("s1")]
-        tasks = [asyncio.ensure_future(service.list(scope=scope("s1"))) for service in (first, second)]
+        tasks = [asyncio.ensure_future(service.ingest(session_id="s1")) for service in (first, second)]
         for hold in holds:
             await hold.reached.wait()  # both looked at the session before either allocated
         for hold in holds:
             hold.release.set()
-        one, two = await asyncio.gather(*tasks)
+        await asyncio.gather(*tasks)
+        one, two = [await service.list(scope=scope("s1")) for service in (first, second)]
         assert [record.id for record in one] == [record.id for record in two]
         [record] = one
         assert record.content["stat_data"] == {"gold": 3} and record.revision == 0

@@ -1,0 +1,296 @@
+"""Templates, selections and instances (DIGEST I-1 ... I-7, I-10, I-11, L-1, F-5).
+
+A discovered card becomes a template; a session's selection persists an activation boundary; an
+instance is allocated once per (template, durable session identity), where the specification
+allocates it: at selection, and at a configured session's first checkpoint or ingest. Reads
+never allocate: they list what exists, after the same refusals an allocation would meet.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from mvu_store.errors import Code, MvuError
+from mvu_store.host import Lease, SessionSnapshot
+from mvu_store.jsonvalue import JsonValue, json_equal, measure_state
+from mvu_store.ledger.records import NewResource, ResourceRecord
+from mvu_store.service.catalog import Entry
+from mvu_store.service.context import ServiceContext, Signal, check_signal
+from mvu_store.service.identity import character_template_id, instance_id, session_identity
+from mvu_store.service.legacy import LegacyResource
+from mvu_store.service.models import (
+    CharacterDefinition,
+    Scope,
+    SelectionResult,
+    TemplateRecord,
+    check_session_id,
+    parse_input,
+)
+from mvu_store.service.sessions import SessionLog
+from mvu_store.service.templates import (
+    configured_definition,
+    discovered_definition,
+    instance_definition,
+    template_record,
+)
+
+Ingest = Callable[[str, SessionLog, Signal | None, Lease], Awaitable[Any]]
+"""Apply a session's completed turns not yet processed (the pipeline's ``ingest_locked``)."""
+
+
+def _planned(template: dict[str, Any], resource_id: str, identity: dict[str, JsonValue]) -> Entry:
+    """An instance as it will be allocated, for reads before its allocation: revision 0, the
+    template's initial content (as the ledger would store it: checked against the state budget)."""
+    _, data, _ = measure_state(template["initial"])
+    row = ResourceRecord(id=resource_id, position=-1, kind="instance", template_id=template["id"],
+                         session_id=str(identity["sessionId"]), session_created_at=identity["createdAt"], revision=0,
+                         head_key=None, head_hash="", definition_hash="", initial_hash="",
+                         management_mode=template.get("managementMode") or "native", parent_id=None,
+                         parent_position=None, meta={})
+    return Entry(resource_id, instance_definition(template, resource_id, identity), row=row,
+                 initial=json.loads(data))
+
+
+class Allocation:
+    def __init__(self, ctx: ServiceContext) -> None:
+        self._ctx = ctx
+        self._templates_lock = asyncio.Lock()
+        self._shared_ready = False
+
+    # -- templates (I-1, I-4, I-6, I-7) ---------------------------------------------------------
+
+    async def discover(self, definition: CharacterDefinition | dict[str, Any], session_id: str | None,
+                       signal: Signal | None) -> TemplateRecord:
+        ledger = self._ctx.ledger
+        check_signal(signal)
+        card = parse_input(CharacterDefinition, definition, Code.CONFIG)
+        if session_id is not None:
+            check_session_id(session_id)
+        template_id = character_template_id(card.character_id)
+        async with self._templates_lock:
+            existing = await ledger.template(template_id)
+            if isinstance(existing, dict) and (existing.get("discovered") is not True
+                                               or existing.get("characterId") != card.character_id):
+                raise MvuError(Code.ID_CONFLICT, f"{template_id} is a configured resource, not this card",
+                               id=template_id)
+            sessions = list(existing.get("sessionIds") or []) if isinstance(existing, dict) else []
+            if session_id is not None and session_id not in sessions:
+                sessions.append(session_id)
+            fresh = discovered_definition(card, sessions)
+            healthy = isinstance(existing, dict) and "sourceError" not in existing
+            rejected = fresh.get("sourceError") if healthy else None
+            if rejected is not None:
+                assert isinstance(existing, dict)
+                fresh = {**existing, "sessionIds": sessions}
+            # Stored definitions come back with sorted keys: compare canonical texts, not key order.
+            changed = not (isinstance(existing, dict) and json_equal(existing, fresh))
+            if changed:
+                await ledger.put_template(template_id, fresh)
+            return template_record(fresh, changed=changed, rejected=rejected)
+
+    # -- selection (I-5) ------------------------------------------------------------------------
+
+    async def select(self, session_id: str, character_id: str | None, signal: Signal | None,
+                     ingest: Ingest) -> SelectionResult:
+        """``ingest(session_id, log, signal, lease)`` applies the outgoing character's replies first."""
+        ctx = self._ctx
+        check_signal(signal)
+        check_session_id(session_id)
+        template_id = None
+        if character_id is not None:
+            if not isinstance(character_id, str) or not character_id:
+                raise MvuError(Code.CONFIG, "character_id must be a non-empty string or None")
+            template_id = character_template_id(character_id)
+            template = await ctx.ledger.template(template_id)
+            if not isinstance(template, dict) or template.get("discovered") is not True:
+                raise MvuError(Code.MISSING, f"character {character_id!r} was not discovered", id=template_id)
+
+        async def work() -> SelectionResult:
+            lease = await ctx.lease(session_id)
+            log, identity = await ctx.durable(session_id)
+            selected, previous = await ctx.ledger.selection(session_id)
+            boundary = log.last_seq + 1
+            if not (selected and previous == template_id):
+                if template_id is not None and not await ctx.ledger.resource(instance_id(template_id, identity)):
+                    # Refused before anything is stored: a refused selection must not stick (L-1, F-5).
+                    self.check_allocatable(template_id, log.snapshot(), await ctx.catalog.legacy())
+                try:
+                    # Replies of the outgoing character are applied before its boundary moves.
+                    await ingest(session_id, log, signal, lease)
+                except MvuError as error:
+                    # An outgoing selection that could never allocate has nothing to apply:
+                    # switching away from it (or unselecting) must stay possible.
+                    if error.code not in (Code.MIGRATION_REQUIRED, Code.SEED_REQUIRED):
+                        raise
+                ctx.check_before_commit(signal, lease)
+                await ctx.ledger.write(lambda tx: self._select(tx, session_id, template_id, identity, boundary))
+            instances = await self.instances(session_id, log, allocate=True)
+            chosen = next((entry for entry in instances if entry.row and entry.row.template_id == template_id), None)
+            boundaries = await ctx.ledger.activations(session_id)
+            return SelectionResult(session_id=session_id, template_id=template_id,
+                                   instance_id=chosen.id if chosen else None,
+                                   boundary=boundaries.get(chosen.id) if chosen else None)
+
+        return await ctx.locked(session_id, work)
+
+    def _select(self, tx: Any, session_id: str, template_id: str | None, identity: dict[str, JsonValue],
+                boundary: int) -> None:
+        ledger = self._ctx.ledger
+        ledger.set_selection(tx, session_id, template_id)
+        if template_id is None:
+            return
+        ledger.set_activation(tx, template_id, session_id, boundary)
+        existing = instance_id(template_id, identity)
+        if ledger.resource_exists(tx, existing):
+            ledger.set_activation(tx, existing, session_id, boundary)
+
+    async def active_templates(self, session_id: str) -> list[dict[str, Any]]:
+        """The templates this session instantiates: its selected card, and configured templates
+        open to it (``'*'`` or its id) whose character, if any, is the selected one."""
+        ledger = self._ctx.ledger
+        selected, template_id = await ledger.selection(session_id)
+        templates: list[dict[str, Any]] = []
+        card = await ledger.template(template_id) if selected and template_id else None
+        if isinstance(card, dict) and card.get("discovered") is True:
+            templates.append(card)
+        for config in self._ctx.configs:
+            if config.sharing == "shared" or not any(item in ("*", session_id) for item in config.session_ids):
+                continue
+            if config.character_id is not None and (not isinstance(card, dict)
+                                                    or card.get("characterId") != config.character_id):
+                continue
+            source = await ledger.template(character_template_id(config.character_id)) \
+                if config.character_id is not None else None
+            templates.append(configured_definition(config, source))
+        return templates
+
+    # -- instances (I-2, I-3, L-1, F-5) -------------------------------------------------------------
+
+    async def instances(self, session_id: str, log: SessionLog, *, allocate: bool) -> list[Entry]:
+        """The session's instances. With ``allocate`` the missing ones are created, exactly once;
+        without, nothing is written, but the refusals an allocation would meet are raised."""
+        ctx = self._ctx
+        if await ctx.ledger.seed_pending(session_id):
+            raise MvuError(Code.SEED_PENDING, "state inheritance must finish before this session can use variables",
+                           session_id=session_id)
+        rows = await ctx.ledger.resources(session_id=session_id, kinds=("instance",))
+        templates = await self.active_templates(session_id)
+        if not templates:
+            return [await ctx.catalog.entry_of(row) for row in rows]
+        snapshot = log.snapshot()
+        identity = session_identity(snapshot, session_id)
+        for row in rows:
+            if not json_equal({"sessionId": row.session_id, "createdAt": row.session_created_at}, identity):
+                raise MvuError(Code.SESSION_IDENTITY, f"session {session_id!r} was reused for another durable identity",
+                               session_id=session_id, id=row.id)
+        known = {row.id for row in rows}
+        planned: list[Entry] = []
+        # Read only when an instance is missing: usually every one exists already.
+        legacy: dict[str, LegacyResource] | None = None
+        boundaries: dict[str, int] = {}
+        for template in templates:
+            resource_id = instance_id(template["id"], identity)
+            if resource_id in known:
+                continue
+            if legacy is None:
+                legacy = await ctx.catalog.legacy()
+                boundaries = await ctx.ledger.activations(session_id)
+            self.check_allocatable(template["id"], snapshot, legacy)
+            if allocate:
+                boundary = boundaries.get(template["id"], log.allocation_boundary())
+                await self._create_instance(template, resource_id, identity, boundary)
+                known.add(resource_id)
+            else:
+                planned.append(_planned(template, resource_id, identity))
+        if allocate and legacy is not None:  # something was allocated (here or by a concurrent writer)
+            rows = await ctx.ledger.resources(session_id=session_id, kinds=("instance",))
+        return [await ctx.catalog.entry_of(row) for row in rows] + planned
+
+    async def allocate(self, session_id: str, resource_id: str) -> Entry | None:
+        """Allocate ``resource_id`` if it is one of the session's instances still to allocate (a
+        write to an instance a read showed before its first turn); None when it is not."""
+        log = await self._ctx.sessions.log(session_id)
+        if log is None or not any(entry.id == resource_id and entry.row is not None and entry.initial is not None
+                                  for entry in await self.instances(session_id, log, allocate=False)):
+            return None
+        await self.instances(session_id, log, allocate=True)
+        return await self._ctx.catalog.entry(resource_id)
+
+    async def session_entries(self, session_id: str, log: SessionLog | None, *, allocate: bool) -> list[Entry]:
+        """Every resource the session may use: its instances, then shared and configured ones."""
+        instances = await self.instances(session_id, log, allocate=allocate) if log is not None else None
+        await self.ensure_shared()
+        scope = Scope(session_id=session_id)
+        return [entry for entry in await self._ctx.catalog.entries(session_id=session_id, instances=instances)
+                if entry.accessible(scope)]
+
+    @staticmethod
+    def check_allocatable(template_id: str, snapshot: SessionSnapshot, legacy: dict[str, LegacyResource]) -> None:
+        """A new instance of ``template_id`` may start in this session (L-1, F-5)."""
+        old = legacy.get(template_id)
+        if old is not None and old.binds(snapshot):
+            raise MvuError(Code.MIGRATION_REQUIRED, "this session's state is in the legacy shared ledger: recover "
+                                                    "it into a new playthrough explicitly", id=template_id,
+                           session_id=snapshot.header.id)
+        if snapshot.header.parent_session is not None:
+            raise MvuError(Code.SEED_REQUIRED, "a fork child needs its frozen state inheritance (a seed ticket)",
+                           session_id=snapshot.header.id, parent_session=snapshot.header.parent_session)
+
+    async def _create_instance(self, template: dict[str, Any], resource_id: str, identity: dict[str, JsonValue],
+                               boundary: int) -> None:
+        ledger = self._ctx.ledger
+        session_id = str(identity["sessionId"])
+        new = NewResource(
+            id=resource_id, kind="instance", initial=template["initial"],
+            definition=instance_definition(template, resource_id, identity), template_id=template["id"],
+            session_id=session_id, session_created_at=identity["createdAt"],
+            management_mode=template.get("managementMode") or "native",
+        )
+        if template.get("discovered") is not True:
+            # A configured template is stored when first used, so an export carries it.
+            await ledger.put_template(template["id"], template)
+
+        def work(tx: Any) -> None:
+            ledger.insert_resource(tx, new)
+            ledger.set_activation(tx, resource_id, session_id, boundary)
+
+        try:
+            await ledger.write(work)
+        except MvuError as error:
+            if error.code != Code.ID_CONFLICT:
+                raise
+            # Another writer allocated it first: the same id means the same template and identity.
+
+    async def ensure_shared(self) -> None:
+        """Create the configured shared resources once (their configured id is the state id, I-11).
+
+        They are the service's configuration, not the effect of a read: created before the first
+        call that needs them, whichever it is.
+        """
+        if self._shared_ready:
+            return
+        ctx = self._ctx
+        legacy = await ctx.catalog.legacy()
+        for config in ctx.configs:
+            if config.sharing != "shared":
+                continue
+            if config.id in legacy:
+                raise MvuError(Code.MIGRATION_REQUIRED, f"{config.id} is legacy shared state: import it explicitly "
+                                                        "before using this id", id=config.id)
+            if await ctx.ledger.resource(config.id) is not None:
+                continue  # A configuration change is not a reset.
+            card = await ctx.ledger.template(character_template_id(config.character_id)) \
+                if config.character_id is not None else None
+            definition = configured_definition(config, card)
+            new = NewResource(id=config.id, kind="shared", initial=definition["initial"],
+                              definition={k: v for k, v in definition.items() if k != "initial"},
+                              management_mode=config.management_mode)
+            try:
+                await ctx.ledger.create_resource(new)
+            except MvuError as error:
+                if error.code != Code.ID_CONFLICT:
+                    raise
+        self._shared_ready = True

@@ -1,0 +1,111 @@
+"""What every part of the service shares: the ledger, the host, the caches and the session locks.
+
+The parts (:mod:`allocation`, :mod:`pipeline`, :mod:`reads`, :mod:`editing`, :mod:`branching`)
+each take this one object instead of callbacks into the front class. Everything durable is in the
+ledger; the context keeps only caches of immutable or re-checkable data (definitions by hash, the
+parsed legacy file, session logs, what was verified) and one lock per session. The lock orders
+the work of one process on one session; across processes the ledger decides (unique version
+keys, row-versioned compare-and-swap, derived instance ids).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import weakref
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import TypeVar
+
+from mvu_store.errors import Code, MvuError
+from mvu_store.host import Host, Lease
+from mvu_store.jsonvalue import JsonValue
+from mvu_store.ledger import Ledger
+from mvu_store.service.catalog import Catalog
+from mvu_store.service.identity import session_identity
+from mvu_store.service.models import ResourceConfig
+from mvu_store.service.processing import CommandProcessor
+from mvu_store.service.sessions import SessionCache, SessionLog
+from mvu_store.service.usage import Usage
+from mvu_store.service.verification import Verifier
+
+T = TypeVar("T")
+Signal = asyncio.Event
+"""A caller's cancellation: once set, nothing more is committed (the call raises CancelledError)."""
+
+
+def now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+def check_signal(signal: Signal | None) -> None:
+    if signal is not None and not isinstance(signal, asyncio.Event):
+        raise MvuError(Code.OPERATION, "signal must be an asyncio.Event")
+    if signal is not None and signal.is_set():
+        raise asyncio.CancelledError("cancelled by the caller's signal")
+
+
+@dataclass(slots=True)
+class ServiceContext:
+    ledger: Ledger
+    host: Host
+    configs: list[ResourceConfig]
+    processor: CommandProcessor
+    catalog: Catalog = field(init=False)
+    sessions: SessionCache = field(init=False)
+    verifier: Verifier = field(init=False)
+    usage: Usage = field(default_factory=Usage)
+    disposed: bool = False
+    # One lock per session in use; a lock nobody holds or awaits is dropped with its last user.
+    _locks: weakref.WeakValueDictionary[str, asyncio.Lock] = field(default_factory=weakref.WeakValueDictionary)
+
+    def __post_init__(self) -> None:
+        self.catalog = Catalog(self.ledger)
+        self.sessions = SessionCache(self.host)
+        self.verifier = Verifier(self.ledger, self.sessions)
+
+    def alive(self) -> None:
+        if self.disposed:
+            raise MvuError(Code.DISPOSED, "the service was closed")
+
+    async def locked(self, session_id: str, work: Callable[[], Awaitable[T]]) -> T:
+        """Run ``work`` holding the session's lock (and refuse once the service is closed)."""
+        lock = self._locks.get(session_id)
+        if lock is None:
+            lock = self._locks[session_id] = asyncio.Lock()
+        async with lock:
+            self.alive()
+            return await work()
+
+    def check_before_commit(self, signal: Signal | None, *leases: Lease | None) -> None:
+        """Synchronously, after the last await and before a commit is queued (A-1): the caller
+        still wants it, the service is still open, and every session is still the one inspected."""
+        check_signal(signal)
+        self.alive()
+        if any(lease is not None and lease() is not True for lease in leases):
+            raise MvuError(Code.SESSION_LEASE, "the session changed before the commit")
+
+    async def lease(self, session_id: str) -> Lease:
+        """A host session lease, valid now (else ``MVU_SESSION_LEASE``)."""
+        try:
+            lease = await self.host.capture_session_lease(session_id)
+        except MvuError as error:
+            if error.code != Code.MISSING:
+                raise
+            raise MvuError(Code.SESSION_IDENTITY, f"the host has no durable session {session_id!r}",
+                           session_id=session_id) from None
+        if not callable(lease) or lease() is not True:
+            raise MvuError(Code.SESSION_LEASE, "a controlled session mutation lease is required",
+                           session_id=session_id)
+        return lease
+
+    async def durable(self, session_id: str) -> tuple[SessionLog, dict[str, JsonValue]]:
+        """A session the host has, with its durable identity (else ``MVU_SESSION_IDENTITY``)."""
+        log = await self.sessions.log(session_id)
+        identity = session_identity(log.snapshot() if log is not None else None, session_id)
+        assert log is not None
+        return log, identity
+
+    def management_mode(self) -> str:
+        """Who manages execution now: the current registrations decide, not the stored preference (I-8)."""
+        return self.usage.mode()

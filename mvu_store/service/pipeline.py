@@ -1,0 +1,285 @@
+"""The turn pipeline: checkpoints and ingest, one reply at a time in stages (DIGEST F-6, P-1 ... P-5).
+
+For each completed reply not yet recorded, for each resource that takes it:
+
+1. **decide**: the usage policy (a manager's decision while one is registered, I-8);
+2. **parse** the reply once (:func:`mvu_store.lang.parse_commands`);
+3. **process**: the service's :class:`~mvu_store.service.processing.CommandProcessor` may filter
+   the parsed commands;
+4. **apply** them on a private copy of the head, the card's declaration checking the state after
+   every command, on each compare-and-swap attempt (:mod:`mvu_store.service.cas`);
+5. **commit** the result under the reply's version key, or save the failed receipt (the state
+   unchanged, the reply consumed).
+
+Failures of the store itself (busy, full, closed, a cancelled decision or a broken lease) record
+nothing, so the reply stays unprocessed for a retry.
+"""
+
+from __future__ import annotations
+
+from typing import Any, NoReturn
+
+from mvu_store.errors import Code, MvuError
+from mvu_store.host import Lease
+from mvu_store.jsonvalue import JsonValue
+from mvu_store.lang import Command, contains_update, parse_commands
+from mvu_store.lang.apply import private_envelope, run_commands
+from mvu_store.ledger.records import CommitRequest, Head
+from mvu_store.service.allocation import Allocation
+from mvu_store.service.cas import on_head
+from mvu_store.service.catalog import Entry
+from mvu_store.service.context import ServiceContext, Signal, check_signal, now_ms
+from mvu_store.service.facts import Facts
+from mvu_store.service.initial import DeclaredSchema
+from mvu_store.service.models import CheckpointInfo, IngestReport, TurnOutcome, check_session_id
+from mvu_store.service.processing import ProcessorTurn, processed
+from mvu_store.service.sessions import SessionLog
+from mvu_store.service.turns import Reply
+from mvu_store.service.usage import Decision
+
+# Failures of the store itself: nothing is recorded, the reply stays unprocessed for a retry. A
+# full ledger is one of them: going over the budget keeps the previous content *and revision*
+# (P-4), which a failed receipt (it claims a revision) would not.
+_UNRECORDED = frozenset({Code.STORAGE_BUSY.value, Code.DISPOSED.value, Code.STORAGE_CORRUPT.value,
+                         Code.STORAGE_LIMIT.value, Code.USAGE_CANCELLED.value, Code.SESSION_LEASE.value})
+
+
+class _Refused(Exception):
+    """A check before a commit failed: the refusal is raised as it is, with nothing recorded."""
+
+    def __init__(self, error: MvuError) -> None:
+        super().__init__(error.code)
+        self.error = error
+
+
+class Pipeline:
+    def __init__(self, ctx: ServiceContext, allocation: Allocation) -> None:
+        self._ctx = ctx
+        self._allocation = allocation
+
+    async def checkpoint(self, session_id: str, turn_start_seq: int, signal: Signal | None) -> list[CheckpointInfo]:
+        ctx = self._ctx
+        check_signal(signal)
+        check_session_id(session_id)
+        if isinstance(turn_start_seq, bool) or not isinstance(turn_start_seq, int) or turn_start_seq < 0:
+            raise MvuError(Code.BASELINE_REQUIRED, "turn_start_seq must be the event id of a durable turn/start")
+
+        async def work() -> list[CheckpointInfo]:
+            lease = await ctx.lease(session_id)
+            log, _ = await ctx.durable(session_id)
+            start = log.snapshot().event(turn_start_seq)
+            turn = start.data.get("turn") if start is not None else None
+            if start is None or start.type != "turn/start" or isinstance(turn, bool) or not isinstance(turn, int):
+                raise MvuError(Code.BASELINE_REQUIRED, "a checkpoint needs a durable turn/start event",
+                               session_id=session_id, seq=turn_start_seq)
+            # The entries are listed once: applying replies never adds or removes a resource.
+            entries = await self._allocation.session_entries(session_id, log, allocate=True)
+            await self.ingest_locked(session_id, log, before=turn_start_seq, signal=signal, lease=lease,
+                                     entries=entries)
+            frozen = []
+            for entry in entries:
+                if not entry.takes_replies:
+                    continue
+                ctx.check_before_commit(signal, lease)
+                record = await ctx.ledger.put_checkpoint(entry.id, session_id=session_id, turn=turn,
+                                                         seq=turn_start_seq)
+                frozen.append(CheckpointInfo(resource_id=entry.id, session_id=session_id, turn=turn, seq=record.seq,
+                                             revision=record.revision, version_key=record.version_key))
+            return frozen
+
+        return await ctx.locked(session_id, work)
+
+    async def ingest(self, session_id: str, signal: Signal | None) -> IngestReport:
+        ctx = self._ctx
+        check_signal(signal)
+        check_session_id(session_id)
+
+        async def work() -> IngestReport:
+            lease = await ctx.lease(session_id)
+            log = await ctx.sessions.log(session_id)
+            if log is None:
+                raise MvuError(Code.SESSION_IDENTITY, f"the host has no durable session {session_id!r}",
+                               session_id=session_id)
+            return await self.ingest_locked(session_id, log, signal=signal, lease=lease)
+
+        return await ctx.locked(session_id, work)
+
+    async def ingest_locked(self, session_id: str, log: SessionLog | None, *, before: int | None = None,
+                            signal: Signal | None = None, lease: Lease | None = None,
+                            entries: list[Entry] | None = None) -> IngestReport:
+        """Ingest the session's unprocessed completed turns (those ending before ``before``),
+        holding the session's lock; ``entries`` are the session's, when the caller just listed them."""
+        ctx = self._ctx
+        report = IngestReport(session_id=session_id)
+        if log is None or log.header.origin == "subagent":
+            return report
+        if entries is None:
+            entries = await self._allocation.session_entries(session_id, log, allocate=True)
+        # Read after the instances are ensured: one allocated just now (here, or by a concurrent
+        # selection) has its boundary in this map, so replies before it are never its to apply.
+        boundaries = await ctx.ledger.activations(session_id)
+        # After an explicit (un)selection only the active templates' instances take replies: an
+        # unselected card's instance must not move while another card (or none) is selected (I-5).
+        selected, _ = await ctx.ledger.selection(session_id)
+        active = {template["id"] for template in await self._allocation.active_templates(session_id)} \
+            if selected else None
+        ended = log.replies
+        logs: dict[str, SessionLog | None] = {session_id: log}
+        for entry in entries:
+            if not entry.takes_replies:
+                continue
+            if active is not None and entry.is_instance and entry.row is not None \
+                    and entry.row.template_id not in active:
+                continue
+            recorded = await ctx.verifier.check(entry, logs)
+            boundary = boundaries.get(entry.id, 0)
+            for reply in ended:
+                if not reply.after(boundary):
+                    continue
+                if reply.key in recorded:
+                    if recorded[reply.key] != reply.fingerprint:
+                        raise MvuError(Code.HISTORY_CHANGED, "a recorded reply changed at its durable coordinates",
+                                       id=entry.id, message_seq=reply.message.seq)
+                    continue
+                if not reply.completed or (before is not None and reply.end_seq >= before):
+                    continue
+                outcome, fact_error = await self._apply_reply(entry, reply, signal, lease)
+                report.outcomes.append(outcome)
+                if fact_error is not None:
+                    report.fact_errors.append(fact_error)
+        return report
+
+    # -- one reply, in stages -------------------------------------------------------------------
+
+    async def _apply_reply(self, entry: Entry, reply: Reply, signal: Signal | None,
+                           lease: Lease | None) -> tuple[TurnOutcome, str | None]:
+        ctx = self._ctx
+        if entry.is_instance and await ctx.ledger.checkpoint(
+                entry.id, session_id=str(reply.source["sessionId"]), turn=reply.turn) is None:
+            raise MvuError(Code.BASELINE_REQUIRED, "an instance needs the turn's persisted pre-turn checkpoint: "
+                                                   "call checkpoint() at the turn's start", id=entry.id,
+                           turn=reply.turn, turn_start_seq=reply.start_seq)
+        facts = Facts(id=entry.id, eventId=reply.key, sessionId=reply.source["sessionId"], turn=reply.turn,
+                      turnKind="human" if reply.human else "unknown", on="assistant_message_committed")
+        facts.add("started")
+        commands, parse_error = _parse(reply.text)
+        has_update = bool(commands) if parse_error is None else contains_update(reply.text)
+        baseline = await ctx.ledger.head(entry.id)
+        try:
+            decision = await self._decide(entry, reply, baseline, has_update, signal)
+        except MvuError as error:
+            return await self._fail(entry, reply, baseline, error, facts, signal, lease)
+        run = has_update and decision.enabled
+        if run:
+            facts.add("triggered", configRevision=decision.config_revision)
+        else:
+            facts.add("skipped", detail="no-update" if decision.enabled else "usage-policy",
+                      configRevision=decision.config_revision)
+        chosen: list[Command] = []
+        if run:
+            try:
+                if parse_error is not None:
+                    raise parse_error
+                chosen = await processed(ctx.processor, commands, ProcessorTurn(
+                    resource_id=entry.id, session_id=str(reply.source["sessionId"]), turn=reply.turn,
+                    message_seq=reply.message.seq, text=reply.text, variables=baseline.variables))
+            except MvuError as error:
+                return await self._fail(entry, reply, baseline, error, facts, signal, lease, decision)
+        tried: list[Head] = []
+
+        async def attempt(head: Head) -> Any:
+            tried.append(head)
+            variables, diagnostics, changed = head.variables, [], False
+            if run:
+                declared = DeclaredSchema.of(head.variables, now_ms())  # the declaration, at this commit's clock
+                result = run_commands(private_envelope(head.variables), chosen, declared,
+                                      declared.check if declared is not None else None)
+                variables, changed = result.variables, result.changed
+                diagnostics = [dict(item) for item in result.diagnostics]
+            try:
+                self._check_decision(decision)
+                ctx.check_before_commit(signal, lease)
+            except MvuError as refusal:
+                raise _Refused(refusal) from None
+            outcome = await ctx.ledger.commit(CommitRequest(
+                entry.id, head.revision, "reply", variables, reply.fingerprint, reply.source, key=reply.key,
+                meta={"sourceRevision": head.revision, "configRevision": decision.config_revision}))
+            return outcome, changed, diagnostics
+
+        try:
+            outcome, changed, diagnostics = await on_head(ctx.ledger, entry.id, attempt, head=baseline,
+                                                          doing="this reply was applied")
+        except _Refused as refused:
+            await self._unrecorded(facts, refused.error)
+        except MvuError as error:
+            return await self._fail(entry, reply, tried[-1] if tried else baseline, error, facts, signal, lease,
+                                    decision)
+        if outcome.replayed:
+            return TurnOutcome(resource_id=entry.id, turn=reply.turn, message_seq=reply.message.seq,
+                               version_key=reply.key, status="replayed", revision=outcome.revision), None
+        if changed:
+            facts.add("applied", revision=outcome.revision, detail="state-committed",
+                      configRevision=decision.config_revision)
+        facts.add("completed", revision=outcome.revision, detail="state-committed",
+                  configRevision=decision.config_revision)
+        return TurnOutcome(resource_id=entry.id, turn=reply.turn, message_seq=reply.message.seq,
+                           version_key=reply.key, status="committed" if run else "skipped",
+                           revision=outcome.revision, changed=changed,
+                           diagnostics=diagnostics), await facts.write(ctx.ledger, ctx.usage)
+
+    async def _decide(self, entry: Entry, reply: Reply, baseline: Head, has_update: bool,
+                      signal: Signal | None) -> Decision:
+        scope: dict[str, JsonValue] = {"authority": "local", "sessionId": reply.source["sessionId"]}
+        return await self._ctx.usage.decide(
+            "assistant_message_committed", resource_id=entry.id, scope=scope,
+            # The original's key, and the Python spelling the issue names, for Python handlers.
+            event={**reply.source, "text": reply.text, "containsMvuUpdate": has_update,
+                   "contains_mvu_update": has_update},
+            variables=baseline.variables, signal=signal)
+
+    def _check_decision(self, decision: Decision) -> None:
+        """Synchronously before a commit: the decision still stands and the service is open."""
+        self._ctx.usage.check_epoch(decision)
+        self._ctx.alive()
+
+    async def _unrecorded(self, facts: Facts, error: MvuError) -> NoReturn:
+        """A failure of the store, or a refusal before the commit: nothing but the fact is kept."""
+        facts.add("failed", detail=error.code)
+        await facts.write(self._ctx.ledger, self._ctx.usage)
+        raise error
+
+    async def _fail(self, entry: Entry, reply: Reply, head: Head, error: MvuError, facts: Facts,
+                    signal: Signal | None, lease: Lease | None,
+                    decision: Decision | None = None) -> tuple[TurnOutcome, str | None]:
+        """Save the poison receipt: the state unchanged, the reply never applied again (P-3)."""
+        ctx = self._ctx
+        if error.code in _UNRECORDED:
+            await self._unrecorded(facts, error)
+
+        async def attempt(current: Head) -> Any:
+            try:
+                if decision is not None:
+                    self._check_decision(decision)  # a receipt also consumes the reply: same rule
+                ctx.check_before_commit(signal, lease)
+            except MvuError as refusal:
+                raise _Refused(refusal) from None
+            return await ctx.ledger.commit(CommitRequest(
+                entry.id, current.revision, "failed", current.variables, reply.fingerprint, reply.source,
+                key=reply.key, error=error.code))
+
+        try:
+            outcome = await on_head(ctx.ledger, entry.id, attempt, head=head, doing="a receipt was saved")
+        except _Refused as refused:
+            await self._unrecorded(facts, refused.error)
+        facts.add("failed", revision=outcome.revision, detail=error.code)
+        return TurnOutcome(resource_id=entry.id, turn=reply.turn, message_seq=reply.message.seq,
+                           version_key=reply.key, status="replayed" if outcome.replayed else "failed",
+                           revision=outcome.revision, error=error.code), await facts.write(ctx.ledger, ctx.usage)
+
+
+def _parse(text: str) -> tuple[tuple[Command, ...], MvuError | None]:
+    """The reply's commands, parsed once; a reply that cannot be parsed carries its refusal."""
+    try:
+        return tuple(parse_commands(text)), None
+    except MvuError as error:
+        return (), error

@@ -1,0 +1,293 @@
+"""Reads: records, history pages, facts and checkpoint states (DIGEST A, A-2, A-4 ... A-6, P-2).
+
+Reads are pure: they allocate nothing and write no row. A session's read lists what exists and
+meets the refusals an allocation would (a legacy-bound session, a fork child without its seed);
+every record is checked against durable history first (:mod:`mvu_store.service.verification`),
+which costs only what changed since the last check.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from mvu_store.errors import Code, MvuError
+from mvu_store.jsonvalue import JsonValue
+from mvu_store.ledger.records import CheckpointRecord, VersionRecord
+from mvu_store.service.allocation import Allocation
+from mvu_store.service.catalog import Entry
+from mvu_store.service.context import ServiceContext, Signal, check_signal
+from mvu_store.service.legacy import CAPABILITIES
+from mvu_store.service.models import (
+    CheckpointState,
+    HistoryEntry,
+    Scope,
+    StateRecord,
+    parse_scope,
+)
+from mvu_store.service.verification import Logs
+
+# Why a record's content cannot be read now (P-2, I-3); the management list still shows the record.
+_HISTORY_REFUSALS = frozenset({Code.HISTORY_UNAVAILABLE.value, Code.HISTORY_CHANGED.value,
+                               Code.SESSION_IDENTITY.value})
+MAX_PAGE = 1000
+
+
+def check_page(limit: Any, before: Any) -> None:
+    for name, value, low in (("limit", limit, 1), ("before", before, 0)):
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < low):
+            raise MvuError(Code.OPERATION, f"{name} must be an integer of at least {low}")
+    if limit is not None and limit > MAX_PAGE:
+        raise MvuError(Code.OPERATION, f"limit must be at most {MAX_PAGE}")
+
+
+class Reads:
+    def __init__(self, ctx: ServiceContext, allocation: Allocation) -> None:
+        self._ctx = ctx
+        self._allocation = allocation
+
+    async def records(self, scope: Scope | dict[str, Any], signal: Signal | None) -> list[StateRecord]:
+        check_signal(signal)
+        parsed = parse_scope(scope)
+        await self._allocation.ensure_shared()
+        if parsed.session_id is not None:
+            logs: Logs = {}
+            entries = await self._session_entries(parsed.session_id, logs)
+            return [await self.record(entry, parsed, logs) for entry in entries if entry.accessible(parsed)]
+        # The management view lists every record, even one whose session's history broke: it
+        # shows that record without content and with the refusal as its source error.
+        return [await self._listed(entry, parsed) for entry in await self._ctx.catalog.entries()]
+
+    async def _session_entries(self, session_id: str, logs: Logs) -> list[Entry]:
+        """The session's resources, instances still to allocate included (as :class:`Entry.initial`)."""
+        log = await self._ctx.sessions.log(session_id)
+        logs[session_id] = log
+        return await self._allocation.session_entries(session_id, log, allocate=False)
+
+    async def _listed(self, entry: Entry, scope: Scope) -> StateRecord:
+        try:
+            return await self.record(entry, scope)
+        except MvuError as error:
+            if error.code not in _HISTORY_REFUSALS or entry.row is None:
+                raise
+            return StateRecord(id=entry.id, name=entry.name, scope=scope.to_json(), content=None,
+                               revision=entry.row.revision, current_revision=entry.row.revision, historical=False,
+                               version_key=entry.row.head_key, management_mode=self._ctx.management_mode(),
+                               stored_management_mode=entry.stored_management_mode,
+                               template_id=entry.row.template_id, instance=entry.instance, source_error=error.code)
+
+    async def read(self, resource_id: Any, scope: Scope | dict[str, Any], signal: Signal | None) -> StateRecord | None:
+        check_signal(signal)
+        parsed = parse_scope(scope)
+        await self._allocation.ensure_shared()
+        if not isinstance(resource_id, str):
+            raise MvuError(Code.MISSING, "id must be a string")
+        entry, logs = await self._accessible(resource_id, parsed)
+        return await self.record(entry, parsed, logs) if entry is not None else None
+
+    async def _accessible(self, resource_id: str, scope: Scope) -> tuple[Entry | None, Logs]:
+        """The resource, if ``scope`` may read it; a session's reads meet its refusals first."""
+        blocked: MvuError | None = None
+        logs: Logs = {}
+        entry: Entry | None = None
+        if scope.session_id is not None:
+            try:
+                listed = await self._session_entries(scope.session_id, logs)
+                entry = next((item for item in listed if item.id == resource_id and item.initial is not None), None)
+            except MvuError as error:
+                # A session bound to legacy state allocates nothing, yet its legacy record stays
+                # readable in its old scope: that read is the first step of a recovery (L-3).
+                if error.code != Code.MIGRATION_REQUIRED:
+                    raise
+                blocked = error
+        if entry is None:
+            entry = await self._ctx.catalog.entry(resource_id)
+        if blocked is not None and (entry is None or entry.legacy is None):
+            raise blocked
+        if entry is not None:
+            entry.require_access(scope)
+        return entry, logs
+
+    async def record(self, entry: Entry, scope: Scope, logs: Logs | None = None) -> StateRecord:
+        """The record of ``entry`` in ``scope`` (A: the record shape; A-2: historical reads)."""
+        ctx = self._ctx
+        common: dict[str, Any] = {
+            "id": entry.id, "name": entry.name, "scope": scope.to_json(),
+            "management_mode": ctx.management_mode(),
+            "stored_management_mode": entry.stored_management_mode,
+            "source_error": entry.source_error,
+        }
+        if entry.legacy is not None:
+            content, key = entry.legacy.current()
+            return StateRecord(**common, content=content, revision=entry.revision, current_revision=entry.revision,
+                               historical=scope.historical, version_key=key, legacy=True,
+                               capabilities=dict(CAPABILITIES))
+        assert entry.row is not None
+        await ctx.verifier.check(entry, logs)
+        if entry.initial is not None:  # not allocated yet: it would start from the template
+            return StateRecord(**common, template_id=entry.row.template_id, instance=entry.instance,
+                               content=entry.initial, revision=0, current_revision=0,
+                               historical=scope.historical, version_key=None)
+        if entry.row.template_id is not None:
+            common.update(template_id=entry.row.template_id, instance=entry.instance)
+            seed = entry.row.meta.get("seed")
+            if isinstance(seed, dict) and isinstance(seed.get("source"), dict):
+                common["inherited_from"] = seed["source"]
+        if entry.definition.get("discovered") is True:
+            common["source"] = {"kind": "character", "characterId": entry.definition.get("characterId"),
+                                "discovered": True}
+        if not scope.historical:
+            head = await ctx.ledger.head(entry.id)
+            return StateRecord(**common, content=head.variables, revision=head.revision,
+                               current_revision=head.revision, historical=False, version_key=head.version_key)
+        version = _historical_version(entry, await ctx.ledger.versions(entry.id), scope)
+        if version is None:
+            content = await ctx.ledger.blob(entry.row.initial_hash)
+            return StateRecord(**common, content=content, revision=0, current_revision=entry.row.revision,
+                               historical=True, version_key=None)
+        return StateRecord(**common, content=await ctx.ledger.blob(version.variables_hash),
+                           revision=version.revision, current_revision=entry.row.revision, historical=True,
+                           version_key=version.key)
+
+    async def history(self, resource_id: Any, scope: Scope | dict[str, Any], include_before: Any, limit: Any,
+                      before: Any, signal: Signal | None) -> list[HistoryEntry]:
+        ctx = self._ctx
+        check_signal(signal)
+        parsed = parse_scope(scope)
+        if not isinstance(include_before, bool):
+            raise MvuError(Code.OPERATION, "include_before must be a boolean")
+        check_page(limit, before)
+        await self._allocation.ensure_shared()
+        entry = await ctx.catalog.entry(resource_id) if isinstance(resource_id, str) else None
+        if entry is None:
+            return []
+        entry.require_access(parsed)
+        if entry.legacy is not None:
+            legacy = [(position, version) for position, version in enumerate(entry.legacy.versions)
+                      if parsed.session_id is None
+                      or (version.get("source") or {}).get("sessionId") == parsed.session_id]
+            return [_legacy_entry(position, version) for position, version in _page(legacy, limit, before)]
+        await ctx.verifier.check(entry)
+        versions = await ctx.ledger.versions(entry.id)
+        visible = [(position, version) for position, version in enumerate(versions)
+                   if parsed.session_id is None or version.source.get("sessionId") == parsed.session_id
+                   or version.inherited or own_version(entry, version)]
+        page = _page(visible, limit, before)
+        by_key = {version.key: version for version in versions}
+        checkpoints = {(c.session_id, c.turn): c for c in await ctx.ledger.checkpoints(entry.id)} \
+            if include_before else {}
+        befores = {version.key: _before_hash(version, by_key, checkpoints) for _, version in page} \
+            if include_before else {}
+        states = await ctx.ledger.blobs([version.variables_hash for _, version in page]
+                                        + [value for value in befores.values() if value is not None])
+        result = []
+        for position, version in page:
+            fields: dict[str, Any] = {}
+            if include_before:
+                before_hash = befores[version.key]
+                variables = states.get(before_hash) if before_hash is not None else None
+                stat_data = variables.get("stat_data") if isinstance(variables, dict) else None
+                fields = {"before_available": before_hash is not None, "before": stat_data}
+            result.append(HistoryEntry(
+                key=version.key, kind=version.kind, revision=version.revision, position=position,
+                source=version.source, variables=states.get(version.variables_hash),
+                fingerprint=version.fingerprint, parent_key=version.parent_key, operation_id=version.operation_id,
+                error=version.error, inherited=version.inherited or version.kind == "inherited",
+                created_at=version.created_at, **fields))
+        return result
+
+    async def facts(self, resource_id: Any, scope: Scope | dict[str, Any],
+                    signal: Signal | None) -> list[dict[str, JsonValue]]:
+        check_signal(signal)
+        parsed = parse_scope(scope)
+        await self._allocation.ensure_shared()
+        entry = await self._ctx.catalog.entry(resource_id) if isinstance(resource_id, str) else None
+        if entry is None:
+            return []
+        entry.require_access(parsed)
+        records = await self._ctx.ledger.facts(session_id=parsed.session_id)
+        return [record for record in records if isinstance(record, dict) and record.get("id") == resource_id]
+
+    async def checkpoint_state(self, resource_id: Any, scope: Scope | dict[str, Any], turn: Any,
+                               signal: Signal | None) -> CheckpointState | None:
+        check_signal(signal)
+        parsed = parse_scope(scope)
+        if parsed.session_id is None or parsed.historical:
+            raise MvuError(Code.SCOPE, "a checkpoint is read in its session's current scope")
+        if isinstance(turn, bool) or not isinstance(turn, int) or turn < 0:
+            raise MvuError(Code.OPERATION, "turn must be a non-negative integer")
+        if not isinstance(resource_id, str):
+            raise MvuError(Code.MISSING, "id must be a string")
+        entry, logs = await self._accessible(resource_id, parsed)
+        if entry is None or entry.row is None or entry.initial is not None:
+            return None
+        await self._ctx.verifier.check(entry, logs)
+        point = await self._ctx.ledger.checkpoint(entry.id, session_id=parsed.session_id, turn=turn)
+        if point is None:
+            return None
+        return CheckpointState(id=entry.id, session_id=point.session_id, turn=point.turn, seq=point.seq,
+                               revision=point.revision, version_key=point.version_key,
+                               content=await self._ctx.ledger.blob(point.variables_hash))
+
+
+def _page(entries: list[tuple[int, Any]], limit: int | None, before: int | None) -> list[tuple[int, Any]]:
+    """The newest ``limit`` entries whose position is below ``before``, oldest first."""
+    if before is not None:
+        entries = [item for item in entries if item[0] < before]
+    return entries[-limit:] if limit is not None else entries
+
+
+def _before_hash(version: VersionRecord, by_key: dict[str, VersionRecord],
+                 checkpoints: dict[tuple[str, int], CheckpointRecord]) -> str | None:
+    """The state before a version: its parent's, or its turn's checkpoint's; None if unknown."""
+    if version.inherited or version.kind == "inherited":
+        return None
+    parent = by_key.get(version.parent_key) if version.parent_key else None
+    if parent is not None:
+        return parent.variables_hash
+    turn = version.source.get("turn")
+    checkpoint = checkpoints.get((str(version.source.get("sessionId")), turn)) \
+        if isinstance(turn, int) and version.kind in ("reply", "failed") else None
+    return checkpoint.variables_hash if checkpoint is not None else None
+
+
+def _legacy_entry(position: int, version: dict[str, Any]) -> HistoryEntry:
+    source = version.get("source")
+    return HistoryEntry(key=str(version.get("key")), kind="legacy", revision=int(version.get("revision") or 0),
+                        position=position, source=source if isinstance(source, dict) else {},
+                        variables=version.get("variables"), fingerprint=version.get("fingerprint"),
+                        parent_key=version.get("parentKey"), operation_id=version.get("operationId"),
+                        error=version.get("error"), created_at=0)
+
+
+def own_version(entry: Entry, version: VersionRecord) -> bool:
+    """An instance's own version belongs to its one session even when its source names
+    another: an edit of an inherited reply keeps that reply's (the ancestor's) coordinates."""
+    return entry.is_instance and not version.inherited and version.resource_id == entry.id
+
+
+def _historical_version(entry: Entry, versions: list[VersionRecord], scope: Scope) -> VersionRecord | None:
+    """The version a historical scope names: by message id, or the last at an event id."""
+    own = [version for version in versions
+           if version.source.get("sessionId") == scope.session_id or (version.inherited and entry.is_instance)
+           or own_version(entry, version)]
+    version: VersionRecord | None = None
+    if scope.message_id is not None:
+        version = next((v for v in reversed(own) if v.source.get("messageId") == scope.message_id), None)
+        if version is None or (scope.end_event_id is not None
+                               and version.source.get("messageSeq") != scope.end_event_id):
+            raise MvuError(Code.SCOPE, "the historical coordinates do not identify one source message",
+                           id=entry.id)
+        return version
+    end = scope.end_event_id
+    assert end is not None
+    candidates = [v for v in own if isinstance(v.source.get("messageSeq"), int)
+                  and v.source["messageSeq"] <= end
+                  and (not v.source.get("manual") or v.source.get("card") or entry.is_instance)]
+    if not candidates:
+        return None
+    exact = [v for v in candidates if v.source["messageSeq"] == end]
+    if entry.is_instance and exact:
+        return exact[-1]
+    if entry.is_instance:
+        return max(candidates, key=lambda v: (v.source["messageSeq"], v.revision))
+    return candidates[-1]

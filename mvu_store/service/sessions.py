@@ -1,0 +1,157 @@
+"""The service's copy of the host sessions it works on, extended as the host appends (DIGEST P-2).
+
+Checking recorded replies against durable history used to mean inspecting the whole session and
+re-checking every recorded reply on every call, so a chat's total cost grew with the square of
+its length. A :class:`SessionLog` keeps what the service already has of a session: its events,
+the fingerprint chain over them (:func:`mvu_store.host.chain_fingerprint`), the replies parsed so
+far and where the last turn started and ended. :meth:`SessionCache.log` asks the host only for
+the events after the last one it has. When the host's fingerprint of that prefix differs from
+the log's, an earlier part of the session changed: the log is rebuilt from a full inspection
+with a new ``generation``, and everything verified against the old one is verified again
+(:mod:`mvu_store.service.verification`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import weakref
+from collections import OrderedDict
+
+from mvu_store.host import (
+    Host,
+    IncrementalHost,
+    SessionEvent,
+    SessionSnapshot,
+    SessionTail,
+    chain_fingerprint,
+    header_fingerprint,
+    tail_of,
+)
+from mvu_store.service.turns import CONVERSATION_EVENTS, Reply, ReplyParser, seed_boundary
+
+# Sessions whose copy is kept; the least recently used beyond this is dropped (and rebuilt from
+# a full inspection, with a full re-check, if it is used again).
+DEFAULT_CAPACITY = 512
+
+
+class SessionLog:
+    """One session as far as the service has read it. Only :class:`SessionCache` changes it."""
+
+    def __init__(self, tail: SessionTail, generation: int) -> None:
+        self.header = tail.header
+        self.generation = generation
+        self._events: list[SessionEvent] = []
+        self._fingerprint = header_fingerprint(tail.header)
+        snapshot = SessionSnapshot(tail.header, tail.events)
+        self._parser = ReplyParser(tail.header, seed_boundary(snapshot))
+        self._replies: list[Reply] = []
+        self._last_start = self._last_end = -1
+        self._conversation = False
+        self._snapshot: SessionSnapshot | None = None
+        self._append(tail.events)
+
+    @property
+    def last_seq(self) -> int:
+        return self._events[-1].seq if self._events else -1
+
+    @property
+    def fingerprint(self) -> str:
+        """The chained fingerprint of the whole log (what the host must report for ``last_seq``)."""
+        return self._fingerprint
+
+    @property
+    def replies(self) -> tuple[Reply, ...]:
+        """Every ended turn's candidate reply so far, in event order (as :func:`replies`)."""
+        return tuple(self._replies)
+
+    def snapshot(self) -> SessionSnapshot:
+        """The session as an immutable snapshot (the same object until the log grows)."""
+        if self._snapshot is None:
+            self._snapshot = SessionSnapshot(self.header, tuple(self._events))
+        return self._snapshot
+
+    def allocation_boundary(self) -> int:
+        """As :func:`mvu_store.service.turns.allocation_boundary`, without a scan."""
+        return self._last_start if self._last_start > self._last_end else self.last_seq + 1
+
+    def turn_running(self) -> bool:
+        return self.allocation_boundary() <= self.last_seq
+
+    def has_conversation(self) -> bool:
+        return self._conversation
+
+    def extend(self, tail: SessionTail) -> bool:
+        """Take the events after the log's end; False when they cannot simply be appended (the
+        base or header differs, the numbering goes back, or a new fork boundary re-decides which
+        earlier replies are inherited): the caller rebuilds the log."""
+        if tail.base_fingerprint != self._fingerprint or tail.header != self.header:
+            return False
+        if not tail.events:
+            return True
+        if tail.events[0].seq <= self.last_seq or any(event.type == "session/end-seed" for event in tail.events):
+            return False
+        self._append(tail.events)
+        return True
+
+    def _append(self, events: tuple[SessionEvent, ...]) -> None:
+        for event in events:
+            self._events.append(event)
+            self._fingerprint = chain_fingerprint(self._fingerprint, event)
+            if event.type == "turn/start":
+                self._last_start = event.seq
+            elif event.type == "turn/end":
+                self._last_end = event.seq
+            self._conversation = self._conversation or event.type in CONVERSATION_EVENTS
+            reply = self._parser.feed(event)
+            if reply is not None:
+                self._replies.append(reply)
+        self._snapshot = None
+
+
+class SessionCache:
+    """The :class:`SessionLog` of each session in use, kept in step with the host."""
+
+    def __init__(self, host: Host, *, capacity: int = DEFAULT_CAPACITY) -> None:
+        self._host = host
+        self._capacity = capacity
+        self._logs: OrderedDict[str, SessionLog] = OrderedDict()
+        self._locks: weakref.WeakValueDictionary[str, asyncio.Lock] = weakref.WeakValueDictionary()
+        self._generation = 0
+
+    async def log(self, session_id: str) -> SessionLog | None:
+        """The session as the host has it now (None when the host has no such session)."""
+        lock = self._locks.get(session_id)
+        if lock is None:
+            lock = self._locks[session_id] = asyncio.Lock()
+        async with lock:
+            cached = self._logs.get(session_id)
+            tail = await self._tail(session_id, cached.last_seq if cached is not None else -1)
+            if tail is None:
+                self._logs.pop(session_id, None)
+                return None
+            if cached is not None and cached.extend(tail):
+                self._logs.move_to_end(session_id)
+                return cached
+            if cached is not None:
+                # Something before the log's end changed: start again from the whole session.
+                tail = await self._tail(session_id, -1)
+                if tail is None:
+                    self._logs.pop(session_id, None)
+                    return None
+            self._generation += 1
+            built = SessionLog(tail, self._generation)
+            self._logs[session_id] = built
+            self._logs.move_to_end(session_id)
+            while len(self._logs) > self._capacity:
+                self._logs.popitem(last=False)
+            return built
+
+    async def snapshot(self, session_id: str) -> SessionSnapshot | None:
+        log = await self.log(session_id)
+        return log.snapshot() if log is not None else None
+
+    async def _tail(self, session_id: str, after_seq: int) -> SessionTail | None:
+        if isinstance(self._host, IncrementalHost):
+            return await self._host.inspect_since(session_id, after_seq)
+        snapshot = await self._host.inspect(session_id)
+        return tail_of(snapshot, after_seq) if snapshot is not None else None

@@ -1,0 +1,122 @@
+"""A record checked against durable history once, then only what is new (DIGEST P-2, I-3).
+
+Every recorded reply of a record must still be in the host's durable history, unchanged, before
+the record is read, edited or given more replies: a reply that disappeared is
+``MVU_HISTORY_UNAVAILABLE``, one that changed ``MVU_HISTORY_CHANGED``, an instance whose
+session identity changed ``MVU_SESSION_IDENTITY``. A version checked against a session log stays
+valid while that log keeps its ``generation`` (the host appended, nothing earlier changed), so
+the verifier remembers, per record, the last own version it checked and the generations it
+checked against, and on the next call checks only the versions written since. A new generation
+of any of those sessions (an earlier event edited or removed, a header changed, the log evicted)
+means a full check again.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from mvu_store.errors import Code, MvuError
+from mvu_store.jsonvalue import json_equal
+from mvu_store.ledger import Ledger
+from mvu_store.ledger.records import VersionRecord
+from mvu_store.service.catalog import Entry
+from mvu_store.service.identity import session_identity
+from mvu_store.service.sessions import SessionCache, SessionLog
+from mvu_store.service.turns import verify_recorded
+
+# Version kinds whose source names a durable message to check against the session.
+_AUDITED_KINDS = frozenset({"reply", "failed", "card", "initial", "inherited"})
+# Records whose checked state is remembered; one beyond this is checked in full when used again.
+DEFAULT_CAPACITY = 4096
+
+Logs = dict[str, SessionLog | None]
+"""Session logs already read in this call, by session id (each is read at most once a call)."""
+
+
+@dataclass(slots=True)
+class _Checked:
+    through: int = -1
+    """The position of the last own version checked."""
+    generations: dict[str, int] = field(default_factory=dict)
+    """The generation of each session log the versions were checked against."""
+    keys: dict[str, str | None] = field(default_factory=dict)
+    """Every version seen (own and inherited): key -> text fingerprint."""
+
+
+class Verifier:
+    def __init__(self, ledger: Ledger, sessions: SessionCache, *, capacity: int = DEFAULT_CAPACITY) -> None:
+        self._ledger = ledger
+        self._sessions = sessions
+        self._capacity = capacity
+        self._checked: OrderedDict[str, _Checked] = OrderedDict()
+
+    async def check(self, entry: Entry, logs: Logs | None = None) -> Mapping[str, str | None]:
+        """Check ``entry`` against durable history; returns its recorded version keys with their
+        text fingerprints (so the pipeline knows which replies are recorded without a read)."""
+        known: Logs = logs if logs is not None else {}
+
+        async def log_of(session_id: str) -> SessionLog | None:
+            if session_id not in known:
+                known[session_id] = await self._sessions.log(session_id)
+            return known[session_id]
+
+        identity = entry.instance
+        own: str | None = None
+        if identity is not None:
+            own = str(identity["sessionId"])
+            own_log = await log_of(own)
+            current = session_identity(own_log.snapshot() if own_log is not None else None, own)
+            if not json_equal(identity, current):
+                raise MvuError(Code.SESSION_IDENTITY, "the instance's durable session identity changed", id=entry.id)
+        state = self._checked.get(entry.id)
+        if state is not None:
+            for session_id, generation in state.generations.items():
+                log = await log_of(session_id)
+                if log is None or log.generation != generation:
+                    state = None  # an earlier part of that session changed: check everything again
+                    break
+        if state is None:
+            state = _Checked()
+            versions = await self._ledger.versions(entry.id)
+        else:
+            versions = await self._ledger.versions(entry.id, after_position=state.through)
+        generations: dict[str, int] = {}
+        for version in versions:
+            source_session = self._session_of(version, own)
+            if source_session is None:
+                continue
+            log = await log_of(source_session)
+            if log is None:
+                raise MvuError(Code.HISTORY_UNAVAILABLE, f"source session {source_session!r} is unavailable",
+                               id=entry.id, session_id=source_session)
+            fingerprint = version.meta.get("sourceFingerprint") or version.fingerprint
+            verify_recorded(version.source, fingerprint if isinstance(fingerprint, str) else None, log.snapshot(),
+                            inherited=version.inherited)
+            generations[source_session] = log.generation
+        # Everything new checked out: remember it (never before, so a refusal repeats until fixed).
+        if own is not None and known.get(own) is not None:
+            own_log = known[own]
+            assert own_log is not None
+            generations.setdefault(own, own_log.generation)
+        state.generations.update(generations)
+        for version in versions:
+            state.keys[version.key] = version.fingerprint
+            if not version.inherited:
+                state.through = max(state.through, version.position)
+        self._checked[entry.id] = state
+        self._checked.move_to_end(entry.id)
+        while len(self._checked) > self._capacity:
+            self._checked.popitem(last=False)
+        return state.keys
+
+    @staticmethod
+    def _session_of(version: VersionRecord, own: str | None) -> str | None:
+        """The session a version's evidence is in, or None when it names none to check."""
+        if version.kind not in _AUDITED_KINDS or (version.source.get("manual") and not version.source.get("card")):
+            return None
+        # An ancestor's version, seen through lineage, is checked against this session's
+        # copied prefix: the child stays verifiable on its own (F-1).
+        session_id = own if version.inherited and own is not None else version.source.get("sessionId")
+        return session_id if isinstance(session_id, str) else None
