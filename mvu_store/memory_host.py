@@ -194,7 +194,7 @@ class MemoryHost:
         open_turns = [e.data.get("turn") for e in child.events if e.type == "turn/start"]
         ended = {e.data.get("turn") for e in child.events if e.type == "turn/end"}
         if open_turns and open_turns[-1] not in ended:
-            # The copied reply's turn ends, in the child, at the fork (HOST_EVENTS: reason forked).
+            # The copied reply's turn ends, in the child, at the fork (docs/host-events.md: reason forked).
             self._append(new_session_id, "turn/end", {"turn": open_turns[-1], "reason": {"kind": "forked"}})
         self._append(new_session_id, "session/end-seed", {})
         return new_session_id

@@ -6,7 +6,6 @@ the life of the process: a read of a resource costs its row, not its definition 
 
 from __future__ import annotations
 
-from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any
 
@@ -14,6 +13,7 @@ from mvu_store.errors import Code, MvuError
 from mvu_store.jsonvalue import JsonValue
 from mvu_store.ledger import Ledger
 from mvu_store.ledger.records import ResourceRecord
+from mvu_store.service.bounded import BoundedCache
 from mvu_store.service.legacy import CAPABILITIES, LEGACY_FILE, LegacyResource, parse_legacy
 from mvu_store.service.models import Scope, storable
 
@@ -110,19 +110,16 @@ class Catalog:
 
     def __init__(self, ledger: Ledger) -> None:
         self._ledger = ledger
-        self._definitions: OrderedDict[str, dict[str, Any]] = OrderedDict()
+        self._definitions: BoundedCache[str, dict[str, Any]] = BoundedCache(_DEFINITION_CACHE)
         self._legacy: tuple[str, dict[str, LegacyResource]] | None = None
 
     async def definition(self, definition_hash: str) -> dict[str, Any]:
         cached = self._definitions.get(definition_hash)
         if cached is not None:
-            self._definitions.move_to_end(definition_hash)
             return cached
         body = await self._ledger.blob(definition_hash)
         definition = body if isinstance(body, dict) else {}
-        self._definitions[definition_hash] = definition
-        if len(self._definitions) > _DEFINITION_CACHE:
-            self._definitions.popitem(last=False)
+        self._definitions.put(definition_hash, definition)
         return definition
 
     async def entry_of(self, row: ResourceRecord) -> Entry:

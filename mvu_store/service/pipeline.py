@@ -26,6 +26,7 @@ from mvu_store.lang import Command, contains_update, parse_commands
 from mvu_store.lang.apply import private_envelope, run_commands
 from mvu_store.ledger.records import CommitRequest, Head
 from mvu_store.service.allocation import Allocation
+from mvu_store.service.bounded import BoundedCache
 from mvu_store.service.cas import on_head
 from mvu_store.service.catalog import Entry
 from mvu_store.service.context import ServiceContext, Signal, check_signal, now_ms
@@ -40,6 +41,7 @@ from mvu_store.service.usage import Decision
 # Failures of the store itself: nothing is recorded, the reply stays unprocessed for a retry. A
 # full ledger is one of them: going over the budget keeps the previous content *and revision*
 # (P-4), which a failed receipt (it claims a revision) would not.
+_CURSORS = 4096
 _UNRECORDED = frozenset({Code.STORAGE_BUSY.value, Code.DISPOSED.value, Code.STORAGE_CORRUPT.value,
                          Code.STORAGE_LIMIT.value, Code.USAGE_CANCELLED.value, Code.SESSION_LEASE.value})
 
@@ -56,6 +58,9 @@ class Pipeline:
     def __init__(self, ctx: ServiceContext, allocation: Allocation) -> None:
         self._ctx = ctx
         self._allocation = allocation
+        # Per resource: (session log generation, how many of its replies are settled for it), so
+        # a turn looks only at the replies after the last settled one, not at the whole chat.
+        self._settled: BoundedCache[str, tuple[int, int]] = BoundedCache(_CURSORS)
 
     async def checkpoint(self, session_id: str, turn_start_seq: int, signal: Signal | None) -> list[CheckpointInfo]:
         ctx = self._ctx
@@ -133,20 +138,27 @@ class Pipeline:
                 continue
             recorded = await ctx.verifier.check(entry, logs)
             boundary = boundaries.get(entry.id, 0)
-            for reply in ended:
-                if not reply.after(boundary):
-                    continue
-                if reply.key in recorded:
+            cursor = self._settled.get(entry.id)
+            settled = cursor[1] if cursor is not None and cursor[0] == log.generation else 0
+            waiting = False  # a reply left for later: nothing after it counts as settled
+            for index in range(min(settled, len(ended)), len(ended)):
+                reply = ended[index]
+                if not reply.after(boundary) or not reply.completed:
+                    pass  # never this resource's to apply (boundaries only move forward)
+                elif reply.key in recorded:
                     if recorded[reply.key] != reply.fingerprint:
                         raise MvuError(Code.HISTORY_CHANGED, "a recorded reply changed at its durable coordinates",
                                        id=entry.id, message_seq=reply.message.seq)
+                elif before is not None and reply.end_seq >= before:
+                    waiting = True
                     continue
-                if not reply.completed or (before is not None and reply.end_seq >= before):
-                    continue
-                outcome, fact_error = await self._apply_reply(entry, reply, signal, lease)
-                report.outcomes.append(outcome)
-                if fact_error is not None:
-                    report.fact_errors.append(fact_error)
+                else:
+                    outcome, fact_error = await self._apply_reply(entry, reply, signal, lease)
+                    report.outcomes.append(outcome)
+                    if fact_error is not None:
+                        report.fact_errors.append(fact_error)
+                if not waiting:
+                    self._settled.put(entry.id, (log.generation, index + 1))
         return report
 
     # -- one reply, in stages -------------------------------------------------------------------

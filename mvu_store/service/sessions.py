@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import asyncio
 import weakref
-from collections import OrderedDict
 
 from mvu_store.host import (
     Host,
@@ -27,6 +26,7 @@ from mvu_store.host import (
     header_fingerprint,
     tail_of,
 )
+from mvu_store.service.bounded import BoundedCache
 from mvu_store.service.turns import CONVERSATION_EVENTS, Reply, ReplyParser, seed_boundary
 
 # Sessions whose copy is kept; the least recently used beyond this is dropped (and rebuilt from
@@ -113,8 +113,7 @@ class SessionCache:
 
     def __init__(self, host: Host, *, capacity: int = DEFAULT_CAPACITY) -> None:
         self._host = host
-        self._capacity = capacity
-        self._logs: OrderedDict[str, SessionLog] = OrderedDict()
+        self._logs: BoundedCache[str, SessionLog] = BoundedCache(capacity)
         self._locks: weakref.WeakValueDictionary[str, asyncio.Lock] = weakref.WeakValueDictionary()
         self._generation = 0
 
@@ -126,25 +125,18 @@ class SessionCache:
         async with lock:
             cached = self._logs.get(session_id)
             tail = await self._tail(session_id, cached.last_seq if cached is not None else -1)
-            if tail is None:
-                self._logs.pop(session_id, None)
-                return None
-            if cached is not None and cached.extend(tail):
-                self._logs.move_to_end(session_id)
-                return cached
-            if cached is not None:
+            if cached is not None and tail is not None and not cached.extend(tail):
                 # Something before the log's end changed: start again from the whole session.
                 tail = await self._tail(session_id, -1)
-                if tail is None:
-                    self._logs.pop(session_id, None)
-                    return None
-            self._generation += 1
-            built = SessionLog(tail, self._generation)
-            self._logs[session_id] = built
-            self._logs.move_to_end(session_id)
-            while len(self._logs) > self._capacity:
-                self._logs.popitem(last=False)
-            return built
+                cached = None
+            if tail is None:
+                self._logs.pop(session_id)
+                return None
+            if cached is None:
+                self._generation += 1
+                cached = SessionLog(tail, self._generation)
+            self._logs.put(session_id, cached)
+            return cached
 
     async def snapshot(self, session_id: str) -> SessionSnapshot | None:
         log = await self.log(session_id)

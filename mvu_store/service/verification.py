@@ -13,7 +13,6 @@ means a full check again.
 
 from __future__ import annotations
 
-from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
@@ -21,6 +20,7 @@ from mvu_store.errors import Code, MvuError
 from mvu_store.jsonvalue import json_equal
 from mvu_store.ledger import Ledger
 from mvu_store.ledger.records import VersionRecord
+from mvu_store.service.bounded import BoundedCache
 from mvu_store.service.catalog import Entry
 from mvu_store.service.identity import session_identity
 from mvu_store.service.sessions import SessionCache, SessionLog
@@ -49,8 +49,7 @@ class Verifier:
     def __init__(self, ledger: Ledger, sessions: SessionCache, *, capacity: int = DEFAULT_CAPACITY) -> None:
         self._ledger = ledger
         self._sessions = sessions
-        self._capacity = capacity
-        self._checked: OrderedDict[str, _Checked] = OrderedDict()
+        self._checked: BoundedCache[str, _Checked] = BoundedCache(capacity)
 
     async def check(self, entry: Entry, logs: Logs | None = None) -> Mapping[str, str | None]:
         """Check ``entry`` against durable history; returns its recorded version keys with their
@@ -105,10 +104,7 @@ class Verifier:
             state.keys[version.key] = version.fingerprint
             if not version.inherited:
                 state.through = max(state.through, version.position)
-        self._checked[entry.id] = state
-        self._checked.move_to_end(entry.id)
-        while len(self._checked) > self._capacity:
-            self._checked.popitem(last=False)
+        self._checked.put(entry.id, state)
         return state.keys
 
     @staticmethod

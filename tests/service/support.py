@@ -44,7 +44,7 @@ async def playing(service: MvuService, host: MemoryHost, session_id: str = "s1",
     return selection.instance_id
 
 
-# -- hand-built session events (HOST_EVENTS.md), for turns MemoryHost.turn cannot play ----------
+# -- hand-built session events (docs/host-events.md), for turns MemoryHost.turn cannot play ----------
 
 
 def text_message(turn: int, message_id: str, text: str, **extra: Any) -> dict[str, Any]:
