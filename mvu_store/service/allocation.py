@@ -41,17 +41,24 @@ Ingest = Callable[[str, SessionLog, Signal | None, Lease], Awaitable[Any]]
 """Apply a session's completed turns not yet processed (the pipeline's ``ingest_locked``)."""
 
 
-def _planned(template: dict[str, Any], resource_id: str, identity: dict[str, JsonValue]) -> Entry:
-    """An instance as it will be allocated, for reads before its allocation: revision 0, the
-    template's initial content (as the ledger would store it: checked against the state budget)."""
-    _, data, _ = measure_state(template["initial"])
-    row = ResourceRecord(id=resource_id, position=-1, kind="instance", template_id=template["id"],
-                         session_id=str(identity["sessionId"]), session_created_at=identity["createdAt"], revision=0,
+def _unallocated(new: NewResource) -> Entry:
+    """A resource as it will be created, for reads before then: revision 0, its initial content
+    as the ledger would store it (checked against the state budget)."""
+    _, data, _ = measure_state(new.initial)
+    row = ResourceRecord(id=new.id, position=-1, kind=new.kind, template_id=new.template_id,
+                         session_id=new.session_id, session_created_at=new.session_created_at, revision=0,
                          head_key=None, head_hash="", definition_hash="", initial_hash="",
-                         management_mode=template.get("managementMode") or "native", parent_id=None,
-                         parent_position=None, meta={})
-    return Entry(resource_id, instance_definition(template, resource_id, identity), row=row,
-                 initial=json.loads(data))
+                         management_mode=new.management_mode, parent_id=None, parent_position=None, meta={})
+    return Entry(new.id, new.definition, row=row, initial=json.loads(data))
+
+
+def _new_instance(template: dict[str, Any], resource_id: str, identity: dict[str, JsonValue]) -> NewResource:
+    return NewResource(
+        id=resource_id, kind="instance", initial=template["initial"],
+        definition=instance_definition(template, resource_id, identity), template_id=template["id"],
+        session_id=str(identity["sessionId"]), session_created_at=identity["createdAt"],
+        management_mode=template.get("managementMode") or "native",
+    )
 
 
 class Allocation:
@@ -204,7 +211,7 @@ class Allocation:
                 await self._create_instance(template, resource_id, identity, boundary)
                 known.add(resource_id)
             else:
-                planned.append(_planned(template, resource_id, identity))
+                planned.append(_unallocated(_new_instance(template, resource_id, identity)))
         if allocate and legacy is not None:  # something was allocated (here or by a concurrent writer)
             rows = await ctx.ledger.resources(session_id=session_id, kinds=("instance",))
         return [await ctx.catalog.entry_of(row) for row in rows] + planned
@@ -220,12 +227,15 @@ class Allocation:
         return await self._ctx.catalog.entry(resource_id)
 
     async def session_entries(self, session_id: str, log: SessionLog | None, *, allocate: bool) -> list[Entry]:
-        """Every resource the session may use: its instances, then shared and configured ones."""
+        """Every resource the session may use: its instances, then shared and configured ones
+        (without ``allocate``, those still to create as :attr:`Entry.initial`)."""
         instances = await self.instances(session_id, log, allocate=allocate) if log is not None else None
-        await self.ensure_shared()
+        planned = [] if allocate else await self.unallocated_shared()
+        if allocate:
+            await self.ensure_shared()
         scope = Scope(session_id=session_id)
-        return [entry for entry in await self._ctx.catalog.entries(session_id=session_id, instances=instances)
-                if entry.accessible(scope)]
+        entries = await self._ctx.catalog.entries(session_id=session_id, instances=instances) + planned
+        return [entry for entry in entries if entry.accessible(scope)]
 
     @staticmethod
     def check_allocatable(template_id: str, snapshot: SessionSnapshot, legacy: dict[str, LegacyResource]) -> None:
@@ -243,12 +253,7 @@ class Allocation:
                                boundary: int) -> None:
         ledger = self._ctx.ledger
         session_id = str(identity["sessionId"])
-        new = NewResource(
-            id=resource_id, kind="instance", initial=template["initial"],
-            definition=instance_definition(template, resource_id, identity), template_id=template["id"],
-            session_id=session_id, session_created_at=identity["createdAt"],
-            management_mode=template.get("managementMode") or "native",
-        )
+        new = _new_instance(template, resource_id, identity)
         if template.get("discovered") is not True:
             # A configured template is stored when first used, so an export carries it.
             await ledger.put_template(template["id"], template)
@@ -265,15 +270,28 @@ class Allocation:
             # Another writer allocated it first: the same id means the same template and identity.
 
     async def ensure_shared(self) -> None:
-        """Create the configured shared resources once (their configured id is the state id, I-11).
+        """Create the configured shared resources once (their configured id is the state id, I-11),
+        before the first write that could need them."""
+        for new in await self._missing_shared():
+            try:
+                await self._ctx.ledger.create_resource(new)
+            except MvuError as error:
+                if error.code != Code.ID_CONFLICT:
+                    raise
+        self._shared_ready = True
 
-        They are the service's configuration, not the effect of a read: created before the first
-        call that needs them, whichever it is.
-        """
+    async def unallocated_shared(self) -> list[Entry]:
+        """The configured shared resources not created yet, as reads show them (nothing written)."""
+        missing = await self._missing_shared()
+        self._shared_ready = not missing
+        return [_unallocated(new) for new in missing]
+
+    async def _missing_shared(self) -> list[NewResource]:
         if self._shared_ready:
-            return
+            return []
         ctx = self._ctx
         legacy = await ctx.catalog.legacy()
+        missing = []
         for config in ctx.configs:
             if config.sharing != "shared":
                 continue
@@ -285,12 +303,7 @@ class Allocation:
             card = await ctx.ledger.template(character_template_id(config.character_id)) \
                 if config.character_id is not None else None
             definition = configured_definition(config, card)
-            new = NewResource(id=config.id, kind="shared", initial=definition["initial"],
-                              definition={k: v for k, v in definition.items() if k != "initial"},
-                              management_mode=config.management_mode)
-            try:
-                await ctx.ledger.create_resource(new)
-            except MvuError as error:
-                if error.code != Code.ID_CONFLICT:
-                    raise
-        self._shared_ready = True
+            missing.append(NewResource(id=config.id, kind="shared", initial=definition["initial"],
+                                       definition={k: v for k, v in definition.items() if k != "initial"},
+                                       management_mode=config.management_mode))
+        return missing

@@ -48,14 +48,14 @@ class Reads:
     async def records(self, scope: Scope | dict[str, Any], signal: Signal | None) -> list[StateRecord]:
         check_signal(signal)
         parsed = parse_scope(scope)
-        await self._allocation.ensure_shared()
         if parsed.session_id is not None:
             logs: Logs = {}
             entries = await self._session_entries(parsed.session_id, logs)
             return [await self.record(entry, parsed, logs) for entry in entries if entry.accessible(parsed)]
         # The management view lists every record, even one whose session's history broke: it
         # shows that record without content and with the refusal as its source error.
-        return [await self._listed(entry, parsed) for entry in await self._ctx.catalog.entries()]
+        entries = await self._ctx.catalog.entries() + await self._allocation.unallocated_shared()
+        return [await self._listed(entry, parsed) for entry in entries]
 
     async def _session_entries(self, session_id: str, logs: Logs) -> list[Entry]:
         """The session's resources, instances still to allocate included (as :class:`Entry.initial`)."""
@@ -78,7 +78,6 @@ class Reads:
     async def read(self, resource_id: Any, scope: Scope | dict[str, Any], signal: Signal | None) -> StateRecord | None:
         check_signal(signal)
         parsed = parse_scope(scope)
-        await self._allocation.ensure_shared()
         if not isinstance(resource_id, str):
             raise MvuError(Code.MISSING, "id must be a string")
         entry, logs = await self._accessible(resource_id, parsed)
@@ -101,6 +100,8 @@ class Reads:
                 blocked = error
         if entry is None:
             entry = await self._ctx.catalog.entry(resource_id)
+        if entry is None:
+            entry = next((item for item in await self._allocation.unallocated_shared() if item.id == resource_id), None)
         if blocked is not None and (entry is None or entry.legacy is None):
             raise blocked
         if entry is not None:
@@ -156,7 +157,7 @@ class Reads:
         if not isinstance(include_before, bool):
             raise MvuError(Code.OPERATION, "include_before must be a boolean")
         check_page(limit, before)
-        await self._allocation.ensure_shared()
+        await self._allocation.unallocated_shared()  # its refusals (a configured id held by legacy state)
         entry = await ctx.catalog.entry(resource_id) if isinstance(resource_id, str) else None
         if entry is None:
             return []
@@ -199,7 +200,7 @@ class Reads:
                     signal: Signal | None) -> list[dict[str, JsonValue]]:
         check_signal(signal)
         parsed = parse_scope(scope)
-        await self._allocation.ensure_shared()
+        await self._allocation.unallocated_shared()  # its refusals (a configured id held by legacy state)
         entry = await self._ctx.catalog.entry(resource_id) if isinstance(resource_id, str) else None
         if entry is None:
             return []

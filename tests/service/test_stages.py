@@ -83,10 +83,11 @@ async def test_reads_write_nothing(ledger: Ledger, host: MemoryHost) -> None:
         {"id": "mvu:world", "session_ids": ["*"], "sharing": "shared", "initial": {"stat_data": {"day": 1}}},
     ])
     host.attach(service)
+    fresh = MvuService(ledger=ledger, host=host, resources=[
+        {"id": "mvu:town", "session_ids": ["*"], "sharing": "shared", "initial": {"stat_data": {"mayor": "Ann"}}}])
     instance = await playing(service, host)
     await play(host, range(1, 4))
     host.create_session("s2", created_at=2000)  # a configured session nothing allocated yet
-    await service.list(scope=scope("s1"))  # the first call of a service creates its shared resources
     before = await every_row(ledger)
 
     records = await service.list(scope=scope("s1"))
@@ -101,6 +102,11 @@ async def test_reads_write_nothing(ledger: Ledger, host: MemoryHost) -> None:
     party = next(record for record in planned if record.template_id == "mvu:party")
     assert party.revision == 0 and party.content["stat_data"] == {"gold": 3}  # type: ignore[index]
     assert (await service.read(id=party.id, scope=scope("s2"))) == party
+
+    [town] = [record for record in await fresh.list(scope=scope("s1")) if record.id == "mvu:town"]
+    assert town.revision == 0 and town.content["stat_data"] == {"mayor": "Ann"}  # type: ignore[index]
+    assert await fresh.read(id="mvu:town", scope=scope()) == town.model_copy(update={"scope": {"authority": "local"}})
+    assert await fresh.history(id="mvu:town", scope=scope("s1")) == []
 
     assert await every_row(ledger) == before
     assert await ledger.resources(session_id="s2") == []
