@@ -3,6 +3,7 @@
 from mvu_store.service.models import (
     CharacterDefinition,
     CheckpointInfo,
+    CheckpointState,
     HistoryEntry,
     IngestReport,
     ManagementReceipt,
@@ -14,15 +15,20 @@ from mvu_store.service.models import (
     TurnOutcome,
     UpdateReceipt,
 )
+from mvu_store.service.processing import CommandProcessor, PassThrough, ProcessorTurn
 from mvu_store.service.service import MvuService
 
 __all__ = [
     "CharacterDefinition",
     "CheckpointInfo",
+    "CheckpointState",
+    "CommandProcessor",
     "HistoryEntry",
     "IngestReport",
     "ManagementReceipt",
     "MvuService",
+    "PassThrough",
+    "ProcessorTurn",
     "ResourceConfig",
     "Scope",
     "SelectionResult",

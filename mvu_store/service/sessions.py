@@ -27,7 +27,7 @@ from mvu_store.host import (
     tail_of,
 )
 from mvu_store.service.bounded import BoundedCache
-from mvu_store.service.turns import CONVERSATION_EVENTS, Reply, ReplyParser, seed_boundary
+from mvu_store.service.turns import Reply, ReplyParser, seed_boundary
 
 # Sessions whose copy is kept; the least recently used beyond this is dropped (and rebuilt from
 # a full inspection, with a full re-check, if it is used again).
@@ -46,7 +46,6 @@ class SessionLog:
         self._parser = ReplyParser(tail.header, seed_boundary(snapshot))
         self._replies: list[Reply] = []
         self._last_start = self._last_end = -1
-        self._conversation = False
         self._snapshot: SessionSnapshot | None = None
         self._append(tail.events)
 
@@ -71,14 +70,13 @@ class SessionLog:
         return self._snapshot
 
     def allocation_boundary(self) -> int:
-        """As :func:`mvu_store.service.turns.allocation_boundary`, without a scan."""
+        """Where a state allocated now starts taking replies: after the session's last event, or at
+        the start of the turn that is running (an instance first allocated by that turn's
+        checkpoint takes its reply)."""
         return self._last_start if self._last_start > self._last_end else self.last_seq + 1
 
     def turn_running(self) -> bool:
         return self.allocation_boundary() <= self.last_seq
-
-    def has_conversation(self) -> bool:
-        return self._conversation
 
     def extend(self, tail: SessionTail) -> bool:
         """Take the events after the log's end; False when they cannot simply be appended (the
@@ -101,7 +99,6 @@ class SessionLog:
                 self._last_start = event.seq
             elif event.type == "turn/end":
                 self._last_end = event.seq
-            self._conversation = self._conversation or event.type in CONVERSATION_EVENTS
             reply = self._parser.feed(event)
             if reply is not None:
                 self._replies.append(reply)

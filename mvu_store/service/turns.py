@@ -9,7 +9,7 @@ is recognised here. Nothing else of the session (user text, providers, media) is
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -74,47 +74,18 @@ def seed_boundary(snapshot: SessionSnapshot) -> int:
     return ends[-1] if ends else 0
 
 
-def turn_running(snapshot: SessionSnapshot) -> bool:
-    """A turn has started and not ended: its state is not the user's to edit yet."""
-    return allocation_boundary(snapshot) <= snapshot.last_seq
-
-
-def allocation_boundary(snapshot: SessionSnapshot) -> int:
-    """Where a state allocated now starts taking replies: after the session's last event, or at
-    the start of the turn that is running (an instance first allocated by that turn's checkpoint
-    takes its reply)."""
-    last_start = last_end = -1
-    for event in snapshot.events:
-        if event.type == "turn/start":
-            last_start = event.seq
-        elif event.type == "turn/end":
-            last_end = event.seq
-    return last_start if last_start > last_end else snapshot.last_seq + 1
-
-
 def has_conversation(snapshot: SessionSnapshot) -> bool:
     return any(event.type in CONVERSATION_EVENTS for event in snapshot.events)
 
 
-def replies(snapshot: SessionSnapshot) -> Iterator[Reply]:
-    """Every ended turn's candidate reply, in event order; a resource takes those that come
-    :meth:`Reply.after` its activation boundary (a turn that started before it ran while the
-    character was being selected).
-
-    Ended turns of every reason are yielded (the caller checks recorded ones against history
-    and commits only ``completed`` ones); turns without a usable reply are left out.
-    """
-    parser = ReplyParser(snapshot.header, seed_boundary(snapshot))
-    for event in snapshot.events:
-        reply = parser.feed(event)
-        if reply is not None:
-            yield reply
-
-
 class ReplyParser:
-    """:func:`replies`, one event at a time: a session copy extended by appends parses only the
-    new events. ``seeded_until`` is the session's :func:`seed_boundary` (replies before it are
-    inherited, never replayed)."""
+    """Every ended turn's candidate reply, one event at a time (a session copy extended by
+    appends parses only the new events). A resource takes those that come :meth:`Reply.after`
+    its activation boundary (a turn that started before it ran while the character was being
+    selected). Ended turns of every reason are given (the caller checks recorded ones against
+    history and commits only ``completed`` ones); turns without a usable reply are left out.
+    ``seeded_until`` is the session's :func:`seed_boundary` (replies before it are inherited,
+    never replayed)."""
 
     def __init__(self, header: SessionHeader, seeded_until: int) -> None:
         self.header = header
