@@ -91,7 +91,7 @@ class Reads:
         if scope.session_id is not None:
             try:
                 listed = await self._session_entries(scope.session_id, logs)
-                entry = next((item for item in listed if item.id == resource_id and item.initial is not None), None)
+                entry = next((item for item in listed if item.id == resource_id), None)
             except MvuError as error:
                 # A session bound to legacy state allocates nothing, yet its legacy record stays
                 # readable in its old scope: that read is the first step of a recovery (L-3).
