@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import asyncio
 import json
-from typing import Any
+from typing import Annotated, Any
 
 from fastapi import Request
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from starlette.responses import Response
 
 from mvu_api.http.problems import BODY_TIMEOUT, problem
@@ -25,7 +26,6 @@ MAX_BODY_BYTES = MAX_STATE_BYTES + 64 * 1024
 BODY_TIMEOUT_SECONDS = 30.0
 # Once the server is stopping, a body still arriving gets this long before a 503.
 STOP_BODY_SECONDS = 2.0
-_UPDATE_FIELDS = frozenset({"id", "scope", "content", "expectedRevision", "operationId"})
 
 
 async def read_body(request: Request, *, seconds: float, stopping: asyncio.Event | None) -> bytes | Response:
@@ -74,31 +74,56 @@ async def read_body(request: Request, *, seconds: float, stopping: asyncio.Event
                    headers={"Connection": "close"})
 
 
-def update_body(body: bytes) -> dict[str, Any]:
+class UpdateBody(BaseModel):
+    """``POST /update``: ``{id, scope, content, expectedRevision, operationId}``, camelCase only.
+
+    ``scope`` is checked by :func:`~mvu_api.http.wire.check_wire_scope` (as a query scope is) and
+    ``content`` by the service; ``expectedRevision`` and ``operationId`` may come from headers
+    instead, so null is the same as absent.
+    """
+
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
+
+    id: str
+    scope: Any = None
+    content: Any = None
+    expected_revision: Annotated[int, Field(ge=0)] | None = Field(default=None, alias="expectedRevision")
+    operation_id: Annotated[str, Field(min_length=1, max_length=MAX_OPERATION_ID)] | None = Field(
+        default=None, alias="operationId")
+
+    @property
+    def has_scope(self) -> bool:
+        return "scope" in self.model_fields_set
+
+
+_FIELD_REFUSALS = {"id": "id must be a string", "expectedRevision": "expectedRevision must be a non-negative integer",
+                   "operationId": f"operationId must be a string of 1 to {MAX_OPERATION_ID} characters"}
+
+
+def update_body(body: bytes) -> UpdateBody:
+    """The update body, or ``MVU_JSON`` (not one JSON object) / ``MVU_OPERATION`` naming the
+    first wrong field: a snake_case key, then an unknown key, then a bad value."""
     try:
         data = json.loads(body)
     except (ValueError, RecursionError):
         raise MvuError(Code.JSON, "the body must be one JSON object") from None
     if not isinstance(data, dict):
         raise MvuError(Code.JSON, "the body must be one JSON object")
-    for key in data:
-        if key in SNAKE:
-            raise MvuError(Code.OPERATION, f"{key} is not a wire field: the wire is camelCase ({SNAKE[key]})",
-                           field=key)
-    unknown = sorted(set(data) - _UPDATE_FIELDS)
-    if unknown:
-        raise MvuError(Code.OPERATION, f"unknown field {unknown[0][:64]!r}", field=unknown[0][:64])
-    if not isinstance(data.get("id"), str):
-        raise MvuError(Code.OPERATION, "id must be a string", field="id")
-    for field in ("expectedRevision", "operationId"):
-        if field in data and data[field] is None:
-            del data[field]
-    expected = data.get("expectedRevision")
-    if expected is not None and (isinstance(expected, bool) or not isinstance(expected, int) or expected < 0):
-        raise MvuError(Code.OPERATION, "expectedRevision must be a non-negative integer", field="expectedRevision")
-    operation_id = data.get("operationId")
-    if operation_id is not None and (not isinstance(operation_id, str) or not operation_id
-                                     or len(operation_id) > MAX_OPERATION_ID):
-        raise MvuError(Code.OPERATION, f"operationId must be a string of 1 to {MAX_OPERATION_ID} characters",
-                       field="operationId")
-    return data
+    try:
+        return UpdateBody.model_validate(data)
+    except ValidationError as error:
+        raise _refusal(error) from None
+
+
+def _refusal(error: ValidationError) -> MvuError:
+    issues = error.errors()
+    extra = [str(issue["loc"][0]) for issue in issues if issue["type"] == "extra_forbidden"]
+    snake = [key for key in extra if key in SNAKE]
+    if snake:
+        return MvuError(Code.OPERATION, f"{snake[0]} is not a wire field: the wire is camelCase ({SNAKE[snake[0]]})",
+                        field=snake[0])
+    if extra:
+        unknown = min(extra)[:64]
+        return MvuError(Code.OPERATION, f"unknown field {unknown!r}", field=unknown)
+    field = str(issues[0]["loc"][0])  # field errors come in the model's order: id first
+    return MvuError(Code.OPERATION, _FIELD_REFUSALS[field], field=field)

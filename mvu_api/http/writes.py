@@ -61,18 +61,17 @@ def writes_router(service: MvuService, *, body_timeout: float, stopping: asyncio
         key = request.headers.get("idempotency-key")
         request.state.if_match = if_match is not None
         request.state.idempotency_key = key is not None
-        expected = _either(data.get("expectedRevision"), None if if_match is None else if_match_revision(if_match),
+        expected = _either(data.expected_revision, None if if_match is None else if_match_revision(if_match),
                            "If-Match and expectedRevision disagree")
-        operation_id = _either(data.get("operationId"), key, "Idempotency-Key and operationId disagree")
+        operation_id = _either(data.operation_id, key, "Idempotency-Key and operationId disagree")
         if expected is None:
             raise MvuError(Code.OPERATION, "expectedRevision (or If-Match) is required")
         if operation_id is None:
             raise MvuError(Code.OPERATION, "operationId (or Idempotency-Key) is required")
-        if "scope" not in data:
+        if not data.has_scope:
             raise MvuError(Code.SCOPE, "scope is required", field="scope")
-        scope = check_wire_scope(data["scope"])
-        receipt = await service.update(id=data["id"], content=data.get("content"), expected_revision=expected,
-                                       operation_id=operation_id, scope=scope)
+        receipt = await service.update(id=data.id, content=data.content, expected_revision=expected,
+                                       operation_id=operation_id, scope=check_wire_scope(data.scope))
         headers = {"ETag": etag(receipt.revision)}
         if receipt.replayed:
             headers["Idempotent-Replayed"] = "true"
