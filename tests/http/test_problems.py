@@ -4,18 +4,21 @@ cheaply, such as busy storage, come from a stub service)."""
 from __future__ import annotations
 
 import logging
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from typing import Any, cast
 
 import httpx
 import pytest
 
 from mvu_api.http import create_app
-from mvu_api.http.problems import status_of
+from mvu_api.http.problems import STATUSES, status_of
 from mvu_store.errors import Code, MvuError
 from mvu_store.service import MvuService
 from tests.http.support import MVU
 
-READ = f"{MVU}/resource?id=mvu:x&scope=%7B%22sessionId%22%3A%22s1%22%7D"
+SCOPE = "scope=%7B%22sessionId%22%3A%22s1%22%7D"
+READ = f"{MVU}/resource?id=mvu:x&{SCOPE}"
 BODY = {"id": "mvu:x", "scope": {"authority": "local", "sessionId": "s1"}, "content": {"stat_data": {}},
         "expectedRevision": 0, "operationId": "o"}
 
@@ -33,6 +36,23 @@ class Refusing:
         raise self.error
 
 
+@asynccontextmanager
+async def client_of(service: object) -> AsyncIterator[httpx.AsyncClient]:
+    """An in-process client of the app over ``service`` (a stub standing in for MvuService)."""
+    app = create_app(cast(MvuService, service), token="t")
+    transport = httpx.ASGITransport(app=app)  # raises what the app lets out, as uvicorn would log it
+    async with httpx.AsyncClient(transport=transport, base_url="http://test", headers={"Authorization": "Bearer t"}) \
+            as client:
+        yield client
+
+
+def test_every_code_has_exactly_one_deliberate_status() -> None:
+    """A new Code fails here until problems.STATUSES names its status (400 included)."""
+    named = [code for codes in STATUSES.values() for code in codes]
+    assert sorted(named) == sorted(Code)
+    assert all(status_of(code) == status for status, codes in STATUSES.items() for code in codes)
+
+
 @pytest.mark.parametrize(("code", "read", "write"), [
     (Code.AMBIGUOUS, 409, 409), (Code.REVISION_CONFLICT, 409, 409), (Code.IDEMPOTENCY_CONFLICT, 409, 409),
     (Code.WRITE_DENIED, 403, 403), (Code.READ_ONLY, 403, 403), (Code.USAGE_DENIED, 403, 403),
@@ -43,10 +63,7 @@ class Refusing:
 ])
 async def test_the_status_of_each_code(code: Code, read: int, write: int) -> None:
     assert (status_of(code), status_of(code, write=True)) == (read, write)
-    app = create_app(cast(MvuService, Refusing(MvuError(code, "refused", limit=10, used=3))), token="t")
-    transport = httpx.ASGITransport(app=app)
-    async with httpx.AsyncClient(transport=transport, base_url="http://test", headers={"Authorization": "Bearer t"}) \
-            as client:
+    async with client_of(Refusing(MvuError(code, "refused", limit=10, used=3))) as client:
         answers = ((await client.get(READ), read), (await client.post(f"{MVU}/update", json=BODY), write))
         for response, status in answers:
             assert response.status_code == status
@@ -73,10 +90,7 @@ class Crashing:
 
 
 async def test_an_unhandled_error_is_one_500_problem_logged_once(caplog: pytest.LogCaptureFixture) -> None:
-    app = create_app(cast(MvuService, Crashing()), token="t")
-    transport = httpx.ASGITransport(app=app)  # raises what the app lets out, as uvicorn would log it
-    async with httpx.AsyncClient(transport=transport, base_url="http://test", headers={"Authorization": "Bearer t"}) \
-            as client:
+    async with client_of(Crashing()) as client:
         with caplog.at_level(logging.INFO):
             response = await client.get(READ)
     assert response.status_code == 500 and response.headers["content-type"] == "application/problem+json"
