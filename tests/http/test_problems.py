@@ -19,6 +19,7 @@ from tests.http.support import MVU
 
 SCOPE = "scope=%7B%22sessionId%22%3A%22s1%22%7D"
 READ = f"{MVU}/resource?id=mvu:x&{SCOPE}"
+READS = [f"{MVU}/resources?{SCOPE}", READ, f"{MVU}/history?id=mvu:x&{SCOPE}", f"{MVU}/facts?id=mvu:x&{SCOPE}"]
 BODY = {"id": "mvu:x", "scope": {"authority": "local", "sessionId": "s1"}, "content": {"stat_data": {}},
         "expectedRevision": 0, "operationId": "o"}
 
@@ -29,7 +30,16 @@ class Refusing:
     def __init__(self, error: MvuError) -> None:
         self.error = error
 
+    async def list(self, **_: Any) -> Any:
+        raise self.error
+
     async def read(self, **_: Any) -> Any:
+        raise self.error
+
+    async def history(self, **_: Any) -> Any:
+        raise self.error
+
+    async def facts(self, **_: Any) -> Any:
         raise self.error
 
     async def update(self, **_: Any) -> Any:
@@ -51,6 +61,20 @@ def test_every_code_has_exactly_one_deliberate_status() -> None:
     named = [code for codes in STATUSES.values() for code in codes]
     assert sorted(named) == sorted(Code)
     assert all(status_of(code) == status for status, codes in STATUSES.items() for code in codes)
+
+
+@pytest.mark.parametrize("path", READS)
+async def test_busy_storage_on_a_read_is_503_with_retry_after(path: str) -> None:
+    """The ledger turns a busy or locked database on a read into MVU_STORAGE_BUSY; every read route
+    answers it as a write does: 503, Retry-After, and none of the driver's text."""
+    busy = MvuError(Code.STORAGE_BUSY, "(sqlite3.OperationalError) database is locked", statement="SELECT 1")
+    async with client_of(Refusing(busy)) as client:
+        response = await client.get(path)
+    assert response.status_code == 503 and response.headers["retry-after"] == "1"
+    assert response.headers["content-type"] == "application/problem+json"
+    body = response.json()
+    assert (body["code"], body["status"]) == ("MVU_STORAGE_BUSY", 503)
+    assert "locked" not in response.text and "statement" not in body
 
 
 @pytest.mark.parametrize(("code", "read", "write"), [
