@@ -4,18 +4,13 @@ cheaply, such as busy storage, come from a stub service)."""
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
-from typing import Any, cast
+from typing import Any
 
-import httpx
 import pytest
 
-from mvu_api.http import create_app
 from mvu_api.http.problems import STATUSES, status_of
 from mvu_store.errors import Code, MvuError
-from mvu_store.service import MvuService
-from tests.http.support import MVU
+from tests.http.support import MVU, client_of
 
 SCOPE = "scope=%7B%22sessionId%22%3A%22s1%22%7D"
 READ = f"{MVU}/resource?id=mvu:x&{SCOPE}"
@@ -44,16 +39,6 @@ class Refusing:
 
     async def update(self, **_: Any) -> Any:
         raise self.error
-
-
-@asynccontextmanager
-async def client_of(service: object) -> AsyncIterator[httpx.AsyncClient]:
-    """An in-process client of the app over ``service`` (a stub standing in for MvuService)."""
-    app = create_app(cast(MvuService, service), token="t")
-    transport = httpx.ASGITransport(app=app)  # raises what the app lets out, as uvicorn would log it
-    async with httpx.AsyncClient(transport=transport, base_url="http://test", headers={"Authorization": "Bearer t"}) \
-            as client:
-        yield client
 
 
 def test_every_code_has_exactly_one_deliberate_status() -> None:
