@@ -6,9 +6,11 @@ Each parses its query (the JSON ``scope`` through :mod:`mvu_api.http.wire`), cal
 
 from __future__ import annotations
 
+import re
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Query
+from pydantic import BeforeValidator
 from starlette.responses import Response
 
 from mvu_api.http.docs import HISTORICAL_EXAMPLE, RECORD_EXAMPLE, SCOPE_EXAMPLE, ok, problems
@@ -28,6 +30,25 @@ HistoricalScopeParam = Annotated[str, Query(
     json_schema_extra={"maxLength": MAX_SCOPE_CHARS},
     openapi_examples={"current": {"value": SCOPE_EXAMPLE}, "historical": {"value": HISTORICAL_EXAMPLE}})]
 IdParam = Annotated[str, Query(description=_ID_DOC, openapi_examples={"instance": {"value": "mvu:hero"}})]
+MAX_HISTORY_PAGE = 1000
+_DIGITS = re.compile(r"[0-9]+")
+
+
+def _digits(raw: object) -> object:
+    """A paging number as the wire spells it: ASCII digits only (not "+5", " 5", "1.0" or "1e3")."""
+    if isinstance(raw, str) and not _DIGITS.fullmatch(raw):
+        raise ValueError("must be an integer in plain decimal digits")
+    return raw
+
+
+LimitParam = Annotated[int | None, Query(
+    ge=1, le=MAX_HISTORY_PAGE, openapi_examples={"newest": {"value": 50}},
+    description=f"At most this many entries (1 to {MAX_HISTORY_PAGE}): the newest whose position is below `before`, "
+                "oldest first. Without limit and before, the whole history."), BeforeValidator(_digits)]
+BeforeParam = Annotated[int | None, Query(
+    ge=0, openapi_examples={"older": {"value": 120}},
+    description="Only entries whose `position` (their index in the resource's whole history, oldest 0) is below "
+                "this; the next older page is `before=` the first entry's position."), BeforeValidator(_digits)]
 
 
 def reads_router(service: MvuService) -> APIRouter:
@@ -58,8 +79,12 @@ def reads_router(service: MvuService) -> APIRouter:
         id: IdParam, scope: ScopeParam,
         include_before: Annotated[bool, Query(alias="includeBefore",
                                               description="Add beforeAvailable / before (DIGEST A-6)")] = False,
+        limit: LimitParam = None, before: BeforeParam = None,
     ) -> Response:
-        entries = await service.history(id=id, scope=parse_scope_param(scope), include_before=include_before)
+        # Only the paging keywords a client gave: a service without paging still serves the rest.
+        page: dict[str, Any] = {name: value for name, value in (("limit", limit), ("before", before))
+                                if value is not None}
+        entries = await service.history(id=id, scope=parse_scope_param(scope), include_before=include_before, **page)
         return json_response([entry.to_json() for entry in entries])
 
     @router.get("/facts", operation_id="facts",
