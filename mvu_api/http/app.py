@@ -3,30 +3,22 @@
 from __future__ import annotations
 
 import asyncio
-from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.openapi.utils import get_openapi
 from starlette.exceptions import HTTPException
 from starlette.requests import ClientDisconnect
 from starlette.responses import Response
 
+from mvu_api.http.bodies import BODY_TIMEOUT_SECONDS
+from mvu_api.http.docs import DESCRIPTION, install_openapi
 from mvu_api.http.middleware import CLIENT_CLOSED, AccessLog, BearerAuth, Crashes
 from mvu_api.http.problems import NOT_FOUND, error_response, problem
-from mvu_api.http.routes import API_PREFIX, BODY_TIMEOUT_SECONDS, build_router
+from mvu_api.http.routes import API_PREFIX, build_router
 from mvu_store.errors import Code, MvuError
 from mvu_store.service import MvuService
 
 OPENAPI_PATH = f"{API_PREFIX}/openapi.json"
-
-DESCRIPTION = """The MVU state service over HTTP (DIGEST H-1).
-
-Every request needs `Authorization: Bearer <token>`. Reads take the scope as JSON in the query
-string, `{authority: 'local', sessionId}` (sessionId required, camelCase keys only); the update
-body is `{id, scope, content, expectedRevision, operationId}`. Errors are
-RFC 9457 problem+json with the stable `code` as an extension member (`REVISION_CONFLICT` carries
-`expectedRevision` and `currentRevision`, `PLAY_STORAGE_LIMIT` `limit` and `used`)."""
 
 
 def create_app(service: MvuService, *, token: str, body_timeout: float = BODY_TIMEOUT_SECONDS,
@@ -71,27 +63,7 @@ def create_app(service: MvuService, *, token: str, body_timeout: float = BODY_TI
         # The client left mid-body: nobody reads an answer. The access log's one line says 499.
         return Response(status_code=CLIENT_CLOSED)
 
-    def openapi() -> dict[str, Any]:
-        if app.openapi_schema is None:
-            schema = get_openapi(title=app.title, version=app.version, description=app.description,
-                                 routes=app.routes)
-            schema.setdefault("components", {})["securitySchemes"] = {
-                "bearer": {"type": "http", "scheme": "bearer",
-                           "description": "The token `mvu serve` printed at first start (or --token / MVU_TOKEN)"}}
-            schema["security"] = [{"bearer": []}]
-            # Malformed parameters are 400 problems here, not FastAPI's 422 (422 means a reused
-            # Idempotency-Key): drop the generated validation responses.
-            for operations in schema.get("paths", {}).values():
-                for operation in operations.values():
-                    generated = operation.get("responses", {}).get("422", {})
-                    if "HTTPValidationError" in str(generated):
-                        del operation["responses"]["422"]
-            for name in ("HTTPValidationError", "ValidationError"):
-                schema.get("components", {}).get("schemas", {}).pop(name, None)
-            app.openapi_schema = schema
-        return app.openapi_schema
-
-    app.openapi = openapi  # type: ignore[method-assign]
+    install_openapi(app)
     # Unhandled errors: logged once and answered 500 problem+json here, inside Starlette's
     # ServerErrorMiddleware, which would log (and re-raise to uvicorn, which logs) again.
     app.add_middleware(Crashes)

@@ -30,7 +30,8 @@ import uvicorn
 from sqlalchemy.engine import make_url
 
 from mvu_api.http.app import OPENAPI_PATH, create_app
-from mvu_api.http.routes import BODY_TIMEOUT_SECONDS, MVU_PREFIX
+from mvu_api.http.bodies import BODY_TIMEOUT_SECONDS
+from mvu_api.http.routes import MVU_PREFIX
 from mvu_store.errors import Code, MvuError
 from mvu_store.ledger import open_ledger
 from mvu_store.memory_host import MemoryHost

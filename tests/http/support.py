@@ -1,7 +1,8 @@
 """A real ``mvu serve`` process on a free loopback port over a seeded SQLite ledger.
 
 ``seed`` writes the ledger and the session logs in-process (``MemoryHost(path=...)`` plays the
-turns), then ``Server.start`` serves the same files; tests talk to it with httpx.
+turns), then ``Server.start`` serves the same files; tests talk to it with httpx. ``client_of``
+is the in-process alternative over a stub service.
 """
 
 from __future__ import annotations
@@ -15,12 +16,14 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, cast
 
 import httpx
 
+from mvu_api.http import create_app
 from mvu_store.ledger import open_ledger
 from mvu_store.ledger.transfer import import_directory
 from mvu_store.memory_host import MemoryHost
@@ -81,6 +84,16 @@ async def _seed(directory: Path, *, ledger_limit_bytes: int | None) -> Seeded:
         await ledger.close()
         await (await open_ledger(db, ledger_limit_bytes=used + ledger_limit_bytes)).close()
     return seeded
+
+
+@contextlib.asynccontextmanager
+async def client_of(service: object) -> AsyncIterator[httpx.AsyncClient]:
+    """An in-process client of the app over ``service`` (a stub standing in for MvuService)."""
+    app = create_app(cast(MvuService, service), token="t")
+    transport = httpx.ASGITransport(app=app)  # raises what the app lets out, as uvicorn would log it
+    async with httpx.AsyncClient(transport=transport, base_url="http://test", headers={"Authorization": "Bearer t"}) \
+            as client:
+        yield client
 
 
 def _collect(stream: IO[str], lines: list[str]) -> None:

@@ -4,18 +4,17 @@ cheaply, such as busy storage, come from a stub service)."""
 from __future__ import annotations
 
 import logging
-from typing import Any, cast
+from typing import Any
 
-import httpx
 import pytest
 
-from mvu_api.http import create_app
-from mvu_api.http.problems import status_of
+from mvu_api.http.problems import STATUSES, status_of
 from mvu_store.errors import Code, MvuError
-from mvu_store.service import MvuService
-from tests.http.support import MVU
+from tests.http.support import MVU, client_of
 
-READ = f"{MVU}/resource?id=mvu:x&scope=%7B%22sessionId%22%3A%22s1%22%7D"
+SCOPE = "scope=%7B%22sessionId%22%3A%22s1%22%7D"
+READ = f"{MVU}/resource?id=mvu:x&{SCOPE}"
+READS = [f"{MVU}/resources?{SCOPE}", READ, f"{MVU}/history?id=mvu:x&{SCOPE}", f"{MVU}/facts?id=mvu:x&{SCOPE}"]
 BODY = {"id": "mvu:x", "scope": {"authority": "local", "sessionId": "s1"}, "content": {"stat_data": {}},
         "expectedRevision": 0, "operationId": "o"}
 
@@ -26,11 +25,41 @@ class Refusing:
     def __init__(self, error: MvuError) -> None:
         self.error = error
 
+    async def list(self, **_: Any) -> Any:
+        raise self.error
+
     async def read(self, **_: Any) -> Any:
+        raise self.error
+
+    async def history(self, **_: Any) -> Any:
+        raise self.error
+
+    async def facts(self, **_: Any) -> Any:
         raise self.error
 
     async def update(self, **_: Any) -> Any:
         raise self.error
+
+
+def test_every_code_has_exactly_one_deliberate_status() -> None:
+    """A new Code fails here until problems.STATUSES names its status (400 included)."""
+    named = [code for codes in STATUSES.values() for code in codes]
+    assert sorted(named) == sorted(Code)
+    assert all(status_of(code) == status for status, codes in STATUSES.items() for code in codes)
+
+
+@pytest.mark.parametrize("path", READS)
+async def test_busy_storage_on_a_read_is_503_with_retry_after(path: str) -> None:
+    """The ledger turns a busy or locked database on a read into MVU_STORAGE_BUSY; every read route
+    answers it as a write does: 503, Retry-After, and none of the driver's text."""
+    busy = MvuError(Code.STORAGE_BUSY, "(sqlite3.OperationalError) database is locked", statement="SELECT 1")
+    async with client_of(Refusing(busy)) as client:
+        response = await client.get(path)
+    assert response.status_code == 503 and response.headers["retry-after"] == "1"
+    assert response.headers["content-type"] == "application/problem+json"
+    body = response.json()
+    assert (body["code"], body["status"]) == ("MVU_STORAGE_BUSY", 503)
+    assert "locked" not in response.text and "statement" not in body
 
 
 @pytest.mark.parametrize(("code", "read", "write"), [
@@ -43,10 +72,7 @@ class Refusing:
 ])
 async def test_the_status_of_each_code(code: Code, read: int, write: int) -> None:
     assert (status_of(code), status_of(code, write=True)) == (read, write)
-    app = create_app(cast(MvuService, Refusing(MvuError(code, "refused", limit=10, used=3))), token="t")
-    transport = httpx.ASGITransport(app=app)
-    async with httpx.AsyncClient(transport=transport, base_url="http://test", headers={"Authorization": "Bearer t"}) \
-            as client:
+    async with client_of(Refusing(MvuError(code, "refused", limit=10, used=3))) as client:
         answers = ((await client.get(READ), read), (await client.post(f"{MVU}/update", json=BODY), write))
         for response, status in answers:
             assert response.status_code == status
@@ -73,10 +99,7 @@ class Crashing:
 
 
 async def test_an_unhandled_error_is_one_500_problem_logged_once(caplog: pytest.LogCaptureFixture) -> None:
-    app = create_app(cast(MvuService, Crashing()), token="t")
-    transport = httpx.ASGITransport(app=app)  # raises what the app lets out, as uvicorn would log it
-    async with httpx.AsyncClient(transport=transport, base_url="http://test", headers={"Authorization": "Bearer t"}) \
-            as client:
+    async with client_of(Crashing()) as client:
         with caplog.at_level(logging.INFO):
             response = await client.get(READ)
     assert response.status_code == 500 and response.headers["content-type"] == "application/problem+json"

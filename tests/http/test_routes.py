@@ -176,6 +176,41 @@ def test_history_and_facts(client: httpx.Client, seeded: Seeded) -> None:
     assert client.get(f"{MVU}/history", params={"id": "mvu:nothing", "scope": q(scope("s1"))}).json() == []
 
 
+PAGING_PENDING = pytest.mark.xfail(strict=False, reason="service paging lands separately")
+
+
+def history_of(client: httpx.Client, resource: str, session: str, **paging: int) -> list[dict[str, Any]]:
+    response = client.get(f"{MVU}/history", params={"id": resource, "scope": q(scope(session)), **paging})
+    assert response.status_code == 200, response.text
+    entries: list[dict[str, Any]] = response.json()
+    return entries
+
+
+@PAGING_PENDING
+def test_history_entries_carry_their_position(client: httpx.Client, seeded: Seeded) -> None:
+    whole = history_of(client, seeded.instances["s1"], "s1")
+    assert len(whole) >= 2
+    assert [entry["position"] for entry in whole] == list(range(len(whole)))
+
+
+@PAGING_PENDING
+def test_history_pages_are_the_newest_entries_below_before(client: httpx.Client, seeded: Seeded) -> None:
+    instance = seeded.instances["s1"]
+    whole = history_of(client, instance, "s1")
+    keys = [entry["key"] for entry in whole]
+    for before in range(len(whole) + 2):
+        below = [entry["key"] for entry in whole if entry["position"] < before]
+        assert [entry["key"] for entry in history_of(client, instance, "s1", before=before)] == below
+        for limit in (1, 2, 1000):
+            page = history_of(client, instance, "s1", limit=limit, before=before)
+            assert [entry["key"] for entry in page] == below[-limit:], (limit, before)
+    assert [entry["key"] for entry in history_of(client, instance, "s1", limit=1)] == keys[-1:]
+    # The next older page starts before the first entry's position.
+    newest = history_of(client, instance, "s1", limit=1)
+    older = history_of(client, instance, "s1", limit=1, before=newest[0]["position"])
+    assert [entry["key"] for entry in older] == keys[-2:-1]
+
+
 def test_a_missing_resource_is_404(client: httpx.Client) -> None:
     response = client.get(f"{MVU}/resource", params={"id": "mvu:nothing", "scope": q(scope("s1"))})
     assert problem_of(response, 404, "MVU_MISSING")["id"] == "mvu:nothing"

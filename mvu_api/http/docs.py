@@ -1,0 +1,125 @@
+"""The OpenAPI 3.1 document: examples, the problem+json schema, the update body's schema, and
+the finishing touches on FastAPI's generated document (bearer security, no 422 validation
+answers: malformed parameters are 400 problems here)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import FastAPI
+from fastapi.openapi.utils import get_openapi
+
+from mvu_store.service.models import MAX_OPERATION_ID, MAX_SESSION_ID
+
+DESCRIPTION = """The MVU state service over HTTP (DIGEST H-1).
+
+Every request needs `Authorization: Bearer <token>`. Reads take the scope as JSON in the query
+string, `{authority: 'local', sessionId}` (sessionId required, camelCase keys only); the update
+body is `{id, scope, content, expectedRevision, operationId}`. Errors are
+RFC 9457 problem+json with the stable `code` as an extension member (`REVISION_CONFLICT` carries
+`expectedRevision` and `currentRevision`, `PLAY_STORAGE_LIMIT` `limit` and `used`)."""
+
+SCOPE_EXAMPLE = '{"authority":"local","sessionId":"s1"}'
+HISTORICAL_EXAMPLE = '{"authority":"local","sessionId":"s1","messageId":"s1-m1"}'
+
+RECORD_EXAMPLE: dict[str, Any] = {
+    "id": "mvu:hero", "name": "Hero", "type": "mvu-state", "authority": "local",
+    "scope": {"authority": "local", "sessionId": "s1"},
+    "content": {"stat_data": {"hp": 70, "gold": 10}, "display_data": {"hp": 70, "gold": 10}},
+    "revision": 1, "currentRevision": 1, "historical": False, "versionKey": "4f1c…", "managementMode": "native",
+    "storedManagementMode": "native",
+}
+RECEIPT_EXAMPLE: dict[str, Any] = {
+    "id": "mvu:hero", "type": "mvu-state", "content": {"stat_data": {"hp": 20, "gold": 3}}, "revision": 2,
+    "scope": {"authority": "local", "sessionId": "s1"}, "authority": "local", "replayed": False,
+}
+CONFLICT_EXAMPLE: dict[str, Any] = {
+    "type": "urn:mvu-store:problem:REVISION_CONFLICT", "title": "Revision conflict", "status": 409,
+    "detail": "expected revision 1, the resource is at 2", "code": "REVISION_CONFLICT", "id": "mvu:hero",
+    "expectedRevision": 1, "currentRevision": 2,
+}
+UPDATE_EXAMPLE: dict[str, Any] = {
+    "id": "mvu:hero",
+    "scope": {"authority": "local", "sessionId": "s1"},
+    "content": {"stat_data": {"hp": 20, "gold": 3}},
+    "expectedRevision": 1,
+    "operationId": "edit-1",
+}
+UPDATE_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "required": ["id", "scope", "content"],
+    "additionalProperties": False,
+    "properties": {
+        "id": {"type": "string", "minLength": 1},
+        "scope": {"type": "object", "description": "{authority: 'local', sessionId}; never historical",
+                  "required": ["sessionId"], "additionalProperties": False,
+                  "properties": {"authority": {"type": "string", "enum": ["local"]},
+                                 "sessionId": {"type": "string", "minLength": 1, "maxLength": MAX_SESSION_ID}}},
+        "content": {"type": "object", "description": "The variables envelope: stat_data and the rest",
+                    "required": ["stat_data"], "properties": {"stat_data": {"type": "object"}}},
+        "expectedRevision": {"type": "integer", "minimum": 0,
+                             "description": "The revision read (or send If-Match instead)"},
+        "operationId": {"type": "string", "minLength": 1, "maxLength": MAX_OPERATION_ID,
+                        "description": "Idempotency: the same id and request replays (or send Idempotency-Key)"},
+    },
+}
+
+_PROBLEM_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "required": ["type", "title", "status"],
+    "properties": {
+        "type": {"type": "string"}, "title": {"type": "string"}, "status": {"type": "integer"},
+        "detail": {"type": "string"}, "code": {"type": "string"},
+        "expectedRevision": {"type": "integer"}, "currentRevision": {"type": "integer"},
+        "limit": {"type": "integer"}, "used": {"type": "integer"},
+    },
+    "additionalProperties": True,
+}
+_REASONS = {400: "Malformed request or refused by the service (`code` says which)",
+            401: "Missing or wrong bearer token", 403: "Not writable (read-only, legacy, denied)",
+            404: "No such resource", 409: "Revision or idempotency conflict, ambiguous target",
+            412: "If-Match names a stale revision", 413: "Body over 2 MiB + slack",
+            422: "Idempotency-Key reused with another payload",
+            503: "Storage busy (see Retry-After); nothing was written"}
+
+
+def ok(example: Any) -> dict[int | str, dict[str, Any]]:
+    """A route's 200 answer with its example."""
+    return {200: {"content": {"application/json": {"example": example}}}}
+
+
+def problems(*statuses: int) -> dict[int | str, dict[str, Any]]:
+    """A route's refusals: problem+json under each of ``statuses`` (409 with an example)."""
+    answers: dict[int | str, dict[str, Any]] = {
+        status: {"description": _REASONS[status],
+                 "content": {"application/problem+json": {"schema": _PROBLEM_SCHEMA}}}
+        for status in statuses}
+    if 409 in answers:
+        answers[409]["content"]["application/problem+json"]["example"] = CONFLICT_EXAMPLE
+    return answers
+
+
+def install_openapi(app: FastAPI) -> None:
+    """Serve FastAPI's document with the bearer scheme and without its generated 422 answers."""
+
+    def openapi() -> dict[str, Any]:
+        if app.openapi_schema is None:
+            schema = get_openapi(title=app.title, version=app.version, description=app.description,
+                                 routes=app.routes)
+            schema.setdefault("components", {})["securitySchemes"] = {
+                "bearer": {"type": "http", "scheme": "bearer",
+                           "description": "The token `mvu serve` printed at first start (or --token / MVU_TOKEN)"}}
+            schema["security"] = [{"bearer": []}]
+            # Malformed parameters are 400 problems here, not FastAPI's 422 (422 means a reused
+            # Idempotency-Key): drop the generated validation responses.
+            for operations in schema.get("paths", {}).values():
+                for operation in operations.values():
+                    generated = operation.get("responses", {}).get("422", {})
+                    if "HTTPValidationError" in str(generated):
+                        del operation["responses"]["422"]
+            for name in ("HTTPValidationError", "ValidationError"):
+                schema.get("components", {}).get("schemas", {}).pop(name, None)
+            app.openapi_schema = schema
+        return app.openapi_schema
+
+    app.openapi = openapi  # type: ignore[method-assign]

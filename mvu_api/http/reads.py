@@ -1,0 +1,96 @@
+"""The read routes: ``/resources``, ``/resource``, ``/history``, ``/facts``.
+
+Each parses its query (the JSON ``scope`` through :mod:`mvu_api.http.wire`), calls one
+``MvuService`` read and answers with the service's camelCase JSON.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Query
+from pydantic import BeforeValidator
+from starlette.responses import Response
+
+from mvu_api.http.docs import HISTORICAL_EXAMPLE, RECORD_EXAMPLE, SCOPE_EXAMPLE, ok, problems
+from mvu_api.http.wire import MAX_SCOPE_CHARS, etag, json_response, parse_scope_param
+from mvu_store.errors import Code, MvuError
+from mvu_store.service import MvuService
+from mvu_store.service.models import HistoryEntry, StateRecord
+
+_SCOPE_DOC = (f"JSON object `{{authority: 'local', sessionId}}`, at most {MAX_SCOPE_CHARS} characters, camelCase "
+              "keys only. sessionId is required: the sessionless management view is not served over HTTP.")
+_ID_DOC = "A resource id, e.g. `mvu:instance-…` or a configured `mvu:…` id."
+
+ScopeParam = Annotated[str, Query(description=_SCOPE_DOC, json_schema_extra={"maxLength": MAX_SCOPE_CHARS},
+                                  openapi_examples={"session": {"value": SCOPE_EXAMPLE}})]
+HistoricalScopeParam = Annotated[str, Query(
+    description=_SCOPE_DOC + " A historical read adds messageId and/or endEventId.",
+    json_schema_extra={"maxLength": MAX_SCOPE_CHARS},
+    openapi_examples={"current": {"value": SCOPE_EXAMPLE}, "historical": {"value": HISTORICAL_EXAMPLE}})]
+IdParam = Annotated[str, Query(description=_ID_DOC, openapi_examples={"instance": {"value": "mvu:hero"}})]
+MAX_HISTORY_PAGE = 1000
+_DIGITS = re.compile(r"[0-9]+")
+
+
+def _digits(raw: object) -> object:
+    """A paging number as the wire spells it: ASCII digits only (not "+5", " 5", "1.0" or "1e3")."""
+    if isinstance(raw, str) and not _DIGITS.fullmatch(raw):
+        raise ValueError("must be an integer in plain decimal digits")
+    return raw
+
+
+LimitParam = Annotated[int | None, Query(
+    ge=1, le=MAX_HISTORY_PAGE, openapi_examples={"newest": {"value": 50}},
+    description=f"At most this many entries (1 to {MAX_HISTORY_PAGE}): the newest whose position is below `before`, "
+                "oldest first. Without limit and before, the whole history."), BeforeValidator(_digits)]
+BeforeParam = Annotated[int | None, Query(
+    ge=0, openapi_examples={"older": {"value": 120}},
+    description="Only entries whose `position` (their index in the resource's whole history, oldest 0) is below "
+                "this; the next older page is `before=` the first entry's position."), BeforeValidator(_digits)]
+
+
+def reads_router(service: MvuService) -> APIRouter:
+    router = APIRouter()
+
+    @router.get("/resources", operation_id="listResources",
+                response_model=list[StateRecord],
+                responses={**problems(400, 401, 403, 503), **ok([RECORD_EXAMPLE])},
+                summary="Every record the scope may read")
+    async def resources(scope: ScopeParam) -> Response:
+        records = await service.list(scope=parse_scope_param(scope))
+        return json_response([record.to_json() for record in records])
+
+    @router.get("/resource", operation_id="readResource",
+                response_model=StateRecord,
+                responses={**problems(400, 401, 403, 404, 503), **ok(RECORD_EXAMPLE)},
+                summary="One record, current or historical; ETag is its revision")
+    async def resource(id: IdParam, scope: HistoricalScopeParam) -> Response:
+        record = await service.read(id=id, scope=parse_scope_param(scope, historical=True))
+        if record is None:
+            raise MvuError(Code.MISSING, f"no resource {id[:200]!r}", id=id[:200])
+        return json_response(record.to_json(), headers={"ETag": etag(record.revision)})
+
+    @router.get("/history", operation_id="history",
+                response_model=list[HistoryEntry], responses=problems(400, 401, 403, 503),
+                summary="The session's versions, failures included (empty for an unknown id)")
+    async def history(
+        id: IdParam, scope: ScopeParam,
+        include_before: Annotated[bool, Query(alias="includeBefore",
+                                              description="Add beforeAvailable / before (DIGEST A-6)")] = False,
+        limit: LimitParam = None, before: BeforeParam = None,
+    ) -> Response:
+        # Only the paging keywords a client gave: a service without paging still serves the rest.
+        page: dict[str, Any] = {name: value for name, value in (("limit", limit), ("before", before))
+                                if value is not None}
+        entries = await service.history(id=id, scope=parse_scope_param(scope), include_before=include_before, **page)
+        return json_response([entry.to_json() for entry in entries])
+
+    @router.get("/facts", operation_id="facts",
+                response_model=list[dict[str, Any]], responses=problems(400, 401, 403, 503),
+                summary="Bounded, content-free trigger observations (empty for an unknown id)")
+    async def facts(id: IdParam, scope: ScopeParam) -> Response:
+        return json_response(await service.facts(id=id, scope=parse_scope_param(scope)))
+
+    return router

@@ -1,0 +1,86 @@
+"""What every route shares on the wire: the JSON ``scope`` (in the query or a body), ETags and
+``If-Match``, the camelCase-only rule and the JSON answer.
+
+HTTP is stricter than the Python service: camelCase keys only, a non-empty ``sessionId`` always
+(DIGEST H-1), and strong ETags only. Each refusal is an ``MvuError`` (problem+json in
+:mod:`mvu_api.http.problems`).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from starlette.responses import Response
+
+from mvu_store.errors import Code, MvuError
+from mvu_store.service.models import MAX_SESSION_ID
+
+MAX_SCOPE_CHARS = 4_000
+HISTORICAL_KEYS = ("messageId", "endEventId")
+_SCOPE_FIELDS = frozenset({"authority", "sessionId", *HISTORICAL_KEYS})
+# The Python service also takes snake_case; the wire is camelCase only.
+SNAKE = {"session_id": "sessionId", "message_id": "messageId", "end_event_id": "endEventId",
+         "expected_revision": "expectedRevision", "operation_id": "operationId"}
+# Strong ETags only (RFC 9110 13.1.1: If-Match uses the strong comparison, so a weak tag never
+# matches); a weak one is refused with 400 rather than read as the revision it names.
+_ETAG = re.compile(r'^\s*"r(0|[1-9][0-9]{0,17})"\s*$')
+_WEAK_ETAG = re.compile(r'^\s*W/', re.IGNORECASE)
+
+
+def parse_scope_param(raw: str, *, historical: bool = False) -> dict[str, Any]:
+    """The ``scope`` query parameter: a JSON object of bounded size; historical coordinates only
+    where ``historical`` (``/resource``)."""
+    if len(raw) > MAX_SCOPE_CHARS:
+        raise MvuError(Code.LIMIT, f"scope is at most {MAX_SCOPE_CHARS} characters", field="scope",
+                       limit=MAX_SCOPE_CHARS)
+    try:
+        value = json.loads(raw)
+    except (ValueError, RecursionError):
+        raise MvuError(Code.SCOPE, "scope must be a JSON object") from None
+    return check_wire_scope(value, historical=historical)
+
+
+def check_wire_scope(value: Any, *, historical: bool = False) -> dict[str, Any]:
+    """A scope as HTTP accepts it, stricter than the service: camelCase keys only, a non-empty
+    ``sessionId`` always (the sessionless management view stays in-process, DIGEST H-1), and
+    ``messageId`` / ``endEventId`` only where ``historical``."""
+    if not isinstance(value, dict):
+        raise MvuError(Code.SCOPE, "scope must be a JSON object", field="scope")
+    for key in value:
+        if key in SNAKE:
+            raise MvuError(Code.SCOPE, f"scope.{key} is not a wire field: the wire is camelCase ({SNAKE[key]})",
+                           field=f"scope.{key}")
+        if key not in _SCOPE_FIELDS:
+            raise MvuError(Code.SCOPE, f"unknown scope field {str(key)[:64]!r}", field=f"scope.{str(key)[:64]}")
+    if not historical and any(key in value for key in HISTORICAL_KEYS):
+        raise MvuError(Code.SCOPE, "only /mvu/resource reads a historical scope (messageId / endEventId)",
+                       field="scope")
+    session_id = value.get("sessionId")
+    if not isinstance(session_id, str) or not session_id or len(session_id) > MAX_SESSION_ID:
+        raise MvuError(Code.SCOPE, f"scope.sessionId is required: a string of 1 to {MAX_SESSION_ID} characters "
+                                   "(the management view is not served over HTTP)", field="scope.sessionId")
+    return value  # the service checks the rest (authority, historical coordinates) as for any caller
+
+
+def etag(revision: int) -> str:
+    """The strong ETag of a revision: ``"r<revision>"``."""
+    return f'"r{revision}"'
+
+
+def if_match_revision(header: str) -> int:
+    """The revision an ``If-Match`` header names: exactly one strong ETag from :func:`etag`."""
+    if _WEAK_ETAG.match(header):
+        raise MvuError(Code.OPERATION, "If-Match needs a strong ETag: a weak one (W/...) never matches "
+                                       "(RFC 9110 strong comparison)")
+    match = _ETAG.match(header)
+    if match is None:
+        raise MvuError(Code.OPERATION, 'If-Match takes one ETag "r<revision>" from a read')
+    return int(match.group(1))
+
+
+def json_response(data: Any, *, headers: dict[str, str] | None = None) -> Response:
+    """Compact JSON, non-ASCII as is (the service's ``to_json()`` output is already camelCase)."""
+    return Response(json.dumps(data, ensure_ascii=False, separators=(",", ":")), media_type="application/json",
+                    headers=headers)
