@@ -81,10 +81,8 @@ def reads_router(service: MvuService) -> APIRouter:
                                               description="Add beforeAvailable / before (DIGEST A-6)")] = False,
         limit: LimitParam = None, before: BeforeParam = None,
     ) -> Response:
-        # Only the paging keywords a client gave: a service without paging still serves the rest.
-        page: dict[str, Any] = {name: value for name, value in (("limit", limit), ("before", before))
-                                if value is not None}
-        entries = await service.history(id=id, scope=parse_scope_param(scope), include_before=include_before, **page)
+        entries = await service.history(id=id, scope=parse_scope_param(scope), include_before=include_before,
+                                        limit=limit, before=before)
         return json_response([entry.to_json() for entry in entries])
 
     @router.get("/facts", operation_id="facts",

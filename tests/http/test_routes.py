@@ -176,9 +176,6 @@ def test_history_and_facts(client: httpx.Client, seeded: Seeded) -> None:
     assert client.get(f"{MVU}/history", params={"id": "mvu:nothing", "scope": q(scope("s1"))}).json() == []
 
 
-PAGING_PENDING = pytest.mark.xfail(strict=False, reason="service paging lands separately")
-
-
 def history_of(client: httpx.Client, resource: str, session: str, **paging: int) -> list[dict[str, Any]]:
     response = client.get(f"{MVU}/history", params={"id": resource, "scope": q(scope(session)), **paging})
     assert response.status_code == 200, response.text
@@ -186,14 +183,12 @@ def history_of(client: httpx.Client, resource: str, session: str, **paging: int)
     return entries
 
 
-@PAGING_PENDING
 def test_history_entries_carry_their_position(client: httpx.Client, seeded: Seeded) -> None:
     whole = history_of(client, seeded.instances["s1"], "s1")
     assert len(whole) >= 2
     assert [entry["position"] for entry in whole] == list(range(len(whole)))
 
 
-@PAGING_PENDING
 def test_history_pages_are_the_newest_entries_below_before(client: httpx.Client, seeded: Seeded) -> None:
     instance = seeded.instances["s1"]
     whole = history_of(client, instance, "s1")
