@@ -10,25 +10,45 @@ over a ~5 KiB ``stat_data``, and every reply carries 5 commands (``_.set``, ``_.
 
 - (a) one session, ``--turns`` turns one after another;
 - (b) ``--sessions`` sessions (16) in parallel: ``asyncio.gather`` of one such loop per session,
-  each session ``--turns / --sessions`` turns (at least 2), in one service and one ledger.
+  each session ``--turns / --sessions`` turns (at least 2), in one service and one ledger;
+- (c) growth (skipped with ``--skip-growth``): one more session played to ``--growth-turns``
+  turns (N, default 1,000; 40 with ``--quick``), every turn timed on its own, to show how the
+  cost of a turn, a read and a history page grows with the session's history:
+
+  - ``turn_cost_growth`` = ``turn_ms_last / turn_ms_first``: the mean wall time of a turn over
+    the last window (turns N-k .. N) divided by the mean over the first one (turns k .. 2k),
+    both windows inclusive, with k = max(2, round(N / 100)): turns 10-20 and 990-1,000 for
+    N = 1,000, turns 2-4 and 38-40 for N = 40. Turn 1 (first compile of the card, cold caches)
+    is never in a window;
+  - ``read_cost_growth`` = ``read_ms_last / read_ms_first``: the mean of ``--reads`` (20)
+    consecutive ``service.read`` of the session's instance right after turn k (``read_ms_first``)
+    and right after turn N (``read_ms_last``); reads are never inside a timed turn;
+  - ``history_page_ms``: the mean of 5 ``service.history(..., limit=100)`` at N versions, once
+    the service's ``history`` takes ``limit`` (detected with ``inspect.signature``); until then
+    the whole ``history()`` is timed instead and ``history_paged`` is false.
 
 The ledger is a SQLite file in a temporary directory (WAL, ``synchronous=FULL``), or ``--url``
 (e.g. the PostgreSQL test database; each run uses its own ``ledger_id``). Human lines first;
-the LAST line is one JSON object with ``turns_per_s`` and ``turns_per_s_16_sessions``.
+the LAST line is one JSON object with ``turns_per_s`` and ``turns_per_s_16_sessions`` (and,
+unless ``--skip-growth``, the growth figures above).
 
-    python benchmarks/ingest.py [--turns N] [--sessions N] [--url URL] [--quick]
+    python benchmarks/ingest.py [--turns N] [--sessions N] [--growth-turns N] [--reads N]
+                                [--skip-growth] [--url URL] [--quick]
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import inspect
 import json
 import sys
 import tempfile
 import time
 import uuid
+from dataclasses import dataclass
 from pathlib import Path
+from statistics import fmean
 from typing import Any
 
 from mvu_store.ledger import Ledger, open_ledger
@@ -155,8 +175,104 @@ async def check(service: MvuService, instance: str, session_id: str, turns: int)
     hero = record.content["stat_data"]["hero"]
     assert 0 <= hero["hp"] <= 100 and hero["exp"] == 120 + turns
 
+HISTORY_PAGE = 100
+HISTORY_REPEATS = 5
 
-async def measure(ledger: Ledger, turns: int, sessions: int) -> dict[str, Any]:
+
+@dataclass(frozen=True)
+class Windows:
+    """The turns whose times are compared: ``first`` (k .. 2k) and ``last`` (N-k .. N), inclusive."""
+
+    turns: int
+    k: int
+
+    @classmethod
+    def for_turns(cls, turns: int) -> Windows:
+        return cls(turns, max(2, round(turns / 100)))
+
+    @property
+    def first(self) -> range:
+        return range(self.k, 2 * self.k + 1)
+
+    @property
+    def last(self) -> range:
+        return range(self.turns - self.k, self.turns + 1)
+
+
+def min_growth_turns() -> int:
+    """The smallest N whose two windows do not overlap (N - k > 2k; with k = 2: 2..4 and 5..7)."""
+    turns = 1
+    while Windows.for_turns(turns).last.start <= 2 * Windows.for_turns(turns).k:
+        turns += 1
+    return turns
+
+
+def history_takes_limit(service: MvuService) -> bool:
+    """Whether ``service.history`` has the ``limit`` keyword (being added; see the docstring)."""
+    return "limit" in inspect.signature(service.history).parameters
+
+
+async def mean_read_ms(service: MvuService, instance: str, session_id: str, reads: int, revision: int) -> float:
+    scope = {"authority": "local", "session_id": session_id}
+    times: list[float] = []
+    for _ in range(reads):
+        started = time.perf_counter()
+        record = await service.read(id=instance, scope=scope)
+        times.append(time.perf_counter() - started)
+        assert record is not None and record.revision == revision, (record, revision)
+    return 1000 * fmean(times)
+
+
+async def history_page_ms(service: MvuService, instance: str, session_id: str, versions: int) -> tuple[float, bool]:
+    """The mean time of a 100-entry history page at ``versions`` versions (or of the whole
+    history while ``limit`` does not exist yet), and whether it was paged."""
+    scope = {"authority": "local", "session_id": session_id}
+    paged = history_takes_limit(service)
+    call: Any = service.history  # ``limit`` is not in the signature mypy sees yet
+    times: list[float] = []
+    for _ in range(HISTORY_REPEATS):
+        started = time.perf_counter()
+        entries = await (call(id=instance, scope=scope, limit=HISTORY_PAGE) if paged
+                         else call(id=instance, scope=scope))
+        times.append(time.perf_counter() - started)
+        # The newest entries, oldest first: the page ends at the head.
+        expected = list(range(max(1, versions - HISTORY_PAGE + 1) if paged else 1, versions + 1))
+        assert [entry.revision for entry in entries] == expected, [entry.revision for entry in entries][-3:]
+    return 1000 * fmean(times), paged
+
+
+async def measure_growth(service: MvuService, host: MemoryHost, run: str, turns: int,
+                         reads: int) -> dict[str, Any]:
+    """(c): one session played to ``turns`` turns, each turn timed; reads after turn k and N."""
+    windows = Windows.for_turns(turns)
+    session_id = f"growth-{run}"
+    instance = await play(service, host, session_id, turns, 3000)
+    turn_s: dict[int, float] = {}
+    read_first = 0.0
+    progress = max(1, turns // 10)
+    for turn in range(1, turns + 1):
+        started = time.perf_counter()
+        await host.turn(session_id, turn=turn, user="onwards", reply=reply(turn))
+        turn_s[turn] = time.perf_counter() - started
+        if turn == windows.k:
+            read_first = await mean_read_ms(service, instance, session_id, reads, turn)
+        if turn % progress == 0:
+            say(f"  growth: turn {turn}/{turns}, {1000 * turn_s[turn]:.1f} ms")
+    read_last = await mean_read_ms(service, instance, session_id, reads, turns)
+    await check(service, instance, session_id, turns)
+    page_ms, paged = await history_page_ms(service, instance, session_id, turns)
+    turn_first = 1000 * fmean(turn_s[turn] for turn in windows.first)
+    turn_last = 1000 * fmean(turn_s[turn] for turn in windows.last)
+    return {"growth_turns": turns, "growth_window_k": windows.k,
+            "growth_windows": {"first": [windows.first.start, windows.first.stop - 1],
+                               "last": [windows.last.start, windows.last.stop - 1]},
+            "turn_ms_first": turn_first, "turn_ms_last": turn_last, "read_ms_first": read_first,
+            "read_ms_last": read_last, "reads_per_sample": reads, "history_page_ms": page_ms,
+            "history_paged": paged, "growth_s": sum(turn_s.values())}
+
+
+async def measure(ledger: Ledger, turns: int, sessions: int, growth_turns: int | None,
+                  reads: int) -> dict[str, Any]:
     host = MemoryHost()
     service = MvuService(ledger=ledger, host=host)
     card = {"character_id": "bench", "name": "Bench", "initvar": [json.dumps(initial_state())],
@@ -190,16 +306,19 @@ async def measure(ledger: Ledger, turns: int, sessions: int) -> dict[str, Any]:
     parallel_s = time.perf_counter() - started
     for session_id, instance_id in zip(ids, instances, strict=True):
         await check(service, instance_id, session_id, per_session + 1)
+
+    # (c) one long session (after (a) and (b), so their figures are as before).
+    growth = {} if growth_turns is None else await measure_growth(service, host, run, growth_turns, reads)
     assert await ledger.audit() == []
     return {"turns": turns, "single_s": single_s, "parallel_turns": per_session * sessions,
-            "parallel_s": parallel_s, "state_bytes": state_bytes, "envelope_bytes": len(envelope)}
+            "parallel_s": parallel_s, "state_bytes": state_bytes, "envelope_bytes": len(envelope), **growth}
 
 
-async def run(url: str, turns: int, sessions: int) -> dict[str, Any]:
+async def run(url: str, turns: int, sessions: int, growth_turns: int | None, reads: int) -> dict[str, Any]:
     ledger_id = "default" if url.startswith("sqlite") else f"bench-{uuid.uuid4().hex[:12]}"
     ledger = await open_ledger(url, ledger_id=ledger_id, synchronous="FULL")
     try:
-        return await measure(ledger, turns, sessions)
+        return await measure(ledger, turns, sessions, growth_turns, reads)
     finally:
         await ledger.close()
 
@@ -209,19 +328,28 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--turns", type=int, default=200, help="turns of the single session (default 200)")
     parser.add_argument("--sessions", type=int, default=16, help="parallel sessions (default 16)")
     parser.add_argument("--url", help="a ledger URL (default: a SQLite file in a temporary directory)")
+    parser.add_argument("--growth-turns", type=int, default=None,
+                        help="turns of the growth session (default 1000; 40 with --quick)")
+    parser.add_argument("--reads", type=int, default=20, help="reads per read-cost sample (default 20)")
+    parser.add_argument("--skip-growth", action="store_true", help="skip the growth session (c)")
     parser.add_argument("--quick", action="store_true", help="a smaller run (seconds, for smoke tests)")
     args = parser.parse_args(argv)
     turns = 16 if args.quick else args.turns
     sessions = args.sessions
-    if turns < 1 or sessions < 1:
-        parser.error("--turns and --sessions must be positive")
+    if turns < 1 or sessions < 1 or args.reads < 1:
+        parser.error("--turns, --sessions and --reads must be positive")
+    growth_turns: int | None = None
+    if not args.skip_growth:
+        growth_turns = args.growth_turns if args.growth_turns is not None else (40 if args.quick else 1000)
+        if growth_turns < min_growth_turns():
+            parser.error(f"--growth-turns must be at least {min_growth_turns()} (two windows that do not overlap)")
 
     with tempfile.TemporaryDirectory(prefix="mvu-bench-ingest-") as temp:
         url = args.url or f"sqlite:///{Path(temp) / 'ledger.sqlite3'}"
         engine = url.split(":", 1)[0]
         say(f"ingest, end to end through MvuService + MemoryHost, {engine} ledger"
             f"{' (quick)' if args.quick else ''}")
-        figures = asyncio.run(run(url, turns, sessions))
+        figures = asyncio.run(run(url, turns, sessions, growth_turns, args.reads))
 
     turns_per_s = figures["turns"] / figures["single_s"]
     parallel_per_s = figures["parallel_turns"] / figures["parallel_s"]
@@ -245,8 +373,39 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         "synchronous": "FULL",
         "quick": args.quick,
     }
+    if growth_turns is not None:
+        result.update(growth_figures(figures))
     print(json.dumps(result, sort_keys=True), flush=True)
     return result
+
+
+def growth_figures(figures: dict[str, Any]) -> dict[str, Any]:
+    """Print the growth lines and return the growth part of the JSON line."""
+    first, last = figures["growth_windows"]["first"], figures["growth_windows"]["last"]
+    turn_growth = figures["turn_ms_last"] / figures["turn_ms_first"]
+    read_growth = figures["read_ms_last"] / figures["read_ms_first"]
+    n = figures["growth_turns"]
+    say(f"growth session:  {n} turns in {figures['growth_s']:.1f} s")
+    say(f"  a turn:        {figures['turn_ms_first']:.2f} ms (turns {first[0]}-{first[1]}) -> "
+        f"{figures['turn_ms_last']:.2f} ms (turns {last[0]}-{last[1]}) = x{turn_growth:.2f}")
+    say(f"  a read:        {figures['read_ms_first']:.2f} ms (after turn {first[0]}) -> "
+        f"{figures['read_ms_last']:.2f} ms (after turn {n}) = x{read_growth:.2f}, "
+        f"mean of {figures['reads_per_sample']} reads each")
+    what = f"a {HISTORY_PAGE}-entry page" if figures["history_paged"] else "the whole history (no limit yet)"
+    say(f"  history:       {what} at {n} versions: {figures['history_page_ms']:.2f} ms")
+    return {
+        "turn_cost_growth": round(turn_growth, 2),
+        "read_cost_growth": round(read_growth, 2),
+        "history_page_ms": round(figures["history_page_ms"], 2),
+        "history_paged": figures["history_paged"],
+        "turn_ms_first": round(figures["turn_ms_first"], 2),
+        "turn_ms_last": round(figures["turn_ms_last"], 2),
+        "read_ms_first": round(figures["read_ms_first"], 3),
+        "read_ms_last": round(figures["read_ms_last"], 3),
+        "growth_turns": n,
+        "growth_windows": figures["growth_windows"],
+        "reads_per_sample": figures["reads_per_sample"],
+    }
 
 
 if __name__ == "__main__":
