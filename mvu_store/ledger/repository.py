@@ -16,7 +16,6 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 from sqlalchemy import BindParameter, Engine, Table, and_, bindparam, func, insert, select, text, update
-from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.sql import ClauseElement
 
 from mvu_store.errors import Code, MvuError
@@ -24,6 +23,7 @@ from mvu_store.jsonvalue import JsonValue, canonical_text, measure_state
 from mvu_store.ledger import tables as t
 from mvu_store.ledger.audit import row_bytes
 from mvu_store.ledger.blob import Blob
+from mvu_store.ledger.dialect import dialect_of
 from mvu_store.ledger.records import (
     CheckpointRecord,
     CommitOutcome,
@@ -56,7 +56,8 @@ class Ledger:
 
     def __init__(self, *, writer_engine: Engine, reader_engine: Engine, ledger_id: str, state_limit_bytes: int) -> None:
         self.ledger_id = ledger_id
-        self.dialect = writer_engine.dialect.name
+        self._dialect = dialect_of(writer_engine)
+        self.dialect = self._dialect.name
         self._writer_engine = writer_engine
         self._reader_engine = reader_engine
         self._writer = Writer(writer_engine, ledger_id, self._settle, serialize=self._serialize)
@@ -120,12 +121,9 @@ class Ledger:
     def _insert_ignore_sql(self, table: Table) -> Sql:
         """INSERT that does nothing when the primary key exists (content-addressed rows)."""
 
-        def build() -> ClauseElement:
-            if self.dialect == "postgresql":
-                return postgresql.insert(table).on_conflict_do_nothing()
-            return sqlite.insert(table).on_conflict_do_nothing()
-
-        return self._compiled(f"insert-ignore:{table.name}", build, _column_names(table))
+        return self._compiled(
+            f"insert-ignore:{table.name}", lambda: self._dialect.insert_ignore(table), _column_names(table)
+        )
 
     def put_blob(self, tx: WriteTx, blob: Blob) -> str:
         """Store a payload once; only the first copy is charged to the budget."""
@@ -160,7 +158,7 @@ class Ledger:
         usage row is the lock: every charged unit updates it anyway, so taking it at the start
         costs no concurrency within a ledger and rules out write skew between processes.
         """
-        if self.dialect != "postgresql":
+        if not self._dialect.locks_ledger_row:
             return
         sql = self._compiled(
             "lock-ledger",
