@@ -93,7 +93,9 @@ def translate(error: BaseException) -> BaseException:
     if isinstance(error, MvuError):
         return error
     cause = error.orig if isinstance(error, DBAPIError) and isinstance(error.orig, Exception) else error
-    if isinstance(cause, sqlite3.OperationalError) and cause.sqlite_errorcode in (
+    # Python reports SQLite's extended codes (SQLITE_BUSY_SNAPSHOT is 517): the primary code is
+    # the low byte.
+    if isinstance(cause, sqlite3.OperationalError) and (cause.sqlite_errorcode & 0xFF) in (
         sqlite3.SQLITE_BUSY,
         sqlite3.SQLITE_LOCKED,
     ):

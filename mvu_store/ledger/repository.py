@@ -3,7 +3,8 @@
 Every write is one unit of work on the single writer (``writer.py``) and follows one order:
 receipt check -> row-version CAS -> writes -> budget -> commit. A unit that raises leaves
 nothing behind (its SAVEPOINT or transaction rolls back). Reads run on their own connections
-and see committed data only.
+and see committed data only. Driver errors are translated on both paths by
+``dialect.translate``: a busy or lost database is ``MVU_STORAGE_BUSY``, never a raw exception.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from mvu_store.jsonvalue import JsonValue, canonical_text, measure_state
 from mvu_store.ledger import tables as t
 from mvu_store.ledger.audit import row_bytes
 from mvu_store.ledger.blob import Blob
-from mvu_store.ledger.dialect import dialect_of
+from mvu_store.ledger.dialect import dialect_of, translated
 from mvu_store.ledger.records import (
     CheckpointRecord,
     CommitOutcome,
@@ -102,7 +103,11 @@ class Ledger:
         return await self._writer.submit(work)
 
     async def read(self, work: Callable[[Any], T]) -> T:
-        """Run ``work(connection)`` on a reader connection (committed data only), off the loop."""
+        """Run ``work(connection)`` on a reader connection (committed data only), off the loop.
+
+        A driver error is translated as on the writer: a locked or lost database is
+        ``MVU_STORAGE_BUSY``, a damaged one ``MVU_STORAGE_CORRUPT``.
+        """
         if self._closed:
             raise MvuError(Code.DISPOSED, "the ledger is closed")
 
@@ -110,7 +115,8 @@ class Ledger:
             with self._reader_engine.connect() as connection:
                 return work(connection)
 
-        return await asyncio.to_thread(run)
+        with translated():
+            return await asyncio.to_thread(run)
 
     def _compiled(self, name: str, build: Callable[[], ClauseElement], keys: list[str] | None = None) -> Sql:
         return self._sql.sql(name, build, keys)
