@@ -8,7 +8,7 @@ one transaction, each inside its own SAVEPOINT (a failing unit rolls back alone)
 once: one fsync for the whole batch. Futures resolve only after COMMIT returned, so an
 acknowledged write is durable.
 
-Statements are SQLAlchemy Core, compiled once per dialect into driver SQL (:class:`Statements`)
+Statements are SQLAlchemy Core queries (``query.py``), compiled once per dialect into driver SQL
 and executed on the raw cursor: Core stays the one place the schema is written, and the hot path
 costs what the driver costs. Driver errors are translated by ``dialect.translate``.
 """
@@ -20,50 +20,17 @@ import contextlib
 import itertools
 import queue
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
 from sqlalchemy import Engine
-from sqlalchemy.engine.interfaces import Dialect
-from sqlalchemy.sql import ClauseElement
 
 from mvu_store.errors import Code, MvuError
 from mvu_store.ledger.dialect import dialect_of, translate
+from mvu_store.ledger.query import Query, Row, Statements
 
 T = TypeVar("T")
-
-
-@dataclass(frozen=True, slots=True)
-class Sql:
-    """Driver SQL compiled from a Core statement, with the values of its literal binds."""
-
-    text: str
-    defaults: Mapping[str, Any]
-
-    def params(self, values: Mapping[str, Any] | None) -> Mapping[str, Any]:
-        if not self.defaults:
-            return values or {}
-        return {**self.defaults, **(values or {})}
-
-
-class Statements:
-    """Core statements compiled once for a dialect, executed with named parameters."""
-
-    def __init__(self, dialect: Dialect) -> None:
-        self._dialect = dialect
-        self._cache: dict[str, Sql] = {}
-
-    def sql(self, name: str, build: Callable[[], ClauseElement], column_keys: list[str] | None = None) -> Sql:
-        compiled_sql = self._cache.get(name)
-        if compiled_sql is None:
-            compiled = build().compile(dialect=self._dialect, column_keys=column_keys)
-            # Literal values in the statement (``max(x) + 1``) compile to binds with a value;
-            # ours are named bindparams without one and come from the caller.
-            defaults = {key: value for key, value in compiled.params.items() if value is not None}
-            compiled_sql = Sql(str(compiled), defaults)
-            self._cache[name] = compiled_sql
-        return compiled_sql
 
 
 @dataclass(slots=True)
@@ -79,15 +46,17 @@ class WriteTx:
     ledger_id: str
     charged: int = 0
 
-    def execute(self, sql: Sql, params: Mapping[str, Any] | None = None) -> Any:
-        self.cursor.execute(sql.text, sql.params(params))
+    def execute(self, query: Query, **params: Any) -> Any:
+        """Run ``query`` (``ledger_id`` bound to this ledger's); returns the cursor (``rowcount``)."""
+        sql = self.statements.sql(query)
+        self.cursor.execute(sql.text, sql.params({"ledger_id": self.ledger_id, **params}))
         return self.cursor
 
-    def fetchone(self, sql: Sql, params: Mapping[str, Any]) -> tuple[Any, ...] | None:
-        self.cursor.execute(sql.text, sql.params(params))
-        row: tuple[Any, ...] | None = self.cursor.fetchone()
-        return row
-
+    def one(self, query: Query, **params: Any) -> Row | None:
+        row = self.execute(query, **params).fetchone()
+        if row is None:
+            return None
+        return {column[0]: value for column, value in zip(self.cursor.description, row, strict=True)}
 
     def charge(self, size: int) -> None:
         self.charged += size
