@@ -8,12 +8,12 @@ import time
 from pathlib import Path
 
 from sqlalchemy import Engine, insert, select, update
-from sqlalchemy.exc import DBAPIError
 
 from mvu_store.errors import Code, MvuError
 from mvu_store.jsonvalue import MAX_STATE_BYTES
 from mvu_store.ledger import migrate
 from mvu_store.ledger import tables as t
+from mvu_store.ledger.dialect import dialect_of, translated
 from mvu_store.ledger.engine import EngineOptions, Synchronous, create_sync_engine
 from mvu_store.ledger.records import (
     CheckpointRecord,
@@ -27,7 +27,6 @@ from mvu_store.ledger.records import (
     VersionRecord,
 )
 from mvu_store.ledger.repository import Ledger
-from mvu_store.ledger.writer import translate
 
 DEFAULT_LEDGER_LIMIT_BYTES = 32 * 1024 * 1024
 _LEDGER_ID = re.compile(r"^[A-Za-z0-9_.:-]{1,64}$")
@@ -78,18 +77,15 @@ async def open_ledger(
     writer_engine = create_sync_engine(url, options, writer=True)
     reader_engine = create_sync_engine(url, options, writer=False)
     try:
-        state_limit = await asyncio.to_thread(
-            _prepare, writer_engine, ledger_id, state_limit_bytes, ledger_limit_bytes, migrate_to_head
-        )
-    except BaseException as error:
+        # Connection and schema failures surface as typed errors, like everything else.
+        with translated():
+            state_limit = await asyncio.to_thread(
+                _prepare, writer_engine, ledger_id, state_limit_bytes, ledger_limit_bytes, migrate_to_head
+            )
+    except BaseException:
         writer_engine.dispose()
         reader_engine.dispose()
-        # Connection and schema failures surface as typed errors, like everything else.
-        cause = error.orig if isinstance(error, DBAPIError) else error
-        translated = translate(cause) if isinstance(cause, Exception) else cause
-        if translated is error or not isinstance(translated, MvuError):
-            raise
-        raise translated from None
+        raise
     return Ledger(
         writer_engine=writer_engine, reader_engine=reader_engine, ledger_id=ledger_id, state_limit_bytes=state_limit
     )
@@ -99,7 +95,7 @@ def _prepare(
     engine: Engine, ledger_id: str, state_limit: int | None, ledger_limit: int | None, migrate_to_head: bool
 ) -> int:
     """Migrate (or check) the schema and create or configure the ledger row; returns the state limit."""
-    if engine.dialect.name == "sqlite" and engine.url.database:
+    if dialect_of(engine).embedded and engine.url.database:
         path = Path(engine.url.database)
         if not migrate_to_head and not path.exists():
             # A read-only open must not leave an empty database file behind.

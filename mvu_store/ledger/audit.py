@@ -14,11 +14,11 @@ connections; the stock ``sqlite3`` shell lacks it, so ``audit_blobs``, ``audit_l
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable
 
 from sqlalchemy import Connection, String, Table, Text
 
 from mvu_store.ledger import tables as t
+from mvu_store.ledger.dialect import Dialect, dialect_of
 
 _COMMITTED = t.kinds_sql(t.COMMITTED_KINDS)  # versions that move the head
 _CLAIMS = t.kinds_sql(t.REVISION_KINDS)  # versions that claim a revision (failed ones too)
@@ -49,16 +49,8 @@ CHARGED_TABLES = (t.templates, t.resources, t.versions, t.checkpoints, t.seeds, 
                   t.selections)
 
 
-def _views(dialect: str) -> dict[str, str]:
-    octets: Callable[[str], str]
-    if dialect == "postgresql":
-        octets = "COALESCE(octet_length({}), 0)".format
-        text_hash = "encode(sha256(convert_to({}, 'UTF8')), 'hex')".format
-        bytes_hash = "encode(sha256({}), 'hex')".format
-    else:
-        octets = "COALESCE(length(CAST({} AS BLOB)), 0)".format
-        text_hash = "sha256({})".format
-        bytes_hash = "sha256({})".format
+def _views(dialect: Dialect) -> dict[str, str]:
+    octets, text_hash, bytes_hash = dialect.octets.format, dialect.text_sha256.format, dialect.bytes_sha256.format
 
     def recomputed(table: Table) -> str:
         return " + ".join(octets(name) for name in charged_columns(table))
@@ -187,7 +179,7 @@ AUDIT_VIEWS = ("audit_revisions", "audit_heads", "audit_references", "audit_blob
 
 
 def create_views(connection: Connection) -> None:
-    views = _views(connection.dialect.name)
+    views = _views(dialect_of(connection))
     for name in AUDIT_VIEWS:
         connection.exec_driver_sql(f"CREATE VIEW {name} AS {views[name]}")
     union = "\nUNION ALL ".join(

@@ -53,8 +53,8 @@ from mvu_store.jsonvalue import (
 )
 from mvu_store.ledger import tables as t
 from mvu_store.ledger.blob import Blob
+from mvu_store.ledger.facts import FACTS_MAX_BYTES, FACTS_MAX_RECORDS
 from mvu_store.ledger.records import NewResource, ResourceKind, VersionKind
-from mvu_store.ledger.repository import FACTS_MAX_BYTES, FACTS_MAX_RECORDS
 
 INSTANCES_FILE = "mvu-instances.json"
 LEGACY_FILE = "mvu-state.json"

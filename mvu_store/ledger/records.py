@@ -10,6 +10,9 @@ from mvu_store.jsonvalue import JsonValue
 VersionKind = Literal["reply", "manual", "card", "initial", "failed", "inherited"]
 ResourceKind = Literal["instance", "shared", "configured", "copy"]
 
+STORED_AS_JSON = {"stored_as": "json"}
+"""Field metadata: the row holds this field as canonical JSON text (``rows.record`` decodes it)."""
+
 
 @dataclass(frozen=True, slots=True)
 class Usage:
@@ -44,7 +47,7 @@ class ResourceRecord:
     kind: str
     template_id: str | None
     session_id: str | None
-    session_created_at: JsonValue
+    session_created_at: JsonValue = field(metadata=STORED_AS_JSON)
     revision: int
     head_key: str | None
     head_hash: str
@@ -53,7 +56,7 @@ class ResourceRecord:
     management_mode: str | None
     parent_id: str | None
     parent_position: int | None
-    meta: dict[str, JsonValue]
+    meta: dict[str, JsonValue] = field(metadata=STORED_AS_JSON)
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,8 +68,8 @@ class VersionRecord:
     revision: int
     parent_key: str | None
     variables_hash: str
-    source: dict[str, JsonValue]
-    meta: dict[str, JsonValue]
+    source: dict[str, JsonValue] = field(metadata=STORED_AS_JSON)
+    meta: dict[str, JsonValue] = field(metadata=STORED_AS_JSON)
     operation_id: str | None
     fingerprint: str | None
     error: str | None
@@ -85,7 +88,7 @@ class CheckpointRecord:
     revision: int
     version_key: str | None
     variables_hash: str
-    meta: dict[str, JsonValue]
+    meta: dict[str, JsonValue] = field(metadata=STORED_AS_JSON)
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,7 +98,7 @@ class Head:
     resource_id: str
     revision: int
     version_key: str | None
-    variables: JsonValue
+    variables: JsonValue = field(metadata=STORED_AS_JSON)
 
 
 @dataclass(frozen=True, slots=True)
@@ -150,7 +153,7 @@ class SeedRecord:
     source_session_id: str
     target_session_id: str | None
     installed: bool
-    body: dict[str, JsonValue]
+    body: dict[str, JsonValue] = field(metadata=STORED_AS_JSON)
 
 
 @dataclass(frozen=True, slots=True)

@@ -56,6 +56,7 @@ from mvu_store.errors import Code, MvuError
 from mvu_store.jsonvalue import JsonValue, dumps, js_json, sha256_hex
 from mvu_store.ledger import json_ledger as jl
 from mvu_store.ledger import tables as t
+from mvu_store.ledger.dialect import dialect_of
 from mvu_store.ledger.repository import Ledger
 from mvu_store.ledger.writer import WriteTx
 
@@ -263,9 +264,10 @@ async def snapshot(ledger: Ledger) -> Snapshot:
 
 
 def _snapshot(connection: Any, ledger_id: str) -> Snapshot:
-    if connection.dialect.name == "postgresql":
+    isolation = dialect_of(connection).snapshot_isolation
+    if isolation is not None:
         # One snapshot for all the reads below (SQLite's reader BEGIN already gives one).
-        connection = connection.execution_options(isolation_level="REPEATABLE READ")
+        connection = connection.execution_options(isolation_level=isolation)
 
     def rows(table: Table, *columns: str, order: tuple[str, ...] = ()) -> list[Any]:
         query = select(*(table.c[name] for name in columns)).where(table.c.ledger_id == ledger_id)

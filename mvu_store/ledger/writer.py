@@ -8,9 +8,9 @@ one transaction, each inside its own SAVEPOINT (a failing unit rolls back alone)
 once: one fsync for the whole batch. Futures resolve only after COMMIT returned, so an
 acknowledged write is durable.
 
-Statements are SQLAlchemy Core, compiled once per dialect into driver SQL (:class:`Statements`)
+Statements are SQLAlchemy Core queries (``query.py``), compiled once per dialect into driver SQL
 and executed on the raw cursor: Core stays the one place the schema is written, and the hot path
-costs what the driver costs.
+costs what the driver costs. Driver errors are translated by ``dialect.translate``.
 """
 
 from __future__ import annotations
@@ -19,52 +19,18 @@ import asyncio
 import contextlib
 import itertools
 import queue
-import sqlite3
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
-import psycopg
 from sqlalchemy import Engine
-from sqlalchemy.engine.interfaces import Dialect
-from sqlalchemy.sql import ClauseElement
 
 from mvu_store.errors import Code, MvuError
+from mvu_store.ledger.dialect import dialect_of, translate
+from mvu_store.ledger.query import Query, Row, Statements
 
 T = TypeVar("T")
-
-
-@dataclass(frozen=True, slots=True)
-class Sql:
-    """Driver SQL compiled from a Core statement, with the values of its literal binds."""
-
-    text: str
-    defaults: Mapping[str, Any]
-
-    def params(self, values: Mapping[str, Any] | None) -> Mapping[str, Any]:
-        if not self.defaults:
-            return values or {}
-        return {**self.defaults, **(values or {})}
-
-
-class Statements:
-    """Core statements compiled once for a dialect, executed with named parameters."""
-
-    def __init__(self, dialect: Dialect) -> None:
-        self._dialect = dialect
-        self._cache: dict[str, Sql] = {}
-
-    def sql(self, name: str, build: Callable[[], ClauseElement], column_keys: list[str] | None = None) -> Sql:
-        compiled_sql = self._cache.get(name)
-        if compiled_sql is None:
-            compiled = build().compile(dialect=self._dialect, column_keys=column_keys)
-            # Literal values in the statement (``max(x) + 1``) compile to binds with a value;
-            # ours are named bindparams without one and come from the caller.
-            defaults = {key: value for key, value in compiled.params.items() if value is not None}
-            compiled_sql = Sql(str(compiled), defaults)
-            self._cache[name] = compiled_sql
-        return compiled_sql
 
 
 @dataclass(slots=True)
@@ -80,15 +46,17 @@ class WriteTx:
     ledger_id: str
     charged: int = 0
 
-    def execute(self, sql: Sql, params: Mapping[str, Any] | None = None) -> Any:
-        self.cursor.execute(sql.text, sql.params(params))
+    def execute(self, query: Query, **params: Any) -> Any:
+        """Run ``query`` (``ledger_id`` bound to this ledger's); returns the cursor (``rowcount``)."""
+        sql = self.statements.sql(query)
+        self.cursor.execute(sql.text, sql.params({"ledger_id": self.ledger_id, **params}))
         return self.cursor
 
-    def fetchone(self, sql: Sql, params: Mapping[str, Any]) -> tuple[Any, ...] | None:
-        self.cursor.execute(sql.text, sql.params(params))
-        row: tuple[Any, ...] | None = self.cursor.fetchone()
-        return row
-
+    def one(self, query: Query, **params: Any) -> Row | None:
+        row = self.execute(query, **params).fetchone()
+        if row is None:
+            return None
+        return {column[0]: value for column, value in zip(self.cursor.description, row, strict=True)}
 
     def charge(self, size: int) -> None:
         self.charged += size
@@ -108,40 +76,6 @@ class _Job(Generic[T]):
 _STOP = object()
 
 
-def translate(error: BaseException) -> BaseException:
-    """Driver errors become MvuError here, and only here (by class and SQLSTATE, not text)."""
-    if isinstance(error, MvuError):
-        return error
-    if isinstance(error, sqlite3.OperationalError) and error.sqlite_errorcode in (
-        sqlite3.SQLITE_BUSY,
-        sqlite3.SQLITE_LOCKED,
-    ):
-        return MvuError(Code.STORAGE_BUSY, "the ledger stayed busy past its timeout; nothing was written")
-    sqlstate = getattr(error, "sqlstate", None)
-    if sqlstate in ("40001", "40P01", "55P03"):  # serialization failure, deadlock, lock not available
-        return MvuError(Code.STORAGE_BUSY, "the ledger stayed busy; nothing was written", sqlstate=sqlstate)
-    if isinstance(error, psycopg.OperationalError) and (sqlstate is None or sqlstate[:2] in ("08", "57")):
-        # The connection failed (08) or the server is shutting down or restarting (57):
-        # retrying later may succeed.
-        return MvuError(Code.STORAGE_BUSY, f"the database is unavailable; nothing was written: {error}")
-    constraint = getattr(getattr(error, "diag", None), "constraint_name", None)
-    if constraint == "uq_versions_revision":
-        return MvuError(Code.REVISION_CONFLICT, "another version already claims this revision; nothing was written")
-    duplicate_key = sqlstate == "23505" or (
-        isinstance(error, sqlite3.IntegrityError)
-        and error.sqlite_errorname in ("SQLITE_CONSTRAINT_PRIMARYKEY", "SQLITE_CONSTRAINT_UNIQUE")
-    )
-    if duplicate_key:
-        # A concurrent writer stored the same key first (an import racing another, say).
-        return MvuError(Code.ID_CONFLICT, "a row with this key already exists; nothing was written",
-                        constraint=constraint)
-    if isinstance(error, sqlite3.IntegrityError) or (sqlstate or "").startswith("23"):
-        return MvuError(Code.STORAGE_CORRUPT, f"a stored row broke an integrity rule: {error}", constraint=constraint)
-    if isinstance(error, sqlite3.DatabaseError) or sqlstate is not None:
-        return MvuError(Code.STORAGE_CORRUPT, f"the database refused the write: {error}")
-    return error
-
-
 class Writer:
     """Runs units of work on one thread, batching whatever is queued into one transaction."""
 
@@ -154,7 +88,7 @@ class Writer:
         self._settle = settle
         self._serialize = serialize
         self._max_batch = max_batch
-        self._sqlite = engine.dialect.name == "sqlite"
+        self._begin_sql = dialect_of(engine).begin
         self._queue: queue.SimpleQueue[Any] = queue.SimpleQueue()
         self._savepoints = itertools.count()
         self._closed = False
@@ -302,9 +236,8 @@ class Writer:
         return ok, value
 
     def _begin(self, cursor: Any) -> None:
-        if self._sqlite:
-            # Take the write lock up front (see engine.py); PostgreSQL begins implicitly.
-            cursor.execute("BEGIN IMMEDIATE")
+        if self._begin_sql is not None:
+            cursor.execute(self._begin_sql)
 
 
 def _resolve_all(results: list[tuple[asyncio.Future[Any], bool, Any]]) -> None:

@@ -13,6 +13,7 @@ from alembic.script import ScriptDirectory
 from sqlalchemy import Connection
 
 from mvu_store.ledger import audit
+from mvu_store.ledger.dialect import dialect_of
 from mvu_store.ledger.engine import EngineOptions, create_sync_engine
 from mvu_store.ledger.tables import metadata
 
@@ -28,9 +29,10 @@ def run_with(connection: Connection) -> None:
         compare_server_default=True,
     )
     with context.begin_transaction():
-        if connection.dialect.name == "postgresql":
+        lock = dialect_of(connection).migration_lock
+        if lock is not None:
             # Two processes opening one database at once must not both create the tables.
-            connection.exec_driver_sql("SELECT pg_advisory_xact_lock(7243019)")
+            connection.exec_driver_sql(lock)
         head = ScriptDirectory.from_config(config).get_current_head()
         pending = context.get_context().get_current_revision() != head
         if pending:

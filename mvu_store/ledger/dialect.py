@@ -1,0 +1,137 @@
+"""What differs between SQLite and PostgreSQL, in one place.
+
+Connecting (URLs, pragmas, pools) is ``engine.py``'s job and the schema's per-backend options are
+written with the tables; everything else the ledger does differently per backend is here: how the
+writer begins and serialises its transactions, an insert that keeps an existing row, the
+isolation of a consistent multi-query read, the migration lock, the SQL functions the audit views
+use, and what the drivers' errors mean (:func:`translate`, for writes and reads alike).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sqlite3
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import psycopg
+from sqlalchemy import Table
+from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.exc import DBAPIError
+
+from mvu_store.errors import Code, MvuError
+
+
+@dataclass(frozen=True, slots=True)
+class Dialect:
+    """One backend's answers; the SQL templates take their argument as ``{}``."""
+
+    name: str
+    embedded: bool
+    """The database is a file beside the program (SQLite): opening it may create it."""
+    begin: str | None
+    """What the writer runs to open a transaction (None: the driver begins one implicitly)."""
+    locks_ledger_row: bool
+    """Whether writers serialise on the ledger's usage row (SQLite's ``begin`` already does)."""
+    snapshot_isolation: str | None
+    """The isolation a read of many queries needs to see one snapshot (None: the reader's BEGIN gives one)."""
+    migration_lock: str | None
+    """A statement that keeps two processes from migrating one database at once."""
+    octets: str
+    text_sha256: str
+    bytes_sha256: str
+    _insert: Callable[[Table], Any]
+
+    def insert_ignore(self, table: Table) -> Any:
+        """An INSERT that does nothing when the primary key exists (content-addressed rows)."""
+        return self._insert(table).on_conflict_do_nothing()
+
+
+SQLITE = Dialect(
+    name="sqlite",
+    embedded=True,
+    # Take the write lock up front (see engine.py).
+    begin="BEGIN IMMEDIATE",
+    locks_ledger_row=False,
+    snapshot_isolation=None,
+    migration_lock=None,
+    octets="COALESCE(length(CAST({} AS BLOB)), 0)",
+    # engine.py registers sha256() on every connection; the stock sqlite3 shell lacks it.
+    text_sha256="sha256({})",
+    bytes_sha256="sha256({})",
+    _insert=sqlite.insert,
+)
+
+POSTGRESQL = Dialect(
+    name="postgresql",
+    embedded=False,
+    begin=None,
+    locks_ledger_row=True,
+    snapshot_isolation="REPEATABLE READ",
+    migration_lock="SELECT pg_advisory_xact_lock(7243019)",
+    octets="COALESCE(octet_length({}), 0)",
+    text_sha256="encode(sha256(convert_to({}, 'UTF8')), 'hex')",
+    bytes_sha256="encode(sha256({}), 'hex')",
+    _insert=postgresql.insert,
+)
+
+_DIALECTS = {dialect.name: dialect for dialect in (SQLITE, POSTGRESQL)}
+
+
+def dialect_of(bind: Any) -> Dialect:
+    """The dialect of an engine or connection (``engine.normalize_url`` admits no others)."""
+    return _DIALECTS[bind.dialect.name]
+
+
+def translate(error: BaseException) -> BaseException:
+    """Driver errors become MvuError here, and only here (by class and SQLSTATE, not text).
+
+    Writes (raw driver errors on the writer's cursor) and reads (the same errors wrapped by
+    SQLAlchemy) alike; an error that is not the driver's comes back as it is.
+    """
+    if isinstance(error, MvuError):
+        return error
+    cause = error.orig if isinstance(error, DBAPIError) and isinstance(error.orig, Exception) else error
+    # Python reports SQLite's extended codes (SQLITE_BUSY_SNAPSHOT is 517): the primary code is
+    # the low byte.
+    if isinstance(cause, sqlite3.OperationalError) and (cause.sqlite_errorcode & 0xFF) in (
+        sqlite3.SQLITE_BUSY,
+        sqlite3.SQLITE_LOCKED,
+    ):
+        return MvuError(Code.STORAGE_BUSY, "the ledger stayed busy past its timeout; nothing was written")
+    sqlstate = getattr(cause, "sqlstate", None)
+    if sqlstate in ("40001", "40P01", "55P03"):  # serialization failure, deadlock, lock not available
+        return MvuError(Code.STORAGE_BUSY, "the ledger stayed busy; nothing was written", sqlstate=sqlstate)
+    if isinstance(cause, psycopg.OperationalError) and (sqlstate is None or sqlstate[:2] in ("08", "57")):
+        # The connection failed (08) or the server is shutting down or restarting (57):
+        # retrying later may succeed.
+        return MvuError(Code.STORAGE_BUSY, f"the database is unavailable; nothing was written: {cause}")
+    constraint = getattr(getattr(cause, "diag", None), "constraint_name", None)
+    if constraint == "uq_versions_revision":
+        return MvuError(Code.REVISION_CONFLICT, "another version already claims this revision; nothing was written")
+    duplicate_key = sqlstate == "23505" or (
+        isinstance(cause, sqlite3.IntegrityError)
+        and cause.sqlite_errorname in ("SQLITE_CONSTRAINT_PRIMARYKEY", "SQLITE_CONSTRAINT_UNIQUE")
+    )
+    if duplicate_key:
+        # A concurrent writer stored the same key first (an import racing another, say).
+        return MvuError(Code.ID_CONFLICT, "a row with this key already exists; nothing was written",
+                        constraint=constraint)
+    if isinstance(cause, sqlite3.IntegrityError) or (sqlstate or "").startswith("23"):
+        return MvuError(Code.STORAGE_CORRUPT, f"a stored row broke an integrity rule: {cause}", constraint=constraint)
+    if isinstance(cause, sqlite3.DatabaseError) or sqlstate is not None:
+        return MvuError(Code.STORAGE_CORRUPT, f"the database refused the statement: {cause}")
+    return error
+
+
+@contextlib.contextmanager
+def translated() -> Iterator[None]:
+    """Raise what :func:`translate` makes of an error escaping the block (the driver's cause dropped)."""
+    try:
+        yield
+    except Exception as error:
+        mapped = translate(error)
+        if mapped is error:
+            raise
+        raise mapped from None

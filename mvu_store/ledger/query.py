@@ -1,0 +1,98 @@
+"""Named statements that run alike on the writer and on readers, with rows by column name.
+
+A :class:`Query` is a SQLAlchemy Core statement with bind parameters (``:ledger_id`` and its
+own), built on first use. The writer compiles it once per dialect into driver SQL
+(:class:`Statements`) and runs that on its raw cursor, since the hot path should cost what the
+driver costs; a reader runs the Core statement on its connection. So a lookup both paths need
+(a resource's head row, a checkpoint, a pending seed) is written once, as a function of
+:class:`Rows`, and each row comes back as a mapping by column name, never a tuple by position.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from sqlalchemy import BindParameter, bindparam
+from sqlalchemy.engine import Connection
+from sqlalchemy.engine.interfaces import Dialect as SqlDialect
+
+LEDGER: BindParameter[str] = bindparam("ledger_id")
+"""Every query filters on its ledger: both paths bind this one from the ledger they serve."""
+
+Row = Mapping[Any, Any]
+"""A row by column name (a reader's ``RowMapping``, the writer's ``dict``)."""
+
+
+class Query:
+    """A named Core statement, built on first use (the name keys the writer's compiled SQL)."""
+
+    __slots__ = ("_build", "_statement", "columns", "name")
+
+    def __init__(self, name: str, build: Callable[[], Any], columns: list[str] | None = None) -> None:
+        self.name = name
+        self.columns = columns
+        """The columns an INSERT compiles for (all of the table's)."""
+        self._build = build
+        self._statement: Any = None
+
+    @property
+    def statement(self) -> Any:
+        if self._statement is None:
+            self._statement = self._build()
+        return self._statement
+
+
+class Rows(Protocol):
+    """Where a lookup runs: the writer's unit of work (``WriteTx``) or a reader (:class:`ReadRows`)."""
+
+    def one(self, query: Query, **params: Any) -> Row | None: ...
+
+
+@dataclass(frozen=True, slots=True)
+class Sql:
+    """Driver SQL compiled from a Core statement, with the values of its literal binds."""
+
+    text: str
+    defaults: Mapping[str, Any]
+
+    def params(self, values: Mapping[str, Any]) -> Mapping[str, Any]:
+        if not self.defaults:
+            return values
+        return {**self.defaults, **values}
+
+
+class Statements:
+    """Queries compiled once for a dialect, executed with named parameters."""
+
+    def __init__(self, dialect: SqlDialect) -> None:
+        self._dialect = dialect
+        self._cache: dict[str, Sql] = {}
+
+    def sql(self, query: Query) -> Sql:
+        compiled_sql = self._cache.get(query.name)
+        if compiled_sql is None:
+            compiled = query.statement.compile(dialect=self._dialect, column_keys=query.columns)
+            # Literal values in the statement (``max(x) + 1``) compile to binds with a value;
+            # ours are named bindparams without one and come from the caller.
+            defaults = {key: value for key, value in compiled.params.items() if value is not None}
+            compiled_sql = Sql(str(compiled), defaults)
+            self._cache[query.name] = compiled_sql
+        return compiled_sql
+
+
+class ReadRows:
+    """:class:`Rows` on a reader connection (committed data only)."""
+
+    __slots__ = ("_connection", "_ledger_id")
+
+    def __init__(self, connection: Connection, ledger_id: str) -> None:
+        self._connection = connection
+        self._ledger_id = ledger_id
+
+    def one(self, query: Query, **params: Any) -> Row | None:
+        return self._connection.execute(query.statement, {"ledger_id": self._ledger_id, **params}).mappings().first()
+
+    def all(self, query: Query, **params: Any) -> list[Row]:
+        return list(self._connection.execute(query.statement, {"ledger_id": self._ledger_id, **params}).mappings())

@@ -1,0 +1,323 @@
+"""Resources: creation, forks and their lineage, heads, blobs, versions and checkpoints.
+
+A fork child links to the version it starts from (its owner and position) instead of copying
+history, so its history is read through its ancestry: :func:`_ancestry` walks it the same way for
+the writer (finding a fork point) and for readers (a history with what it inherits).
+"""
+
+from __future__ import annotations
+
+import functools
+import itertools
+import json
+from collections.abc import Iterator
+from typing import Any
+
+from sqlalchemy import and_, bindparam, select
+
+from mvu_store.errors import Code, MvuError
+from mvu_store.jsonvalue import JsonValue, canonical_text
+from mvu_store.ledger import tables as t
+from mvu_store.ledger.blob import Blob
+from mvu_store.ledger.query import LEDGER, Query, ReadRows, Rows
+from mvu_store.ledger.records import CheckpointRecord, Head, NewResource, ResourceRecord, VersionRecord
+from mvu_store.ledger.rows import columns, record, values
+from mvu_store.ledger.rules import check_text
+from mvu_store.ledger.store import Store
+from mvu_store.ledger.writer import WriteTx
+
+_r, _v, _c, _b = t.resources.c, t.versions.c, t.checkpoints.c, t.blobs.c
+
+_HEAD_ROW = Query(
+    "resource-head",
+    lambda: select(_r.revision, _r.head_key, _r.head_hash, _r.parent_id, _r.parent_position).where(
+        _r.ledger_id == LEDGER, _r.id == bindparam("id")
+    ),
+)
+"""A resource's revision, head and lineage link (``id``): what a write checks first."""
+
+VERSION_BY_KEY = Query(
+    "version-by-key",
+    lambda: select(_v.position, _v.variables_hash, _v.fingerprint, _v.revision, _v.error).where(
+        _v.ledger_id == LEDGER, _v.resource_id == bindparam("resource_id"), _v.key == bindparam("key")
+    ),
+)
+"""One of a resource's own versions by key (``resource_id``, ``key``)."""
+
+_RESOURCE = Query("resource", lambda: _select_resources().where(_r.id == bindparam("id")))
+_HEAD = Query(
+    "head",
+    lambda: select(_r.revision, _r.head_key.label("version_key"), _b.body.label("variables"))
+    .join(t.blobs, and_(_b.ledger_id == _r.ledger_id, _b.hash == _r.head_hash))
+    .where(_r.ledger_id == LEDGER, _r.id == bindparam("id")),
+)
+_BLOBS = Query(
+    "blobs",
+    lambda: select(_b.hash, _b.body).where(_b.ledger_id == LEDGER, _b.hash.in_(bindparam("hashes", expanding=True))),
+)
+_CHECKPOINT = Query(
+    "checkpoint",
+    lambda: select(*columns(t.checkpoints, CheckpointRecord)).where(
+        _c.ledger_id == LEDGER,
+        _c.resource_id == bindparam("resource_id"),
+        _c.session_id == bindparam("session_id"),
+        _c.turn == bindparam("turn"),
+    ),
+)
+_CHECKPOINTS = Query(
+    "checkpoints",
+    lambda: select(*columns(t.checkpoints, CheckpointRecord))
+    .where(_c.ledger_id == LEDGER, _c.resource_id == bindparam("resource_id"))
+    .order_by(_c.position),
+)
+
+
+def _ancestry(rows: Rows, resource_id: str) -> Iterator[tuple[str, int]]:
+    """The resources whose history ``resource_id`` reads through lineage, nearest first, each
+    with the last position it inherits from them."""
+    link = rows.one(_HEAD_ROW, id=resource_id)
+    while link is not None and link["parent_id"] is not None:
+        yield link["parent_id"], int(link["parent_position"])
+        link = rows.one(_HEAD_ROW, id=link["parent_id"])
+
+
+def _checkpoint_at(rows: Rows, resource_id: str, session_id: str, turn: int) -> CheckpointRecord | None:
+    row = rows.one(_CHECKPOINT, resource_id=resource_id, session_id=session_id, turn=turn)
+    return None if row is None else record(CheckpointRecord, row)
+
+
+class Resources(Store):
+    """Creating, forking and reading resources, their history and their checkpoints."""
+
+    # -- writes -------------------------------------------------------------------------------
+
+    def resource_exists(self, tx: WriteTx, resource_id: str) -> bool:
+        return tx.one(_HEAD_ROW, id=resource_id) is not None
+
+    def insert_resource(
+        self,
+        tx: WriteTx,
+        new: NewResource,
+        *,
+        revision: int = 0,
+        head: tuple[str | None, str] | None = None,
+        lineage: tuple[str, int] | None = None,
+    ) -> None:
+        """Insert a resource row (the initial envelope and definition as blobs)."""
+        check_text("resource id", new.id, t.ID)
+        check_text("template id", new.template_id, t.ID)
+        check_text("session id", new.session_id, t.ID)
+        check_text("management mode", new.management_mode, 16)
+        if new.kind not in t.RESOURCE_KINDS:
+            raise MvuError(Code.OPERATION, f"unknown resource kind {new.kind!r}", kind=new.kind)
+        if self.resource_exists(tx, new.id):
+            raise MvuError(Code.ID_CONFLICT, f"resource {new.id!r} already exists", id=new.id)
+        initial = self.prepare_state(new.initial)
+        initial_hash = self.put_blob(tx, initial)
+        definition_hash = self.put_blob(tx, Blob.of(new.definition))
+        head_key, head_hash = head if head else (None, initial_hash)
+        meta = canonical_text(new.meta)
+        self.insert_row(
+            tx,
+            t.resources,
+            {
+                "id": new.id,
+                "position": self.next_position(tx, t.resources, None, None),
+                "kind": new.kind,
+                "template_id": new.template_id,
+                "session_id": new.session_id,
+                "session_created_at": (
+                    None if new.session_created_at is None else canonical_text(new.session_created_at)
+                ),
+                "revision": revision,
+                "head_key": head_key,
+                "head_hash": head_hash,
+                "definition_hash": definition_hash,
+                "initial_hash": initial_hash,
+                "management_mode": new.management_mode,
+                "parent_id": lineage[0] if lineage else None,
+                "parent_position": lineage[1] if lineage else None,
+                "meta": meta,
+            },
+        )
+
+    async def create_resource(self, new: NewResource) -> ResourceRecord:
+        """Create a resource at revision 0 whose content is ``new.initial``.
+
+        An existing id is ``MVU_ID_CONFLICT``; an initial envelope over the state budget is
+        ``MVU_LIMIT``; a ledger without room is ``PLAY_STORAGE_LIMIT``.
+        """
+        await self.write(lambda tx: self.insert_resource(tx, new))
+        return await self._require(new.id)
+
+    async def fork(self, source_id: str, new: NewResource, *, at_key: str | None) -> ResourceRecord:
+        """Create ``new`` as a child of ``source_id`` whose head is the version ``at_key``.
+
+        The child links to the version's owner (the source or one of its ancestors) instead of
+        copying history: one row, whatever the length of the parent's history.
+        """
+
+        await self.write(lambda tx: self.insert_fork(tx, source_id, new, at_key))
+        return await self._require(new.id)
+
+    def insert_fork(self, tx: WriteTx, source_id: str, new: NewResource, at_key: str | None) -> None:
+        """:meth:`fork` inside a unit of work."""
+        if not self.resource_exists(tx, source_id):
+            raise MvuError(Code.MISSING, f"no resource {source_id!r}", id=source_id)
+        if at_key is None:
+            self.insert_resource(tx, new)
+            return
+        owner, position, variables_hash = self._find_in_lineage(tx, source_id, at_key)
+        self.insert_resource(tx, new, head=(at_key, variables_hash), lineage=(owner, position))
+
+    def _find_in_lineage(self, tx: WriteTx, resource_id: str, key: str) -> tuple[str, int, str]:
+        """The (owner, position, variables hash) of version ``key`` visible from a resource."""
+        owners: Iterator[tuple[str, int | None]] = itertools.chain([(resource_id, None)], _ancestry(tx, resource_id))
+        for owner, cut in owners:
+            row = tx.one(VERSION_BY_KEY, resource_id=owner, key=key)
+            if row is not None and (cut is None or row["position"] <= cut):
+                return owner, int(row["position"]), str(row["variables_hash"])
+        raise MvuError(Code.MISSING, f"version {key} is not in the history of {resource_id!r}", key=key)
+
+    async def put_checkpoint(self, resource_id: str, *, session_id: str, turn: int, seq: int,
+                             meta: dict[str, JsonValue] | None = None) -> CheckpointRecord:
+        """Freeze the current head as the pre-turn baseline of ``turn`` (DIGEST F-6).
+
+        The first checkpoint of a turn wins; asking again returns it unchanged.
+        """
+        check_text("resource id", resource_id, t.ID)
+        check_text("session id", session_id or None, t.ID)
+        stored_meta = json.loads(canonical_text(meta or {}))
+
+        def work(tx: WriteTx) -> CheckpointRecord:
+            existing = _checkpoint_at(tx, resource_id, session_id, turn)
+            if existing is not None:
+                return existing
+            head = tx.one(_HEAD_ROW, id=resource_id)
+            if head is None:
+                raise MvuError(Code.MISSING, f"no resource {resource_id!r}", id=resource_id)
+            point = CheckpointRecord(
+                resource_id=resource_id,
+                position=self.next_position(tx, t.checkpoints, "resource_id", resource_id),
+                session_id=session_id,
+                turn=turn,
+                seq=seq,
+                revision=int(head["revision"]),
+                version_key=head["head_key"],
+                variables_hash=head["head_hash"],
+                meta=stored_meta,
+            )
+            self.insert_checkpoint(tx, point)
+            return point
+
+        return await self.write(work)
+
+    def insert_checkpoint(self, tx: WriteTx, point: CheckpointRecord) -> None:
+        self.insert_row(tx, t.checkpoints, values(point))
+
+    # -- reads --------------------------------------------------------------------------------
+
+    async def resource(self, resource_id: str) -> ResourceRecord | None:
+        row = await self.read_one(_RESOURCE, id=resource_id)
+        return None if row is None else record(ResourceRecord, row)
+
+    async def resources(
+        self, *, session_id: str | None = None, kinds: tuple[str, ...] | None = None
+    ) -> list[ResourceRecord]:
+        """Resources in creation order; ``session_id`` keeps an instance session's, ``kinds`` some kinds."""
+        query = _resources_query(session_id is not None, kinds is not None)
+        rows = await self.read_all(query, session_id=session_id, kinds=list(kinds or ()))
+        return [record(ResourceRecord, row) for row in rows]
+
+    async def _require(self, resource_id: str) -> ResourceRecord:
+        found = await self.resource(resource_id)
+        if found is None:
+            raise MvuError(Code.MISSING, f"no resource {resource_id!r}", id=resource_id)
+        return found
+
+    async def head(self, resource_id: str) -> Head:
+        """The current revision, version key and variables of a resource (``MVU_MISSING``)."""
+        row = await self.read_one(_HEAD, id=resource_id)
+        if row is None:
+            raise MvuError(Code.MISSING, f"no resource {resource_id!r}", id=resource_id)
+        return record(Head, row, resource_id=resource_id)
+
+    async def blob(self, blob_hash: str) -> JsonValue:
+        """A stored payload (a state, a definition, a seed) by its hash."""
+        found = await self.blobs([blob_hash])
+        if blob_hash not in found:
+            raise MvuError(Code.MISSING, f"no blob {blob_hash}", hash=blob_hash)
+        return found[blob_hash]
+
+    async def blobs(self, hashes: list[str]) -> dict[str, JsonValue]:
+        """Stored payloads by hash, in one read (a history page's states); missing ones are absent."""
+        wanted = sorted(set(hashes))
+        if not wanted:
+            return {}
+        rows = await self.read_all(_BLOBS, hashes=wanted)
+        return {row["hash"]: json.loads(row["body"]) for row in rows}
+
+    async def versions(self, resource_id: str, *, include_lineage: bool = True,
+                       after_position: int | None = None) -> list[VersionRecord]:
+        """The resource's history, oldest first: inherited ancestry (by lineage), then its own.
+
+        With ``after_position``, only the resource's own versions written after that position
+        (lineage is fixed when a child is created, so nothing inherited is ever new).
+        """
+
+        def read(rows: ReadRows) -> list[VersionRecord]:
+            owners: list[tuple[str, int | None]] = [(resource_id, None)]
+            if include_lineage and after_position is None:
+                owners.extend(_ancestry(rows, resource_id))
+            history: list[VersionRecord] = []
+            for owner, cut in reversed(owners):
+                query = _history_query(cut is not None, after_position is not None)
+                history.extend(
+                    record(VersionRecord, row, inherited=owner != resource_id)
+                    for row in rows.all(query, resource_id=owner, cut=cut, after=after_position)
+                )
+            return history
+
+        return await self.read_rows(read)
+
+    async def checkpoints(self, resource_id: str) -> list[CheckpointRecord]:
+        rows = await self.read_all(_CHECKPOINTS, resource_id=resource_id)
+        return [record(CheckpointRecord, row) for row in rows]
+
+    async def checkpoint(self, resource_id: str, *, session_id: str, turn: int) -> CheckpointRecord | None:
+        """The frozen baseline of one turn, or None."""
+        return await self.read_rows(lambda rows: _checkpoint_at(rows, resource_id, session_id, turn))
+
+
+def _select_resources() -> Any:
+    return select(*columns(t.resources, ResourceRecord)).where(_r.ledger_id == LEDGER)
+
+
+@functools.cache
+def _resources_query(by_session: bool, by_kind: bool) -> Query:
+    def build() -> Any:
+        query = _select_resources().order_by(_r.position)
+        if by_session:
+            query = query.where(_r.session_id == bindparam("session_id"))
+        if by_kind:
+            query = query.where(_r.kind.in_(bindparam("kinds", expanding=True)))
+        return query
+
+    return Query(f"resources:{by_session}:{by_kind}", build)
+
+
+@functools.cache
+def _history_query(cut: bool, after: bool) -> Query:
+    """A resource's own versions in order: up to ``:cut`` (inherited) or after ``:after`` (new)."""
+
+    def build() -> Any:
+        query = select(*columns(t.versions, VersionRecord, without=("inherited",))).where(
+            _v.ledger_id == LEDGER, _v.resource_id == bindparam("resource_id")
+        ).order_by(_v.position)
+        if cut:
+            query = query.where(_v.position <= bindparam("cut"))
+        if after:
+            query = query.where(_v.position > bindparam("after"))
+        return query
+
+    return Query(f"history:{cut}:{after}", build)

@@ -1,0 +1,225 @@
+"""What every part of the ledger shares: its engines and writer, the boundaries every write and
+read crosses, and the row-level steps every write is made of (blobs, rows and their bytes,
+append positions, the budget).
+
+Every write is one unit of work on the single writer (``writer.py``) and follows one order:
+receipt check -> row-version CAS -> writes -> budget -> commit. A unit that raises leaves
+nothing behind (its SAVEPOINT or transaction rolls back). Reads run on their own connections
+and see committed data only. Driver errors are translated on both paths by
+``dialect.translate``: a busy or lost database is ``MVU_STORAGE_BUSY``, never a raw exception.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import time
+from collections.abc import Callable
+from typing import Any, Self, TypeVar
+
+from sqlalchemy import Engine, Table, bindparam, func, insert, select, update
+
+from mvu_store.errors import Code, MvuError
+from mvu_store.jsonvalue import JsonValue, measure_state
+from mvu_store.ledger import tables as t
+from mvu_store.ledger.audit import row_bytes
+from mvu_store.ledger.blob import Blob
+from mvu_store.ledger.dialect import dialect_of, translated
+from mvu_store.ledger.query import LEDGER, Query, ReadRows, Row
+from mvu_store.ledger.records import Usage
+from mvu_store.ledger.rows import columns
+from mvu_store.ledger.writer import Writer, WriteTx
+
+T = TypeVar("T")
+
+USAGE = Query("usage", lambda: select(*columns(t.ledger, Usage)).where(t.ledger.c.ledger_id == LEDGER))
+_LOCK_LEDGER = Query(
+    "lock-ledger", lambda: select(t.ledger.c.ledger_id).where(t.ledger.c.ledger_id == LEDGER).with_for_update()
+)
+_BUDGET = Query(
+    "budget",
+    lambda: update(t.ledger)
+    .where(t.ledger.c.ledger_id == LEDGER)
+    .where(t.ledger.c.used_bytes + bindparam("delta") <= t.ledger.c.limit_bytes)
+    .values(used_bytes=t.ledger.c.used_bytes + bindparam("delta")),
+)
+
+
+def now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+class Store:
+    """One budget domain's storage; the ledger's parts (``Commits``, ``Resources``, ...) build on it."""
+
+    def __init__(self, *, writer_engine: Engine, reader_engine: Engine, ledger_id: str, state_limit_bytes: int) -> None:
+        self.ledger_id = ledger_id
+        self._dialect = dialect_of(writer_engine)
+        self.dialect = self._dialect.name
+        self._writer_engine = writer_engine
+        self._reader_engine = reader_engine
+        self._writer = Writer(writer_engine, ledger_id, self._settle, serialize=self._serialize)
+        self._put_blob = Query(
+            "insert-ignore:blobs", lambda: self._dialect.insert_ignore(t.blobs), _column_names(t.blobs)
+        )
+        self._state_limit = state_limit_bytes
+        self._closed = False
+
+    # -- lifecycle ----------------------------------------------------------------------------
+
+    async def close(self) -> None:
+        """Finish queued writes, stop the writer and dispose both engines (idempotent)."""
+        if self._closed:
+            return
+        self._closed = True
+        await asyncio.to_thread(self._close_sync)
+
+    def _close_sync(self) -> None:
+        self._writer.close()
+        self._writer_engine.dispose()
+        self._reader_engine.dispose()
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(self, *_exc: object) -> None:
+        await self.close()
+
+    @property
+    def url(self) -> str:
+        return self._writer_engine.url.render_as_string(hide_password=True)
+
+    @property
+    def state_limit_bytes(self) -> int:
+        return self._state_limit
+
+    # -- the boundaries -----------------------------------------------------------------------
+
+    async def write(self, work: Callable[[WriteTx], T]) -> T:
+        """Run ``work`` as one atomic unit on the writer (for in-package use: importers)."""
+        if self._closed:
+            raise MvuError(Code.DISPOSED, "the ledger is closed")
+        return await self._writer.submit(work)
+
+    async def read(self, work: Callable[[Any], T]) -> T:
+        """Run ``work(connection)`` on a reader connection (committed data only), off the loop.
+
+        A driver error is translated as on the writer: a locked or lost database is
+        ``MVU_STORAGE_BUSY``, a damaged one ``MVU_STORAGE_CORRUPT``.
+        """
+        if self._closed:
+            raise MvuError(Code.DISPOSED, "the ledger is closed")
+
+        def run() -> T:
+            with self._reader_engine.connect() as connection:
+                return work(connection)
+
+        with translated():
+            return await asyncio.to_thread(run)
+
+    async def read_rows(self, work: Callable[[ReadRows], T]) -> T:
+        """:meth:`read` with the connection as :class:`ReadRows` (queries by name, rows by column)."""
+        return await self.read(lambda connection: work(ReadRows(connection, self.ledger_id)))
+
+    async def read_one(self, query: Query, **params: Any) -> Row | None:
+        return await self.read_rows(lambda rows: rows.one(query, **params))
+
+    async def read_all(self, query: Query, **params: Any) -> list[Row]:
+        return await self.read_rows(lambda rows: rows.all(query, **params))
+
+    # -- the steps of a write -----------------------------------------------------------------
+
+    def prepare_state(self, variables: JsonValue) -> Blob:
+        """Check a variables envelope against the state budget (MVU_LIMIT) and encode it."""
+        _, data, _ = measure_state(variables, max_bytes=self._state_limit)
+        return Blob(data.decode(), data)
+
+    def put_blob(self, tx: WriteTx, blob: Blob) -> str:
+        """Store a payload once; only the first copy is charged to the budget."""
+        if tx.execute(self._put_blob, hash=blob.hash, size=blob.size, body=blob.text).rowcount == 1:
+            tx.charge(blob.size)
+        return blob.hash
+
+    def insert_row(self, tx: WriteTx, table: Table, values: dict[str, Any]) -> int:
+        """Insert one row, computing and charging its ``bytes``; returns them.
+
+        Facts are the exception: they are bounded on their own (DIGEST A-5), not charged.
+        """
+        row = {"ledger_id": self.ledger_id, **values}
+        if "bytes" in table.c:
+            row["bytes"] = row_bytes(table, row)
+        tx.execute(_insert_query(table), **row)
+        if "bytes" not in table.c:
+            return 0
+        if table is not t.facts:
+            tx.charge(row["bytes"])
+        return int(row["bytes"])
+
+    def update_row(self, tx: WriteTx, table: Table, key: dict[str, Any], values: dict[str, Any]) -> bool:
+        """Set ``values`` (uncharged, ``MUTABLE`` columns) on the row at ``key``; whether there was one."""
+        return bool(tx.execute(_update_query(table, tuple(key), tuple(values)), **key, **values).rowcount == 1)
+
+    def next_position(self, tx: WriteTx, table: Table, owner_column: str | None, owner: str | None) -> int:
+        row = tx.one(_next_position_query(table, owner_column), owner=owner)
+        return int(row["position"]) if row else 0
+
+    def _serialize(self, tx: WriteTx) -> None:
+        """Make every transaction of this ledger run one at a time, across processes too.
+
+        Units of work read, then write (next positions, receipts, fact counters). SQLite's
+        ``BEGIN IMMEDIATE`` already serialises writers of the file; on PostgreSQL the ledger's
+        usage row is the lock: every charged unit updates it anyway, so taking it at the start
+        costs no concurrency within a ledger and rules out write skew between processes.
+        """
+        if self._dialect.locks_ledger_row:
+            tx.execute(_LOCK_LEDGER)
+
+    def _settle(self, tx: WriteTx) -> None:
+        """Charge a unit's bytes with one conditional UPDATE: over budget refuses the unit."""
+        if tx.charged == 0:
+            return
+        if tx.execute(_BUDGET, delta=tx.charged).rowcount == 1:
+            return
+        row = tx.one(USAGE)
+        used, limit = (row["used_bytes"], row["limit_bytes"]) if row else (0, 0)
+        raise MvuError(
+            Code.STORAGE_LIMIT,
+            f"storing {tx.charged} more bytes would exceed the ledger's {limit}-byte budget ({used} used)",
+            limit=limit,
+            used=used,
+            requested=tx.charged,
+        )
+
+
+@functools.cache
+def _column_names(table: Table) -> list[str]:
+    return [column.name for column in table.columns]
+
+
+@functools.cache
+def _insert_query(table: Table) -> Query:
+    return Query(f"insert:{table.name}", lambda: insert(table), _column_names(table))
+
+
+@functools.cache
+def _update_query(table: Table, key: tuple[str, ...], values: tuple[str, ...]) -> Query:
+    def build() -> Any:
+        where = [table.c[name] == bindparam(name) for name in key]
+        return update(table).where(table.c.ledger_id == LEDGER, *where).values(
+            {name: bindparam(name) for name in values}
+        )
+
+    return Query(f"update:{table.name}:{','.join(key)}:{','.join(values)}", build)
+
+
+@functools.cache
+def _next_position_query(table: Table, owner_column: str | None) -> Query:
+    def build() -> Any:
+        query = select(func.coalesce(func.max(table.c.position) + 1, 0).label("position")).where(
+            table.c.ledger_id == LEDGER
+        )
+        if owner_column:
+            query = query.where(table.c[owner_column] == bindparam("owner"))
+        return query
+
+    return Query(f"next-position:{table.name}:{owner_column}", build)
