@@ -7,10 +7,16 @@ for is there, positive, and that the fork side measured what it claims to.
 
 from __future__ import annotations
 
+import importlib.util
+import inspect
 import json
 import subprocess
 import sys
 from pathlib import Path
+from types import ModuleType, SimpleNamespace
+from typing import Any
+
+from mvu_store.service import MvuService
 
 BENCHMARK = Path(__file__).resolve().parents[2] / "benchmarks" / "commit_path.py"
 KEYS = (
@@ -55,3 +61,84 @@ def test_quick_ingest_benchmark_prints_both_rates_as_json_on_its_last_line() -> 
     assert figures["sessions"] == 16
     assert figures["commands_per_reply"] == 5
     assert 4 * 1024 <= figures["state_bytes"] <= 6 * 1024, "a ~5 KiB stat_data"
+    # The growth session: 40 turns in quick mode, windows k..2k and N-k..N with k = 2.
+    for key in ("turn_cost_growth", "read_cost_growth", "history_page_ms", "turn_ms_first", "turn_ms_last",
+                "read_ms_first", "read_ms_last"):
+        assert isinstance(figures[key], int | float), key
+        assert figures[key] > 0, key
+    assert figures["growth_turns"] == 40
+    assert figures["growth_windows"] == {"first": [2, 4], "last": [38, 40]}
+    assert figures["reads_per_sample"] == 20
+    assert figures["history_paged"] is ("limit" in inspect.signature(MvuService.history).parameters)
+
+
+def test_quick_ingest_benchmark_without_growth_reports_only_the_rates() -> None:
+    done = subprocess.run([sys.executable, str(INGEST), "--quick", "--skip-growth"], capture_output=True, text=True,
+                          timeout=120, check=False)
+    assert done.returncode == 0, done.stderr
+    figures = json.loads(done.stdout.strip().splitlines()[-1])
+    assert figures["turns_per_s"] > 0 and figures["turns_per_s_16_sessions"] > 0
+    assert not {"turn_cost_growth", "read_cost_growth", "history_page_ms", "history_paged"} & set(figures)
+
+
+def test_the_ingest_benchmark_refuses_growth_windows_that_overlap() -> None:
+    done = subprocess.run([sys.executable, str(INGEST), "--growth-turns", "6"], capture_output=True, text=True,
+                          timeout=120, check=False)
+    assert done.returncode == 2
+    assert "--growth-turns must be at least 7" in done.stderr
+
+
+def load_ingest() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("ingest_benchmark", INGEST)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up while the class is made
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_growth_windows_scale_with_the_session() -> None:
+    ingest = load_ingest()
+    for turns, first, last in [(1000, (10, 20), (990, 1000)), (40, (2, 4), (38, 40)), (350, (4, 8), (346, 350))]:
+        windows = ingest.Windows.for_turns(turns)
+        assert (windows.first.start, windows.first.stop - 1) == first, turns
+        assert (windows.last.start, windows.last.stop - 1) == last, turns
+
+
+class PagedHistory:
+    """A stand-in for the service once ``history`` takes ``limit``: records the calls it gets."""
+
+    def __init__(self, versions: int) -> None:
+        self.versions = versions
+        self.calls: list[dict[str, Any]] = []
+
+    async def history(self, *, id: str, scope: dict[str, Any], include_before: bool = False,
+                      limit: int | None = None, before: int | None = None) -> list[SimpleNamespace]:
+        self.calls.append({"id": id, "limit": limit, "before": before})
+        revisions = range(1, self.versions + 1)
+        return [SimpleNamespace(revision=revision) for revision in (revisions[-limit:] if limit else revisions)]
+
+
+class WholeHistory:
+    """The service as it is today: ``history`` has no ``limit``."""
+
+    def __init__(self, versions: int) -> None:
+        self.versions = versions
+        self.calls = 0
+
+    async def history(self, *, id: str, scope: dict[str, Any], include_before: bool = False) -> list[SimpleNamespace]:
+        self.calls += 1
+        return [SimpleNamespace(revision=revision) for revision in range(1, self.versions + 1)]
+
+
+async def test_the_history_figure_asks_for_a_100_entry_page_once_history_takes_limit() -> None:
+    ingest = load_ingest()
+    paged = PagedHistory(1000)
+    milliseconds, was_paged = await ingest.history_page_ms(paged, "inst", "s1", 1000)
+    assert was_paged is True and milliseconds >= 0
+    assert paged.calls and all(call == {"id": "inst", "limit": 100, "before": None} for call in paged.calls)
+
+    whole = WholeHistory(1000)
+    milliseconds, was_paged = await ingest.history_page_ms(whole, "inst", "s1", 1000)
+    assert was_paged is False and milliseconds >= 0
+    assert whole.calls > 0
