@@ -53,9 +53,9 @@ class Editing:
         check_revision(expected_revision)
         if parsed.historical:
             raise MvuError(Code.SCOPE, "historical scopes are read-only: re-read the current scope, then edit")
+        sent = edit_content(content)  # refused before anything is allocated for it
         entry = await self._writable(resource_id, parsed)
         lease = await self._lease(entry)
-        sent = edit_content(content)
         fingerprint = sha256_hex(js_json({"content": sent, "scope": parsed.to_json(),
                                           "expectedRevision": expected_revision}))
 

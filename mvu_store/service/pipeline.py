@@ -17,6 +17,7 @@ nothing, so the reply stays unprocessed for a retry.
 
 from __future__ import annotations
 
+import copy
 from typing import Any, NoReturn
 
 from mvu_store.errors import Code, MvuError
@@ -38,12 +39,14 @@ from mvu_store.service.sessions import SessionLog
 from mvu_store.service.turns import Reply
 from mvu_store.service.usage import Decision
 
+_CURSORS = 4096
 # Failures of the store itself: nothing is recorded, the reply stays unprocessed for a retry. A
 # full ledger is one of them: going over the budget keeps the previous content *and revision*
-# (P-4), which a failed receipt (it claims a revision) would not.
-_CURSORS = 4096
+# (P-4), which a failed receipt (it claims a revision) would not; so are writers that kept
+# moving the head past every compare-and-swap attempt (the reply is valid, only late).
 _UNRECORDED = frozenset({Code.STORAGE_BUSY.value, Code.DISPOSED.value, Code.STORAGE_CORRUPT.value,
-                         Code.STORAGE_LIMIT.value, Code.USAGE_CANCELLED.value, Code.SESSION_LEASE.value})
+                         Code.STORAGE_LIMIT.value, Code.USAGE_CANCELLED.value, Code.SESSION_LEASE.value,
+                         Code.REVISION_CONFLICT.value})
 
 
 class _Refused(Exception):
@@ -194,7 +197,9 @@ class Pipeline:
                     raise parse_error
                 chosen = await processed(ctx.processor, commands, ProcessorTurn(
                     resource_id=entry.id, session_id=str(reply.source["sessionId"]), turn=reply.turn,
-                    message_seq=reply.message.seq, text=reply.text, variables=baseline.variables))
+                    message_seq=reply.message.seq, text=reply.text,
+                    # A private copy: a processor filters, it never writes the state (C-2).
+                    variables=copy.deepcopy(baseline.variables)))
             except MvuError as error:
                 return await self._fail(entry, reply, baseline, error, facts, signal, lease, decision)
         tried: list[Head] = []

@@ -123,11 +123,9 @@ class Reads:
                                historical=scope.historical, version_key=key, legacy=True,
                                capabilities=dict(CAPABILITIES))
         assert entry.row is not None
+        # Read before the check, so every version used here is one the check covered.
+        versions = await ctx.ledger.versions(entry.id) if scope.historical else []
         await ctx.verifier.check(entry, logs)
-        if entry.initial is not None:  # not allocated yet: it would start from the template
-            return StateRecord(**common, template_id=entry.row.template_id, instance=entry.instance,
-                               content=entry.initial, revision=0, current_revision=0,
-                               historical=scope.historical, version_key=None)
         if entry.row.template_id is not None:
             common.update(template_id=entry.row.template_id, instance=entry.instance)
             seed = entry.row.meta.get("seed")
@@ -136,11 +134,16 @@ class Reads:
         if entry.definition.get("discovered") is True:
             common["source"] = {"kind": "character", "characterId": entry.definition.get("characterId"),
                                 "discovered": True}
+        if entry.initial is not None:  # not allocated yet: it would start from the template
+            if scope.historical:
+                _historical_version(entry, versions, scope)  # no versions yet: only its refusals apply
+            return StateRecord(**common, content=entry.initial, revision=0, current_revision=0,
+                               historical=scope.historical, version_key=None)
         if not scope.historical:
             head = await ctx.ledger.head(entry.id)
             return StateRecord(**common, content=head.variables, revision=head.revision,
                                current_revision=head.revision, historical=False, version_key=head.version_key)
-        version = _historical_version(entry, await ctx.ledger.versions(entry.id), scope)
+        version = _historical_version(entry, versions, scope)
         if version is None:
             content = await ctx.ledger.blob(entry.row.initial_hash)
             return StateRecord(**common, content=content, revision=0, current_revision=entry.row.revision,
@@ -167,8 +170,8 @@ class Reads:
                       if parsed.session_id is None
                       or (version.get("source") or {}).get("sessionId") == parsed.session_id]
             return [_legacy_entry(position, version) for position, version in _page(legacy, limit, before)]
-        await ctx.verifier.check(entry)
         versions = await ctx.ledger.versions(entry.id)
+        await ctx.verifier.check(entry)  # after the read: every version listed is one it checked
         visible = [(position, version) for position, version in enumerate(versions)
                    if parsed.session_id is None or version.source.get("sessionId") == parsed.session_id
                    or version.inherited or own_version(entry, version)]

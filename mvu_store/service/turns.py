@@ -97,6 +97,8 @@ class ReplyParser:
     def feed(self, event: SessionEvent) -> Reply | None:
         """Take the next event; the reply of the turn it ends, if it ends one with a usable reply."""
         turn = event_turn(event)
+        if isinstance(turn, (dict, list)):
+            turn = None  # not a turn number (and no usable key): the event belongs to no turn
         if event.type == "turn/start":
             self._started[turn] = event.seq
             return None
