@@ -34,7 +34,7 @@ START_GOLD = 10
 # No declaration: the smallest card that still runs the update language and its native schema.
 MISER: dict[str, Any] = {"character_id": "miser", "name": "Miser", "initvar": [f"gold: {START_GOLD}\n"]}
 
-# Each test took 130-200 s at d88d205 (a turn costs more the longer the history), too close to
+# Each test took 130-200 s before history was checked once (about 40 s since), too close to
 # pytest's 300 s default on a loaded machine; the limit only catches a hang, it measures nothing.
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(1800)]
 
