@@ -154,9 +154,10 @@ class Allocation:
         if ledger.resource_exists(tx, existing):
             ledger.set_activation(tx, existing, session_id, boundary)
 
-    async def active_templates(self, session_id: str) -> list[dict[str, Any]]:
-        """The templates this session instantiates: its selected card, and configured templates
-        open to it (``'*'`` or its id) whose character, if any, is the selected one."""
+    async def active_templates(self, session_id: str) -> tuple[bool, list[dict[str, Any]]]:
+        """Whether the session ever (un)selected a card, and the templates it instantiates: its
+        selected card, and configured templates open to it (``'*'`` or its id) whose character,
+        if any, is the selected one."""
         ledger = self._ctx.ledger
         selected, template_id = await ledger.selection(session_id)
         templates: list[dict[str, Any]] = []
@@ -172,7 +173,7 @@ class Allocation:
             source = await ledger.template(character_template_id(config.character_id)) \
                 if config.character_id is not None else None
             templates.append(configured_definition(config, source))
-        return templates
+        return selected, templates
 
     # -- instances (I-2, I-3, L-1, F-5) -------------------------------------------------------------
 
@@ -184,7 +185,7 @@ class Allocation:
             raise MvuError(Code.SEED_PENDING, "state inheritance must finish before this session can use variables",
                            session_id=session_id)
         rows = await ctx.ledger.resources(session_id=session_id, kinds=("instance",))
-        templates = await self.active_templates(session_id)
+        _, templates = await self.active_templates(session_id)
         if not templates:
             return [await ctx.catalog.entry_of(row) for row in rows]
         snapshot = log.snapshot()

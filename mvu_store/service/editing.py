@@ -2,7 +2,8 @@
 
 Each is refused wherever a read would be (drifted history, a changed identity) and while the
 instance's turn is running; each commits once under the caller's expected revision (its conflict
-is the caller's to resolve) and is idempotent under the caller's operation id. What an edit may
+is the caller's to resolve, so no retry loop applies) and is idempotent under the caller's
+operation id. What an edit may
 change is decided in :mod:`mvu_store.service.edits`.
 """
 
@@ -15,9 +16,8 @@ from typing import Any, TypeVar
 from mvu_store.errors import Code, MvuError
 from mvu_store.host import Lease
 from mvu_store.jsonvalue import JsonValue, js_json, json_equal, sha256_hex
-from mvu_store.ledger.records import CommitOutcome, CommitRequest, Head, NewResource, VersionRecord
+from mvu_store.ledger.records import CommitRequest, NewResource, VersionRecord
 from mvu_store.service.allocation import Allocation
-from mvu_store.service.cas import on_head
 from mvu_store.service.catalog import Entry
 from mvu_store.service.context import ServiceContext, Signal, check_signal, now_ms
 from mvu_store.service.edits import edit_content, edited_envelope
@@ -62,20 +62,16 @@ class Editing:
         async def work() -> UpdateReceipt:
             await self._check_instance(entry, lease)
             versions = await ctx.ledger.versions(entry.id)
-            result: dict[str, Any] = {}
-
-            async def attempt(head: Head) -> CommitOutcome:
-                variables = edited_envelope(sent, head.variables, now_ms=now_ms())
-                source, meta = _edit_source(entry, parsed, operation_id, head.version_key, versions)
-                result.update(id=entry.id, type="mvu-state", content=variables, revision=expected_revision + 1,
-                              scope=parsed.to_json(), authority="local")
-                ctx.check_before_commit(signal, lease)
-                return await ctx.ledger.commit(CommitRequest(
-                    entry.id, expected_revision, "manual", variables, fingerprint, source,
-                    operation_id=operation_id, meta=meta, result=dict(result)))
-
             head = await ctx.ledger.head(entry.id)
-            outcome = await on_head(ctx.ledger, entry.id, attempt, head=head, attempts=1)
+            variables = edited_envelope(sent, head.variables, now_ms=now_ms())
+            source, meta = _edit_source(entry, parsed, operation_id, head.version_key, versions)
+            result = {"id": entry.id, "type": "mvu-state", "content": variables, "revision": expected_revision + 1,
+                      "scope": parsed.to_json(), "authority": "local"}
+            ctx.check_before_commit(signal, lease)
+            # The expected revision is the caller's: a conflict is theirs to resolve, never retried here.
+            outcome = await ctx.ledger.commit(CommitRequest(
+                entry.id, expected_revision, "manual", variables, fingerprint, source,
+                operation_id=operation_id, meta=meta, result=result))
             stored = outcome.result if isinstance(outcome.result, dict) else result
             if not outcome.replayed:
                 facts = Facts(id=entry.id, eventId=operation_id, sessionId=parsed.session_id, on="manual_update")
@@ -83,7 +79,7 @@ class Editing:
                 facts.add("triggered")
                 before = head.variables.get("stat_data") if isinstance(head.variables, dict) else None
                 # The stored head has sorted keys; key order alone is no change of state (A-4).
-                if not json_equal(before, result["content"]["stat_data"]):
+                if not json_equal(before, variables["stat_data"]):
                     facts.add("applied", revision=outcome.revision, detail="state-committed")
                 facts.add("completed", revision=outcome.revision, detail="manual-update")
                 await facts.write(ctx.ledger, ctx.usage)
@@ -113,13 +109,9 @@ class Editing:
             await self._check_instance(entry, lease)
             fingerprint = sha256_hex(js_json({"mode": mode, "expectedRevision": expected_revision,
                                               "scope": parsed.to_json()}))
-
-            async def attempt(head: Head) -> CommitOutcome:
-                ctx.check_before_commit(signal, lease)
-                return await ctx.ledger.set_management_mode(entry.id, mode=mode, expected_revision=expected_revision,
-                                                            operation_id=operation_id, fingerprint=fingerprint)
-
-            outcome = await on_head(ctx.ledger, entry.id, attempt, attempts=1)
+            ctx.check_before_commit(signal, lease)
+            outcome = await ctx.ledger.set_management_mode(entry.id, mode=mode, expected_revision=expected_revision,
+                                                           operation_id=operation_id, fingerprint=fingerprint)
             stored = outcome.result if isinstance(outcome.result, dict) else {}
             return ManagementReceipt(id=entry.id, management_mode=ctx.management_mode(),
                                      stored_management_mode=str(stored.get("managementMode", mode)),

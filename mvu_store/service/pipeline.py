@@ -128,9 +128,8 @@ class Pipeline:
         boundaries = await ctx.ledger.activations(session_id)
         # After an explicit (un)selection only the active templates' instances take replies: an
         # unselected card's instance must not move while another card (or none) is selected (I-5).
-        selected, _ = await ctx.ledger.selection(session_id)
-        active = {template["id"] for template in await self._allocation.active_templates(session_id)} \
-            if selected else None
+        selected, templates = await self._allocation.active_templates(session_id)
+        active = {template["id"] for template in templates} if selected else None
         ended = log.replies
         logs: dict[str, SessionLog | None] = {session_id: log}
         for entry in entries:

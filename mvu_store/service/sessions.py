@@ -60,7 +60,7 @@ class SessionLog:
 
     @property
     def replies(self) -> tuple[Reply, ...]:
-        """Every ended turn's candidate reply so far, in event order (as :func:`replies`)."""
+        """Every ended turn's candidate reply so far, in event order (see :class:`ReplyParser`)."""
         return tuple(self._replies)
 
     def snapshot(self) -> SessionSnapshot:

@@ -323,8 +323,8 @@ async def test_a_fork_boundary_appended_later_re_decides_which_replies_are_inher
     instance = await playing(service, host, card=PLAIN)
     await host.turn("s1", turn=1, user="go", reply="_.set('hp', 1);")
     host.attach(None)
-    host.append("s1", "turn/start", {"turn": 2})
-    await service.checkpoint(session_id="s1", turn_start_seq=host.session_ids() and 4)
+    start = host.append("s1", "turn/start", {"turn": 2})
+    await service.checkpoint(session_id="s1", turn_start_seq=start)
     host.append("s1", "assistant/message", text_message(2, "s1-m2", "_.set('hp', 2);"))
     host.append("s1", "turn/end", {"turn": 2, "reason": {"kind": "completed"}})
     assert (await service.read(id=instance, scope=scope("s1"))) is not None  # the log now holds turn 2
