@@ -23,9 +23,8 @@ over a ~5 KiB ``stat_data``, and every reply carries 5 commands (``_.set``, ``_.
   - ``read_cost_growth`` = ``read_ms_last / read_ms_first``: the mean of ``--reads`` (20)
     consecutive ``service.read`` of the session's instance right after turn k (``read_ms_first``)
     and right after turn N (``read_ms_last``); reads are never inside a timed turn;
-  - ``history_page_ms``: the mean of 5 ``service.history(..., limit=100)`` at N versions, once
-    the service's ``history`` takes ``limit`` (detected with ``inspect.signature``); until then
-    the whole ``history()`` is timed instead and ``history_paged`` is false.
+  - ``history_page_ms``: the mean of 5 ``service.history(..., limit=100)`` at N versions (the
+    newest page; the run checks it holds the last 100 revisions).
 
 The ledger is a SQLite file in a temporary directory (WAL, ``synchronous=FULL``), or ``--url``
 (e.g. the PostgreSQL test database; each run uses its own ``ledger_id``). Human lines first;
@@ -40,7 +39,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import inspect
 import json
 import sys
 import tempfile
@@ -207,11 +205,6 @@ def min_growth_turns() -> int:
     return turns
 
 
-def history_takes_limit(service: MvuService) -> bool:
-    """Whether ``service.history`` has the ``limit`` keyword (being added; see the docstring)."""
-    return "limit" in inspect.signature(service.history).parameters
-
-
 async def mean_read_ms(service: MvuService, instance: str, session_id: str, reads: int, revision: int) -> float:
     scope = {"authority": "local", "session_id": session_id}
     times: list[float] = []
@@ -223,22 +216,18 @@ async def mean_read_ms(service: MvuService, instance: str, session_id: str, read
     return 1000 * fmean(times)
 
 
-async def history_page_ms(service: MvuService, instance: str, session_id: str, versions: int) -> tuple[float, bool]:
-    """The mean time of a 100-entry history page at ``versions`` versions (or of the whole
-    history while ``limit`` does not exist yet), and whether it was paged."""
+async def history_page_ms(service: MvuService, instance: str, session_id: str, versions: int) -> float:
+    """The mean time of the newest 100-entry history page at ``versions`` versions."""
     scope = {"authority": "local", "session_id": session_id}
-    paged = history_takes_limit(service)
-    call: Any = service.history  # ``limit`` is not in the signature mypy sees yet
     times: list[float] = []
     for _ in range(HISTORY_REPEATS):
         started = time.perf_counter()
-        entries = await (call(id=instance, scope=scope, limit=HISTORY_PAGE) if paged
-                         else call(id=instance, scope=scope))
+        entries = await service.history(id=instance, scope=scope, limit=HISTORY_PAGE)
         times.append(time.perf_counter() - started)
         # The newest entries, oldest first: the page ends at the head.
-        expected = list(range(max(1, versions - HISTORY_PAGE + 1) if paged else 1, versions + 1))
+        expected = list(range(max(1, versions - HISTORY_PAGE + 1), versions + 1))
         assert [entry.revision for entry in entries] == expected, [entry.revision for entry in entries][-3:]
-    return 1000 * fmean(times), paged
+    return 1000 * fmean(times)
 
 
 async def measure_growth(service: MvuService, host: MemoryHost, run: str, turns: int,
@@ -260,7 +249,7 @@ async def measure_growth(service: MvuService, host: MemoryHost, run: str, turns:
             say(f"  growth: turn {turn}/{turns}, {1000 * turn_s[turn]:.1f} ms")
     read_last = await mean_read_ms(service, instance, session_id, reads, turns)
     await check(service, instance, session_id, turns)
-    page_ms, paged = await history_page_ms(service, instance, session_id, turns)
+    page_ms = await history_page_ms(service, instance, session_id, turns)
     turn_first = 1000 * fmean(turn_s[turn] for turn in windows.first)
     turn_last = 1000 * fmean(turn_s[turn] for turn in windows.last)
     return {"growth_turns": turns, "growth_window_k": windows.k,
@@ -268,7 +257,7 @@ async def measure_growth(service: MvuService, host: MemoryHost, run: str, turns:
                                "last": [windows.last.start, windows.last.stop - 1]},
             "turn_ms_first": turn_first, "turn_ms_last": turn_last, "read_ms_first": read_first,
             "read_ms_last": read_last, "reads_per_sample": reads, "history_page_ms": page_ms,
-            "history_paged": paged, "growth_s": sum(turn_s.values())}
+            "growth_s": sum(turn_s.values())}
 
 
 async def measure(ledger: Ledger, turns: int, sessions: int, growth_turns: int | None,
@@ -391,13 +380,11 @@ def growth_figures(figures: dict[str, Any]) -> dict[str, Any]:
     say(f"  a read:        {figures['read_ms_first']:.2f} ms (after turn {first[0]}) -> "
         f"{figures['read_ms_last']:.2f} ms (after turn {n}) = x{read_growth:.2f}, "
         f"mean of {figures['reads_per_sample']} reads each")
-    what = f"a {HISTORY_PAGE}-entry page" if figures["history_paged"] else "the whole history (no limit yet)"
-    say(f"  history:       {what} at {n} versions: {figures['history_page_ms']:.2f} ms")
+    say(f"  history:       a {HISTORY_PAGE}-entry page at {n} versions: {figures['history_page_ms']:.2f} ms")
     return {
         "turn_cost_growth": round(turn_growth, 2),
         "read_cost_growth": round(read_growth, 2),
         "history_page_ms": round(figures["history_page_ms"], 2),
-        "history_paged": figures["history_paged"],
         "turn_ms_first": round(figures["turn_ms_first"], 2),
         "turn_ms_last": round(figures["turn_ms_last"], 2),
         "read_ms_first": round(figures["read_ms_first"], 3),

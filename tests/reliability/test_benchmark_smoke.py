@@ -8,15 +8,11 @@ for is there, positive, and that the fork side measured what it claims to.
 from __future__ import annotations
 
 import importlib.util
-import inspect
 import json
 import subprocess
 import sys
 from pathlib import Path
-from types import ModuleType, SimpleNamespace
-from typing import Any
-
-from mvu_store.service import MvuService
+from types import ModuleType
 
 BENCHMARK = Path(__file__).resolve().parents[2] / "benchmarks" / "commit_path.py"
 KEYS = (
@@ -69,7 +65,6 @@ def test_quick_ingest_benchmark_prints_both_rates_as_json_on_its_last_line() -> 
     assert figures["growth_turns"] == 40
     assert figures["growth_windows"] == {"first": [2, 4], "last": [38, 40]}
     assert figures["reads_per_sample"] == 20
-    assert figures["history_paged"] is ("limit" in inspect.signature(MvuService.history).parameters)
 
 
 def test_quick_ingest_benchmark_without_growth_reports_only_the_rates() -> None:
@@ -78,7 +73,7 @@ def test_quick_ingest_benchmark_without_growth_reports_only_the_rates() -> None:
     assert done.returncode == 0, done.stderr
     figures = json.loads(done.stdout.strip().splitlines()[-1])
     assert figures["turns_per_s"] > 0 and figures["turns_per_s_16_sessions"] > 0
-    assert not {"turn_cost_growth", "read_cost_growth", "history_page_ms", "history_paged"} & set(figures)
+    assert not {"turn_cost_growth", "read_cost_growth", "history_page_ms"} & set(figures)
 
 
 def test_the_ingest_benchmark_refuses_growth_windows_that_overlap() -> None:
@@ -103,42 +98,3 @@ def test_growth_windows_scale_with_the_session() -> None:
         windows = ingest.Windows.for_turns(turns)
         assert (windows.first.start, windows.first.stop - 1) == first, turns
         assert (windows.last.start, windows.last.stop - 1) == last, turns
-
-
-class PagedHistory:
-    """A stand-in for the service once ``history`` takes ``limit``: records the calls it gets."""
-
-    def __init__(self, versions: int) -> None:
-        self.versions = versions
-        self.calls: list[dict[str, Any]] = []
-
-    async def history(self, *, id: str, scope: dict[str, Any], include_before: bool = False,
-                      limit: int | None = None, before: int | None = None) -> list[SimpleNamespace]:
-        self.calls.append({"id": id, "limit": limit, "before": before})
-        revisions = range(1, self.versions + 1)
-        return [SimpleNamespace(revision=revision) for revision in (revisions[-limit:] if limit else revisions)]
-
-
-class WholeHistory:
-    """The service as it is today: ``history`` has no ``limit``."""
-
-    def __init__(self, versions: int) -> None:
-        self.versions = versions
-        self.calls = 0
-
-    async def history(self, *, id: str, scope: dict[str, Any], include_before: bool = False) -> list[SimpleNamespace]:
-        self.calls += 1
-        return [SimpleNamespace(revision=revision) for revision in range(1, self.versions + 1)]
-
-
-async def test_the_history_figure_asks_for_a_100_entry_page_once_history_takes_limit() -> None:
-    ingest = load_ingest()
-    paged = PagedHistory(1000)
-    milliseconds, was_paged = await ingest.history_page_ms(paged, "inst", "s1", 1000)
-    assert was_paged is True and milliseconds >= 0
-    assert paged.calls and all(call == {"id": "inst", "limit": 100, "before": None} for call in paged.calls)
-
-    whole = WholeHistory(1000)
-    milliseconds, was_paged = await ingest.history_page_ms(whole, "inst", "s1", 1000)
-    assert was_paged is False and milliseconds >= 0
-    assert whole.calls > 0
