@@ -11,7 +11,7 @@ from fastapi.openapi.utils import get_openapi
 
 from mvu_store.service.models import MAX_OPERATION_ID, MAX_SESSION_ID
 
-DESCRIPTION = """The MVU state service over HTTP (DIGEST H-1).
+DESCRIPTION = """The MVU state service over HTTP (requirement H-1, docs/requirements.md in the repository).
 
 Every request needs `Authorization: Bearer <token>`. Reads take the scope as JSON in the query
 string, `{authority: 'local', sessionId}` (sessionId required, camelCase keys only); the update

@@ -78,7 +78,7 @@ def reads_router(service: MvuService) -> APIRouter:
     async def history(
         id: IdParam, scope: ScopeParam,
         include_before: Annotated[bool, Query(alias="includeBefore",
-                                              description="Add beforeAvailable / before (DIGEST A-6)")] = False,
+                                              description="Add beforeAvailable / before (A-6)")] = False,
         limit: LimitParam = None, before: BeforeParam = None,
     ) -> Response:
         entries = await service.history(id=id, scope=parse_scope_param(scope), include_before=include_before,
