@@ -41,17 +41,13 @@ class Sessions(Store):
         """Record the template a session selected (None: an explicit unselect)."""
         check_text("session id", session_id, t.ID)
         check_text("template id", template_id, t.ID)
-        key, chosen = {"session_id": session_id}, {"template_id": template_id}
-        if not self.update_row(tx, t.selections, key, chosen):
-            self.insert_row(tx, t.selections, {**key, **chosen})
+        self.upsert_row(tx, t.selections, {"session_id": session_id}, {"template_id": template_id})
 
     def set_activation(self, tx: WriteTx, owner_id: str, session_id: str, seq: int) -> None:
         """Set the activation boundary of a template or resource in a session (DIGEST I-5)."""
         check_text("owner id", owner_id, t.ID)
         check_text("session id", session_id, t.ID)
-        key, boundary = {"owner_id": owner_id, "session_id": session_id}, {"seq": seq}
-        if not self.update_row(tx, t.activations, key, boundary):
-            self.insert_row(tx, t.activations, {**key, **boundary})
+        self.upsert_row(tx, t.activations, {"owner_id": owner_id, "session_id": session_id}, {"seq": seq})
 
     async def selection(self, session_id: str) -> tuple[bool, str | None]:
         """Whether the session ever selected or unselected, and the template it selected."""
@@ -69,10 +65,8 @@ class Sessions(Store):
         blob = Blob.of(definition)
 
         def work(tx: WriteTx) -> None:
-            key, stored = {"id": template_id}, {"definition_hash": self.put_blob(tx, blob)}
-            if not self.update_row(tx, t.templates, key, stored):
-                position = self.next_position(tx, t.templates, None, None)
-                self.insert_row(tx, t.templates, {**key, **stored, "position": position})
+            self.upsert_row(tx, t.templates, {"id": template_id}, {"definition_hash": self.put_blob(tx, blob)},
+                            lambda: {"position": self.next_position(tx, t.templates, None, None)})
 
         await self.write(work)
 

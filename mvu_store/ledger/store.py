@@ -159,6 +159,13 @@ class Store:
         """Set ``values`` (uncharged, ``MUTABLE`` columns) on the row at ``key``; whether there was one."""
         return bool(tx.execute(_update_query(table, tuple(key), tuple(values)), **key, **values).rowcount == 1)
 
+    def upsert_row(self, tx: WriteTx, table: Table, key: dict[str, Any], values: dict[str, Any],
+                   new: Callable[[], dict[str, Any]] | None = None) -> None:
+        """Set ``values`` on the row at ``key``, or insert that row (``new``: the columns only a
+        new row gets, computed only then)."""
+        if not self.update_row(tx, table, key, values):
+            self.insert_row(tx, table, {**key, **values, **(new() if new is not None else {})})
+
     def next_position(self, tx: WriteTx, table: Table, owner_column: str | None, owner: str | None) -> int:
         row = tx.one(_next_position_query(table, owner_column), owner=owner)
         return int(row["position"]) if row else 0
