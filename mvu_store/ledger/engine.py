@@ -11,6 +11,7 @@ import sqlite3
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from psycopg.conninfo import make_conninfo
 from sqlalchemy import Engine, create_engine, event
 from sqlalchemy.engine import URL, make_url
 from sqlalchemy.pool import QueuePool
@@ -68,6 +69,15 @@ def create_sync_engine(url: str | URL, options: EngineOptions, *, writer: bool =
         pool_pre_ping=True,
         connect_args={"application_name": f"{options.application_name} {role}"[:63]},
     )
+
+
+def lock_conninfo(engine: Engine, application_name: str) -> str:
+    """A libpq connection string for a PostgreSQL engine's database, as the engine connects
+    (for the session locks' own connections, which are psycopg's async ones, outside the pools)."""
+    args, params = engine.dialect.create_connect_args(engine.url)
+    # SQLAlchemy passes its adapters along as ``context``: not a connection parameter.
+    params = {name: value for name, value in params.items() if name != "context"}
+    return make_conninfo(*args, **params, application_name=application_name[:63])
 
 
 def _sqlite_engine(url: URL, options: EngineOptions, *, writer: bool) -> Engine:

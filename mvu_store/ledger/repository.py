@@ -1,8 +1,9 @@
 """The Ledger: the one public face of the store, made of one part per concern.
 
 =================  ==========================================================================
-``store.py``       engines, the writer, the read and write boundaries (driver errors translated
-                   on both), blobs, rows and their bytes, append positions, the budget
+``store.py``       engines, the writer, the session locks (``locks.py``), the read and write
+                   boundaries (driver errors translated on both), blobs, rows and their bytes,
+                   append positions, the budget
 ``commits.py``     versions under row-version CAS, idempotency receipts, the management mode
 ``resources.py``   create, fork and lineage, heads, blobs, versions, checkpoints
 ``sessions.py``    selections, activation boundaries, templates, legacy files

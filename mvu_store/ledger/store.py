@@ -1,5 +1,5 @@
-"""What every part of the ledger shares: its engines and writer, the boundaries every write and
-read crosses, and the row-level steps every write is made of (blobs, rows and their bytes,
+"""What every part of the ledger shares: its engines, writer and session locks, the boundaries
+every write and read crosses, and the row-level steps every write is made of (blobs, rows and their bytes,
 append positions, the budget).
 
 Every write is one unit of work on the single writer (``writer.py``) and follows one order:
@@ -15,6 +15,7 @@ import asyncio
 import functools
 import time
 from collections.abc import Callable
+from contextlib import AbstractAsyncContextManager
 from typing import Any, Self, TypeVar
 
 from sqlalchemy import Engine, Table, bindparam, func, insert, select, update
@@ -25,6 +26,8 @@ from mvu_store.ledger import tables as t
 from mvu_store.ledger.audit import row_bytes
 from mvu_store.ledger.blob import Blob
 from mvu_store.ledger.dialect import dialect_of, translated
+from mvu_store.ledger.engine import lock_conninfo
+from mvu_store.ledger.locks import AdvisoryLocks, DatabaseLocks, FileLocks, SessionLocks
 from mvu_store.ledger.query import LEDGER, Query, ReadRows, Row
 from mvu_store.ledger.records import Usage
 from mvu_store.ledger.rows import columns
@@ -63,6 +66,7 @@ class Store:
             "insert-ignore:blobs", lambda: self._dialect.insert_ignore(t.blobs), _column_names(t.blobs)
         )
         self._state_limit = state_limit_bytes
+        self._locks = SessionLocks(_database_locks(writer_engine, ledger_id), ledger_id)
         self._closed = False
 
     # -- lifecycle ----------------------------------------------------------------------------
@@ -72,6 +76,7 @@ class Store:
         if self._closed:
             return
         self._closed = True
+        await self._locks.close()
         await asyncio.to_thread(self._close_sync)
 
     def _close_sync(self) -> None:
@@ -92,6 +97,19 @@ class Store:
     @property
     def state_limit_bytes(self) -> int:
         return self._state_limit
+
+    # -- the session lock ---------------------------------------------------------------------
+
+    def session_lock(self, session_id: str) -> AbstractAsyncContextManager[None]:
+        """Hold ``session_id`` alone among every task and process using this ledger (``locks.py``).
+
+        ``async with ledger.session_lock(session_id): ...`` waits for the session's current
+        holder, in this process or another. Not re-entrant: never nest two holds (a task asking
+        again for a session it holds waits for itself forever).
+        """
+        if self._closed:
+            raise MvuError(Code.DISPOSED, "the ledger is closed")
+        return self._locks.hold(session_id)
 
     # -- the boundaries -----------------------------------------------------------------------
 
@@ -196,6 +214,12 @@ class Store:
             used=used,
             requested=tx.charged,
         )
+
+
+def _database_locks(engine: Engine, ledger_id: str) -> DatabaseLocks:
+    if dialect_of(engine).embedded:
+        return FileLocks(f"{engine.url.database}.locks")
+    return AdvisoryLocks(lock_conninfo(engine, f"mvu-store {ledger_id} locks"))
 
 
 @functools.cache
