@@ -220,12 +220,20 @@ class Allocation:
     async def allocate(self, session_id: str, resource_id: str) -> Entry | None:
         """Allocate ``resource_id`` if it is one of the session's instances still to allocate (a
         write to an instance a read showed before its first turn); None when it is not."""
-        log = await self._ctx.sessions.log(session_id)
+        ctx = self._ctx
+        log = await ctx.sessions.log(session_id)
         if log is None or not any(entry.id == resource_id and entry.row is not None and entry.initial is not None
                                   for entry in await self.instances(session_id, log, allocate=False)):
             return None
-        await self.instances(session_id, log, allocate=True)
-        return await self._ctx.catalog.entry(resource_id)
+
+        async def work() -> None:
+            # What to allocate, and from which boundary, is read again under the session's lock.
+            current = await ctx.sessions.log(session_id)
+            if current is not None:
+                await self.instances(session_id, current, allocate=True)
+
+        await ctx.locked(session_id, work)
+        return await ctx.catalog.entry(resource_id)
 
     async def session_entries(self, session_id: str, log: SessionLog | None, *, allocate: bool) -> list[Entry]:
         """Every resource the session may use: its instances, then shared and configured ones

@@ -3,16 +3,16 @@
 The parts (:mod:`allocation`, :mod:`pipeline`, :mod:`reads`, :mod:`editing`, :mod:`branching`)
 each take this one object instead of callbacks into the front class. Everything durable is in the
 ledger; the context keeps only caches of immutable or re-checkable data (definitions by hash, the
-parsed legacy file, session logs, what was verified) and one lock per session. The lock orders
-the work of one process on one session; across processes the ledger decides (unique version
-keys, row-versioned compare-and-swap, derived instance ids).
+parsed legacy file, session logs, what was verified). Work on a session that reads, then writes
+what it read, runs holding the ledger's session lock (:meth:`Ledger.session_lock`), which orders
+it among the tasks of this process and every other process on the database; each write is exact
+on its own anyway (unique version keys, row-versioned compare-and-swap, derived instance ids).
 """
 
 from __future__ import annotations
 
 import asyncio
 import time
-import weakref
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import TypeVar
@@ -56,8 +56,6 @@ class ServiceContext:
     verifier: Verifier = field(init=False)
     usage: Usage = field(default_factory=Usage)
     disposed: bool = False
-    # One lock per session in use; a lock nobody holds or awaits is dropped with its last user.
-    _locks: weakref.WeakValueDictionary[str, asyncio.Lock] = field(default_factory=weakref.WeakValueDictionary)
 
     def __post_init__(self) -> None:
         self.catalog = Catalog(self.ledger)
@@ -69,11 +67,9 @@ class ServiceContext:
             raise MvuError(Code.DISPOSED, "the service was closed")
 
     async def locked(self, session_id: str, work: Callable[[], Awaitable[T]]) -> T:
-        """Run ``work`` holding the session's lock (and refuse once the service is closed)."""
-        lock = self._locks.get(session_id)
-        if lock is None:
-            lock = self._locks[session_id] = asyncio.Lock()
-        async with lock:
+        """Run ``work`` holding the session's lock (and refuse once the service is closed). Not
+        re-entrant: ``work`` must not call ``locked`` again."""
+        async with self.ledger.session_lock(session_id):
             self.alive()
             return await work()
 

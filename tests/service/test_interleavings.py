@@ -17,6 +17,7 @@ from mvu_store.errors import MvuError
 from mvu_store.jsonvalue import JsonValue
 from mvu_store.ledger import Ledger, open_ledger
 from mvu_store.service import MvuService
+from tests.lock_waits import until_waiting
 from tests.service.support import GatedHost, Hold, playing, scope, seed_rows
 
 MANAGER = "dsh-memory-manager"
@@ -342,20 +343,21 @@ async def test_a_set_signal_cancels_every_public_coroutine(service: MvuService, 
 
 async def test_concurrent_ingests_allocate_one_instance(ledger: Ledger, ledger_url: str, host: GatedHost) -> None:
     """Two service processes over one ledger ingest a new session at the same moment (reads
-    allocate nothing: the first ingest or checkpoint of a configured session does)."""
+    allocate nothing: the first ingest or checkpoint of a configured session does): the second
+    waits for the session's lock until the first allocated, then finds the instance."""
     config = [{"id": "mvu:party", "session_ids": ["*"], "initial": {"stat_data": {"gold": 3}}}]
     other_ledger = await open_ledger(ledger_url, ledger_id=ledger.ledger_id)
     try:
         first = MvuService(ledger=ledger, host=host, resources=config)
         second = MvuService(ledger=other_ledger, host=host, resources=config)
         host.create_session("s1", created_at=1000)
-        holds = [host.hold("s1"), host.hold("s1")]
-        tasks = [asyncio.ensure_future(service.ingest(session_id="s1")) for service in (first, second)]
-        for hold in holds:
-            await hold.reached.wait()  # both looked at the session before either allocated
-        for hold in holds:
-            hold.release.set()
-        await asyncio.gather(*tasks)
+        hold = host.hold("s1")
+        task = await held(hold, first.ingest(session_id="s1"))  # inside the first ingest, holding s1
+        waiting = asyncio.ensure_future(second.ingest(session_id="s1"))
+        await asyncio.to_thread(until_waiting, ledger_url, ledger.ledger_id, "s1")
+        assert await ledger.resources(session_id="s1", kinds=("instance",)) == []
+        hold.release.set()
+        await asyncio.gather(task, waiting)
         one, two = [await service.list(scope=scope("s1")) for service in (first, second)]
         assert [record.id for record in one] == [record.id for record in two]
         [record] = one

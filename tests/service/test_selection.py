@@ -126,6 +126,7 @@ async def test_a_reply_written_before_a_mid_turn_selection_is_not_applied(servic
                                                                           ledger: Ledger) -> None:
     await service.discover(definition=HERO)
     host.create_session("s1", created_at=1000)
+    host.attach(None)  # the checkpoint and the ingest are called below, in this order
     start = host.append("s1", "turn/start", {"turn": 1})
     host.append("s1", "assistant/message", text_message(1, "m1", HP_TO_60))
     selection = await service.select_character(session_id="s1", character_id="hero")
