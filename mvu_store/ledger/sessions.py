@@ -4,6 +4,7 @@ and imported legacy files (the original's ``mvu-state.json``, byte for byte)."""
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
 
 from sqlalchemy import and_, bindparam, select
@@ -61,14 +62,28 @@ class Sessions(Store):
 
     async def put_template(self, template_id: str, definition: JsonValue) -> None:
         """Create or replace a template definition (templates are not CAS resources)."""
+        await self.revise_template(template_id, lambda _current: definition)
+
+    async def revise_template(self, template_id: str,
+                              revise: Callable[[JsonValue], JsonValue]) -> tuple[JsonValue, JsonValue]:
+        """Replace a template by ``revise(current)`` (None when there is none) in one unit of work;
+        returns ``(current, revised)``. The writer runs one unit at a time across processes too
+        (``Store._serialize``), so no other write comes between the read and the write. ``revise``
+        runs on the writer thread: it must be quick, and raising refuses the unit. An unchanged
+        definition is not written again."""
         check_text("template id", template_id, t.ID)
-        blob = Blob.of(definition)
 
-        def work(tx: WriteTx) -> None:
-            self.upsert_row(tx, t.templates, {"id": template_id}, {"definition_hash": self.put_blob(tx, blob)},
-                            lambda: {"position": self.next_position(tx, t.templates, None, None)})
+        def work(tx: WriteTx) -> tuple[JsonValue, JsonValue]:
+            row = tx.one(_TEMPLATE, id=template_id)
+            current = None if row is None else json.loads(row["body"])
+            revised = revise(current)
+            blob = Blob.of(revised)
+            if row is None or row["definition_hash"] != blob.hash:
+                self.upsert_row(tx, t.templates, {"id": template_id}, {"definition_hash": self.put_blob(tx, blob)},
+                                lambda: {"position": self.next_position(tx, t.templates, None, None)})
+            return current, revised
 
-        await self.write(work)
+        return await self.write(work)
 
     async def templates(self) -> dict[str, JsonValue]:
         rows = await self.read_all(_TEMPLATES)
@@ -92,7 +107,7 @@ class Sessions(Store):
 
 def _select_templates() -> Any:
     return (
-        select(_tp.id, _b.body)
+        select(_tp.id, _tp.definition_hash, _b.body)
         .join(t.blobs, and_(_b.ledger_id == _tp.ledger_id, _b.hash == _tp.definition_hash))
         .where(_tp.ledger_id == LEDGER)
     )

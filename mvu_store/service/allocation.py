@@ -8,7 +8,6 @@ never allocate: they list what exists, after the same refusals an allocation wou
 
 from __future__ import annotations
 
-import asyncio
 import json
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -52,6 +51,11 @@ def _unallocated(new: NewResource) -> Entry:
     return Entry(new.id, new.definition, row=row, initial=json.loads(data))
 
 
+def _healthy(template: JsonValue) -> bool:
+    """A stored card template whose card worked: a failing discovery never replaces it."""
+    return isinstance(template, dict) and "sourceError" not in template
+
+
 def _new_instance(template: dict[str, Any], resource_id: str, identity: dict[str, JsonValue]) -> NewResource:
     return NewResource(
         id=resource_id, kind="instance", initial=template["initial"],
@@ -64,21 +68,23 @@ def _new_instance(template: dict[str, Any], resource_id: str, identity: dict[str
 class Allocation:
     def __init__(self, ctx: ServiceContext) -> None:
         self._ctx = ctx
-        self._templates_lock = asyncio.Lock()
         self._shared_ready = False
 
     # -- templates (I-1, I-4, I-6, I-7) ---------------------------------------------------------
 
     async def discover(self, definition: CharacterDefinition | dict[str, Any], session_id: str | None,
                        signal: Signal | None) -> TemplateRecord:
-        ledger = self._ctx.ledger
         check_signal(signal)
         card = parse_input(CharacterDefinition, definition, Code.CONFIG)
         if session_id is not None:
             check_session_id(session_id)
         template_id = character_template_id(card.character_id)
-        async with self._templates_lock:
-            existing = await ledger.template(template_id)
+        # The card is read once, here; what the stored template contributes (the sessions it
+        # names, whether it is healthy) is read in the unit that writes, so a discovery racing in
+        # another process can neither lose a session nor replace a healthy card by a failing one.
+        fresh = discovered_definition(card, [])
+
+        def revise(existing: JsonValue) -> JsonValue:
             if isinstance(existing, dict) and (existing.get("discovered") is not True
                                                or existing.get("characterId") != card.character_id):
                 raise MvuError(Code.ID_CONFLICT, f"{template_id} is a configured resource, not this card",
@@ -86,17 +92,17 @@ class Allocation:
             sessions = list(existing.get("sessionIds") or []) if isinstance(existing, dict) else []
             if session_id is not None and session_id not in sessions:
                 sessions.append(session_id)
-            fresh = discovered_definition(card, sessions)
-            healthy = isinstance(existing, dict) and "sourceError" not in existing
-            rejected = fresh.get("sourceError") if healthy else None
-            if rejected is not None:
+            if _healthy(existing) and "sourceError" in fresh:
                 assert isinstance(existing, dict)
-                fresh = {**existing, "sessionIds": sessions}
-            # Stored definitions come back with sorted keys: compare canonical texts, not key order.
-            changed = not (isinstance(existing, dict) and json_equal(existing, fresh))
-            if changed:
-                await ledger.put_template(template_id, fresh)
-            return template_record(fresh, changed=changed, rejected=rejected)
+                return {**existing, "sessionIds": sessions}
+            return {**fresh, "sessionIds": sessions}
+
+        existing, stored = await self._ctx.ledger.revise_template(template_id, revise)
+        assert isinstance(stored, dict)
+        rejected = fresh.get("sourceError") if _healthy(existing) else None
+        # Stored definitions come back with sorted keys: compare canonical texts, not key order.
+        changed = not (isinstance(existing, dict) and json_equal(existing, stored))
+        return template_record(stored, changed=changed, rejected=rejected)
 
     # -- selection (I-5) ------------------------------------------------------------------------
 
