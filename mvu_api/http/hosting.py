@@ -31,6 +31,7 @@ from mvu_store.cards import read_card
 from mvu_store.cards.reader import MAX_INPUT_BYTES
 from mvu_store.errors import Code, MvuError
 from mvu_store.ledger.host_sessions import StoredSession
+from mvu_store.schema.values import MAX_SAFE_INTEGER
 from mvu_store.service import MvuService
 from mvu_store.service.models import MAX_SESSION_ID
 from mvu_store.store_host import StoreHost, feed
@@ -46,7 +47,9 @@ class _Body(BaseModel):
 
 
 class SessionBody(_Body):
-    session_id: str = Field(alias="sessionId", min_length=1, max_length=MAX_SESSION_ID)
+    # The values are checked by StoreHost (mvu_store.store_host.host.session_header), one rule
+    # for HTTP and Python hosts; here only their JSON types.
+    session_id: str = Field(alias="sessionId")
     created_at: int | float | str = Field(alias="createdAt")
     format_version: int = Field(default=4, alias="formatVersion")
     parent_session: str | None = Field(default=None, alias="parentSession")
@@ -62,17 +65,21 @@ class SelectionBody(_Body):
     character_id: str | None = Field(alias="characterId")
 
 
+EventId = Annotated[int, Field(ge=0, le=MAX_SAFE_INTEGER)]
+
+
 class CaptureBody(_Body):
-    session_id: str = Field(alias="sessionId")
-    kind: str
-    at_event_id: int = Field(alias="atEventId")
-    prefix_end_event_id: int | None = Field(default=None, alias="prefixEndEventId")
-    target_session_id: str | None = Field(default=None, alias="targetSessionId")
+    session_id: str = Field(alias="sessionId", min_length=1, max_length=MAX_SESSION_ID)
+    kind: str = Field(max_length=32, json_schema_extra={"enum": ["fork", "reply-swipe", "request-retry"]})
+    at_event_id: EventId = Field(alias="atEventId")
+    prefix_end_event_id: EventId | None = Field(default=None, alias="prefixEndEventId")
+    target_session_id: str | None = Field(default=None, alias="targetSessionId", min_length=1,
+                                          max_length=MAX_SESSION_ID)
 
 
 class InstallBody(_Body):
-    ticket: str = Field(max_length=64)
-    session_id: str = Field(alias="sessionId")
+    ticket: str = Field(min_length=1, max_length=64)
+    session_id: str = Field(alias="sessionId", min_length=1, max_length=MAX_SESSION_ID)
 
 
 def session_json(stored: StoredSession) -> dict[str, Any]:
