@@ -10,6 +10,7 @@ import pytest
 from mvu_store.errors import Code, MvuError
 from mvu_store.host import IncrementalHost, fingerprint_chain, tail_of
 from mvu_store.ledger import Ledger, open_ledger
+from mvu_store.ledger.writer import WriteTx
 from mvu_store.service import MvuService
 from mvu_store.store_host import StoreHost, feed, play_turn
 from tests.service.support import HERO
@@ -166,3 +167,21 @@ async def test_a_refused_checkpoint_comes_back_as_an_error_and_the_events_stay(l
     assert fed.appended.appended == 1
     stored = await host.session("child")
     assert stored is not None and stored.last_seq == 4
+
+
+async def test_the_sql_audit_finds_a_session_whose_events_were_tampered_with(ledger: Ledger, host: StoreHost) -> None:
+    await host.create_session("s1", created_at=CREATED)
+    await host.create_session("s2", created_at=CREATED)
+    await host.append("s1", [start(0, 1), reply(1, 1, "hi"), end(2, 1)])
+    assert await ledger.audit() == []
+
+    def tamper(tx: WriteTx) -> None:
+        tx.cursor.execute("DELETE FROM host_events WHERE ledger_id = %s AND session_id = 's1' AND seq = 1"
+                          if ledger.dialect == "postgresql" else
+                          "DELETE FROM host_events WHERE ledger_id = ? AND session_id = 's1' AND seq = 1",
+                          (ledger.ledger_id,))
+
+    await ledger.write(tamper)
+    findings = await ledger.audit()
+    assert [(f.check, f.subject) for f in findings] == [("host_sessions", "s1")]
+    assert "holds 2 events" in findings[0].detail
