@@ -221,7 +221,7 @@ async def cmd_serve(args: argparse.Namespace) -> int:
     from mvu_api.http.serve import serve  # FastAPI and uvicorn load only for this command
 
     return await serve(db=args.db, ledger_id=args.ledger_id, host=args.host, port=args.port, token=args.token,
-                       host_log=args.host_log, body_timeout=args.body_timeout)
+                       host_log=args.host_log, body_timeout=args.body_timeout, cors_origins=args.cors_origin or ())
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -269,6 +269,9 @@ def build_parser() -> argparse.ArgumentParser:
                         help="serve the sessions of MemoryHost(path=DIR) (default <ledger dir>/sessions)")
     served.add_argument("--body-timeout", type=float, default=30.0, metavar="SECONDS",
                         help="seconds for a whole request body to arrive, else 408 (default %(default)s)")
+    served.add_argument("--cors-origin", action="append", default=None, metavar="ORIGIN",
+                        help="let pages from ORIGIN (scheme://host[:port]) call the API from a browser; "
+                             "repeatable (default: none)")
     served.set_defaults(handler=cmd_serve)
     return parser
 
