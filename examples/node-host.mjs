@@ -9,7 +9,10 @@
 // first answer it did not expect, and prints as its last line one JSON object naming the chat
 // it played: {"sessionId", "instanceId", "revision"} (the swiped branch, after the edit).
 
+import { createHash } from "node:crypto";
+
 const CHARACTER_ID = "node-hero";
+const FORMAT_VERSION = 4;
 
 // A SillyTavern card as a user has it: the starting state in an [initvar] lorebook entry, the
 // Zod declaration in an enabled Tavern Helper script. hp is clamped to 0..max_hp, gold may not
@@ -134,19 +137,55 @@ function scopeOf(sessionId) {
   return JSON.stringify({ authority: "local", sessionId });
 }
 
-// The host's own copy of a session: it numbers events densely from 0 and sends them in batches.
+// JSON with object keys sorted and no spaces, as the store writes it for fingerprints (and
+// compares states: it keeps objects in its own key order).
+function canonical(value) {
+  if (Array.isArray(value)) {
+    return `[${value.map(canonical).join(",")}]`;
+  }
+  if (value && typeof value === "object") {
+    return `{${Object.keys(value).sort().map((key) => `${JSON.stringify(key)}:${canonical(value[key])}`).join(",")}}`;
+  }
+  return JSON.stringify(value);
+}
+
+function sha256(text) {
+  return createHash("sha256").update(text, "utf8").digest("hex");
+}
+
+// The host's own copy of a session: it numbers events densely from 0 and sends them in batches,
+// already in the form the store keeps (text blocks only, docs/host-protocol.md), so the chained
+// fingerprint it computes is the one the store answers.
 class Session {
   constructor(id, createdAt, parent = null) {
     this.id = id;
     this.createdAt = createdAt;
     this.parent = parent;
     this.events = [];
+    this.chain = [sha256(JSON.stringify([id, FORMAT_VERSION, createdAt, parent, null, null]))];
   }
 
   add(type, data) {
     const event = { seq: this.events.length, type, data };
     this.events.push(event);
+    this.chain.push(sha256(this.chain.at(-1) + canonical([event.seq, type, data])));
     return event;
+  }
+
+  // The store holds what we hold when its last event and fingerprint are ours.
+  agrees(answer) {
+    return answer.lastSeq === this.events.length - 1 && answer.fingerprint === this.chain.at(-1);
+  }
+
+  async create() {
+    const header = { sessionId: this.id, createdAt: this.createdAt };
+    if (this.parent) {
+      header.parentSession = this.parent;
+    }
+    const { answer } = await call("POST", "/sessions", { json: header, expect: 201 });
+    if (!this.agrees(answer)) {
+      fail(`session ${this.id}: created as ${JSON.stringify(answer)}, expected no event and fingerprint ${this.chain[0]}`);
+    }
   }
 
   // Sends the events from `from` on; returns the store's answer after checking it stored them.
@@ -156,8 +195,9 @@ class Session {
     if (answer.error) {
       fail(`session ${this.id}: the events were stored but ${answer.error.code}: ${answer.error.detail}`);
     }
-    if (answer.lastSeq !== this.events.length - 1) {
-      fail(`session ${this.id}: the store's last event is ${answer.lastSeq}, ours ${this.events.length - 1}`);
+    if (!this.agrees(answer)) {
+      fail(`session ${this.id}: the store ends at event ${answer.lastSeq} (${answer.fingerprint}), `
+           + `we at ${this.events.length - 1} (${this.chain.at(-1)})`);
     }
     return answer;
   }
@@ -188,17 +228,6 @@ async function read(instanceId, sessionId) {
     fail(`read ${instanceId}: ETag ${headers.get("etag")} does not name revision ${answer.revision}`);
   }
   return answer;
-}
-
-// JSON with object keys sorted: the store keeps objects in its own key order.
-function canonical(value) {
-  if (Array.isArray(value)) {
-    return `[${value.map(canonical).join(",")}]`;
-  }
-  if (value && typeof value === "object") {
-    return `{${Object.keys(value).sort().map((key) => `${JSON.stringify(key)}:${canonical(value[key])}`).join(",")}}`;
-  }
-  return JSON.stringify(value);
 }
 
 function check(what, state, expected) {
@@ -244,12 +273,7 @@ async function main() {
   // 2. A new session (a fresh id every run), and the character selected for it.
   const now = Date.now();
   const chat = new Session(`node-${now.toString(36)}-${process.pid}`, now);
-  const { answer: created } = await call("POST", "/sessions", {
-    json: { sessionId: chat.id, createdAt: chat.createdAt }, expect: 201,
-  });
-  if (created.lastSeq !== -1) {
-    fail(`a new session already has event ${created.lastSeq}`);
-  }
+  await chat.create();
   const { answer: selection } = await call("PUT", `/sessions/${chat.id}/selection`, { json: { characterId: CHARACTER_ID } });
   const instanceId = selection.instanceId;
   if (selection.templateId !== template.id || !instanceId) {
@@ -283,9 +307,7 @@ async function main() {
     fail(`the swipe seed has no ticket: ${JSON.stringify(seed)}`);
   }
   const swipe = new Session(`${chat.id}-swipe`, Date.now(), chat.id);
-  await call("POST", "/sessions", {
-    json: { sessionId: swipe.id, createdAt: swipe.createdAt, parentSession: chat.id }, expect: 201,
-  });
+  await swipe.create();
   for (const event of chat.events.slice(0, replies[1] + 1)) {
     swipe.add(event.type, event.data);
   }
