@@ -25,7 +25,7 @@ from mvu_store.errors import Code, MvuError
 from mvu_store.jsonvalue import JsonValue
 from mvu_store.ledger import Ledger, open_ledger
 from mvu_store.memory_host import MemoryHost
-from mvu_store.service import CharacterDefinition, HistoryEntry, MvuService, Scope
+from mvu_store.service import HistoryEntry, MvuService, Scope
 
 
 async def run_demo(url: str | None = None, *, ledger_id: str = "default") -> dict[str, Any]:
@@ -61,9 +61,7 @@ async def _play(ledger: Ledger) -> dict[str, Any]:
     host = MemoryHost()
     service = MvuService(ledger=ledger, host=host)
     try:
-        template = await service.discover(definition=CharacterDefinition(
-            character_id=CHARACTER_ID, name=card.name, initvar=list(card.initvar),
-            schema_source=card.schema_source, greetings=list(card.greetings)))
+        template = await service.discover(definition=card.definition(CHARACTER_ID))
         if template.source_error is not None:
             raise MvuError(template.source_error, "the bundled sample card did not initialise")
         host.create_session(SESSION_ID, created_at=SESSION_CREATED_AT)

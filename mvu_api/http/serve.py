@@ -1,13 +1,13 @@
 """``mvu serve``: migrate, serve the HTTP API, stop cleanly on SIGTERM / SIGINT.
 
 The token comes from ``--token``, else ``$MVU_TOKEN``, else a file beside the SQLite ledger
-(``<ledger>.token``, mode 0600), generated at first start and printed that once. Sessions come
-from ``MemoryHost(path=DIR)``: ``--host-log DIR``, else ``<ledger dir>/sessions`` (a PostgreSQL
-ledger has no directory: an in-memory host with no sessions, unless ``--host-log`` is given).
-``--cors-origin`` (repeatable) lets browser pages from those origins call it (:mod:`mvu_api.http.cors`).
-On a signal uvicorn stops accepting, lets in-flight requests finish (a write either commits or,
-past the grace period, is cancelled before its turn and writes nothing), then the service is
-closed and the ledger's engines disposed.
+(``<ledger>.token``, mode 0600), generated at first start and printed that once. Sessions are
+kept in the ledger's own database (``StoreHost``) and fed over the host routes, so every
+process serving the database sees every append at once; JSONL logs are brought in with
+``mvu sessions import DIR``. ``--cors-origin`` (repeatable) lets browser pages from those
+origins call it (:mod:`mvu_api.http.cors`). On a signal uvicorn stops accepting, lets in-flight
+requests finish (a write either commits or, past the grace period, is cancelled before its turn
+and writes nothing), then the service is closed and the ledger's engines disposed.
 """
 
 from __future__ import annotations
@@ -36,8 +36,8 @@ from mvu_api.http.cors import allowed_origins
 from mvu_api.http.routes import MVU_PREFIX
 from mvu_store.errors import Code, MvuError
 from mvu_store.ledger import open_ledger
-from mvu_store.memory_host import MemoryHost
 from mvu_store.service import MvuService
+from mvu_store.store_host import StoreHost
 
 GRACE_SECONDS = 30
 MIN_TOKEN_CHARS = 16
@@ -132,16 +132,6 @@ def bind(host: str, port: int) -> socket.socket:
     return listener
 
 
-def resolve_host(url: str, host_log: str | None) -> tuple[MemoryHost, str]:
-    if host_log:
-        return MemoryHost(path=host_log), host_log
-    directory = ledger_directory(url)
-    if directory is None:
-        return MemoryHost(), "in memory (no sessions; pass --host-log DIR)"
-    sessions = directory / "sessions"
-    return MemoryHost(path=sessions), str(sessions)
-
-
 class _Server(uvicorn.Server):
     """uvicorn's server without re-raising the caught signal after shutdown: the caller still has
     to close the service and dispose the engines, then exit 0. ``stopping`` is set at the first
@@ -170,7 +160,7 @@ def _say(line: str) -> None:
     print(line, flush=True)
 
 
-async def serve(*, db: str, ledger_id: str, host: str, port: int, token: str | None, host_log: str | None,
+async def serve(*, db: str, ledger_id: str, host: str, port: int, token: str | None,
                 body_timeout: float = BODY_TIMEOUT_SECONDS, cors_origins: Sequence[str] = ()) -> int:
     logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(asctime)s %(name)s %(message)s")
     if not body_timeout > 0:
@@ -185,10 +175,10 @@ async def serve(*, db: str, ledger_id: str, host: str, port: int, token: str | N
         listener.close()
         raise
     try:
-        memory_host, sessions = resolve_host(db, host_log)
-        service = MvuService(ledger=ledger, host=memory_host)
+        store_host = StoreHost(ledger)
+        service = MvuService(ledger=ledger, host=store_host)
         stopping = asyncio.Event()
-        app = create_app(service, token=resolved.value, body_timeout=body_timeout, stopping=stopping,
+        app = create_app(service, token=resolved.value, host=store_host, body_timeout=body_timeout, stopping=stopping,
                          cors_origins=origins)
         actual = listener.getsockname()[1]
         base = f"http://{f'[{host}]' if ':' in host else host}:{actual}"
@@ -198,7 +188,8 @@ async def serve(*, db: str, ledger_id: str, host: str, port: int, token: str | N
                   flush=True)
         _say(f"mvu serve: listening on {base}{MVU_PREFIX}/")
         _say(f"  ledger:   {ledger.url} (ledger id {ledger.ledger_id})")
-        _say(f"  sessions: {sessions}")
+        _say(f"  sessions: kept in the ledger, fed over {MVU_PREFIX}/sessions (`mvu sessions import DIR` brings "
+             "JSONL logs in)")
         if resolved.generated:
             _say(f"  token:    {resolved.value}")
             _say(f"            (generated now and shown only this once; stored in {resolved.where}, mode 0600)")

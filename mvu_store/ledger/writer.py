@@ -58,6 +58,11 @@ class WriteTx:
             return None
         return {column[0]: value for column, value in zip(self.cursor.description, row, strict=True)}
 
+    def all(self, query: Query, **params: Any) -> list[Row]:
+        rows = self.execute(query, **params).fetchall()
+        names = [column[0] for column in self.cursor.description]
+        return [dict(zip(names, row, strict=True)) for row in rows]
+
     def charge(self, size: int) -> None:
         self.charged += size
 
