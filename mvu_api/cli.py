@@ -274,9 +274,9 @@ def build_parser() -> argparse.ArgumentParser:
     card.set_defaults(handler=cmd_card)
     demo = commands.add_parser(
         "demo", help="play a bundled sample card for five scripted turns on a fresh ledger and show what happens",
-        description="Read the bundled sample card, play five scripted turns through MemoryHost and MvuService "
-                    "on a fresh ledger (a temporary SQLite file unless --db names an empty one), and print the "
-                    "state after each turn, a failed reply's receipt, a refused stale edit, the history and "
+        description="Read the bundled sample card, play five scripted turns through the store-backed host and "
+                    "MvuService on a fresh ledger (a temporary SQLite file unless --db names an empty one), and "
+                    "print the state after each turn, a failed reply's receipt, a refused stale edit, the history and "
                     "the audit.")
     demo.add_argument("--db", default=argparse.SUPPRESS, help="an empty ledger to play on (default: a temporary file)")
     demo.add_argument("--json", action="store_true", default=argparse.SUPPRESS, help="print one JSON summary")

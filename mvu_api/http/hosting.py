@@ -113,8 +113,9 @@ def hosting_router(service: MvuService, host: StoreHost, *, body_timeout: float,
         return json_response({**template.to_json(), "problems": list(card.problems)})
 
     @router.post("/sessions", operation_id="createSession", status_code=201,
-                 responses={**problems(400, 401, 409), 201: {"content": {"application/json": {
-                     "example": SESSION_INFO_EXAMPLE}}}},
+                 responses={**problems(400, 401, 409), **ok(SESSION_INFO_EXAMPLE),
+                            201: {"description": "Created", "content": {"application/json": {
+                                "example": SESSION_INFO_EXAMPLE}}}},
                  summary="Create a session (the same header again is a replay: 200)",
                  openapi_extra={"requestBody": {"required": True, "content": {"application/json": {
                      "schema": SessionBody.model_json_schema(by_alias=True),

@@ -86,8 +86,8 @@ def test_a_reply_of_exactly_the_limit_is_kept_and_one_byte_more_is_refused() -> 
     ({"seq": 0, "type": "assistant/message", "data": {"turn": 1, "message": {"id": 5}}}, "data.message.id"),
     ({"seq": 0, "type": "assistant/message", "data": {"turn": 1, "interrupted": 1, "message": {"id": "m"}}},
      "data.interrupted"),
-    ({"seq": 0, "type": "assistant/message", "data": {"turn": 1, "message": {"content": [{"type": "text", "text": 1}]}}},
-     "data.message.content[0].text"),
+    ({"seq": 0, "type": "assistant/message",
+      "data": {"turn": 1, "message": {"content": [{"type": "text", "text": 1}]}}}, "data.message.content[0].text"),
     ({"seq": 0, "type": "user/message", "data": {"turn": 1, "message": {"content": "hi"}}}, "data.message.source"),
     ({"seq": 0, "type": "session/end-seed", "data": {"isSeeded": True}}, "data"),
 ])

@@ -23,7 +23,8 @@ def start(seq: int, turn: int) -> dict[str, Any]:
 
 def reply(seq: int, turn: int, text: str, message_id: str | None = None) -> dict[str, Any]:
     return {"seq": seq, "type": "assistant/message",
-            "data": {"turn": turn, "message": {"id": message_id or f"m{turn}", "content": [{"type": "text", "text": text}]}}}
+            "data": {"turn": turn,
+                     "message": {"id": message_id or f"m{turn}", "content": [{"type": "text", "text": text}]}}}
 
 
 def end(seq: int, turn: int, kind: str = "completed") -> dict[str, Any]:
