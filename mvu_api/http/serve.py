@@ -4,9 +4,10 @@ The token comes from ``--token``, else ``$MVU_TOKEN``, else a file beside the SQ
 (``<ledger>.token``, mode 0600), generated at first start and printed that once. Sessions are
 kept in the ledger's own database (``StoreHost``) and fed over the host routes, so every
 process serving the database sees every append at once; JSONL logs are brought in with
-``mvu sessions import DIR``. On a signal uvicorn stops accepting, lets in-flight requests
-finish (a write either commits or, past the grace period, is cancelled before its turn and
-writes nothing), then the service is closed and the ledger's engines disposed.
+``mvu sessions import DIR``. ``--cors-origin`` (repeatable) lets browser pages from those
+origins call it (:mod:`mvu_api.http.cors`). On a signal uvicorn stops accepting, lets in-flight
+requests finish (a write either commits or, past the grace period, is cancelled before its turn
+and writes nothing), then the service is closed and the ledger's engines disposed.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ import signal
 import socket
 import stat
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
@@ -31,6 +32,7 @@ from sqlalchemy.engine import make_url
 
 from mvu_api.http.app import OPENAPI_PATH, create_app
 from mvu_api.http.bodies import BODY_TIMEOUT_SECONDS
+from mvu_api.http.cors import allowed_origins
 from mvu_api.http.routes import MVU_PREFIX
 from mvu_store.errors import Code, MvuError
 from mvu_store.ledger import open_ledger
@@ -159,10 +161,11 @@ def _say(line: str) -> None:
 
 
 async def serve(*, db: str, ledger_id: str, host: str, port: int, token: str | None,
-                body_timeout: float = BODY_TIMEOUT_SECONDS) -> int:
+                body_timeout: float = BODY_TIMEOUT_SECONDS, cors_origins: Sequence[str] = ()) -> int:
     logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(asctime)s %(name)s %(message)s")
     if not body_timeout > 0:
         raise MvuError(Code.CONFIG, "--body-timeout must be a positive number of seconds")
+    origins = allowed_origins(cors_origins)
     resolved = resolve_token(db, token)
     # Bound before the ledger is opened or migrated: a port in use is one line, and touches nothing.
     listener = bind(host, port)
@@ -175,7 +178,8 @@ async def serve(*, db: str, ledger_id: str, host: str, port: int, token: str | N
         store_host = StoreHost(ledger)
         service = MvuService(ledger=ledger, host=store_host)
         stopping = asyncio.Event()
-        app = create_app(service, token=resolved.value, host=store_host, body_timeout=body_timeout, stopping=stopping)
+        app = create_app(service, token=resolved.value, host=store_host, body_timeout=body_timeout, stopping=stopping,
+                         cors_origins=origins)
         actual = listener.getsockname()[1]
         base = f"http://{f'[{host}]' if ':' in host else host}:{actual}"
         if not is_loopback(host):
@@ -191,6 +195,8 @@ async def serve(*, db: str, ledger_id: str, host: str, port: int, token: str | N
             _say(f"            (generated now and shown only this once; stored in {resolved.where}, mode 0600)")
         else:
             _say(f"  token:    from {resolved.where}")
+        if origins:
+            _say(f"  cors:     {', '.join(origins)}")
         _say(f"  docs:     {base}{OPENAPI_PATH} (send 'Authorization: Bearer <token>')")
         config = uvicorn.Config(app, log_config=None, access_log=False, lifespan="off", proxy_headers=False,
                                 server_header=False, timeout_graceful_shutdown=GRACE_SECONDS)
