@@ -39,6 +39,11 @@ _EVENTS_BETWEEN = Query(
            _e.seq <= bindparam("last"))
     .order_by(_e.seq),
 )
+_TURN_MARK = Query(
+    "host-turn-mark",
+    lambda: select(_e.seq).where(_e.ledger_id == LEDGER, _e.session_id == bindparam("session_id"),
+                                 _e.type == bindparam("type"), _e.turn == bindparam("turn")),
+)
 _SESSION_IDS = Query("host-session-ids", lambda: select(_h.id).where(_h.ledger_id == LEDGER).order_by(_h.id))
 
 
@@ -75,6 +80,24 @@ def _stored(row: Row) -> StoredSession:
         parent_session=row["parent_session"], origin=row["origin"],
         inherited_event_count=None if row["inherited_event_count"] is None else int(row["inherited_event_count"]))
     return StoredSession(header, int(row["last_seq"]), row["fingerprint"])
+
+
+TURN_MARKS = ("turn/start", "turn/end")
+
+
+def _turn_of(event: SessionEvent) -> int | None:
+    turn = event.data.get("turn")
+    return turn if type(turn) is int else None
+
+
+def _check_marks_turn_once(tx: WriteTx, session_id: str, event: SessionEvent, turn: int | None) -> None:
+    """A turn starts once and ends once (the table's unique index says so too; this says it
+    clearly). Events of one batch are inserted in order, so an earlier one of the batch counts."""
+    earlier = tx.one(_TURN_MARK, session_id=session_id, type=event.type, turn=turn)
+    if earlier is not None:
+        raise MvuError(Code.EVENT_CONFLICT, f"session {session_id!r} already has a {event.type} of turn {turn} (event "
+                                            f"{earlier['seq']}): a turn starts and ends once",
+                       session_id=session_id, seq=event.seq, turn=turn, earlier_seq=int(earlier["seq"]))
 
 
 def _event(row: Row) -> SessionEvent:
@@ -134,9 +157,12 @@ class HostSessions(Store):
                 return Appended(stored, 0, len(overlap))
             link = stored.fingerprint
             for event, text in fresh:
+                turn = _turn_of(event)
+                if event.type in TURN_MARKS:
+                    _check_marks_turn_once(tx, session_id, event, turn)
                 link = chain_fingerprint(link, event)
                 self.insert_row(tx, t.host_events, {"session_id": session_id, "seq": event.seq, "type": event.type,
-                                                    "data": text, "fingerprint": link})
+                                                    "turn": turn, "data": text, "fingerprint": link})
             last = fresh[-1][0].seq
             self.update_row(tx, t.host_sessions, {"id": session_id}, {"last_seq": last, "fingerprint": link})
             return Appended(StoredSession(stored.header, last, link), len(fresh), len(overlap))

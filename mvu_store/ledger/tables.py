@@ -315,6 +315,8 @@ legacy_files = Table(
 # log grows with the chat; each event and each batch is bounded on its way in instead). Only
 # what the service consumes is kept (DIGEST P-5, docs/host-events.md).
 
+TURN_MARKS = "type IN ('turn/start', 'turn/end')"
+
 host_sessions = Table(
     "host_sessions",
     metadata,
@@ -341,10 +343,16 @@ host_events = Table(
     # Dense from 0 within the session: the event id hosts and the service use.
     Column("seq", BigInteger, primary_key=True),
     Column("type", String(64), nullable=False),
+    # The event's ``data.turn`` where it has one (a copy, so a turn's start and end are indexable).
+    Column("turn", BigInteger),
     # Canonical JSON of the kept fields.
     Column("data", Text, nullable=False),
     # The chain link after this event (mvu_store.host.chain_fingerprint).
     Column("fingerprint", String(HASH), nullable=False),
     ForeignKeyConstraint(["ledger_id", "session_id"], ["host_sessions.ledger_id", "host_sessions.id"]),
+    # A turn starts once and ends once: a second turn/end would make its reply look new (its
+    # version key names the end event) and apply it again.
+    Index("uq_host_events_turn", "ledger_id", "session_id", "type", "turn", unique=True,
+          sqlite_where=text(TURN_MARKS), postgresql_where=text(TURN_MARKS)),
     sqlite_with_rowid=False,
 )

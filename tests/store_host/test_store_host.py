@@ -185,3 +185,22 @@ async def test_the_sql_audit_finds_a_session_whose_events_were_tampered_with(led
     findings = await ledger.audit()
     assert [(f.check, f.subject) for f in findings] == [("host_sessions", "s1")]
     assert "holds 2 events" in findings[0].detail
+
+
+async def test_a_turn_starts_once_and_ends_once_so_a_reply_is_never_applied_twice(ledger: Ledger,
+                                                                                  host: StoreHost) -> None:
+    service = MvuService(ledger=ledger, host=host)
+    await service.discover(definition=HERO)
+    await host.create_session("s1", created_at=CREATED)
+    chosen = await service.select_character(session_id="s1", character_id="hero")
+    await feed(service, host, "s1", [start(0, 1)])
+    await feed(service, host, "s1", [reply(1, 1, "_.add('gold', 10);"), end(2, 1)])
+    for again in ([end(3, 1)], [start(3, 1)], [start(3, 2), end(4, 2), end(5, 2)]):
+        with pytest.raises(MvuError) as refused:
+            await feed(service, host, "s1", again)
+        assert refused.value.code == Code.EVENT_CONFLICT
+        assert refused.value.details["turn"] in (1, 2)
+    record = await service.read(id=str(chosen.instance_id), scope={"authority": "local", "session_id": "s1"})
+    assert record is not None and record.revision == 1 and record.content["stat_data"]["gold"] == 20
+    stored = await host.session("s1")
+    assert stored is not None and stored.last_seq == 2

@@ -21,6 +21,8 @@ down_revision: str | None = '0002'
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
+_TURN_MARKS = "type IN ('turn/start', 'turn/end')"
+
 
 def upgrade() -> None:
     op.create_table('host_sessions',
@@ -42,6 +44,7 @@ def upgrade() -> None:
     sa.Column('session_id', sa.String(length=200), nullable=False),
     sa.Column('seq', sa.BigInteger(), nullable=False),
     sa.Column('type', sa.String(length=64), nullable=False),
+    sa.Column('turn', sa.BigInteger(), nullable=True),
     sa.Column('data', sa.Text(), nullable=False),
     sa.Column('fingerprint', sa.String(length=64), nullable=False),
     sa.ForeignKeyConstraint(['ledger_id', 'session_id'], ['host_sessions.ledger_id', 'host_sessions.id'],
@@ -49,8 +52,12 @@ def upgrade() -> None:
     sa.PrimaryKeyConstraint('ledger_id', 'session_id', 'seq', name=op.f('pk_host_events')),
     sqlite_with_rowid=False
     )
+    op.create_index('uq_host_events_turn', 'host_events', ['ledger_id', 'session_id', 'type', 'turn'], unique=True,
+                    sqlite_where=sa.text(_TURN_MARKS), postgresql_where=sa.text(_TURN_MARKS))
 
 
 def downgrade() -> None:
+    op.drop_index('uq_host_events_turn', table_name='host_events', sqlite_where=sa.text(_TURN_MARKS),
+                  postgresql_where=sa.text(_TURN_MARKS))
     op.drop_table('host_events')
     op.drop_table('host_sessions')
