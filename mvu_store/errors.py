@@ -1,7 +1,7 @@
 """The one error root of mvu-store.
 
 Every refusal the package makes is an :class:`MvuError` with a stable ``code`` taken from the
-specification (DIGEST.md, "Error codes"). Clients branch on ``code``; ``details`` carries the
+specification's list of error codes. Clients branch on ``code``; ``details`` carries the
 structured facts of the refusal (for example ``expected_revision`` and ``current_revision``).
 """
 
