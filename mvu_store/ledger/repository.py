@@ -9,6 +9,7 @@
 ``sessions.py``    selections, activation boundaries, templates, legacy files
 ``seeds.py``       fork / swipe / retry tickets: capture and install
 ``facts.py``       the bounded facts store and the usage counters
+``host_sessions``  the store-backed host's sessions and events (outside the budget)
 =================  ==========================================================================
 
 The parts are mixins of one :class:`~mvu_store.ledger.store.Store`, not objects the ledger holds
@@ -28,6 +29,7 @@ from sqlalchemy import text
 
 from mvu_store.ledger.commits import Commits
 from mvu_store.ledger.facts import Facts
+from mvu_store.ledger.host_sessions import HostSessions
 from mvu_store.ledger.query import Query
 from mvu_store.ledger.records import Finding
 from mvu_store.ledger.seeds import Seeds
@@ -38,7 +40,7 @@ _FINDINGS = Query(
 )
 
 
-class Ledger(Commits, Seeds, Facts):
+class Ledger(Commits, Seeds, Facts, HostSessions):
     """One budget domain of the store. Create with :func:`mvu_store.ledger.open_ledger`."""
 
     async def audit(self) -> list[Finding]:
