@@ -83,6 +83,44 @@ def _stored(row: Row) -> StoredSession:
 
 
 TURN_MARKS = ("turn/start", "turn/end")
+# Events that belong to the running turn: they come between its turn/start and its turn/end.
+_IN_TURN = ("user/message", "assistant/message", "request/assembly")
+
+
+class _Order:
+    """What the next event must fit: turns do not overlap (a turn/start only when none runs, a
+    turn's messages and its end only while it runs), and a branch's copied prefix ends once,
+    between turns. A turn's end that came before its start, or a second end-seed, would make the
+    service take replies it must not (or drop ones it must)."""
+
+    def __init__(self, header: SessionHeader, open_turn: int | None, end_seed: int | None) -> None:
+        self._header = header
+        self.open_turn = open_turn
+        self.end_seed = end_seed
+
+    def _refuse(self, event: SessionEvent, why: str) -> MvuError:
+        return MvuError(Code.EVENT_CONFLICT, f"event {event.seq} ({event.type}) {why}", session_id=self._header.id,
+                        seq=event.seq, open_turn=self.open_turn)
+
+    def take(self, event: SessionEvent, turn: int | None) -> None:
+        if event.type == "turn/start":
+            if self.open_turn is not None:
+                raise self._refuse(event, f"starts a turn while turn {self.open_turn} runs: end it first")
+            self.open_turn = turn
+        elif event.type in _IN_TURN or event.type == "turn/end":
+            if self.open_turn != turn:
+                running = "no turn runs" if self.open_turn is None else f"turn {self.open_turn} runs"
+                raise self._refuse(event, f"belongs to turn {turn}, but {running}")
+            if event.type == "turn/end":
+                self.open_turn = None
+        elif event.type == "session/end-seed":
+            if self._header.parent_session is None:
+                raise self._refuse(event, "ends a copied prefix, but the session is no branch (no parentSession)")
+            if self.end_seed is not None:
+                raise self._refuse(event, f"ends the copied prefix again (it ended at event {self.end_seed})")
+            if self.open_turn is not None:
+                raise self._refuse(event, f"ends the copied prefix while turn {self.open_turn} runs")
+            self.end_seed = event.seq
 
 
 def _turn_of(event: SessionEvent) -> int | None:
@@ -125,7 +163,7 @@ class HostSessions(Store):
                 "id": header.id, "format_version": header.version, "created_at": created_at,
                 "parent_session": header.parent_session, "origin": header.origin,
                 "inherited_event_count": header.inherited_event_count, "last_seq": -1,
-                "fingerprint": fingerprint, "recorded_at": now_ms()})
+                "fingerprint": fingerprint, "open_turn": None, "end_seed": None, "recorded_at": now_ms()})
             return StoredSession(header, -1, fingerprint), True
 
         return await self.write(work)
@@ -156,15 +194,18 @@ class HostSessions(Store):
             if not fresh:
                 return Appended(stored, 0, len(overlap))
             link = stored.fingerprint
+            order = _Order(stored.header, row["open_turn"], row["end_seed"])
             for event, text in fresh:
                 turn = _turn_of(event)
+                order.take(event, turn)
                 if event.type in TURN_MARKS:
                     _check_marks_turn_once(tx, session_id, event, turn)
                 link = chain_fingerprint(link, event)
                 self.insert_row(tx, t.host_events, {"session_id": session_id, "seq": event.seq, "type": event.type,
                                                     "turn": turn, "data": text, "fingerprint": link})
             last = fresh[-1][0].seq
-            self.update_row(tx, t.host_sessions, {"id": session_id}, {"last_seq": last, "fingerprint": link})
+            self.update_row(tx, t.host_sessions, {"id": session_id}, {
+                "last_seq": last, "fingerprint": link, "open_turn": order.open_turn, "end_seed": order.end_seed})
             return Appended(StoredSession(stored.header, last, link), len(fresh), len(overlap))
 
         return await self.write(work)

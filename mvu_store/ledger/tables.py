@@ -331,6 +331,10 @@ host_sessions = Table(
     # The newest event's seq (-1 while there is none) and the fingerprint chain's link after it.
     Column("last_seq", BigInteger, nullable=False),
     Column("fingerprint", String(HASH), nullable=False),
+    # The turn started and not yet ended (NULL: none), and where the copied prefix of a branch
+    # ends (its session/end-seed): what the next event must fit (docs/host-protocol.md).
+    Column("open_turn", BigInteger),
+    Column("end_seed", BigInteger),
     Column("recorded_at", BigInteger, nullable=False),
     sqlite_with_rowid=False,
 )

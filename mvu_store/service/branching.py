@@ -65,9 +65,10 @@ class Branching:
         where = coordinates(kind, at_event_id, prefix_end_event_id, target_session_id)
         check_signal(signal)
         ctx = self._ctx
-        lease = await ctx.lease(session_id)
 
         async def work() -> str | None:
+            # Leases are taken holding the session's lock: an append queued before is read, not refused.
+            lease = await ctx.lease(session_id)
             log, identity = await ctx.durable(session_id)
             check_signal(signal)
             # A completed reply not yet ingested has no version yet: apply it before choosing.
@@ -144,10 +145,10 @@ class Branching:
         seed = await ctx.ledger.seed(ticket)
         if seed is None or (seed.target_session_id is not None and seed.target_session_id != session_id):
             raise MvuError(Code.SEED_CONFLICT, "the seed does not belong to this child", session_id=session_id)
-        source_lease = await ctx.lease(seed.source_session_id)
-        target_lease = await ctx.lease(session_id)
 
         async def work() -> list[str]:
+            source_lease = await ctx.lease(seed.source_session_id)
+            target_lease = await ctx.lease(session_id)
             current = await ctx.ledger.seed(ticket)
             assert current is not None
             body = current.body

@@ -55,12 +55,11 @@ class Editing:
             raise MvuError(Code.SCOPE, "historical scopes are read-only: re-read the current scope, then edit")
         sent = edit_content(content)  # refused before anything is allocated for it
         entry = await self._writable(resource_id, parsed)
-        lease = await self._lease(entry)
         fingerprint = sha256_hex(js_json({"content": sent, "scope": parsed.to_json(),
                                           "expectedRevision": expected_revision}))
 
         async def work() -> UpdateReceipt:
-            await self._check_instance(entry, lease)
+            lease = await self._check_instance(entry)
             versions = await ctx.ledger.versions(entry.id)
             head = await ctx.ledger.head(entry.id)
             variables = edited_envelope(sent, head.variables, now_ms=now_ms())
@@ -103,10 +102,9 @@ class Editing:
         if parsed.historical:
             raise MvuError(Code.SCOPE, "historical scopes are read-only")
         entry = await self._writable(resource_id, parsed, allow_source_error=True)
-        lease = await self._lease(entry)
 
         async def work() -> ManagementReceipt:
-            await self._check_instance(entry, lease)
+            lease = await self._check_instance(entry)
             fingerprint = sha256_hex(js_json({"mode": mode, "expectedRevision": expected_revision,
                                               "scope": parsed.to_json()}))
             ctx.check_before_commit(signal, lease)
@@ -130,10 +128,9 @@ class Editing:
         entry = await self._writable(resource_id, parsed)
         if await ctx.catalog.entry(new_id) is not None:
             raise MvuError(Code.ID_CONFLICT, f"{new_id} already exists", id=new_id)
-        lease = await self._lease(entry)
 
         async def work() -> StateRecord:
-            await self._check_instance(entry, lease)
+            lease = await self._check_instance(entry)
             assert entry.row is not None
             head = await ctx.ledger.head(entry.id)
             definition = {k: copy.deepcopy(v) for k, v in entry.definition.items()
@@ -161,22 +158,19 @@ class Editing:
             entry.require_writable()
         return entry
 
-    async def _lease(self, entry: Entry) -> Lease | None:
-        """An instance's session lease, taken before any work is queued (A-1)."""
-        identity = entry.instance
-        return None if identity is None else await self._ctx.lease(str(identity["sessionId"]))
-
-    async def _check_instance(self, entry: Entry, lease: Lease | None) -> None:
-        """Before an edit: the record's history still checks out (writes are blocked where reads
-        are, P-2; for an instance that includes its session identity) and no turn of its session
-        is running."""
+    async def _check_instance(self, entry: Entry) -> Lease | None:
+        """Before an edit, holding the session's lock: its lease (A-1; taken under the lock, so an
+        append queued before the edit is simply read, in one process as across processes), then
+        the record's history still checks out (writes are blocked where reads are, P-2; for an
+        instance that includes its session identity) and no turn of its session is running."""
         ctx = self._ctx
-        ctx.check_before_commit(None, lease)
         identity = entry.instance
+        lease = None if identity is None else await ctx.lease(str(identity["sessionId"]))
         log = await ctx.sessions.log(str(identity["sessionId"])) if identity is not None else None
         await ctx.verifier.check(entry, {str(identity["sessionId"]): log} if identity is not None else None)
         if log is not None and log.turn_running():
             raise MvuError(Code.READ_ONLY, "the instance cannot be edited while its turn is running", id=entry.id)
+        return lease
 
     async def _edit(self, entry: Entry, work: Callable[[], Awaitable[T]]) -> T:
         identity = entry.instance

@@ -17,7 +17,7 @@ from mvu_store.errors import Code, MvuError
 from mvu_store.host import SessionEvent, SessionSnapshot, event_turn, message_id, message_text, user_source_kind
 from mvu_store.ledger.records import VersionRecord
 from mvu_store.service.models import storable
-from mvu_store.service.turns import CONVERSATION_EVENTS, reply_fingerprint
+from mvu_store.service.turns import CONVERSATION_EVENTS, reply_fingerprint, seed_boundary
 
 KINDS = ("fork", "reply-swipe", "request-retry")
 _MESSAGES = frozenset({"user/message", "assistant/message"})
@@ -171,6 +171,12 @@ def check_child(body: Mapping[str, Any], child: SessionSnapshot, source: Session
                        parent_session=child.header.parent_session)
     if any(e.seq > cut and e.type in CONVERSATION_EVENTS for e in child.events):
         raise MvuError(Code.SEED_CONFLICT, "the child already started new work", session_id=child.header.id)
+    boundary = seed_boundary(child)
+    if boundary <= cut:
+        # Replies before the boundary count as inherited; one at or past it would be applied again.
+        raise MvuError(Code.SEED_MISMATCH, f"the child's own events must start after the inherited prefix (event "
+                                           f"{cut}): end the copied prefix with session/end-seed, or set "
+                                           "inheritedEventCount past it", boundary=boundary, cut=cut)
     frozen = body.get("prefix")
     if not isinstance(frozen, list):
         # A seed captured before the prefix was frozen: compare with the source as it is now.

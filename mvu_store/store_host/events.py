@@ -127,9 +127,9 @@ def _assistant_message(seq: int, data: Mapping[str, Any]) -> dict[str, JsonValue
     if tool_call:
         content.append({"type": "tool-call"})
     kept: dict[str, JsonValue] = {"content": content}
-    message_id = _text(seq, message.get("id"), "data.message.id", MAX_MESSAGE_ID, required=False)
-    if message_id is not None:
-        kept["id"] = message_id
+    # The message id is part of the reply's identity (docs/host-events.md): without it the reply
+    # could never be told apart, so it is required.
+    kept["id"] = _text(seq, message.get("id"), "data.message.id", MAX_MESSAGE_ID)
     out: dict[str, JsonValue] = {"turn": _count(seq, data, "turn", required=True), "message": kept}
     step = _count(seq, data, "step", required=False)
     if step is not None:
@@ -205,7 +205,9 @@ def keep(raw: Any) -> Kept:
     kept = rule(seq, data)
     normalized, _, _ = normalize(kept)
     assert isinstance(normalized, dict)
-    return Kept(SessionEvent(seq, kind, normalized), dumps(normalized))
+    text = dumps(normalized)
+    utf8(text)  # a lone surrogate anywhere (an id, a kind) has no UTF-8: MVU_JSON, never stored
+    return Kept(SessionEvent(seq, kind, normalized), text)
 
 
 def keep_batch(raw: Any) -> list[Kept]:

@@ -9,8 +9,10 @@ them again; both are idempotent.
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 from mvu_store.errors import Code, MvuError
 from mvu_store.host import SessionEvent, turn_events
@@ -18,6 +20,8 @@ from mvu_store.ledger.host_sessions import Appended
 from mvu_store.service.models import CheckpointInfo, IngestReport
 from mvu_store.store_host.events import keep_batch
 from mvu_store.store_host.host import StoreHost
+
+T = TypeVar("T")
 
 
 class TurnService(Protocol):
@@ -56,18 +60,51 @@ def _starts_to_freeze(events: list[SessionEvent], appended: Appended) -> list[in
     return starts
 
 
+def _completes(event: SessionEvent) -> bool:
+    return event.type == "turn/end" and event.data.get("reason") == {"kind": "completed"}
+
+
+async def _late_baselines(call: Callable[[], Awaitable[T]], service: TurnService, session_id: str) -> T:
+    """``call``, freezing a turn's baseline late where it is missing and calling again.
+
+    A turn whose start was stored but whose checkpoint was not frozen (the answer to its batch
+    carried an error and the host went on) would refuse every later ingest with
+    ``MVU_BASELINE_REQUIRED``, and an append-only session could never be mended. Its reply is
+    not applied yet, and neither is anything after it, so the state now is the one the turn
+    started from: it is frozen then, and the work goes on."""
+    frozen: set[int] = set()
+    while True:
+        try:
+            return await call()
+        except MvuError as error:
+            seq = error.details.get("turn_start_seq")
+            if error.code != Code.BASELINE_REQUIRED or type(seq) is not int or seq in frozen:
+                raise
+            frozen.add(seq)
+            await service.checkpoint(session_id=session_id, turn_start_seq=seq)
+
+
 async def feed(service: TurnService, host: StoreHost, session_id: str, events: Any) -> FeedResult:
-    """Append ``events`` (as the host sends them) to the session, then checkpoint and ingest."""
+    """Append ``events`` (as the host sends them) to the session, then, in event order, freeze the
+    baseline at each new ``turn/start`` and apply the reply at each completed ``turn/end``."""
     kept = keep_batch(events)
     batch = [item.event for item in kept]
     result = FeedResult(await host.append_kept(session_id, kept))
+    freeze = set(_starts_to_freeze(batch, result.appended))
     try:
-        for seq in _starts_to_freeze(batch, result.appended):
-            result.checkpoints.extend(await service.checkpoint(session_id=session_id, turn_start_seq=seq))
-        last_start = max((e.seq for e in batch if e.type == "turn/start"), default=-1)
-        if any(e.type == "turn/end" and e.seq > last_start and e.data.get("reason") == {"kind": "completed"}
-               for e in batch):
-            result.ingest = await service.ingest(session_id=session_id)
+        for event in batch:
+            if event.seq in freeze:
+                result.checkpoints.extend(await _late_baselines(
+                    functools.partial(service.checkpoint, session_id=session_id, turn_start_seq=event.seq),
+                    service, session_id))
+            elif _completes(event):
+                # Each turn's reply is applied (and reported) where the turn ends, before the
+                # next turn's checkpoint would apply it unreported.
+                report = await _late_baselines(functools.partial(service.ingest, session_id=session_id), service,
+                                               session_id)
+                result.ingest = report if result.ingest is None else result.ingest.model_copy(update={
+                    "outcomes": [*result.ingest.outcomes, *report.outcomes],
+                    "fact_errors": [*result.ingest.fact_errors, *report.fact_errors]})
     except MvuError as error:
         result.error = error
     return result

@@ -25,7 +25,7 @@ from mvu_store.host import (
     SessionSnapshot,
     SessionTail,
 )
-from mvu_store.jsonvalue import normalize
+from mvu_store.jsonvalue import normalize, utf8
 from mvu_store.ledger import Ledger
 from mvu_store.ledger.host_sessions import Appended, StoredSession
 from mvu_store.schema.values import MAX_SAFE_INTEGER
@@ -61,12 +61,21 @@ def session_header(session_id: Any, *, created_at: Any, version: Any = SESSION_F
             check_store_session_id(parent_session)
         except MvuError:
             raise MvuError(Code.OPERATION, "parentSession must be a session id", field="parentSession") from None
+        if parent_session == session_id:
+            raise MvuError(Code.OPERATION, "a session is not its own parent", field="parentSession")
     if origin is not None and (not isinstance(origin, str) or not 1 <= len(origin) <= MAX_ORIGIN):
         raise MvuError(Code.OPERATION, f"origin must be a string of 1 to {MAX_ORIGIN} characters", field="origin")
     if inherited_event_count is not None and (type(inherited_event_count) is not int
                                               or not 0 <= inherited_event_count <= MAX_SAFE_INTEGER):
         raise MvuError(Code.OPERATION, "inheritedEventCount must be a non-negative integer",
                        field="inheritedEventCount")
+    if inherited_event_count is not None and parent_session is None:
+        raise MvuError(Code.OPERATION, "inheritedEventCount says where a branch's own events start: it needs "
+                                       "parentSession", field="inheritedEventCount")
+    if isinstance(created_at, str):
+        utf8(created_at)
+    if isinstance(origin, str):
+        utf8(origin)
     return SessionHeader(session_id, version, created_at, parent_session, origin, inherited_event_count)
 
 

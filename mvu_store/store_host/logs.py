@@ -66,11 +66,12 @@ async def import_logs(host: StoreHost, directory: str | Path,
             if read is None:
                 continue
             header, events, _torn = read
+            # Every event's shape is checked first: a malformed log leaves no session behind.
+            kept = [keep({"seq": event.seq, "type": event.type, "data": dict(event.data)}) for event in events]
             await host.create_session(header.id, created_at=header.created_at, version=header.version,
                                       parent_session=header.parent_session, origin=header.origin,
                                       inherited_event_count=header.inherited_event_count)
             added = 0
-            kept = [keep({"seq": event.seq, "type": event.type, "data": dict(event.data)}) for event in events]
             for batch in _batches(kept):
                 added += (await host.append_kept(header.id, batch)).appended
             report.sessions[header.id] = added

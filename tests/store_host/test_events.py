@@ -87,7 +87,8 @@ def test_a_reply_of_exactly_the_limit_is_kept_and_one_byte_more_is_refused() -> 
     ({"seq": 0, "type": "assistant/message", "data": {"turn": 1, "interrupted": 1, "message": {"id": "m"}}},
      "data.interrupted"),
     ({"seq": 0, "type": "assistant/message",
-      "data": {"turn": 1, "message": {"content": [{"type": "text", "text": 1}]}}}, "data.message.content[0].text"),
+      "data": {"turn": 1, "message": {"id": "m", "content": [{"type": "text", "text": 1}]}}},
+     "data.message.content[0].text"),
     ({"seq": 0, "type": "user/message", "data": {"turn": 1, "message": {"content": "hi"}}}, "data.message.source"),
     ({"seq": 0, "type": "session/end-seed", "data": {"isSeeded": True}}, "data"),
 ])
@@ -98,11 +99,23 @@ def test_bad_events_are_refused_naming_the_field(raw: dict[str, Any], field: str
     assert refused.value.details["field"] == field
 
 
-def test_a_lone_surrogate_is_refused_rather_than_stored() -> None:
+@pytest.mark.parametrize("raw", [
+    {"seq": 0, "type": "user/message", "data": {"turn": 1, "message": {"source": {"kind": "user"},
+                                                                       "content": "a\ud800"}}},
+    {"seq": 0, "type": "user/message", "data": {"turn": 1, "message": {"source": {"kind": "a\ud800"}}}},
+    {"seq": 0, "type": "assistant/message", "data": {"turn": 1, "message": {"id": "m\udfff"}}},
+    {"seq": 0, "type": "turn/end", "data": {"turn": 1, "reason": {"kind": "\ud800"}}},
+])
+def test_a_lone_surrogate_is_refused_rather_than_stored(raw: dict[str, Any]) -> None:
     with pytest.raises(MvuError) as refused:
-        keep({"seq": 0, "type": "user/message", "data": {"turn": 1, "message": {"source": {"kind": "user"},
-                                                                                  "content": "a\ud800"}}})
+        keep(raw)
     assert refused.value.code == Code.JSON
+
+
+def test_an_assistant_message_needs_its_id() -> None:
+    with pytest.raises(MvuError) as refused:
+        keep({"seq": 0, "type": "assistant/message", "data": {"turn": 1, "message": {"content": "hi"}}})
+    assert refused.value.details["field"] == "data.message.id"
 
 
 def test_configuration_events_are_kept_as_sent_within_their_bound() -> None:

@@ -199,8 +199,131 @@ async def test_a_turn_starts_once_and_ends_once_so_a_reply_is_never_applied_twic
         with pytest.raises(MvuError) as refused:
             await feed(service, host, "s1", again)
         assert refused.value.code == Code.EVENT_CONFLICT
-        assert refused.value.details["turn"] in (1, 2)
+        assert refused.value.details["seq"] >= 3
     record = await service.read(id=str(chosen.instance_id), scope={"authority": "local", "session_id": "s1"})
     assert record is not None and record.revision == 1 and record.content["stat_data"]["gold"] == 20
     stored = await host.session("s1")
     assert stored is not None and stored.last_seq == 2
+
+
+@pytest.mark.parametrize(("events", "why"), [
+    ([reply(0, 7, "x"), end(1, 7)], "no turn runs"),                        # an end without its start
+    ([start(0, 1), start(1, 2)], "while turn 1 runs"),                      # overlapping turns
+    ([start(0, 1), reply(1, 2, "x")], "but turn 1 runs"),                   # another turn's message
+    ([start(0, 1), end(1, 2)], "but turn 1 runs"),
+    ([{"seq": 0, "type": "session/end-seed", "data": {}}], "no branch"),   # a prefix end in a root session
+])
+async def test_turns_do_not_overlap_and_only_a_branch_ends_a_copied_prefix(host: StoreHost, events: list[Any],
+                                                                           why: str) -> None:
+    await host.create_session("s1", created_at=CREATED)
+    with pytest.raises(MvuError) as refused:
+        await host.append("s1", events)
+    assert refused.value.code == Code.EVENT_CONFLICT and why in refused.value.message
+    stored = await host.session("s1")
+    assert stored is not None and stored.last_seq == -1
+
+
+async def test_a_branch_ends_its_copied_prefix_once_and_between_turns(host: StoreHost) -> None:
+    await host.create_session("c1", created_at=CREATED, parent_session="p")
+    seed = {"type": "session/end-seed", "data": {}}
+    with pytest.raises(MvuError) as refused:
+        await host.append("c1", [start(0, 1), {"seq": 1, **seed}])
+    assert "while turn 1 runs" in refused.value.message
+    await host.append("c1", [start(0, 1), reply(1, 1, "x"), end(2, 1, "forked"), {"seq": 3, **seed}])
+    with pytest.raises(MvuError) as refused:
+        await host.append("c1", [{"seq": 4, **seed}])
+    assert "again" in refused.value.message
+    # The state of the order survives in the store: the next turn may start.
+    assert (await host.append("c1", [start(4, 2)])).appended == 1
+
+
+async def test_a_baseline_missed_at_its_start_is_frozen_when_the_turn_ends_and_the_session_goes_on(
+        ledger: Ledger, host: StoreHost, monkeypatch: pytest.MonkeyPatch) -> None:
+    service = MvuService(ledger=ledger, host=host)
+    await service.discover(definition=HERO)
+    await host.create_session("s1", created_at=CREATED)
+    chosen = await service.select_character(session_id="s1", character_id="hero")
+    real = service.checkpoint
+    failures = [MvuError(Code.STORAGE_BUSY, "busy once")]
+
+    async def flaky(**kwargs: Any) -> Any:
+        if failures:
+            raise failures.pop()
+        return await real(**kwargs)
+
+    monkeypatch.setattr(service, "checkpoint", flaky)
+    opened = await feed(service, host, "s1", [start(0, 1)])
+    assert opened.error is not None and opened.error.code == Code.STORAGE_BUSY
+    # The host went on regardless: the reply still applies, on the state the turn started from.
+    closed = await feed(service, host, "s1", [reply(1, 1, "_.add('gold', 5);"), end(2, 1)])
+    assert closed.error is None and closed.ingest is not None
+    assert [o.status for o in closed.ingest.outcomes] == ["committed"]
+    nxt = await feed(service, host, "s1", [start(3, 2), reply(4, 2, "_.add('gold', 5);"), end(5, 2)])
+    assert nxt.error is None and [c.turn for c in nxt.checkpoints] == [2]
+    record = await service.read(id=str(chosen.instance_id), scope={"authority": "local", "session_id": "s1"})
+    assert record is not None and record.content["stat_data"]["gold"] == 20
+    baseline = await service.checkpoint_state(id=str(chosen.instance_id), turn=1,
+                                              scope={"authority": "local", "session_id": "s1"})
+    assert baseline is not None and baseline.content["stat_data"]["gold"] == 10
+
+
+async def test_a_batch_ending_a_turn_and_starting_the_next_reports_the_reply(ledger: Ledger, host: StoreHost) -> None:
+    service = MvuService(ledger=ledger, host=host)
+    await service.discover(definition=HERO)
+    await host.create_session("s1", created_at=CREATED)
+    chosen = await service.select_character(session_id="s1", character_id="hero")
+    await feed(service, host, "s1", [start(0, 1)])
+    fed = await feed(service, host, "s1", [reply(1, 1, "_.add('gold', 5);"), end(2, 1), start(3, 2)])
+    assert fed.ingest is not None and [(o.resource_id, o.turn, o.status) for o in fed.ingest.outcomes] == [
+        (chosen.instance_id, 1, "committed")]
+    assert [c.turn for c in fed.checkpoints] == [2]
+
+
+@pytest.mark.parametrize("field", ["createdAt", "origin"])
+async def test_a_lone_surrogate_in_a_header_is_refused(host: StoreHost, field: str) -> None:
+    values: dict[str, Any] = {"created_at": CREATED, "origin": None}
+    values["created_at" if field == "createdAt" else "origin"] = "a\ud800"
+    with pytest.raises(MvuError) as refused:
+        await host.create_session("s1", **values)
+    assert refused.value.code == Code.JSON
+    assert await host.session("s1") is None
+
+
+async def test_a_header_is_consistent(host: StoreHost) -> None:
+    for values in ({"parent_session": "s1"}, {"inherited_event_count": 3}):
+        with pytest.raises(MvuError) as refused:
+            await host.create_session("s1", created_at=CREATED, **values)
+        assert refused.value.code == Code.OPERATION
+
+
+async def test_install_refuses_a_child_whose_own_events_would_start_inside_the_inherited_prefix(
+        ledger: Ledger, host: StoreHost) -> None:
+    service = MvuService(ledger=ledger, host=host)
+    await service.discover(definition=HERO)
+    await host.create_session("p", created_at=CREATED)
+    await service.select_character(session_id="p", character_id="hero")
+    await play_turn(service, host, "p", turn=1, user="u", reply="_.add('gold', 10);")
+    await play_turn(service, host, "p", turn=2, user="u", reply="_.add('gold', 100);")
+    snapshot = await host.inspect("p")
+    assert snapshot is not None
+    ticket = await service.capture_session_seed(session_id="p", kind="fork", at_event_id=6)
+    assert ticket is not None
+    copied = [{"seq": e.seq, "type": e.type, "data": dict(e.data)} for e in snapshot.events[:7]]
+    # Without its session/end-seed (or with inheritedEventCount 0) the copied replies would be the
+    # child's own: turn 1's reply would be applied again.
+    await host.create_session("c", created_at=CREATED + 1, parent_session="p")
+    await host.append("c", [*copied, end(7, 2, "forked")])
+    with pytest.raises(MvuError) as refused:
+        await service.install_session_seed(ticket=ticket, session_id="c")
+    assert refused.value.code == Code.SEED_MISMATCH
+    await host.create_session("c0", created_at=CREATED + 2, parent_session="p", inherited_event_count=0)
+    await host.append("c0", [*copied, end(7, 2, "forked")])
+    with pytest.raises(MvuError) as refused:
+        await service.install_session_seed(ticket=ticket, session_id="c0")
+    assert refused.value.code == Code.SEED_MISMATCH
+    # Ended properly, the same child installs and its replies stay inherited.
+    await host.append("c", [{"seq": 8, "type": "session/end-seed", "data": {}}])
+    (instance,) = await service.install_session_seed(ticket=ticket, session_id="c")
+    await play_turn(service, host, "c", turn=3, user="u", reply="_.add('gold', 1000);")
+    record = await service.read(id=instance, scope={"authority": "local", "session_id": "c"})
+    assert record is not None and record.content["stat_data"]["gold"] == 1120

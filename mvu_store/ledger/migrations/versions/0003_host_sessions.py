@@ -35,6 +35,8 @@ def upgrade() -> None:
     sa.Column('inherited_event_count', sa.BigInteger(), nullable=True),
     sa.Column('last_seq', sa.BigInteger(), nullable=False),
     sa.Column('fingerprint', sa.String(length=64), nullable=False),
+    sa.Column('open_turn', sa.BigInteger(), nullable=True),
+    sa.Column('end_seed', sa.BigInteger(), nullable=True),
     sa.Column('recorded_at', sa.BigInteger(), nullable=False),
     sa.PrimaryKeyConstraint('ledger_id', 'id', name=op.f('pk_host_sessions')),
     sqlite_with_rowid=False
