@@ -252,14 +252,7 @@ class Resources(Store):
             return {}
 
         def read(rows: ReadRows) -> dict[str, JsonValue]:
-            found: dict[str, JsonValue] = {}
-            for start in range(0, len(wanted), _MAX_BLOBS_QUERY):
-                chunk = wanted[start:start + _MAX_BLOBS_QUERY]
-                size = _blobs_query_size(len(chunk))
-                # The query's last binds repeat the last hash: IN does not mind duplicates.
-                binds = {f"hash_{n}": chunk[min(n, len(chunk) - 1)] for n in range(size)}
-                found.update((row["hash"], json.loads(row["body"])) for row in rows.all(_blobs_query(size), **binds))
-            return found
+            return {blob_hash: json.loads(body) for blob_hash, body in blob_bodies(rows, wanted).items()}
 
         return await self.read_rows(read)
 
@@ -310,6 +303,18 @@ def _resources_query(by_session: bool, kinds: tuple[str, ...] | None) -> Query:
         return query
 
     return Query(f"resources:{by_session}:{','.join(kinds) if kinds is not None else '*'}", build)
+
+
+def blob_bodies(rows: ReadRows, hashes: list[str]) -> dict[str, str]:
+    """The stored text of each blob in ``hashes`` that exists, by hash (inside one round trip)."""
+    found: dict[str, str] = {}
+    for start in range(0, len(hashes), _MAX_BLOBS_QUERY):
+        chunk = hashes[start:start + _MAX_BLOBS_QUERY]
+        size = _blobs_query_size(len(chunk))
+        # The query's last binds repeat the last hash: IN does not mind duplicates.
+        binds = {f"hash_{n}": chunk[min(n, len(chunk) - 1)] for n in range(size)}
+        found.update((row["hash"], row["body"]) for row in rows.all(_blobs_query(size), **binds))
+    return found
 
 
 # Blobs are looked up in chunks of up to this many hashes, with one query per power of two up to

@@ -110,6 +110,8 @@ class SessionCache:
 
     def __init__(self, host: Host, *, capacity: int = DEFAULT_CAPACITY) -> None:
         self._host = host
+        # Asked once: a runtime protocol check walks the protocol's members every time.
+        self._incremental = host if isinstance(host, IncrementalHost) else None
         self._logs: BoundedCache[str, SessionLog] = BoundedCache(capacity)
         self._locks: weakref.WeakValueDictionary[str, asyncio.Lock] = weakref.WeakValueDictionary()
         self._generation = 0
@@ -140,7 +142,7 @@ class SessionCache:
         return log.snapshot() if log is not None else None
 
     async def _tail(self, session_id: str, after_seq: int) -> SessionTail | None:
-        if isinstance(self._host, IncrementalHost):
-            return await self._host.inspect_since(session_id, after_seq)
+        if self._incremental is not None:
+            return await self._incremental.inspect_since(session_id, after_seq)
         snapshot = await self._host.inspect(session_id)
         return tail_of(snapshot, after_seq) if snapshot is not None else None
