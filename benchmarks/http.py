@@ -3,7 +3,7 @@ in-process, measured side by side in one run on one ledger.
 
 - in-process: 16 concurrent tasks, each editing its own session's instance of a card with a
   declared schema (``service.update`` with CAS and a fresh operation id per edit);
-- HTTP: ``mvu serve`` on that ledger and those session logs, 16 concurrent keep-alive clients
+- HTTP: ``mvu serve`` on that ledger (its sessions are in it), 16 concurrent keep-alive clients
   doing the same edits (``POST /mvu/update``), then reads (``GET /mvu/resource``).
 
 ``ratio_update`` = HTTP update rate / in-process update rate. The clients are raw asyncio HTTP/1.1
@@ -33,8 +33,8 @@ from pathlib import Path
 from typing import Any
 
 from mvu_store.ledger import open_ledger
-from mvu_store.memory_host import MemoryHost
 from mvu_store.service import MvuService
+from mvu_store.store_host import StoreHost
 
 CLIENTS = 16
 TOKEN = "bench-token-0123456789"
@@ -61,16 +61,16 @@ def scope(session_id: str) -> dict[str, str]:
     return {"authority": "local", "sessionId": session_id}
 
 
-async def seed(db: str, sessions: Path) -> dict[str, str]:
+async def seed(db: str) -> dict[str, str]:
     ledger = await open_ledger(db)
     try:
-        host = MemoryHost(path=sessions)
+        host = StoreHost(ledger)
         service = MvuService(ledger=ledger, host=host)
         await service.discover(definition=CARD)
         instances = {}
         for n in range(CLIENTS):
             session_id = f"bench-{n}"
-            host.create_session(session_id, created_at=1_700_000_000_000 + n)
+            await host.create_session(session_id, created_at=1_700_000_000_000 + n)
             selection = await service.select_character(session_id=session_id, character_id="hero")
             assert selection.instance_id is not None
             instances[session_id] = selection.instance_id
@@ -79,10 +79,10 @@ async def seed(db: str, sessions: Path) -> dict[str, str]:
         await ledger.close()
 
 
-async def in_process(db: str, sessions: Path, instances: dict[str, str], seconds: float) -> float:
+async def in_process(db: str, instances: dict[str, str], seconds: float) -> float:
     ledger = await open_ledger(db)
     try:
-        service = MvuService(ledger=ledger, host=MemoryHost(path=sessions))
+        service = MvuService(ledger=ledger, host=StoreHost(ledger))
         done = 0
         tag = uuid.uuid4().hex[:8]
         deadline = time.perf_counter() + seconds
@@ -192,9 +192,8 @@ async def over_http(port: int, instances: dict[str, str], seconds: float) -> tup
             connection.close()
 
 
-def start_server(db: str, sessions: Path) -> tuple[subprocess.Popen[str], int]:
-    command = [sys.executable, "-m", "mvu_api.cli", "serve", "--db", db, "--port", "0", "--token", TOKEN,
-               "--host-log", str(sessions)]
+def start_server(db: str) -> tuple[subprocess.Popen[str], int]:
+    command = [sys.executable, "-m", "mvu_api.cli", "serve", "--db", db, "--port", "0", "--token", TOKEN]
     process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     assert process.stdout is not None
     lines: list[str] = []
@@ -225,11 +224,10 @@ def main() -> None:
     seconds = args.seconds or (1.0 if args.quick else 4.0)
     with tempfile.TemporaryDirectory(prefix="mvu-http-bench-") as directory:
         db = f"sqlite:///{Path(directory) / 'ledger.sqlite3'}"
-        sessions = Path(directory) / "sessions"
-        instances = asyncio.run(seed(db, sessions))
-        local = asyncio.run(in_process(db, sessions, instances, seconds))
+        instances = asyncio.run(seed(db))
+        local = asyncio.run(in_process(db, instances, seconds))
         say(f"in-process service.update, {CLIENTS} tasks: {local:,.0f} updates/s")
-        process, port = start_server(db, sessions)
+        process, port = start_server(db)
         try:
             update_rps, read_rps = asyncio.run(over_http(port, instances, seconds))
         finally:

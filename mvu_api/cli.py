@@ -1,4 +1,5 @@
-"""The ``mvu`` command: ledger status, migrations, audits, import and export, card inspection, a demo.
+"""The ``mvu`` command: ledger status, migrations, audits, import and export, session logs, card inspection,
+a demo, the HTTP server.
 
 Every command takes ``--db URL`` (default: ``$MVU_DATABASE_URL``, else the embedded ledger at
 ``sqlite:///./var/mvu.sqlite3``), prints ``--json`` for scripts where it reports something, and
@@ -30,6 +31,8 @@ from mvu_store.ledger import Ledger, migrate, open_ledger
 from mvu_store.ledger.engine import EngineOptions, create_sync_engine
 from mvu_store.ledger.tables import FORMAT_VERSION
 from mvu_store.ledger.transfer import Step, export_directory, import_directory
+from mvu_store.store_host import StoreHost
+from mvu_store.store_host.logs import import_logs
 
 DEFAULT_DB = "sqlite:///./var/mvu.sqlite3"
 
@@ -221,7 +224,26 @@ async def cmd_serve(args: argparse.Namespace) -> int:
     from mvu_api.http.serve import serve  # FastAPI and uvicorn load only for this command
 
     return await serve(db=args.db, ledger_id=args.ledger_id, host=args.host, port=args.port, token=args.token,
-                       host_log=args.host_log, body_timeout=args.body_timeout)
+                       body_timeout=args.body_timeout, cors_origins=args.cors_origin or ())
+
+
+async def cmd_sessions_import(args: argparse.Namespace) -> int:
+    ledger = await _open(args, writes=True)
+    try:
+        report = await _with_progress(args, lambda step: import_logs(StoreHost(ledger), args.directory, step=step))
+    finally:
+        await ledger.close()
+
+    def render(console: Console) -> None:
+        table = Table("session", "new events", title=Text(f"sessions imported from {report.directory}"))
+        for session_id, added in report.sessions.items():
+            table.add_row(Text(session_id), str(added))
+        console.print(table)
+        for name, reason in report.refused.items():
+            console.print(Text.assemble(("refused ", "red"), name, ": ", reason))
+
+    _emit(args, report.to_dict(), render)
+    return 1 if report.refused else 0
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -252,23 +274,29 @@ def build_parser() -> argparse.ArgumentParser:
     card.set_defaults(handler=cmd_card)
     demo = commands.add_parser(
         "demo", help="play a bundled sample card for five scripted turns on a fresh ledger and show what happens",
-        description="Read the bundled sample card, play five scripted turns through MemoryHost and MvuService "
-                    "on a fresh ledger (a temporary SQLite file unless --db names an empty one), and print the "
-                    "state after each turn, a failed reply's receipt, a refused stale edit, the history and "
+        description="Read the bundled sample card, play five scripted turns through the store-backed host and "
+                    "MvuService on a fresh ledger (a temporary SQLite file unless --db names an empty one), and "
+                    "print the state after each turn, a failed reply's receipt, a refused stale edit, the history and "
                     "the audit.")
     demo.add_argument("--db", default=argparse.SUPPRESS, help="an empty ledger to play on (default: a temporary file)")
     demo.add_argument("--json", action="store_true", default=argparse.SUPPRESS, help="print one JSON summary")
     demo.set_defaults(handler=cmd_demo)
+    sessions = commands.add_parser("sessions", help="the sessions the store keeps for hosts")
+    sessions.add_argument("action", choices=["import"])
+    sessions.add_argument("directory", help="a folder of <session id>.jsonl logs (MemoryHost(path=DIR)'s format)")
+    sessions.add_argument("--json", action="store_true", default=argparse.SUPPRESS, help="print one JSON object")
+    sessions.set_defaults(handler=cmd_sessions_import)
     served = commands.add_parser("serve", help="the HTTP API (migrates first); stops cleanly on SIGTERM / SIGINT")
     served.add_argument("--db", default=argparse.SUPPRESS, help="database URL (same as the global --db)")
     served.add_argument("--host", default="127.0.0.1", help="address to bind (default %(default)s: this machine only)")
     served.add_argument("--port", type=int, default=8787, help="port (default %(default)s; 0 picks a free one)")
     served.add_argument("--token", default=None,
                         help="bearer token (default $MVU_TOKEN, else <ledger>.token, generated at first start)")
-    served.add_argument("--host-log", default=None, metavar="DIR",
-                        help="serve the sessions of MemoryHost(path=DIR) (default <ledger dir>/sessions)")
     served.add_argument("--body-timeout", type=float, default=30.0, metavar="SECONDS",
                         help="seconds for a whole request body to arrive, else 408 (default %(default)s)")
+    served.add_argument("--cors-origin", action="append", default=None, metavar="ORIGIN",
+                        help="let pages from ORIGIN (scheme://host[:port]) call the API from a browser; "
+                             "repeatable (default: none)")
     served.set_defaults(handler=cmd_serve)
     return parser
 

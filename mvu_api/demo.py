@@ -2,8 +2,10 @@
 
 :func:`run_demo` does the work and returns a JSON-ready report; :func:`render` prints it with
 rich. The pipeline is the real one: ``read_card`` → ``MvuService.discover`` →
-``select_character`` → ``MemoryHost`` turns (checkpoint at ``turn/start``, ingest at
-``turn/end``) → ``read`` / ``history`` / ``update`` → ``Ledger.audit``.
+``select_character`` → turns fed to the store-backed host, as ``mvu serve`` keeps them
+(checkpoint at ``turn/start``, ingest at ``turn/end``) → ``read`` / ``history`` / ``update`` →
+``Ledger.audit``. On a ledger given by URL the session stays, so ``mvu serve`` on that ledger
+serves it afterwards.
 """
 
 from __future__ import annotations
@@ -24,8 +26,8 @@ from mvu_store.demo import CHARACTER_ID, EDIT, SESSION_CREATED_AT, SESSION_ID, T
 from mvu_store.errors import Code, MvuError
 from mvu_store.jsonvalue import JsonValue
 from mvu_store.ledger import Ledger, open_ledger
-from mvu_store.memory_host import MemoryHost
-from mvu_store.service import CharacterDefinition, HistoryEntry, MvuService, Scope
+from mvu_store.service import HistoryEntry, MvuService, Scope
+from mvu_store.store_host import StoreHost, play_turn
 
 
 async def run_demo(url: str | None = None, *, ledger_id: str = "default") -> dict[str, Any]:
@@ -50,7 +52,7 @@ async def run_demo(url: str | None = None, *, ledger_id: str = "default") -> dic
 
 async def _require_empty(ledger: Ledger) -> None:
     usage = await ledger.usage()
-    if usage.used_bytes or usage.facts_count or await ledger.templates():
+    if usage.used_bytes or usage.facts_count or await ledger.templates() or await ledger.host_session_ids():
         raise MvuError(Code.CONFIG, f"ledger {ledger.ledger_id!r} at {ledger.url} already holds data; the demo only "
                                     "writes to an empty ledger (leave out --db for a temporary one)",
                        used_bytes=usage.used_bytes)
@@ -58,19 +60,16 @@ async def _require_empty(ledger: Ledger) -> None:
 
 async def _play(ledger: Ledger) -> dict[str, Any]:
     card = read_card(sample_card_bytes(), name="sample_card")
-    host = MemoryHost()
+    host = StoreHost(ledger)
     service = MvuService(ledger=ledger, host=host)
     try:
-        template = await service.discover(definition=CharacterDefinition(
-            character_id=CHARACTER_ID, name=card.name, initvar=list(card.initvar),
-            schema_source=card.schema_source, greetings=list(card.greetings)))
+        template = await service.discover(definition=card.definition(CHARACTER_ID))
         if template.source_error is not None:
             raise MvuError(template.source_error, "the bundled sample card did not initialise")
-        host.create_session(SESSION_ID, created_at=SESSION_CREATED_AT)
+        await host.create_session(SESSION_ID, created_at=SESSION_CREATED_AT)
         selection = await service.select_character(session_id=SESSION_ID, character_id=CHARACTER_ID)
         instance = selection.instance_id
         assert instance is not None
-        host.attach(service)  # from now on turn/start checkpoints and turn/end ingests
         scope = Scope(session_id=SESSION_ID)
 
         async def state() -> tuple[int, dict[str, Any]]:
@@ -83,7 +82,9 @@ async def _play(ledger: Ledger) -> dict[str, Any]:
         turns: list[dict[str, Any]] = []
         revisions: dict[int, int] = {0: revision}
         for number, turn in enumerate(TURNS, start=1):
-            await host.turn(SESSION_ID, turn=number, user=turn.user, reply=turn.reply)
+            played = await play_turn(service, host, SESSION_ID, turn=number, user=turn.user, reply=turn.reply)
+            if played.error is not None:
+                raise played.error
             revision, content = await state()
             revisions[number] = revision
             entry = _entry_of_turn(await service.history(id=instance, scope=scope), number)

@@ -1,7 +1,7 @@
 """The one error root of mvu-store.
 
 Every refusal the package makes is an :class:`MvuError` with a stable ``code`` taken from the
-specification (DIGEST.md, "Error codes"). Clients branch on ``code``; ``details`` carries the
+specification's list of error codes. Clients branch on ``code``; ``details`` carries the
 structured facts of the refusal (for example ``expected_revision`` and ``current_revision``).
 """
 
@@ -43,6 +43,8 @@ class Code(StrEnum):
     OPERATION = "MVU_OPERATION"
     HISTORY_UNAVAILABLE = "MVU_HISTORY_UNAVAILABLE"
     HISTORY_CHANGED = "MVU_HISTORY_CHANGED"
+    EVENT_CONFLICT = "MVU_EVENT_CONFLICT"
+    EVENT_GAP = "MVU_EVENT_GAP"
     LIMIT = "MVU_LIMIT"
     JSON = "MVU_JSON"
     PATH = "MVU_PATH"

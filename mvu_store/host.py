@@ -149,6 +149,17 @@ class IncrementalHost(Host, Protocol):
         ...
 
 
+def turn_events(*, turn: int, user: str, reply: str, message_id: str,
+                reason: str = "completed") -> tuple[list[tuple[str, dict[str, Any]]], list[tuple[str, dict[str, Any]]]]:
+    """One whole turn as ``(type, data)`` pairs: what a host writes before the request
+    (``turn/start``, the user's message) and after it (the reply, ``turn/end``)."""
+    said = {"source": {"kind": "user"}, "content": [{"type": "text", "text": user}]}
+    answer = {"id": message_id, "content": [{"type": "text", "text": reply}]}
+    return ([("turn/start", {"turn": turn}), ("user/message", {"turn": turn, "message": said})],
+            [("assistant/message", {"turn": turn, "message": answer}),
+             ("turn/end", {"turn": turn, "reason": {"kind": reason}})])
+
+
 def message_text(event: SessionEvent) -> str:
     """An assistant or user message's text: its text blocks joined with ``\\n``."""
     message = event.data.get("message")

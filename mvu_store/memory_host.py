@@ -25,6 +25,7 @@ from mvu_store.host import (
     SessionTail,
     chain_fingerprint,
     fingerprint_chain,
+    turn_events,
 )
 from mvu_store.jsonvalue import JsonValue, normalize
 
@@ -225,16 +226,14 @@ class MemoryHost:
                    reason: str = "completed") -> int:
         """Play one whole turn (start, user message, assistant reply, end) and wait for the
         attached service; returns the reply's seq. For tests, the demo and benchmarks."""
-        self.append(session_id, "turn/start", {"turn": turn})
+        request, answer = turn_events(turn=turn, user=user, reply=reply,
+                                      message_id=message_id or f"{session_id}-m{turn}", reason=reason)
+        for kind, data in request:
+            self.append(session_id, kind, data)
         await self.drain()  # the baseline is frozen before the request, as a host does
-        said = {"source": {"kind": "user"}, "content": [{"type": "text", "text": user}]}
-        self.append(session_id, "user/message", {"turn": turn, "message": said})
-        seq = self.append(session_id, "assistant/message", {
-            "turn": turn, "message": {"id": message_id or f"{session_id}-m{turn}",
-                                      "content": [{"type": "text", "text": reply}]}})
-        self.append(session_id, "turn/end", {"turn": turn, "reason": {"kind": reason}})
+        seqs = [self.append(session_id, kind, data) for kind, data in answer]
         await self.drain()
-        return seq
+        return seqs[0]
 
     def set_created_at(self, session_id: str, created_at: int | float | str | None) -> None:
         """Change the durable creation time (simulates identity drift, DIGEST I-3)."""
@@ -282,28 +281,37 @@ class MemoryHost:
         os.replace(temporary, target)
 
     def _load(self, log: Path) -> None:
-        lines = [line for line in log.read_text(encoding="utf-8").splitlines() if line.strip()]
-        if not lines:
+        read = read_log(log)
+        if read is None:
             return
-        head = json.loads(lines[0])
-        header = SessionHeader(
-            head["id"], int(head["version"]), head.get("createdAt"), head.get("parentSession"), head.get("origin")
-        )
-        session = _Session(header)
-        torn = False
-        for number, line in enumerate(lines[1:], start=2):
-            try:
-                event = json.loads(line)
-            except ValueError:
-                if number != len(lines):
-                    raise
-                torn = True  # a crash tore the last append; everything before it was fsynced whole
-                break
-            session.events.append(SessionEvent(int(event["seq"]), str(event["type"]), event.get("data") or {}))
+        header, events, torn = read
+        session = _Session(header, events)
         session.rechain()
         self._sessions[header.id] = session
         if torn:
             self._rewrite(header.id)  # so the next append does not follow the torn bytes
+
+
+def read_log(log: Path) -> tuple[SessionHeader, list[SessionEvent], bool] | None:
+    """A session log file: its header, its events and whether a crash tore the last line (that
+    line is left out: everything before it was fsynced whole). None for an empty file."""
+    lines = [line for line in log.read_text(encoding="utf-8").splitlines() if line.strip()]
+    if not lines:
+        return None
+    head = json.loads(lines[0])
+    header = SessionHeader(
+        head["id"], int(head["version"]), head.get("createdAt"), head.get("parentSession"), head.get("origin")
+    )
+    events: list[SessionEvent] = []
+    for number, line in enumerate(lines[1:], start=2):
+        try:
+            event = json.loads(line)
+        except ValueError:
+            if number != len(lines):
+                raise
+            return header, events, True
+        events.append(SessionEvent(int(event["seq"]), str(event["type"]), event.get("data") or {}))
+    return header, events, False
 
 
 def _header_json(header: SessionHeader) -> dict[str, Any]:

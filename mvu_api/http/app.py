@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Iterable
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
@@ -11,27 +12,36 @@ from starlette.requests import ClientDisconnect
 from starlette.responses import Response
 
 from mvu_api.http.bodies import BODY_TIMEOUT_SECONDS
+from mvu_api.http.cors import Cors, allowed_origins
 from mvu_api.http.docs import DESCRIPTION, install_openapi
 from mvu_api.http.middleware import CLIENT_CLOSED, AccessLog, BearerAuth, Crashes
 from mvu_api.http.problems import NOT_FOUND, error_response, problem
 from mvu_api.http.routes import API_PREFIX, build_router
 from mvu_store.errors import Code, MvuError
 from mvu_store.service import MvuService
+from mvu_store.store_host import StoreHost
 
 OPENAPI_PATH = f"{API_PREFIX}/openapi.json"
 
 
-def create_app(service: MvuService, *, token: str, body_timeout: float = BODY_TIMEOUT_SECONDS,
-               stopping: asyncio.Event | None = None) -> FastAPI:
+def create_app(service: MvuService, *, token: str, host: StoreHost | None = None,
+               body_timeout: float = BODY_TIMEOUT_SECONDS, stopping: asyncio.Event | None = None,
+               cors_origins: Iterable[str] = ()) -> FastAPI:
     """The HTTP API over ``service``; every route requires ``Bearer <token>``.
 
+    ``host``: the service's host when it is a :class:`StoreHost`; it adds the host routes.
     ``body_timeout``: seconds for a whole update body to arrive (408 past it). ``stopping``: set
     when the server begins to stop; a body still arriving then is answered 503 at once.
+    ``cors_origins``: the browser origins (``https://chat.example``) whose preflights are answered
+    without the token and whose pages may read the answers (:mod:`mvu_api.http.cors`); a malformed
+    one is ``MVU_CONFIG`` here, not at the first request (Starlette builds middleware late).
     """
+    origins = allowed_origins(cors_origins)
     # redirect_slashes=False: "/mvu/resources/" is an unknown route (404 problem), not a 307.
     app = FastAPI(title="mvu-store", version="1", description=DESCRIPTION, openapi_url=OPENAPI_PATH,
                   docs_url=None, redoc_url=None, redirect_slashes=False)
-    app.include_router(build_router(service, body_timeout=body_timeout, stopping=stopping), prefix=API_PREFIX)
+    app.include_router(build_router(service, host=host, body_timeout=body_timeout, stopping=stopping),
+                       prefix=API_PREFIX)
 
     @app.exception_handler(MvuError)
     async def refused(request: Request, error: Exception) -> Response:
@@ -68,6 +78,9 @@ def create_app(service: MvuService, *, token: str, body_timeout: float = BODY_TI
     # ServerErrorMiddleware, which would log (and re-raise to uvicorn, which logs) again.
     app.add_middleware(Crashes)
     app.add_middleware(BearerAuth, token=token)
+    if origins:
+        # In front of the token: a browser never sends it on a preflight.
+        app.add_middleware(Cors, origins=origins)
     # Outermost: the log sees every answer, 401s included.
     app.add_middleware(AccessLog)
     return app

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import asyncio
 import json
-from typing import Annotated, Any
+from collections.abc import Mapping
+from typing import Annotated, Any, TypeVar
 
 from fastapi import Request
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -28,14 +29,15 @@ BODY_TIMEOUT_SECONDS = 30.0
 STOP_BODY_SECONDS = 2.0
 
 
-async def read_body(request: Request, *, seconds: float, stopping: asyncio.Event | None) -> bytes | Response:
-    """The body, or a problem: 413 as soon as it is known to pass ``MAX_BODY_BYTES``, 408 when it
+async def read_body(request: Request, *, seconds: float, stopping: asyncio.Event | None,
+                    limit: int = MAX_BODY_BYTES) -> bytes | Response:
+    """The body, or a problem: 413 as soon as it is known to pass ``limit`` bytes, 408 when it
     has not all arrived within ``seconds``, 503 when the server starts stopping meanwhile
     (a stalled upload must not hold the shutdown). ``ClientDisconnect`` propagates (see app.py)."""
     request.state.write = True
-    too_large = problem(413, Code.LIMIT, f"a request body is at most {MAX_BODY_BYTES} bytes", limit=MAX_BODY_BYTES)
+    too_large = problem(413, Code.LIMIT, f"a request body is at most {limit} bytes", limit=limit)
     declared = request.headers.get("content-length")
-    if declared is not None and declared.isdigit() and int(declared) > MAX_BODY_BYTES:
+    if declared is not None and declared.isdigit() and int(declared) > limit:
         return too_large
 
     async def collect() -> bytes | None:
@@ -43,7 +45,7 @@ async def read_body(request: Request, *, seconds: float, stopping: asyncio.Event
         size = 0
         async for chunk in request.stream():
             size += len(chunk)
-            if size > MAX_BODY_BYTES:
+            if size > limit:
                 return None
             chunks.append(chunk)
         return b"".join(chunks)
@@ -99,23 +101,36 @@ class UpdateBody(BaseModel):
 _FIELD_REFUSALS = {"id": "id must be a string", "expectedRevision": "expectedRevision must be a non-negative integer",
                    "operationId": f"operationId must be a string of 1 to {MAX_OPERATION_ID} characters"}
 
+Body = TypeVar("Body", bound=BaseModel)
 
-def update_body(body: bytes) -> UpdateBody:
-    """The update body, or ``MVU_JSON`` (not one JSON object) / ``MVU_OPERATION`` naming the
-    first wrong field: a snake_case key, then an unknown key, then a bad value."""
+
+def json_body(body: bytes) -> dict[str, Any]:
+    """The body as one JSON object, or ``MVU_JSON``."""
     try:
         data = json.loads(body)
     except (ValueError, RecursionError):
         raise MvuError(Code.JSON, "the body must be one JSON object") from None
     if not isinstance(data, dict):
         raise MvuError(Code.JSON, "the body must be one JSON object")
+    return data
+
+
+def parse_body(model: type[Body], body: bytes, refusals: Mapping[str, str] | None = None) -> Body:
+    """A JSON body as ``model``, or ``MVU_JSON`` (not one JSON object) / ``MVU_OPERATION`` naming
+    the first wrong field: a snake_case key, then an unknown key, then a bad value (``refusals``
+    words it by field, else pydantic's message)."""
     try:
-        return UpdateBody.model_validate(data)
+        return model.model_validate(json_body(body))
     except ValidationError as error:
-        raise _refusal(error) from None
+        raise _refusal(error, refusals or {}) from None
 
 
-def _refusal(error: ValidationError) -> MvuError:
+def update_body(body: bytes) -> UpdateBody:
+    """The update body (see :func:`parse_body`)."""
+    return parse_body(UpdateBody, body, _FIELD_REFUSALS)
+
+
+def _refusal(error: ValidationError, refusals: Mapping[str, str]) -> MvuError:
     issues = error.errors()
     extra = [str(issue["loc"][0]) for issue in issues if issue["type"] == "extra_forbidden"]
     snake = [key for key in extra if key in SNAKE]
@@ -125,5 +140,6 @@ def _refusal(error: ValidationError) -> MvuError:
     if extra:
         unknown = min(extra)[:64]
         return MvuError(Code.OPERATION, f"unknown field {unknown!r}", field=unknown)
-    field = str(issues[0]["loc"][0])  # field errors come in the model's order: id first
-    return MvuError(Code.OPERATION, _FIELD_REFUSALS[field], field=field)
+    field = str(issues[0]["loc"][0]) if issues[0]["loc"] else ""  # field errors come in the model's order
+    message = refusals.get(field) or f"{field}: {issues[0]['msg']}"
+    return MvuError(Code.OPERATION, message, field=field)

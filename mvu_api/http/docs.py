@@ -64,6 +64,28 @@ UPDATE_SCHEMA: dict[str, Any] = {
     },
 }
 
+CARD_EXAMPLE: dict[str, Any] = {
+    "id": "mvu:character-9b1c…", "name": "Hero", "characterId": "hero", "discovered": True, "sessionIds": [],
+    "managementMode": "native", "interpreterVersion": 1, "changed": True, "problems": [],
+}
+SESSION_EXAMPLE: dict[str, Any] = {"sessionId": "s1", "createdAt": 1700000000000}
+SESSION_INFO_EXAMPLE: dict[str, Any] = {
+    "sessionId": "s1", "createdAt": 1700000000000, "formatVersion": 4, "parentSession": None, "origin": None,
+    "inheritedEventCount": None, "lastSeq": -1, "fingerprint": "5d0e…",
+}
+APPEND_EXAMPLE: dict[str, Any] = {"events": [
+    {"seq": 2, "type": "assistant/message",
+     "data": {"turn": 1, "message": {"id": "s1-m1", "content": [{"type": "text", "text": "_.add('gold', 5);"}]}}},
+    {"seq": 3, "type": "turn/end", "data": {"turn": 1, "reason": {"kind": "completed"}}},
+]}
+APPENDED_EXAMPLE: dict[str, Any] = {
+    **SESSION_INFO_EXAMPLE, "lastSeq": 3, "appended": 2, "replayed": 0, "checkpoints": [],
+    "ingest": {"sessionId": "s1", "outcomes": [{"resourceId": "mvu:instance-…", "turn": 1, "messageSeq": 2,
+                                                "versionKey": "8a2f…", "status": "committed", "revision": 1,
+                                                "changed": True, "diagnostics": []}], "factErrors": []},
+    "error": None,
+}
+
 _PROBLEM_SCHEMA: dict[str, Any] = {
     "type": "object",
     "required": ["type", "title", "status"],
@@ -77,7 +99,8 @@ _PROBLEM_SCHEMA: dict[str, Any] = {
 }
 _REASONS = {400: "Malformed request or refused by the service (`code` says which)",
             401: "Missing or wrong bearer token", 403: "Not writable (read-only, legacy, denied)",
-            404: "No such resource", 409: "Revision or idempotency conflict, ambiguous target",
+            404: "No such resource or session",
+            409: "Revision or idempotency conflict, ambiguous target, an id or event already taken, an event gap",
             412: "If-Match names a stale revision", 413: "Body over 2 MiB + slack",
             422: "Idempotency-Key reused with another payload",
             503: "Storage busy (see Retry-After); nothing was written"}

@@ -32,7 +32,7 @@ STATUSES: dict[int, tuple[Code, ...]] = {
     400: (Code.AUTHORITY, Code.SCOPE, Code.SCOPE_MISMATCH, Code.OPERATION, Code.JSON, Code.LIMIT, Code.STORAGE_LIMIT,
           Code.PATH, Code.PATH_MISSING, Code.PARSE, Code.UNSUPPORTED, Code.SCHEMA, Code.SCHEMA_CODE,
           Code.SCHEMA_CONFLICT, Code.INITIALIZATION_INVALID, Code.INITIALIZATION_MISSING, Code.CONFIG, Code.VERSION,
-          Code.ID_CONFLICT, Code.READ_FAILED, Code.HISTORY_UNAVAILABLE, Code.HISTORY_CHANGED, Code.SESSION_IDENTITY,
+          Code.READ_FAILED, Code.HISTORY_UNAVAILABLE, Code.HISTORY_CHANGED, Code.SESSION_IDENTITY,
           Code.SESSION_LEASE, Code.SEED, Code.SEED_PENDING, Code.SEED_REQUIRED, Code.SEED_MISMATCH,
           Code.SEED_CONFLICT, Code.BASELINE_REQUIRED, Code.USAGE, Code.USAGE_CANCELLED, Code.COMMAND_HOOK_LIMIT,
           Code.COMMAND_HOOK_CONFLICT, Code.COMMAND_HOOK_DISPOSED, Code.COMMAND_HOOK_EXECUTION,
@@ -41,7 +41,10 @@ STATUSES: dict[int, tuple[Code, ...]] = {
           Code.MIGRATION_REQUIRED),
     403: (Code.WRITE_DENIED, Code.READ_ONLY, Code.USAGE_DENIED),
     404: (Code.MISSING,),
-    409: (Code.AMBIGUOUS, Code.REVISION_CONFLICT, Code.IDEMPOTENCY_CONFLICT),
+    # The request is fine but the stored state disagrees with it (a stale revision, an id or a
+    # session event already taken by something else, a session that ends before the batch).
+    409: (Code.AMBIGUOUS, Code.REVISION_CONFLICT, Code.IDEMPOTENCY_CONFLICT, Code.ID_CONFLICT, Code.EVENT_CONFLICT,
+          Code.EVENT_GAP),
     # Not the client's fault and not fixed by changing the request: an operator must look.
     500: (Code.STORAGE_CORRUPT,),
     # Storage that stayed busy (on a read or a write), or a service shutting down: nothing was
@@ -84,8 +87,8 @@ def title_of(code: str) -> str:
     return code.removeprefix("MVU_").replace("_", " ").capitalize()
 
 
-def problem(status: int, code: str | None, detail: str | None = None, *, headers: Mapping[str, str] | None = None,
-            **members: Any) -> Response:
+def problem_body(status: int, code: str | None, detail: str | None = None, **members: Any) -> dict[str, Any]:
+    """An RFC 9457 problem object (also carried inside a 200 answer, see ``hosting.py``)."""
     body: dict[str, Any] = {
         "type": f"urn:mvu-store:problem:{code}" if code else "about:blank",
         "title": title_of(code) if code else _TITLES.get(status, "Error"),
@@ -97,17 +100,32 @@ def problem(status: int, code: str | None, detail: str | None = None, *, headers
         body["code"] = code
     for key, value in members.items():
         body.setdefault(to_camel(key), value)
+    return body
+
+
+def problem(status: int, code: str | None, detail: str | None = None, *, headers: Mapping[str, str] | None = None,
+            **members: Any) -> Response:
     extra = dict(headers or {})
     if status == 503:
         extra.setdefault("Retry-After", str(RETRY_AFTER_SECONDS))
-    return Response(json.dumps(body, ensure_ascii=False, default=str, separators=(",", ":")), status_code=status,
-                    media_type=PROBLEM_JSON, headers=extra)
+    return Response(json.dumps(problem_body(status, code, detail, **members), ensure_ascii=False, default=str,
+                               separators=(",", ":")), status_code=status, media_type=PROBLEM_JSON, headers=extra)
 
 
-def error_response(error: MvuError, *, write: bool = False, if_match: bool = False,
-                   idempotency_key: bool = False) -> Response:
+def error_body(error: MvuError, *, write: bool = False, if_match: bool = False,
+               idempotency_key: bool = False) -> dict[str, Any]:
+    """The problem object of a refusal, with its HTTP status as ``status``."""
     status = status_of(error.code, write=write, if_match=if_match, idempotency_key=idempotency_key)
     # Storage failures keep their text in the server log; the client learns only the code.
     detail = error.message if status < 500 else _SERVER_DETAIL.get(status, "internal error")
     details = error.details if status < 500 else {}
-    return problem(status, error.code, detail, **details)
+    body: dict[str, Any] = json.loads(json.dumps(problem_body(status, error.code, detail, **details), default=str))
+    return body
+
+
+def error_response(error: MvuError, *, write: bool = False, if_match: bool = False,
+                   idempotency_key: bool = False) -> Response:
+    body = error_body(error, write=write, if_match=if_match, idempotency_key=idempotency_key)
+    extra = {"Retry-After": str(RETRY_AFTER_SECONDS)} if body["status"] == 503 else None
+    return Response(json.dumps(body, ensure_ascii=False, separators=(",", ":")), status_code=body["status"],
+                    media_type=PROBLEM_JSON, headers=extra)

@@ -1,12 +1,13 @@
 """``mvu serve``: migrate, serve the HTTP API, stop cleanly on SIGTERM / SIGINT.
 
 The token comes from ``--token``, else ``$MVU_TOKEN``, else a file beside the SQLite ledger
-(``<ledger>.token``, mode 0600), generated at first start and printed that once. Sessions come
-from ``MemoryHost(path=DIR)``: ``--host-log DIR``, else ``<ledger dir>/sessions`` (a PostgreSQL
-ledger has no directory: an in-memory host with no sessions, unless ``--host-log`` is given).
-On a signal uvicorn stops accepting, lets in-flight requests finish (a write either commits or,
-past the grace period, is cancelled before its turn and writes nothing), then the service is
-closed and the ledger's engines disposed.
+(``<ledger>.token``, mode 0600), generated at first start and printed that once. Sessions are
+kept in the ledger's own database (``StoreHost``) and fed over the host routes, so every
+process serving the database sees every append at once; JSONL logs are brought in with
+``mvu sessions import DIR``. ``--cors-origin`` (repeatable) lets browser pages from those
+origins call it (:mod:`mvu_api.http.cors`). On a signal uvicorn stops accepting, lets in-flight
+requests finish (a write either commits or, past the grace period, is cancelled before its turn
+and writes nothing), then the service is closed and the ledger's engines disposed.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ import signal
 import socket
 import stat
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
@@ -31,11 +32,12 @@ from sqlalchemy.engine import make_url
 
 from mvu_api.http.app import OPENAPI_PATH, create_app
 from mvu_api.http.bodies import BODY_TIMEOUT_SECONDS
+from mvu_api.http.cors import allowed_origins
 from mvu_api.http.routes import MVU_PREFIX
 from mvu_store.errors import Code, MvuError
 from mvu_store.ledger import open_ledger
-from mvu_store.memory_host import MemoryHost
 from mvu_store.service import MvuService
+from mvu_store.store_host import StoreHost
 
 GRACE_SECONDS = 30
 MIN_TOKEN_CHARS = 16
@@ -130,16 +132,6 @@ def bind(host: str, port: int) -> socket.socket:
     return listener
 
 
-def resolve_host(url: str, host_log: str | None) -> tuple[MemoryHost, str]:
-    if host_log:
-        return MemoryHost(path=host_log), host_log
-    directory = ledger_directory(url)
-    if directory is None:
-        return MemoryHost(), "in memory (no sessions; pass --host-log DIR)"
-    sessions = directory / "sessions"
-    return MemoryHost(path=sessions), str(sessions)
-
-
 class _Server(uvicorn.Server):
     """uvicorn's server without re-raising the caught signal after shutdown: the caller still has
     to close the service and dispose the engines, then exit 0. ``stopping`` is set at the first
@@ -168,11 +160,12 @@ def _say(line: str) -> None:
     print(line, flush=True)
 
 
-async def serve(*, db: str, ledger_id: str, host: str, port: int, token: str | None, host_log: str | None,
-                body_timeout: float = BODY_TIMEOUT_SECONDS) -> int:
+async def serve(*, db: str, ledger_id: str, host: str, port: int, token: str | None,
+                body_timeout: float = BODY_TIMEOUT_SECONDS, cors_origins: Sequence[str] = ()) -> int:
     logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(asctime)s %(name)s %(message)s")
     if not body_timeout > 0:
         raise MvuError(Code.CONFIG, "--body-timeout must be a positive number of seconds")
+    origins = allowed_origins(cors_origins)
     resolved = resolve_token(db, token)
     # Bound before the ledger is opened or migrated: a port in use is one line, and touches nothing.
     listener = bind(host, port)
@@ -182,10 +175,11 @@ async def serve(*, db: str, ledger_id: str, host: str, port: int, token: str | N
         listener.close()
         raise
     try:
-        memory_host, sessions = resolve_host(db, host_log)
-        service = MvuService(ledger=ledger, host=memory_host)
+        store_host = StoreHost(ledger)
+        service = MvuService(ledger=ledger, host=store_host)
         stopping = asyncio.Event()
-        app = create_app(service, token=resolved.value, body_timeout=body_timeout, stopping=stopping)
+        app = create_app(service, token=resolved.value, host=store_host, body_timeout=body_timeout, stopping=stopping,
+                         cors_origins=origins)
         actual = listener.getsockname()[1]
         base = f"http://{f'[{host}]' if ':' in host else host}:{actual}"
         if not is_loopback(host):
@@ -194,12 +188,15 @@ async def serve(*, db: str, ledger_id: str, host: str, port: int, token: str | N
                   flush=True)
         _say(f"mvu serve: listening on {base}{MVU_PREFIX}/")
         _say(f"  ledger:   {ledger.url} (ledger id {ledger.ledger_id})")
-        _say(f"  sessions: {sessions}")
+        _say(f"  sessions: kept in the ledger, fed over {MVU_PREFIX}/sessions (`mvu sessions import DIR` brings "
+             "JSONL logs in)")
         if resolved.generated:
             _say(f"  token:    {resolved.value}")
             _say(f"            (generated now and shown only this once; stored in {resolved.where}, mode 0600)")
         else:
             _say(f"  token:    from {resolved.where}")
+        if origins:
+            _say(f"  cors:     {', '.join(origins)}")
         _say(f"  docs:     {base}{OPENAPI_PATH} (send 'Authorization: Bearer <token>')")
         config = uvicorn.Config(app, log_config=None, access_log=False, lifespan="off", proxy_headers=False,
                                 server_header=False, timeout_graceful_shutdown=GRACE_SECONDS)

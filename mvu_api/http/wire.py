@@ -22,7 +22,10 @@ HISTORICAL_KEYS = ("messageId", "endEventId")
 _SCOPE_FIELDS = frozenset({"authority", "sessionId", *HISTORICAL_KEYS})
 # The Python service also takes snake_case; the wire is camelCase only.
 SNAKE = {"session_id": "sessionId", "message_id": "messageId", "end_event_id": "endEventId",
-         "expected_revision": "expectedRevision", "operation_id": "operationId"}
+         "expected_revision": "expectedRevision", "operation_id": "operationId", "created_at": "createdAt",
+         "format_version": "formatVersion", "parent_session": "parentSession",
+         "inherited_event_count": "inheritedEventCount", "character_id": "characterId", "at_event_id": "atEventId",
+         "prefix_end_event_id": "prefixEndEventId", "target_session_id": "targetSessionId"}
 # Strong ETags only (RFC 9110 13.1.1: If-Match uses the strong comparison, so a weak tag never
 # matches); a weak one is refused with 400 rather than read as the revision it names.
 _ETAG = re.compile(r'^\s*"r(0|[1-9][0-9]{0,17})"\s*$')

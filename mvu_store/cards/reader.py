@@ -45,6 +45,11 @@ class CardDefinition:
     greetings: tuple[str, ...]
     problems: tuple[str, ...] = field(default=())
 
+    def definition(self, character_id: str) -> dict[str, Any]:
+        """The card as ``MvuService.discover(definition=...)`` takes it, under the host's id for it."""
+        return {"character_id": character_id, "name": self.name, "initvar": list(self.initvar),
+                "schema_source": self.schema_source, "greetings": list(self.greetings)}
+
 
 def read_card(data: bytes, *, name: str | None = None) -> CardDefinition:
     """Parse a card file's bytes; ``name`` (e.g. the file name) is used when the card has none.

@@ -5,7 +5,7 @@ reason (a missing path: ``MVU_PATH_MISSING``; the native schema or a value that 
 ``MVU_SCHEMA``; ``move``: ``MVU_UNSUPPORTED``) becomes an entry of ``update_diagnostics`` and
 the run continues, as in MagVarUpdate, where such errors are logged and skipped. Anything else
 (limits, an unsafe path or value, a malformed envelope) raises :class:`MvuError` and nothing is
-applied. The semantics of each command are the observed ones of ``shared/notes/magvarupdate.md``
+applied. The semantics of each command are MagVarUpdate's as observed by running it (the README's compatibility section)
 (b); the executors live in :mod:`mvu_store.lang.executors`.
 """
 

@@ -1,6 +1,6 @@
 """Extracting update commands from a reply: ``_.set(...)`` calls and ``<JSONPatch>`` blocks.
 
-This follows MagVarUpdate's extractor (see ``shared/notes/magvarupdate.md`` (a)): a command is
+This follows MagVarUpdate's extractor (as observed by running it): a command is
 ``_.name(`` (case-sensitive, no word boundary, no space before ``(``), its arguments up to the
 matching ``)``, then a mandatory ``;`` and an optional ``// reason`` that may start on the next
 line and runs to the end of its line. Everything is found by linear scans, never by a

@@ -4,7 +4,7 @@ The chosen greeting's *explicit update blocks* run once on the freshly initialis
 
 * ``<initvar>`` blocks: their data (YAML or JSON5, read like an ``[initvar]`` entry and merged
   in order) **replaces** the ``stat_data`` that came from the card's lorebook, as MagVarUpdate
-  does on message 0 (``shared/notes/magvarupdate.md`` (d)); ``$meta`` becomes schema, and the
+  does on message 0 (as observed by running it); ``$meta`` becomes schema, and the
   earlier schema's decisions and root flags carry over, as its schema reconciliation keeps them;
 * then JSON Patch blocks, and function commands written inside an ``<UpdateVariable>`` block.
 

@@ -1,7 +1,7 @@
 """The slow readers (JSON5 and YAML) behind a per-update budget.
 
 Both are pure Python: json5 reads about 0.1 MB/s and ruamel's YAML about 0.25 MB/s on this
-machine (shared/notes/libraries.md). Fast strict JSON is always tried first, so ordinary replies
+machine (benchmarks/lang.py). Fast strict JSON is always tried first, so ordinary replies
 never reach them; but a reply made of a thousand broken blocks or arguments would make every
 one of them go through both. A :class:`ParseBudget` caps the characters one update may feed to
 the slow readers (whatever is left over is treated as unreadable and falls through to the next

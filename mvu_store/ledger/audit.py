@@ -167,6 +167,22 @@ def _views(dialect: Dialect) -> dict[str, str]:
             WHERE l.used_bytes <> u.total OR l.used_bytes > l.limit_bytes
                OR l.facts_count <> f.count OR l.facts_bytes <> f.total
                OR f.count > 2048 OR f.total > 1048576""",
+        # The store-backed host's sessions are dense from event 0, and each header's end and
+        # fingerprint are those of its last event (the chain itself is checked by the service).
+        "audit_host_sessions": """
+            SELECT s.ledger_id, s.id AS subject,
+                   'session ends at event ' || CAST(s.last_seq AS TEXT) || ' but holds '
+                   || CAST(COALESCE(e.count, 0) AS TEXT) || ' events from ' || COALESCE(CAST(e.first AS TEXT), '-')
+                   || ' to ' || COALESCE(CAST(e.last AS TEXT), '-') || ', or its fingerprint is not its last event''s'
+                   AS detail
+            FROM host_sessions s
+            LEFT JOIN (SELECT ledger_id, session_id, COUNT(*) AS count, MIN(seq) AS first, MAX(seq) AS last
+                       FROM host_events GROUP BY ledger_id, session_id) e
+              ON e.ledger_id = s.ledger_id AND e.session_id = s.id
+            LEFT JOIN host_events l ON l.ledger_id = s.ledger_id AND l.session_id = s.id AND l.seq = s.last_seq
+            WHERE COALESCE(e.count, 0) <> s.last_seq + 1 OR COALESCE(e.first, 0) <> 0
+               OR COALESCE(e.last, -1) <> s.last_seq
+               OR (s.last_seq >= 0 AND (l.fingerprint IS NULL OR l.fingerprint <> s.fingerprint))""",
         # The legacy file is kept byte for byte.
         "audit_legacy": f"""
             SELECT ledger_id, name AS subject, 'legacy bytes do not match their hash or size' AS detail
@@ -175,7 +191,7 @@ def _views(dialect: Dialect) -> dict[str, str]:
 
 
 AUDIT_VIEWS = ("audit_revisions", "audit_heads", "audit_references", "audit_blobs", "audit_row_bytes",
-               "audit_usage", "audit_legacy")
+               "audit_usage", "audit_legacy", "audit_host_sessions")
 
 
 def create_views(connection: Connection) -> None:

@@ -7,7 +7,7 @@ a record field moves to a dedicated column only when its value fits that column 
 width); everything else (nulls, odd values, unknown fields) stays in the row's ``meta`` JSON,
 and export puts column values back only where the column is set.
 
-Shapes are those of ``shared/spec/JSON_LEDGER.md``. What goes where:
+Shapes are those of the original's JSON ledger files (the README's import and export section). What goes where:
 
 - template: the definition, one blob, without ``activationSeqs`` when they become
   ``activations`` rows (``owner_id`` the template id), as for a resource record.

@@ -9,6 +9,7 @@
 ``seeds.py``       fork / swipe / retry tickets: capture and install
 ``facts.py``       the bounded facts store and the usage counters
 ``views.py``       what a session's read needs, gathered in one round trip
+``host_sessions``  the store-backed host's sessions and events (outside the budget)
 =================  ==========================================================================
 
 The parts are mixins of one :class:`~mvu_store.ledger.store.Store`, not objects the ledger holds
@@ -29,6 +30,8 @@ from sqlalchemy import text
 
 from mvu_store.ledger.commits import Commits
 from mvu_store.ledger.facts import Facts
+from mvu_store.ledger.host_sessions import HostSessions
+from mvu_store.ledger.locks import SessionLocks
 from mvu_store.ledger.query import Query
 from mvu_store.ledger.records import Finding
 from mvu_store.ledger.views import Views
@@ -39,7 +42,7 @@ _FINDINGS = Query(
 )
 
 
-class Ledger(Commits, Views, Facts):
+class Ledger(Commits, Views, Facts, HostSessions, SessionLocks):
     """One budget domain of the store. Create with :func:`mvu_store.ledger.open_ledger`."""
 
     async def audit(self) -> list[Finding]:

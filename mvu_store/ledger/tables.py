@@ -309,3 +309,50 @@ legacy_files = Table(
     Column("size", Integer, nullable=False),
     Column("body", LargeBinary, nullable=False),
 )
+
+# -- the store-backed host's sessions (``mvu_store.store_host``) ----------------------------------
+# The host's own data, not MVU state: no ``bytes`` column and outside the ledger's budget (a chat
+# log grows with the chat; each event and each batch is bounded on its way in instead). Only
+# what the service consumes is kept (DIGEST P-5, docs/host-events.md).
+
+TURN_MARKS = "type IN ('turn/start', 'turn/end')"
+
+host_sessions = Table(
+    "host_sessions",
+    metadata,
+    Column("ledger_id", String(64), primary_key=True),
+    Column("id", String(ID), primary_key=True),
+    Column("format_version", Integer, nullable=False),
+    # JSON text: hosts use numbers or strings; NULL when the host gave none.
+    Column("created_at", Text),
+    Column("parent_session", String(ID)),
+    Column("origin", String(64)),
+    Column("inherited_event_count", BigInteger),
+    # The newest event's seq (-1 while there is none) and the fingerprint chain's link after it.
+    Column("last_seq", BigInteger, nullable=False),
+    Column("fingerprint", String(HASH), nullable=False),
+    Column("recorded_at", BigInteger, nullable=False),
+    sqlite_with_rowid=False,
+)
+
+host_events = Table(
+    "host_events",
+    metadata,
+    Column("ledger_id", String(64), primary_key=True),
+    Column("session_id", String(ID), primary_key=True),
+    # Dense from 0 within the session: the event id hosts and the service use.
+    Column("seq", BigInteger, primary_key=True),
+    Column("type", String(64), nullable=False),
+    # The event's ``data.turn`` where it has one (a copy, so a turn's start and end are indexable).
+    Column("turn", BigInteger),
+    # Canonical JSON of the kept fields.
+    Column("data", Text, nullable=False),
+    # The chain link after this event (mvu_store.host.chain_fingerprint).
+    Column("fingerprint", String(HASH), nullable=False),
+    ForeignKeyConstraint(["ledger_id", "session_id"], ["host_sessions.ledger_id", "host_sessions.id"]),
+    # A turn starts once and ends once: a second turn/end would make its reply look new (its
+    # version key names the end event) and apply it again.
+    Index("uq_host_events_turn", "ledger_id", "session_id", "type", "turn", unique=True,
+          sqlite_where=text(TURN_MARKS), postgresql_where=text(TURN_MARKS)),
+    sqlite_with_rowid=False,
+)

@@ -1,12 +1,12 @@
 """The single writer: one thread, one connection, group commit.
 
-Python pays far more per statement than SQLite does, and an async engine pays it twice (see
-``../shared/notes/libraries.md``). So every write of a ledger runs on one dedicated thread
-that owns one raw DB-API connection: callers submit a *unit of work* (a plain function taking a
-:class:`WriteTx`) and await a future. The thread drains whatever is queued, runs the units in
-one transaction, each inside its own SAVEPOINT (a failing unit rolls back alone), and commits
-once: one fsync for the whole batch. Futures resolve only after COMMIT returned, so an
-acknowledged write is durable.
+Python pays far more per statement than SQLite does, and an async engine pays it twice
+(``benchmarks/commit_path.py`` compares our commit path with raw sqlite3 doing the same SQL).
+So every write of a ledger runs on one dedicated thread that owns one raw DB-API connection:
+callers submit a *unit of work* (a plain function taking a :class:`WriteTx`) and await a future.
+The thread drains whatever is queued, runs the units in one transaction, each inside its own
+SAVEPOINT (a failing unit rolls back alone), and commits once: one fsync for the whole batch.
+Futures resolve only after COMMIT returned, so an acknowledged write is durable.
 
 Statements are SQLAlchemy Core queries (``query.py``), compiled once per dialect into driver SQL
 and executed on the raw cursor: Core stays the one place the schema is written, and the hot path
@@ -57,6 +57,11 @@ class WriteTx:
         if row is None:
             return None
         return {column[0]: value for column, value in zip(self.cursor.description, row, strict=True)}
+
+    def all(self, query: Query, **params: Any) -> list[Row]:
+        rows = self.execute(query, **params).fetchall()
+        names = [column[0] for column in self.cursor.description]
+        return [dict(zip(names, row, strict=True)) for row in rows]
 
     def charge(self, size: int) -> None:
         self.charged += size

@@ -15,7 +15,7 @@ CHAINS: dict[str, tuple[str, ...]] = {
     "assistant_message_committed": ("parse_mvu_update", "validate_update", "apply_update"),
     "before_model_request": ("read_content", "render_state_and_update_instructions", "provide_to_model"),
 }
-# card_variable_update is a source execution fact, not a manager's store trigger (A-3, MVU.zh).
+# card_variable_update is a source execution fact, not a manager's store trigger.
 _EVENTS = {"store": ("assistant_message_committed",), "retrieve": ("before_model_request",)}
 
 

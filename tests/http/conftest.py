@@ -19,7 +19,7 @@ def seeded(tmp_path_factory: pytest.TempPathFactory) -> Seeded:
 
 @pytest.fixture(scope="module")
 def server(seeded: Seeded) -> Iterator[Server]:
-    running = Server.start(seeded.db, "--host-log", str(seeded.sessions))
+    running = Server.start(seeded.db)
     try:
         yield running
     finally:

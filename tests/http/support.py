@@ -1,7 +1,7 @@
 """A real ``mvu serve`` process on a free loopback port over a seeded SQLite ledger.
 
-``seed`` writes the ledger and the session logs in-process (``MemoryHost(path=...)`` plays the
-turns), then ``Server.start`` serves the same files; tests talk to it with httpx. ``client_of``
+``seed`` writes the ledger and its sessions in-process (the store-backed host plays the turns, as
+``mvu serve`` keeps them), then ``Server.start`` serves the same file; tests talk to it with httpx. ``client_of``
 is the in-process alternative over a stub service.
 """
 
@@ -26,8 +26,8 @@ import httpx
 from mvu_api.http import create_app
 from mvu_store.ledger import open_ledger
 from mvu_store.ledger.transfer import import_directory
-from mvu_store.memory_host import MemoryHost
 from mvu_store.service import MvuService
+from mvu_store.store_host import StoreHost, play_turn
 from tests.service.support import HERO, PLAIN
 
 API = "/pmp-dsh-tavern/api/v1"
@@ -43,7 +43,6 @@ SHARED = [f"mvu:world-{n}" for n in range(16)]
 @dataclass
 class Seeded:
     db: str
-    sessions: Path
     instances: dict[str, str] = field(default_factory=dict)
     """session id -> its HERO instance (s3: the broken card's instance)."""
 
@@ -54,27 +53,28 @@ def scope(session_id: str | None = None, **extra: Any) -> dict[str, Any]:
 
 async def _seed(directory: Path, *, ledger_limit_bytes: int | None) -> Seeded:
     db = f"sqlite:///{directory / 'ledger.sqlite3'}"
-    seeded = Seeded(db=db, sessions=directory / "sessions")
+    seeded = Seeded(db=db)
     legacy = directory / "legacy"
     legacy.mkdir()
     (legacy / "mvu-state.json").write_text(LEGACY, encoding="utf-8")
     ledger = await open_ledger(db)
     try:
         await import_directory(ledger, legacy)
-        host = MemoryHost(path=seeded.sessions)
+        host = StoreHost(ledger)
         resources = [{"id": rid, "session_ids": ["*"], "sharing": "shared", "initial": {"stat_data": {"n": 0}}}
                      for rid in SHARED]
         service = MvuService(ledger=ledger, host=host, resources=resources)
-        host.attach(service)
         for card in (HERO, PLAIN, BROKEN):
             await service.discover(definition=card)
         for session_id, card in (("s1", HERO), ("s2", HERO), ("s3", BROKEN), ("s4", PLAIN)):
-            host.create_session(session_id, created_at=1000)
+            await host.create_session(session_id, created_at=1000)
             selection = await service.select_character(session_id=session_id, character_id=card["character_id"])
             assert selection.instance_id is not None
             seeded.instances[session_id] = selection.instance_id
-        await host.turn("s1", turn=1, user="rest", reply="You rest. _.set('hp', 50, 70);//healed", message_id="s1-m1")
-        await host.turn("s1", turn=2, user="fight", reply="Ouch. _.add('hp', -20);//hit", message_id="s1-m2")
+        await play_turn(service, host, "s1", turn=1, user="rest", reply="You rest. _.set('hp', 50, 70);//healed",
+                        message_id="s1-m1")
+        await play_turn(service, host, "s1", turn=2, user="fight", reply="Ouch. _.add('hp', -20);//hit",
+                        message_id="s1-m2")
         await service.list(scope=scope())  # creates the shared resources
     finally:
         await ledger.close()

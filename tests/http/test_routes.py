@@ -229,7 +229,12 @@ def test_unknown_routes_and_wrong_methods(client: httpx.Client) -> None:
 def test_the_openapi_document_is_published_with_examples(client: httpx.Client) -> None:
     document = client.get(f"{API}/openapi.json").json()
     paths = document["paths"]
-    assert set(paths) == {f"{MVU}/{name}" for name in ("resources", "resource", "history", "facts", "update")}
+    assert set(paths) == {f"{MVU}/{name}" for name in (
+        "resources", "resource", "history", "facts", "update", "cards", "sessions", "sessions/{sessionId}",
+        "sessions/{sessionId}/events", "sessions/{sessionId}/selection", "seeds", "seeds/install")}
+    events = paths[f"{MVU}/sessions/{{sessionId}}/events"]["post"]
+    assert events["requestBody"]["content"]["application/json"]["example"]["events"][0]["type"]
+    assert {"409", "413"} <= set(events["responses"])
     assert document["components"]["securitySchemes"]["bearer"]["scheme"] == "bearer"
     update = paths[f"{MVU}/update"]["post"]
     assert update["requestBody"]["content"]["application/json"]["examples"]["edit"]["value"]["operationId"]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import stat
 import subprocess
@@ -24,8 +25,8 @@ def test_a_generated_token_is_printed_once_and_kept_0600_beside_the_ledger(tmp_p
     first.token = token_file.read_text().strip()
     assert stat.S_IMODE(token_file.stat().st_mode) == 0o600
     assert any(first.token in line for line in first.lines)
-    # Without --host-log, sessions are the durable logs beside the ledger.
-    assert f"  sessions: {tmp_path / 'sessions'}" in first.lines
+    # Sessions are kept in the ledger itself, fed over the host routes.
+    assert any(line.startswith("  sessions: kept in the ledger") for line in first.lines)
     assert _openapi(first, first.token) == 200 and _openapi(first, "other") == 401
     code, _, log = first.stop()
     assert code == 0
@@ -61,3 +62,22 @@ def test_a_token_file_others_can_read_is_refused(tmp_path: Path) -> None:
 
 def test_a_server_database_needs_an_explicit_token() -> None:
     assert _serve_fails("--db", "postgresql://nobody@127.0.0.1:1/none") == (2, "MVU_CONFIG")
+
+
+def test_the_demo_on_a_ledger_is_served_afterwards(tmp_path: Path) -> None:
+    """`mvu demo` on the embedded ledger, then `mvu serve` on it: the demo's session is the store's,
+    so reads answer instead of MVU_SESSION_IDENTITY."""
+    db = f"sqlite:///{tmp_path / 'mvu.sqlite3'}"
+    done = subprocess.run([sys.executable, "-m", "mvu_api.cli", "--db", db, "--json", "demo"], capture_output=True,
+                          text=True, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr
+    demo = json.loads(done.stdout.strip().splitlines()[-1])
+    server = Server.start(db)
+    try:
+        scope = json.dumps({"authority": "local", "sessionId": demo["sessionId"]})
+        answer = httpx.get(f"{server.base}{API}/mvu/resource", params={"id": demo["instanceId"], "scope": scope},
+                           headers=server.auth)
+        assert answer.status_code == 200, answer.text
+        assert answer.json()["content"]["stat_data"] == demo["retry"]["statData"]
+    finally:
+        assert server.stop()[0] == 0

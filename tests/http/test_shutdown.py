@@ -21,7 +21,7 @@ WRITERS = 8
 
 def test_sigterm_lets_in_flight_writes_finish(tmp_path: Path) -> None:
     seeded = seed(tmp_path)
-    server = Server.start(seeded.db, "--host-log", str(seeded.sessions))
+    server = Server.start(seeded.db)
     acknowledged: dict[str, tuple[str, int, float]] = {}
     refused: list[str] = []
     started = threading.Event()

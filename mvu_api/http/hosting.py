@@ -1,0 +1,218 @@
+"""The host routes: what a chat program in any language calls to feed the service.
+
+Cards become templates, sessions and their events are kept in the store (``StoreHost``), a
+batch of events is appended and then checkpointed / ingested as its turn events call for
+(``mvu_store.store_host.feed``), characters are selected, and seeds carry state into branches.
+The wire format is documented in docs/host-protocol.md.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Path, Query, Request
+from pydantic import BaseModel, ConfigDict, Field
+from starlette.responses import Response
+
+from mvu_api.http.bodies import MAX_BODY_BYTES, parse_body, read_body
+from mvu_api.http.docs import (
+    APPEND_EXAMPLE,
+    APPENDED_EXAMPLE,
+    CARD_EXAMPLE,
+    SESSION_EXAMPLE,
+    SESSION_INFO_EXAMPLE,
+    ok,
+    problems,
+)
+from mvu_api.http.problems import error_body
+from mvu_api.http.wire import json_response
+from mvu_store.cards import read_card
+from mvu_store.cards.reader import MAX_INPUT_BYTES
+from mvu_store.errors import Code, MvuError
+from mvu_store.ledger.host_sessions import StoredSession
+from mvu_store.schema.values import MAX_SAFE_INTEGER
+from mvu_store.service import MvuService
+from mvu_store.service.models import MAX_SESSION_ID
+from mvu_store.store_host import StoreHost, feed
+from mvu_store.store_host.host import check_store_session_id
+
+SessionIdPath = Annotated[str, Path(alias="sessionId", description="A session id: 1 to 160 of A-Z a-z 0-9 _ . : -",
+                                    openapi_examples={"session": {"value": "s1"}})]
+_CARD_TYPES = ("application/json", "image/png")
+
+
+class _Body(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True, populate_by_name=False)
+
+
+class SessionBody(_Body):
+    # The values are checked by StoreHost (mvu_store.store_host.host.session_header), one rule
+    # for HTTP and Python hosts; here only their JSON types.
+    session_id: str = Field(alias="sessionId")
+    created_at: int | float | str = Field(alias="createdAt")
+    format_version: int = Field(default=4, alias="formatVersion")
+    parent_session: str | None = Field(default=None, alias="parentSession")
+    origin: str | None = None
+    inherited_event_count: int | None = Field(default=None, alias="inheritedEventCount")
+
+
+class EventsBody(_Body):
+    events: list[Any]
+
+
+class SelectionBody(_Body):
+    character_id: str | None = Field(alias="characterId")
+
+
+EventId = Annotated[int, Field(ge=0, le=MAX_SAFE_INTEGER)]
+
+
+class CaptureBody(_Body):
+    session_id: str = Field(alias="sessionId", min_length=1, max_length=MAX_SESSION_ID)
+    kind: str = Field(max_length=32, json_schema_extra={"enum": ["fork", "reply-swipe", "request-retry"]})
+    at_event_id: EventId = Field(alias="atEventId")
+    prefix_end_event_id: EventId | None = Field(default=None, alias="prefixEndEventId")
+    target_session_id: str | None = Field(default=None, alias="targetSessionId", min_length=1,
+                                          max_length=MAX_SESSION_ID)
+
+
+class InstallBody(_Body):
+    ticket: str = Field(min_length=1, max_length=64)
+    session_id: str = Field(alias="sessionId", min_length=1, max_length=MAX_SESSION_ID)
+
+
+def session_json(stored: StoredSession) -> dict[str, Any]:
+    header = stored.header
+    return {"sessionId": header.id, "createdAt": header.created_at, "formatVersion": header.version,
+            "parentSession": header.parent_session, "origin": header.origin,
+            "inheritedEventCount": header.inherited_event_count, "lastSeq": stored.last_seq,
+            "fingerprint": stored.fingerprint}
+
+
+def hosting_router(service: MvuService, host: StoreHost, *, body_timeout: float,
+                   stopping: asyncio.Event | None) -> APIRouter:
+    router = APIRouter()
+
+    async def body_of(request: Request, limit: int = MAX_BODY_BYTES) -> bytes | Response:
+        return await read_body(request, seconds=body_timeout, stopping=stopping, limit=limit)
+
+    @router.post("/cards", operation_id="registerCard", responses={**problems(400, 401, 413), **ok(CARD_EXAMPLE)},
+                 summary="Register a character card (JSON or PNG) as a template; never runs it",
+                 openapi_extra={"requestBody": {"required": True, "content": {
+                     "application/json": {"schema": {"type": "object"}},
+                     "image/png": {"schema": {"type": "string", "format": "binary"}}}}})
+    async def register_card(
+        request: Request,
+        character_id: Annotated[str, Query(alias="characterId", min_length=1, max_length=MAX_SESSION_ID,
+                                           description="The host's id for this character (its template is "
+                                                       "`mvu:character-<hash of it>`)")],
+        session_id: Annotated[str | None, Query(alias="sessionId", description="A session that may use it")] = None,
+    ) -> Response:
+        media = request.headers.get("content-type", "").split(";")[0].strip().lower()
+        if media not in _CARD_TYPES:
+            raise MvuError(Code.OPERATION, "a card is sent as application/json or image/png", field="Content-Type")
+        body = await body_of(request, MAX_INPUT_BYTES)
+        if isinstance(body, Response):
+            return body
+        card = read_card(body, name=character_id)
+        template = await service.discover(definition=card.definition(character_id), session_id=session_id)
+        return json_response({**template.to_json(), "problems": list(card.problems)})
+
+    @router.post("/sessions", operation_id="createSession", status_code=201,
+                 responses={**problems(400, 401, 409), **ok(SESSION_INFO_EXAMPLE),
+                            201: {"description": "Created", "content": {"application/json": {
+                                "example": SESSION_INFO_EXAMPLE}}}},
+                 summary="Create a session (the same header again is a replay: 200)",
+                 openapi_extra={"requestBody": {"required": True, "content": {"application/json": {
+                     "schema": SessionBody.model_json_schema(by_alias=True),
+                     "example": SESSION_EXAMPLE}}}})
+    async def create_session(request: Request) -> Response:
+        body = await body_of(request)
+        if isinstance(body, Response):
+            return body
+        data = parse_body(SessionBody, body)
+        stored, created = await host.create_session(
+            data.session_id, created_at=data.created_at, version=data.format_version,
+            parent_session=data.parent_session, origin=data.origin, inherited_event_count=data.inherited_event_count)
+        answer = json_response(session_json(stored))
+        answer.status_code = 201 if created else 200
+        return answer
+
+    @router.get("/sessions/{sessionId}", operation_id="readSession",
+                responses={**problems(400, 401, 404), **ok(SESSION_INFO_EXAMPLE)},
+                summary="A session's header, its last event id and the fingerprint after it")
+    async def read_session(session_id: SessionIdPath) -> Response:
+        stored = await host.session(session_id)
+        if stored is None:
+            raise MvuError(Code.MISSING, f"no session {session_id!r}", session_id=session_id)
+        return json_response(session_json(stored))
+
+    @router.post("/sessions/{sessionId}/events", operation_id="appendEvents",
+                 responses={**problems(400, 401, 404, 409, 413), **ok(APPENDED_EXAMPLE)},
+                 summary="Append events in order; a turn/start checkpoints, a completed turn/end ingests",
+                 openapi_extra={"requestBody": {"required": True, "content": {"application/json": {
+                     "schema": EventsBody.model_json_schema(by_alias=True), "example": APPEND_EXAMPLE}}}})
+    async def append_events(request: Request, session_id: SessionIdPath) -> Response:
+        body = await body_of(request)
+        if isinstance(body, Response):
+            return body
+        check_store_session_id(session_id)
+        data = parse_body(EventsBody, body)
+        result = await feed(service, host, session_id, data.events)
+        appended = result.appended
+        return json_response({
+            **session_json(appended.session), "appended": appended.appended, "replayed": appended.replayed,
+            "checkpoints": [info.to_json() for info in result.checkpoints],
+            "ingest": None if result.ingest is None else result.ingest.to_json(),
+            "error": None if result.error is None else error_body(result.error),
+        })
+
+    @router.put("/sessions/{sessionId}/selection", operation_id="selectCharacter",
+                responses={**problems(400, 401, 404), **ok({"sessionId": "s1", "templateId": "mvu:character-…",
+                                                            "instanceId": "mvu:instance-…", "boundary": 0})},
+                summary="Select a registered character for the session (null unselects)",
+                openapi_extra={"requestBody": {"required": True, "content": {"application/json": {
+                    "schema": SelectionBody.model_json_schema(by_alias=True),
+                    "example": {"characterId": "hero"}}}}})
+    async def select(request: Request, session_id: SessionIdPath) -> Response:
+        body = await body_of(request)
+        if isinstance(body, Response):
+            return body
+        check_store_session_id(session_id)
+        data = parse_body(SelectionBody, body)
+        result = await service.select_character(session_id=session_id, character_id=data.character_id)
+        return json_response(result.model_dump(mode="json", by_alias=True))
+
+    @router.post("/seeds", operation_id="captureSeed",
+                 responses={**problems(400, 401), **ok({"ticket": "c3f1…"})},
+                 summary="Freeze the state a fork, reply swipe or request retry starts from (ticket or null)",
+                 openapi_extra={"requestBody": {"required": True, "content": {"application/json": {
+                     "schema": CaptureBody.model_json_schema(by_alias=True),
+                     "example": {"sessionId": "s1", "kind": "reply-swipe", "atEventId": 9, "prefixEndEventId": 4,
+                                 }}}}})
+    async def capture(request: Request) -> Response:
+        body = await body_of(request)
+        if isinstance(body, Response):
+            return body
+        data = parse_body(CaptureBody, body)
+        ticket = await service.capture_session_seed(
+            session_id=data.session_id, kind=data.kind, at_event_id=data.at_event_id,
+            prefix_end_event_id=data.prefix_end_event_id, target_session_id=data.target_session_id)
+        return json_response({"ticket": ticket})
+
+    @router.post("/seeds/install", operation_id="installSeed",
+                 responses={**problems(400, 401), **ok({"sessionId": "s1-swipe", "instanceIds": ["mvu:instance-…"]})},
+                 summary="Install a captured seed into the child session the host created",
+                 openapi_extra={"requestBody": {"required": True, "content": {"application/json": {
+                     "schema": InstallBody.model_json_schema(by_alias=True),
+                     "example": {"ticket": "c3f1…", "sessionId": "s1-swipe"}}}}})
+    async def install(request: Request) -> Response:
+        body = await body_of(request)
+        if isinstance(body, Response):
+            return body
+        data = parse_body(InstallBody, body)
+        instances = await service.install_session_seed(ticket=data.ticket, session_id=data.session_id)
+        return json_response({"sessionId": data.session_id, "instanceIds": instances})
+
+    return router

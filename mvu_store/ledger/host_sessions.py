@@ -1,0 +1,196 @@
+"""The store-backed host's sessions: headers and append-only events (``mvu_store.store_host``).
+
+Each append is one unit of work: the events that overlap what is stored must be the stored ones
+(a replay), the first new one must follow the last stored one, and the new events, their
+fingerprint links and the header's new end are written together or not at all. These rows are
+the host's data: never charged to the ledger's budget (see ``tables.py``).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from sqlalchemy import bindparam, select
+
+from mvu_store.errors import Code, MvuError
+from mvu_store.host import SessionEvent, SessionHeader, chain_fingerprint, header_fingerprint
+from mvu_store.jsonvalue import canonical_text
+from mvu_store.ledger import tables as t
+from mvu_store.ledger.query import LEDGER, Query, ReadRows, Row
+from mvu_store.ledger.store import Store, now_ms
+from mvu_store.ledger.writer import WriteTx
+
+_h, _e = t.host_sessions.c, t.host_events.c
+
+_HEADER = Query("host-session", lambda: select(t.host_sessions).where(_h.ledger_id == LEDGER,
+                                                                       _h.id == bindparam("session_id")))
+_EVENTS_FROM = Query(
+    "host-events-from",
+    lambda: select(_e.seq, _e.type, _e.data, _e.fingerprint)
+    .where(_e.ledger_id == LEDGER, _e.session_id == bindparam("session_id"), _e.seq >= bindparam("first"))
+    .order_by(_e.seq),
+)
+_EVENTS_BETWEEN = Query(
+    "host-events-between",
+    lambda: select(_e.seq, _e.type, _e.data)
+    .where(_e.ledger_id == LEDGER, _e.session_id == bindparam("session_id"), _e.seq >= bindparam("first"),
+           _e.seq <= bindparam("last"))
+    .order_by(_e.seq),
+)
+_TURN_MARK = Query(
+    "host-turn-mark",
+    lambda: select(_e.seq).where(_e.ledger_id == LEDGER, _e.session_id == bindparam("session_id"),
+                                 _e.type == bindparam("type"), _e.turn == bindparam("turn")),
+)
+_SESSION_IDS = Query("host-session-ids", lambda: select(_h.id).where(_h.ledger_id == LEDGER).order_by(_h.id))
+
+
+@dataclass(frozen=True, slots=True)
+class StoredSession:
+    """A session's header with where its events end: ``last_seq`` (-1: none yet) and the
+    fingerprint chain's link after it."""
+
+    header: SessionHeader
+    last_seq: int
+    fingerprint: str
+
+
+@dataclass(frozen=True, slots=True)
+class Appended:
+    session: StoredSession
+    appended: int
+    replayed: int
+
+
+@dataclass(frozen=True, slots=True)
+class StoredTail:
+    """A session seen from ``after_seq``: the link after it (None when there is no such event)."""
+
+    session: StoredSession
+    base_fingerprint: str | None
+    events: tuple[SessionEvent, ...]
+
+
+def _stored(row: Row) -> StoredSession:
+    created = row["created_at"]
+    header = SessionHeader(
+        id=row["id"], version=int(row["format_version"]), created_at=None if created is None else json.loads(created),
+        parent_session=row["parent_session"], origin=row["origin"],
+        inherited_event_count=None if row["inherited_event_count"] is None else int(row["inherited_event_count"]))
+    return StoredSession(header, int(row["last_seq"]), row["fingerprint"])
+
+
+TURN_MARKS = ("turn/start", "turn/end")
+
+
+def _turn_of(event: SessionEvent) -> int | None:
+    turn = event.data.get("turn")
+    return turn if type(turn) is int else None
+
+
+def _check_marks_turn_once(tx: WriteTx, session_id: str, event: SessionEvent, turn: int | None) -> None:
+    """A turn starts once and ends once (the table's unique index says so too; this says it
+    clearly). Events of one batch are inserted in order, so an earlier one of the batch counts."""
+    earlier = tx.one(_TURN_MARK, session_id=session_id, type=event.type, turn=turn)
+    if earlier is not None:
+        raise MvuError(Code.EVENT_CONFLICT, f"session {session_id!r} already has a {event.type} of turn {turn} (event "
+                                            f"{earlier['seq']}): a turn starts and ends once",
+                       session_id=session_id, seq=event.seq, turn=turn, earlier_seq=int(earlier["seq"]))
+
+
+def _event(row: Row) -> SessionEvent:
+    return SessionEvent(int(row["seq"]), row["type"], json.loads(row["data"]))
+
+
+class HostSessions(Store):
+    """Sessions of the store-backed host (``mvu_store.store_host.StoreHost``)."""
+
+    async def create_host_session(self, header: SessionHeader) -> tuple[StoredSession, bool]:
+        """Create a session (``True``), or find the identical one (``False``); another header
+        under the id is ``MVU_ID_CONFLICT``."""
+        created_at = None if header.created_at is None else canonical_text(header.created_at)
+
+        def work(tx: WriteTx) -> tuple[StoredSession, bool]:
+            row = tx.one(_HEADER, session_id=header.id)
+            if row is not None:
+                stored = _stored(row)
+                if stored.header != header:
+                    raise MvuError(Code.ID_CONFLICT, f"session {header.id!r} exists with another header",
+                                   session_id=header.id)
+                return stored, False
+            fingerprint = header_fingerprint(header)
+            self.insert_row(tx, t.host_sessions, {
+                "id": header.id, "format_version": header.version, "created_at": created_at,
+                "parent_session": header.parent_session, "origin": header.origin,
+                "inherited_event_count": header.inherited_event_count, "last_seq": -1,
+                "fingerprint": fingerprint, "recorded_at": now_ms()})
+            return StoredSession(header, -1, fingerprint), True
+
+        return await self.write(work)
+
+    async def append_host_events(self, session_id: str, events: Sequence[tuple[SessionEvent, str]]) -> Appended:
+        """Append consecutive events (each with its canonical data text): those at stored seqs
+        must equal the stored ones, the rest must follow the last stored event."""
+
+        def work(tx: WriteTx) -> Appended:
+            row = tx.one(_HEADER, session_id=session_id)
+            if row is None:
+                raise MvuError(Code.MISSING, f"no session {session_id!r}", session_id=session_id)
+            stored = _stored(row)
+            first = events[0][0].seq
+            if first > stored.last_seq + 1:
+                raise MvuError(Code.EVENT_GAP, f"session {session_id!r} ends at event {stored.last_seq}: the next "
+                                               f"event is {stored.last_seq + 1}, not {first}",
+                               session_id=session_id, last_seq=stored.last_seq)
+            overlap = [pair for pair in events if pair[0].seq <= stored.last_seq]
+            if overlap:
+                kept = tx.all(_EVENTS_BETWEEN, session_id=session_id, first=first, last=overlap[-1][0].seq)
+                for (event, text), old in zip(overlap, kept, strict=True):
+                    if old["type"] != event.type or old["data"] != text:
+                        raise MvuError(Code.EVENT_CONFLICT, f"session {session_id!r} holds another event {event.seq}: "
+                                                            "stored history is never rewritten (branch instead)",
+                                       session_id=session_id, seq=event.seq, last_seq=stored.last_seq)
+            fresh = events[len(overlap):]
+            if not fresh:
+                return Appended(stored, 0, len(overlap))
+            link = stored.fingerprint
+            for event, text in fresh:
+                turn = _turn_of(event)
+                if event.type in TURN_MARKS:
+                    _check_marks_turn_once(tx, session_id, event, turn)
+                link = chain_fingerprint(link, event)
+                self.insert_row(tx, t.host_events, {"session_id": session_id, "seq": event.seq, "type": event.type,
+                                                    "turn": turn, "data": text, "fingerprint": link})
+            last = fresh[-1][0].seq
+            self.update_row(tx, t.host_sessions, {"id": session_id}, {"last_seq": last, "fingerprint": link})
+            return Appended(StoredSession(stored.header, last, link), len(fresh), len(overlap))
+
+        return await self.write(work)
+
+    async def host_session(self, session_id: str) -> StoredSession | None:
+        row = await self.read_one(_HEADER, session_id=session_id)
+        return None if row is None else _stored(row)
+
+    async def host_session_tail(self, session_id: str, after_seq: int) -> StoredTail | None:
+        """The header and the events after ``after_seq``, in one reader round trip."""
+
+        def run(rows: ReadRows) -> StoredTail | None:
+            row = rows.one(_HEADER, session_id=session_id)
+            if row is None:
+                return None
+            stored = _stored(row)
+            if after_seq < 0 or after_seq > stored.last_seq:
+                # From the start; or from an event the session does not have: no base, every event.
+                base = header_fingerprint(stored.header) if after_seq < 0 else None
+                return StoredTail(stored, base,
+                                  tuple(_event(e) for e in rows.all(_EVENTS_FROM, session_id=session_id, first=0)))
+            found = rows.all(_EVENTS_FROM, session_id=session_id, first=after_seq)
+            base = found[0]["fingerprint"] if found and int(found[0]["seq"]) == after_seq else None
+            return StoredTail(stored, base, tuple(_event(e) for e in found[1:]))
+
+        return await self.read_rows(run)
+
+    async def host_session_ids(self) -> list[str]:
+        return [row["id"] for row in await self.read_all(_SESSION_IDS)]

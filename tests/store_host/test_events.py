@@ -1,0 +1,131 @@
+"""What an event may be and what the store keeps of it (docs/host-protocol.md, DIGEST P-5, C-3)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from mvu_store.errors import Code, MvuError
+from mvu_store.host import SessionEvent, has_tool_call, message_text, user_source_kind
+from mvu_store.store_host.events import (
+    MAX_BATCH_EVENTS,
+    MAX_REPLY_BYTES,
+    MAX_USER_TEXT_UNITS,
+    keep,
+    keep_batch,
+)
+
+
+def kept(raw: dict[str, Any]) -> SessionEvent:
+    return keep(raw).event
+
+
+def test_an_assistant_message_keeps_its_text_flags_and_coordinates_only() -> None:
+    event = kept({"seq": 3, "type": "assistant/message", "data": {
+        "turn": 2, "step": 1, "interrupted": False, "provider": "openai", "usage": {"tokens": 9},
+        "message": {"id": "m2", "model": "x", "content": [
+            {"type": "text", "text": "You rest."}, {"type": "image", "url": "https://e/x.png"},
+            {"type": "tool-call", "name": "dice", "args": {"n": 6}}, {"type": "text", "text": "_.set('hp', 1, 2);"}]}}})
+    assert event.data == {"turn": 2, "step": 1, "interrupted": False, "message": {
+        "id": "m2", "content": [{"type": "text", "text": "You rest.\n_.set('hp', 1, 2);"}, {"type": "tool-call"}]}}
+    # What the service reads is unchanged by the cut.
+    assert message_text(event) == "You rest.\n_.set('hp', 1, 2);"
+    assert has_tool_call(event)
+
+
+def test_a_user_message_keeps_its_source_and_text_within_the_gate_bound() -> None:
+    event = kept({"seq": 1, "type": "user/message", "data": {
+        "turn": 1, "source": {"kind": "steering"}, "message": {"content": "hello", "attachments": [1]}}})
+    assert event.data == {"turn": 1, "message": {"source": {"kind": "steering"},
+                                                 "content": [{"type": "text", "text": "hello"}]}}
+    assert user_source_kind(event) == "steering" and message_text(event) == "hello"
+
+
+def test_a_user_text_over_the_gate_bound_grants_nothing_and_is_not_truncated() -> None:
+    # Counted in UTF-16 code units: one astral character is two.
+    exact = "😀" * (MAX_USER_TEXT_UNITS // 2)
+    event = kept({"seq": 1, "type": "user/message", "data": {
+        "turn": 1, "message": {"source": {"kind": "user"}, "content": exact}}})
+    assert message_text(event) == exact
+    over = exact + "a"
+    event = kept({"seq": 1, "type": "user/message", "data": {
+        "turn": 1, "message": {"source": {"kind": "user"}, "content": over}}})
+    assert message_text(event) == ""
+    assert event.data["message"]["textUnits"] == MAX_USER_TEXT_UNITS + 1
+    assert len(event.data["message"]["textSha256"]) == 64
+
+
+def test_request_assembly_keeps_only_its_turn() -> None:
+    event = kept({"seq": 5, "type": "request/assembly", "data": {"turn": 3, "messages": [{"role": "system"}],
+                                                                  "metadata": {"model": "m"}}})
+    assert event.data == {"turn": 3}
+
+
+def test_a_reply_of_exactly_the_limit_is_kept_and_one_byte_more_is_refused() -> None:
+    def reply(text: str) -> dict[str, Any]:
+        return {"seq": 0, "type": "assistant/message", "data": {"turn": 1, "message": {"id": "m", "content": text}}}
+
+    assert message_text(kept(reply("é" * (MAX_REPLY_BYTES // 2)))) == "é" * (MAX_REPLY_BYTES // 2)
+    with pytest.raises(MvuError) as refused:
+        keep(reply("é" * (MAX_REPLY_BYTES // 2) + "x"))
+    assert refused.value.code == Code.LIMIT and refused.value.details["limit"] == MAX_REPLY_BYTES
+
+
+@pytest.mark.parametrize(("raw", "field"), [
+    ({"seq": 0, "type": "turn/start", "data": {"turn": 1}, "extra": 1}, "extra"),
+    ({"seq": -1, "type": "turn/start", "data": {"turn": 1}}, "seq"),
+    ({"seq": True, "type": "turn/start", "data": {"turn": 1}}, "seq"),
+    ({"seq": 0, "type": "turn/started", "data": {"turn": 1}}, "type"),
+    ({"seq": 0, "type": "turn/start", "data": {"turn": "1"}}, "data.turn"),
+    ({"seq": 0, "type": "turn/start", "data": {}}, "data.turn"),
+    ({"seq": 0, "type": "turn/start", "data": []}, "data"),
+    ({"seq": 0, "type": "turn/end", "data": {"turn": 1, "reason": "completed"}}, "data.reason"),
+    ({"seq": 0, "type": "turn/end", "data": {"turn": 1, "reason": {"kind": ""}}}, "data.reason.kind"),
+    ({"seq": 0, "type": "assistant/message", "data": {"turn": 1}}, "data.message"),
+    ({"seq": 0, "type": "assistant/message", "data": {"turn": 1, "message": {"id": 5}}}, "data.message.id"),
+    ({"seq": 0, "type": "assistant/message", "data": {"turn": 1, "interrupted": 1, "message": {"id": "m"}}},
+     "data.interrupted"),
+    ({"seq": 0, "type": "assistant/message",
+      "data": {"turn": 1, "message": {"content": [{"type": "text", "text": 1}]}}}, "data.message.content[0].text"),
+    ({"seq": 0, "type": "user/message", "data": {"turn": 1, "message": {"content": "hi"}}}, "data.message.source"),
+    ({"seq": 0, "type": "session/end-seed", "data": {"isSeeded": True}}, "data"),
+])
+def test_bad_events_are_refused_naming_the_field(raw: dict[str, Any], field: str) -> None:
+    with pytest.raises(MvuError) as refused:
+        keep(raw)
+    assert refused.value.code == Code.OPERATION
+    assert refused.value.details["field"] == field
+
+
+def test_a_lone_surrogate_is_refused_rather_than_stored() -> None:
+    with pytest.raises(MvuError) as refused:
+        keep({"seq": 0, "type": "user/message", "data": {"turn": 1, "message": {"source": {"kind": "user"},
+                                                                                  "content": "a\ud800"}}})
+    assert refused.value.code == Code.JSON
+
+
+def test_configuration_events_are_kept_as_sent_within_their_bound() -> None:
+    data = {"provider": "p", "model": "m", "reasoningEffort": "high"}
+    assert kept({"seq": 0, "type": "model/selection", "data": data}).data == data
+    with pytest.raises(MvuError) as refused:
+        keep({"seq": 0, "type": "session/title", "data": {"title": "x" * 5000}})
+    assert refused.value.code == Code.LIMIT
+
+
+def test_a_batch_is_consecutive_non_empty_and_bounded() -> None:
+    start = {"type": "turn/start", "data": {"turn": 1}}
+    assert [k.event.seq for k in keep_batch([{"seq": 4, **start}, {"seq": 5, **start}])] == [4, 5]
+    for bad in ([], "x", [{"seq": 4, **start}, {"seq": 6, **start}], [{"seq": 4, **start}, {"seq": 4, **start}]):
+        with pytest.raises(MvuError) as refused:
+            keep_batch(bad)
+        assert refused.value.code == Code.OPERATION
+    with pytest.raises(MvuError) as refused:
+        keep_batch([{"seq": n, **start} for n in range(MAX_BATCH_EVENTS + 1)])
+    assert refused.value.code == Code.LIMIT
+
+
+def test_the_kept_text_is_canonical_so_a_resent_event_compares_equal() -> None:
+    one = keep({"seq": 0, "type": "turn/end", "data": {"reason": {"kind": "completed"}, "turn": 1}})
+    two = keep({"type": "turn/end", "data": {"turn": 1.0, "reason": {"kind": "completed"}}, "seq": 0})
+    assert one.text == two.text == '{"reason":{"kind":"completed"},"turn":1}'
