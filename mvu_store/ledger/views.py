@@ -89,30 +89,32 @@ class Views(Seeds):
         """The session's rows (see :class:`SessionRows`): the templates ``template_ids`` besides
         the selected one, the digest of the legacy file ``legacy_name``, and the head state of
         the resources ``heads`` among those read (None: of all of them)."""
+        return await self.read_rows(lambda rows: self.session_rows_in(
+            rows, session_id, template_ids=template_ids, legacy_name=legacy_name, heads=heads))
+
+    @staticmethod
+    def session_rows_in(rows: ReadRows, session_id: str, *, template_ids: Collection[str] = (), legacy_name: str,
+                        heads: Collection[str] | None = ()) -> SessionRows:
+        """:meth:`session_rows` inside a round trip that reads more (a session's new events)."""
         wanted = None if heads is None else sorted(set(heads))
-
-        def read(rows: ReadRows) -> SessionRows:
-            header = rows.one(_HEADER, session_id=session_id, legacy_name=legacy_name)
-            assert header is not None  # a SELECT without FROM has one row
-            template_id = header["template_id"]
-            templates: dict[str, StoredTemplate | None] = {}
-            if template_id is not None:
-                templates[template_id] = None if header["definition_hash"] is None else StoredTemplate(
-                    header["definition_hash"], header["body"])
-            for other in set(template_ids) - set(templates):
-                found = rows.one(_TEMPLATE, id=other)
-                templates[other] = None if found is None else StoredTemplate(found["definition_hash"], found["body"])
-            binds = {} if wanted is None else {f"head_{n}": head for n, head in enumerate(wanted)}
-            listed = rows.all(_resources_query(None if wanted is None else len(wanted)), session_id=session_id,
-                              **binds)
-            resources = [(record(ResourceRecord, row), row["head_body"]) for row in listed]
-            return SessionRows(
-                session_id=session_id, seed_pending=bool(header["seed_pending"]), selected=bool(header["selected"]),
-                template_id=template_id, templates=templates,
-                instances=tuple(resource for resource, _ in resources if resource.kind == "instance"),
-                shared=tuple(resource for resource, _ in resources if resource.kind != "instance"),
-                legacy_digest=header["legacy_digest"],
-                heads={resource.id: Head(resource.id, resource.revision, resource.head_key, json.loads(body))
-                       for resource, body in resources if body is not None})
-
-        return await self.read_rows(read)
+        header = rows.one(_HEADER, session_id=session_id, legacy_name=legacy_name)
+        assert header is not None  # a SELECT without FROM has one row
+        template_id = header["template_id"]
+        templates: dict[str, StoredTemplate | None] = {}
+        if template_id is not None:
+            templates[template_id] = None if header["definition_hash"] is None else StoredTemplate(
+                header["definition_hash"], header["body"])
+        for other in set(template_ids) - set(templates):
+            found = rows.one(_TEMPLATE, id=other)
+            templates[other] = None if found is None else StoredTemplate(found["definition_hash"], found["body"])
+        binds = {} if wanted is None else {f"head_{n}": head for n, head in enumerate(wanted)}
+        listed = rows.all(_resources_query(None if wanted is None else len(wanted)), session_id=session_id, **binds)
+        resources = [(record(ResourceRecord, row), row["head_body"]) for row in listed]
+        return SessionRows(
+            session_id=session_id, seed_pending=bool(header["seed_pending"]), selected=bool(header["selected"]),
+            template_id=template_id, templates=templates,
+            instances=tuple(resource for resource, _ in resources if resource.kind == "instance"),
+            shared=tuple(resource for resource, _ in resources if resource.kind != "instance"),
+            legacy_digest=header["legacy_digest"],
+            heads={resource.id: Head(resource.id, resource.revision, resource.head_key, json.loads(body))
+                   for resource, body in resources if body is not None})

@@ -64,10 +64,10 @@ class Reads:
         """The session's resources, instances still to allocate included (as :class:`Entry.initial`),
         and the view they were read from, with the head states of ``heads`` (None: of all)."""
         ctx = self._ctx
-        log = await ctx.sessions.log(session_id)
+        log, rows = await ctx.sessions.log_with(session_id, ctx.ledger,
+                                                SessionView.reader(session_id, configs=ctx.configs, heads=heads))
         logs[session_id] = log
-        view = await SessionView.read(ctx.ledger, session_id, configs=ctx.configs, heads=heads,
-                                      definition=ctx.catalog.known_definition)
+        view = SessionView(ctx.ledger, rows, ctx.catalog.known_definition)
         return await self._allocation.session_entries(session_id, log, allocate=False, view=view), view
 
     async def _listed(self, entry: Entry, scope: Scope) -> StateRecord:

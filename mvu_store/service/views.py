@@ -2,8 +2,9 @@
 
 The parts that list a session's resources (:mod:`allocation`, :mod:`catalog`) ask their
 questions through :class:`LedgerReads`. The ledger is one; a :class:`SessionView` is another: it
-answers from the rows :meth:`~mvu_store.ledger.Ledger.session_rows` read in one round trip, and
-asks the ledger only what those rows cannot tell (another session, a template nobody asked for).
+answers from the rows :meth:`~mvu_store.ledger.Ledger.session_rows_in` read in one round trip
+(with the session's new events, when the host keeps them in the ledger), and asks the ledger only
+what those rows cannot tell (another session, a template nobody asked for).
 So a read costs one round trip instead of one per lookup, and every answer comes from one
 snapshot. A view is read afresh for every call and serves reads only: a write that allocates
 reads the ledger again after it wrote.
@@ -16,6 +17,7 @@ from typing import Any, Protocol
 
 from mvu_store.jsonvalue import JsonValue
 from mvu_store.ledger import Ledger
+from mvu_store.ledger.query import ReadRows
 from mvu_store.ledger.records import Head, ResourceRecord, SessionRows
 from mvu_store.ledger.views import SHARED_KINDS
 from mvu_store.service.identity import character_template_id
@@ -47,23 +49,23 @@ class SessionView:
     """:class:`LedgerReads` answered from one session's :class:`SessionRows`."""
 
     def __init__(self, ledger: Ledger, rows: SessionRows, definition: Definition) -> None:
+        """``definition`` decodes a template's stored text (``Catalog.known_definition``, which
+        caches it by hash)."""
         self._ledger = ledger
         self._rows = rows
         self._definition = definition
 
-    @classmethod
-    async def read(cls, ledger: Ledger, session_id: str, *, configs: list[ResourceConfig],
-                   heads: Collection[str] | None, definition: Definition) -> SessionView:
-        """The session's rows, with the templates its configured resources start from and the head
-        state of ``heads`` (None: of every resource the session may see). ``definition`` decodes
-        a template's stored text (``Catalog.known_definition``, which caches it by hash)."""
+    @staticmethod
+    def reader(session_id: str, *, configs: list[ResourceConfig],
+               heads: Collection[str] | None) -> Callable[[ReadRows], SessionRows]:
+        """What reads the session's rows inside a round trip: with the templates its configured
+        resources start from and the head state of ``heads`` (None: of every resource it may see)."""
         template_ids = {character_template_id(config.character_id) for config in configs
                         if config.character_id is not None}
         if heads is not None:
             heads = [head for head in heads if storable(head)]  # an id no row can have is nobody's head
-        rows = await ledger.session_rows(session_id, template_ids=template_ids, legacy_name=LEGACY_FILE,
-                                         heads=heads)
-        return cls(ledger, rows, definition)
+        return lambda rows: Ledger.session_rows_in(rows, session_id, template_ids=template_ids,
+                                                   legacy_name=LEGACY_FILE, heads=heads)
 
     async def seed_pending(self, target_session_id: str) -> bool:
         if target_session_id == self._rows.session_id:

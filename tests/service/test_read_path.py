@@ -12,7 +12,9 @@ from mvu_store.errors import MvuError
 from mvu_store.ledger import Ledger, open_ledger
 from mvu_store.memory_host import MemoryHost
 from mvu_store.service import MvuService
-from tests.service.support import playing, scope, text_message
+from mvu_store.store_host import StoreHost
+from mvu_store.store_host.feed import play_turn
+from tests.service.support import HERO, playing, scope, text_message
 
 
 def count_round_trips(ledger: Ledger, monkeypatch: pytest.MonkeyPatch) -> list[int]:
@@ -40,6 +42,33 @@ async def test_a_read_in_a_session_takes_one_round_trip(service: MvuService, hos
     assert trips == [1]
     assert again == first
     assert again is not None and again.content["stat_data"]["hp"] == 40  # type: ignore[index,call-overload]
+
+
+async def test_with_the_store_host_a_read_gets_the_sessions_new_events_in_the_same_round_trip(
+        ledger: Ledger, ledger_url: str, ledger_id: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    host = StoreHost(ledger)
+    service = MvuService(ledger=ledger, host=host)
+    await service.discover(definition=HERO)
+    await host.create_session("s1", created_at=1000)
+    chosen = await service.select_character(session_id="s1", character_id="hero")
+    assert chosen.instance_id is not None
+    await play_turn(service, host, "s1", turn=1, user="a", reply="_.set('hp', 40);")
+    await service.read(id=chosen.instance_id, scope=scope("s1"))
+    trips = count_round_trips(ledger, monkeypatch)
+    record = await service.read(id=chosen.instance_id, scope=scope("s1"))
+    assert trips == [1]
+    assert record is not None and record.content["stat_data"]["hp"] == 40  # type: ignore[index,call-overload]
+
+    elsewhere_ledger = await open_ledger(ledger_url, ledger_id=ledger_id)  # another process plays a turn
+    try:
+        elsewhere_host = StoreHost(elsewhere_ledger)
+        elsewhere = MvuService(ledger=elsewhere_ledger, host=elsewhere_host)
+        await play_turn(elsewhere, elsewhere_host, "s1", turn=2, user="b", reply="_.set('hp', 30);")
+    finally:
+        await elsewhere_ledger.close()
+    record = await service.read(id=chosen.instance_id, scope=scope("s1"))
+    assert record is not None
+    assert (record.revision, record.content["stat_data"]["hp"]) == (2, 30)  # type: ignore[index,call-overload]
 
 
 async def test_a_list_in_a_session_takes_one_round_trip(service: MvuService, host: MemoryHost, ledger: Ledger,
