@@ -143,15 +143,17 @@ class SessionCache:
     async def log_with(self, session_id: str, ledger: Ledger,
                        work: Callable[[ReadRows], T]) -> tuple[SessionLog | None, T]:
         """:meth:`log`, then ``ledger.read_rows(work)``: in one round trip when the host keeps its
-        sessions in ``ledger`` (a :class:`LedgerHost`), the session's new events read first."""
+        sessions in ``ledger`` (a :class:`LedgerHost`), the session's new events read first.
+        ``work`` is a few lookups by key: once the session's log is kept here (so that only its
+        new events are read), the round trip is ``brief``."""
         host = self._ledger_host
         if host is None or host.ledger is not ledger:
-            return await self.log(session_id), await ledger.read_rows(work)
+            return await self.log(session_id), await ledger.read_rows(work, brief=True)
         async with self._lock(session_id):
             cached = self._logs.get(session_id)
             after_seq = cached.last_seq if cached is not None else -1
             tail, result = await ledger.read_rows(lambda rows: (host.read_tail(rows, session_id, after_seq),
-                                                                work(rows)))
+                                                                work(rows)), brief=cached is not None)
             return await self._take(session_id, cached, tail), result
 
     def _lock(self, session_id: str) -> asyncio.Lock:

@@ -168,7 +168,21 @@ async def test_a_round_trip_whose_connection_is_lost_is_storage_busy_and_the_nex
 
 
 @ON_SQLITE
-async def test_the_statements_of_one_round_trip_see_one_snapshot(ledger: Ledger, ledger_url: str) -> None:
+@pytest.mark.parametrize("brief", [False, True])
+async def test_a_round_trip_on_a_damaged_database_is_storage_corrupt_on_the_loop_or_off_it(
+        ledger: Ledger, ledger_url: str, brief: bool) -> None:
+    findings = Query("test-findings", lambda: text("SELECT * FROM audit_findings WHERE ledger_id = :ledger_id"))
+    with contextlib.closing(sqlite3.connect(sqlite_path(ledger_url), isolation_level=None)) as outside:
+        outside.execute("DROP VIEW audit_findings")
+    with pytest.raises(MvuError) as corrupt:
+        await ledger.read_rows(lambda rows: rows.all(findings), brief=brief)
+    assert corrupt.value.code == "MVU_STORAGE_CORRUPT"
+
+
+@ON_SQLITE
+@pytest.mark.parametrize("brief", [False, True])
+async def test_the_statements_of_one_round_trip_see_one_snapshot(ledger: Ledger, ledger_url: str,
+                                                                 brief: bool) -> None:
     usage = Query("test-usage", lambda: text("SELECT created_at FROM ledger WHERE ledger_id = :ledger_id"))
     other = sqlite3.connect(sqlite_path(ledger_url), isolation_level=None, check_same_thread=False)
 
@@ -178,7 +192,7 @@ async def test_the_statements_of_one_round_trip_see_one_snapshot(ledger: Ledger,
         return first, rows.one(usage)
 
     try:
-        first, second = await ledger.read_rows(work)
+        first, second = await ledger.read_rows(work, brief=brief)
         assert first == second
         assert await ledger.read_one(usage) != first  # the next round trip sees the commit
     finally:

@@ -22,9 +22,9 @@ def count_round_trips(ledger: Ledger, monkeypatch: pytest.MonkeyPatch) -> list[i
     trips = [0]
     read_rows = ledger.read_rows
 
-    async def counted(work: Callable[[Any], Any]) -> Any:
+    async def counted(work: Callable[[Any], Any], **options: Any) -> Any:
         trips[0] += 1
-        return await read_rows(work)
+        return await read_rows(work, **options)
 
     monkeypatch.setattr(ledger, "read_rows", counted)
     return trips
