@@ -4,9 +4,15 @@ in-process, measured side by side in one run on one ledger.
 - in-process: 16 concurrent tasks, each editing its own session's instance of a card with a
   declared schema (``service.update`` with CAS and a fresh operation id per edit);
 - HTTP: ``mvu serve`` on that ledger (its sessions are in it), 16 concurrent keep-alive clients
-  doing the same edits (``POST /mvu/update``), then reads (``GET /mvu/resource``).
+  doing the same edits (``POST /mvu/update``), then reads (``GET /mvu/resource``, each client
+  reading its own session's instance);
+- turns: 16 sessions in parallel, each playing whole turns as a host does, two batches per turn
+  (``turn/start`` + ``user/message``, which checkpoints; then ``assistant/message`` +
+  ``turn/end``, which ingests the reply), in-process through the store host's ``feed`` and over
+  HTTP through ``POST /mvu/sessions/{id}/events``, each on its own sessions.
 
-``ratio_update`` = HTTP update rate / in-process update rate. The clients are raw asyncio HTTP/1.1
+``ratio_update`` = HTTP update rate / in-process update rate; ``ratio_turn_http`` = HTTP turn
+rate (``turns_per_s_http``) / in-process turn rate (``inprocess_turns_per_s``). The clients are raw asyncio HTTP/1.1
 (a few hundred lines of Python less than an HTTP library per request), so the ratio measures the
 server, not the client; both share the machine's cores with the server, as a local host would.
 Human lines first; the LAST line is one JSON object. ``--quick`` makes a short run (smoke tests).
@@ -32,9 +38,11 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+from mvu_store.host import turn_events
 from mvu_store.ledger import open_ledger
 from mvu_store.service import MvuService
 from mvu_store.store_host import StoreHost
+from mvu_store.store_host.feed import feed
 
 CLIENTS = 16
 TOKEN = "bench-token-0123456789"
@@ -61,20 +69,64 @@ def scope(session_id: str) -> dict[str, str]:
     return {"authority": "local", "sessionId": session_id}
 
 
+# The sessions each measurement plays: its own, so one never finds another's turns or edits.
+TURN_SESSIONS = {"local": [f"turns-local-{n}" for n in range(CLIENTS)],
+                 "http": [f"turns-http-{n}" for n in range(CLIENTS)]}
+
+
 async def seed(db: str) -> dict[str, str]:
+    """The card, and CLIENTS sessions (with their instances) for edits and reads, and as many per
+    turn measurement; the sessions are created through the store host, as ``mvu serve`` keeps them."""
     ledger = await open_ledger(db)
     try:
         host = StoreHost(ledger)
         service = MvuService(ledger=ledger, host=host)
         await service.discover(definition=CARD)
         instances = {}
-        for n in range(CLIENTS):
-            session_id = f"bench-{n}"
+        edited = [f"bench-{n}" for n in range(CLIENTS)]
+        for n, session_id in enumerate(edited + TURN_SESSIONS["local"] + TURN_SESSIONS["http"]):
             await host.create_session(session_id, created_at=1_700_000_000_000 + n)
             selection = await service.select_character(session_id=session_id, character_id="hero")
             assert selection.instance_id is not None
-            instances[session_id] = selection.instance_id
+            if session_id in edited:
+                instances[session_id] = selection.instance_id
         return instances
+    finally:
+        await ledger.close()
+
+
+def turn_batches(session_id: str, turn: int, seq: int) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """One whole turn as a host sends it, from event ``seq`` on: the request's batch and the reply's."""
+    request, answer = turn_events(turn=turn, user=f"turn {turn}", message_id=f"{session_id}-m{turn}",
+                                  reply=f"The hero rests. _.add('gold', 1);//turn {turn}")
+    first = [{"seq": seq + n, "type": kind, "data": data} for n, (kind, data) in enumerate(request)]
+    return first, [{"seq": seq + len(first) + n, "type": kind, "data": data} for n, (kind, data) in enumerate(answer)]
+
+
+async def in_process_turns(db: str, seconds: float) -> float:
+    """Whole turns per second, CLIENTS sessions in parallel, through the store host's feed."""
+    ledger = await open_ledger(db)
+    try:
+        host = StoreHost(ledger)
+        service = MvuService(ledger=ledger, host=host)
+        done = 0
+        deadline = time.perf_counter() + seconds
+
+        async def play(session_id: str) -> None:
+            nonlocal done
+            turn, seq = 0, 0
+            while time.perf_counter() < deadline:
+                turn += 1
+                for batch in turn_batches(session_id, turn, seq):
+                    result = await feed(service, host, session_id, batch)
+                    assert result.error is None, result.error
+                    seq += len(batch)
+                assert result.ingest is not None and [o.status for o in result.ingest.outcomes] == ["committed"]
+                done += 1
+
+        started = time.perf_counter()
+        await asyncio.gather(*(play(session_id) for session_id in TURN_SESSIONS["local"]))
+        return done / (time.perf_counter() - started)
     finally:
         await ledger.close()
 
@@ -192,6 +244,36 @@ async def over_http(port: int, instances: dict[str, str], seconds: float) -> tup
             connection.close()
 
 
+async def turns_over_http(port: int, seconds: float) -> float:
+    """Whole turns per second, CLIENTS sessions in parallel, over ``POST /mvu/sessions/{id}/events``."""
+    connections = [await Connection.open("127.0.0.1", port) for _ in TURN_SESSIONS["http"]]
+    try:
+        done = 0
+        deadline = time.perf_counter() + seconds
+
+        async def play(connection: Connection, session_id: str) -> None:
+            nonlocal done
+            turn, seq = 0, 0
+            while time.perf_counter() < deadline:
+                turn += 1
+                for batch in turn_batches(session_id, turn, seq):
+                    body = json.dumps({"events": batch}).encode()
+                    target = f"{PREFIX}/sessions/{session_id}/events"
+                    status, _, payload = await connection.request("POST", target, body)
+                    answer = json.loads(payload)
+                    assert status == 200 and answer["error"] is None, payload[:300]
+                    seq += len(batch)
+                assert [o["status"] for o in answer["ingest"]["outcomes"]] == ["committed"], payload[:300]
+                done += 1
+
+        started = time.perf_counter()
+        await asyncio.gather(*(play(c, s) for c, s in zip(connections, TURN_SESSIONS["http"], strict=True)))
+        return done / (time.perf_counter() - started)
+    finally:
+        for connection in connections:
+            connection.close()
+
+
 def start_server(db: str) -> tuple[subprocess.Popen[str], int]:
     command = [sys.executable, "-m", "mvu_api.cli", "serve", "--db", db, "--port", "0", "--token", TOKEN]
     process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
@@ -227,18 +309,24 @@ def main() -> None:
         instances = asyncio.run(seed(db))
         local = asyncio.run(in_process(db, instances, seconds))
         say(f"in-process service.update, {CLIENTS} tasks: {local:,.0f} updates/s")
+        local_turns = asyncio.run(in_process_turns(db, seconds))
+        say(f"in-process turns (feed), {CLIENTS} sessions: {local_turns:,.1f} turns/s")
         process, port = start_server(db)
         try:
             update_rps, read_rps = asyncio.run(over_http(port, instances, seconds))
+            http_turns = asyncio.run(turns_over_http(port, seconds))
         finally:
             process.send_signal(signal.SIGTERM)
             code = process.wait(timeout=60)
         say(f"HTTP POST /mvu/update, {CLIENTS} clients:      {update_rps:,.0f} updates/s")
         say(f"HTTP GET /mvu/resource, {CLIENTS} clients:     {read_rps:,.0f} reads/s")
+        say(f"HTTP turns (events), {CLIENTS} sessions:       {http_turns:,.1f} turns/s")
         say(f"server exit code after SIGTERM: {code}")
     result: dict[str, Any] = {
         "update_rps": round(update_rps, 1), "read_rps": round(read_rps, 1),
         "inprocess_update_rps": round(local, 1), "ratio_update": round(update_rps / local, 3),
+        "turns_per_s_http": round(http_turns, 1), "inprocess_turns_per_s": round(local_turns, 1),
+        "ratio_turn_http": round(http_turns / local_turns, 3),
         "clients": CLIENTS, "seconds": seconds, "quick": args.quick, "server_exit": code, "cpus": os.cpu_count(),
     }
     print(json.dumps(result, sort_keys=True))

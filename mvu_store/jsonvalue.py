@@ -128,7 +128,37 @@ def canonical_text(value: JsonValue) -> str:
 
 def json_equal(left: JsonValue, right: JsonValue) -> bool:
     """Equal as JSON values, whatever the key order (stored JSON comes back with sorted keys)."""
-    return canonical_text(left) == canonical_text(right)
+    return _same(left, right) or canonical_text(left) == canonical_text(right)
+
+
+def _same(left: JsonValue, right: JsonValue) -> bool:
+    """Whether two values are the same JSON value with the same types throughout (so their
+    canonical texts are equal), within the structural limits; False means "compare the texts"."""
+    nodes = 0
+    stack: list[tuple[JsonValue, JsonValue, int]] = [(left, right, 1)]
+    while stack:
+        a, b, depth = stack.pop()
+        nodes += 1
+        kind = type(a)
+        if kind is not type(b) or nodes > MAX_NODES or depth > MAX_DEPTH:
+            return False
+        if kind is dict:
+            assert isinstance(a, dict) and isinstance(b, dict)
+            if a.keys() != b.keys() or any(type(key) is not str for key in a):
+                return False
+            stack.extend((value, b[key], depth + 1) for key, value in a.items())
+        elif kind is list:
+            assert isinstance(a, list) and isinstance(b, list)
+            if len(a) != len(b):
+                return False
+            stack.extend((item, other, depth + 1) for item, other in zip(a, b, strict=True))
+        elif kind is float:
+            assert isinstance(a, float)
+            if not (math.isfinite(a) and a == b):
+                return False
+        elif not (kind is str or kind is int or kind is bool or a is None) or a != b:
+            return False
+    return True
 
 
 def sha256_hex(data: bytes | str) -> str:

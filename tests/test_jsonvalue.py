@@ -14,6 +14,7 @@ from mvu_store.jsonvalue import (
     MAX_DEPTH,
     canonical_text,
     find_unsafe_key,
+    json_equal,
     json_pointer,
     loads,
     measure_state,
@@ -80,6 +81,39 @@ def test_node_limit() -> None:
         normalize(list(range(100_000)))
     assert refused.value.code == "MVU_LIMIT"
     assert normalize(list(range(99_999)))[1] == 100_000
+
+
+@given(json_values, json_values)
+def test_json_equal_is_equality_of_canonical_texts(left: object, right: object) -> None:
+    assert json_equal(left, right) is (canonical_text(left) == canonical_text(right))
+    assert json_equal(left, json.loads(canonical_text(left)))
+
+
+@pytest.mark.parametrize(("left", "right", "equal"), [
+    ({"a": 1, "b": [2, 3]}, {"b": [2, 3], "a": 1}, True),  # key order is not part of a value
+    ({"hp": 5.0}, {"hp": 5}, True),                        # an integral float is that integer
+    ([True], [1], False), ([False], [0], False),           # Python says equal, JSON does not
+    ({"a": None}, {}, False), ([1, 2], [2, 1], False),
+    (1e21, 10**21, False),                                 # 1e+21 is not 1000000000000000000000
+])
+def test_json_equal_compares_json_values_not_python_ones(left: object, right: object, equal: bool) -> None:
+    assert json_equal(left, right) is equal
+
+
+@pytest.mark.parametrize("bad", [math.inf, (1, 2), {1: "x"}, {"a": {1, 2}}])
+def test_json_equal_refuses_a_non_json_value_even_compared_with_itself(bad: object) -> None:
+    with pytest.raises(MvuError) as refused:
+        json_equal(bad, bad)
+    assert refused.value.code == "MVU_JSON"
+
+
+def test_json_equal_refuses_a_value_past_the_limits_even_compared_with_itself() -> None:
+    deep: object = 0
+    for _ in range(MAX_DEPTH):
+        deep = [deep]
+    with pytest.raises(MvuError) as refused:
+        json_equal(deep, deep)
+    assert refused.value.code == "MVU_LIMIT"
 
 
 @given(st.integers(0, 3000))

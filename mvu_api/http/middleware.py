@@ -25,6 +25,8 @@ CLIENT_CLOSED = 499
 def printable(text: str) -> str:
     """``text`` safe for one log line: backslash, double quote and every non-printable character
     (CR, LF, other controls, line separators) backslash-escaped, so a request cannot forge lines."""
+    if text.isprintable() and '"' not in text and "\\" not in text:
+        return text  # the usual path: nothing to escape
     out: list[str] = []
     for char in text:
         if char in '\\"':

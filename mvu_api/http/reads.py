@@ -9,12 +9,19 @@ from __future__ import annotations
 import re
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Query
+from fastapi import APIRouter, Query, Request
 from pydantic import BeforeValidator
 from starlette.responses import Response
 
 from mvu_api.http.docs import HISTORICAL_EXAMPLE, RECORD_EXAMPLE, SCOPE_EXAMPLE, ok, problems
-from mvu_api.http.wire import MAX_SCOPE_CHARS, etag, json_response, parse_scope_param
+from mvu_api.http.wire import (
+    MAX_SCOPE_CHARS,
+    json_response,
+    json_text,
+    none_match,
+    parse_scope_param,
+    record_etag,
+)
 from mvu_store.errors import Code, MvuError
 from mvu_store.service import MvuService
 from mvu_store.service.models import HistoryEntry, StateRecord
@@ -30,6 +37,14 @@ HistoricalScopeParam = Annotated[str, Query(
     json_schema_extra={"maxLength": MAX_SCOPE_CHARS},
     openapi_examples={"current": {"value": SCOPE_EXAMPLE}, "historical": {"value": HISTORICAL_EXAMPLE}})]
 IdParam = Annotated[str, Query(description=_ID_DOC, openapi_examples={"instance": {"value": "mvu:hero"}})]
+_IF_NONE_MATCH = {
+    "name": "If-None-Match", "in": "header", "required": False,
+    "description": 'ETags of answers the client holds (`"r<revision>-<digest>"`, as ETag gave them), or `*`: when '
+                   "one is the current answer's (weak comparison, RFC 9110 13.1.2), the answer is 304 without a body",
+    "schema": {"type": "string"}}
+_NOT_MODIFIED: dict[int | str, dict[str, Any]] = {304: {
+    "description": "The answer is the one If-None-Match names: no body; ETag repeats it",
+    "headers": {"ETag": {"schema": {"type": "string"}}}}}
 MAX_HISTORY_PAGE = 1000
 _DIGITS = re.compile(r"[0-9]+")
 
@@ -64,13 +79,19 @@ def reads_router(service: MvuService) -> APIRouter:
 
     @router.get("/resource", operation_id="readResource",
                 response_model=StateRecord,
-                responses={**problems(400, 401, 403, 404, 503), **ok(RECORD_EXAMPLE)},
-                summary="One record, current or historical; ETag is its revision")
-    async def resource(id: IdParam, scope: HistoricalScopeParam) -> Response:
+                responses={**problems(400, 401, 403, 404, 503), **ok(RECORD_EXAMPLE), **_NOT_MODIFIED},
+                summary="One record, current or historical; its ETag names its revision and answer",
+                openapi_extra={"parameters": [_IF_NONE_MATCH]})
+    async def resource(request: Request, id: IdParam, scope: HistoricalScopeParam) -> Response:
         record = await service.read(id=id, scope=parse_scope_param(scope, historical=True))
         if record is None:
             raise MvuError(Code.MISSING, f"no resource {id[:200]!r}", id=id[:200])
-        return json_response(record.to_json(), headers={"ETag": etag(record.revision)})
+        body = json_text(record.to_json()).encode()
+        tag = record_etag(record.revision, body)
+        condition = request.headers.get("if-none-match")
+        if condition is not None and none_match(condition, tag):
+            return Response(status_code=304, headers={"ETag": tag})
+        return Response(body, media_type="application/json", headers={"ETag": tag})
 
     @router.get("/history", operation_id="history",
                 response_model=list[HistoryEntry], responses=problems(400, 401, 403, 503),

@@ -1,5 +1,5 @@
-"""What every route shares on the wire: the JSON ``scope`` (in the query or a body), ETags and
-``If-Match``, the camelCase-only rule and the JSON answer.
+"""What every route shares on the wire: the JSON ``scope`` (in the query or a body), ETags,
+``If-Match`` and ``If-None-Match``, the camelCase-only rule and the JSON answer.
 
 HTTP is stricter than the Python service: camelCase keys only, a non-empty ``sessionId`` always
 (DIGEST H-1), and strong ETags only. Each refusal is an ``MvuError`` (problem+json in
@@ -8,6 +8,7 @@ HTTP is stricter than the Python service: camelCase keys only, a non-empty ``ses
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 from typing import Any
@@ -27,9 +28,12 @@ SNAKE = {"session_id": "sessionId", "message_id": "messageId", "end_event_id": "
          "inherited_event_count": "inheritedEventCount", "character_id": "characterId", "at_event_id": "atEventId",
          "prefix_end_event_id": "prefixEndEventId", "target_session_id": "targetSessionId"}
 # Strong ETags only (RFC 9110 13.1.1: If-Match uses the strong comparison, so a weak tag never
-# matches); a weak one is refused with 400 rather than read as the revision it names.
-_ETAG = re.compile(r'^\s*"r(0|[1-9][0-9]{0,17})"\s*$')
+# matches); a weak one is refused with 400 rather than read as the revision it names. A read's
+# ETag adds a digest of its answer to the revision (see record_etag); the revision decides.
+_ETAG = re.compile(r'^\s*"r(0|[1-9][0-9]{0,17})(?:-[0-9a-f]{16})?"\s*$')
 _WEAK_ETAG = re.compile(r'^\s*W/', re.IGNORECASE)
+# One entity-tag of a list (RFC 9110 8.8.3): W/ for a weak one, then a quoted opaque tag.
+_ENTITY_TAG = re.compile(r'(W/)?("[\x21\x23-\x7e\x80-\xff]*")[ \t]*')
 
 
 def parse_scope_param(raw: str, *, historical: bool = False) -> dict[str, Any]:
@@ -68,22 +72,58 @@ def check_wire_scope(value: Any, *, historical: bool = False) -> dict[str, Any]:
 
 
 def etag(revision: int) -> str:
-    """The strong ETag of a revision: ``"r<revision>"``."""
+    """The strong ETag of a revision: ``"r<revision>"`` (an edit's answer)."""
     return f'"r{revision}"'
 
 
+def record_etag(revision: int, body: bytes) -> str:
+    """The strong ETag of a read's answer: ``"r<revision>-<digest>"``, the record's revision and
+    16 hex digits of the sha256 of ``body``. The revision alone does not tell two answers apart:
+    a historical read's ``currentRevision`` moves on while its revision stays, and the
+    ``managementMode`` changes with the registered managers. With the digest, two answers share
+    an ETag only when they are the same bytes, as a strong validator must (RFC 9110 8.8.1)."""
+    return f'"r{revision}-{hashlib.sha256(body).hexdigest()[:16]}"'
+
+
 def if_match_revision(header: str) -> int:
-    """The revision an ``If-Match`` header names: exactly one strong ETag from :func:`etag`."""
+    """The revision an ``If-Match`` header names: exactly one strong ETag from a read
+    (:func:`record_etag`) or an edit (:func:`etag`); the edit is conditional on that revision."""
     if _WEAK_ETAG.match(header):
         raise MvuError(Code.OPERATION, "If-Match needs a strong ETag: a weak one (W/...) never matches "
                                        "(RFC 9110 strong comparison)")
     match = _ETAG.match(header)
     if match is None:
-        raise MvuError(Code.OPERATION, 'If-Match takes one ETag "r<revision>" from a read')
+        raise MvuError(Code.OPERATION, 'If-Match takes one ETag "r<revision>" (or "r<revision>-<digest>") from '
+                                       "a read or an edit")
     return int(match.group(1))
 
 
-def json_response(data: Any, *, headers: dict[str, str] | None = None) -> Response:
+def none_match(header: str, current: str) -> bool:
+    """Whether an ``If-None-Match`` header matches the ``current`` ETag, so the answer is 304
+    (RFC 9110 13.1.2): ``*``, or a list of entity-tags one of which equals ``current`` by the
+    weak comparison (``W/"x"`` matches ``"x"``). A header that is not such a list matches nothing:
+    it is ignored, and the answer is the full one."""
+    if header.strip(" \t") == "*":
+        return True
+    opaque = current.removeprefix("W/")
+    matched, position, size = False, 0, len(header)
+    while True:
+        while position < size and header[position] in " \t,":  # a list may hold empty elements
+            position += 1
+        if position == size:
+            return matched
+        tag = _ENTITY_TAG.match(header, position)
+        if tag is None or (tag.end() < size and header[tag.end()] != ","):
+            return False
+        matched = matched or tag.group(2) == opaque
+        position = tag.end()
+
+
+def json_text(data: Any) -> str:
     """Compact JSON, non-ASCII as is (the service's ``to_json()`` output is already camelCase)."""
-    return Response(json.dumps(data, ensure_ascii=False, separators=(",", ":")), media_type="application/json",
-                    headers=headers)
+    return json.dumps(data, ensure_ascii=False, separators=(",", ":"))
+
+
+def json_response(data: Any, *, headers: dict[str, str] | None = None) -> Response:
+    """:func:`json_text` as an ``application/json`` answer."""
+    return Response(json_text(data), media_type="application/json", headers=headers)

@@ -24,8 +24,9 @@ _T = TypeVar("_T")
 
 _HEADERS = [
     {"name": "If-Match", "in": "header", "required": False,
-     "description": 'Alternative to expectedRevision: the ETag `"r<revision>"` read before',
-     "schema": {"type": "string", "pattern": '^"r[0-9]+"$'}},
+     "description": 'Alternative to expectedRevision: the ETag a read gave (`"r<revision>-<digest>"`), or '
+                    '`"r<revision>"`; the revision in it guards the edit',
+     "schema": {"type": "string", "pattern": '^"r[0-9]+(-[0-9a-f]{16})?"$'}},
     {"name": "Idempotency-Key", "in": "header", "required": False,
      "description": "Alternative to operationId",
      "schema": {"type": "string", "minLength": 1, "maxLength": MAX_OPERATION_ID}},

@@ -32,6 +32,9 @@ class Dialect:
     """The database is a file beside the program (SQLite): opening it may create it."""
     begin: str | None
     """What the writer runs to open a transaction (None: the driver begins one implicitly)."""
+    read_begin: str | None
+    """What a reader runs first so that its statements see one snapshot (None: the driver
+    begins a transaction implicitly)."""
     locks_ledger_row: bool
     """Whether writers serialise on the ledger's usage row (SQLite's ``begin`` already does)."""
     snapshot_isolation: str | None
@@ -53,6 +56,8 @@ SQLITE = Dialect(
     embedded=True,
     # Take the write lock up front (see engine.py).
     begin="BEGIN IMMEDIATE",
+    # Deferred: under WAL a reader never waits for the writer.
+    read_begin="BEGIN",
     locks_ledger_row=False,
     snapshot_isolation=None,
     migration_lock=None,
@@ -67,6 +72,7 @@ POSTGRESQL = Dialect(
     name="postgresql",
     embedded=False,
     begin=None,
+    read_begin=None,
     locks_ledger_row=True,
     snapshot_isolation="REPEATABLE READ",
     migration_lock="SELECT pg_advisory_xact_lock(7243019)",

@@ -216,22 +216,23 @@ class HostSessions(Store):
 
     async def host_session_tail(self, session_id: str, after_seq: int) -> StoredTail | None:
         """The header and the events after ``after_seq``, in one reader round trip."""
+        return await self.read_rows(lambda rows: self.host_session_tail_in(rows, session_id, after_seq))
 
-        def run(rows: ReadRows) -> StoredTail | None:
-            row = rows.one(_HEADER, session_id=session_id)
-            if row is None:
-                return None
-            stored = _stored(row)
-            if after_seq < 0 or after_seq > stored.last_seq:
-                # From the start; or from an event the session does not have: no base, every event.
-                base = header_fingerprint(stored.header) if after_seq < 0 else None
-                return StoredTail(stored, base,
-                                  tuple(_event(e) for e in rows.all(_EVENTS_FROM, session_id=session_id, first=0)))
-            found = rows.all(_EVENTS_FROM, session_id=session_id, first=after_seq)
-            base = found[0]["fingerprint"] if found and int(found[0]["seq"]) == after_seq else None
-            return StoredTail(stored, base, tuple(_event(e) for e in found[1:]))
-
-        return await self.read_rows(run)
+    @staticmethod
+    def host_session_tail_in(rows: ReadRows, session_id: str, after_seq: int) -> StoredTail | None:
+        """:meth:`host_session_tail` inside a round trip that reads more (the service's reads)."""
+        row = rows.one(_HEADER, session_id=session_id)
+        if row is None:
+            return None
+        stored = _stored(row)
+        if after_seq < 0 or after_seq > stored.last_seq:
+            # From the start; or from an event the session does not have: no base, every event.
+            base = header_fingerprint(stored.header) if after_seq < 0 else None
+            return StoredTail(stored, base,
+                              tuple(_event(e) for e in rows.all(_EVENTS_FROM, session_id=session_id, first=0)))
+        found = rows.all(_EVENTS_FROM, session_id=session_id, first=after_seq)
+        base = found[0]["fingerprint"] if found and int(found[0]["seq"]) == after_seq else None
+        return StoredTail(stored, base, tuple(_event(e) for e in found[1:]))
 
     async def host_session_ids(self) -> list[str]:
         return [row["id"] for row in await self.read_all(_SESSION_IDS)]

@@ -102,6 +102,37 @@ class Head:
 
 
 @dataclass(frozen=True, slots=True)
+class StoredTemplate:
+    """A template's definition as stored: its content hash and canonical JSON text."""
+
+    definition_hash: str
+    body: str
+
+
+@dataclass(frozen=True, slots=True)
+class SessionRows:
+    """What the ledger holds for a session's read, from one round trip (:meth:`Views.session_rows`)."""
+
+    session_id: str
+    seed_pending: bool
+    """Whether an uninstalled seed targets the session."""
+    selected: bool
+    """Whether the session ever selected (or unselected) a card."""
+    template_id: str | None
+    """The template it selected."""
+    templates: dict[str, StoredTemplate | None]
+    """The selected template and every other one asked for, by id (None: no such template)."""
+    instances: tuple[ResourceRecord, ...]
+    """The session's instances, in creation order."""
+    shared: tuple[ResourceRecord, ...]
+    """Every shared, configured and copy resource, in creation order."""
+    legacy_digest: str | None
+    """The sha256 of the legacy file asked for, None without one."""
+    heads: dict[str, Head]
+    """The current state of each resource above that was asked for, by id."""
+
+
+@dataclass(frozen=True, slots=True)
 class CommitRequest:
     """One state write (or a failure receipt, ``kind='failed'``, that claims the next revision
     as every commit does but leaves the head and its variables alone, as the original does).

@@ -9,6 +9,7 @@
 ``sessions.py``    selections, activation boundaries, templates, legacy files
 ``seeds.py``       fork / swipe / retry tickets: capture and install
 ``facts.py``       the bounded facts store and the usage counters
+``views.py``       what a session's read needs, gathered in one round trip
 ``host_sessions``  the store-backed host's sessions and events (outside the budget)
 =================  ==========================================================================
 
@@ -20,7 +21,8 @@ example ``set_activation`` or ``insert_resource``) in theirs. Composition would 
 public method written twice (the part's and the forwarding one) and the steps passed around;
 with mixins each method is written once, in the module of its concern, and ``Ledger`` is the
 sum. A part depends only on ``Store``, except ``Seeds``, which builds on ``Resources`` and
-``Sessions`` because installing a seed forks and activates.
+``Sessions`` because installing a seed forks and activates, and ``Views``, which reads what all
+of them store.
 """
 
 from __future__ import annotations
@@ -32,7 +34,7 @@ from mvu_store.ledger.facts import Facts
 from mvu_store.ledger.host_sessions import HostSessions
 from mvu_store.ledger.query import Query
 from mvu_store.ledger.records import Finding
-from mvu_store.ledger.seeds import Seeds
+from mvu_store.ledger.views import Views
 
 _FINDINGS = Query(
     "audit-findings",
@@ -40,7 +42,7 @@ _FINDINGS = Query(
 )
 
 
-class Ledger(Commits, Seeds, Facts, HostSessions):
+class Ledger(Commits, Views, Facts, HostSessions):
     """One budget domain of the store. Create with :func:`mvu_store.ledger.open_ledger`."""
 
     async def audit(self) -> list[Finding]:

@@ -51,10 +51,6 @@ _HEAD = Query(
     .join(t.blobs, and_(_b.ledger_id == _r.ledger_id, _b.hash == _r.head_hash))
     .where(_r.ledger_id == LEDGER, _r.id == bindparam("id")),
 )
-_BLOBS = Query(
-    "blobs",
-    lambda: select(_b.hash, _b.body).where(_b.ledger_id == LEDGER, _b.hash.in_(bindparam("hashes", expanding=True))),
-)
 _CHECKPOINT = Query(
     "checkpoint",
     lambda: select(*columns(t.checkpoints, CheckpointRecord)).where(
@@ -225,8 +221,8 @@ class Resources(Store):
         self, *, session_id: str | None = None, kinds: tuple[str, ...] | None = None
     ) -> list[ResourceRecord]:
         """Resources in creation order; ``session_id`` keeps an instance session's, ``kinds`` some kinds."""
-        query = _resources_query(session_id is not None, kinds is not None)
-        rows = await self.read_all(query, session_id=session_id, kinds=list(kinds or ()))
+        query = _resources_query(session_id is not None, None if kinds is None else tuple(sorted(set(kinds))))
+        rows = await self.read_all(query, session_id=session_id)
         return [record(ResourceRecord, row) for row in rows]
 
     async def _require(self, resource_id: str) -> ResourceRecord:
@@ -254,8 +250,11 @@ class Resources(Store):
         wanted = sorted(set(hashes))
         if not wanted:
             return {}
-        rows = await self.read_all(_BLOBS, hashes=wanted)
-        return {row["hash"]: json.loads(row["body"]) for row in rows}
+
+        def read(rows: ReadRows) -> dict[str, JsonValue]:
+            return {blob_hash: json.loads(body) for blob_hash, body in blob_bodies(rows, wanted).items()}
+
+        return await self.read_rows(read)
 
     async def versions(self, resource_id: str, *, include_lineage: bool = True,
                        after_position: int | None = None) -> list[VersionRecord]:
@@ -294,16 +293,44 @@ def _select_resources() -> Any:
 
 
 @functools.cache
-def _resources_query(by_session: bool, by_kind: bool) -> Query:
+def _resources_query(by_session: bool, kinds: tuple[str, ...] | None) -> Query:
     def build() -> Any:
         query = _select_resources().order_by(_r.position)
         if by_session:
             query = query.where(_r.session_id == bindparam("session_id"))
-        if by_kind:
-            query = query.where(_r.kind.in_(bindparam("kinds", expanding=True)))
+        if kinds is not None:
+            query = query.where(_r.kind.in_([bindparam(f"kind_{n}", kind) for n, kind in enumerate(kinds)]))
         return query
 
-    return Query(f"resources:{by_session}:{by_kind}", build)
+    return Query(f"resources:{by_session}:{','.join(kinds) if kinds is not None else '*'}", build)
+
+
+def blob_bodies(rows: ReadRows, hashes: list[str]) -> dict[str, str]:
+    """The stored text of each blob in ``hashes`` that exists, by hash (inside one round trip)."""
+    found: dict[str, str] = {}
+    for start in range(0, len(hashes), _MAX_BLOBS_QUERY):
+        chunk = hashes[start:start + _MAX_BLOBS_QUERY]
+        size = _blobs_query_size(len(chunk))
+        # The query's last binds repeat the last hash: IN does not mind duplicates.
+        binds = {f"hash_{n}": chunk[min(n, len(chunk) - 1)] for n in range(size)}
+        found.update((row["hash"], row["body"]) for row in rows.all(_blobs_query(size), **binds))
+    return found
+
+
+# Blobs are looked up in chunks of up to this many hashes, with one query per power of two up to
+# it (a list of any length costs one compiled statement of the next size, not one per length).
+_MAX_BLOBS_QUERY = 256
+
+
+def _blobs_query_size(count: int) -> int:
+    return 1 << max(count - 1, 0).bit_length()
+
+
+@functools.cache
+def _blobs_query(size: int) -> Query:
+    """The blobs whose hash is one of ``:hash_0`` ... ``:hash_<size - 1>``."""
+    return Query(f"blobs:{size}", lambda: select(_b.hash, _b.body).where(
+        _b.ledger_id == LEDGER, _b.hash.in_([bindparam(f"hash_{n}") for n in range(size)])))
 
 
 @functools.cache

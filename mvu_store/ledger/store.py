@@ -28,7 +28,7 @@ from mvu_store.ledger.blob import Blob
 from mvu_store.ledger.dialect import dialect_of, translated
 from mvu_store.ledger.engine import lock_conninfo
 from mvu_store.ledger.locks import AdvisoryLocks, DatabaseLocks, FileLocks, SessionLocks
-from mvu_store.ledger.query import LEDGER, Query, ReadRows, Row
+from mvu_store.ledger.query import LEDGER, Query, ReadRows, Row, Statements
 from mvu_store.ledger.records import Usage
 from mvu_store.ledger.rows import columns
 from mvu_store.ledger.writer import Writer, WriteTx
@@ -62,6 +62,7 @@ class Store:
         self._writer_engine = writer_engine
         self._reader_engine = reader_engine
         self._writer = Writer(writer_engine, ledger_id, self._settle, serialize=self._serialize)
+        self._read_statements = Statements(reader_engine.dialect)
         self._put_blob = Query(
             "insert-ignore:blobs", lambda: self._dialect.insert_ignore(t.blobs), _column_names(t.blobs)
         )
@@ -135,9 +136,40 @@ class Store:
         with translated():
             return await asyncio.to_thread(run)
 
-    async def read_rows(self, work: Callable[[ReadRows], T]) -> T:
-        """:meth:`read` with the connection as :class:`ReadRows` (queries by name, rows by column)."""
-        return await self.read(lambda connection: work(ReadRows(connection, self.ledger_id)))
+    async def read_rows(self, work: Callable[[ReadRows], T], *, brief: bool = False) -> T:
+        """Run ``work`` on a reader's raw cursor, as :class:`ReadRows` (queries by name, rows by
+        column), off the loop: one round trip for all the statements ``work`` runs.
+
+        On SQLite they see one snapshot (the reader's ``BEGIN``); on PostgreSQL each sees what was
+        committed when it started. Driver errors are translated as in :meth:`read`.
+
+        ``brief``: ``work`` is a few lookups by key (a session's read). On SQLite, a local file
+        whose readers never wait for the writer, it then runs on the event loop itself: a thread
+        hop costs more than such a read, and reader threads take the GIL from the loop in the
+        middle of its work (16 concurrent reads ran 1.6 times as fast on the loop). A server
+        database is always waited for off the loop.
+        """
+        if self._closed:
+            raise MvuError(Code.DISPOSED, "the ledger is closed")
+        with translated():
+            if brief and self._dialect.embedded:
+                return self._read_rows(work)
+            return await asyncio.to_thread(self._read_rows, work)
+
+    def _read_rows(self, work: Callable[[ReadRows], T]) -> T:
+        connection = self._reader_engine.raw_connection()
+        try:
+            cursor = connection.cursor()
+            try:
+                if self._dialect.read_begin is not None:
+                    cursor.execute(self._dialect.read_begin)
+                return work(ReadRows(cursor, self._read_statements, self.ledger_id))
+            finally:
+                cursor.close()
+        finally:
+            # Back to the pool, whose reset rolls the read's transaction back (and drops a
+            # connection that cannot).
+            connection.close()
 
     async def read_one(self, query: Query, **params: Any) -> Row | None:
         return await self.read_rows(lambda rows: rows.one(query, **params))

@@ -35,6 +35,7 @@ from mvu_store.service.templates import (
     instance_definition,
     template_record,
 )
+from mvu_store.service.views import LedgerReads, SessionView
 
 Ingest = Callable[[str, SessionLog, Signal | None, Lease], Awaitable[Any]]
 """Apply a session's completed turns not yet processed (the pipeline's ``ingest_locked``)."""
@@ -160,11 +161,12 @@ class Allocation:
         if ledger.resource_exists(tx, existing):
             ledger.set_activation(tx, existing, session_id, boundary)
 
-    async def active_templates(self, session_id: str) -> tuple[bool, list[dict[str, Any]]]:
+    async def active_templates(self, session_id: str,
+                               reads: LedgerReads | None = None) -> tuple[bool, list[dict[str, Any]]]:
         """Whether the session ever (un)selected a card, and the templates it instantiates: its
         selected card, and configured templates open to it (``'*'`` or its id) whose character,
-        if any, is the selected one."""
-        ledger = self._ctx.ledger
+        if any, is the selected one. ``reads``: where to look them up (the ledger by default)."""
+        ledger = reads or self._ctx.ledger
         selected, template_id = await ledger.selection(session_id)
         templates: list[dict[str, Any]] = []
         card = await ledger.template(template_id) if selected and template_id else None
@@ -183,15 +185,18 @@ class Allocation:
 
     # -- instances (I-2, I-3, L-1, F-5) -------------------------------------------------------------
 
-    async def instances(self, session_id: str, log: SessionLog, *, allocate: bool) -> list[Entry]:
+    async def instances(self, session_id: str, log: SessionLog, *, allocate: bool,
+                        reads: LedgerReads | None = None) -> list[Entry]:
         """The session's instances. With ``allocate`` the missing ones are created, exactly once;
-        without, nothing is written, but the refusals an allocation would meet are raised."""
+        without, nothing is written, but the refusals an allocation would meet are raised.
+        ``reads``: where to look rows up before any write (the ledger by default)."""
         ctx = self._ctx
-        if await ctx.ledger.seed_pending(session_id):
+        ledger = reads or ctx.ledger
+        if await ledger.seed_pending(session_id):
             raise MvuError(Code.SEED_PENDING, "state inheritance must finish before this session can use variables",
                            session_id=session_id)
-        rows = await ctx.ledger.resources(session_id=session_id, kinds=("instance",))
-        _, templates = await self.active_templates(session_id)
+        rows = await ledger.resources(session_id=session_id, kinds=("instance",))
+        _, templates = await self.active_templates(session_id, reads)
         if not templates:
             return [await ctx.catalog.entry_of(row) for row in rows]
         snapshot = log.snapshot()
@@ -210,7 +215,7 @@ class Allocation:
             if resource_id in known:
                 continue
             if legacy is None:
-                legacy = await ctx.catalog.legacy()
+                legacy = await ctx.catalog.legacy(reads)
                 boundaries = await ctx.ledger.activations(session_id)
             self.check_allocatable(template["id"], snapshot, legacy)
             if allocate:
@@ -241,15 +246,18 @@ class Allocation:
         await ctx.locked(session_id, work)
         return await ctx.catalog.entry(resource_id)
 
-    async def session_entries(self, session_id: str, log: SessionLog | None, *, allocate: bool) -> list[Entry]:
+    async def session_entries(self, session_id: str, log: SessionLog | None, *, allocate: bool,
+                              view: SessionView | None = None) -> list[Entry]:
         """Every resource the session may use: its instances, then shared and configured ones
-        (without ``allocate``, those still to create as :attr:`Entry.initial`)."""
-        instances = await self.instances(session_id, log, allocate=allocate) if log is not None else None
+        (without ``allocate``, those still to create as :attr:`Entry.initial`). A read (never
+        ``allocate``: a view is a snapshot, and an allocation changes it) passes the session's
+        ``view``."""
+        instances = await self.instances(session_id, log, allocate=allocate, reads=view) if log is not None else None
         planned = [] if allocate else await self.unallocated_shared()
         if allocate:
             await self.ensure_shared()
         scope = Scope(session_id=session_id)
-        entries = await self._ctx.catalog.entries(session_id=session_id, instances=instances) + planned
+        entries = await self._ctx.catalog.entries(session_id=session_id, instances=instances, reads=view) + planned
         return [entry for entry in entries if entry.accessible(scope)]
 
     @staticmethod

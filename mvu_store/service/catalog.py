@@ -6,6 +6,7 @@ the life of the process: a read of a resource costs its row, not its definition 
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from typing import Any
 
@@ -16,6 +17,7 @@ from mvu_store.ledger.records import ResourceRecord
 from mvu_store.service.bounded import BoundedCache
 from mvu_store.service.legacy import CAPABILITIES, LEGACY_FILE, LegacyResource, parse_legacy
 from mvu_store.service.models import Scope, storable
+from mvu_store.service.views import LedgerReads
 
 _DEFINITION_CACHE = 4096
 
@@ -117,7 +119,14 @@ class Catalog:
         cached = self._definitions.get(definition_hash)
         if cached is not None:
             return cached
-        body = await self._ledger.blob(definition_hash)
+        return self._keep(definition_hash, await self._ledger.blob(definition_hash))
+
+    def known_definition(self, definition_hash: str, body: str) -> dict[str, Any]:
+        """The definition stored as ``body`` (its canonical text, read with its hash)."""
+        cached = self._definitions.get(definition_hash)
+        return cached if cached is not None else self._keep(definition_hash, json.loads(body))
+
+    def _keep(self, definition_hash: str, body: JsonValue) -> dict[str, Any]:
         definition = body if isinstance(body, dict) else {}
         self._definitions.put(definition_hash, definition)
         return definition
@@ -125,9 +134,10 @@ class Catalog:
     async def entry_of(self, row: ResourceRecord) -> Entry:
         return Entry(row.id, await self.definition(row.definition_hash), row=row)
 
-    async def legacy(self) -> dict[str, LegacyResource]:
-        """The legacy file's records (parsed once per distinct file)."""
-        digest = await self._ledger.legacy_digest(LEGACY_FILE)
+    async def legacy(self, reads: LedgerReads | None = None) -> dict[str, LegacyResource]:
+        """The legacy file's records (parsed once per distinct file); ``reads``: where to look up
+        its digest (the ledger by default)."""
+        digest = await (reads or self._ledger).legacy_digest(LEGACY_FILE)
         if digest is None:
             return {}
         if self._legacy is None or self._legacy[0] != digest:
@@ -144,22 +154,25 @@ class Catalog:
         legacy = (await self.legacy()).get(resource_id)
         return Entry(resource_id, legacy.definition, legacy=legacy) if legacy is not None else None
 
-    async def entries(self, *, session_id: str | None = None, instances: list[Entry] | None = None) -> list[Entry]:
+    async def entries(self, *, session_id: str | None = None, instances: list[Entry] | None = None,
+                      reads: LedgerReads | None = None) -> list[Entry]:
         """Resources a session may see (its instances and every non-instance resource), or all.
 
-        ``instances``: the session's instances, when the caller has just read them.
+        ``instances``: the session's instances, when the caller has just read them; ``reads``:
+        where to look rows up (the ledger by default).
         """
+        ledger = reads or self._ledger
         listed: list[Entry] = []
         if session_id is None:
             rows = await self._ledger.resources()
         elif instances is None:
-            rows = await self._ledger.resources(session_id=session_id, kinds=("instance",))
+            rows = await ledger.resources(session_id=session_id, kinds=("instance",))
         else:
             listed, rows = list(instances), []
         if session_id is not None:
-            rows += await self._ledger.resources(kinds=("shared", "configured", "copy"))
+            rows += await ledger.resources(kinds=("shared", "configured", "copy"))
         entries = listed + [await self.entry_of(row) for row in rows]
         known = {entry.id for entry in entries}
-        entries += [Entry(legacy.id, legacy.definition, legacy=legacy) for legacy in (await self.legacy()).values()
-                    if legacy.id not in known]
+        entries += [Entry(legacy.id, legacy.definition, legacy=legacy)
+                    for legacy in (await self.legacy(reads)).values() if legacy.id not in known]
         return entries

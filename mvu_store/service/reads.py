@@ -8,6 +8,7 @@ which costs only what changed since the last check.
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from typing import Any
 
 from mvu_store.errors import Code, MvuError
@@ -25,6 +26,7 @@ from mvu_store.service.models import (
     parse_scope,
 )
 from mvu_store.service.verification import Logs
+from mvu_store.service.views import SessionView
 
 # Why a record's content cannot be read now (P-2, I-3); the management list still shows the record.
 _HISTORY_REFUSALS = frozenset({Code.HISTORY_UNAVAILABLE.value, Code.HISTORY_CHANGED.value,
@@ -50,18 +52,23 @@ class Reads:
         parsed = parse_scope(scope)
         if parsed.session_id is not None:
             logs: Logs = {}
-            entries = await self._session_entries(parsed.session_id, logs)
-            return [await self.record(entry, parsed, logs) for entry in entries if entry.accessible(parsed)]
+            entries, view = await self._session_entries(parsed.session_id, logs, heads=None)
+            return [await self.record(entry, parsed, logs, view) for entry in entries if entry.accessible(parsed)]
         # The management view lists every record, even one whose session's history broke: it
         # shows that record without content and with the refusal as its source error.
         entries = await self._ctx.catalog.entries() + await self._allocation.unallocated_shared()
         return [await self._listed(entry, parsed) for entry in entries]
 
-    async def _session_entries(self, session_id: str, logs: Logs) -> list[Entry]:
-        """The session's resources, instances still to allocate included (as :class:`Entry.initial`)."""
-        log = await self._ctx.sessions.log(session_id)
+    async def _session_entries(self, session_id: str, logs: Logs,
+                               heads: Collection[str] | None) -> tuple[list[Entry], SessionView]:
+        """The session's resources, instances still to allocate included (as :class:`Entry.initial`),
+        and the view they were read from, with the head states of ``heads`` (None: of all)."""
+        ctx = self._ctx
+        log, rows = await ctx.sessions.log_with(session_id, ctx.ledger,
+                                                SessionView.reader(session_id, configs=ctx.configs, heads=heads))
         logs[session_id] = log
-        return await self._allocation.session_entries(session_id, log, allocate=False)
+        view = SessionView(ctx.ledger, rows, ctx.catalog.known_definition)
+        return await self._allocation.session_entries(session_id, log, allocate=False, view=view), view
 
     async def _listed(self, entry: Entry, scope: Scope) -> StateRecord:
         try:
@@ -80,17 +87,19 @@ class Reads:
         parsed = parse_scope(scope)
         if not isinstance(resource_id, str):
             raise MvuError(Code.MISSING, "id must be a string")
-        entry, logs = await self._accessible(resource_id, parsed)
-        return await self.record(entry, parsed, logs) if entry is not None else None
+        entry, logs, view = await self._accessible(resource_id, parsed)
+        return await self.record(entry, parsed, logs, view) if entry is not None else None
 
-    async def _accessible(self, resource_id: str, scope: Scope) -> tuple[Entry | None, Logs]:
-        """The resource, if ``scope`` may read it; a session's reads meet its refusals first."""
+    async def _accessible(self, resource_id: str, scope: Scope) -> tuple[Entry | None, Logs, SessionView | None]:
+        """The resource, if ``scope`` may read it, and the session's view it was found in (if
+        any); a session's reads meet its refusals first."""
         blocked: MvuError | None = None
         logs: Logs = {}
         entry: Entry | None = None
+        view: SessionView | None = None
         if scope.session_id is not None:
             try:
-                listed = await self._session_entries(scope.session_id, logs)
+                listed, view = await self._session_entries(scope.session_id, logs, heads=(resource_id,))
                 entry = next((item for item in listed if item.id == resource_id), None)
             except MvuError as error:
                 # A session bound to legacy state allocates nothing, yet its legacy record stays
@@ -106,10 +115,12 @@ class Reads:
             raise blocked
         if entry is not None:
             entry.require_access(scope)
-        return entry, logs
+        return entry, logs, view
 
-    async def record(self, entry: Entry, scope: Scope, logs: Logs | None = None) -> StateRecord:
-        """The record of ``entry`` in ``scope`` (A: the record shape; A-2: historical reads)."""
+    async def record(self, entry: Entry, scope: Scope, logs: Logs | None = None,
+                     view: SessionView | None = None) -> StateRecord:
+        """The record of ``entry`` in ``scope`` (A: the record shape; A-2: historical reads);
+        ``view``: the session's view ``entry`` was read from (its head state comes from there)."""
         ctx = self._ctx
         common: dict[str, Any] = {
             "id": entry.id, "name": entry.name, "scope": scope.to_json(),
@@ -140,7 +151,7 @@ class Reads:
             return StateRecord(**common, content=entry.initial, revision=0, current_revision=0,
                                historical=scope.historical, version_key=None)
         if not scope.historical:
-            head = await ctx.ledger.head(entry.id)
+            head = await (view or ctx.ledger).head(entry.id)
             return StateRecord(**common, content=head.variables, revision=head.revision,
                                current_revision=head.revision, historical=False, version_key=head.version_key)
         version = _historical_version(entry, versions, scope)
@@ -221,7 +232,7 @@ class Reads:
             raise MvuError(Code.OPERATION, "turn must be a non-negative integer")
         if not isinstance(resource_id, str):
             raise MvuError(Code.MISSING, "id must be a string")
-        entry, logs = await self._accessible(resource_id, parsed)
+        entry, logs, _ = await self._accessible(resource_id, parsed)
         if entry is None or entry.row is None or entry.initial is not None:
             return None
         await self._ctx.verifier.check(entry, logs)

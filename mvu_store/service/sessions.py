@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import asyncio
 import weakref
+from collections.abc import Callable
+from typing import Protocol, TypeVar, runtime_checkable
 
 from mvu_store.host import (
     Host,
@@ -26,12 +28,15 @@ from mvu_store.host import (
     header_fingerprint,
     tail_of,
 )
+from mvu_store.ledger import Ledger
+from mvu_store.ledger.query import ReadRows
 from mvu_store.service.bounded import BoundedCache
 from mvu_store.service.turns import Reply, ReplyParser, seed_boundary
 
 # Sessions whose copy is kept; the least recently used beyond this is dropped (and rebuilt from
 # a full inspection, with a full re-check, if it is used again).
 DEFAULT_CAPACITY = 512
+T = TypeVar("T")
 
 
 class SessionLog:
@@ -105,42 +110,79 @@ class SessionLog:
         self._snapshot = None
 
 
+@runtime_checkable
+class LedgerHost(Protocol):
+    """A host whose sessions are in a ledger's own tables (``StoreHost``): it reads a session's
+    new events inside a round trip of that ledger, so a read gets them with its rows in one."""
+
+    @property
+    def ledger(self) -> Ledger: ...
+
+    def read_tail(self, rows: ReadRows, session_id: str, after_seq: int) -> SessionTail | None: ...
+
+
 class SessionCache:
     """The :class:`SessionLog` of each session in use, kept in step with the host."""
 
     def __init__(self, host: Host, *, capacity: int = DEFAULT_CAPACITY) -> None:
         self._host = host
+        # Asked once: a runtime protocol check walks the protocol's members every time.
+        self._incremental = host if isinstance(host, IncrementalHost) else None
+        self._ledger_host = host if isinstance(host, LedgerHost) else None
         self._logs: BoundedCache[str, SessionLog] = BoundedCache(capacity)
         self._locks: weakref.WeakValueDictionary[str, asyncio.Lock] = weakref.WeakValueDictionary()
         self._generation = 0
 
     async def log(self, session_id: str) -> SessionLog | None:
         """The session as the host has it now (None when the host has no such session)."""
+        async with self._lock(session_id):
+            cached = self._logs.get(session_id)
+            tail = await self._tail(session_id, cached.last_seq if cached is not None else -1)
+            return await self._take(session_id, cached, tail)
+
+    async def log_with(self, session_id: str, ledger: Ledger,
+                       work: Callable[[ReadRows], T]) -> tuple[SessionLog | None, T]:
+        """:meth:`log`, then ``ledger.read_rows(work)``: in one round trip when the host keeps its
+        sessions in ``ledger`` (a :class:`LedgerHost`), the session's new events read first.
+        ``work`` is a few lookups by key: once the session's log is kept here (so that only its
+        new events are read), the round trip is ``brief``."""
+        host = self._ledger_host
+        if host is None or host.ledger is not ledger:
+            return await self.log(session_id), await ledger.read_rows(work, brief=True)
+        async with self._lock(session_id):
+            cached = self._logs.get(session_id)
+            after_seq = cached.last_seq if cached is not None else -1
+            tail, result = await ledger.read_rows(lambda rows: (host.read_tail(rows, session_id, after_seq),
+                                                                work(rows)), brief=cached is not None)
+            return await self._take(session_id, cached, tail), result
+
+    def _lock(self, session_id: str) -> asyncio.Lock:
         lock = self._locks.get(session_id)
         if lock is None:
             lock = self._locks[session_id] = asyncio.Lock()
-        async with lock:
-            cached = self._logs.get(session_id)
-            tail = await self._tail(session_id, cached.last_seq if cached is not None else -1)
-            if cached is not None and tail is not None and not cached.extend(tail):
-                # Something before the log's end changed: start again from the whole session.
-                tail = await self._tail(session_id, -1)
-                cached = None
-            if tail is None:
-                self._logs.pop(session_id)
-                return None
-            if cached is None:
-                self._generation += 1
-                cached = SessionLog(tail, self._generation)
-            self._logs.put(session_id, cached)
-            return cached
+        return lock
+
+    async def _take(self, session_id: str, cached: SessionLog | None, tail: SessionTail | None) -> SessionLog | None:
+        """The log after the host answered ``tail`` for the events after ``cached`` (under the lock)."""
+        if cached is not None and tail is not None and not cached.extend(tail):
+            # Something before the log's end changed: start again from the whole session.
+            tail = await self._tail(session_id, -1)
+            cached = None
+        if tail is None:
+            self._logs.pop(session_id)
+            return None
+        if cached is None:
+            self._generation += 1
+            cached = SessionLog(tail, self._generation)
+        self._logs.put(session_id, cached)
+        return cached
 
     async def snapshot(self, session_id: str) -> SessionSnapshot | None:
         log = await self.log(session_id)
         return log.snapshot() if log is not None else None
 
     async def _tail(self, session_id: str, after_seq: int) -> SessionTail | None:
-        if isinstance(self._host, IncrementalHost):
-            return await self._host.inspect_since(session_id, after_seq)
+        if self._incremental is not None:
+            return await self._incremental.inspect_since(session_id, after_seq)
         snapshot = await self._host.inspect(session_id)
         return tail_of(snapshot, after_seq) if snapshot is not None else None

@@ -43,6 +43,10 @@ class _Checked:
     """The generation of each session log the versions were checked against."""
     keys: dict[str, str | None] = field(default_factory=dict)
     """Every version seen (own and inherited): key -> text fingerprint."""
+    row: tuple[int, int] | None = None
+    """The (position, revision) of the resource row read before the last check's versions:
+    while the row is the same and at that revision, no version was written since (every
+    version claims a revision)."""
 
 
 class Verifier:
@@ -69,6 +73,10 @@ class Verifier:
             current = session_identity(own_log.snapshot() if own_log is not None else None, own)
             if not json_equal(identity, current):
                 raise MvuError(Code.SESSION_IDENTITY, "the instance's durable session identity changed", id=entry.id)
+        if entry.initial is not None:
+            return {}  # not allocated yet: no version can exist
+        assert entry.row is not None
+        row = (entry.row.position, entry.row.revision)
         state = self._checked.get(entry.id)
         if state is not None:
             for session_id, generation in state.generations.items():
@@ -76,6 +84,8 @@ class Verifier:
                 if log is None or log.generation != generation:
                     state = None  # an earlier part of that session changed: check everything again
                     break
+        if state is not None and state.row == row:
+            return state.keys  # nothing written since, checked against the same session logs
         if state is None:
             state = _Checked()
             versions = await self._ledger.versions(entry.id)
@@ -100,6 +110,7 @@ class Verifier:
             assert own_log is not None
             generations.setdefault(own, own_log.generation)
         state.generations.update(generations)
+        state.row = row
         for version in versions:
             state.keys[version.key] = version.fingerprint
             if not version.inherited:

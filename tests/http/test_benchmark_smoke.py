@@ -18,6 +18,7 @@ def test_quick_http_benchmark_prints_its_figures_as_json_on_its_last_line() -> N
     lines = done.stdout.strip().splitlines()
     assert len(lines) > 1, "human lines come before the JSON"
     figures = json.loads(lines[-1])
-    for key in ("update_rps", "read_rps", "inprocess_update_rps", "ratio_update"):
+    for key in ("update_rps", "read_rps", "inprocess_update_rps", "ratio_update", "turns_per_s_http",
+                "inprocess_turns_per_s", "ratio_turn_http"):
         assert isinstance(figures[key], int | float) and figures[key] > 0, key
     assert (figures["clients"], figures["server_exit"], figures["quick"]) == (16, 0, True)

@@ -89,7 +89,7 @@ async def test_a_real_request_from_a_listed_origin_still_needs_the_token_and_is_
     assert answered.status_code == 200 and answered.json() == {"id": "mvu:x", "revision": 3}
     assert answered.headers["access-control-allow-origin"] == APP_ORIGIN
     assert listed(answered.headers["access-control-expose-headers"]) == {"etag", "idempotent-replayed", "retry-after"}
-    assert answered.headers["etag"] == '"r3"' and "origin" in listed(answered.headers["vary"])
+    assert answered.headers["etag"].startswith('"r3-') and "origin" in listed(answered.headers["vary"])
     assert service.reads == 1
 
 

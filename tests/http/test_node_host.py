@@ -57,7 +57,7 @@ def test_the_node_host_plays_a_whole_chat_and_reports_what_the_server_holds(node
         read = client.get(f"{MVU}/resource", params={"id": last["instanceId"], "scope": q(scope(last["sessionId"]))})
         assert read.status_code == 200, read.text
         record = read.json()
-        assert record["revision"] == last["revision"] and read.headers["etag"] == f'"r{last["revision"]}"'
+        assert record["revision"] == last["revision"] and read.headers["etag"].startswith(f'"r{last["revision"]}-')
         # The swiped third reply, then the edit of gold, on the state after turn 2.
         assert record["content"]["stat_data"] == {"hp": 25, "max_hp": 30, "gold": 99, "pack": {"rope": 2, "bread": 1}}
         branch = client.get(f"{MVU}/sessions/{last['sessionId']}").json()

@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from mvu_store.ledger import CommitOutcome, CommitRequest, Ledger, NewResource
+from mvu_store.ledger.blob import Blob
 
 
 def manual(resource_id: str, revision: int, hp: int) -> CommitRequest:
@@ -74,14 +75,14 @@ async def test_blobs_returns_the_stored_states_in_one_read_and_leaves_missing_on
     hashes = [v.variables_hash for v in history]
     missing = "0" * 64
     reads = 0
-    read = ledger.read
+    read_rows = ledger.read_rows
 
     async def counted(work: Callable[[Any], Any]) -> Any:
         nonlocal reads
         reads += 1
-        return await read(work)
+        return await read_rows(work)
 
-    monkeypatch.setattr(ledger, "read", counted)
+    monkeypatch.setattr(ledger, "read_rows", counted)
     found = await ledger.blobs([*hashes, missing, hashes[0]])
 
     assert reads == 1
@@ -90,11 +91,32 @@ async def test_blobs_returns_the_stored_states_in_one_read_and_leaves_missing_on
                                                                                 strict=True)}
 
 
+async def test_blobs_of_more_hashes_than_one_statement_binds_are_all_found_in_one_read(
+    ledger: Ledger, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    states = [Blob.of({"stat_data": {"n": n}}) for n in range(600)]
+    await ledger.write(lambda tx: [ledger.put_blob(tx, blob) for blob in states])
+    reads = 0
+    read_rows = ledger.read_rows
+
+    async def counted(work: Callable[[Any], Any]) -> Any:
+        nonlocal reads
+        reads += 1
+        return await read_rows(work)
+
+    monkeypatch.setattr(ledger, "read_rows", counted)
+    for count in (1, 3, 256, 257, 600):
+        found = await ledger.blobs([blob.hash for blob in states[:count]])
+        assert found == {blob.hash: {"stat_data": {"n": n}} for n, blob in enumerate(states[:count])}
+    assert reads == 5
+
+
 async def test_blobs_of_nothing_reads_nothing(ledger: Ledger, monkeypatch: pytest.MonkeyPatch) -> None:
     async def refused(_work: Callable[[Any], Any]) -> Any:
         raise AssertionError("read")
 
     monkeypatch.setattr(ledger, "read", refused)
+    monkeypatch.setattr(ledger, "read_rows", refused)
     assert await ledger.blobs([]) == {}
 
 

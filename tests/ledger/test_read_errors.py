@@ -17,10 +17,11 @@ from typing import Any
 import psycopg
 import pytest
 import sqlalchemy.exc
-from sqlalchemy import Connection
+from sqlalchemy import Connection, text
 
 from mvu_store.errors import MvuError
 from mvu_store.ledger import Ledger, NewResource, open_ledger
+from mvu_store.ledger.query import Query, ReadRows
 
 ON_SQLITE = pytest.mark.parametrize("ledger_url", ["sqlite"], indirect=True)
 
@@ -117,7 +118,9 @@ async def test_every_public_read_whose_connection_fails_is_storage_busy(
         # What SQLAlchemy raises when the driver cannot give it a connection.
         raise sqlalchemy.exc.OperationalError("connect", None, driver_error)
 
+    # Reads take a Core connection (``read``) or a raw one (``read_rows``): both fail.
     monkeypatch.setattr(ledger._reader_engine, "connect", connect)
+    monkeypatch.setattr(ledger._reader_engine, "raw_connection", connect)
     for name, read in PUBLIC_READS.items():
         with pytest.raises(MvuError) as busy:
             await read(ledger)
@@ -150,3 +153,47 @@ async def test_a_read_whose_connection_is_lost_is_storage_busy_and_the_next_reco
         await ledger.read(lambda c: c.exec_driver_sql("SELECT pg_terminate_backend(pg_backend_pid())").all())
     assert lost.value.code == "MVU_STORAGE_BUSY"
     assert (await ledger.head("mvu:a")).revision == 0
+
+
+@pytest.mark.postgres
+@pytest.mark.parametrize("ledger_url", ["postgresql"], indirect=True)
+async def test_a_round_trip_whose_connection_is_lost_is_storage_busy_and_the_next_reconnects(ledger: Ledger) -> None:
+    await ledger.create_resource(NewResource(id="mvu:a", kind="instance", initial={}, definition={}))
+    terminate = Query("test-terminate", lambda: text("SELECT pg_terminate_backend(pg_backend_pid())"))
+    for _ in range(2):  # every pooled connection may be the one taken next
+        with pytest.raises(MvuError) as lost:
+            await ledger.read_rows(lambda rows: rows.all(terminate))
+        assert lost.value.code == "MVU_STORAGE_BUSY"
+        assert (await ledger.head("mvu:a")).revision == 0
+
+
+@ON_SQLITE
+@pytest.mark.parametrize("brief", [False, True])
+async def test_a_round_trip_on_a_damaged_database_is_storage_corrupt_on_the_loop_or_off_it(
+        ledger: Ledger, ledger_url: str, brief: bool) -> None:
+    findings = Query("test-findings", lambda: text("SELECT * FROM audit_findings WHERE ledger_id = :ledger_id"))
+    with contextlib.closing(sqlite3.connect(sqlite_path(ledger_url), isolation_level=None)) as outside:
+        outside.execute("DROP VIEW audit_findings")
+    with pytest.raises(MvuError) as corrupt:
+        await ledger.read_rows(lambda rows: rows.all(findings), brief=brief)
+    assert corrupt.value.code == "MVU_STORAGE_CORRUPT"
+
+
+@ON_SQLITE
+@pytest.mark.parametrize("brief", [False, True])
+async def test_the_statements_of_one_round_trip_see_one_snapshot(ledger: Ledger, ledger_url: str,
+                                                                 brief: bool) -> None:
+    usage = Query("test-usage", lambda: text("SELECT created_at FROM ledger WHERE ledger_id = :ledger_id"))
+    other = sqlite3.connect(sqlite_path(ledger_url), isolation_level=None, check_same_thread=False)
+
+    def work(rows: ReadRows) -> tuple[Any, Any]:
+        first = rows.one(usage)
+        other.execute("UPDATE ledger SET created_at = created_at + 1")  # committed after the first statement
+        return first, rows.one(usage)
+
+    try:
+        first, second = await ledger.read_rows(work, brief=brief)
+        assert first == second
+        assert await ledger.read_one(usage) != first  # the next round trip sees the commit
+    finally:
+        other.close()

@@ -14,6 +14,7 @@ from mvu_store.errors import MvuError
 from mvu_store.ledger import Ledger
 from mvu_store.memory_host import MemoryHost
 from mvu_store.service import MvuService
+from mvu_store.service.identity import instance_id
 from tests.service.support import HERO, INITVAR, SCHEMA, playing, revision, scope, stat_data
 
 HERO_TEMPLATE = "mvu:character-" + hashlib.sha256(b"hero").hexdigest()[:32]
@@ -23,6 +24,15 @@ BROKEN = {"character_id": "broken", "name": "Broken", "initvar": [INITVAR], "sch
 def expected_instance_id(template_id: str, session_id: str, created_at: Any) -> str:
     text = json.dumps([template_id, {"sessionId": session_id, "createdAt": created_at}], separators=(",", ":"))
     return "mvu:instance-" + hashlib.sha256(text.encode()).hexdigest()[:48]
+
+
+@pytest.mark.parametrize("created_at", [[1, 1.5, True, "1"], ["x", {"at": 1}, None]])
+def test_an_instance_id_is_the_originals_for_each_created_at_however_often_it_is_asked(created_at: list[Any]) -> None:
+    # Python takes 1, 1.0 and True for one key; their JSON texts, and so their ids, differ.
+    for _ in range(2):
+        ids = [instance_id(HERO_TEMPLATE, {"sessionId": "s1", "createdAt": value}) for value in created_at]
+        assert ids == [expected_instance_id(HERO_TEMPLATE, "s1", value) for value in created_at]
+    assert len(set(ids)) == len(ids)
 
 
 async def expect_code(code: str, call: Any) -> MvuError:

@@ -1,0 +1,104 @@
+"""A session's ledger rows from one round trip, answering the lookups a read makes.
+
+The parts that list a session's resources (:mod:`allocation`, :mod:`catalog`) ask their
+questions through :class:`LedgerReads`. The ledger is one; a :class:`SessionView` is another: it
+answers from the rows :meth:`~mvu_store.ledger.Ledger.session_rows_in` read in one round trip
+(with the session's new events, when the host keeps them in the ledger), and asks the ledger only
+what those rows cannot tell (another session, a template nobody asked for).
+So a read costs one round trip instead of one per lookup, and every answer comes from one
+snapshot. A view is read afresh for every call and serves reads only: a write that allocates
+reads the ledger again after it wrote.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Collection
+from typing import Any, Protocol
+
+from mvu_store.jsonvalue import JsonValue
+from mvu_store.ledger import Ledger
+from mvu_store.ledger.query import ReadRows
+from mvu_store.ledger.records import Head, ResourceRecord, SessionRows
+from mvu_store.ledger.views import SHARED_KINDS
+from mvu_store.service.identity import character_template_id
+from mvu_store.service.legacy import LEGACY_FILE
+from mvu_store.service.models import ResourceConfig, storable
+
+Definition = Callable[[str, str], dict[str, Any]]
+"""A definition from its hash and stored text."""
+
+
+class LedgerReads(Protocol):
+    """The lookups that list a session's resources (the ledger's methods of these names)."""
+
+    async def seed_pending(self, target_session_id: str) -> bool: ...
+
+    async def resources(self, *, session_id: str | None = None,
+                        kinds: tuple[str, ...] | None = None) -> list[ResourceRecord]: ...
+
+    async def selection(self, session_id: str) -> tuple[bool, str | None]: ...
+
+    async def template(self, template_id: str) -> JsonValue: ...
+
+    async def legacy_digest(self, name: str) -> str | None: ...
+
+    async def head(self, resource_id: str) -> Head: ...
+
+
+class SessionView:
+    """:class:`LedgerReads` answered from one session's :class:`SessionRows`."""
+
+    def __init__(self, ledger: Ledger, rows: SessionRows, definition: Definition) -> None:
+        """``definition`` decodes a template's stored text (``Catalog.known_definition``, which
+        caches it by hash)."""
+        self._ledger = ledger
+        self._rows = rows
+        self._definition = definition
+
+    @staticmethod
+    def reader(session_id: str, *, configs: list[ResourceConfig],
+               heads: Collection[str] | None) -> Callable[[ReadRows], SessionRows]:
+        """What reads the session's rows inside a round trip: with the templates its configured
+        resources start from and the head state of ``heads`` (None: of every resource it may see)."""
+        template_ids = {character_template_id(config.character_id) for config in configs
+                        if config.character_id is not None}
+        if heads is not None:
+            heads = [head for head in heads if storable(head)]  # an id no row can have is nobody's head
+        return lambda rows: Ledger.session_rows_in(rows, session_id, template_ids=template_ids,
+                                                   legacy_name=LEGACY_FILE, heads=heads)
+
+    async def seed_pending(self, target_session_id: str) -> bool:
+        if target_session_id == self._rows.session_id:
+            return self._rows.seed_pending
+        return await self._ledger.seed_pending(target_session_id)
+
+    async def resources(self, *, session_id: str | None = None,
+                        kinds: tuple[str, ...] | None = None) -> list[ResourceRecord]:
+        if session_id == self._rows.session_id and kinds == ("instance",):
+            return list(self._rows.instances)
+        if session_id is None and kinds is not None and tuple(sorted(set(kinds))) == SHARED_KINDS:
+            return list(self._rows.shared)
+        return await self._ledger.resources(session_id=session_id, kinds=kinds)
+
+    async def selection(self, session_id: str) -> tuple[bool, str | None]:
+        if session_id == self._rows.session_id:
+            return self._rows.selected, self._rows.template_id
+        return await self._ledger.selection(session_id)
+
+    async def template(self, template_id: str) -> JsonValue:
+        if template_id not in self._rows.templates:
+            return await self._ledger.template(template_id)
+        stored = self._rows.templates[template_id]
+        if stored is None:
+            return None
+        definition: dict[str, Any] = self._definition(stored.definition_hash, stored.body)
+        return definition
+
+    async def legacy_digest(self, name: str) -> str | None:
+        if name == LEGACY_FILE:
+            return self._rows.legacy_digest
+        return await self._ledger.legacy_digest(name)
+
+    async def head(self, resource_id: str) -> Head:
+        head = self._rows.heads.get(resource_id)
+        return head if head is not None else await self._ledger.head(resource_id)
