@@ -17,7 +17,6 @@ from mvu_api.http.docs import HISTORICAL_EXAMPLE, RECORD_EXAMPLE, SCOPE_EXAMPLE,
 from mvu_api.http.wire import (
     MAX_SCOPE_CHARS,
     json_response,
-    json_text,
     none_match,
     parse_scope_param,
     record_etag,
@@ -83,15 +82,14 @@ def reads_router(service: MvuService) -> APIRouter:
                 summary="One record, current or historical; its ETag names its revision and answer",
                 openapi_extra={"parameters": [_IF_NONE_MATCH]})
     async def resource(request: Request, id: IdParam, scope: HistoricalScopeParam) -> Response:
-        record = await service.read(id=id, scope=parse_scope_param(scope, historical=True))
+        record = await service.read_json(id=id, scope=parse_scope_param(scope, historical=True))
         if record is None:
             raise MvuError(Code.MISSING, f"no resource {id[:200]!r}", id=id[:200])
-        body = json_text(record.to_json()).encode()
-        tag = record_etag(record.revision, body)
+        tag = record_etag(record.revision, record.digest)
         condition = request.headers.get("if-none-match")
         if condition is not None and none_match(condition, tag):
             return Response(status_code=304, headers={"ETag": tag})
-        return Response(body, media_type="application/json", headers={"ETag": tag})
+        return Response(record.body, media_type="application/json", headers={"ETag": tag})
 
     @router.get("/history", operation_id="history",
                 response_model=list[HistoryEntry], responses=problems(400, 401, 403, 503),

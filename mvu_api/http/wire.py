@@ -8,7 +8,6 @@ HTTP is stricter than the Python service: camelCase keys only, a non-empty ``ses
 
 from __future__ import annotations
 
-import hashlib
 import json
 import re
 from typing import Any
@@ -76,13 +75,13 @@ def etag(revision: int) -> str:
     return f'"r{revision}"'
 
 
-def record_etag(revision: int, body: bytes) -> str:
+def record_etag(revision: int, digest: str) -> str:
     """The strong ETag of a read's answer: ``"r<revision>-<digest>"``, the record's revision and
-    16 hex digits of the sha256 of ``body``. The revision alone does not tell two answers apart:
-    a historical read's ``currentRevision`` moves on while its revision stays, and the
-    ``managementMode`` changes with the registered managers. With the digest, two answers share
+    the first 16 hex digits of ``digest``, the sha256 of the answer's bytes. The revision alone
+    does not tell two answers apart: a historical read's ``currentRevision`` moves on while its
+    revision stays, and the ``managementMode`` changes with the registered managers. With the digest, two answers share
     an ETag only when they are the same bytes, as a strong validator must (RFC 9110 8.8.1)."""
-    return f'"r{revision}-{hashlib.sha256(body).hexdigest()[:16]}"'
+    return f'"r{revision}-{digest[:16]}"'
 
 
 def if_match_revision(header: str) -> int:
@@ -119,11 +118,7 @@ def none_match(header: str, current: str) -> bool:
         position = tag.end()
 
 
-def json_text(data: Any) -> str:
-    """Compact JSON, non-ASCII as is (the service's ``to_json()`` output is already camelCase)."""
-    return json.dumps(data, ensure_ascii=False, separators=(",", ":"))
-
-
 def json_response(data: Any, *, headers: dict[str, str] | None = None) -> Response:
-    """:func:`json_text` as an ``application/json`` answer."""
-    return Response(json_text(data), media_type="application/json", headers=headers)
+    """Compact JSON, non-ASCII as is (the service's ``to_json()`` output is already camelCase)."""
+    return Response(json.dumps(data, ensure_ascii=False, separators=(",", ":")), media_type="application/json",
+                    headers=headers)

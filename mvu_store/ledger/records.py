@@ -128,8 +128,9 @@ class SessionRows:
     """Every shared, configured and copy resource, in creation order."""
     legacy_digest: str | None
     """The sha256 of the legacy file asked for, None without one."""
-    heads: dict[str, Head]
-    """The current state of each resource above that was asked for, by id."""
+    heads: dict[str, str]
+    """The current state of each resource above that was asked for, by id: its stored canonical
+    JSON text (decoded by whoever needs it: a read whose answer is known needs no state)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -12,7 +12,6 @@ head states asked for.
 from __future__ import annotations
 
 import functools
-import json
 from collections.abc import Collection
 from typing import Any
 
@@ -20,7 +19,7 @@ from sqlalchemy import and_, bindparam, exists, false, or_, select, true
 
 from mvu_store.ledger import tables as t
 from mvu_store.ledger.query import LEDGER, Query, ReadRows
-from mvu_store.ledger.records import Head, ResourceRecord, SessionRows, StoredTemplate
+from mvu_store.ledger.records import ResourceRecord, SessionRows, StoredTemplate
 from mvu_store.ledger.rows import columns, record
 from mvu_store.ledger.seeds import Seeds
 
@@ -116,5 +115,4 @@ class Views(Seeds):
             instances=tuple(resource for resource, _ in resources if resource.kind == "instance"),
             shared=tuple(resource for resource, _ in resources if resource.kind != "instance"),
             legacy_digest=header["legacy_digest"],
-            heads={resource.id: Head(resource.id, resource.revision, resource.head_key, json.loads(body))
-                   for resource, body in resources if body is not None})
+            heads={resource.id: body for resource, body in resources if body is not None})

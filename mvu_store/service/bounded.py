@@ -1,12 +1,14 @@
 """A dictionary that forgets its least recently used entries beyond a size (the service's caches).
 
 Everything the service caches can be read or checked again (definitions by hash, session logs,
-what was verified, how far ingest got), so forgetting costs time, never correctness.
+what was verified, how far ingest got, the text of a record), so forgetting costs time, never
+correctness.
 """
 
 from __future__ import annotations
 
 from collections import OrderedDict
+from collections.abc import Callable
 from typing import Generic, TypeVar
 
 K = TypeVar("K")
@@ -14,21 +16,34 @@ V = TypeVar("V")
 
 
 class BoundedCache(Generic[K, V]):
-    def __init__(self, capacity: int) -> None:
+    """At most ``capacity`` entries, or, with ``weigh``, entries weighing at most ``capacity`` in
+    all (an entry heavier than that alone is not kept)."""
+
+    def __init__(self, capacity: int, *, weigh: Callable[[V], int] | None = None) -> None:
         self._capacity = capacity
-        self._items: OrderedDict[K, V] = OrderedDict()
+        self._weigh = weigh
+        self._items: OrderedDict[K, tuple[V, int]] = OrderedDict()
+        self._weight = 0
 
     def get(self, key: K) -> V | None:
-        value = self._items.get(key)
-        if value is not None:
-            self._items.move_to_end(key)
-        return value
+        item = self._items.get(key)
+        if item is None:
+            return None
+        self._items.move_to_end(key)
+        return item[0]
 
     def put(self, key: K, value: V) -> None:
-        self._items[key] = value
-        self._items.move_to_end(key)
-        while len(self._items) > self._capacity:
-            self._items.popitem(last=False)
+        self.pop(key)
+        weight = self._weigh(value) if self._weigh is not None else 1
+        if weight > self._capacity:
+            return  # it would push out everything else, and then itself
+        self._items[key] = (value, weight)
+        self._weight += weight
+        while self._weight > self._capacity:
+            _, (_, dropped) = self._items.popitem(last=False)
+            self._weight -= dropped
 
     def pop(self, key: K) -> None:
-        self._items.pop(key, None)
+        item = self._items.pop(key, None)
+        if item is not None:
+            self._weight -= item[1]

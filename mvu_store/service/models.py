@@ -7,7 +7,10 @@ original service's JSON shape (camelCase keys, absent optional fields left out).
 
 from __future__ import annotations
 
+import hashlib
+import json
 import re
+from dataclasses import dataclass
 from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
@@ -261,6 +264,21 @@ class StateRecord(_Output):
         data = super().to_json()
         data["versionKey"] = self.version_key
         return data
+
+
+@dataclass(frozen=True, slots=True)
+class RecordJson:
+    """A record as the wire carries it (``MvuService.read_json``): ``json.dumps`` of its
+    ``to_json()``, compact, UTF-8, with its revision and the sha256 of those bytes."""
+
+    revision: int
+    body: bytes
+    digest: str
+
+    @classmethod
+    def of(cls, record: StateRecord) -> RecordJson:
+        body = json.dumps(record.to_json(), ensure_ascii=False, separators=(",", ":")).encode()
+        return cls(record.revision, body, hashlib.sha256(body).hexdigest())
 
 
 class UpdateReceipt(_Output):

@@ -15,12 +15,14 @@ from mvu_store.errors import Code, MvuError
 from mvu_store.jsonvalue import JsonValue
 from mvu_store.ledger.records import CheckpointRecord, VersionRecord
 from mvu_store.service.allocation import Allocation
+from mvu_store.service.bounded import BoundedCache
 from mvu_store.service.catalog import Entry
 from mvu_store.service.context import ServiceContext, Signal, check_signal
 from mvu_store.service.legacy import CAPABILITIES
 from mvu_store.service.models import (
     CheckpointState,
     HistoryEntry,
+    RecordJson,
     Scope,
     StateRecord,
     parse_scope,
@@ -42,10 +44,19 @@ def check_page(limit: Any, before: Any) -> None:
         raise MvuError(Code.OPERATION, f"limit must be at most {MAX_PAGE}")
 
 
+# The texts of current records kept by what they are made of: a read of an unchanged record
+# writes no JSON (its content may be up to the state budget, 2 MiB).
+RECORD_TEXT_BYTES = 32 * 1024 * 1024
+
+_TextKey = tuple[str, int, int, str | None, str, str | None, str, str, str]
+
+
 class Reads:
     def __init__(self, ctx: ServiceContext, allocation: Allocation) -> None:
         self._ctx = ctx
         self._allocation = allocation
+        self._texts: BoundedCache[_TextKey, RecordJson] = BoundedCache(
+            RECORD_TEXT_BYTES, weigh=lambda text: len(text.body))
 
     async def records(self, scope: Scope | dict[str, Any], signal: Signal | None) -> list[StateRecord]:
         check_signal(signal)
@@ -89,6 +100,40 @@ class Reads:
             raise MvuError(Code.MISSING, "id must be a string")
         entry, logs, view = await self._accessible(resource_id, parsed)
         return await self.record(entry, parsed, logs, view) if entry is not None else None
+
+    async def read_json(self, resource_id: Any, scope: Scope | dict[str, Any],
+                        signal: Signal | None) -> RecordJson | None:
+        """:meth:`read` as the wire carries it. A current record is a function of its row (at
+        its revision, with its head), its definition, the session and who manages now: its text
+        is kept under those and, while they stay, not written again (its history is checked as
+        for any read)."""
+        check_signal(signal)
+        parsed = parse_scope(scope)
+        if not isinstance(resource_id, str):
+            raise MvuError(Code.MISSING, "id must be a string")
+        entry, logs, view = await self._accessible(resource_id, parsed)
+        if entry is None:
+            return None
+        key = self._text_key(entry, parsed, view)
+        known = self._texts.get(key) if key is not None else None
+        if known is not None:
+            await self._ctx.verifier.check(entry, logs)
+            return known
+        text = RecordJson.of(await self.record(entry, parsed, logs, view))
+        if key is not None:
+            self._texts.put(key, text)
+        return text
+
+    def _text_key(self, entry: Entry, scope: Scope, view: SessionView | None) -> _TextKey | None:
+        """What a current record's text is made of, when it comes from the session's view (its
+        row and head from one snapshot); None for the others (historical, legacy, not allocated)."""
+        row = entry.row
+        if (row is None or scope.historical or scope.session_id is None or entry.legacy is not None
+                or entry.initial is not None or view is None or not view.holds_head(entry.id)):
+            return None
+        # A row's other columns never change; its definition is content-addressed.
+        return (entry.id, row.position, row.revision, row.head_key, row.head_hash, row.management_mode,
+                row.definition_hash, scope.session_id, self._ctx.management_mode())
 
     async def _accessible(self, resource_id: str, scope: Scope) -> tuple[Entry | None, Logs, SessionView | None]:
         """The resource, if ``scope`` may read it, and the session's view it was found in (if

@@ -33,6 +33,7 @@ from mvu_store.service.models import (
     HistoryEntry,
     IngestReport,
     ManagementReceipt,
+    RecordJson,
     ResourceConfig,
     Scope,
     SelectionResult,
@@ -150,6 +151,13 @@ class MvuService:
         """One record, current or historical (``message_id`` / ``end_event_id``); None if missing."""
         self._ctx.alive()
         return await self._reads.read(id, scope, signal)
+
+    async def read_json(self, *, id: str, scope: Scope | dict[str, Any],
+                        signal: Signal | None = None) -> RecordJson | None:
+        """:meth:`read` as JSON bytes (``to_json()``, compact) with its revision and their sha256,
+        for transports; an unchanged current record's text is kept, not written again."""
+        self._ctx.alive()
+        return await self._reads.read_json(id, scope, signal)
 
     async def history(self, *, id: str, scope: Scope | dict[str, Any], include_before: bool = False,
                       limit: int | None = None, before: int | None = None,

@@ -12,6 +12,7 @@ reads the ledger again after it wrote.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Collection
 from typing import Any, Protocol
 
@@ -100,5 +101,17 @@ class SessionView:
         return await self._ledger.legacy_digest(name)
 
     async def head(self, resource_id: str) -> Head:
-        head = self._rows.heads.get(resource_id)
-        return head if head is not None else await self._ledger.head(resource_id)
+        text = self._rows.heads.get(resource_id)
+        if text is None:
+            return await self._ledger.head(resource_id)
+        row = self._row(resource_id)
+        assert row is not None  # a head read is a listed row's
+        return Head(resource_id, row.revision, row.head_key, json.loads(text))
+
+    def _row(self, resource_id: str) -> ResourceRecord | None:
+        """The resource's row in the view, if it is one of the session's."""
+        return next((row for row in (*self._rows.instances, *self._rows.shared) if row.id == resource_id), None)
+
+    def holds_head(self, resource_id: str) -> bool:
+        """Whether :meth:`head` answers from the view (the head of the row in it)."""
+        return resource_id in self._rows.heads

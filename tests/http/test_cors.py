@@ -5,6 +5,7 @@ one real ``mvu serve``)."""
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import subprocess
 import sys
 from collections.abc import AsyncIterator, Iterable
@@ -17,7 +18,7 @@ import pytest
 from mvu_api.http import create_app
 from mvu_api.http.cors import allowed_origins, parse_origin
 from mvu_store.errors import Code, MvuError
-from mvu_store.service import MvuService
+from mvu_store.service import MvuService, RecordJson
 from tests.http.support import API, MVU, Server
 
 APP_ORIGIN = "https://chat.example"
@@ -27,11 +28,7 @@ PREFLIGHT = {"Access-Control-Request-Method": "POST",
              "Access-Control-Request-Headers": "authorization, content-type, if-match, idempotency-key"}
 
 
-class Record:
-    revision = 3
-
-    def to_json(self) -> dict[str, Any]:
-        return {"id": "mvu:x", "revision": self.revision}
+RECORD = b'{"id":"mvu:x","revision":3}'
 
 
 class Reading:
@@ -40,9 +37,9 @@ class Reading:
     def __init__(self) -> None:
         self.reads = 0
 
-    async def read(self, **_: Any) -> Record:
+    async def read_json(self, **_: Any) -> RecordJson:
         self.reads += 1
-        return Record()
+        return RecordJson(3, RECORD, hashlib.sha256(RECORD).hexdigest())
 
 
 @contextlib.asynccontextmanager

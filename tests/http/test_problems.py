@@ -28,7 +28,7 @@ class Refusing:
     async def list(self, **_: Any) -> Any:
         raise self.error
 
-    async def read(self, **_: Any) -> Any:
+    async def read_json(self, **_: Any) -> Any:
         raise self.error
 
     async def history(self, **_: Any) -> Any:
@@ -94,7 +94,7 @@ def test_header_sources_change_conflict_statuses() -> None:
 
 
 class Crashing:
-    async def read(self, **_: Any) -> Any:
+    async def read_json(self, **_: Any) -> Any:
         raise RuntimeError("a bug")
 
 

@@ -3,6 +3,8 @@ commit made meanwhile, by this process or another one on the same database."""
 
 from __future__ import annotations
 
+import hashlib
+import json
 from collections.abc import Callable
 from typing import Any
 
@@ -123,4 +125,61 @@ async def test_a_reply_changed_in_the_host_is_refused_though_nothing_was_written
 
     with pytest.raises(MvuError) as refused:
         await service.read(id=instance, scope=scope("s1"))
+    assert refused.value.code == "MVU_HISTORY_CHANGED"
+
+
+# -- the text of a record (read_json): kept while what it is made of stays ------------------------
+
+
+async def text_of(service: MvuService, instance: str, session_id: str = "s1") -> tuple[bytes, dict[str, Any]]:
+    """read_json's bytes, checked against read() (the same record, written compactly)."""
+    text = await service.read_json(id=instance, scope=scope(session_id))
+    record = await service.read(id=instance, scope=scope(session_id))
+    assert text is not None and record is not None
+    assert text.body == json.dumps(record.to_json(), ensure_ascii=False, separators=(",", ":")).encode()
+    assert (text.revision, text.digest) == (record.revision, hashlib.sha256(text.body).hexdigest())
+    return text.body, json.loads(text.body)
+
+
+async def test_the_text_of_a_record_follows_its_edits_and_who_manages_it(service: MvuService,
+                                                                          host: MemoryHost) -> None:
+    instance = await playing(service, host)
+    first, shown = await text_of(service, instance)
+    assert (await text_of(service, instance))[0] == first
+    receipt = await service.update(id=instance, content={"stat_data": {"hp": 9, "gold": 1}},
+                                   expected_revision=shown["revision"], operation_id="text-1", scope=scope("s1"))
+    edited, shown = await text_of(service, instance)
+    assert edited != first and shown["revision"] == receipt.revision and shown["content"]["stat_data"]["hp"] == 9
+    # A manager registered in this process changes the answer, not the revision.
+    dispose = service.register_usage(lambda _event: None, provider_id="dsh-memory-manager")
+    managed, shown = await text_of(service, instance)
+    assert managed != edited and shown["managementMode"] == "managed" and shown["revision"] == receipt.revision
+    dispose()
+    assert (await text_of(service, instance))[0] == edited
+
+
+async def test_the_text_of_a_record_follows_edits_made_by_another_process(ledger: Ledger, ledger_url: str,
+                                                                           ledger_id: str, host: MemoryHost) -> None:
+    here = MvuService(ledger=ledger, host=host)
+    instance = await playing(here, host)
+    before, shown = await text_of(here, instance)
+    elsewhere_ledger = await open_ledger(ledger_url, ledger_id=ledger_id)
+    try:
+        elsewhere = MvuService(ledger=elsewhere_ledger, host=host)
+        await elsewhere.update(id=instance, content={"stat_data": {"hp": 3, "gold": 2}},
+                               expected_revision=shown["revision"], operation_id="text-2", scope=scope("s1"))
+    finally:
+        await elsewhere_ledger.close()
+    after, shown = await text_of(here, instance)
+    assert after != before and shown["content"]["stat_data"]["hp"] == 3
+
+
+async def test_a_kept_text_is_refused_once_the_reply_it_shows_changed_in_the_host(service: MvuService,
+                                                                                   host: MemoryHost) -> None:
+    instance = await playing(service, host)
+    seq = await host.turn("s1", turn=1, user="a", reply="_.set('hp', 40);", message_id="m1")
+    await text_of(service, instance)
+    host.replace_event("s1", seq, "assistant/message", text_message(1, "m1", "_.set('hp', 99);"))
+    with pytest.raises(MvuError) as refused:
+        await service.read_json(id=instance, scope=scope("s1"))
     assert refused.value.code == "MVU_HISTORY_CHANGED"

@@ -1,0 +1,30 @@
+"""The service's bounded caches forget their least recently used entries, by count or by weight."""
+
+from __future__ import annotations
+
+from mvu_store.service.bounded import BoundedCache
+
+
+def test_beyond_its_capacity_the_least_recently_used_entry_goes() -> None:
+    cache: BoundedCache[str, int] = BoundedCache(2)
+    cache.put("a", 1)
+    cache.put("b", 2)
+    assert cache.get("a") == 1  # "b" is now the least recently used
+    cache.put("c", 3)
+    assert (cache.get("a"), cache.get("b"), cache.get("c")) == (1, None, 3)
+
+
+def test_a_weighed_cache_keeps_what_fits_its_weight() -> None:
+    cache: BoundedCache[str, bytes] = BoundedCache(10, weigh=len)
+    cache.put("a", b"1234")
+    cache.put("b", b"1234")
+    cache.put("a", b"12")  # replaced: its old weight is given back
+    cache.put("c", b"123456")  # 2 + 4 + 6 > 10: "b", the least recently used, goes
+    assert (cache.get("a"), cache.get("b"), cache.get("c")) == (b"12", None, b"123456")
+    cache.put("d", b"x" * 11)  # heavier than the whole cache: not kept, and nothing else goes for it
+    assert [cache.get(key) for key in "acd"] == [b"12", b"123456", None]
+    cache.put("e", b"x" * 10)
+    cache.pop("e")
+    cache.pop("missing")
+    cache.put("f", b"x" * 10)  # the popped weight was given back
+    assert cache.get("f") == b"x" * 10
