@@ -9,7 +9,7 @@ The wire format is documented in docs/host-protocol.md.
 from __future__ import annotations
 
 import asyncio
-from typing import Annotated, Any
+from typing import Annotated, Any, TypeVar
 
 from fastapi import APIRouter, Path, Query, Request
 from pydantic import BaseModel, ConfigDict, Field
@@ -40,6 +40,9 @@ from mvu_store.store_host.host import check_store_session_id
 SessionIdPath = Annotated[str, Path(alias="sessionId", description="A session id: 1 to 160 of A-Z a-z 0-9 _ . : -",
                                     openapi_examples={"session": {"value": "s1"}})]
 _CARD_TYPES = ("application/json", "image/png")
+
+
+BodyModel = TypeVar("BodyModel", bound=BaseModel)
 
 
 class _Body(BaseModel):
@@ -97,6 +100,11 @@ def hosting_router(service: MvuService, host: StoreHost, *, body_timeout: float,
     async def body_of(request: Request, limit: int = MAX_BODY_BYTES) -> bytes | Response:
         return await read_body(request, seconds=body_timeout, stopping=stopping, limit=limit)
 
+    async def json_of(request: Request, model: type[BodyModel]) -> BodyModel | Response:
+        """The JSON body as ``model``, or the problem answering a body that did not arrive whole."""
+        body = await body_of(request)
+        return body if isinstance(body, Response) else parse_body(model, body)
+
     @router.post("/cards", operation_id="registerCard", responses={**problems(400, 401, 413), **ok(CARD_EXAMPLE)},
                  summary="Register a character card (JSON or PNG) as a template; never runs it",
                  openapi_extra={"requestBody": {"required": True, "content": {
@@ -128,10 +136,9 @@ def hosting_router(service: MvuService, host: StoreHost, *, body_timeout: float,
                      "schema": SessionBody.model_json_schema(by_alias=True),
                      "example": SESSION_EXAMPLE}}}})
     async def create_session(request: Request) -> Response:
-        body = await body_of(request)
-        if isinstance(body, Response):
-            return body
-        data = parse_body(SessionBody, body)
+        data = await json_of(request, SessionBody)
+        if isinstance(data, Response):
+            return data
         stored, created = await host.create_session(
             data.session_id, created_at=data.created_at, version=data.format_version,
             parent_session=data.parent_session, origin=data.origin, inherited_event_count=data.inherited_event_count)
@@ -154,11 +161,9 @@ def hosting_router(service: MvuService, host: StoreHost, *, body_timeout: float,
                  openapi_extra={"requestBody": {"required": True, "content": {"application/json": {
                      "schema": EventsBody.model_json_schema(by_alias=True), "example": APPEND_EXAMPLE}}}})
     async def append_events(request: Request, session_id: SessionIdPath) -> Response:
-        body = await body_of(request)
-        if isinstance(body, Response):
-            return body
-        check_store_session_id(session_id)
-        data = parse_body(EventsBody, body)
+        data = await json_of(request, EventsBody)
+        if isinstance(data, Response):
+            return data
         result = await feed(service, host, session_id, data.events)
         appended = result.appended
         return json_response({
@@ -176,11 +181,10 @@ def hosting_router(service: MvuService, host: StoreHost, *, body_timeout: float,
                     "schema": SelectionBody.model_json_schema(by_alias=True),
                     "example": {"characterId": "hero"}}}}})
     async def select(request: Request, session_id: SessionIdPath) -> Response:
-        body = await body_of(request)
-        if isinstance(body, Response):
-            return body
+        data = await json_of(request, SelectionBody)
+        if isinstance(data, Response):
+            return data
         check_store_session_id(session_id)
-        data = parse_body(SelectionBody, body)
         result = await service.select_character(session_id=session_id, character_id=data.character_id)
         return json_response(result.model_dump(mode="json", by_alias=True))
 
@@ -192,10 +196,9 @@ def hosting_router(service: MvuService, host: StoreHost, *, body_timeout: float,
                      "example": {"sessionId": "s1", "kind": "reply-swipe", "atEventId": 9, "prefixEndEventId": 4,
                                  }}}}})
     async def capture(request: Request) -> Response:
-        body = await body_of(request)
-        if isinstance(body, Response):
-            return body
-        data = parse_body(CaptureBody, body)
+        data = await json_of(request, CaptureBody)
+        if isinstance(data, Response):
+            return data
         ticket = await service.capture_session_seed(
             session_id=data.session_id, kind=data.kind, at_event_id=data.at_event_id,
             prefix_end_event_id=data.prefix_end_event_id, target_session_id=data.target_session_id)
@@ -208,10 +211,9 @@ def hosting_router(service: MvuService, host: StoreHost, *, body_timeout: float,
                      "schema": InstallBody.model_json_schema(by_alias=True),
                      "example": {"ticket": "c3f1…", "sessionId": "s1-swipe"}}}}})
     async def install(request: Request) -> Response:
-        body = await body_of(request)
-        if isinstance(body, Response):
-            return body
-        data = parse_body(InstallBody, body)
+        data = await json_of(request, InstallBody)
+        if isinstance(data, Response):
+            return data
         instances = await service.install_session_seed(ticket=data.ticket, session_id=data.session_id)
         return json_response({"sessionId": data.session_id, "instanceIds": instances})
 

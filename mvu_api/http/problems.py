@@ -112,20 +112,22 @@ def problem(status: int, code: str | None, detail: str | None = None, *, headers
                                separators=(",", ":")), status_code=status, media_type=PROBLEM_JSON, headers=extra)
 
 
-def error_body(error: MvuError, *, write: bool = False, if_match: bool = False,
-               idempotency_key: bool = False) -> dict[str, Any]:
-    """The problem object of a refusal, with its HTTP status as ``status``."""
-    status = status_of(error.code, write=write, if_match=if_match, idempotency_key=idempotency_key)
+def _refusal(error: MvuError, **where: bool) -> tuple[int, str, dict[str, Any]]:
+    status = status_of(error.code, **where)
     # Storage failures keep their text in the server log; the client learns only the code.
     detail = error.message if status < 500 else _SERVER_DETAIL.get(status, "internal error")
-    details = error.details if status < 500 else {}
+    return status, detail, (error.details if status < 500 else {})
+
+
+def error_body(error: MvuError) -> dict[str, Any]:
+    """The problem object of a refusal, with its HTTP status as ``status`` (for an answer that
+    carries it, see ``hosting.py``)."""
+    status, detail, details = _refusal(error)
     body: dict[str, Any] = json.loads(json.dumps(problem_body(status, error.code, detail, **details), default=str))
     return body
 
 
 def error_response(error: MvuError, *, write: bool = False, if_match: bool = False,
                    idempotency_key: bool = False) -> Response:
-    body = error_body(error, write=write, if_match=if_match, idempotency_key=idempotency_key)
-    extra = {"Retry-After": str(RETRY_AFTER_SECONDS)} if body["status"] == 503 else None
-    return Response(json.dumps(body, ensure_ascii=False, separators=(",", ":")), status_code=body["status"],
-                    media_type=PROBLEM_JSON, headers=extra)
+    status, detail, details = _refusal(error, write=write, if_match=if_match, idempotency_key=idempotency_key)
+    return problem(status, error.code, detail, **details)

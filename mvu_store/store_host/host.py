@@ -85,7 +85,8 @@ class StoreHost:
 
     def __init__(self, ledger: Ledger) -> None:
         self._ledger = ledger
-        # Appends through this host per session: a lease is valid while its count is unchanged.
+        # Appends through this host per session known to exist: a lease is valid while its count
+        # is unchanged.
         self._appends: dict[str, int] = {}
 
     # -- the Host protocol ---------------------------------------------------------------------
@@ -111,8 +112,12 @@ class StoreHost:
         return None if tail is None else SessionTail(tail.session.header, tail.base_fingerprint, tail.events)
 
     async def capture_session_lease(self, session_id: str) -> Lease:
-        if await self._ledger.host_session(session_id) is None:
-            raise MvuError(Code.MISSING, f"no session {session_id!r}", session_id=session_id)
+        # Sessions are never deleted: one seen once needs no second look (a lease is taken on
+        # every checkpoint and ingest, so this saves a round trip per call).
+        if session_id not in self._appends:
+            if await self._ledger.host_session(session_id) is None:
+                raise MvuError(Code.MISSING, f"no session {session_id!r}", session_id=session_id)
+            self._appends.setdefault(session_id, 0)
         appends = self._appends
         taken = appends.get(session_id, 0)
 
@@ -149,6 +154,3 @@ class StoreHost:
             if appended.appended:
                 self._appends[session_id] = self._appends.get(session_id, 0) + 1
         return appended
-
-    async def session_ids(self) -> list[str]:
-        return await self._ledger.host_session_ids()

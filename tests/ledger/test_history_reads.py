@@ -11,6 +11,19 @@ from mvu_store.ledger import CommitOutcome, CommitRequest, Ledger, NewResource
 from mvu_store.ledger.blob import Blob
 
 
+def count_reads(ledger: Ledger, monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """``[n]``: how many reader round trips the ledger makes from now on."""
+    reads = [0]
+    read_rows = ledger.read_rows
+
+    async def counted(work: Callable[[Any], Any], **options: Any) -> Any:
+        reads[0] += 1
+        return await read_rows(work, **options)
+
+    monkeypatch.setattr(ledger, "read_rows", counted)
+    return reads
+
+
 def manual(resource_id: str, revision: int, hp: int) -> CommitRequest:
     return CommitRequest(resource_id=resource_id, expected_revision=revision, kind="manual",
                          variables={"stat_data": {"hp": hp}}, fingerprint=f"fp-{resource_id}-{hp}",
@@ -74,18 +87,10 @@ async def test_blobs_returns_the_stored_states_in_one_read_and_leaves_missing_on
     history = await ledger.versions("mvu:child")
     hashes = [v.variables_hash for v in history]
     missing = "0" * 64
-    reads = 0
-    read_rows = ledger.read_rows
-
-    async def counted(work: Callable[[Any], Any]) -> Any:
-        nonlocal reads
-        reads += 1
-        return await read_rows(work)
-
-    monkeypatch.setattr(ledger, "read_rows", counted)
+    reads = count_reads(ledger, monkeypatch)
     found = await ledger.blobs([*hashes, missing, hashes[0]])
 
-    assert reads == 1
+    assert reads == [1]
     assert missing not in found
     assert found == {v.variables_hash: {"stat_data": {"hp": hp}} for v, hp in zip(history, [90, 80, 50, 40, 30],
                                                                                 strict=True)}
@@ -96,19 +101,11 @@ async def test_blobs_of_more_hashes_than_one_statement_binds_are_all_found_in_on
 ) -> None:
     states = [Blob.of({"stat_data": {"n": n}}) for n in range(600)]
     await ledger.write(lambda tx: [ledger.put_blob(tx, blob) for blob in states])
-    reads = 0
-    read_rows = ledger.read_rows
-
-    async def counted(work: Callable[[Any], Any]) -> Any:
-        nonlocal reads
-        reads += 1
-        return await read_rows(work)
-
-    monkeypatch.setattr(ledger, "read_rows", counted)
+    reads = count_reads(ledger, monkeypatch)
     for count in (1, 3, 256, 257, 600):
         found = await ledger.blobs([blob.hash for blob in states[:count]])
         assert found == {blob.hash: {"stat_data": {"n": n}} for n, blob in enumerate(states[:count])}
-    assert reads == 5
+    assert reads == [5]
 
 
 async def test_blobs_of_nothing_reads_nothing(ledger: Ledger, monkeypatch: pytest.MonkeyPatch) -> None:
