@@ -131,6 +131,8 @@ class SessionRows:
     heads: dict[str, str]
     """The current state of each resource above that was asked for, by id: its stored canonical
     JSON text (decoded by whoever needs it: a read whose answer is known needs no state)."""
+    activations: dict[str, int] | None = None
+    """The session's activation boundaries by owner (template or resource id), when asked for."""
 
 
 @dataclass(frozen=True, slots=True)

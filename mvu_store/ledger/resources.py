@@ -233,7 +233,7 @@ class Resources(Store):
 
     async def head(self, resource_id: str) -> Head:
         """The current revision, version key and variables of a resource (``MVU_MISSING``)."""
-        row = await self.read_one(_HEAD, id=resource_id)
+        row = await self.read_rows(lambda rows: rows.one(_HEAD, id=resource_id), brief=True)
         if row is None:
             raise MvuError(Code.MISSING, f"no resource {resource_id!r}", id=resource_id)
         return record(Head, row, resource_id=resource_id)
@@ -285,7 +285,7 @@ class Resources(Store):
 
     async def checkpoint(self, resource_id: str, *, session_id: str, turn: int) -> CheckpointRecord | None:
         """The frozen baseline of one turn, or None."""
-        return await self.read_rows(lambda rows: _checkpoint_at(rows, resource_id, session_id, turn))
+        return await self.read_rows(lambda rows: _checkpoint_at(rows, resource_id, session_id, turn), brief=True)
 
 
 def _select_resources() -> Any:

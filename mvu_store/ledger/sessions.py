@@ -23,7 +23,7 @@ _SELECTION = Query(
     "selection",
     lambda: select(_s.template_id).where(_s.ledger_id == LEDGER, _s.session_id == bindparam("session_id")),
 )
-_ACTIVATIONS = Query(
+ACTIVATIONS = Query(
     "activations",
     lambda: select(_a.owner_id, _a.seq).where(_a.ledger_id == LEDGER, _a.session_id == bindparam("session_id")),
 )
@@ -57,7 +57,7 @@ class Sessions(Store):
 
     async def activations(self, session_id: str) -> dict[str, int]:
         """The activation boundaries in a session, by owner (template or resource id)."""
-        rows = await self.read_all(_ACTIVATIONS, session_id=session_id)
+        rows = await self.read_all(ACTIVATIONS, session_id=session_id)
         return {row["owner_id"]: int(row["seq"]) for row in rows}
 
     async def put_template(self, template_id: str, definition: JsonValue) -> None:

@@ -22,6 +22,7 @@ from mvu_store.ledger.query import LEDGER, Query, ReadRows
 from mvu_store.ledger.records import ResourceRecord, SessionRows, StoredTemplate
 from mvu_store.ledger.rows import columns, record
 from mvu_store.ledger.seeds import Seeds
+from mvu_store.ledger.sessions import ACTIVATIONS
 
 _s, _sd, _l, _tp, _b, _r = t.selections.c, t.seeds.c, t.legacy_files.c, t.templates.c, t.blobs.c, t.resources.c
 
@@ -84,16 +85,18 @@ class Views(Seeds):
     """Reads that gather, in one round trip, what a use case needs."""
 
     async def session_rows(self, session_id: str, *, template_ids: Collection[str] = (), legacy_name: str,
-                           heads: Collection[str] | None = ()) -> SessionRows:
+                           heads: Collection[str] | None = (), activations: bool = False) -> SessionRows:
         """The session's rows (see :class:`SessionRows`): the templates ``template_ids`` besides
-        the selected one, the digest of the legacy file ``legacy_name``, and the head state of
-        the resources ``heads`` among those read (None: of all of them)."""
+        the selected one, the digest of the legacy file ``legacy_name``, the head state of the
+        resources ``heads`` among those read (None: of all of them) and, with ``activations``,
+        the session's activation boundaries (what a turn needs besides a read's rows)."""
         return await self.read_rows(lambda rows: self.session_rows_in(
-            rows, session_id, template_ids=template_ids, legacy_name=legacy_name, heads=heads))
+            rows, session_id, template_ids=template_ids, legacy_name=legacy_name, heads=heads,
+            activations=activations))
 
     @staticmethod
     def session_rows_in(rows: ReadRows, session_id: str, *, template_ids: Collection[str] = (), legacy_name: str,
-                        heads: Collection[str] | None = ()) -> SessionRows:
+                        heads: Collection[str] | None = (), activations: bool = False) -> SessionRows:
         """:meth:`session_rows` inside a round trip that reads more (a session's new events)."""
         wanted = None if heads is None else sorted(set(heads))
         header = rows.one(_HEADER, session_id=session_id, legacy_name=legacy_name)
@@ -115,4 +118,6 @@ class Views(Seeds):
             instances=tuple(resource for resource, _ in resources if resource.kind == "instance"),
             shared=tuple(resource for resource, _ in resources if resource.kind != "instance"),
             legacy_digest=header["legacy_digest"],
-            heads={resource.id: body for resource, body in resources if body is not None})
+            heads={resource.id: body for resource, body in resources if body is not None},
+            activations={row["owner_id"]: int(row["seq"]) for row in rows.all(ACTIVATIONS, session_id=session_id)}
+            if activations else None)

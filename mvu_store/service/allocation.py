@@ -186,17 +186,17 @@ class Allocation:
     # -- instances (I-2, I-3, L-1, F-5) -------------------------------------------------------------
 
     async def instances(self, session_id: str, log: SessionLog, *, allocate: bool,
-                        reads: LedgerReads | None = None) -> list[Entry]:
+                        view: SessionView | None = None) -> list[Entry]:
         """The session's instances. With ``allocate`` the missing ones are created, exactly once;
         without, nothing is written, but the refusals an allocation would meet are raised.
-        ``reads``: where to look rows up before any write (the ledger by default)."""
+        ``view``: where to look rows up (the ledger by default); told when this wrote."""
         ctx = self._ctx
-        ledger = reads or ctx.ledger
+        ledger: LedgerReads = view or ctx.ledger
         if await ledger.seed_pending(session_id):
             raise MvuError(Code.SEED_PENDING, "state inheritance must finish before this session can use variables",
                            session_id=session_id)
         rows = await ledger.resources(session_id=session_id, kinds=("instance",))
-        _, templates = await self.active_templates(session_id, reads)
+        _, templates = await self.active_templates(session_id, view)
         if not templates:
             return [await ctx.catalog.entry_of(row) for row in rows]
         snapshot = log.snapshot()
@@ -215,8 +215,8 @@ class Allocation:
             if resource_id in known:
                 continue
             if legacy is None:
-                legacy = await ctx.catalog.legacy(reads)
-                boundaries = await ctx.ledger.activations(session_id)
+                legacy = await ctx.catalog.legacy(view)
+                boundaries = await ledger.activations(session_id)
             self.check_allocatable(template["id"], snapshot, legacy)
             if allocate:
                 boundary = boundaries.get(template["id"], log.allocation_boundary())
@@ -225,6 +225,8 @@ class Allocation:
             else:
                 planned.append(_unallocated(_new_instance(template, resource_id, identity)))
         if allocate and legacy is not None:  # something was allocated (here or by a concurrent writer)
+            if view is not None:
+                view.wrote()
             rows = await ctx.ledger.resources(session_id=session_id, kinds=("instance",))
         return [await ctx.catalog.entry_of(row) for row in rows] + planned
 
@@ -249,13 +251,12 @@ class Allocation:
     async def session_entries(self, session_id: str, log: SessionLog | None, *, allocate: bool,
                               view: SessionView | None = None) -> list[Entry]:
         """Every resource the session may use: its instances, then shared and configured ones
-        (without ``allocate``, those still to create as :attr:`Entry.initial`). A read (never
-        ``allocate``: a view is a snapshot, and an allocation changes it) passes the session's
-        ``view``."""
-        instances = await self.instances(session_id, log, allocate=allocate, reads=view) if log is not None else None
+        (without ``allocate``, those still to create as :attr:`Entry.initial`). ``view``: the
+        session's rows, read in one round trip (told when an allocation wrote)."""
+        instances = await self.instances(session_id, log, allocate=allocate, view=view) if log is not None else None
         planned = [] if allocate else await self.unallocated_shared()
-        if allocate:
-            await self.ensure_shared()
+        if allocate and await self.ensure_shared() and view is not None:
+            view.wrote()
         scope = Scope(session_id=session_id)
         entries = await self._ctx.catalog.entries(session_id=session_id, instances=instances, reads=view) + planned
         return [entry for entry in entries if entry.accessible(scope)]
@@ -292,16 +293,18 @@ class Allocation:
                 raise
             # Another writer allocated it first: the same id means the same template and identity.
 
-    async def ensure_shared(self) -> None:
+    async def ensure_shared(self) -> bool:
         """Create the configured shared resources once (their configured id is the state id, I-11),
-        before the first write that could need them."""
-        for new in await self._missing_shared():
+        before the first write that could need them; whether any was missing."""
+        missing = await self._missing_shared()
+        for new in missing:
             try:
                 await self._ctx.ledger.create_resource(new)
             except MvuError as error:
                 if error.code != Code.ID_CONFLICT:
                     raise
         self._shared_ready = True
+        return bool(missing)
 
     async def unallocated_shared(self) -> list[Entry]:
         """The configured shared resources not created yet, as reads show them (nothing written)."""

@@ -32,12 +32,14 @@ from mvu_store.service.cas import on_head
 from mvu_store.service.catalog import Entry
 from mvu_store.service.context import ServiceContext, Signal, check_signal, now_ms
 from mvu_store.service.facts import Facts
+from mvu_store.service.identity import session_identity
 from mvu_store.service.initial import DeclaredSchema
 from mvu_store.service.models import CheckpointInfo, IngestReport, TurnOutcome, check_session_id
 from mvu_store.service.processing import ProcessorTurn, processed
 from mvu_store.service.sessions import SessionLog
 from mvu_store.service.turns import Reply
 from mvu_store.service.usage import Decision
+from mvu_store.service.views import LedgerReads, SessionView
 
 _CURSORS = 4096
 # Failures of the store itself: nothing is recorded, the reply stays unprocessed for a retry. A
@@ -74,16 +76,18 @@ class Pipeline:
 
         async def work() -> list[CheckpointInfo]:
             lease = await ctx.lease(session_id)
-            log, _ = await ctx.durable(session_id)
+            log, view = await self._turn_rows(session_id)
+            session_identity(log.snapshot() if log is not None else None, session_id)
+            assert log is not None
             start = log.snapshot().event(turn_start_seq)
             turn = start.data.get("turn") if start is not None else None
             if start is None or start.type != "turn/start" or isinstance(turn, bool) or not isinstance(turn, int):
                 raise MvuError(Code.BASELINE_REQUIRED, "a checkpoint needs a durable turn/start event",
                                session_id=session_id, seq=turn_start_seq)
             # The entries are listed once: applying replies never adds or removes a resource.
-            entries = await self._allocation.session_entries(session_id, log, allocate=True)
+            entries = await self._allocation.session_entries(session_id, log, allocate=True, view=view)
             await self.ingest_locked(session_id, log, before=turn_start_seq, signal=signal, lease=lease,
-                                     entries=entries)
+                                     entries=entries, view=view)
             frozen = []
             for entry in entries:
                 if not entry.takes_replies:
@@ -104,34 +108,44 @@ class Pipeline:
 
         async def work() -> IngestReport:
             lease = await ctx.lease(session_id)
-            log = await ctx.sessions.log(session_id)
+            log, view = await self._turn_rows(session_id)
             if log is None:
                 raise MvuError(Code.SESSION_IDENTITY, f"the host has no durable session {session_id!r}",
                                session_id=session_id)
-            return await self.ingest_locked(session_id, log, signal=signal, lease=lease)
+            return await self.ingest_locked(session_id, log, signal=signal, lease=lease, view=view)
 
         return await ctx.locked(session_id, work)
 
+    async def _turn_rows(self, session_id: str) -> tuple[SessionLog | None, SessionView]:
+        """The session's log and everything a turn reads of its rows, in one round trip."""
+        ctx = self._ctx
+        log, rows = await ctx.sessions.log_with(session_id, ctx.ledger, SessionView.reader(
+            session_id, configs=ctx.configs, heads=None, activations=True))
+        return log, SessionView(ctx.ledger, rows, ctx.catalog.known_definition)
+
     async def ingest_locked(self, session_id: str, log: SessionLog | None, *, before: int | None = None,
                             signal: Signal | None = None, lease: Lease | None = None,
-                            entries: list[Entry] | None = None) -> IngestReport:
+                            entries: list[Entry] | None = None, view: SessionView | None = None) -> IngestReport:
         """Ingest the session's unprocessed completed turns (those ending before ``before``),
-        holding the session's lock; ``entries`` are the session's, when the caller just listed them."""
+        holding the session's lock; ``entries`` are the session's, when the caller just listed
+        them; ``view``: the session's rows, read under this hold of the lock."""
         ctx = self._ctx
         report = IngestReport(session_id=session_id)
         if log is None or log.header.origin == "subagent":
             return report
         if entries is None:
-            entries = await self._allocation.session_entries(session_id, log, allocate=True)
+            entries = await self._allocation.session_entries(session_id, log, allocate=True, view=view)
+        reads: LedgerReads = view or ctx.ledger
         # Read after the instances are ensured: one allocated just now (here, or by a concurrent
         # selection) has its boundary in this map, so replies before it are never its to apply.
-        boundaries = await ctx.ledger.activations(session_id)
+        boundaries = await reads.activations(session_id)
         # After an explicit (un)selection only the active templates' instances take replies: an
         # unselected card's instance must not move while another card (or none) is selected (I-5).
-        selected, templates = await self._allocation.active_templates(session_id)
+        selected, templates = await self._allocation.active_templates(session_id, view)
         active = {template["id"] for template in templates} if selected else None
         ended = log.replies
         logs: dict[str, SessionLog | None] = {session_id: log}
+        moved: set[str] = set()
         for entry in entries:
             if not entry.takes_replies:
                 continue
@@ -155,7 +169,12 @@ class Pipeline:
                     waiting = True
                     continue
                 else:
-                    outcome, fact_error = await self._apply_reply(entry, reply, signal, lease)
+                    # An instance's head is the view's until this call moves it: no one else
+                    # writes an instance while its session's lock is held.
+                    fresh = view is not None and entry.is_instance and entry.id not in moved
+                    moved.add(entry.id)
+                    outcome, fact_error = await self._apply_reply(entry, reply, signal, lease,
+                                                                  reads if fresh else ctx.ledger, log.generation)
                     report.outcomes.append(outcome)
                     if fact_error is not None:
                         report.fact_errors.append(fact_error)
@@ -165,8 +184,10 @@ class Pipeline:
 
     # -- one reply, in stages -------------------------------------------------------------------
 
-    async def _apply_reply(self, entry: Entry, reply: Reply, signal: Signal | None,
-                           lease: Lease | None) -> tuple[TurnOutcome, str | None]:
+    async def _apply_reply(self, entry: Entry, reply: Reply, signal: Signal | None, lease: Lease | None,
+                           reads: LedgerReads, generation: int) -> tuple[TurnOutcome, str | None]:
+        """Apply one reply; ``reads`` has the resource's head (the session view or the ledger),
+        ``generation`` is the session log's that ``reply`` is from."""
         ctx = self._ctx
         if entry.is_instance and await ctx.ledger.checkpoint(
                 entry.id, session_id=str(reply.source["sessionId"]), turn=reply.turn) is None:
@@ -178,7 +199,7 @@ class Pipeline:
         facts.add("started")
         commands, parse_error = _parse(reply.text)
         has_update = bool(commands) if parse_error is None else contains_update(reply.text)
-        baseline = await ctx.ledger.head(entry.id)
+        baseline = await reads.head(entry.id)
         try:
             decision = await self._decide(entry, reply, baseline, has_update, signal)
         except MvuError as error:
@@ -233,6 +254,7 @@ class Pipeline:
         if outcome.replayed:
             return TurnOutcome(resource_id=entry.id, turn=reply.turn, message_seq=reply.message.seq,
                                version_key=reply.key, status="replayed", revision=outcome.revision), None
+        ctx.verifier.recorded(entry, tried[-1].revision, outcome.revision, reply, generation)
         if changed:
             facts.add("applied", revision=outcome.revision, detail="state-committed",
                       configRevision=decision.config_revision)

@@ -24,7 +24,7 @@ from mvu_store.service.bounded import BoundedCache
 from mvu_store.service.catalog import Entry
 from mvu_store.service.identity import session_identity
 from mvu_store.service.sessions import SessionCache, SessionLog
-from mvu_store.service.turns import verify_recorded
+from mvu_store.service.turns import Reply, verify_recorded
 
 # Version kinds whose source names a durable message to check against the session.
 _AUDITED_KINDS = frozenset({"reply", "failed", "card", "initial", "inherited"})
@@ -117,6 +117,21 @@ class Verifier:
                 state.through = max(state.through, version.position)
         self._checked.put(entry.id, state)
         return state.keys
+
+    def recorded(self, entry: Entry, base_revision: int, revision: int, reply: Reply, generation: int) -> None:
+        """The service just committed ``reply`` to ``entry`` as ``revision``, on top of
+        ``base_revision``, from the session log of ``generation``. When the record was checked at
+        ``base_revision`` against that same log, the new version is known to be good (it was
+        written from that log), so the next check needs no read. Otherwise nothing is noted and
+        the next check reads what was written."""
+        state = self._checked.get(entry.id)
+        session_id = str(reply.source["sessionId"])
+        if state is None or entry.row is None or state.row != (entry.row.position, base_revision) \
+                or state.generations.get(session_id, generation) != generation:
+            return
+        state.row = (entry.row.position, revision)
+        state.keys[reply.key] = reply.fingerprint
+        state.generations[session_id] = generation
 
     @staticmethod
     def _session_of(version: VersionRecord, own: str | None) -> str | None:

@@ -5,9 +5,10 @@ questions through :class:`LedgerReads`. The ledger is one; a :class:`SessionView
 answers from the rows :meth:`~mvu_store.ledger.Ledger.session_rows_in` read in one round trip
 (with the session's new events, when the host keeps them in the ledger), and asks the ledger only
 what those rows cannot tell (another session, a template nobody asked for).
-So a read costs one round trip instead of one per lookup, and every answer comes from one
-snapshot. A view is read afresh for every call and serves reads only: a write that allocates
-reads the ledger again after it wrote.
+So a read or a turn costs one round trip instead of one per lookup, and every answer comes from
+one snapshot. A view is read afresh for every call. A turn may allocate through it: whoever
+writes calls :meth:`SessionView.wrote`, and from then on the view asks the ledger, which has
+what was written.
 """
 
 from __future__ import annotations
@@ -34,6 +35,8 @@ class LedgerReads(Protocol):
 
     async def seed_pending(self, target_session_id: str) -> bool: ...
 
+    async def activations(self, session_id: str) -> dict[str, int]: ...
+
     async def resources(self, *, session_id: str | None = None,
                         kinds: tuple[str, ...] | None = None) -> list[ResourceRecord]: ...
 
@@ -55,39 +58,53 @@ class SessionView:
         self._ledger = ledger
         self._rows = rows
         self._definition = definition
+        self._current = True
 
     @staticmethod
-    def reader(session_id: str, *, configs: list[ResourceConfig],
-               heads: Collection[str] | None) -> Callable[[ReadRows], SessionRows]:
+    def reader(session_id: str, *, configs: list[ResourceConfig], heads: Collection[str] | None,
+               activations: bool = False) -> Callable[[ReadRows], SessionRows]:
         """What reads the session's rows inside a round trip: with the templates its configured
-        resources start from and the head state of ``heads`` (None: of every resource it may see)."""
+        resources start from, the head state of ``heads`` (None: of every resource it may see)
+        and, with ``activations``, the session's activation boundaries (a turn's)."""
         template_ids = {character_template_id(config.character_id) for config in configs
                         if config.character_id is not None}
         if heads is not None:
             heads = [head for head in heads if storable(head)]  # an id no row can have is nobody's head
         return lambda rows: Ledger.session_rows_in(rows, session_id, template_ids=template_ids,
-                                                   legacy_name=LEGACY_FILE, heads=heads)
+                                                   legacy_name=LEGACY_FILE, heads=heads, activations=activations)
+
+    def wrote(self) -> None:
+        """Something was written since the rows were read: answer from the ledger from now on."""
+        self._current = False
+
+    def _own(self, session_id: str | None) -> bool:
+        return self._current and session_id == self._rows.session_id
+
+    async def activations(self, session_id: str) -> dict[str, int]:
+        if self._own(session_id) and self._rows.activations is not None:
+            return dict(self._rows.activations)
+        return await self._ledger.activations(session_id)
 
     async def seed_pending(self, target_session_id: str) -> bool:
-        if target_session_id == self._rows.session_id:
+        if self._own(target_session_id):
             return self._rows.seed_pending
         return await self._ledger.seed_pending(target_session_id)
 
     async def resources(self, *, session_id: str | None = None,
                         kinds: tuple[str, ...] | None = None) -> list[ResourceRecord]:
-        if session_id == self._rows.session_id and kinds == ("instance",):
+        if self._own(session_id) and kinds == ("instance",):
             return list(self._rows.instances)
-        if session_id is None and kinds is not None and tuple(sorted(set(kinds))) == SHARED_KINDS:
+        if self._current and session_id is None and kinds is not None and tuple(sorted(set(kinds))) == SHARED_KINDS:
             return list(self._rows.shared)
         return await self._ledger.resources(session_id=session_id, kinds=kinds)
 
     async def selection(self, session_id: str) -> tuple[bool, str | None]:
-        if session_id == self._rows.session_id:
+        if self._own(session_id):
             return self._rows.selected, self._rows.template_id
         return await self._ledger.selection(session_id)
 
     async def template(self, template_id: str) -> JsonValue:
-        if template_id not in self._rows.templates:
+        if not self._current or template_id not in self._rows.templates:
             return await self._ledger.template(template_id)
         stored = self._rows.templates[template_id]
         if stored is None:
@@ -96,12 +113,12 @@ class SessionView:
         return definition
 
     async def legacy_digest(self, name: str) -> str | None:
-        if name == LEGACY_FILE:
+        if self._current and name == LEGACY_FILE:
             return self._rows.legacy_digest
         return await self._ledger.legacy_digest(name)
 
     async def head(self, resource_id: str) -> Head:
-        text = self._rows.heads.get(resource_id)
+        text = self._rows.heads.get(resource_id) if self._current else None
         if text is None:
             return await self._ledger.head(resource_id)
         row = self._row(resource_id)
@@ -114,4 +131,4 @@ class SessionView:
 
     def holds_head(self, resource_id: str) -> bool:
         """Whether :meth:`head` answers from the view (the head of the row in it)."""
-        return resource_id in self._rows.heads
+        return self._current and resource_id in self._rows.heads

@@ -1,0 +1,72 @@
+"""What a turn costs in ledger round trips, and that the shortcuts behind that number still see
+every change: a turn reads its session's rows once per stage, the verifier trusts only the
+versions this service wrote from the log it checked, and a second reply in one call reads the
+head the first one left."""
+
+from __future__ import annotations
+
+import pytest
+
+from mvu_store.errors import MvuError
+from mvu_store.ledger import Ledger
+from mvu_store.memory_host import MemoryHost
+from mvu_store.service import MvuService
+from tests.service.support import checkpointed_turns, frozen_turns, playing, revision, scope, stat_data, text_message
+from tests.service.test_read_path import count_round_trips
+
+
+async def test_a_turn_after_the_first_takes_three_reader_round_trips(
+        service: MvuService, host: MemoryHost, ledger: Ledger, monkeypatch: pytest.MonkeyPatch) -> None:
+    instance = await playing(service, host)
+    await host.turn("s1", turn=1, user="a", reply="_.set('hp', 40);")
+    trips = count_round_trips(ledger, monkeypatch)
+
+    await host.turn("s1", turn=2, user="b", reply="_.set('hp', 30);")
+
+    # The checkpoint's rows with the session's log, the ingest's, and the turn's checkpoint.
+    assert trips == [3]
+    assert (await stat_data(service, instance))["hp"] == 30
+
+
+async def test_an_edit_between_turns_is_read_by_the_next_check(service: MvuService, host: MemoryHost) -> None:
+    instance = await playing(service, host)
+    await host.turn("s1", turn=1, user="a", reply="_.set('hp', 40);")
+    edited = await service.update(id=instance, scope=scope("s1"), content={"stat_data": {"hp": 7, "gold": 10}},
+                                  expected_revision=await revision(service, instance), operation_id="edit-1")
+    await host.turn("s1", turn=2, user="b", reply="_.add('hp', 1);")
+
+    assert (await stat_data(service, instance))["hp"] == 8
+    assert await revision(service, instance) == edited.revision + 1
+
+
+async def test_a_changed_reply_is_still_found_after_turns_the_service_wrote_itself(
+        service: MvuService, host: MemoryHost) -> None:
+    instance = await playing(service, host)
+    first = await host.turn("s1", turn=1, user="a", reply="_.set('hp', 40);", message_id="m1")
+    await host.turn("s1", turn=2, user="b", reply="_.set('hp', 30);", message_id="m2")
+    host.replace_event("s1", first, "assistant/message", text_message(1, "m1", "_.set('hp', 99);"))
+
+    with pytest.raises(MvuError) as refused:
+        await service.read(id=instance, scope=scope("s1"))
+    assert refused.value.code == "MVU_HISTORY_CHANGED"
+
+
+async def test_two_pending_replies_in_one_call_each_start_from_the_head_before_them(
+        service: MvuService, host: MemoryHost, ledger: Ledger) -> None:
+    instance = await playing(service, host)
+    host.attach(None)
+    await frozen_turns(ledger, host, instance, "s1", range(1, 3), "_.add('hp', 5);")
+
+    report = await service.ingest(session_id="s1")
+
+    assert [outcome.status for outcome in report.outcomes] == ["committed", "committed"]
+    assert [outcome.revision for outcome in report.outcomes] == [1, 2]
+    assert (await stat_data(service, instance))["hp"] == 60
+
+
+async def test_checkpointed_turns_leave_the_last_reply_pending(service: MvuService, host: MemoryHost) -> None:
+    instance = await playing(service, host)
+    host.attach(None)
+    await checkpointed_turns(service, host, "s1", range(1, 4), "_.add('hp', 1);")
+
+    assert await revision(service, instance) == 2  # turns 1 and 2, applied by the next checkpoints
