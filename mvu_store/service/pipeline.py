@@ -17,7 +17,6 @@ nothing, so the reply stays unprocessed for a retry.
 
 from __future__ import annotations
 
-import copy
 from typing import Any, NoReturn
 
 from mvu_store.errors import Code, MvuError
@@ -217,9 +216,7 @@ class Pipeline:
                     raise parse_error
                 chosen = await processed(ctx.processor, commands, ProcessorTurn(
                     resource_id=entry.id, session_id=str(reply.source["sessionId"]), turn=reply.turn,
-                    message_seq=reply.message.seq, text=reply.text,
-                    # A private copy: a processor filters, it never writes the state (C-2).
-                    variables=copy.deepcopy(baseline.variables)))
+                    message_seq=reply.message.seq, text=reply.text, head=baseline.variables))
             except MvuError as error:
                 return await self._fail(entry, reply, baseline, error, facts, signal, lease, decision)
         tried: list[Head] = []

@@ -11,8 +11,10 @@ this reply, leaves a failed receipt: the state unchanged, the reply consumed.
 
 from __future__ import annotations
 
+import copy
+import functools
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
 from mvu_store.errors import Code, MvuError
@@ -20,7 +22,7 @@ from mvu_store.jsonvalue import JsonValue
 from mvu_store.lang import Command
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class ProcessorTurn:
     """What a processor may know of the reply it filters (never more than the pipeline has)."""
 
@@ -29,8 +31,14 @@ class ProcessorTurn:
     turn: int
     message_seq: int
     text: str
-    variables: JsonValue
-    """The envelope the reply was decided on (the head at the decision)."""
+    head: JsonValue = field(repr=False)
+    """The pipeline's own envelope (the head at the decision); a processor reads ``variables``."""
+
+    @functools.cached_property
+    def variables(self) -> JsonValue:
+        """A private copy of the envelope the reply was decided on: a processor filters, it never
+        writes the state (C-2). Made when first asked for: most processors never look."""
+        return copy.deepcopy(self.head)
 
 
 @runtime_checkable
