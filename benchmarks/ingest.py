@@ -26,10 +26,25 @@ over a ~5 KiB ``stat_data``, and every reply carries 5 commands (``_.set``, ``_.
   - ``history_page_ms``: the mean of 5 ``service.history(..., limit=100)`` at N versions (the
     newest page; the run checks it holds the last 100 revisions).
 
+Measured beside them in the same run, to say how far a turn is from the cost of its storage:
+
+- ``raw_turn_commits_per_s``: raw ``sqlite3`` (same file settings: WAL, ``synchronous=FULL``)
+  writing the rows one turn writes, one transaction per turn: the turn's checkpoint, the new
+  state's blob (the same envelope, as canonical JSON with its SHA-256), the head's
+  compare-and-swap, the version row and four trigger facts with the facts counter. Measured
+  before and after (a); the mean is the figure. ``ratio_turn_vs_raw_commit`` = ``turns_per_s`` /
+  it: everything a turn does above the storage engine counts against us;
+- (d) edits: ``--edits`` (200) in-process ``service.update`` calls one after another on (a)'s
+  instance (the card's declaration validates each), against ``ledger.commit`` of the same
+  envelope on a resource of its own in the same ledger, in interleaved rounds:
+  ``ratio_update_vs_ledger_commit`` = updates/s over the ledger's commits/s (the median of the
+  rounds' ratios).
+
 The ledger is a SQLite file in a temporary directory (WAL, ``synchronous=FULL``), or ``--url``
-(e.g. the PostgreSQL test database; each run uses its own ``ledger_id``). Human lines first;
-the LAST line is one JSON object with ``turns_per_s`` and ``turns_per_s_16_sessions`` (and,
-unless ``--skip-growth``, the growth figures above).
+(e.g. the PostgreSQL test database; each run uses its own ``ledger_id``; the raw figure is then
+still SQLite's, for reference). Human lines first; the LAST line is one JSON object with
+``turns_per_s``, ``turns_per_s_16_sessions``, the ratios above (and, unless ``--skip-growth``,
+the growth figures above).
 
     python benchmarks/ingest.py [--turns N] [--sessions N] [--growth-turns N] [--reads N]
                                 [--skip-growth] [--url URL] [--quick]
@@ -39,7 +54,10 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import hashlib
 import json
+import sqlite3
+import statistics
 import sys
 import tempfile
 import time
@@ -49,7 +67,7 @@ from pathlib import Path
 from statistics import fmean
 from typing import Any
 
-from mvu_store.ledger import Ledger, open_ledger
+from mvu_store.ledger import CommitRequest, Ledger, NewResource, open_ledger
 from mvu_store.memory_host import MemoryHost
 from mvu_store.service import MvuService
 
@@ -173,6 +191,100 @@ async def check(service: MvuService, instance: str, session_id: str, turns: int)
     hero = record.content["stat_data"]["hero"]
     assert 0 <= hero["hp"] <= 100 and hero["exp"] == 120 + turns
 
+def raw_turn_commits(directory: Path, envelope: dict[str, Any], turns: int) -> float:
+    """Turns/s of raw sqlite3 writing one turn's rows in one transaction each (see the module doc)."""
+    path = directory / f"raw-{uuid.uuid4().hex[:8]}.sqlite3"
+    db = sqlite3.connect(path, isolation_level=None)
+    db.execute("PRAGMA journal_mode=WAL")
+    db.execute("PRAGMA synchronous=FULL")
+    db.executescript(
+        """
+        CREATE TABLE resources (id TEXT PRIMARY KEY, revision INTEGER NOT NULL, head_hash TEXT NOT NULL);
+        CREATE TABLE blobs (hash TEXT PRIMARY KEY, body TEXT NOT NULL);
+        CREATE TABLE versions (resource_id TEXT, position INTEGER, key TEXT NOT NULL, revision INTEGER NOT NULL,
+            variables_hash TEXT NOT NULL, source TEXT NOT NULL, PRIMARY KEY (resource_id, position));
+        CREATE UNIQUE INDEX versions_key ON versions (resource_id, key);
+        CREATE TABLE checkpoints (resource_id TEXT, session_id TEXT, turn INTEGER, seq INTEGER NOT NULL,
+            revision INTEGER NOT NULL, PRIMARY KEY (resource_id, session_id, turn));
+        CREATE TABLE facts (seq INTEGER PRIMARY KEY, phase TEXT NOT NULL, body TEXT NOT NULL);
+        CREATE TABLE counters (id INTEGER PRIMARY KEY, facts_count INTEGER NOT NULL, facts_next_seq INTEGER NOT NULL);
+        INSERT INTO counters VALUES (1, 0, 0);
+        INSERT INTO resources VALUES ('r', 0, '');
+        """
+    )
+    facts = [json.dumps({"phase": phase, "id": "r", "turn": 0, "recordedAt": 1_700_000_000_000})
+             for phase in ("started", "triggered", "applied", "completed")]
+
+    def one(turn: int) -> None:
+        state = {**envelope, "stat_data": {**envelope["stat_data"], "turn": turn}}
+        body = json.dumps(state, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+        digest = hashlib.sha256(body.encode()).hexdigest()
+        source = json.dumps({"sessionId": "s", "turn": turn, "messageSeq": 4 * turn + 2})
+        db.execute("BEGIN IMMEDIATE")
+        db.execute("INSERT INTO checkpoints VALUES ('r', 's', ?, ?, ?)", (turn, 4 * turn, turn - 1))
+        db.execute("INSERT OR IGNORE INTO blobs VALUES (?, ?)", (digest, body))
+        if db.execute("UPDATE resources SET revision = ?, head_hash = ? WHERE id = 'r' AND revision = ?",
+                      (turn, digest, turn - 1)).rowcount != 1:
+            raise RuntimeError("CAS failed")
+        db.execute("INSERT INTO versions VALUES ('r', ?, ?, ?, ?, ?)",
+                   (turn, hashlib.sha256(source.encode()).hexdigest(), turn, digest, source))
+        (count, next_seq), = db.execute("SELECT facts_count, facts_next_seq FROM counters WHERE id = 1")
+        db.executemany("INSERT INTO facts VALUES (?, ?, ?)",
+                       [(next_seq + index, "fact", fact) for index, fact in enumerate(facts)])
+        db.execute("UPDATE counters SET facts_count = ?, facts_next_seq = ? WHERE id = 1",
+                   (count + len(facts), next_seq + len(facts)))
+        db.execute("COMMIT")
+
+    for turn in range(1, 11):  # warm-up
+        one(turn)
+    started = time.perf_counter()
+    for turn in range(11, 11 + turns):
+        one(turn)
+    elapsed = time.perf_counter() - started
+    db.close()
+    return turns / elapsed
+
+
+EDIT_ROUNDS = 4
+
+
+async def measure_edits(service: MvuService, ledger: Ledger, instance: str, session_id: str,
+                        edits: int) -> dict[str, Any]:
+    """(d): ``service.update`` one after another against ``ledger.commit`` of the same envelope."""
+    scope = {"authority": "local", "session_id": session_id}
+    record = await service.read(id=instance, scope=scope)
+    assert record is not None
+    revision = record.revision
+    envelope = record.content
+    assert isinstance(envelope, dict)
+    own = f"mvu:bench-commits-{uuid.uuid4().hex[:8]}"
+    await ledger.create_resource(NewResource(id=own, kind="shared", initial=envelope, definition={}))
+    committed = 0
+    rounds: list[tuple[float, float]] = []
+    per_round = max(1, edits // EDIT_ROUNDS)
+    for _ in range(EDIT_ROUNDS):
+        started = time.perf_counter()
+        for _ in range(per_round):
+            stat = {**envelope["stat_data"], "hero": {**envelope["stat_data"]["hero"], "gold": revision}}
+            receipt = await service.update(id=instance, content={"stat_data": stat}, expected_revision=revision,
+                                           operation_id=f"edit-{uuid.uuid4().hex}", scope=scope)
+            revision = receipt.revision
+        updates = per_round / (time.perf_counter() - started)
+        started = time.perf_counter()
+        for _ in range(per_round):
+            state = {**envelope, "stat_data": {**envelope["stat_data"], "n": committed}}
+            outcome = await ledger.commit(CommitRequest(own, committed, "manual", state, uuid.uuid4().hex,
+                                                        {"manual": True}, operation_id=f"op-{committed}"))
+            committed = outcome.revision
+        rounds.append((updates, per_round / (time.perf_counter() - started)))
+    final = await service.read(id=instance, scope=scope)
+    assert final is not None and final.revision == revision and final.content["update_diagnostics"] == []
+    return {"edits": per_round * EDIT_ROUNDS,
+            "updates_per_s": statistics.median(update for update, _ in rounds),
+            "ledger_commits_per_s": statistics.median(commit for _, commit in rounds),
+            "ratio_update_vs_ledger_commit": statistics.median(update / commit for update, commit in rounds)}
+
+
 HISTORY_PAGE = 100
 HISTORY_REPEATS = 5
 
@@ -261,7 +373,7 @@ async def measure_growth(service: MvuService, host: MemoryHost, run: str, turns:
 
 
 async def measure(ledger: Ledger, turns: int, sessions: int, growth_turns: int | None,
-                  reads: int) -> dict[str, Any]:
+                  reads: int, edits: int, scratch: Path) -> dict[str, Any]:
     host = MemoryHost()
     service = MvuService(ledger=ledger, host=host)
     card = {"character_id": "bench", "name": "Bench", "initvar": [json.dumps(initial_state())],
@@ -275,9 +387,13 @@ async def measure(ledger: Ledger, turns: int, sessions: int, growth_turns: int |
     single = f"single-{run}"
     instance = await play(service, host, single, turns, 1000)
     await session_loop(host, single, 1, 1)
+    record = await service.read(id=instance, scope={"authority": "local", "session_id": single})
+    assert record is not None
+    raw_before = raw_turn_commits(scratch, record.content, turns)
     started = time.perf_counter()
     await session_loop(host, single, 2, turns)
     single_s = time.perf_counter() - started
+    raw_after = raw_turn_commits(scratch, record.content, turns)
     await check(service, instance, single, turns + 1)
     record = await service.read(id=instance, scope={"authority": "local", "session_id": single})
     assert record is not None
@@ -296,18 +412,23 @@ async def measure(ledger: Ledger, turns: int, sessions: int, growth_turns: int |
     for session_id, instance_id in zip(ids, instances, strict=True):
         await check(service, instance_id, session_id, per_session + 1)
 
+    # (d) edits, on (a)'s instance (after (b), so the turn figures are as before).
+    edited = await measure_edits(service, ledger, instance, single, edits)
+
     # (c) one long session (after (a) and (b), so their figures are as before).
     growth = {} if growth_turns is None else await measure_growth(service, host, run, growth_turns, reads)
     assert await ledger.audit() == []
     return {"turns": turns, "single_s": single_s, "parallel_turns": per_session * sessions,
-            "parallel_s": parallel_s, "state_bytes": state_bytes, "envelope_bytes": len(envelope), **growth}
+            "parallel_s": parallel_s, "state_bytes": state_bytes, "envelope_bytes": len(envelope),
+            "raw_turn_commits_per_s": (raw_before + raw_after) / 2, **edited, **growth}
 
 
-async def run(url: str, turns: int, sessions: int, growth_turns: int | None, reads: int) -> dict[str, Any]:
+async def run(url: str, turns: int, sessions: int, growth_turns: int | None, reads: int, edits: int,
+              scratch: Path) -> dict[str, Any]:
     ledger_id = "default" if url.startswith("sqlite") else f"bench-{uuid.uuid4().hex[:12]}"
     ledger = await open_ledger(url, ledger_id=ledger_id, synchronous="FULL")
     try:
-        return await measure(ledger, turns, sessions, growth_turns, reads)
+        return await measure(ledger, turns, sessions, growth_turns, reads, edits, scratch)
     finally:
         await ledger.close()
 
@@ -320,13 +441,15 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--growth-turns", type=int, default=None,
                         help="turns of the growth session (default 1000; 40 with --quick)")
     parser.add_argument("--reads", type=int, default=20, help="reads per read-cost sample (default 20)")
+    parser.add_argument("--edits", type=int, default=200, help="service.update calls of (d) (default 200)")
     parser.add_argument("--skip-growth", action="store_true", help="skip the growth session (c)")
     parser.add_argument("--quick", action="store_true", help="a smaller run (seconds, for smoke tests)")
     args = parser.parse_args(argv)
     turns = 16 if args.quick else args.turns
+    edits = 2 * EDIT_ROUNDS if args.quick else args.edits
     sessions = args.sessions
-    if turns < 1 or sessions < 1 or args.reads < 1:
-        parser.error("--turns, --sessions and --reads must be positive")
+    if turns < 1 or sessions < 1 or args.reads < 1 or edits < EDIT_ROUNDS:
+        parser.error(f"--turns, --sessions and --reads must be positive, --edits at least {EDIT_ROUNDS}")
     growth_turns: int | None = None
     if not args.skip_growth:
         growth_turns = args.growth_turns if args.growth_turns is not None else (40 if args.quick else 1000)
@@ -338,7 +461,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         engine = url.split(":", 1)[0]
         say(f"ingest, end to end through MvuService + MemoryHost, {engine} ledger"
             f"{' (quick)' if args.quick else ''}")
-        figures = asyncio.run(run(url, turns, sessions, growth_turns, args.reads))
+        figures = asyncio.run(run(url, turns, sessions, growth_turns, args.reads, edits, Path(temp)))
 
     turns_per_s = figures["turns"] / figures["single_s"]
     parallel_per_s = figures["parallel_turns"] / figures["parallel_s"]
@@ -348,10 +471,21 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         f"({1000 / turns_per_s:.2f} ms a turn)")
     say(f"{sessions} sessions:    {figures['parallel_turns']} turns in {figures['parallel_s']:.2f} s = "
         f"{parallel_per_s:.1f} turns/s")
+    raw = figures["raw_turn_commits_per_s"]
+    say(f"raw sqlite3:     a turn's rows in one transaction: {raw:.0f}/s; a turn = "
+        f"{turns_per_s / raw:.3f} of that")
+    say(f"edits:           service.update {figures['updates_per_s']:.0f}/s, ledger.commit of the same envelope "
+        f"{figures['ledger_commits_per_s']:.0f}/s = {figures['ratio_update_vs_ledger_commit']:.3f}")
     result = {
         "turns_per_s": round(turns_per_s, 1),
         "turns_per_s_16_sessions" if sessions == 16 else f"turns_per_s_{sessions}_sessions": round(parallel_per_s, 1),
         "turns_per_s_parallel": round(parallel_per_s, 1),
+        "raw_turn_commits_per_s": round(raw, 1),
+        "ratio_turn_vs_raw_commit": round(turns_per_s / raw, 3),
+        "updates_per_s": round(figures["updates_per_s"], 1),
+        "ledger_commits_per_s": round(figures["ledger_commits_per_s"], 1),
+        "ratio_update_vs_ledger_commit": round(figures["ratio_update_vs_ledger_commit"], 3),
+        "edits": figures["edits"],
         "sessions": sessions,
         "turns": figures["turns"],
         "parallel_turns": figures["parallel_turns"],

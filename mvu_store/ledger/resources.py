@@ -44,6 +44,12 @@ VERSION_BY_KEY = Query(
 )
 """One of a resource's own versions by key (``resource_id``, ``key``)."""
 
+_VERSION_RECORD = Query(
+    "version-record",
+    lambda: select(*columns(t.versions, VersionRecord, without=("inherited",))).where(
+        _v.ledger_id == LEDGER, _v.resource_id == bindparam("resource_id"), _v.key == bindparam("key")
+    ),
+)
 _RESOURCE = Query("resource", lambda: _select_resources().where(_r.id == bindparam("id")))
 _HEAD = Query(
     "head",
@@ -75,6 +81,13 @@ def _ancestry(rows: Rows, resource_id: str) -> Iterator[tuple[str, int]]:
     while link is not None and link["parent_id"] is not None:
         yield link["parent_id"], int(link["parent_position"])
         link = rows.one(_HEAD_ROW, id=link["parent_id"])
+
+
+def _head(rows: Rows, resource_id: str) -> Head:
+    row = rows.one(_HEAD, id=resource_id)
+    if row is None:
+        raise MvuError(Code.MISSING, f"no resource {resource_id!r}", id=resource_id)
+    return record(Head, row, resource_id=resource_id)
 
 
 def _checkpoint_at(rows: Rows, resource_id: str, session_id: str, turn: int) -> CheckpointRecord | None:
@@ -214,7 +227,8 @@ class Resources(Store):
     # -- reads --------------------------------------------------------------------------------
 
     async def resource(self, resource_id: str) -> ResourceRecord | None:
-        row = await self.read_one(_RESOURCE, id=resource_id)
+        """A resource's row by id (a lookup by key: on the loop for SQLite)."""
+        row = await self.read_rows(lambda rows: rows.one(_RESOURCE, id=resource_id), brief=True)
         return None if row is None else record(ResourceRecord, row)
 
     async def resources(
@@ -233,10 +247,24 @@ class Resources(Store):
 
     async def head(self, resource_id: str) -> Head:
         """The current revision, version key and variables of a resource (``MVU_MISSING``)."""
-        row = await self.read_rows(lambda rows: rows.one(_HEAD, id=resource_id), brief=True)
-        if row is None:
-            raise MvuError(Code.MISSING, f"no resource {resource_id!r}", id=resource_id)
-        return record(Head, row, resource_id=resource_id)
+        return await self.read_rows(lambda rows: _head(rows, resource_id), brief=True)
+
+    async def head_version(self, resource_id: str) -> tuple[Head, VersionRecord | None]:
+        """:meth:`head` with the version it is at (its own or inherited; None for a head no
+        version wrote, as a new resource's), in one round trip."""
+
+        def read(rows: ReadRows) -> tuple[Head, VersionRecord | None]:
+            head = _head(rows, resource_id)
+            if head.version_key is None:
+                return head, None
+            owners = itertools.chain([(resource_id, None)], _ancestry(rows, resource_id))
+            for owner, cut in owners:
+                row = rows.one(_VERSION_RECORD, resource_id=owner, key=head.version_key)
+                if row is not None and (cut is None or row["position"] <= cut):
+                    return head, record(VersionRecord, row, inherited=owner != resource_id)
+            return head, None
+
+        return await self.read_rows(read, brief=True)
 
     async def blob(self, blob_hash: str) -> JsonValue:
         """A stored payload (a state, a definition, a seed) by its hash."""

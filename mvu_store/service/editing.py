@@ -60,10 +60,10 @@ class Editing:
 
         async def work() -> UpdateReceipt:
             lease = await self._check_instance(entry)
-            versions = await ctx.ledger.versions(entry.id)
-            head = await ctx.ledger.head(entry.id)
+            head, previous = await ctx.ledger.head_version(entry.id)
             variables = edited_envelope(sent, head.variables, now_ms=now_ms())
-            source, meta = _edit_source(entry, parsed, operation_id, head.version_key, versions)
+            source, meta = _reply_edit_source(entry, previous) or _manual_source(
+                parsed, operation_id, await ctx.ledger.versions(entry.id))
             result = {"id": entry.id, "type": "mvu-state", "content": variables, "revision": expected_revision + 1,
                       "scope": parsed.to_json(), "authority": "local"}
             ctx.check_before_commit(signal, lease)
@@ -73,6 +73,8 @@ class Editing:
                 operation_id=operation_id, meta=meta, result=result))
             stored = outcome.result if isinstance(outcome.result, dict) else result
             if not outcome.replayed:
+                ctx.verifier.recorded(entry, head.revision, outcome.revision, fingerprint=fingerprint,
+                                      key=outcome.version_key)
                 facts = Facts(id=entry.id, eventId=operation_id, sessionId=parsed.session_id, on="manual_update")
                 facts.add("started")
                 facts.add("triggered")
@@ -180,17 +182,25 @@ class Editing:
         return await self._ctx.locked(str(identity["sessionId"]), work)
 
 
-def _edit_source(entry: Entry, scope: Scope, operation_id: str, head_key: str | None,
-                 versions: list[VersionRecord]) -> tuple[dict[str, JsonValue], dict[str, JsonValue]]:
-    """The manual version's source, as the original writes it: the reply it edits, or a
-    ``manual:<operation id>`` coordinate."""
-    previous = next((v for v in versions if v.key == head_key), None)
+Source = tuple[dict[str, JsonValue], dict[str, JsonValue]]
+"""A version's source and meta."""
+
+
+def _reply_edit_source(entry: Entry, previous: VersionRecord | None) -> Source | None:
+    """The manual version's source, as the original writes it, when it edits an instance's head
+    that a message wrote: that message's coordinates; None otherwise."""
     seq = previous.source.get("messageSeq") if previous is not None else None
-    if entry.is_instance and previous is not None and isinstance(seq, int) and seq >= 0:
-        source = {k: v for k, v in previous.source.items() if k not in ("initial", "inherited")}
-        source.update(manual=True, card=False)
-        fingerprint = previous.meta.get("sourceFingerprint") or previous.fingerprint
-        return source, ({"sourceFingerprint": fingerprint} if isinstance(fingerprint, str) else {})
+    if not (entry.is_instance and previous is not None and isinstance(seq, int) and seq >= 0):
+        return None
+    source = {k: v for k, v in previous.source.items() if k not in ("initial", "inherited")}
+    source.update(manual=True, card=False)
+    fingerprint = previous.meta.get("sourceFingerprint") or previous.fingerprint
+    return source, ({"sourceFingerprint": fingerprint} if isinstance(fingerprint, str) else {})
+
+
+def _manual_source(scope: Scope, operation_id: str, versions: list[VersionRecord]) -> Source:
+    """The source of any other edit: a ``manual:<operation id>`` coordinate after the session's
+    last message the history names."""
     own = [v.source.get("messageSeq") for v in versions if v.source.get("sessionId") == scope.session_id]
     last = next((s for s in reversed(own) if isinstance(s, int)), -1)
     manual: dict[str, JsonValue] = {}

@@ -251,7 +251,8 @@ class Pipeline:
         if outcome.replayed:
             return TurnOutcome(resource_id=entry.id, turn=reply.turn, message_seq=reply.message.seq,
                                version_key=reply.key, status="replayed", revision=outcome.revision), None
-        ctx.verifier.recorded(entry, tried[-1].revision, outcome.revision, reply, generation)
+        ctx.verifier.recorded(entry, tried[-1].revision, outcome.revision, key=reply.key, fingerprint=reply.fingerprint,
+                              evidence=(str(reply.source["sessionId"]), generation))
         if changed:
             facts.add("applied", revision=outcome.revision, detail="state-committed",
                       configRevision=decision.config_revision)

@@ -24,7 +24,7 @@ from mvu_store.service.bounded import BoundedCache
 from mvu_store.service.catalog import Entry
 from mvu_store.service.identity import session_identity
 from mvu_store.service.sessions import SessionCache, SessionLog
-from mvu_store.service.turns import Reply, verify_recorded
+from mvu_store.service.turns import verify_recorded
 
 # Version kinds whose source names a durable message to check against the session.
 _AUDITED_KINDS = frozenset({"reply", "failed", "card", "initial", "inherited"})
@@ -118,20 +118,22 @@ class Verifier:
         self._checked.put(entry.id, state)
         return state.keys
 
-    def recorded(self, entry: Entry, base_revision: int, revision: int, reply: Reply, generation: int) -> None:
-        """The service just committed ``reply`` to ``entry`` as ``revision``, on top of
-        ``base_revision``, from the session log of ``generation``. When the record was checked at
-        ``base_revision`` against that same log, the new version is known to be good (it was
-        written from that log), so the next check needs no read. Otherwise nothing is noted and
-        the next check reads what was written."""
+    def recorded(self, entry: Entry, base_revision: int, revision: int, *, key: str | None, fingerprint: str,
+                 evidence: tuple[str, int] | None = None) -> None:
+        """The service just wrote version ``key`` (``fingerprint``) of ``entry`` as ``revision``,
+        on top of ``base_revision``; ``evidence``: the session, and the generation of its log,
+        the version was written from (a reply's). When the record was checked at
+        ``base_revision`` against that same log, the new version is known to be good, so the
+        next check needs no read. Otherwise nothing is noted and the next check reads it."""
         state = self._checked.get(entry.id)
-        session_id = str(reply.source["sessionId"])
-        if state is None or entry.row is None or state.row != (entry.row.position, base_revision) \
-                or state.generations.get(session_id, generation) != generation:
+        if state is None or entry.row is None or key is None or state.row != (entry.row.position, base_revision):
+            return
+        if evidence is not None and state.generations.get(evidence[0], evidence[1]) != evidence[1]:
             return
         state.row = (entry.row.position, revision)
-        state.keys[reply.key] = reply.fingerprint
-        state.generations[session_id] = generation
+        state.keys[key] = fingerprint
+        if evidence is not None:
+            state.generations[evidence[0]] = evidence[1]
 
     @staticmethod
     def _session_of(version: VersionRecord, own: str | None) -> str | None:
