@@ -70,3 +70,24 @@ async def test_checkpointed_turns_leave_the_last_reply_pending(service: MvuServi
     await checkpointed_turns(service, host, "s1", range(1, 4), "_.add('hp', 1);")
 
     assert await revision(service, instance) == 2  # turns 1 and 2, applied by the next checkpoints
+
+
+async def test_an_edit_takes_two_reader_round_trips_whatever_the_history(
+        service: MvuService, host: MemoryHost, ledger: Ledger, monkeypatch: pytest.MonkeyPatch) -> None:
+    instance = await playing(service, host)
+    for turn in range(1, 6):
+        await host.turn("s1", turn=turn, user="a", reply=f"_.set('hp', {turn});")
+    current = await revision(service, instance)
+    await service.update(id=instance, scope=scope("s1"), content={"stat_data": {"hp": 9, "gold": 1}},
+                         expected_revision=current, operation_id="edit-1")
+    trips = count_round_trips(ledger, monkeypatch)
+
+    receipt = await service.update(id=instance, scope=scope("s1"), content={"stat_data": {"hp": 8, "gold": 1}},
+                                   expected_revision=current + 1, operation_id="edit-2")
+
+    assert trips == [2]  # the resource's row, then its head with the version it is at
+    history = await service.history(id=instance, scope=scope("s1"))
+    assert [entry.kind for entry in history][-2:] == ["manual", "manual"]
+    # An edit of an edit keeps the coordinates of the reply the first one edited.
+    assert history[-1].source["messageSeq"] == history[-3].source["messageSeq"]
+    assert receipt.revision == current + 2
