@@ -13,6 +13,7 @@ from mvu_store.errors import MvuError
 from mvu_store.jsonvalue import (
     MAX_DEPTH,
     canonical_text,
+    copy_json,
     find_unsafe_key,
     json_equal,
     json_pointer,
@@ -140,3 +141,22 @@ def test_unsafe_keys_and_pointers() -> None:
     assert find_unsafe_key({"a": [{"b": 1}, {"__proto__": 2}]}) == ["a", 1, "__proto__"]
     assert find_unsafe_key({"a": {"constructorx": 1}}) is None
     assert json_pointer(["a/b", "c~d", 0]) == "/a~1b/c~0d/0"
+
+
+@given(json_values)
+def test_copy_json_is_an_equal_value_sharing_no_container(value: object) -> None:
+    copied = copy_json(value)
+    assert copied == value and canonical_text(copied) == canonical_text(value)
+    containers = [value]
+    originals = set()
+    while containers:
+        item = containers.pop()
+        if isinstance(item, (dict, list)):
+            originals.add(id(item))
+            containers.extend(item.values() if isinstance(item, dict) else item)
+    copies = [copied]
+    while copies:
+        item = copies.pop()
+        if isinstance(item, (dict, list)):
+            assert id(item) not in originals
+            copies.extend(item.values() if isinstance(item, dict) else item)

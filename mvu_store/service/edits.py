@@ -11,11 +11,10 @@ schema is reconciled with it as after any update.
 
 from __future__ import annotations
 
-import copy
 from typing import Any
 
 from mvu_store.errors import Code, MvuError
-from mvu_store.jsonvalue import JsonValue, find_unsafe_key, json_equal, json_pointer, normalize
+from mvu_store.jsonvalue import JsonValue, copy_json, find_unsafe_key, json_equal, json_pointer, normalize
 from mvu_store.lang.meta import clean_metadata, reconcile
 from mvu_store.schema.values import MAX_SAFE_INTEGER
 from mvu_store.service.initial import DeclaredSchema
@@ -57,11 +56,11 @@ def _check_numbers(value: JsonValue) -> None:
 
 def edited_envelope(sent: dict[str, Any], current: JsonValue, *, now_ms: int) -> dict[str, Any]:
     """The new envelope: the current one with the sent ``stat_data``, validated by the source."""
-    envelope: dict[str, Any] = copy.deepcopy(current) if isinstance(current, dict) else {}
+    envelope: dict[str, Any] = copy_json(current) if isinstance(current, dict) else {}
     for key in OWNED:
         if key in sent and not json_equal(sent[key], envelope.get(key)):
             raise MvuError(Code.SCHEMA_CODE, f"the source owns {key}: an edit cannot remove or replace it", field=key)
-    stat_data = copy.deepcopy(sent["stat_data"])
+    stat_data = copy_json(sent["stat_data"])
     declared = DeclaredSchema.of(envelope, now_ms)
     if declared is not None:
         checked = declared.check(stat_data)
@@ -71,6 +70,6 @@ def edited_envelope(sent: dict[str, Any], current: JsonValue, *, now_ms: int) ->
     elif isinstance(envelope.get("schema"), dict):
         envelope["schema"] = reconcile(stat_data, envelope["schema"])
         clean_metadata(stat_data)  # a $meta in the edit shaped the schema, as at initialisation
-    envelope.update(stat_data=stat_data, display_data=copy.deepcopy(stat_data), delta_data={"changes": []},
+    envelope.update(stat_data=stat_data, display_data=copy_json(stat_data), delta_data={"changes": []},
                     update_diagnostics=[])
     return envelope
