@@ -17,11 +17,12 @@ from mvu_store.errors import Code, MvuError
 from mvu_store.jsonvalue import JsonValue, canonical_text
 from mvu_store.ledger import tables as t
 from mvu_store.ledger.blob import Blob
+from mvu_store.ledger.facts import Facts, PreparedFact, prepare_facts
 from mvu_store.ledger.query import LEDGER, Query, Row
 from mvu_store.ledger.records import CommitOutcome, CommitRequest
 from mvu_store.ledger.resources import VERSION_BY_KEY
 from mvu_store.ledger.rules import check_request, check_text, default_key
-from mvu_store.ledger.store import Store, now_ms
+from mvu_store.ledger.store import now_ms
 from mvu_store.ledger.writer import WriteTx
 
 _r, _x = t.resources.c, t.receipts.c
@@ -41,7 +42,7 @@ _HEAD_AND_RECEIPT = Query(
 )
 
 
-class Commits(Store):
+class Commits(Facts):
     """Writing versions and preferences under CAS and idempotency."""
 
     async def commit(self, request: CommitRequest) -> CommitOutcome:
@@ -59,7 +60,8 @@ class Commits(Store):
         key = request.key or default_key(request)
         # A key derived from the operation id is covered by the receipt check.
         check_key = request.operation_id is None or request.key is not None
-        return await self.write(lambda tx: self._commit(tx, request, blob, key, source, meta, check_key))
+        facts = prepare_facts(request.facts)
+        return await self.write(lambda tx: self._commit(tx, request, blob, key, source, meta, check_key, facts))
 
     def _head_and_receipt(self, tx: WriteTx, resource_id: str, operation_id: str | None) -> Row:
         """A resource's revision and head key, with the receipt of ``operation_id`` if there is
@@ -99,7 +101,8 @@ class Commits(Store):
         return CommitOutcome(request.resource_id, revision, key, result, True)
 
     def _commit(
-        self, tx: WriteTx, request: CommitRequest, blob: Blob, key: str, source: str, meta: str, check_key: bool
+        self, tx: WriteTx, request: CommitRequest, blob: Blob, key: str, source: str, meta: str, check_key: bool,
+        facts: list[PreparedFact],
     ) -> CommitOutcome:
         row = self._head_and_receipt(tx, request.resource_id, request.operation_id)
         replay = self._receipt_replay(request, row) or (self._key_replay(tx, request, key) if check_key else None)
@@ -152,7 +155,22 @@ class Commits(Store):
             # without another lookup.
             self._insert_receipt(tx, request.resource_id, request.operation_id, "commit", request.fingerprint,
                                  revision, key, result, position)
-        return CommitOutcome(request.resource_id, revision, key, result, False)
+        return CommitOutcome(request.resource_id, revision, key, result, False, self._facts_of_commit(tx, facts))
+
+    def _facts_of_commit(self, tx: WriteTx, facts: list[PreparedFact]) -> str | None:
+        """Insert a commit's facts in a savepoint: a refusal of theirs rolls back alone (returned
+        as its code); a failure of the database fails the commit, as any of its statements would."""
+        if not facts:
+            return None
+        tx.cursor.execute("SAVEPOINT commit_facts")
+        refusal: str | None = None
+        try:
+            self.insert_facts(tx, facts)
+        except MvuError as error:
+            tx.cursor.execute("ROLLBACK TO SAVEPOINT commit_facts")
+            refusal = error.code
+        tx.cursor.execute("RELEASE SAVEPOINT commit_facts")
+        return refusal
 
     def _conflict(self, request: CommitRequest, current: int) -> MvuError:
         return MvuError(

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import functools
 import json
+from collections.abc import Iterable
 from typing import Any
 
 from sqlalchemy import bindparam, select, update
@@ -40,6 +41,15 @@ _SET_COUNTERS = Query(
 _OLDEST = Query(
     "facts-oldest", lambda: select(_f.seq, _f.bytes).where(_f.ledger_id == LEDGER).order_by(_f.seq).limit(1)
 )
+PreparedFact = tuple[str, dict[str, Any]]
+"""A fact as the store keeps it: its canonical text and its whitelisted fields."""
+
+
+def prepare_facts(records: Iterable[dict[str, JsonValue]]) -> list[PreparedFact]:
+    """The facts ``records`` as the store keeps them (done before the writer's thread is asked)."""
+    return [(canonical_text(fields), fields) for fields in map(fact_fields, records)]
+
+
 _EVICT = Query("facts-evict", lambda: t.facts.delete().where(_f.ledger_id == LEDGER, _f.seq == bindparam("seq")))
 
 
@@ -57,10 +67,10 @@ class Facts(Store):
 
     async def append_facts(self, records: list[dict[str, JsonValue]]) -> list[int]:
         """Append several facts in one unit (see :meth:`append_fact`)."""
-        prepared = [(canonical_text(fields), fields) for fields in map(fact_fields, records)]
+        prepared = prepare_facts(records)
         return await self.write(lambda tx: self.insert_facts(tx, prepared))
 
-    def insert_facts(self, tx: WriteTx, facts: list[tuple[str, dict[str, Any]]]) -> list[int]:
+    def insert_facts(self, tx: WriteTx, facts: list[PreparedFact]) -> list[int]:
         """Insert facts ``(canonical text, fields)`` in order, evicting the oldest beyond the bound;
         the store's counters are read and written once for all of them."""
         if not facts:

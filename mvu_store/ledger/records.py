@@ -157,6 +157,11 @@ class CommitRequest:
     error: str | None = None
     meta: dict[str, JsonValue] = field(default_factory=dict)
     result: JsonValue = None
+    facts: tuple[dict[str, JsonValue], ...] = ()
+    """Trigger facts of this write (DIGEST A-4), stored in its transaction when it writes a new
+    version (never on a replay), so they are durable exactly when the write is. They are written
+    in a savepoint of their own: facts the store refuses are rolled back alone and reported as
+    :attr:`CommitOutcome.fact_error`, and the write stands."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -166,6 +171,8 @@ class CommitOutcome:
     version_key: str | None
     result: JsonValue
     replayed: bool
+    fact_error: str | None = None
+    """The refusal of the request's facts (an error code), None when they were stored."""
 
 
 @dataclass(frozen=True, slots=True)

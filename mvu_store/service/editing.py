@@ -66,24 +66,24 @@ class Editing:
                 parsed, operation_id, await ctx.ledger.versions(entry.id))
             result = {"id": entry.id, "type": "mvu-state", "content": variables, "revision": expected_revision + 1,
                       "scope": parsed.to_json(), "authority": "local"}
+            facts = Facts(id=entry.id, eventId=operation_id, sessionId=parsed.session_id, on="manual_update")
+            facts.add("started")
+            facts.add("triggered")
+            before = head.variables.get("stat_data") if isinstance(head.variables, dict) else None
+            # The stored head has sorted keys; key order alone is no change of state.
+            if not json_equal(before, variables["stat_data"]):
+                facts.add("applied", revision=expected_revision + 1, detail="state-committed")
+            facts.add("completed", revision=expected_revision + 1, detail="manual-update")
             ctx.check_before_commit(signal, lease)
             # The expected revision is the caller's: a conflict is theirs to resolve, never retried here.
             outcome = await ctx.ledger.commit(CommitRequest(
                 entry.id, expected_revision, "manual", variables, fingerprint, source,
-                operation_id=operation_id, meta=meta, result=result))
+                operation_id=operation_id, meta=meta, result=result, facts=tuple(facts.records)))
             stored = outcome.result if isinstance(outcome.result, dict) else result
             if not outcome.replayed:
                 ctx.verifier.recorded(entry, head.revision, outcome.revision, fingerprint=fingerprint,
                                       key=outcome.version_key)
-                facts = Facts(id=entry.id, eventId=operation_id, sessionId=parsed.session_id, on="manual_update")
-                facts.add("started")
-                facts.add("triggered")
-                before = head.variables.get("stat_data") if isinstance(head.variables, dict) else None
-                # The stored head has sorted keys; key order alone is no change of state.
-                if not json_equal(before, variables["stat_data"]):
-                    facts.add("applied", revision=outcome.revision, detail="state-committed")
-                facts.add("completed", revision=outcome.revision, detail="manual-update")
-                await facts.write(ctx.ledger, ctx.usage)
+                await facts.committed(outcome, ctx.usage)
             stored_scope = stored.get("scope")
             return UpdateReceipt(id=entry.id, content=stored.get("content"), revision=outcome.revision,
                                  scope=stored_scope if isinstance(stored_scope, dict) else parsed.to_json(),

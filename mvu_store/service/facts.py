@@ -2,10 +2,11 @@
 
 A fact says that something was observed (``started``, ``triggered``, ``skipped``, ``applied``,
 ``failed``, ``completed``), never what the state or the chat says: the ledger keeps only the
-whitelisted scalar fields. The facts of one update are written together, after its commit, in a
-unit of their own: ``applied`` with ``state-committed`` is only ever written once the state
-really changed, and a fact write that fails is reported (``IngestReport.fact_errors``, the log)
-without turning the commit that succeeded into a failure.
+whitelisted scalar fields. The facts of one update are written together, in its commit's
+transaction (:attr:`~mvu_store.ledger.CommitRequest.facts`): ``applied`` with ``state-committed``
+is durable exactly when the changed state is. Facts the store refuses are rolled back alone and
+reported (``IngestReport.fact_errors``, the log) without turning the commit into a failure. The
+facts of an update that commits nothing (a failure of the store) are written in a unit of their own.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import time
 
 from mvu_store.errors import MvuError
 from mvu_store.jsonvalue import JsonValue
-from mvu_store.ledger import Ledger
+from mvu_store.ledger import CommitOutcome, Ledger
 from mvu_store.service.usage import Usage
 
 log = logging.getLogger("mvu_store.facts")
@@ -32,6 +33,20 @@ class Facts:
         record: dict[str, JsonValue] = {"phase": phase, **self._common, "recordedAt": int(time.time() * 1000)}
         record.update({key: value for key, value in fields.items() if value is not None})
         self.records.append(record)
+
+    def copy(self) -> Facts:
+        """The facts so far, to be ended by one commit attempt (another attempt starts again)."""
+        ended = Facts()
+        ended._common, ended.records = self._common, list(self.records)
+        return ended
+
+    async def committed(self, outcome: CommitOutcome, usage: Usage) -> str | None:
+        """These facts went with ``outcome``'s commit: tell the observers; the error code of
+        the facts' refusal (reported, never raised), or None."""
+        if outcome.fact_error is not None:
+            log.warning("fact write failed (the state commit stands): %s", outcome.fact_error)
+        await usage.notify(self.records)
+        return outcome.fact_error
 
     async def write(self, ledger: Ledger, usage: Usage) -> str | None:
         """Store the facts, then tell the observers; the error code of a failed write (reported,

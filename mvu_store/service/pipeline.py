@@ -230,6 +230,12 @@ class Pipeline:
                                       declared.check if declared is not None else None)
                 variables, changed = result.variables, result.changed
                 diagnostics = [dict(item) for item in result.diagnostics]
+            ended = facts.copy()
+            if changed:
+                ended.add("applied", revision=head.revision + 1, detail="state-committed",
+                          configRevision=decision.config_revision)
+            ended.add("completed", revision=head.revision + 1, detail="state-committed",
+                      configRevision=decision.config_revision)
             try:
                 self._check_decision(decision)
                 ctx.check_before_commit(signal, lease)
@@ -237,12 +243,13 @@ class Pipeline:
                 raise _Refused(refusal) from None
             outcome = await ctx.ledger.commit(CommitRequest(
                 entry.id, head.revision, "reply", variables, reply.fingerprint, reply.source, key=reply.key,
-                meta={"sourceRevision": head.revision, "configRevision": decision.config_revision}))
-            return outcome, changed, diagnostics
+                meta={"sourceRevision": head.revision, "configRevision": decision.config_revision},
+                facts=tuple(ended.records)))
+            return outcome, changed, diagnostics, ended
 
         try:
-            outcome, changed, diagnostics = await on_head(ctx.ledger, entry.id, attempt, head=baseline,
-                                                          doing="this reply was applied")
+            outcome, changed, diagnostics, ended = await on_head(ctx.ledger, entry.id, attempt, head=baseline,
+                                                                 doing="this reply was applied")
         except _Refused as refused:
             await self._unrecorded(facts, refused.error)
         except MvuError as error:
@@ -253,15 +260,10 @@ class Pipeline:
                                version_key=reply.key, status="replayed", revision=outcome.revision), None
         ctx.verifier.recorded(entry, tried[-1].revision, outcome.revision, key=reply.key, fingerprint=reply.fingerprint,
                               evidence=(str(reply.source["sessionId"]), generation))
-        if changed:
-            facts.add("applied", revision=outcome.revision, detail="state-committed",
-                      configRevision=decision.config_revision)
-        facts.add("completed", revision=outcome.revision, detail="state-committed",
-                  configRevision=decision.config_revision)
         return TurnOutcome(resource_id=entry.id, turn=reply.turn, message_seq=reply.message.seq,
                            version_key=reply.key, status="committed" if run else "skipped",
                            revision=outcome.revision, changed=changed,
-                           diagnostics=diagnostics), await facts.write(ctx.ledger, ctx.usage)
+                           diagnostics=diagnostics), await ended.committed(outcome, ctx.usage)
 
     async def _decide(self, entry: Entry, reply: Reply, baseline: Head, has_update: bool,
                       signal: Signal | None) -> Decision:
@@ -299,18 +301,26 @@ class Pipeline:
                 ctx.check_before_commit(signal, lease)
             except MvuError as refusal:
                 raise _Refused(refusal) from None
+            ended = facts.copy()
+            ended.add("failed", revision=current.revision + 1, detail=error.code)
             return await ctx.ledger.commit(CommitRequest(
                 entry.id, current.revision, "failed", current.variables, reply.fingerprint, reply.source,
-                key=reply.key, error=error.code))
+                key=reply.key, error=error.code, facts=tuple(ended.records))), ended
 
         try:
-            outcome = await on_head(ctx.ledger, entry.id, attempt, head=head, doing="a receipt was saved")
+            outcome, ended = await on_head(ctx.ledger, entry.id, attempt, head=head, doing="a receipt was saved")
         except _Refused as refused:
             await self._unrecorded(facts, refused.error)
-        facts.add("failed", revision=outcome.revision, detail=error.code)
+        if outcome.replayed:
+            # A replay commits nothing, so its facts go in a unit of their own.
+            ended = facts.copy()
+            ended.add("failed", revision=outcome.revision, detail=error.code)
+            return TurnOutcome(resource_id=entry.id, turn=reply.turn, message_seq=reply.message.seq,
+                               version_key=reply.key, status="replayed", revision=outcome.revision,
+                               error=error.code), await ended.write(ctx.ledger, ctx.usage)
         return TurnOutcome(resource_id=entry.id, turn=reply.turn, message_seq=reply.message.seq,
-                           version_key=reply.key, status="replayed" if outcome.replayed else "failed",
-                           revision=outcome.revision, error=error.code), await facts.write(ctx.ledger, ctx.usage)
+                           version_key=reply.key, status="failed", revision=outcome.revision,
+                           error=error.code), await ended.committed(outcome, ctx.usage)
 
 
 def _parse(text: str) -> tuple[tuple[Command, ...], MvuError | None]:

@@ -6,10 +6,14 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import pytest
+
+from mvu_store.errors import Code, MvuError
 from mvu_store.ledger import Ledger
+from mvu_store.ledger.facts import Facts as StoredFacts
 from mvu_store.memory_host import MemoryHost
 from mvu_store.service import MvuService
-from tests.service.support import PLAIN, playing, scope, text_message, turn_end
+from tests.service.support import PLAIN, finish_turn, playing, scope, text_message, turn_end
 
 COMMON_KEYS = {"phase", "id", "eventId", "sessionId", "turn", "turnKind", "on", "recordedAt"}
 
@@ -130,3 +134,26 @@ async def test_a_turn_without_a_human_message_has_an_unknown_kind(service: MvuSe
     facts = await reply_facts(service, instance, await last_key(service, instance))
     assert {f["turnKind"] for f in facts} == {"unknown"}
     assert [f["phase"] for f in facts] == ["started", "triggered", "applied", "completed"]
+
+
+async def test_facts_the_store_refuses_are_reported_and_the_turn_still_commits(
+        service: MvuService, host: MemoryHost, ledger: Ledger, monkeypatch: pytest.MonkeyPatch) -> None:
+    instance = await playing(service, host)
+    host.attach(None)
+    start = host.append("s1", "turn/start", {"turn": 1})
+    await service.checkpoint(session_id="s1", turn_start_seq=start)
+    finish_turn(host, "s1", 1, "_.set('gold', 3);")
+
+    def refusing(self: StoredFacts, tx: Any, facts: Any) -> list[int]:
+        raise MvuError(Code.LIMIT, "no room for facts")
+
+    monkeypatch.setattr(StoredFacts, "insert_facts", refusing)
+    report = await service.ingest(session_id="s1")
+    monkeypatch.undo()
+
+    assert [outcome.status for outcome in report.outcomes] == ["committed"]
+    assert report.fact_errors == [Code.LIMIT.value]
+    record = await service.read(id=instance, scope=scope("s1"))
+    assert record is not None and record.revision == 1
+    assert record.content["stat_data"]["gold"] == 3  # type: ignore[index,call-overload]
+    assert await reply_facts(service, instance, await last_key(service, instance)) == []
