@@ -253,7 +253,7 @@ class Compiler:
         cost = 1 + body_node.size()
 
         def function(frame: Frame) -> JsFunction:
-            return JsFunction(params, body, frame, cost, expression)
+            return JsFunction(params, body, frame, cost, expression, node)
 
         return function
 

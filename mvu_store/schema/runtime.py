@@ -83,9 +83,10 @@ CONTINUE = object()
 class JsFunction(JsCallable):
     """A declaration's arrow or function expression, closed over its defining frame."""
 
-    __slots__ = ("body", "closure", "cost", "expression", "members", "names", "params")
+    __slots__ = ("body", "closure", "cost", "expression", "members", "names", "node", "params")
 
-    def __init__(self, params: list[Param], body: Exec, closure: Frame, cost: int, expression: bool) -> None:
+    def __init__(self, params: list[Param], body: Exec, closure: Frame, cost: int, expression: bool,
+                 node: Any = None) -> None:
         # Properties set on the function (bundlers' `getter.a`); empty for nearly every function.
         self.members: dict[str, Any] = {}
         self.params = params
@@ -93,6 +94,8 @@ class JsFunction(JsCallable):
         self.closure = closure
         self.cost = cost
         self.expression = expression  # `x => expr`: the body is an Eval, no Return to unwrap
+        # The syntax node it was compiled from: the fast path reads it to decide purity (native.py).
+        self.node = node
         # Plain `(a, b) => ...` parameters (most transforms) bind with one dict: the hot path.
         simple = all(pattern[0] == "name" and default is None for pattern, default in params)
         self.names = [pattern[1] for pattern, _ in params] if simple else None
