@@ -63,8 +63,9 @@ def validate(descriptor: dict[str, Any], value: JsonValue, *, now_ms: int | None
     if type(descriptor) is not dict or descriptor.get("mvuSchema") != 1 or type(descriptor.get("source")) is not str:
         raise MvuError(Code.SCHEMA, "not a schema descriptor ({mvuSchema:1, interpreterVersion, source})")
     source, version = descriptor["source"], _version(descriptor.get("interpreterVersion"))
-    compiled = _compiled(source, version)
-    native = _native(source, version, compiled)
+    key = _key(source, version)
+    compiled = _compiled(source, version, key)
+    native = _native(key, compiled)
     if native is not None:
         try:
             return ValidationResult(True, native.run(value, Budget(now_ms, frozen=compiled.frozen), memo), ())
@@ -91,10 +92,13 @@ _cache_lock = threading.Lock()
 _natives: dict[tuple[str, int], tuple[Compiled, Native | None]] = {}
 
 
-def _native(source: str, version: int, compiled: Compiled) -> Native | None:
+def _key(source: str, version: int) -> tuple[str, int]:
+    return sha256_hex(source.encode("utf-8", "surrogatepass")), version
+
+
+def _native(key: tuple[str, int], compiled: Compiled) -> Native | None:
     """The fast path of a compiled declaration, built on its first validation (a compile alone
     does not pay for it); None when it cannot be built (the interpreter alone then runs)."""
-    key = (sha256_hex(source.encode("utf-8", "surrogatepass")), version)
     entry = _natives.get(key)
     if entry is not None and entry[0] is compiled:
         return entry[1]
@@ -109,8 +113,8 @@ def _native(source: str, version: int, compiled: Compiled) -> Native | None:
     return native
 
 
-def _compiled(source: str, version: int) -> Compiled:
-    key = (sha256_hex(source.encode("utf-8", "surrogatepass")), version)
+def _compiled(source: str, version: int, key: tuple[str, int] | None = None) -> Compiled:
+    key = _key(source, version) if key is None else key
     with _cache_lock:
         entry = _cache.get(key)
         if entry is not None:

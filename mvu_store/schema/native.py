@@ -508,6 +508,7 @@ class _Generator:
         self.names: dict[int, str] = {}
         self.source: list[str] = []
         self.count = 0
+        self.keys = 0
         self.purity_cache: dict[int, int] = {}
 
     def build(self, root: Schema) -> Callable[[Any, Budget, _Run], Any]:
@@ -518,7 +519,7 @@ class _Generator:
     def const(self, value: Any) -> str:
         name = self.names.get(id(value))
         if name is None:
-            name = self.names[id(value)] = f"k{len(self.names)}"
+            name = self.names[id(value)] = f"c{len(self.names)}"  # no stem of fresh() starts with c
             self.space[name] = value
         return name
 
@@ -538,7 +539,7 @@ class _Generator:
             return name
         lines[0] = f"def {name}_parse(v, b, r):"
         self.source.append("\n".join(lines))
-        key = self.count
+        key = self.keys = self.keys + 1  # one per memoised position
         clock = " and e[4] == r.now" if level == CLOCK else ""
         self.source.append(f"""def {name}(v, b, r):
     k = ({key}, id(v))
