@@ -149,3 +149,25 @@ def test_purity_is_decided_conservatively() -> None:
     assert purity(_root("export const Schema = z.lazy(() => z.number());")) == IMPURE
     assert purity(_root("const cap = {max: 3};\n"
                         "export const Schema = z.number().transform(v => { cap.max = v; return v; });")) == IMPURE
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(case=st.sampled_from(CORPUS), data=st.data())
+def test_the_fast_path_answers_as_the_interpreter(case: tuple[str, list[Any]], data: st.DataObject) -> None:
+    """Every validation first tries the compiled fast path: with it or without, the same outcome."""
+    from mvu_store.schema import descriptor as module
+
+    source, inputs = case
+    try:
+        descriptor = compile_schema(source)
+    except MvuError:
+        return
+    state = data.draw(st.sampled_from(inputs)) if inputs else {}
+    paths = _paths(state)
+    state = _replace(state, data.draw(st.sampled_from(paths)), data.draw(JSON)) if data.draw(st.booleans()) else state
+    fast = _outcome(descriptor, state, 5, None)
+    native, module._native = module._native, lambda key, compiled: None  # type: ignore[assignment]
+    try:
+        assert _outcome(descriptor, state, 5, None) == fast
+    finally:
+        module._native = native
