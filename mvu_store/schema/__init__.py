@@ -7,5 +7,6 @@ value as Zod v4 would and returns a :class:`ValidationResult`. See ``docs/schema
 
 from mvu_store.schema.descriptor import ValidationResult, compile_schema, validate
 from mvu_store.schema.issues import Issue
+from mvu_store.schema.native import ValidationMemo
 
-__all__ = ["Issue", "ValidationResult", "compile_schema", "validate"]
+__all__ = ["Issue", "ValidationMemo", "ValidationResult", "compile_schema", "validate"]

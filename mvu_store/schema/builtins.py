@@ -170,6 +170,8 @@ def to_integer(value: Any) -> int:
 
 def _math_minmax(pick: Callable[..., Any], empty: float) -> Fn:
     def minmax(budget: Budget, args: list[Any]) -> Any:
+        if len(args) == 2 and type(args[0]) is int and type(args[1]) is int:
+            return pick(args)  # the common `Math.max(-100, v)` on integers: no conversion, no NaN
         numbers = [to_num(item) for item in args]
         if any(math.isnan(item) for item in numbers):
             return math.nan

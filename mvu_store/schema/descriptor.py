@@ -16,9 +16,10 @@ from typing import Any
 from mvu_store.errors import Code, MvuError
 from mvu_store.jsonvalue import MAX_DEPTH, MAX_NODES, JsonValue, sha256_hex
 from mvu_store.schema.issues import Issue
+from mvu_store.schema.native import Native, ValidationMemo, to_json
 from mvu_store.schema.program import Compiled, build
 from mvu_store.schema.types import ParseCtx
-from mvu_store.schema.values import UNDEFINED, Budget
+from mvu_store.schema.values import Budget
 
 INTERPRETER_VERSIONS = (1, 2)
 CURRENT_VERSION = 2
@@ -42,22 +43,40 @@ def compile_schema(source: str, *, interpreter_version: int = CURRENT_VERSION) -
     return {"mvuSchema": 1, "interpreterVersion": interpreter_version, "source": source}
 
 
-def validate(descriptor: dict[str, Any], value: JsonValue, *, now_ms: int | None = None) -> ValidationResult:
+def validate(descriptor: dict[str, Any], value: JsonValue, *, now_ms: int | None = None,
+             memo: ValidationMemo | None = None) -> ValidationResult:
     """Parse ``value`` with the descriptor's schema, as Zod's ``safeParse`` would.
 
     ``now_ms`` is the clock ``Date.now()`` reads inside the declaration (the caller's commit
     time, so results are reproducible). Refused values give ``ok=False`` and Zod's issues;
     broken declarations and exhausted budgets raise ``MvuError``.
+
+    ``memo`` (a :class:`ValidationMemo`, one per series of related states, e.g. one per reply)
+    lets the parts of ``value`` that are the identical objects of an earlier call of the same
+    memo reuse their results; the result is the same as without it. The caller must then never
+    mutate ``value`` afterwards and must treat results as immutable (they share unchanged
+    subtrees with earlier results); see :class:`ValidationMemo`.
+
+    The compiled fast path (mvu_store.schema.native) answers values that pass; any other value
+    (an issue, a refusal, a budget) is decided by the interpreter from the start.
     """
     if type(descriptor) is not dict or descriptor.get("mvuSchema") != 1 or type(descriptor.get("source")) is not str:
         raise MvuError(Code.SCHEMA, "not a schema descriptor ({mvuSchema:1, interpreterVersion, source})")
-    compiled = _compiled(descriptor["source"], _version(descriptor.get("interpreterVersion")))
+    source, version = descriptor["source"], _version(descriptor.get("interpreterVersion"))
+    key = _key(source, version)
+    compiled = _compiled(source, version, key)
+    native = _native(key, compiled)
+    if native is not None:
+        try:
+            return ValidationResult(True, native.run(value, Budget(now_ms, frozen=compiled.frozen), memo), ())
+        except Exception:
+            pass
     _check_input(value, 1, MAX_NODES)
     ctx = ParseCtx(Budget(now_ms, frozen=compiled.frozen))
     output = _guarded(lambda: compiled.root.run(value, ctx))
     if ctx.issues:
         return ValidationResult(False, None, tuple(ctx.issues))
-    return ValidationResult(True, _guarded(lambda: _to_json(output, 1)), ())
+    return ValidationResult(True, _guarded(lambda: to_json(output, 1)), ())
 
 
 def _version(version: Any) -> int:
@@ -68,10 +87,34 @@ def _version(version: Any) -> int:
 
 _cache: OrderedDict[tuple[str, int], Compiled | MvuError] = OrderedDict()
 _cache_lock = threading.Lock()
+# The fast path of each cached declaration, with the Compiled it was built from (so a recompiled
+# declaration never meets a stale one); entries go when their declaration leaves _cache.
+_natives: dict[tuple[str, int], tuple[Compiled, Native | None]] = {}
 
 
-def _compiled(source: str, version: int) -> Compiled:
-    key = (sha256_hex(source.encode("utf-8", "surrogatepass")), version)
+def _key(source: str, version: int) -> tuple[str, int]:
+    return sha256_hex(source.encode("utf-8", "surrogatepass")), version
+
+
+def _native(key: tuple[str, int], compiled: Compiled) -> Native | None:
+    """The fast path of a compiled declaration, built on its first validation (a compile alone
+    does not pay for it); None when it cannot be built (the interpreter alone then runs)."""
+    entry = _natives.get(key)
+    if entry is not None and entry[0] is compiled:
+        return entry[1]
+    try:
+        native: Native | None = Native(compiled.root)
+    except Exception:
+        native = None
+    with _cache_lock:
+        _natives[key] = (compiled, native)
+        for stale in [known for known in _natives if known not in _cache]:
+            del _natives[stale]
+    return native
+
+
+def _compiled(source: str, version: int, key: tuple[str, int] | None = None) -> Compiled:
+    key = _key(source, version) if key is None else key
     with _cache_lock:
         entry = _cache.get(key)
         if entry is not None:
@@ -151,31 +194,3 @@ def _check_container(value: Any, depth: int, room: int) -> int:
         else:
             room = _check_input(item, depth + 1, room)
     return room - 1
-
-
-_LEAVES = frozenset({str, int, bool, type(None)})  # values _to_json returns unchanged
-
-
-def _to_json(value: Any, depth: int) -> Any:
-    """The parsed value as normalised JSON, as ``JSON.stringify`` would write it.
-
-    ``undefined`` members vanish, NaN and infinities become null, integral floats become ints
-    (as jsonvalue.normalize does), functions and schemas refuse, and the depth limit holds.
-    """
-    kind = type(value)
-    if kind is str or kind is int or kind is bool or value is None:
-        return value
-    if depth > MAX_DEPTH:
-        raise MvuError(Code.LIMIT, f"the parsed value is nested deeper than {MAX_DEPTH}", limit=MAX_DEPTH, kind="depth")
-    if kind is dict:
-        return {key: item if type(item) in _LEAVES else _to_json(item, depth + 1)
-                for key, item in value.items() if item is not UNDEFINED}
-    if kind is list:
-        return [item if type(item) in _LEAVES else _to_json(item, depth + 1) for item in value]
-    if kind is float:
-        if not math.isfinite(value):
-            return None
-        return int(value) if value.is_integer() and abs(value) < 1e21 else value
-    if value is UNDEFINED:
-        return None
-    raise MvuError(Code.SCHEMA, "the schema produced a function or schema where a value belongs")

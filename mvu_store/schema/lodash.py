@@ -52,10 +52,16 @@ from mvu_store.schema.values import (
 
 def _clamp(budget: Budget, args: list[Any]) -> Any:
     # The common `_.clamp(v, 0, 100)` on plain numbers takes the short road.
-    if len(args) == 3 and all((type(item) is int or type(item) is float) and item == item for item in args):
+    if len(args) == 3:
         number, lower, upper = args
-        return max(min(number, upper), lower)
+        if _plain_number(number) and _plain_number(lower) and _plain_number(upper):
+            return max(min(number, upper), lower)
     return _clamp_slow(args)
+
+
+def _plain_number(item: Any) -> bool:
+    kind = type(item)
+    return (kind is int or kind is float) and item == item  # not NaN
 
 
 def _clamp_slow(args: list[Any]) -> Any:

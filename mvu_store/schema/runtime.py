@@ -83,9 +83,10 @@ CONTINUE = object()
 class JsFunction(JsCallable):
     """A declaration's arrow or function expression, closed over its defining frame."""
 
-    __slots__ = ("body", "closure", "cost", "expression", "members", "names", "params")
+    __slots__ = ("body", "closure", "cost", "expression", "members", "names", "node", "params", "picks")
 
-    def __init__(self, params: list[Param], body: Exec, closure: Frame, cost: int, expression: bool) -> None:
+    def __init__(self, params: list[Param], body: Exec, closure: Frame, cost: int, expression: bool,
+                 node: Any = None) -> None:
         # Properties set on the function (bundlers' `getter.a`); empty for nearly every function.
         self.members: dict[str, Any] = {}
         self.params = params
@@ -93,9 +94,18 @@ class JsFunction(JsCallable):
         self.closure = closure
         self.cost = cost
         self.expression = expression  # `x => expr`: the body is an Eval, no Return to unwrap
+        # The syntax node it was compiled from: the fast path reads it to decide purity (native.py).
+        self.node = node
         # Plain `(a, b) => ...` parameters (most transforms) bind with one dict: the hot path.
         simple = all(pattern[0] == "name" and default is None for pattern, default in params)
         self.names = [pattern[1] for pattern, _ in params] if simple else None
+        # `({count}) => ...` (lodash predicates): one object pattern of plain names and no
+        # defaults binds its names straight from the argument, without the general walk.
+        self.picks: list[tuple[Any, str]] | None = None
+        if not simple and len(params) == 1 and params[0][1] is None and params[0][0][0] == "object":
+            entries = params[0][0][1]
+            if all(key is not None and target[0] == "name" and default is None for key, target, default in entries):
+                self.picks = [(key, target[1]) for key, target, _ in entries]
 
     def call(self, budget: Budget, args: list[Any]) -> Any:
         budget.fuel -= self.cost  # Budget.charge inlined: this is the hottest call of all
@@ -112,6 +122,9 @@ class JsFunction(JsCallable):
                 if len(args) < len(names):
                     args = [*args, *[UNDEFINED] * (len(names) - len(args))]
                 frame = Frame(self.closure, budget, dict(zip(names, args, strict=False)))
+        elif self.picks is not None and args and args[0] is not None and args[0] is not UNDEFINED:
+            value = args[0]  # as destructure() reads it: own members, S-7's rules
+            frame = Frame(self.closure, budget, {name: get_member(value, key) for key, name in self.picks})
         else:
             frame = Frame(self.closure, budget)
             for index, (pattern, default) in enumerate(self.params):

@@ -226,6 +226,8 @@ def _string_to_number(text: str) -> float | int:
     stripped = text.strip(" \t\n\r\v\f\u00a0\ufeff\u2028\u2029")
     if not stripped:
         return 0
+    if len(stripped) < 16 and stripped.isdigit() and stripped.isascii():
+        return int(stripped)  # "85", the common coerced field (below 2**53): no regex, no float
     if stripped[:2] in {"0x", "0X", "0o", "0O", "0b", "0B"}:
         try:
             return int(stripped, 0)
