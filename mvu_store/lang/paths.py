@@ -8,6 +8,7 @@ refused with ``MVU_PATH`` because the hosts on the other side are JavaScript.
 
 from __future__ import annotations
 
+import re
 from typing import TypeAlias
 
 from mvu_store.errors import Code, MvuError
@@ -21,6 +22,7 @@ MAX_SEGMENTS = 64
 _TRIMMED = "\\\"'` "
 _QUOTES = "\"'`"
 _DIGITS = frozenset("0123456789")
+_SPECIAL = re.compile(r"[\[\"'`]")
 
 
 def trim_quotes(text: str) -> str:
@@ -76,6 +78,14 @@ def parse_path(raw: str) -> Path:
     ``a..b`` parse to keys that will not exist, which is how MagVarUpdate fails on them too.
     """
     text = trim_quotes(raw.strip())
+    if text and not _SPECIAL.search(text):
+        # Only dots: _segments would split at every one of them, empty segments included.
+        return _checked(text.split("."), raw)
+    return _checked(_segments(text), raw)
+
+
+def _segments(text: str) -> list[str]:
+    """The segments of a trimmed path text, one construct at a time (up to one too many)."""
     segments: list[str] = []
     index = 0
     expect_segment = True
@@ -96,7 +106,7 @@ def parse_path(raw: str) -> Path:
             break
     if expect_segment and segments:
         segments.append("")
-    return _checked(segments, raw)
+    return segments
 
 
 def _read_bracket(text: str, start: int, segments: list[str]) -> int:
