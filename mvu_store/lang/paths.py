@@ -191,13 +191,27 @@ def lookup(root: JsonValue, path: Path) -> tuple[bool, JsonValue]:
     return True, current
 
 
-def assign(root: JsonValue, path: Path, value: JsonValue) -> None:
-    """Write ``value`` at an existing ``path`` (its parent must exist; not the root)."""
-    found, parent = lookup(root, path[:-1])
+def assigned(root: JsonValue, path: Path, value: JsonValue) -> JsonValue:
+    """A copy of ``root`` with ``value`` written at ``path`` (its parent must exist; not the root).
+
+    Nothing is mutated: only the containers from the root to the parent are copied, every other
+    subtree is shared with ``root`` (states are persistent, see :mod:`mvu_store.lang.apply`).
+    """
+    containers = [root]
+    for segment in path[:-1]:
+        found, child = _child(containers[-1], segment)
+        if not found:
+            raise MvuError(Code.PATH_MISSING, f"cannot write at {format_path(path)!r}", found=False)
+        containers.append(child)
     key = path[-1]
-    if isinstance(parent, dict):
-        parent[key] = value
-    elif isinstance(parent, list) and is_index(key) and int(key) < len(parent):
-        parent[int(key)] = value
-    else:
-        raise MvuError(Code.PATH_MISSING, f"cannot write at {format_path(path)!r}", found=found)
+    parent = containers[-1]
+    if not isinstance(parent, dict) and not (isinstance(parent, list) and is_index(key) and int(key) < len(parent)):
+        raise MvuError(Code.PATH_MISSING, f"cannot write at {format_path(path)!r}", found=True)
+    for container, segment in zip(reversed(containers), reversed(path), strict=True):
+        if isinstance(container, dict):
+            value = {**container, segment: value}
+        else:
+            copied = list(container)
+            copied[int(segment)] = value
+            value = copied
+    return value
