@@ -212,11 +212,14 @@ def parse_commands(text: str) -> list[Command]:
     if not isinstance(text, str):
         raise MvuError(Code.PARSE, "the reply must be text")
     # utf8() refuses a lone surrogate (MVU_JSON): no value taken from such a reply could be saved.
-    if len(text) > MAX_TEXT_BYTES or len(utf8(text)) > MAX_TEXT_BYTES:
+    # ASCII text (isascii() is O(1)) has neither, and its length is its size: no encoding then.
+    if len(text) > MAX_TEXT_BYTES or (not text.isascii() and len(utf8(text)) > MAX_TEXT_BYTES):
         raise MvuError(Code.LIMIT, "reply is over 1 MiB", limit=MAX_TEXT_BYTES, kind="text")
-    hidden = inside_spans(_thinking_spans(text))
+    # Thinking and patch tags start with "<": a text without one skips both pattern scans.
+    tagged = "<" in text
+    hidden = inside_spans(_thinking_spans(text) if tagged else [])
     commands = _function_commands(text, hidden)
-    for block in find_patch_blocks(text, hidden):
+    for block in find_patch_blocks(text, hidden) if tagged else ():
         source = text[block.start : block.end]
         commands.extend(_patch_command(op, block.start, block.end, source) for op in block.ops)
         if len(commands) > MAX_COMMANDS:
