@@ -11,7 +11,6 @@ applied. The semantics of each command are MagVarUpdate's as observed by running
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -63,7 +62,12 @@ def _interpreter_version(envelope: dict[str, Any]) -> int:
 
 StateCheck = Callable[[JsonValue], JsonValue]
 """Validates a whole candidate ``stat_data`` after a command and returns it, possibly
-transformed (a card's declared schema); raises :class:`MvuError` to refuse it."""
+transformed (a card's declared schema); raises :class:`MvuError` to refuse it.
+
+The state passed to ``check`` is never mutated afterwards, nor is the one it returns: commands
+build each new state by copying only the containers on the changed path and share the rest
+(so a check may remember values by identity, as the schema's memo does). ``check`` must not
+mutate its argument either."""
 
 
 def run_commands(
@@ -73,7 +77,7 @@ def run_commands(
     check: StateCheck | None = None,
 ) -> UpdateResult:
     """Apply ``commands`` to a private envelope (see :func:`apply_update`)."""
-    before = copy.deepcopy(envelope["stat_data"])
+    before = envelope["stat_data"]  # states are persistent: nothing mutates it
     run = Run(envelope["stat_data"], envelope.get("schema"), _interpreter_version(envelope) == 2, validator)
     # With a declaration (mvu_schema) the declaration decides, as in the original: the native
     # $meta schema is neither checked nor re-derived (its root flags, strictSet..., still apply).
@@ -82,8 +86,9 @@ def run_commands(
         run.schema, run.declared = None, True
     diagnostics: list[dict[str, Any]] = []
     for index, command in enumerate(commands):
-        # A refused command leaves no trace: with a check, restore what it may have changed.
-        saved = (copy.deepcopy(run.stat_data), copy.deepcopy(run.schema), len(run.changes)) if check else None
+        # A refused command leaves no trace: the previous state is kept by reference (executors
+        # never mutate a state, they build the next one), and restored if the check refuses.
+        saved = run.stat_data, run.schema, len(run.changes)
         try:
             EXECUTORS[command.type](run, command)
             if check is not None:
@@ -91,9 +96,8 @@ def run_commands(
         except MvuError as error:
             if error.code not in DIAGNOSTIC_CODES:
                 raise
-            if saved is not None:
-                run.stat_data, run.schema = saved[0], saved[1]
-                del run.changes[saved[2]:]
+            run.stat_data, run.schema = saved[0], saved[1]
+            del run.changes[saved[2] :]
             diagnostics.append(
                 {"command": command.full_match, "index": index, "code": error.code, "message": error.message}
             )
@@ -103,7 +107,8 @@ def run_commands(
         envelope["schema"] = reconcile(run.stat_data, run.schema)
     elif not declared and run.schema is not None:
         envelope["schema"] = run.schema
-    envelope["display_data"] = copy.deepcopy(run.stat_data)
+    # Shared, not copied: measure_state below returns a fresh copy of the whole envelope.
+    envelope["display_data"] = run.stat_data
     envelope["delta_data"] = {"changes": run.changes}
     envelope["update_diagnostics"] = diagnostics
     checked, _, _ = measure_state(envelope)

@@ -21,7 +21,7 @@ from mvu_store.errors import Code, MvuError
 from mvu_store.jsonvalue import utf8
 from mvu_store.lang.jsonpatch import PATCH_TAG, PatchOp, find_patch_blocks
 from mvu_store.lang.paths import Path, parse_path
-from mvu_store.lang.scanner import find_closes
+from mvu_store.lang.scanner import find_closes, simple_close
 
 MAX_TEXT_BYTES = 1024 * 1024
 MAX_COMMANDS = 1000
@@ -73,8 +73,39 @@ def _arity_ok(kind: str, count: int) -> bool:
     return count >= 2
 
 
+# One argument with no bracket or backslash in it: plain characters and whole quoted runs.
+_PLAIN_ARGUMENT = re.compile(r"""(?:[^,"'`]++|"[^"]*+"|'[^']*+'|`[^`]*+`)*+""")
+_NOT_PLAIN = re.compile(r"[()\[\]{}\\]")
+
+
+def _split_plain(body: str) -> list[str] | None:
+    """:func:`split_arguments` for a body without brackets or backslashes; ``None`` if a quote
+    is left open (the slow path then lets it swallow the rest, as MagVarUpdate does)."""
+    parts: list[str] = []
+    position = 0
+    while True:
+        match = _PLAIN_ARGUMENT.match(body, position)
+        assert match is not None  # the pattern matches the empty string
+        end = match.end()
+        parts.append(body[position:end].strip())
+        if end == len(body):
+            break
+        if body[end] != ",":
+            return None
+        position = end + 1
+    if parts[-1] == "":
+        parts.pop()
+    return parts
+
+
 def split_arguments(body: str) -> list[str]:
     """Split on top-level commas (outside quotes and ``()[]{}``); trim; drop a trailing empty."""
+    plain = None if _NOT_PLAIN.search(body) else _split_plain(body)
+    return _split_scanning(body) if plain is None else plain
+
+
+def _split_scanning(body: str) -> list[str]:
+    """:func:`split_arguments` for any body, one character at a time."""
     parts: list[str] = []
     # MagVarUpdate counts each bracket kind on its own: "(]" is not balanced.
     depth = {"(": 0, "[": 0, "{": 0}
@@ -132,17 +163,22 @@ def _too_many() -> MvuError:
 
 def _function_commands(text: str, hidden: Callable[[int], bool]) -> list[Command]:
     # A call needs a ')' after its '(': none can start after the text's last ')'.
-    last_close = text.rfind(")")
-    end_of_calls = max(last_close, 0)
-    # Two passes over the (cheap, C-speed) matches keep only ints in memory for the scanner.
-    closes = find_closes(text, [match.end() - 1 for match in _CALL.finditer(text, 0, end_of_calls)])
+    end_of_calls = max(text.rfind(")"), 0)
+    # The track scan runs once, from the first call that simple_close cannot settle; later
+    # calls then take their close from it (it has them all, at no extra cost).
+    closes: dict[int, int] | None = None
     commands: list[Command] = []
     resume = 0
     for match in _CALL.finditer(text, 0, end_of_calls):
         start, open_at, name = match.start(), match.end() - 1, match.group(1)
         if start < resume:
             continue
-        close_at = closes.get(open_at)
+        close_at = simple_close(text, open_at) if closes is None else None
+        if close_at is None:
+            if closes is None:
+                # Only ints are kept for the scan, not a match object per call.
+                closes = find_closes(text, [m.end() - 1 for m in _CALL.finditer(text, start, end_of_calls)])
+            close_at = closes.get(open_at)
         if close_at is None:
             resume = open_at + 1
             continue
@@ -176,11 +212,14 @@ def parse_commands(text: str) -> list[Command]:
     if not isinstance(text, str):
         raise MvuError(Code.PARSE, "the reply must be text")
     # utf8() refuses a lone surrogate (MVU_JSON): no value taken from such a reply could be saved.
-    if len(text) > MAX_TEXT_BYTES or len(utf8(text)) > MAX_TEXT_BYTES:
+    # ASCII text (isascii() is O(1)) has neither, and its length is its size: no encoding then.
+    if len(text) > MAX_TEXT_BYTES or (not text.isascii() and len(utf8(text)) > MAX_TEXT_BYTES):
         raise MvuError(Code.LIMIT, "reply is over 1 MiB", limit=MAX_TEXT_BYTES, kind="text")
-    hidden = inside_spans(_thinking_spans(text))
+    # Thinking and patch tags start with "<": a text without one skips both pattern scans.
+    tagged = "<" in text
+    hidden = inside_spans(_thinking_spans(text) if tagged else [])
     commands = _function_commands(text, hidden)
-    for block in find_patch_blocks(text, hidden):
+    for block in find_patch_blocks(text, hidden) if tagged else ():
         source = text[block.start : block.end]
         commands.extend(_patch_command(op, block.start, block.end, source) for op in block.ops)
         if len(commands) > MAX_COMMANDS:

@@ -41,31 +41,32 @@ def _container_for(segment: str) -> JsonValue:
 
 
 def build_candidate(stat_data: JsonValue, path: Path, value: JsonValue) -> JsonValue:
-    """A copy of ``stat_data`` with ``value`` written at ``path``, creating what is missing."""
-    candidate = copy.deepcopy(stat_data)
-    current = candidate
-    for position, segment in enumerate(path):
-        last = position == len(path) - 1
-        fresh = value if last else _container_for(path[position + 1])
-        if isinstance(current, dict):
-            existing = current.get(segment)
-            if last or existing is None:
-                current[segment] = fresh
-            elif not isinstance(existing, dict | list):
-                raise MvuError(Code.PATH_MISSING, f"{format_path(path)!r} runs through a value")
-            current = current[segment]
-        elif isinstance(current, list) and is_index(segment) and int(segment) <= len(current):
-            index = int(segment)
-            if index == len(current):
-                current.append(fresh)
-            elif last:
-                current[index] = fresh
-            elif not isinstance(current[index], dict | list):
-                raise MvuError(Code.PATH_MISSING, f"{format_path(path)!r} runs through a value")
-            current = current[index]
-        else:
-            raise MvuError(Code.PATH_MISSING, f"cannot create {format_path(path)!r} (arrays stay dense)")
-    return candidate
+    """A copy of ``stat_data`` with ``value`` written at ``path``, creating what is missing.
+
+    Only the containers on the path are copied; the rest is shared (states are persistent).
+    """
+    return _written(stat_data, path, 0, value) if path else stat_data
+
+
+def _written(current: JsonValue, path: Path, position: int, value: JsonValue) -> JsonValue:
+    segment = path[position]
+    last = position == len(path) - 1
+    fresh = value if last else _container_for(path[position + 1])
+    if isinstance(current, dict):
+        child = current.get(segment)
+        if last or child is None:
+            child = fresh
+        elif not isinstance(child, dict | list):
+            raise MvuError(Code.PATH_MISSING, f"{format_path(path)!r} runs through a value")
+        return {**current, segment: child if last else _written(child, path, position + 1, value)}
+    if isinstance(current, list) and is_index(segment) and int(segment) <= len(current):
+        index = int(segment)
+        child = fresh if index == len(current) or last else current[index]
+        if not isinstance(child, dict | list) and not last:
+            raise MvuError(Code.PATH_MISSING, f"{format_path(path)!r} runs through a value")
+        written = child if last else _written(child, path, position + 1, value)
+        return [*current[:index], written, *current[index + 1 :]]
+    raise MvuError(Code.PATH_MISSING, f"cannot create {format_path(path)!r} (arrays stay dense)")
 
 
 def validated(validator: CandidateValidator, candidate: JsonValue) -> JsonValue | None:

@@ -4,6 +4,10 @@ Each executor checks everything first and writes once at the end, so a refused c
 the state as it was. Refusals raise :class:`MvuError` with a diagnostic code (see
 :mod:`mvu_store.lang.apply`). Rules and quirks follow MagVarUpdate as observed (the README's compatibility section);
 the comments name the quirk where the code would otherwise look wrong.
+
+States are persistent: a write copies the containers from the root to the changed place and
+shares everything else, so a state object, once built, is never mutated (the undo of a refused
+command keeps the previous state by reference, and ``check`` may remember what it saw).
 """
 
 from __future__ import annotations
@@ -19,9 +23,17 @@ from mvu_store.lang.commands import Command
 from mvu_store.lang.creation import CandidateValidator, create
 from mvu_store.lang.jsvalues import is_number, js_string, object_keys, same, truthy
 from mvu_store.lang.literals import parse_value, to_number
-from mvu_store.lang.merge import merge_into
-from mvu_store.lang.meta import Schema, apply_template, clean_metadata, merge_schema, properties_of, schema_at
-from mvu_store.lang.paths import Path, assign, format_path, is_index, lookup, trim_quotes
+from mvu_store.lang.merge import merged
+from mvu_store.lang.meta import (
+    Schema,
+    apply_template,
+    clean_metadata,
+    has_metadata,
+    merge_schema,
+    properties_of,
+    schema_at,
+)
+from mvu_store.lang.paths import Path, assigned, format_path, is_index, lookup, trim_quotes
 from mvu_store.lang.slowparse import ParseBudget
 
 
@@ -45,9 +57,8 @@ class Run:
         """A card's declaration governs the state: it, not the native schema, refuses values."""
 
     def record(self, command: Command, path: Path, **facts: JsonValue) -> None:
-        self.changes.append(
-            {"op": command.type, "path": json_pointer(list(path)), "reason": command.reason, **copy.deepcopy(facts)}
-        )
+        # The facts are parts of states (or fresh values), which nothing mutates: no copy.
+        self.changes.append({"op": command.type, "path": json_pointer(list(path)), "reason": command.reason, **facts})
 
     def template_of(self, node: Schema | None, *kinds: str) -> JsonValue:
         return node.get("template") if node is not None and node.get("type") in kinds else None
@@ -76,7 +87,7 @@ def _is_digits(segment: str) -> bool:
 
 def _write(run: Run, path: Path, value: JsonValue) -> None:
     if path:
-        assign(run.stat_data, path, value)
+        run.stat_data = assigned(run.stat_data, path, value)
     else:
         run.stat_data = value
 
@@ -94,7 +105,7 @@ def _write_or_drop(run: Run, path: Path, value: JsonValue, undefined: bool) -> b
     """Write ``value``, or drop the key if it stands for ``undefined``; True if dropped."""
     parent = lookup(run.stat_data, path[:-1])[1] if path else None
     if undefined and value is None and isinstance(parent, dict):
-        del parent[path[-1]]
+        _write(run, path[:-1], {k: v for k, v in parent.items() if k != path[-1]})
         return True
     _write(run, path, value)
     return False
@@ -220,6 +231,10 @@ def execute_insert(run: Run, command: Command) -> None:
         raise _missing(path)  # undefined counts as a primitive target in MagVarUpdate
     node = schema_at(run.schema, path) if run.schema is not None else None
     _check_insert_schema(run, node, path, key, keyed)
+    if has_metadata(existing):
+        # The cleaning below works in place on the new container, which shares the current
+        # one's children: they must be private copies if the cleaning would touch them.
+        existing = copy.deepcopy(existing)
     if keyed:
         filled = run.fill(value, run.template_of(node, "array", "object"))
         updated = _keyed(existing, key, filled)
@@ -234,16 +249,18 @@ def execute_insert(run: Run, command: Command) -> None:
         elif isinstance(value, dict):
             filled = value
             # v1 deep-merges like lodash; interpreter v2 assigns shallowly (DIGEST U-6).
-            updated = {**container, **value} if run.v2 else merge_into(copy.deepcopy(container), value)
+            updated = {**container, **value} if run.v2 else merged(container, value)
         else:
             raise _refused(f"only an object can be merged into object {format_path(path)!r}")
+    schema = run.schema
+    if schema is not None and node is not None:
+        schema = merge_schema(schema, path, updated)  # before cleaning: the value's $meta counts
+    clean_metadata(updated)
     if found or path == ():
         _write(run, path, updated)
     else:
         _create_in_parent(run, path, updated)
-    if node is not None:
-        merge_schema(node, updated)
-    clean_metadata(updated)
+    run.schema = schema
     run.record(command, path, value=filled, **({"key": key} if keyed else {}))
 
 
@@ -251,9 +268,9 @@ def _create_in_parent(run: Run, path: Path, value: JsonValue) -> None:
     parent = lookup(run.stat_data, path[:-1])[1]
     key = path[-1]
     if isinstance(parent, dict):
-        parent[key] = value
+        _write(run, path[:-1], {**parent, key: value})
     elif isinstance(parent, list) and is_index(key) and int(key) == len(parent):
-        parent.append(value)
+        _write(run, path[:-1], [*parent, value])
     else:
         raise _missing(path, "cannot be created here (arrays stay dense)")
 

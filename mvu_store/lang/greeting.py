@@ -17,7 +17,6 @@ details list the diagnostics).
 
 from __future__ import annotations
 
-import copy
 import dataclasses
 import re
 from typing import Any
@@ -69,7 +68,7 @@ def apply_greeting(
     """Apply a greeting's update blocks all-or-nothing; the input is never mutated."""
     commands = _explicit(parse_commands(greeting_text), _block_spans(greeting_text, _BLOCK_TAG))
     envelope = private_envelope(variables)
-    before = copy.deepcopy(envelope["stat_data"])  # run_commands works on it in place
+    before = envelope["stat_data"]  # never mutated: run_commands builds new states
     bodies = [greeting_text[start:end] for start, end in _block_spans(greeting_text, _INITVAR_TAG)]
     if bodies:
         envelope = _override(envelope, bodies)

@@ -107,7 +107,8 @@ def with_stat_data(envelope: dict[str, Any], stat_data: dict[str, Any], schema: 
     ``schema`` must already have been derived from ``stat_data`` (it reads the ``$meta``).
     """
     clean_metadata(stat_data)
-    envelope.update(stat_data=stat_data, schema=schema, display_data=copy.deepcopy(stat_data), delta_data={})
+    # display_data shares stat_data: measure_state returns a fresh copy of the whole envelope.
+    envelope.update(stat_data=stat_data, schema=schema, display_data=stat_data, delta_data={})
     checked, _, _ = measure_state(envelope)
     result: dict[str, Any] = checked
     return result

@@ -1,7 +1,9 @@
 """Lodash's ``_.merge`` on JSON values, which MagVarUpdate uses for inserts and templates.
 
 Objects merge key by key and arrays merge *index by index* (``merge([1, 2], [9])`` is
-``[9, 2]``); a scalar from the source replaces what was there. The source is never aliased.
+``[9, 2]``); a scalar from the source replaces what was there. Nothing is mutated: the result
+copies the containers the source reaches and shares the target's other subtrees (states are
+persistent, see :mod:`mvu_store.lang.apply`); the source's containers are never shared.
 """
 
 from __future__ import annotations
@@ -25,15 +27,16 @@ def _put(container: JsonValue, key: str | int, value: JsonValue) -> None:
         container.append(value)
 
 
-def merge_into(target: JsonValue, source: JsonValue) -> JsonValue:
-    """Merge ``source`` into the container ``target`` in place and return ``target``."""
+def merged(target: JsonValue, source: JsonValue) -> JsonValue:
+    """A copy of the container ``target`` with ``source`` merged into it."""
+    result = dict(target) if isinstance(target, dict) else list(target)
     pairs = source.items() if isinstance(source, dict) else enumerate(source)
     for key, value in pairs:
         if isinstance(value, dict | list):
-            current = _slot(target, key)
+            current = _slot(result, key)
             if not isinstance(current, type(value)):
                 current = {} if isinstance(value, dict) else []
-            _put(target, key, merge_into(current, value))
+            _put(result, key, merged(current, value))
         else:
-            _put(target, key, value)
-    return target
+            _put(result, key, value)
+    return result

@@ -14,7 +14,7 @@ import copy
 from typing import Any
 
 from mvu_store.jsonvalue import JsonValue
-from mvu_store.lang.merge import merge_into
+from mvu_store.lang.merge import merged
 from mvu_store.lang.paths import Path
 
 EXTENSIBLE_MARKER = "$__META_EXTENSIBLE__$"
@@ -130,16 +130,38 @@ def generate_schema(data: JsonValue, old: Schema | None = None, parent_recursive
 
 
 def clean_metadata(data: JsonValue) -> None:
-    """Remove every ``$meta``, marker and array-meta element from ``data`` in place."""
+    """Remove every ``$meta``, marker and array-meta element from ``data`` in place.
+
+    A container with nothing to remove is not written to, so subtrees shared with an earlier
+    state stay untouched as long as they carry no metadata (see :func:`has_metadata`).
+    """
     stack = [data]
     while stack:
         item = stack.pop()
         if isinstance(item, list):
-            item[:] = [child for child in item if child != EXTENSIBLE_MARKER and not _is_array_meta(child)]
+            kept = [child for child in item if child != EXTENSIBLE_MARKER and not _is_array_meta(child)]
+            if len(kept) != len(item):
+                item[:] = kept
             stack.extend(item)
         elif isinstance(item, dict):
             item.pop("$meta", None)
             stack.extend(item.values())
+
+
+def has_metadata(data: JsonValue) -> bool:
+    """Whether :func:`clean_metadata` would change anything in ``data``."""
+    stack = [data]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, list):
+            if any(child == EXTENSIBLE_MARKER or _is_array_meta(child) for child in item):
+                return True
+            stack.extend(item)
+        elif isinstance(item, dict):
+            if "$meta" in item:
+                return True
+            stack.extend(item.values())
+    return False
 
 
 def schema_at(schema: Schema | None, path: Path) -> Schema | None:
@@ -179,9 +201,24 @@ def reconcile(stat_data: dict[str, JsonValue], old: Schema | None) -> Schema:
     return schema
 
 
-def merge_schema(target: Schema, inserted: JsonValue) -> None:
-    """Fold the schema of a freshly inserted value into its container's node (``$meta`` applies)."""
-    merge_into(target, generate_schema(inserted, target))
+def with_node(schema: Schema, path: Path, node: Schema) -> Schema:
+    """A copy of ``schema`` where ``node`` replaces the node :func:`schema_at` finds at ``path``
+    (which must find one); only the nodes on the way are copied."""
+    if not path:
+        return node
+    segment, rest = path[0], path[1:]
+    if segment.isascii() and segment.isdigit():
+        return {**schema, "elementType": with_node(schema["elementType"], rest, node)}
+    properties = schema["properties"]
+    return {**schema, "properties": {**properties, segment: with_node(properties[segment], rest, node)}}
+
+
+def merge_schema(schema: Schema, path: Path, inserted: JsonValue) -> Schema:
+    """``schema`` with the schema of a value freshly inserted at ``path`` folded into the node
+    there (``$meta`` applies); the node must exist. Nothing is mutated."""
+    node = schema_at(schema, path)
+    assert node is not None
+    return with_node(schema, path, merged(node, generate_schema(inserted, node)))
 
 
 def apply_template(value: JsonValue, template: JsonValue, *, strict: bool, concat_arrays: bool) -> JsonValue:
@@ -189,7 +226,7 @@ def apply_template(value: JsonValue, template: JsonValue, *, strict: bool, conca
     if template is None:
         return value
     if isinstance(value, dict) and isinstance(template, dict):
-        return merge_into(merge_into({}, copy.deepcopy(template)), value)
+        return merged(merged({}, template), value)  # a fresh copy: nothing shared with the schema
     if not isinstance(value, dict | list) and isinstance(template, list):
         if strict:
             return value
@@ -197,5 +234,5 @@ def apply_template(value: JsonValue, template: JsonValue, *, strict: bool, conca
     if isinstance(value, list) and isinstance(template, list):
         if concat_arrays:
             return [*value, *copy.deepcopy(template)]
-        return merge_into(merge_into([], copy.deepcopy(template)), value)
+        return merged(merged([], template), value)
     return value

@@ -8,6 +8,7 @@ refused with ``MVU_PATH`` because the hosts on the other side are JavaScript.
 
 from __future__ import annotations
 
+import re
 from typing import TypeAlias
 
 from mvu_store.errors import Code, MvuError
@@ -21,6 +22,7 @@ MAX_SEGMENTS = 64
 _TRIMMED = "\\\"'` "
 _QUOTES = "\"'`"
 _DIGITS = frozenset("0123456789")
+_SPECIAL = re.compile(r"[\[\"'`]")
 
 
 def trim_quotes(text: str) -> str:
@@ -76,6 +78,14 @@ def parse_path(raw: str) -> Path:
     ``a..b`` parse to keys that will not exist, which is how MagVarUpdate fails on them too.
     """
     text = trim_quotes(raw.strip())
+    if text and not _SPECIAL.search(text):
+        # Only dots: _segments would split at every one of them, empty segments included.
+        return _checked(text.split("."), raw)
+    return _checked(_segments(text), raw)
+
+
+def _segments(text: str) -> list[str]:
+    """The segments of a trimmed path text, one construct at a time (up to one too many)."""
     segments: list[str] = []
     index = 0
     expect_segment = True
@@ -96,7 +106,7 @@ def parse_path(raw: str) -> Path:
             break
     if expect_segment and segments:
         segments.append("")
-    return _checked(segments, raw)
+    return segments
 
 
 def _read_bracket(text: str, start: int, segments: list[str]) -> int:
@@ -181,13 +191,27 @@ def lookup(root: JsonValue, path: Path) -> tuple[bool, JsonValue]:
     return True, current
 
 
-def assign(root: JsonValue, path: Path, value: JsonValue) -> None:
-    """Write ``value`` at an existing ``path`` (its parent must exist; not the root)."""
-    found, parent = lookup(root, path[:-1])
+def assigned(root: JsonValue, path: Path, value: JsonValue) -> JsonValue:
+    """A copy of ``root`` with ``value`` written at ``path`` (its parent must exist; not the root).
+
+    Nothing is mutated: only the containers from the root to the parent are copied, every other
+    subtree is shared with ``root`` (states are persistent, see :mod:`mvu_store.lang.apply`).
+    """
+    containers = [root]
+    for segment in path[:-1]:
+        found, child = _child(containers[-1], segment)
+        if not found:
+            raise MvuError(Code.PATH_MISSING, f"cannot write at {format_path(path)!r}", found=False)
+        containers.append(child)
     key = path[-1]
-    if isinstance(parent, dict):
-        parent[key] = value
-    elif isinstance(parent, list) and is_index(key) and int(key) < len(parent):
-        parent[int(key)] = value
-    else:
-        raise MvuError(Code.PATH_MISSING, f"cannot write at {format_path(path)!r}", found=found)
+    parent = containers[-1]
+    if not isinstance(parent, dict) and not (isinstance(parent, list) and is_index(key) and int(key) < len(parent)):
+        raise MvuError(Code.PATH_MISSING, f"cannot write at {format_path(path)!r}", found=True)
+    for container, segment in zip(reversed(containers), reversed(path), strict=True):
+        if isinstance(container, dict):
+            value = {**container, segment: value}
+        else:
+            copied = list(container)
+            copied[int(segment)] = value
+            value = copied
+    return value

@@ -11,6 +11,10 @@ identity). So scans started at different places never merge or split: at any pos
 are at most four "tracks", one per state, and a scan is always on exactly one of them. Each
 track keeps a parenthesis balance, and the scans on it wait for the balance to come back to
 where they started.
+
+Most calls are short and hold no nested parenthesis: :func:`simple_close` finds their close
+with one bounded, non-backtracking regular expression, and the track scan runs only for the
+rest.
 """
 
 from __future__ import annotations
@@ -18,6 +22,14 @@ from __future__ import annotations
 import re
 
 _INTERESTING = re.compile(r"[()\"'`]")
+# "(", then plain characters, escaped quotes and whole quoted runs, then ")". A quote preceded
+# by a backslash toggles nothing (the lookbehinds); inside a quoted run only its own unescaped
+# quote ends it. The possessive loops never backtrack, so a failure costs the window at most.
+_SIMPLE_CALL = re.compile(
+    r"""\((?:[^()"'`]++|(?<=\\)["'`]|"(?:[^"]++|(?<=\\)")*+"|'(?:[^']++|(?<=\\)')*+'|`(?:[^`]++|(?<=\\)`)*+`)*+\)"""
+)
+SIMPLE_WINDOW = 1024
+"""The characters :func:`simple_close` looks at after a ``(``."""
 
 
 class _Track:
@@ -29,6 +41,16 @@ class _Track:
         # its level, and only the top one can be next.
         self.levels: list[int] = []
         self.starts: list[int] = []
+
+
+def simple_close(text: str, open_at: int) -> int | None:
+    """The close of the ``(`` at ``open_at`` if no other ``(`` lies outside quotes before it.
+
+    ``None`` means "unknown" (a nested or unquoted ``(``, an unclosed quote, or no close within
+    :data:`SIMPLE_WINDOW` characters): ask :func:`find_closes`. A found close is the exact one.
+    """
+    match = _SIMPLE_CALL.match(text, open_at, open_at + SIMPLE_WINDOW)
+    return match.end() - 1 if match else None
 
 
 def find_closes(text: str, opens: list[int]) -> dict[int, int]:

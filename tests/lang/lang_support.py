@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
-from mvu_store.lang import UpdateResult, apply_update, initialize_variables
+from mvu_store.errors import Code, MvuError
+from mvu_store.lang import UpdateResult, Validation, apply_update, initialize_variables
 
 
 def update(stat_data: dict[str, Any], text: str, **envelope: Any) -> UpdateResult:
@@ -23,3 +25,32 @@ def codes(result: UpdateResult) -> list[str]:
 
 def init(yaml_text: str) -> dict[str, Any]:
     return initialize_variables([yaml_text])
+
+
+def text_of(value: Any) -> str:
+    """Sorted-key JSON text: equal texts mean equal values with equal types (5 is not 5.0)."""
+    return json.dumps(value, sort_keys=True)
+
+
+class Recorder:
+    """A check (and a v2 validator) that keeps every state it is given and its text then."""
+
+    def __init__(self, refuse_call: int | None = None) -> None:
+        self.seen: list[tuple[Any, str]] = []
+        self.checks = 0
+        self.refuse_call = refuse_call
+
+    def __call__(self, stat_data: Any) -> Any:
+        self.seen.append((stat_data, text_of(stat_data)))
+        self.checks += 1
+        if self.checks == self.refuse_call:
+            raise MvuError(Code.SCHEMA, "refused by the test")
+        return stat_data
+
+    def validate(self, stat_data: Any) -> Validation:
+        self.seen.append((stat_data, text_of(stat_data)))
+        return Validation(True)
+
+    def assert_unchanged(self) -> None:
+        for state, text in self.seen:
+            assert text_of(state) == text

@@ -10,10 +10,12 @@ from typing import Any
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from lang_support import Recorder, text_of
 
 from mvu_store.errors import MvuError
 from mvu_store.jsonvalue import normalize
 from mvu_store.lang import apply_greeting, apply_update, contains_update, initialize_variables, parse_commands
+from mvu_store.lang.apply import private_envelope, run_commands
 from mvu_store.lang.jsonrepair import repair_json
 from mvu_store.lang.literals import parse_value
 from mvu_store.lang.paths import parse_path, parse_pointer
@@ -175,6 +177,60 @@ def test_updates_raise_only_mvu_error_and_never_mutate(envelope: dict[str, Any],
         normalize(result.variables)  # always plain JSON
         assert isinstance(result.variables["stat_data"], dict)
     assert envelope == frozen
+
+
+# Well-formed commands on paths the random states are likely to have.
+command_paths = st.lists(keys.filter(lambda key: key != "$meta"), min_size=1, max_size=2)
+command_values = st.sampled_from(
+    ["1", "-3", "0.5", "'x'", "true", "null", "undefined", "[1, 2]", "{a: 1}", "{$meta: {extensible: true}, b: {c: 2}}"]
+)
+command_keys = st.sampled_from(["'k'", "'a'", "0", "1", "'-'"])
+
+
+def _pointer(path: list[str]) -> str:
+    return "".join("/" + part for part in path)
+
+
+well_formed_commands = st.one_of(
+    st.builds(lambda p, v: f"_.set('{'.'.join(p)}', {v});", command_paths, command_values),
+    st.builds(lambda p, v: f"_.add('{'.'.join(p)}', {v});", command_paths, st.sampled_from(["1", "-2", "0.5"])),
+    st.builds(lambda p, k, v: f"_.insert('{'.'.join(p)}', {k}, {v});", command_paths, command_keys, command_values),
+    st.builds(lambda p, v: f"_.insert('{'.'.join(p)}', {v});", command_paths, command_values),
+    st.builds(lambda p: f"_.delete('{'.'.join(p)}');", command_paths),
+    st.builds(lambda p, v: f"_.delete('{'.'.join(p)}', {v});", command_paths, command_values | command_keys),
+    st.builds(
+        lambda op, p, v: f"<JSONPatch>[{json.dumps({'op': op, 'path': _pointer(p), 'value': v})}]</JSONPatch>",
+        st.sampled_from(["replace", "delta", "add", "insert", "remove", "move"]),
+        command_paths,
+        json_values,
+    ),
+)
+command_replies = st.lists(well_formed_commands, min_size=1, max_size=8).map("\n".join)
+
+
+@SETTINGS
+@given(envelopes, command_replies, st.integers(1, 6))
+def test_states_stay_as_built_and_a_refused_command_leaves_no_trace(
+    envelope: dict[str, Any], text: str, refused: int
+) -> None:
+    try:
+        commands = parse_commands(text)
+        recorder = Recorder(refuse_call=refused)
+        result = run_commands(private_envelope(envelope), commands, recorder, recorder)
+    except MvuError:
+        return
+    recorder.assert_unchanged()
+    if recorder.checks < refused:
+        return
+    # The refused command is the one whose check call was number `refused`; without it, the
+    # same run (its diagnostic aside) must come out.
+    index = next(entry["index"] for entry in result.diagnostics if entry["message"] == "refused by the test")
+    rerun = run_commands(private_envelope(envelope), commands[:index] + commands[index + 1 :], Recorder(), Recorder())
+
+    def kept(variables: dict[str, Any]) -> str:
+        return text_of({key: value for key, value in variables.items() if key != "update_diagnostics"})
+
+    assert kept(result.variables) == kept(rerun.variables)
 
 
 @SETTINGS
