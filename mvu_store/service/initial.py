@@ -17,7 +17,7 @@ from typing import Any
 from mvu_store.errors import Code, MvuError
 from mvu_store.jsonvalue import JsonValue
 from mvu_store.lang import Validation, initialize_variables
-from mvu_store.schema import ValidationResult, compile_schema, validate
+from mvu_store.schema import ValidationMemo, ValidationResult, compile_schema, validate
 
 OPEN_SCHEMA: dict[str, JsonValue] = {"type": "object", "properties": {}, "extensible": True, "strictSet": True}
 """The native schema of a state whose declaration decides (the original's, verbatim)."""
@@ -69,20 +69,25 @@ def describe(result: ValidationResult) -> str:
 
 
 class DeclaredSchema:
-    """A state's declaration (``mvu_schema``) at one moment: ``now_ms`` is the commit's clock."""
+    """A state's declaration (``mvu_schema``) at one moment: ``now_ms`` is the commit's clock.
 
-    def __init__(self, descriptor: dict[str, Any], now_ms: int) -> None:
+    With a ``memo``, :meth:`check` re-parses only what changed since its previous calls (see
+    :class:`~mvu_store.schema.ValidationMemo`): for a reply's commands, whose states are never
+    mutated once checked (:data:`mvu_store.lang.apply.StateCheck`)."""
+
+    def __init__(self, descriptor: dict[str, Any], now_ms: int, memo: ValidationMemo | None = None) -> None:
         self.descriptor = descriptor
         self.now_ms = now_ms
+        self._memo = memo
 
     @staticmethod
-    def of(envelope: JsonValue, now_ms: int) -> DeclaredSchema | None:
+    def of(envelope: JsonValue, now_ms: int, memo: ValidationMemo | None = None) -> DeclaredSchema | None:
         descriptor = envelope.get("mvu_schema") if isinstance(envelope, dict) else None
-        return DeclaredSchema(descriptor, now_ms) if isinstance(descriptor, dict) else None
+        return DeclaredSchema(descriptor, now_ms, memo) if isinstance(descriptor, dict) else None
 
     def check(self, stat_data: JsonValue, *, code: Code = Code.SCHEMA) -> JsonValue:
         """The parsed (possibly transformed) ``stat_data``, or ``MvuError(code)`` with the issues."""
-        result = validate(self.descriptor, stat_data, now_ms=self.now_ms)
+        result = validate(self.descriptor, stat_data, now_ms=self.now_ms, memo=self._memo)
         if not result.ok:
             raise MvuError(code, describe(result),
                            issues=[{"code": i.code, "path": list(i.path), "message": i.message}

@@ -25,6 +25,7 @@ from mvu_store.jsonvalue import JsonValue
 from mvu_store.lang import Command, contains_update, parse_commands
 from mvu_store.lang.apply import private_envelope, run_commands
 from mvu_store.ledger.records import CommitRequest, Head
+from mvu_store.schema import ValidationMemo
 from mvu_store.service.allocation import Allocation
 from mvu_store.service.bounded import BoundedCache
 from mvu_store.service.cas import on_head
@@ -225,7 +226,9 @@ class Pipeline:
             tried.append(head)
             variables, diagnostics, changed = head.variables, [], False
             if run:
-                declared = DeclaredSchema.of(head.variables, now_ms())  # the declaration, at this commit's clock
+                # The declaration, at this commit's clock; after the first command it parses only
+                # what each command changed.
+                declared = DeclaredSchema.of(head.variables, now_ms(), ValidationMemo())
                 result = run_commands(private_envelope(head.variables), chosen, declared,
                                       declared.check if declared is not None else None)
                 variables, changed = result.variables, result.changed
