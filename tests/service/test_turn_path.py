@@ -5,6 +5,8 @@ head the first one left."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from mvu_store.errors import MvuError
@@ -91,3 +93,27 @@ async def test_an_edit_takes_two_reader_round_trips_whatever_the_history(
     # An edit of an edit keeps the coordinates of the reply the first one edited.
     assert history[-1].source["messageSeq"] == history[-3].source["messageSeq"]
     assert receipt.revision == current + 2
+
+
+async def test_the_commands_of_one_reply_share_a_validation_memo_and_replies_do_not(
+        service: MvuService, host: MemoryHost, monkeypatch: pytest.MonkeyPatch) -> None:
+    from mvu_store.service import initial
+
+    instance = await playing(service, host)
+    memos: list[tuple[int, object]] = []
+    validate = initial.validate
+
+    def recording(descriptor: Any, value: Any, **options: Any) -> Any:
+        memos.append((options.get("memo") is not None, options.get("memo")))
+        return validate(descriptor, value, **options)
+
+    monkeypatch.setattr(initial, "validate", recording)
+    await host.turn("s1", turn=1, user="a", reply="_.set('hp', 40);_.add('gold', 2);_.add('hp', 500);")
+    first = list(memos)
+    await host.turn("s1", turn=2, user="b", reply="_.set('hp', 1);_.add('gold', 1);")
+
+    assert len(first) == 3 and all(given for given, _ in first) and len({id(memo) for _, memo in first}) == 1
+    second = memos[3:]
+    assert len(second) == 2 and second[0][1] is second[1][1] is not first[0][1]
+    assert (await stat_data(service, instance))["hp"] == 1  # clamped to 100 on turn 1, then set
+    assert (await stat_data(service, instance))["gold"] == 13
