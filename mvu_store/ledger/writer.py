@@ -94,71 +94,97 @@ class Writer:
         self._serialize = serialize
         self._max_batch = max_batch
         self._begin_sql = dialect_of(engine).begin
+        # Items are lists of jobs (one per loop iteration that submitted), then _STOP.
         self._queue: queue.SimpleQueue[Any] = queue.SimpleQueue()
+        self._pending: dict[asyncio.AbstractEventLoop, list[_Job[Any]]] = {}
+        self._lock = threading.Lock()
         self._savepoints = itertools.count()
         self._closed = False
         self._thread = threading.Thread(target=self._run, name=f"mvu-writer-{ledger_id}", daemon=True)
         self._thread.start()
 
     async def submit(self, work: Work[T]) -> T:
-        if self._closed:
-            raise MvuError(Code.DISPOSED, "the ledger is closed")
         loop = asyncio.get_running_loop()
         future: asyncio.Future[T] = loop.create_future()
-        self._queue.put(_Job(work, future, loop))
+        with self._lock:
+            if self._closed:
+                raise MvuError(Code.DISPOSED, "the ledger is closed")
+            pending = self._pending.get(loop)
+            if pending is None:
+                # Hand the writer everything this loop submits in one iteration at once: callers
+                # resumed together (a batch's results) submit together, so the writer wakes once
+                # and runs them as one batch, instead of waking at the first one and taking the
+                # GIL from the loop while the others are still being prepared.
+                pending = self._pending[loop] = []
+                loop.call_soon(self._flush, loop)
+            pending.append(_Job(work, future, loop))
         return await future
+
+    def _flush(self, loop: asyncio.AbstractEventLoop) -> None:
+        with self._lock:
+            jobs = self._pending.pop(loop, None)
+            if jobs:
+                self._queue.put(jobs)
 
     def close(self) -> None:
         """Finish queued work, then stop the thread and release its connection."""
-        if self._closed:
-            return
-        self._closed = True
-        self._queue.put(_STOP)
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            # Work submitted before the close is finished, even if its loop has not flushed it yet.
+            for jobs in self._pending.values():
+                self._queue.put(jobs)
+            self._pending.clear()
+            self._queue.put(_STOP)
         self._thread.join()
 
     # -- the thread ---------------------------------------------------------------------------
 
     def _run(self) -> None:
         connection: Any = None
+        backlog: list[_Job[Any]] = []
         try:
+            stopping = False
             while True:
-                batch, stop = self._next_batch()
-                if batch:
-                    connection = self._run_batch(connection, batch)
-                if stop:
+                if not stopping:
+                    stopping = self._take(backlog)
+                if not backlog:
                     return
+                batch = backlog[: self._max_batch]
+                del backlog[: self._max_batch]
+                connection = self._run_batch(connection, batch)
         finally:
             if connection is not None:
                 connection.close()
-            self._refuse_leftovers()
+            self._refuse_leftovers(backlog)
 
-    def _refuse_leftovers(self) -> None:
-        """Work queued behind the stop (a submit racing ``close``) is refused, never left waiting."""
+    def _refuse_leftovers(self, backlog: list[_Job[Any]]) -> None:
+        """Work the thread did not run (it is ending on an error that escaped a batch) is refused,
+        never left waiting."""
         closed = MvuError(Code.DISPOSED, "the ledger is closed")
         while True:
-            try:
-                job = self._queue.get_nowait()
-            except queue.Empty:
-                return
-            if isinstance(job, _Job):
+            for job in backlog:
                 with contextlib.suppress(RuntimeError):
                     job.loop.call_soon_threadsafe(_resolve_all, [(job.future, False, closed)])
-
-    def _next_batch(self) -> tuple[list[_Job[Any]], bool]:
-        """Block for one job, then take whatever else is queued (up to ``max_batch``)."""
-        first = self._queue.get()
-        if first is _STOP:
-            return [], True
-        batch: list[_Job[Any]] = [first]
-        while len(batch) < self._max_batch:
             try:
                 item = self._queue.get_nowait()
             except queue.Empty:
-                break
+                return
+            backlog = item if isinstance(item, list) else []
+
+    def _take(self, backlog: list[_Job[Any]]) -> bool:
+        """Add queued jobs to ``backlog`` (waiting for some while it is empty) until it holds a
+        batch or the queue is empty; whether the stop was reached (nothing is queued after it)."""
+        while len(backlog) < self._max_batch:
+            try:
+                item = self._queue.get() if not backlog else self._queue.get_nowait()
+            except queue.Empty:
+                return False
             if item is _STOP:
-                return batch, True
-            batch.append(item)
-        return batch, False
+                return True
+            backlog.extend(item)
+        return False
 
     def _run_batch(self, connection: Any, batch: list[_Job[Any]]) -> Any:
         """Run a batch in one transaction; return the connection to use next (None: reconnect).
