@@ -4,8 +4,10 @@ Python pays far more per statement than SQLite does, and an async engine pays it
 (``benchmarks/commit_path.py`` compares our commit path with raw sqlite3 doing the same SQL).
 So every write of a ledger runs on one dedicated thread that owns one raw DB-API connection:
 callers submit a *unit of work* (a plain function taking a :class:`WriteTx`) and await a future.
-The thread drains whatever is queued, runs the units in one transaction, each inside its own
-SAVEPOINT (a failing unit rolls back alone), and commits once: one fsync for the whole batch.
+The thread drains whatever is queued, runs the units in one transaction and commits once: one
+fsync for the whole batch. A failing unit rolls back alone: on SQLite one that failed before
+writing (the usual case) leaves nothing to undo, and one that failed after has the batch run
+again with a SAVEPOINT per unit; on PostgreSQL every unit of a batch has its savepoint.
 Futures resolve only after COMMIT returned, so an acknowledged write is durable.
 
 Statements are SQLAlchemy Core queries (``query.py``), compiled once per dialect into driver SQL
@@ -17,7 +19,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import itertools
 import queue
 import threading
 from collections.abc import Callable
@@ -98,7 +99,6 @@ class Writer:
         self._queue: queue.SimpleQueue[Any] = queue.SimpleQueue()
         self._pending: dict[asyncio.AbstractEventLoop, list[_Job[Any]]] = {}
         self._lock = threading.Lock()
-        self._savepoints = itertools.count()
         self._closed = False
         self._thread = threading.Thread(target=self._run, name=f"mvu-writer-{ledger_id}", daemon=True)
         self._thread.start()
@@ -199,12 +199,17 @@ class Writer:
         try:
             if connection is None and live:
                 connection = self._engine.raw_connection()
+            # Sharing the transaction needs a driver that tells whether a failed unit wrote.
+            isolate = not hasattr(connection.dbapi_connection, "total_changes")
             while live:
-                outcomes = self._attempt(connection.dbapi_connection, live)
-                if not any(job.future.cancelled() for job in live):
+                attempt = self._attempt(connection.dbapi_connection, live, isolate=isolate)
+                if attempt is not None and not any(job.future.cancelled() for job in live):
+                    outcomes = attempt
                     break
+                # A unit failed after writing (run again, each unit in its own savepoint), or a
+                # caller gave up (run again without it).
+                isolate = isolate or attempt is None
                 live = [job for job in live if not job.future.cancelled()]
-                outcomes = []
         except Exception as error:  # the transaction itself failed: nothing was written
             outcomes = [(False, translate(error))] * len(live)
             # The connection may be broken (server gone, disk error): start afresh next time.
@@ -222,18 +227,25 @@ class Writer:
                 loop.call_soon_threadsafe(_resolve_all, results)
         return connection
 
-    def _attempt(self, dbapi: Any, live: list[_Job[Any]]) -> list[tuple[bool, Any]]:
-        """One transaction over ``live``; commits unless a caller was cancelled meanwhile."""
+    def _attempt(self, dbapi: Any, live: list[_Job[Any]], *, isolate: bool) -> list[tuple[bool, Any]] | None:
+        """One transaction over ``live``; commits unless a caller was cancelled meanwhile.
+
+        ``isolate``: each unit runs in its own savepoint. Otherwise they share the transaction,
+        and None (rolled back) means one failed after writing something: run the batch isolated.
+        """
         cursor = dbapi.cursor()
         try:
             self._begin(cursor)
             try:
                 self._serialize(WriteTx(cursor, self.statements, self._ledger_id))
+                outcomes: list[tuple[bool, Any]] | None
                 if len(live) == 1:
                     outcomes = [self._run_alone(cursor, live[0])]
-                else:
+                elif isolate:
                     outcomes = [self._run_in_savepoint(cursor, job) for job in live]
-                if any(ok for ok, _ in outcomes) and not any(job.future.cancelled() for job in live):
+                else:
+                    outcomes = self._run_shared(dbapi, cursor, live)
+                if outcomes and any(ok for ok, _ in outcomes) and not any(job.future.cancelled() for job in live):
                     dbapi.commit()
                 else:
                     dbapi.rollback()
@@ -244,6 +256,26 @@ class Writer:
                 raise
         finally:
             cursor.close()
+
+    def _run_shared(self, dbapi: Any, cursor: Any, live: list[_Job[Any]]) -> list[tuple[bool, Any]] | None:
+        """Run the units one after the other in the open transaction, without a savepoint each.
+
+        A savepoint costs two statements and a copy of every page the unit changes, and the
+        usual failures (a stale revision, a replay conflict, a missing resource) are found by
+        reads, before the unit writes anything: they leave nothing to undo. sqlite3 tells: it
+        counts the rows every statement changed (``total_changes``, triggers and foreign-key
+        actions included; a failed statement undoes its own changes) and whether the
+        transaction is still open (an I/O or memory error ends it). A unit that failed after
+        changing rows gives None: the batch is rolled back and run again, isolated.
+        """
+        outcomes: list[tuple[bool, Any]] = []
+        for job in live:
+            changes = dbapi.total_changes
+            ok, value = self._run_alone(cursor, job)
+            if not ok and (dbapi.total_changes != changes or not dbapi.in_transaction):
+                return None
+            outcomes.append((ok, value))
+        return outcomes
 
     def _run_alone(self, cursor: Any, job: _Job[Any]) -> tuple[bool, Any]:
         tx = WriteTx(cursor, self.statements, self._ledger_id)
@@ -256,14 +288,13 @@ class Writer:
         return True, result
 
     def _run_in_savepoint(self, cursor: Any, job: _Job[Any]) -> tuple[bool, Any]:
-        name = f"mvu_{next(self._savepoints)}"
-        cursor.execute(f"SAVEPOINT {name}")
+        # One name serves: each savepoint is released before the next one is taken, and a
+        # constant text keeps the statements in the driver's cache.
+        cursor.execute("SAVEPOINT mvu_unit")
         ok, value = self._run_alone(cursor, job)
-        if ok:
-            cursor.execute(f"RELEASE SAVEPOINT {name}")
-        else:
-            cursor.execute(f"ROLLBACK TO SAVEPOINT {name}")
-            cursor.execute(f"RELEASE SAVEPOINT {name}")
+        if not ok:
+            cursor.execute("ROLLBACK TO SAVEPOINT mvu_unit")
+        cursor.execute("RELEASE SAVEPOINT mvu_unit")
         return ok, value
 
     def _begin(self, cursor: Any) -> None:
