@@ -50,7 +50,8 @@ class WriteTx:
     def execute(self, query: Query, **params: Any) -> Any:
         """Run ``query`` (``ledger_id`` bound to this ledger's); returns the cursor (``rowcount``)."""
         sql = self.statements.sql(query)
-        self.cursor.execute(sql.text, sql.params({"ledger_id": self.ledger_id, **params}))
+        params.setdefault("ledger_id", self.ledger_id)  # ``params`` is this call's own dict
+        self.cursor.execute(sql.text, sql.params(params))
         return self.cursor
 
     def one(self, query: Query, **params: Any) -> Row | None:
