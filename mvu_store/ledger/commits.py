@@ -11,7 +11,7 @@ import functools
 import json
 from typing import Any
 
-from sqlalchemy import and_, bindparam, select, update
+from sqlalchemy import and_, bindparam, func, select, update
 
 from mvu_store.errors import Code, MvuError
 from mvu_store.jsonvalue import JsonValue, canonical_text
@@ -25,12 +25,18 @@ from mvu_store.ledger.rules import check_request, check_text, default_key
 from mvu_store.ledger.store import now_ms
 from mvu_store.ledger.writer import WriteTx
 
-_r, _x = t.resources.c, t.receipts.c
+_r, _x, _v = t.resources.c, t.receipts.c, t.versions.c
 
 _HEAD_AND_RECEIPT = Query(
     "head-and-receipt",
     lambda: select(
-        _r.revision, _r.head_key, _x.fingerprint, _x.revision.label("receipt_revision"), _x.version_key, _x.result
+        _r.revision, _r.head_key, _x.fingerprint, _x.revision.label("receipt_revision"), _x.version_key, _x.result,
+        # The position a new version of the resource takes, in the same statement (a commit
+        # writes no version before it inserts its own).
+        select(func.coalesce(func.max(_v.position) + 1, 0))
+        .where(_v.ledger_id == LEDGER, _v.resource_id == bindparam("id"))
+        .scalar_subquery()
+        .label("next_position"),
     )
     .select_from(
         t.resources.outerjoin(
@@ -64,8 +70,9 @@ class Commits(Facts):
         return await self.write(lambda tx: self._commit(tx, request, blob, key, source, meta, check_key, facts))
 
     def _head_and_receipt(self, tx: WriteTx, resource_id: str, operation_id: str | None) -> Row:
-        """A resource's revision and head key, with the receipt of ``operation_id`` if there is
-        one, in one statement (the first of every commit); ``MVU_MISSING`` without a resource."""
+        """A resource's revision, head key and next version position, with the receipt of
+        ``operation_id`` if there is one, in one statement (the first of every commit);
+        ``MVU_MISSING`` without a resource."""
         row = tx.one(_HEAD_AND_RECEIPT, id=resource_id, operation_id=operation_id)
         if row is None:
             raise MvuError(Code.MISSING, f"no resource {resource_id!r}", id=resource_id)
@@ -127,7 +134,7 @@ class Commits(Facts):
             result = {"id": request.resource_id, "revision": revision, "versionKey": key}
             if request.error is not None:
                 result["error"] = request.error
-        position = self.next_position(tx, t.versions, "resource_id", request.resource_id)
+        position = int(row["next_position"])
         self.insert_row(
             tx,
             t.versions,

@@ -4,8 +4,10 @@ Python pays far more per statement than SQLite does, and an async engine pays it
 (``benchmarks/commit_path.py`` compares our commit path with raw sqlite3 doing the same SQL).
 So every write of a ledger runs on one dedicated thread that owns one raw DB-API connection:
 callers submit a *unit of work* (a plain function taking a :class:`WriteTx`) and await a future.
-The thread drains whatever is queued, runs the units in one transaction, each inside its own
-SAVEPOINT (a failing unit rolls back alone), and commits once: one fsync for the whole batch.
+The thread drains whatever is queued, runs the units in one transaction and commits once: one
+fsync for the whole batch. A failing unit rolls back alone: on SQLite one that failed before
+writing (the usual case) leaves nothing to undo, and one that failed after has the batch run
+again with a SAVEPOINT per unit; on PostgreSQL every unit of a batch has its savepoint.
 Futures resolve only after COMMIT returned, so an acknowledged write is durable.
 
 Statements are SQLAlchemy Core queries (``query.py``), compiled once per dialect into driver SQL
@@ -17,7 +19,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import itertools
 import queue
 import threading
 from collections.abc import Callable
@@ -49,7 +50,8 @@ class WriteTx:
     def execute(self, query: Query, **params: Any) -> Any:
         """Run ``query`` (``ledger_id`` bound to this ledger's); returns the cursor (``rowcount``)."""
         sql = self.statements.sql(query)
-        self.cursor.execute(sql.text, sql.params({"ledger_id": self.ledger_id, **params}))
+        params.setdefault("ledger_id", self.ledger_id)  # ``params`` is this call's own dict
+        self.cursor.execute(sql.text, sql.params(params))
         return self.cursor
 
     def one(self, query: Query, **params: Any) -> Row | None:
@@ -94,71 +96,96 @@ class Writer:
         self._serialize = serialize
         self._max_batch = max_batch
         self._begin_sql = dialect_of(engine).begin
+        # Items are lists of jobs (one per loop iteration that submitted), then _STOP.
         self._queue: queue.SimpleQueue[Any] = queue.SimpleQueue()
-        self._savepoints = itertools.count()
+        self._pending: dict[asyncio.AbstractEventLoop, list[_Job[Any]]] = {}
+        self._lock = threading.Lock()
         self._closed = False
         self._thread = threading.Thread(target=self._run, name=f"mvu-writer-{ledger_id}", daemon=True)
         self._thread.start()
 
     async def submit(self, work: Work[T]) -> T:
-        if self._closed:
-            raise MvuError(Code.DISPOSED, "the ledger is closed")
         loop = asyncio.get_running_loop()
         future: asyncio.Future[T] = loop.create_future()
-        self._queue.put(_Job(work, future, loop))
+        with self._lock:
+            if self._closed:
+                raise MvuError(Code.DISPOSED, "the ledger is closed")
+            pending = self._pending.get(loop)
+            if pending is None:
+                # Hand the writer everything this loop submits in one iteration at once: callers
+                # resumed together (a batch's results) submit together, so the writer wakes once
+                # and runs them as one batch, instead of waking at the first one and taking the
+                # GIL from the loop while the others are still being prepared.
+                pending = self._pending[loop] = []
+                loop.call_soon(self._flush, loop)
+            pending.append(_Job(work, future, loop))
         return await future
+
+    def _flush(self, loop: asyncio.AbstractEventLoop) -> None:
+        with self._lock:
+            jobs = self._pending.pop(loop, None)
+            if jobs:
+                self._queue.put(jobs)
 
     def close(self) -> None:
         """Finish queued work, then stop the thread and release its connection."""
-        if self._closed:
-            return
-        self._closed = True
-        self._queue.put(_STOP)
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            # Work submitted before the close is finished, even if its loop has not flushed it yet.
+            for jobs in self._pending.values():
+                self._queue.put(jobs)
+            self._pending.clear()
+            self._queue.put(_STOP)
         self._thread.join()
 
     # -- the thread ---------------------------------------------------------------------------
 
     def _run(self) -> None:
         connection: Any = None
+        backlog: list[_Job[Any]] = []
         try:
+            stopping = False
             while True:
-                batch, stop = self._next_batch()
-                if batch:
-                    connection = self._run_batch(connection, batch)
-                if stop:
+                if not stopping:
+                    stopping = self._take(backlog)
+                if not backlog:
                     return
+                batch = backlog[: self._max_batch]
+                del backlog[: self._max_batch]
+                connection = self._run_batch(connection, batch)
         finally:
             if connection is not None:
                 connection.close()
-            self._refuse_leftovers()
+            self._refuse_leftovers(backlog)
 
-    def _refuse_leftovers(self) -> None:
-        """Work queued behind the stop (a submit racing ``close``) is refused, never left waiting."""
+    def _refuse_leftovers(self, backlog: list[_Job[Any]]) -> None:
+        """Work the thread did not run (it is ending on an error that escaped a batch) is refused,
+        never left waiting."""
         closed = MvuError(Code.DISPOSED, "the ledger is closed")
         while True:
-            try:
-                job = self._queue.get_nowait()
-            except queue.Empty:
-                return
-            if isinstance(job, _Job):
+            for job in backlog:
                 with contextlib.suppress(RuntimeError):
                     job.loop.call_soon_threadsafe(_resolve_all, [(job.future, False, closed)])
-
-    def _next_batch(self) -> tuple[list[_Job[Any]], bool]:
-        """Block for one job, then take whatever else is queued (up to ``max_batch``)."""
-        first = self._queue.get()
-        if first is _STOP:
-            return [], True
-        batch: list[_Job[Any]] = [first]
-        while len(batch) < self._max_batch:
             try:
                 item = self._queue.get_nowait()
             except queue.Empty:
-                break
+                return
+            backlog = item if isinstance(item, list) else []
+
+    def _take(self, backlog: list[_Job[Any]]) -> bool:
+        """Add queued jobs to ``backlog`` (waiting for some while it is empty) until it holds a
+        batch or the queue is empty; whether the stop was reached (nothing is queued after it)."""
+        while len(backlog) < self._max_batch:
+            try:
+                item = self._queue.get() if not backlog else self._queue.get_nowait()
+            except queue.Empty:
+                return False
             if item is _STOP:
-                return batch, True
-            batch.append(item)
-        return batch, False
+                return True
+            backlog.extend(item)
+        return False
 
     def _run_batch(self, connection: Any, batch: list[_Job[Any]]) -> Any:
         """Run a batch in one transaction; return the connection to use next (None: reconnect).
@@ -173,12 +200,17 @@ class Writer:
         try:
             if connection is None and live:
                 connection = self._engine.raw_connection()
+            # Sharing the transaction needs a driver that tells whether a failed unit wrote.
+            isolate = not hasattr(connection.dbapi_connection, "total_changes")
             while live:
-                outcomes = self._attempt(connection.dbapi_connection, live)
-                if not any(job.future.cancelled() for job in live):
+                attempt = self._attempt(connection.dbapi_connection, live, isolate=isolate)
+                if attempt is not None and not any(job.future.cancelled() for job in live):
+                    outcomes = attempt
                     break
+                # A unit failed after writing (run again, each unit in its own savepoint), or a
+                # caller gave up (run again without it).
+                isolate = isolate or attempt is None
                 live = [job for job in live if not job.future.cancelled()]
-                outcomes = []
         except Exception as error:  # the transaction itself failed: nothing was written
             outcomes = [(False, translate(error))] * len(live)
             # The connection may be broken (server gone, disk error): start afresh next time.
@@ -196,18 +228,25 @@ class Writer:
                 loop.call_soon_threadsafe(_resolve_all, results)
         return connection
 
-    def _attempt(self, dbapi: Any, live: list[_Job[Any]]) -> list[tuple[bool, Any]]:
-        """One transaction over ``live``; commits unless a caller was cancelled meanwhile."""
+    def _attempt(self, dbapi: Any, live: list[_Job[Any]], *, isolate: bool) -> list[tuple[bool, Any]] | None:
+        """One transaction over ``live``; commits unless a caller was cancelled meanwhile.
+
+        ``isolate``: each unit runs in its own savepoint. Otherwise they share the transaction,
+        and None (rolled back) means one failed after writing something: run the batch isolated.
+        """
         cursor = dbapi.cursor()
         try:
             self._begin(cursor)
             try:
                 self._serialize(WriteTx(cursor, self.statements, self._ledger_id))
+                outcomes: list[tuple[bool, Any]] | None
                 if len(live) == 1:
                     outcomes = [self._run_alone(cursor, live[0])]
-                else:
+                elif isolate:
                     outcomes = [self._run_in_savepoint(cursor, job) for job in live]
-                if any(ok for ok, _ in outcomes) and not any(job.future.cancelled() for job in live):
+                else:
+                    outcomes = self._run_shared(dbapi, cursor, live)
+                if outcomes and any(ok for ok, _ in outcomes) and not any(job.future.cancelled() for job in live):
                     dbapi.commit()
                 else:
                     dbapi.rollback()
@@ -218,6 +257,26 @@ class Writer:
                 raise
         finally:
             cursor.close()
+
+    def _run_shared(self, dbapi: Any, cursor: Any, live: list[_Job[Any]]) -> list[tuple[bool, Any]] | None:
+        """Run the units one after the other in the open transaction, without a savepoint each.
+
+        A savepoint costs two statements and a copy of every page the unit changes, and the
+        usual failures (a stale revision, a replay conflict, a missing resource) are found by
+        reads, before the unit writes anything: they leave nothing to undo. sqlite3 tells: it
+        counts the rows every statement changed (``total_changes``, triggers and foreign-key
+        actions included; a failed statement undoes its own changes) and whether the
+        transaction is still open (an I/O or memory error ends it). A unit that failed after
+        changing rows gives None: the batch is rolled back and run again, isolated.
+        """
+        outcomes: list[tuple[bool, Any]] = []
+        for job in live:
+            changes = dbapi.total_changes
+            ok, value = self._run_alone(cursor, job)
+            if not ok and (dbapi.total_changes != changes or not dbapi.in_transaction):
+                return None
+            outcomes.append((ok, value))
+        return outcomes
 
     def _run_alone(self, cursor: Any, job: _Job[Any]) -> tuple[bool, Any]:
         tx = WriteTx(cursor, self.statements, self._ledger_id)
@@ -230,14 +289,13 @@ class Writer:
         return True, result
 
     def _run_in_savepoint(self, cursor: Any, job: _Job[Any]) -> tuple[bool, Any]:
-        name = f"mvu_{next(self._savepoints)}"
-        cursor.execute(f"SAVEPOINT {name}")
+        # One name serves: each savepoint is released before the next one is taken, and a
+        # constant text keeps the statements in the driver's cache.
+        cursor.execute("SAVEPOINT mvu_unit")
         ok, value = self._run_alone(cursor, job)
-        if ok:
-            cursor.execute(f"RELEASE SAVEPOINT {name}")
-        else:
-            cursor.execute(f"ROLLBACK TO SAVEPOINT {name}")
-            cursor.execute(f"RELEASE SAVEPOINT {name}")
+        if not ok:
+            cursor.execute("ROLLBACK TO SAVEPOINT mvu_unit")
+        cursor.execute("RELEASE SAVEPOINT mvu_unit")
         return ok, value
 
     def _begin(self, cursor: Any) -> None:
