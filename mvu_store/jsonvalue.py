@@ -138,38 +138,61 @@ def canonical_text(value: JsonValue) -> str:
 
 
 def json_equal(left: JsonValue, right: JsonValue) -> bool:
-    """Equal as JSON values, whatever the key order (stored JSON comes back with sorted keys)."""
-    return _same(left, right) or canonical_text(left) == canonical_text(right)
+    """Equal as JSON values, whatever the key order (stored JSON comes back with sorted keys).
+
+    One walk decides most pairs: the same value, or a difference no normalisation can undo (a
+    key, a length, a string). Only where the walk is unsure (``5`` against ``5.0``, a value
+    that is not JSON, a structure over the limits) are the canonical texts compared, which
+    also refuses what is not JSON."""
+    same = _same(left, right)
+    return same if same is not None else canonical_text(left) == canonical_text(right)
 
 
-def _same(left: JsonValue, right: JsonValue) -> bool:
-    """Whether two values are the same JSON value with the same types throughout (so their
-    canonical texts are equal), within the structural limits; False means "compare the texts"."""
+def _same(left: JsonValue, right: JsonValue) -> bool | None:
+    """True when two values are the same JSON value with the same types throughout (so their
+    canonical texts are equal), False when they differ where canonical texts always differ,
+    None when only the texts can tell."""
     nodes = 0
     stack: list[tuple[JsonValue, JsonValue, int]] = [(left, right, 1)]
+    unsure = False
     while stack:
         a, b, depth = stack.pop()
         nodes += 1
+        if nodes > MAX_NODES or depth > MAX_DEPTH:
+            return None
         kind = type(a)
-        if kind is not type(b) or nodes > MAX_NODES or depth > MAX_DEPTH:
-            return False
+        if kind is not type(b):
+            if _NUMBER.get(kind) == _NUMBER.get(type(b)) is not None:
+                unsure = True  # an int and a float: equal when the float is integral
+                continue
+            return False if kind in _JSON_TYPES and type(b) in _JSON_TYPES else None
         if kind is dict:
-            assert isinstance(a, dict) and isinstance(b, dict)
-            if a.keys() != b.keys() or any(type(key) is not str for key in a):
+            if any(type(key) is not str for key in a) or any(type(key) is not str for key in b):
+                return None
+            if a.keys() != b.keys():
                 return False
             stack.extend((value, b[key], depth + 1) for key, value in a.items())
         elif kind is list:
-            assert isinstance(a, list) and isinstance(b, list)
             if len(a) != len(b):
                 return False
-            stack.extend((item, other, depth + 1) for item, other in zip(a, b, strict=True))
+            stack.extend(zip(a, b, [depth + 1] * len(a), strict=True))
         elif kind is float:
-            assert isinstance(a, float)
-            if not (math.isfinite(a) and a == b):
+            if not (math.isfinite(a) and math.isfinite(b)):
+                return None
+            if a != b:
+                return False  # two finite floats that differ print differently, integral or not
+        elif kind in _SCALARS:
+            if a != b:
                 return False
-        elif not (kind is str or kind is int or kind is bool or a is None) or a != b:
-            return False
-    return True
+        else:
+            return None
+    return None if unsure else True
+
+
+_SCALARS = frozenset({str, int, bool, float, type(None)})
+_JSON_TYPES = _SCALARS | {dict, list}
+# int and float are the one pair of types whose values can print alike (bool is not a number here).
+_NUMBER: dict[type, str] = {int: "number", float: "number"}
 
 
 def sha256_hex(data: bytes | str) -> str:

@@ -160,3 +160,20 @@ def test_copy_json_is_an_equal_value_sharing_no_container(value: object) -> None
         if isinstance(item, (dict, list)):
             assert id(item) not in originals
             copies.extend(item.values() if isinstance(item, dict) else item)
+
+
+def _edited(value: object, data: st.DataObject) -> object:
+    """``value`` with one scalar somewhere replaced (or kept), for pairs that differ in one place."""
+    if isinstance(value, dict) and value and data.draw(st.booleans()):
+        key = data.draw(st.sampled_from(sorted(value)))
+        return {**value, key: _edited(value[key], data)}
+    if isinstance(value, list) and value and data.draw(st.booleans()):
+        index = data.draw(st.integers(0, len(value) - 1))
+        return [*value[:index], _edited(value[index], data), *value[index + 1:]]
+    return data.draw(scalars | st.sampled_from([5, 5.0, -0.0, 0, True, 1]))
+
+
+@given(json_values, st.data())
+def test_json_equal_decides_near_pairs_as_their_canonical_texts_do(value: object, data: st.DataObject) -> None:
+    other = _edited(value, data)
+    assert json_equal(value, other) is (canonical_text(value) == canonical_text(other))
