@@ -70,6 +70,10 @@ class Code(StrEnum):
     # Not in the specification's list: the stored ledger fails a structural check (bad format
     # version, corrupt row). Distinct from caller errors so operators can alert on it.
     STORAGE_CORRUPT = "MVU_STORAGE_CORRUPT"
+    # Not in the specification's list: trigger facts that could not be stored for a reason that
+    # is no refusal of ours. Only ever reported (a commit's ``fact_error``, an ingest's
+    # ``fact_errors``), never raised: facts observe an update, they never fail it.
+    FACT_WRITE = "MVU_FACT_WRITE"
 
 
 class MvuError(Exception):

@@ -143,7 +143,8 @@ def json_equal(left: JsonValue, right: JsonValue) -> bool:
     One walk decides most pairs: the same value, or a difference no normalisation can undo (a
     key, a length, a string). Only where the walk is unsure (``5`` against ``5.0``, a value
     that is not JSON, a structure over the limits) are the canonical texts compared, which
-    also refuses what is not JSON."""
+    refuses what is not JSON. So a value that is not JSON is refused unless the walk met a
+    certain difference first: compare JSON data (what the store reads or normalised)."""
     same = _same(left, right)
     return same if same is not None else canonical_text(left) == canonical_text(right)
 

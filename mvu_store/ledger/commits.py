@@ -66,7 +66,11 @@ class Commits(Facts):
         key = request.key or default_key(request)
         # A key derived from the operation id is covered by the receipt check.
         check_key = request.operation_id is None or request.key is not None
-        facts = prepare_facts(request.facts)
+        facts: list[PreparedFact] | str = []
+        try:
+            facts = prepare_facts(request.facts)
+        except Exception as error:  # facts are an observation: refusing them never refuses the write
+            facts = _fact_refusal(error)
         return await self.write(lambda tx: self._commit(tx, request, blob, key, source, meta, check_key, facts))
 
     def _head_and_receipt(self, tx: WriteTx, resource_id: str, operation_id: str | None) -> Row:
@@ -109,7 +113,7 @@ class Commits(Facts):
 
     def _commit(
         self, tx: WriteTx, request: CommitRequest, blob: Blob, key: str, source: str, meta: str, check_key: bool,
-        facts: list[PreparedFact],
+        facts: list[PreparedFact] | str,
     ) -> CommitOutcome:
         row = self._head_and_receipt(tx, request.resource_id, request.operation_id)
         replay = self._receipt_replay(request, row) or (self._key_replay(tx, request, key) if check_key else None)
@@ -164,18 +168,21 @@ class Commits(Facts):
                                  revision, key, result, position)
         return CommitOutcome(request.resource_id, revision, key, result, False, self._facts_of_commit(tx, facts))
 
-    def _facts_of_commit(self, tx: WriteTx, facts: list[PreparedFact]) -> str | None:
-        """Insert a commit's facts in a savepoint: a refusal of theirs rolls back alone (returned
-        as its code); a failure of the database fails the commit, as any of its statements would."""
+    def _facts_of_commit(self, tx: WriteTx, facts: list[PreparedFact] | str) -> str | None:
+        """Insert a commit's facts (or pass on the refusal of preparing them) in a savepoint: a
+        failure of theirs rolls back alone and is returned as a code; only a savepoint that
+        cannot be rolled back to fails the commit, as any of its statements would."""
+        if isinstance(facts, str):
+            return facts
         if not facts:
             return None
         tx.cursor.execute("SAVEPOINT commit_facts")
         refusal: str | None = None
         try:
             self.insert_facts(tx, facts)
-        except MvuError as error:
+        except Exception as error:  # an optional write must never fail the update it observed
             tx.cursor.execute("ROLLBACK TO SAVEPOINT commit_facts")
-            refusal = error.code
+            refusal = _fact_refusal(error)
         tx.cursor.execute("RELEASE SAVEPOINT commit_facts")
         return refusal
 
@@ -256,3 +263,8 @@ def _cas_query(names: tuple[str, ...]) -> Query:
         .where(_r.ledger_id == LEDGER, _r.id == bindparam("id"), _r.revision == bindparam("expected"))
         .values(revision=bindparam("revision"), **{name: bindparam(name) for name in names}),
     )
+
+
+def _fact_refusal(error: Exception) -> str:
+    """The code a commit reports for facts it could not store."""
+    return error.code if isinstance(error, MvuError) else Code.FACT_WRITE.value

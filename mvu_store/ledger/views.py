@@ -15,7 +15,7 @@ import functools
 from collections.abc import Collection
 from typing import Any
 
-from sqlalchemy import and_, bindparam, exists, false, or_, select, true
+from sqlalchemy import ColumnElement, and_, bindparam, exists, false, or_, select, true
 
 from mvu_store.ledger import tables as t
 from mvu_store.ledger.query import LEDGER, Query, ReadRows
@@ -62,13 +62,16 @@ _TEMPLATE = Query(
 
 
 @functools.cache
-def _resources_query(heads: int | None) -> Query:
+def _resources_query(heads: int | None, instance_heads: bool) -> Query:
     """The session's instances and every shared-kind resource, in creation order, with the head
-    state of the ``heads`` ids ``:head_0`` ... (None: of every one)."""
+    state of the ``heads`` ids ``:head_0`` ... (None: of every one) and, with ``instance_heads``,
+    of every instance."""
 
     def build() -> Any:
-        wanted = true() if heads is None else false() if heads == 0 else _r.id.in_(
+        wanted: ColumnElement[bool] = true() if heads is None else false() if heads == 0 else _r.id.in_(
             [bindparam(f"head_{n}") for n in range(heads)])
+        if instance_heads:
+            wanted = or_(wanted, _r.kind == "instance")
         return (
             select(*columns(t.resources, ResourceRecord), _b.body.label("head_body"))
             .outerjoin(t.blobs, and_(_b.ledger_id == _r.ledger_id, _b.hash == _r.head_hash, wanted))
@@ -78,25 +81,24 @@ def _resources_query(heads: int | None) -> Query:
             .order_by(_r.position)
         )
 
-    return Query(f"session-resources:{heads}", build)
+    return Query(f"session-resources:{heads}:{instance_heads}", build)
 
 
 class Views(Seeds):
     """Reads that gather, in one round trip, what a use case needs."""
 
     async def session_rows(self, session_id: str, *, template_ids: Collection[str] = (), legacy_name: str,
-                           heads: Collection[str] | None = (), activations: bool = False) -> SessionRows:
+                           heads: Collection[str] | None = (), turn: bool = False) -> SessionRows:
         """The session's rows (see :class:`SessionRows`): the templates ``template_ids`` besides
         the selected one, the digest of the legacy file ``legacy_name``, the head state of the
-        resources ``heads`` among those read (None: of all of them) and, with ``activations``,
-        the session's activation boundaries (what a turn needs besides a read's rows)."""
+        resources ``heads`` among those read (None: of all of them) and, with ``turn``, what a
+        turn needs besides: the session's activation boundaries and its instances' heads."""
         return await self.read_rows(lambda rows: self.session_rows_in(
-            rows, session_id, template_ids=template_ids, legacy_name=legacy_name, heads=heads,
-            activations=activations))
+            rows, session_id, template_ids=template_ids, legacy_name=legacy_name, heads=heads, turn=turn))
 
     @staticmethod
     def session_rows_in(rows: ReadRows, session_id: str, *, template_ids: Collection[str] = (), legacy_name: str,
-                        heads: Collection[str] | None = (), activations: bool = False) -> SessionRows:
+                        heads: Collection[str] | None = (), turn: bool = False) -> SessionRows:
         """:meth:`session_rows` inside a round trip that reads more (a session's new events)."""
         wanted = None if heads is None else sorted(set(heads))
         header = rows.one(_HEADER, session_id=session_id, legacy_name=legacy_name)
@@ -110,7 +112,8 @@ class Views(Seeds):
             found = rows.one(_TEMPLATE, id=other)
             templates[other] = None if found is None else StoredTemplate(found["definition_hash"], found["body"])
         binds = {} if wanted is None else {f"head_{n}": head for n, head in enumerate(wanted)}
-        listed = rows.all(_resources_query(None if wanted is None else len(wanted)), session_id=session_id, **binds)
+        listed = rows.all(_resources_query(None if wanted is None else len(wanted), turn), session_id=session_id,
+                          **binds)
         resources = [(record(ResourceRecord, row), row["head_body"]) for row in listed]
         return SessionRows(
             session_id=session_id, seed_pending=bool(header["seed_pending"]), selected=bool(header["selected"]),
@@ -120,4 +123,4 @@ class Views(Seeds):
             legacy_digest=header["legacy_digest"],
             heads={resource.id: body for resource, body in resources if body is not None},
             activations={row["owner_id"]: int(row["seq"]) for row in rows.all(ACTIVATIONS, session_id=session_id)}
-            if activations else None)
+            if turn else None)

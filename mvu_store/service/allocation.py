@@ -255,8 +255,13 @@ class Allocation:
         session's rows, read in one round trip (told when an allocation wrote)."""
         instances = await self.instances(session_id, log, allocate=allocate, view=view) if log is not None else None
         planned = [] if allocate else await self.unallocated_shared()
-        if allocate and await self.ensure_shared() and view is not None:
-            view.wrote()
+        if allocate:
+            await self.ensure_shared()
+            # A shared resource the view does not list was created since it was read (just now,
+            # or by another process): the ledger has it.
+            if view is not None and any(config.sharing == "shared" and not view.lists(config.id)
+                                        for config in self._ctx.configs):
+                view.wrote()
         scope = Scope(session_id=session_id)
         entries = await self._ctx.catalog.entries(session_id=session_id, instances=instances, reads=view) + planned
         return [entry for entry in entries if entry.accessible(scope)]
@@ -293,18 +298,16 @@ class Allocation:
                 raise
             # Another writer allocated it first: the same id means the same template and identity.
 
-    async def ensure_shared(self) -> bool:
+    async def ensure_shared(self) -> None:
         """Create the configured shared resources once (their configured id is the state id, I-11),
-        before the first write that could need them; whether any was missing."""
-        missing = await self._missing_shared()
-        for new in missing:
+        before the first write that could need them."""
+        for new in await self._missing_shared():
             try:
                 await self._ctx.ledger.create_resource(new)
             except MvuError as error:
                 if error.code != Code.ID_CONFLICT:
                     raise
         self._shared_ready = True
-        return bool(missing)
 
     async def unallocated_shared(self) -> list[Entry]:
         """The configured shared resources not created yet, as reads show them (nothing written)."""

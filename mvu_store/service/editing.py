@@ -81,7 +81,7 @@ class Editing:
                 operation_id=operation_id, meta=meta, result=result, facts=tuple(facts.records)))
             stored = outcome.result if isinstance(outcome.result, dict) else result
             if not outcome.replayed:
-                ctx.verifier.recorded(entry, head.revision, outcome.revision, fingerprint=fingerprint,
+                ctx.verifier.recorded(entry, expected_revision, outcome.revision, fingerprint=fingerprint,
                                       key=outcome.version_key)
                 await facts.committed(outcome, ctx.usage)
             stored_scope = stored.get("scope")

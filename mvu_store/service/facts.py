@@ -14,7 +14,7 @@ from __future__ import annotations
 import logging
 import time
 
-from mvu_store.errors import MvuError
+from mvu_store.errors import Code, MvuError
 from mvu_store.jsonvalue import JsonValue
 from mvu_store.ledger import CommitOutcome, Ledger
 from mvu_store.service.usage import Usage
@@ -61,7 +61,7 @@ class Facts:
             failure = error.code
         except Exception as error:  # an optional write must never fail the update it observed
             log.warning("fact write failed (the state commit stands): %r", error)
-            failure = "MVU_FACT_WRITE"
+            failure = Code.FACT_WRITE.value
         await usage.notify(self.records)
         return failure
 

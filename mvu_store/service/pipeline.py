@@ -21,7 +21,7 @@ from typing import Any, NoReturn
 
 from mvu_store.errors import Code, MvuError
 from mvu_store.host import Lease
-from mvu_store.jsonvalue import JsonValue
+from mvu_store.jsonvalue import JsonValue, copy_json
 from mvu_store.lang import Command, contains_update, parse_commands
 from mvu_store.lang.apply import private_envelope, run_commands
 from mvu_store.ledger.records import CommitRequest, Head
@@ -120,7 +120,7 @@ class Pipeline:
         """The session's log and everything a turn reads of its rows, in one round trip."""
         ctx = self._ctx
         log, rows = await ctx.sessions.log_with(session_id, ctx.ledger, SessionView.reader(
-            session_id, configs=ctx.configs, heads=None, activations=True))
+            session_id, configs=ctx.configs, heads=(), turn=True))
         return log, SessionView(ctx.ledger, rows, ctx.catalog.known_definition)
 
     async def ingest_locked(self, session_id: str, log: SessionLog | None, *, before: int | None = None,
@@ -217,7 +217,9 @@ class Pipeline:
                     raise parse_error
                 chosen = await processed(ctx.processor, commands, ProcessorTurn(
                     resource_id=entry.id, session_id=str(reply.source["sessionId"]), turn=reply.turn,
-                    message_seq=reply.message.seq, text=reply.text, head=baseline.variables))
+                    message_seq=reply.message.seq, text=reply.text,
+                    # A private copy: a processor filters, it never writes the state (C-2).
+                    variables=copy_json(baseline.variables)))
             except MvuError as error:
                 return await self._fail(entry, reply, baseline, error, facts, signal, lease, decision)
         tried: list[Head] = []

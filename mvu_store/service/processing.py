@@ -11,10 +11,8 @@ this reply, leaves a failed receipt: the state unchanged, the reply consumed.
 
 from __future__ import annotations
 
-import copy
-import functools
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
 from mvu_store.errors import Code, MvuError
@@ -22,7 +20,7 @@ from mvu_store.jsonvalue import JsonValue
 from mvu_store.lang import Command
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class ProcessorTurn:
     """What a processor may know of the reply it filters (never more than the pipeline has)."""
 
@@ -31,14 +29,8 @@ class ProcessorTurn:
     turn: int
     message_seq: int
     text: str
-    head: JsonValue = field(repr=False)
-    """The pipeline's own envelope (the head at the decision); a processor reads ``variables``."""
-
-    @functools.cached_property
-    def variables(self) -> JsonValue:
-        """A private copy of the envelope the reply was decided on: a processor filters, it never
-        writes the state (C-2). Made when first asked for: most processors never look."""
-        return copy.deepcopy(self.head)
+    variables: JsonValue
+    """The envelope the reply was decided on (the head at the decision)."""
 
 
 @runtime_checkable

@@ -6,9 +6,10 @@ answers from the rows :meth:`~mvu_store.ledger.Ledger.session_rows_in` read in o
 (with the session's new events, when the host keeps them in the ledger), and asks the ledger only
 what those rows cannot tell (another session, a template nobody asked for).
 So a read or a turn costs one round trip instead of one per lookup, and every answer comes from
-one snapshot. A view is read afresh for every call. A turn may allocate through it: whoever
-writes calls :meth:`SessionView.wrote`, and from then on the view asks the ledger, which has
-what was written.
+one snapshot. A view is read afresh for every call. A turn may allocate through it: an
+allocation calls :meth:`SessionView.wrote`, and from then on the view asks the ledger, which has
+what was written. A turn's commits do not: the pipeline takes a head from the view only for an
+instance it has not moved yet in this call.
 """
 
 from __future__ import annotations
@@ -62,16 +63,16 @@ class SessionView:
 
     @staticmethod
     def reader(session_id: str, *, configs: list[ResourceConfig], heads: Collection[str] | None,
-               activations: bool = False) -> Callable[[ReadRows], SessionRows]:
+               turn: bool = False) -> Callable[[ReadRows], SessionRows]:
         """What reads the session's rows inside a round trip: with the templates its configured
         resources start from, the head state of ``heads`` (None: of every resource it may see)
-        and, with ``activations``, the session's activation boundaries (a turn's)."""
+        and, for a ``turn``, the session's activation boundaries and its instances' heads."""
         template_ids = {character_template_id(config.character_id) for config in configs
                         if config.character_id is not None}
         if heads is not None:
             heads = [head for head in heads if storable(head)]  # an id no row can have is nobody's head
         return lambda rows: Ledger.session_rows_in(rows, session_id, template_ids=template_ids,
-                                                   legacy_name=LEGACY_FILE, heads=heads, activations=activations)
+                                                   legacy_name=LEGACY_FILE, heads=heads, turn=turn)
 
     def wrote(self) -> None:
         """Something was written since the rows were read: answer from the ledger from now on."""
@@ -128,6 +129,10 @@ class SessionView:
     def _row(self, resource_id: str) -> ResourceRecord | None:
         """The resource's row in the view, if it is one of the session's."""
         return next((row for row in (*self._rows.instances, *self._rows.shared) if row.id == resource_id), None)
+
+    def lists(self, resource_id: str) -> bool:
+        """Whether the view's rows include the resource (as one of the session's)."""
+        return self._row(resource_id) is not None
 
     def holds_head(self, resource_id: str) -> bool:
         """Whether :meth:`head` answers from the view (the head of the row in it)."""

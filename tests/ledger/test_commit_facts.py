@@ -71,3 +71,25 @@ async def test_facts_the_store_refuses_roll_back_alone(ledger: Ledger, resource:
     assert (await ledger.commit(request(1, 30, operation="op-2"))).fact_error is None
     assert len(await ledger.facts()) == 2
     assert await ledger.audit() == []
+
+
+async def test_facts_refused_before_the_writer_runs_leave_the_commit_standing(ledger: Ledger, resource: str) -> None:
+    bad = CommitRequest("mvu:a", 0, "manual", {"stat_data": {"hp": 2}}, "fp", {"manual": True},
+                        operation_id="op-1", facts=({"phase": 7},))  # a phase is a string
+
+    outcome = await ledger.commit(bad)
+
+    assert (outcome.revision, outcome.fact_error) == (1, Code.JSON.value)
+    assert (await ledger.head("mvu:a")).revision == 1 and await ledger.facts() == []
+
+
+async def test_a_failure_that_is_no_refusal_is_reported_as_a_fact_write_failure(
+        ledger: Ledger, resource: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    def broken(self: Facts, tx: Any, facts: Any) -> list[int]:
+        raise RuntimeError("the facts store broke")
+
+    monkeypatch.setattr(Facts, "insert_facts", broken)
+    outcome = await ledger.commit(request(0, 20, operation="op-1"))
+
+    assert (outcome.revision, outcome.fact_error) == (1, Code.FACT_WRITE.value)
+    assert (await ledger.head("mvu:a")).variables == {"stat_data": {"hp": 20}}
