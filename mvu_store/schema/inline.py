@@ -22,6 +22,7 @@ from collections.abc import Callable
 from typing import Any
 
 from mvu_store.errors import MvuError
+from mvu_store.jsonvalue import UNSAFE_KEYS
 from mvu_store.schema.builtins import GLOBALS
 from mvu_store.schema.lodash import LODASH
 from mvu_store.schema.operators import BINARY, UNARY
@@ -60,12 +61,12 @@ _ORDER = frozenset({"<", ">", "<=", ">="})
 
 class CompiledFunction(JsFunction):
     """A function literal evaluated by compiled code: a new one per evaluation, as in the
-    interpreter, called with the interpreter's charges and depth limit."""
+    interpreter. Each literal gets a subclass whose ``call`` is its compiled body (see
+    :func:`compiled_class`), which charges the cost and keeps the depth limit as JsFunction.call."""
 
-    __slots__ = ("run",)
+    __slots__ = ()
 
-    def __init__(self, run: Callable[[Budget, list[Any]], Any], cost: int, node: Node) -> None:
-        self.run = run
+    def __init__(self, cost: int, node: Node) -> None:
         self.cost = cost
         self.node = node
         self.members = {}
@@ -74,14 +75,9 @@ class CompiledFunction(JsFunction):
         self.expression = True
         self.names = self.picks = None
 
-    def call(self, budget: Budget, args: list[Any]) -> Any:
-        budget.fuel -= self.cost  # a negative total makes the fast path give up at its end
-        if budget.depth >= MAX_CALL_DEPTH:
-            raise Bail
-        budget.depth += 1
-        result = self.run(budget, args)
-        budget.depth -= 1
-        return result
+
+def compiled_class(call: Callable[..., Any]) -> type[CompiledFunction]:
+    return type("CompiledFunction", (CompiledFunction,), {"__slots__": (), "call": call})
 
 
 def _call(function: Any, budget: Budget, args: list[Any]) -> Any:
@@ -144,8 +140,8 @@ class FunctionCompiler:
             return None
 
     def function(self, node: Node, closure: Frame | None, cost: int, *, single: bool) -> str:
-        """A module-level def for the function literal ``node``: ``(b, value)`` when ``single``
-        (a transform, charged here), else ``(b, args)`` (charged by CompiledFunction.call)."""
+        """A module-level def for the function literal ``node`` that does what JsFunction.call
+        does: ``(b, value)`` when ``single`` (a transform), else a ``call(self, b, args)``."""
         if node.kind != "function" or len(node.kids) != 1:
             raise Unsupported
         body = node.child(0)
@@ -174,16 +170,14 @@ class FunctionCompiler:
         finally:
             self.scopes.pop()
             self.conditional = saved
-        charge = (cost if single else 0) + scope.units
-        prologue = [f"    b.fuel -= {charge}"] if charge else []
-        if single:
-            prologue.append(f"    if b.depth >= {MAX_CALL_DEPTH}: raise Bail")
-        if single and scope.reenters:
+        charge = cost + scope.units
+        lines[:0] = [f"    b.fuel -= {charge}", f"    if b.depth >= {MAX_CALL_DEPTH}: raise Bail"]
+        if scope.reenters:
             tail = ["    b.depth += 1", f"    {head} = {result}", "    b.depth -= 1", f"    return {head}"]
         else:
             tail = [f"    return {result}"]
-        signature = f"def {name}(b, {head if single else 'a'}):"
-        self.source.append("\n".join([signature, *prologue, *lines, *tail]))
+        signature = f"def {name}(b, {head}):" if single else f"def {name}(self, b, a):"
+        self.source.append("\n".join([signature, *lines, *tail]))
         return name
 
     def bind(self, pattern: tuple[Any, ...], value: str, names: dict[str, str], lines: list[str]) -> None:
@@ -200,7 +194,7 @@ class FunctionCompiler:
             if key is None or target[0] != "name" or default is not None or target[1] in names:
                 raise Unsupported
             local = names[target[1]] = self.fresh("j")
-            lines.append(f"    {local} = {self.const(get_member)}({value}, {key!r})")
+            lines.append(f"    {local} = {self.member(value, value, key)}")
 
     # -- expressions: each returns Python source evaluating to the interpreter's value ----------
 
@@ -329,7 +323,16 @@ class FunctionCompiler:
         known, value = self.constant(node)
         if known:
             return self.literal(value)
-        return f"{self.const(get_member)}({self.expression(node.child(0))}, {node.value[0]!r})"
+        first, holder = self.atom(node.child(0))
+        return self.member(first, holder, node.value[0])
+
+    def member(self, first: str, holder: str, key: str) -> str:
+        """``holder[key]`` for a literal key, as get_member reads it; an object's own field
+        directly (a key get_member would refuse never gets the short road)."""
+        if key in UNSAFE_KEYS:
+            return f"{self.const(get_member)}({first}, {key!r})"
+        read = f"{self.const(get_member)}({holder}, {key!r})"
+        return f"({holder}.get({key!r}, UNDEFINED) if type({first}) is dict else {read})"
 
     def x_index(self, node: Node) -> str:
         if node.value:
@@ -383,8 +386,11 @@ class FunctionCompiler:
 
     def x_function(self, node: Node) -> str:
         self.scopes[-1].reenters = True
-        name = self.function(node, self.scopes[-1].closure, 1 + node.child(0).size(), single=False)
-        return f"{self.const(CompiledFunction)}({name}, {1 + node.child(0).size()}, {self.const(node)})"
+        cost = 1 + node.child(0).size()
+        name = self.function(node, self.scopes[-1].closure, cost, single=False)
+        kind = self.fresh("j")
+        self.source.append(f"{kind} = {self.const(compiled_class)}({name})")
+        return f"{kind}({cost}, {self.const(node)})"
 
 
 def compile_transform(fn: Any) -> Callable[[Budget, Any], Any] | None:

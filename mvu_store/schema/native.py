@@ -601,7 +601,11 @@ class _Generator:
     def g_NumberSchema(self, node: NumberSchema, var: str, depth: int, final: bool, counting: bool,
                        out: list[str], ind: str) -> None:
         helper = ("_coerce_" if node.coerce else "_num_") + ("final" if final else "raw")
-        out.append(f"{ind}if type({var}) is not int: {var} = {helper}({var})")
+        if node.coerce:  # "85", the common coerced field: to_number's own first road, written out
+            out.append(f"{ind}if type({var}) is not int: {var} = int({var}) if type({var}) is str and len({var}) < 16 "
+                       f"and {var}.isdigit() and {var}.isascii() else {helper}({var})")
+        else:
+            out.append(f"{ind}if type({var}) is not int: {var} = {helper}({var})")
 
     def g_BooleanSchema(self, node: BooleanSchema, var: str, depth: int, final: bool, counting: bool,
                         out: list[str], ind: str) -> None:
