@@ -36,7 +36,6 @@ from mvu_store.schema.values import (
     JsCallable,
     Namespace,
     truthy,
-    typeof,
 )
 
 
@@ -269,11 +268,7 @@ class FunctionCompiler:
         known, value = self.constant(node)
         if known:
             return self.literal(value)
-        if node.value == "!":
-            return f"(not {self.const(truthy)}({self.expression(node.child(0))}))"
-        if node.value == "typeof":
-            return f"{self.const(typeof)}({self.expression(node.child(0))})"
-        return f"{self.const(UNARY[node.value])}({self.expression(node.child(0))})"
+        return f"{self.const(UNARY[node.value])}({self.expression(node.child(0))})"  # `!` gives a bool
 
     def x_binary(self, node: Node) -> str:
         operator = node.value
