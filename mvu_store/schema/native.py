@@ -34,6 +34,7 @@ from mvu_store.errors import Code, MvuError
 from mvu_store.jsonvalue import MAX_DEPTH, MAX_NODES
 from mvu_store.schema.builtins import GLOBALS
 from mvu_store.schema.composite import ArraySchema, ObjectSchema, RecordSchema
+from mvu_store.schema.inline import Bail, FunctionCompiler
 from mvu_store.schema.primitives import (
     AnySchema,
     BooleanSchema,
@@ -61,11 +62,6 @@ from mvu_store.schema.types import (
     json_copy,
 )
 from mvu_store.schema.values import UNDEFINED, Budget, Builtin, Namespace, same_value_key, to_number, to_string, truthy
-
-
-class Bail(Exception):
-    """The fast path cannot decide this value: the interpreter runs instead."""
-
 
 _MISSING = object()  # an absent key (no JSON value is this object)
 _OMIT = object()  # the absent key stays absent in the output
@@ -510,6 +506,7 @@ class _Generator:
         self.count = 0
         self.keys = 0
         self.purity_cache: dict[int, int] = {}
+        self.functions = FunctionCompiler(self.const, self.fresh, self.source)
 
     def build(self, root: Schema) -> Callable[[Any, Budget, _Run], Any]:
         name = self.position(root, 1, final=True, counting=True)
@@ -586,7 +583,11 @@ class _Generator:
                 out.append(f"{ind}{var} = {self.const(check)}({var}, r.ctx)")
             out.append(f"{ind}if r.ctx.issues: raise Bail")
         if checks and final:
-            out.append(f"{ind}{var} = _final({var}, {depth})")
+            self.finalize(var, depth, out, ind)
+
+    def finalize(self, var: str, depth: int, out: list[str], ind: str) -> None:
+        """Normalise what declaration code returned; ints and strings (most results) as they are."""
+        out.append(f"{ind}if type({var}) is not int and type({var}) is not str: {var} = _final({var}, {depth})")
 
     # one method per natively parsed node type: (node, var, depth, final, counting, out, ind)
 
@@ -600,7 +601,11 @@ class _Generator:
     def g_NumberSchema(self, node: NumberSchema, var: str, depth: int, final: bool, counting: bool,
                        out: list[str], ind: str) -> None:
         helper = ("_coerce_" if node.coerce else "_num_") + ("final" if final else "raw")
-        out.append(f"{ind}if type({var}) is not int: {var} = {helper}({var})")
+        if node.coerce:  # "85", the common coerced field: to_number's own first road, written out
+            out.append(f"{ind}if type({var}) is not int: {var} = int({var}) if type({var}) is str and len({var}) < 16 "
+                       f"and {var}.isdigit() and {var}.isascii() else {helper}({var})")
+        else:
+            out.append(f"{ind}if type({var}) is not int: {var} = {helper}({var})")
 
     def g_BooleanSchema(self, node: BooleanSchema, var: str, depth: int, final: bool, counting: bool,
                         out: list[str], ind: str) -> None:
@@ -663,13 +668,16 @@ class _Generator:
         if node.raw_input:
             out.append(f"{ind}{var} = json_copy({var})")
         fn = self.const(node.fn)
-        if node.wants_ctx:
+        compiled = None if node.wants_ctx else self.functions.transform(node.fn)
+        if compiled is not None:
+            out.append(f"{ind}{var} = {compiled}(b, {var})")
+        elif node.wants_ctx:
             out.append(f"{ind}{var} = {fn}.call(b, [{var}, IssueSink(r.ctx, {var}, continues=False)])")
             out.append(f"{ind}if r.ctx.issues: raise Bail")
         else:
             out.append(f"{ind}{var} = {fn}.call(b, [{var}])")
         if final:
-            out.append(f"{ind}{var} = _final({var}, {depth})")
+            self.finalize(var, depth, out, ind)
 
     def g_ObjectSchema(self, node: ObjectSchema, var: str, depth: int, final: bool, counting: bool,
                        out: list[str], ind: str) -> None:
