@@ -46,7 +46,9 @@ STATUSES: dict[int, tuple[Code, ...]] = {
     409: (Code.AMBIGUOUS, Code.REVISION_CONFLICT, Code.IDEMPOTENCY_CONFLICT, Code.ID_CONFLICT, Code.EVENT_CONFLICT,
           Code.EVENT_GAP),
     # Not the client's fault and not fixed by changing the request: an operator must look.
-    500: (Code.STORAGE_CORRUPT,),
+    500: (Code.STORAGE_CORRUPT,
+          # Only ever reported beside a commit that stood (fact_errors), never raised; a store fault.
+          Code.FACT_WRITE),
     # Storage that stayed busy (on a read or a write), or a service shutting down: nothing was
     # written, retry later (Retry-After).
     503: (Code.STORAGE_BUSY, Code.DISPOSED),
