@@ -128,6 +128,12 @@ class FunctionCompiler:
         self.source = source
         self.scopes: list[_Scope] = []
         self.conditional = 0
+        # Compiled transforms whose result is made of parts of their input only (its own items,
+        # a slice, or a string) and which run no declaration code that could change the input:
+        # for an input already normalised, the result needs no normalising walk (native.py).
+        self.selectors: set[str] = set()
+        self.reentrant: set[str] = set()  # compiled functions that may run declaration code
+        self.picked: set[int] = set()  # pick_by sources whose compiled predicate is not reentrant
 
     def transform(self, fn: Any) -> str | None:
         """The name of a Python ``(budget, value) -> result`` doing ``fn.call(budget, [value])``,
@@ -180,17 +186,38 @@ class FunctionCompiler:
             result = self.expression(body.child(0))
             if style == "predicate":
                 result = self.test(body.child(0), result)
+            elif style == "single" and self.selects(body.child(0), params[0][0]):
+                self.selectors.add(name)
         finally:
             self.scopes.pop()
             self.conditional = saved
         charge = cost + scope.units
         lines[:0] = [f"    b.fuel -= {charge}", f"    if b.depth >= {MAX_CALL_DEPTH}: raise Bail"]
         if scope.reenters:
+            self.reentrant.add(name)
             tail = ["    b.depth += 1", f"    {head} = {result}", "    b.depth -= 1", f"    return {head}"]
         else:
             tail = [f"    return {result}"]
         self.source.append("\n".join([signature, *lines, *tail]))
         return name
+
+    def selects(self, node: Node, pattern: tuple[Any, ...]) -> bool:
+        """Whether the body ``node`` of a transform of parameter ``pattern`` is ``param.slice(n...)``
+        with number literals, or ``_.pickBy(param, predicate)`` (omitBy) with a compiled literal
+        predicate that calls no declaration code (so nothing can change the items it keeps)."""
+        args = [kid for kid in node.kids[1:] if kid is not None]
+        if pattern[0] != "name" or node.kind != "call" or node.value or len(args) != len(node.kids) - 1:
+            return False
+        callee = node.child(0)
+
+        def is_param(item: Node) -> bool:
+            return item.kind == "name" and item.value == pattern[1]
+
+        if callee.kind == "member" and callee.value == ("slice", False):
+            return is_param(callee.child(0)) and all(
+                known and _plain_number(value) for known, value in map(self.constant, args))
+        known, function = self.constant(callee)
+        return known and id(function) in _PICKS and bool(args) and is_param(args[0]) and id(args[0]) in self.picked
 
     def bind(self, pattern: tuple[Any, ...], value: str, names: dict[str, str], lines: list[str]) -> None:
         """A parameter: a plain name, or `{a, b}` of plain names (lodash predicates)."""
@@ -387,6 +414,8 @@ class FunctionCompiler:
             # argument list, no make_predicate wrapper; the same pairs, charges and depth
             source = self.expression(kids[0])
             test = self.function(kids[1], self.scopes[-1].closure, 1 + kids[1].child(0).size(), style="predicate")
+            if test not in self.reentrant:
+                self.picked.add(id(kids[0]))
             key, item = self.fresh("j"), self.fresh("j")
             return (f"{{{key}: {item} for {key}, {item} in {self.const(_keyed)}(b, {source}) "
                     f"if {keep}{test}(b, {item}, {key})}}")
