@@ -9,11 +9,13 @@ function closes over, library members (`_.clamp`, `Math.max`) resolve once, and 
 and library call is the interpreter's own Python function, so values are the same by
 construction (NaN, -0, ints and floats as the interpreter keeps them). Fuel is charged as the
 interpreter charges it: the call's ``cost``, one unit per library call and whatever the library
-function charges itself. Anything outside the subset (statements, optional chains, spreads,
-templates, closures over another function's parameters ...) is not compiled: the caller keeps
-the interpreter's call. At run time a compiled function raises :class:`Bail` where it cannot
-follow the interpreter exactly (the call depth limit); every exception ends the fast path, and
-the interpreter then decides the value from the start.
+function charges itself. `_.pickBy`/`_.omitBy` with a function literal run the literal's
+compiled body in pick_by's own loop (as a plain ``(b, item, key) -> bool``). Anything outside
+the subset (statements, optional chains, spreads, templates, closures over another function's
+parameters ...) is not compiled: the caller keeps the interpreter's call. At run time a
+compiled function raises :class:`Bail` where it cannot follow the interpreter exactly (the
+call depth limit); every exception ends the fast path, and the interpreter then decides the
+value from the start.
 """
 
 from __future__ import annotations

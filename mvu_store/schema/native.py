@@ -15,7 +15,10 @@ refusals and budgets. A run that does not give up yields what the interpreter yi
   parsed or, for parts the schema skips, by :func:`_inner`;
 - declaration code (transforms, checks) sees exactly the values the interpreter hands it: code
   beneath it is compiled in *raw* mode (the interpreter's output), elsewhere in *final* mode
-  (already normalised as :func:`to_json` would write it, so no second walk is needed).
+  (already normalised as :func:`to_json` would write it, so no second walk is needed). A final
+  transform's result is normalised again, unless it is a *selector* (parts of its input, see
+  inline.FunctionCompiler.selects) and raw-mode code made nothing to_json could change while
+  its input was parsed (``_Run.raw``).
 
 A *position* is where a parent hands a child its input (the root, an object field, an array item,
 a record value). Positions that hold a container become functions of their own; with a
