@@ -9,11 +9,13 @@ function closes over, library members (`_.clamp`, `Math.max`) resolve once, and 
 and library call is the interpreter's own Python function, so values are the same by
 construction (NaN, -0, ints and floats as the interpreter keeps them). Fuel is charged as the
 interpreter charges it: the call's ``cost``, one unit per library call and whatever the library
-function charges itself. Anything outside the subset (statements, optional chains, spreads,
-templates, closures over another function's parameters ...) is not compiled: the caller keeps
-the interpreter's call. At run time a compiled function raises :class:`Bail` where it cannot
-follow the interpreter exactly (the call depth limit); every exception ends the fast path, and
-the interpreter then decides the value from the start.
+function charges itself. `_.pickBy`/`_.omitBy` with a function literal run the literal's
+compiled body in pick_by's own loop (as a plain ``(b, item, key) -> bool``). Anything outside
+the subset (statements, optional chains, spreads, templates, closures over another function's
+parameters ...) is not compiled: the caller keeps the interpreter's call. At run time a
+compiled function raises :class:`Bail` where it cannot follow the interpreter exactly (the
+call depth limit); every exception ends the fast path, and the interpreter then decides the
+value from the start.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from typing import Any
 from mvu_store.errors import MvuError
 from mvu_store.jsonvalue import UNSAFE_KEYS
 from mvu_store.schema.builtins import GLOBALS
-from mvu_store.schema.lodash import LODASH
+from mvu_store.schema.lodash import LODASH, _keyed
 from mvu_store.schema.operators import BINARY, UNARY
 from mvu_store.schema.runtime import Frame, JsFunction, get_member
 from mvu_store.schema.syntax import Node
@@ -50,6 +52,7 @@ class Unsupported(Exception):
 _MATH = GLOBALS["Math"]
 _MAX, _MIN = _MATH.members["max"], _MATH.members["min"]
 _CLAMP = LODASH.members["clamp"]
+_PICKS = {id(LODASH.members["pickBy"]): "", id(LODASH.members["omitBy"]): "not "}  # how each keeps a test
 # Library functions that never call a declaration function (they convert their arguments to
 # numbers), so the call depth inside them is never read: no depth bookkeeping is needed.
 _LEAVES = frozenset(id(fn) for fn in (_CLAMP, _MAX, _MIN, *(_MATH.members[name] for name in
@@ -127,6 +130,12 @@ class FunctionCompiler:
         self.source = source
         self.scopes: list[_Scope] = []
         self.conditional = 0
+        # Compiled transforms whose result is made of parts of their input only (its own items,
+        # a slice, or a string) and which run no declaration code that could change the input:
+        # for an input already normalised, the result needs no normalising walk (native.py).
+        self.selectors: set[str] = set()
+        self.reentrant: set[str] = set()  # compiled functions that may run declaration code
+        self.picked: set[int] = set()  # pick_by sources whose compiled predicate is not reentrant
 
     def transform(self, fn: Any) -> str | None:
         """The name of a Python ``(budget, value) -> result`` doing ``fn.call(budget, [value])``,
@@ -134,13 +143,15 @@ class FunctionCompiler:
         if not isinstance(fn, JsFunction) or type(fn) is not JsFunction or not isinstance(fn.node, Node):
             return None
         try:
-            return self.function(fn.node, fn.closure, fn.cost, single=True)
+            return self.function(fn.node, fn.closure, fn.cost, style="single")
         except Unsupported:
             return None
 
-    def function(self, node: Node, closure: Frame | None, cost: int, *, single: bool) -> str:
+    def function(self, node: Node, closure: Frame | None, cost: int, *, style: str) -> str:
         """A module-level def for the function literal ``node`` that does what JsFunction.call
-        does: ``(b, value)`` when ``single`` (a transform), else a ``call(self, b, args)``."""
+        does: ``(b, value)`` for style "single" (a transform), ``(b, item, key) -> bool`` for
+        "predicate" (the truthiness of a lodash iteratee's result, as make_predicate takes it),
+        else (style "call") a ``call(self, b, args)``."""
         if node.kind != "function" or len(node.kids) != 1:
             raise Unsupported
         body = node.child(0)
@@ -152,11 +163,20 @@ class FunctionCompiler:
         name, head = self.fresh("j"), self.fresh("j")
         lines: list[str] = []
         names: dict[str, str] = {}
-        if single:
+        if style == "single":
             if len(params) != 1:
                 raise Unsupported
             self.bind(params[0][0], head, names, lines)
+            signature = f"def {name}(b, {head}):"
+        elif style == "predicate":
+            if len(params) > 2:
+                raise Unsupported
+            key = self.fresh("j")
+            for (pattern, _), value in zip(params, (head, key), strict=False):
+                self.bind(pattern, value, names, lines)
+            signature = f"def {name}(b, {head}, {key}):"
         else:
+            signature = f"def {name}(self, b, a):"
             for index, (pattern, _) in enumerate(params):
                 value = self.fresh("j")
                 lines.append(f"    {value} = a[{index}] if len(a) > {index} else UNDEFINED")
@@ -166,18 +186,40 @@ class FunctionCompiler:
         saved, self.conditional = self.conditional, 0
         try:
             result = self.expression(body.child(0))
+            if style == "predicate":
+                result = self.test(body.child(0), result)
+            elif style == "single" and self.selects(body.child(0), params[0][0]):
+                self.selectors.add(name)
         finally:
             self.scopes.pop()
             self.conditional = saved
         charge = cost + scope.units
         lines[:0] = [f"    b.fuel -= {charge}", f"    if b.depth >= {MAX_CALL_DEPTH}: raise Bail"]
         if scope.reenters:
+            self.reentrant.add(name)
             tail = ["    b.depth += 1", f"    {head} = {result}", "    b.depth -= 1", f"    return {head}"]
         else:
             tail = [f"    return {result}"]
-        signature = f"def {name}(b, {head}):" if single else f"def {name}(self, b, a):"
         self.source.append("\n".join([signature, *lines, *tail]))
         return name
+
+    def selects(self, node: Node, pattern: tuple[Any, ...]) -> bool:
+        """Whether the body ``node`` of a transform of parameter ``pattern`` is ``param.slice(n...)``
+        with number literals, or ``_.pickBy(param, predicate)`` (omitBy) with a compiled literal
+        predicate that calls no declaration code (so nothing can change the items it keeps)."""
+        args = [kid for kid in node.kids[1:] if kid is not None]
+        if pattern[0] != "name" or node.kind != "call" or node.value or len(args) != len(node.kids) - 1:
+            return False
+        callee = node.child(0)
+
+        def is_param(item: Node) -> bool:
+            return item.kind == "name" and item.value == pattern[1]
+
+        if callee.kind == "member" and callee.value == ("slice", False):
+            return is_param(callee.child(0)) and all(
+                known and _plain_number(value) for known, value in map(self.constant, args))
+        known, function = self.constant(callee)
+        return known and id(function) in _PICKS and bool(args) and is_param(args[0]) and id(args[0]) in self.picked
 
     def bind(self, pattern: tuple[Any, ...], value: str, names: dict[str, str], lines: list[str]) -> None:
         """A parameter: a plain name, or `{a, b}` of plain names (lodash predicates)."""
@@ -368,6 +410,17 @@ class FunctionCompiler:
                 low_code, high_code = self.literal(low), self.literal(high)
                 return (f"(max(min({value}, {high_code}), {low_code}) if (type({first}) is int or type({value}) is "
                         f"float) and {value} == {value} else {fn}(b, [{value}, {low_code}, {high_code}]))")
+        keep = _PICKS.get(id(function))
+        if keep is not None and len(kids) == 2 and kids[1].kind == "function":
+            # pick_by's loop with the literal's body called directly: no function object, no
+            # argument list, no make_predicate wrapper; the same pairs, charges and depth
+            source = self.expression(kids[0])
+            test = self.function(kids[1], self.scopes[-1].closure, 1 + kids[1].child(0).size(), style="predicate")
+            if test not in self.reentrant:
+                self.picked.add(id(kids[0]))
+            key, item = self.fresh("j"), self.fresh("j")
+            return (f"{{{key}: {item} for {key}, {item} in {self.const(_keyed)}(b, {source}) "
+                    f"if {keep}{test}(b, {item}, {key})}}")
         if (function is _MAX or function is _MIN) and len(kids) == 2:
             pick = "max" if function is _MAX else "min"
             (first_a, one), (first_b, two) = self.atom(kids[0]), self.atom(kids[1])
@@ -382,7 +435,7 @@ class FunctionCompiler:
     def x_function(self, node: Node) -> str:
         self.scopes[-1].reenters = True
         cost = 1 + node.child(0).size()
-        name = self.function(node, self.scopes[-1].closure, cost, single=False)
+        name = self.function(node, self.scopes[-1].closure, cost, style="call")
         kind = self.fresh("j")
         self.source.append(f"{kind} = {self.const(compiled_class)}({name})")
         return f"{kind}({cost}, {self.const(node)})"

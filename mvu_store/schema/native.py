@@ -15,7 +15,10 @@ refusals and budgets. A run that does not give up yields what the interpreter yi
   parsed or, for parts the schema skips, by :func:`_inner`;
 - declaration code (transforms, checks) sees exactly the values the interpreter hands it: code
   beneath it is compiled in *raw* mode (the interpreter's output), elsewhere in *final* mode
-  (already normalised as :func:`to_json` would write it, so no second walk is needed).
+  (already normalised as :func:`to_json` would write it, so no second walk is needed). A final
+  transform's result is normalised again, unless it is a *selector* (parts of its input, see
+  inline.FunctionCompiler.selects) and raw-mode code made nothing to_json could change while
+  its input was parsed (``_Run.raw``).
 
 A *position* is where a parent hands a child its input (the root, an object field, an array item,
 a record value). Positions that hold a container become functions of their own; with a
@@ -136,9 +139,12 @@ def _final(value: Any, depth: int) -> Any:
     return to_json(value, depth)
 
 
-def _num_raw(value: Any) -> Any:
+def _num_raw(value: Any, run: _Run) -> Any:
     kind = type(value)
-    if kind is int or (kind is float and math.isfinite(value)):
+    if kind is int:
+        return value
+    if kind is float and math.isfinite(value):
+        run.raw += 1  # to_json may write it otherwise (1.0, -0.0)
         return value
     raise Bail
 
@@ -161,8 +167,8 @@ def _coerce(value: Any) -> Any:
     raise Bail
 
 
-def _coerce_raw(value: Any) -> Any:
-    return _num_raw(_coerce(value))
+def _coerce_raw(value: Any, run: _Run) -> Any:
+    return _num_raw(_coerce(value), run)
 
 
 def _coerce_final(value: Any) -> Any:
@@ -186,15 +192,21 @@ def _coerce_bool(value: Any) -> bool:
     return truthy(value)
 
 
-def _literal(value: Any, keyed: dict[Any, Any], final: bool) -> Any:
+def _literal(value: Any, keyed: dict[Any, Any], final: bool, run: _Run) -> Any:
     if not _json_leaf(value) or same_value_key(value) not in keyed:
         raise Bail
-    return _num_final(value) if final and type(value) is float else value
+    if type(value) is float:
+        if final:
+            return _num_final(value)
+        run.raw += 1
+    return value
 
 
 def _any(value: Any, depth: int, run: _Run, counting: bool, final: bool) -> Any:
     if counting:
         run.nodes += _inner(value, depth)
+    if not final:
+        run.raw += 1
     if type(value) is dict or type(value) is list:
         return to_json(value, depth) if final else json_copy(value)
     return _final(value, depth) if final else value
@@ -208,7 +220,10 @@ def _delegate(node: Schema, value: Any, depth: int, run: _Run, counting: bool, f
     out = node.run(value, ctx)
     if ctx.issues:
         raise Bail
-    return _final(out, depth) if final else out
+    if final:
+        return _final(out, depth)
+    run.raw += 1
+    return out
 
 
 def _absent(node: Schema, depth: int, budget: Budget, final: bool) -> Any:
@@ -256,6 +271,8 @@ def _loose_extras(value: dict[Any, Any], shape: dict[str, Schema], out: dict[str
     """A loose object's extra keys, kept as given (ObjectSchema.rest_keys)."""
     extra = [key for key in value if key not in shape]
     budget.fuel -= len(extra)
+    if not final:
+        run.raw += 1
     for key in extra:
         if type(key) is not str:
             raise Bail
@@ -456,13 +473,16 @@ def _leaf_chain(node: Schema) -> bool:
 
 
 class _Run:
-    """One validation on the fast path: the interpreter's context, input nodes seen, the memo."""
+    """One validation on the fast path: the interpreter's context, input nodes seen, the memo,
+    and ``raw``: how many values raw-mode code made that to_json might write otherwise (a
+    float, a default, declaration code's result ...; counted where they are made, generously)."""
 
-    __slots__ = ("ctx", "keep", "look", "nodes", "now")
+    __slots__ = ("ctx", "keep", "look", "nodes", "now", "raw")
 
     def __init__(self, budget: Budget, memo: ValidationMemo | None) -> None:
         self.ctx = ParseCtx(budget)
         self.nodes = 1  # the root
+        self.raw = 0
         self.now = budget.now_ms
         if memo is not None:
             self.look = memo._look
@@ -582,12 +602,14 @@ class _Generator:
             else:
                 out.append(f"{ind}{var} = {self.const(check)}({var}, r.ctx)")
             out.append(f"{ind}if r.ctx.issues: raise Bail")
-        if checks and final:
-            self.finalize(var, depth, out, ind)
+        if checks:
+            self.finalize(var, depth, final, out, ind)
 
-    def finalize(self, var: str, depth: int, out: list[str], ind: str) -> None:
-        """Normalise what declaration code returned; ints and strings (most results) as they are."""
-        out.append(f"{ind}if type({var}) is not int and type({var}) is not str: {var} = _final({var}, {depth})")
+    def finalize(self, var: str, depth: int, final: bool, out: list[str], ind: str) -> None:
+        """Normalise what declaration code returned, or in raw mode count it as raw; ints and
+        strings (most results) as they are."""
+        action = f"{var} = _final({var}, {depth})" if final else "r.raw += 1"
+        out.append(f"{ind}if type({var}) is not int and type({var}) is not str: {action}")
 
     # one method per natively parsed node type: (node, var, depth, final, counting, out, ind)
 
@@ -601,11 +623,12 @@ class _Generator:
     def g_NumberSchema(self, node: NumberSchema, var: str, depth: int, final: bool, counting: bool,
                        out: list[str], ind: str) -> None:
         helper = ("_coerce_" if node.coerce else "_num_") + ("final" if final else "raw")
+        call = f"{helper}({var})" if final else f"{helper}({var}, r)"
         if node.coerce:  # "85", the common coerced field: to_number's own first road, written out
             out.append(f"{ind}if type({var}) is not int: {var} = int({var}) if type({var}) is str and len({var}) < 16 "
-                       f"and {var}.isdigit() and {var}.isascii() else {helper}({var})")
+                       f"and {var}.isdigit() and {var}.isascii() else {call}")
         else:
-            out.append(f"{ind}if type({var}) is not int: {var} = {helper}({var})")
+            out.append(f"{ind}if type({var}) is not int: {var} = {call}")
 
     def g_BooleanSchema(self, node: BooleanSchema, var: str, depth: int, final: bool, counting: bool,
                         out: list[str], ind: str) -> None:
@@ -620,7 +643,7 @@ class _Generator:
             options = self.const(frozenset(node.values))
             out.append(f"{ind}if type({var}) is not str or {var} not in {options}: raise Bail")
         else:
-            out.append(f"{ind}{var} = _literal({var}, {self.const(node.keyed)}, {final})")
+            out.append(f"{ind}{var} = _literal({var}, {self.const(node.keyed)}, {final}, r)")
 
     def g_NeverSchema(self, node: NeverSchema, var: str, depth: int, final: bool, counting: bool,
                       out: list[str], ind: str) -> None:
@@ -658,11 +681,29 @@ class _Generator:
 
     def g_Pipe(self, node: Pipe, var: str, depth: int, final: bool, counting: bool,
                out: list[str], ind: str) -> None:
+        right = node.right
+        if not (final and type(right) is Transform and not right.checks):
+            self.chain(node.left, var, depth, False, counting, out, ind)
+            self.chain(right, var, depth, final, False, out, ind)  # it parses an output, not input
+            return
+        start = len(out)
         self.chain(node.left, var, depth, False, counting, out, ind)
-        self.chain(node.right, var, depth, final, False, out, ind)  # it parses an output, not input
+        if self.call(right, var, depth, False, out, ind) in self.functions.selectors:
+            # the result is parts of the parsed input: normalised already unless raw code made
+            # a value to_json could change while the input was parsed (see _Run.raw)
+            mark = self.fresh("m")
+            out.insert(start, f"{ind}{mark} = r.raw")
+            out.append(f"{ind}if r.raw != {mark}: {var} = _final({var}, {depth})")
+        else:
+            self.finalize(var, depth, True, out, ind)
 
     def g_Transform(self, node: Transform, var: str, depth: int, final: bool, counting: bool,
                     out: list[str], ind: str) -> None:
+        self.call(node, var, depth, counting, out, ind)
+        self.finalize(var, depth, final, out, ind)
+
+    def call(self, node: Transform, var: str, depth: int, counting: bool, out: list[str], ind: str) -> str | None:
+        """The transform's call on ``var``; the name of its compiled function, if it has one."""
         if counting:
             out.append(f"{ind}r.nodes += _inner({var}, {depth})")
         if node.raw_input:
@@ -676,8 +717,7 @@ class _Generator:
             out.append(f"{ind}if r.ctx.issues: raise Bail")
         else:
             out.append(f"{ind}{var} = {fn}.call(b, [{var}])")
-        if final:
-            self.finalize(var, depth, out, ind)
+        return compiled
 
     def g_ObjectSchema(self, node: ObjectSchema, var: str, depth: int, final: bool, counting: bool,
                        out: list[str], ind: str) -> None:
@@ -688,17 +728,21 @@ class _Generator:
         if counting:
             out.append(f"{ind}r.nodes += len({var})")
         out.append(f"{ind}{result} = {{}}")
-        if track:
-            out.append(f"{ind}{hits} = 0")
+        if track:  # the keys present: every field, less one in each absent branch (the rare one)
+            out.append(f"{ind}{hits} = {len(node.shape)}")
         for key, schema in node.shape.items():
             literal = repr(key)
-            out.append(f"{ind}{item} = {var}.get({literal}, MISSING)")
-            out.append(f"{ind}if {item} is MISSING:")
+            # a subscript in a try costs less than .get() (3.11's try is free until it raises)
+            out.append(f"{ind}try:")
+            out.append(f"{ind}    {item} = {var}[{literal}]")
+            out.append(f"{ind}except KeyError:")
+            if track:
+                out.append(f"{ind}    {hits} -= 1")
             out.append(f"{ind}    {item} = _absent({self.const(schema)}, {depth + 1}, b, {final})")
+            if not final:  # a default, or undefined
+                out.append(f"{ind}    r.raw += 1")
             out.append(f"{ind}    if {item} is not OMIT: {result}[{literal}] = {item}")
             out.append(f"{ind}else:")
-            if track:
-                out.append(f"{ind}    {hits} += 1")
             self.item(schema, item, depth + 1, final, counting, out, ind + "    ")
             out.append(f"{ind}    {result}[{literal}] = {item}")
         if node.mode == "strict":
@@ -756,6 +800,8 @@ class _Generator:
             out.append(f"{ind}{item} = {var}.get({key}, MISSING)")
             out.append(f"{ind}if {item} is MISSING:")
             out.append(f"{ind}    {item} = _enum_absent({self.const(node.value)}, {depth + 1}, b, {final})")
+            if not final:
+                out.append(f"{ind}    r.raw += 1")
             out.append(f"{ind}    if {item} is not OMIT: {result}[{key}] = {item}")
             out.append(f"{ind}else:")
             out.append(f"{ind}    {hits} += 1")
