@@ -9,19 +9,7 @@ import pytest
 
 from mvu_store.ledger import CommitOutcome, CommitRequest, Ledger, NewResource
 from mvu_store.ledger.blob import Blob
-
-
-def count_reads(ledger: Ledger, monkeypatch: pytest.MonkeyPatch) -> list[int]:
-    """``[n]``: how many reader round trips the ledger makes from now on."""
-    reads = [0]
-    read_rows = ledger.read_rows
-
-    async def counted(work: Callable[[Any], Any], **options: Any) -> Any:
-        reads[0] += 1
-        return await read_rows(work, **options)
-
-    monkeypatch.setattr(ledger, "read_rows", counted)
-    return reads
+from tests.round_trips import count_round_trips
 
 
 def manual(resource_id: str, revision: int, hp: int) -> CommitRequest:
@@ -87,7 +75,7 @@ async def test_blobs_returns_the_stored_states_in_one_read_and_leaves_missing_on
     history = await ledger.versions("mvu:child")
     hashes = [v.variables_hash for v in history]
     missing = "0" * 64
-    reads = count_reads(ledger, monkeypatch)
+    reads = count_round_trips(ledger, monkeypatch)
     found = await ledger.blobs([*hashes, missing, hashes[0]])
 
     assert reads == [1]
@@ -101,7 +89,7 @@ async def test_blobs_of_more_hashes_than_one_statement_binds_are_all_found_in_on
 ) -> None:
     states = [Blob.of({"stat_data": {"n": n}}) for n in range(600)]
     await ledger.write(lambda tx: [ledger.put_blob(tx, blob) for blob in states])
-    reads = count_reads(ledger, monkeypatch)
+    reads = count_round_trips(ledger, monkeypatch)
     for count in (1, 3, 256, 257, 600):
         found = await ledger.blobs([blob.hash for blob in states[:count]])
         assert found == {blob.hash: {"stat_data": {"n": n}} for n, blob in enumerate(states[:count])}

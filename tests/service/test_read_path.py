@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -16,20 +15,8 @@ from mvu_store.memory_host import MemoryHost
 from mvu_store.service import MvuService
 from mvu_store.store_host import StoreHost
 from mvu_store.store_host.feed import play_turn
+from tests.round_trips import count_round_trips
 from tests.service.support import HERO, playing, scope, text_message
-
-
-def count_round_trips(ledger: Ledger, monkeypatch: pytest.MonkeyPatch) -> list[int]:
-    """A one-element counter of the ledger's reader round trips."""
-    trips = [0]
-    read_rows = ledger.read_rows
-
-    async def counted(work: Callable[[Any], Any], **options: Any) -> Any:
-        trips[0] += 1
-        return await read_rows(work, **options)
-
-    monkeypatch.setattr(ledger, "read_rows", counted)
-    return trips
 
 
 async def test_a_read_in_a_session_takes_one_round_trip(service: MvuService, host: MemoryHost, ledger: Ledger,

@@ -13,8 +13,8 @@ from mvu_store.errors import MvuError
 from mvu_store.ledger import Ledger
 from mvu_store.memory_host import MemoryHost
 from mvu_store.service import MvuService
+from tests.round_trips import count_round_trips
 from tests.service.support import checkpointed_turns, frozen_turns, playing, revision, scope, stat_data, text_message
-from tests.service.test_read_path import count_round_trips
 
 
 async def test_a_turn_after_the_first_takes_three_reader_round_trips(
