@@ -19,7 +19,7 @@ from mvu_store.errors import Code, MvuError
 from mvu_store.jsonvalue import JsonValue, canonical_text
 from mvu_store.ledger import tables as t
 from mvu_store.ledger.blob import Blob
-from mvu_store.ledger.query import LEDGER, Query, ReadRows, Rows
+from mvu_store.ledger.query import LEDGER, Query, ReadRows, Row, Rows
 from mvu_store.ledger.records import CheckpointRecord, Head, NewResource, ResourceRecord, VersionRecord
 from mvu_store.ledger.rows import columns, record, values
 from mvu_store.ledger.rules import check_text
@@ -81,6 +81,17 @@ def _ancestry(rows: Rows, resource_id: str) -> Iterator[tuple[str, int]]:
     while link is not None and link["parent_id"] is not None:
         yield link["parent_id"], int(link["parent_position"])
         link = rows.one(_HEAD_ROW, id=link["parent_id"])
+
+
+def _in_lineage(rows: Rows, query: Query, resource_id: str, key: str) -> tuple[str, Row] | None:
+    """Version ``key`` as ``resource_id``'s history shows it: its owner (the resource itself or
+    the ancestor it inherits it from) and its row by ``query`` (a lookup by ``resource_id``, ``key``)."""
+    owners: Iterator[tuple[str, int | None]] = itertools.chain([(resource_id, None)], _ancestry(rows, resource_id))
+    for owner, cut in owners:
+        row = rows.one(query, resource_id=owner, key=key)
+        if row is not None and (cut is None or row["position"] <= cut):
+            return owner, row
+    return None
 
 
 def _head(rows: Rows, resource_id: str) -> Head:
@@ -181,12 +192,11 @@ class Resources(Store):
 
     def _find_in_lineage(self, tx: WriteTx, resource_id: str, key: str) -> tuple[str, int, str]:
         """The (owner, position, variables hash) of version ``key`` visible from a resource."""
-        owners: Iterator[tuple[str, int | None]] = itertools.chain([(resource_id, None)], _ancestry(tx, resource_id))
-        for owner, cut in owners:
-            row = tx.one(VERSION_BY_KEY, resource_id=owner, key=key)
-            if row is not None and (cut is None or row["position"] <= cut):
-                return owner, int(row["position"]), str(row["variables_hash"])
-        raise MvuError(Code.MISSING, f"version {key} is not in the history of {resource_id!r}", key=key)
+        found = _in_lineage(tx, VERSION_BY_KEY, resource_id, key)
+        if found is None:
+            raise MvuError(Code.MISSING, f"version {key} is not in the history of {resource_id!r}", key=key)
+        owner, row = found
+        return owner, int(row["position"]), str(row["variables_hash"])
 
     async def put_checkpoint(self, resource_id: str, *, session_id: str, turn: int, seq: int,
                              meta: dict[str, JsonValue] | None = None) -> CheckpointRecord:
@@ -255,14 +265,12 @@ class Resources(Store):
 
         def read(rows: ReadRows) -> tuple[Head, VersionRecord | None]:
             head = _head(rows, resource_id)
-            if head.version_key is None:
+            found = None if head.version_key is None else _in_lineage(rows, _VERSION_RECORD, resource_id,
+                                                                       head.version_key)
+            if found is None:
                 return head, None
-            owners = itertools.chain([(resource_id, None)], _ancestry(rows, resource_id))
-            for owner, cut in owners:
-                row = rows.one(_VERSION_RECORD, resource_id=owner, key=head.version_key)
-                if row is not None and (cut is None or row["position"] <= cut):
-                    return head, record(VersionRecord, row, inherited=owner != resource_id)
-            return head, None
+            owner, row = found
+            return head, record(VersionRecord, row, inherited=owner != resource_id)
 
         return await self.read_rows(read, brief=True)
 
