@@ -155,7 +155,6 @@ def _same(left: JsonValue, right: JsonValue) -> bool | None:
     None when only the texts can tell."""
     nodes = 0
     stack: list[tuple[JsonValue, JsonValue, int]] = [(left, right, 1)]
-    unsure = False
     while stack:
         a, b, depth = stack.pop()
         nodes += 1
@@ -163,10 +162,9 @@ def _same(left: JsonValue, right: JsonValue) -> bool | None:
             return None
         kind = type(a)
         if kind is not type(b):
-            if _NUMBER.get(kind) == _NUMBER.get(type(b)) is not None:
-                unsure = True  # an int and a float: equal when the float is integral
-                continue
-            return False if kind in _JSON_TYPES and type(b) in _JSON_TYPES else None
+            # An int and a float are equal when the float is integral: only the texts can tell.
+            certain = kind in _JSON_TYPES and type(b) in _JSON_TYPES and {kind, type(b)} != _INT_AND_FLOAT
+            return False if certain else None
         if kind is dict:
             if any(type(key) is not str for key in a) or any(type(key) is not str for key in b):
                 return None
@@ -187,13 +185,13 @@ def _same(left: JsonValue, right: JsonValue) -> bool | None:
                 return False
         else:
             return None
-    return None if unsure else True
+    return True
 
 
 _SCALARS = frozenset({str, int, bool, float, type(None)})
 _JSON_TYPES = _SCALARS | {dict, list}
-# int and float are the one pair of types whose values can print alike (bool is not a number here).
-_NUMBER: dict[type, str] = {int: "number", float: "number"}
+# The one pair of types whose values can print alike (5 and 5.0; a bool is no number here).
+_INT_AND_FLOAT = frozenset({int, float})
 
 
 def sha256_hex(data: bytes | str) -> str:
