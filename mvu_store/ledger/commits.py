@@ -66,7 +66,7 @@ class Commits(Facts):
         key = request.key or default_key(request)
         # A key derived from the operation id is covered by the receipt check.
         check_key = request.operation_id is None or request.key is not None
-        facts: list[PreparedFact] | str = []
+        facts: list[PreparedFact] | str
         try:
             facts = prepare_facts(request.facts)
         except Exception as error:  # facts are an observation: refusing them never refuses the write

@@ -196,9 +196,11 @@ class Writer:
         can still see its write land; a replay of the same operation then returns it.
         """
         live = [job for job in batch if not job.future.cancelled()]
+        if not live:
+            return connection  # every caller gave up before its turn: nothing to run
         outcomes: list[tuple[bool, Any]] = []
         try:
-            if connection is None and live:
+            if connection is None:
                 connection = self._engine.raw_connection()
             # Sharing the transaction needs a driver that tells whether a failed unit wrote.
             isolate = not hasattr(connection.dbapi_connection, "total_changes")

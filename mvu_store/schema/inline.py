@@ -26,7 +26,7 @@ from typing import Any
 from mvu_store.errors import MvuError
 from mvu_store.jsonvalue import UNSAFE_KEYS
 from mvu_store.schema.builtins import GLOBALS
-from mvu_store.schema.lodash import LODASH, _keyed
+from mvu_store.schema.lodash import LODASH, _keyed, plain_number
 from mvu_store.schema.operators import BINARY, UNARY
 from mvu_store.schema.runtime import Frame, JsFunction, get_member
 from mvu_store.schema.syntax import Node
@@ -105,10 +105,6 @@ def _charged(budget: Budget, fn: Callable[[Budget, list[Any]], Any], args: list[
 
 def _number_literal(code: str) -> bool:
     return code.lstrip("-").isdigit()
-
-
-def _plain_number(value: Any) -> bool:
-    return (type(value) is int or type(value) is float) and value == value
 
 
 class _Scope:
@@ -217,7 +213,7 @@ class FunctionCompiler:
 
         if callee.kind == "member" and callee.value == ("slice", False):
             return is_param(callee.child(0)) and all(
-                known and _plain_number(value) for known, value in map(self.constant, args))
+                known and plain_number(value) for known, value in map(self.constant, args))
         known, function = self.constant(callee)
         return known and id(function) in _PICKS and bool(args) and is_param(args[0]) and id(args[0]) in self.picked
 
@@ -317,7 +313,7 @@ class FunctionCompiler:
         if operator == "+":
             return f"{self.const(_plus)}(b, {self.expression(node.child(0))}, {self.expression(node.child(1))})"
         right_known, right = self.constant(node.child(1))
-        if operator in _ORDER and right_known and _plain_number(right):
+        if operator in _ORDER and right_known and plain_number(right):
             # both numbers: the interpreter's comparison is Python's (BINARY's _compare)
             first, left = self.atom(node.child(0))
             return (f"({left} {operator} {self.literal(right)} if type({first}) is int or type({left}) is float "
@@ -405,7 +401,7 @@ class FunctionCompiler:
         """The library function's own short road, written out (the same test, the same result)."""
         if function is _CLAMP and len(kids) == 3:
             (low_known, low), (high_known, high) = self.constant(kids[1]), self.constant(kids[2])
-            if low_known and high_known and _plain_number(low) and _plain_number(high):
+            if low_known and high_known and plain_number(low) and plain_number(high):
                 first, value = self.atom(kids[0])
                 low_code, high_code = self.literal(low), self.literal(high)
                 return (f"(max(min({value}, {high_code}), {low_code}) if (type({first}) is int or type({value}) is "

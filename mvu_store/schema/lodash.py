@@ -54,12 +54,13 @@ def _clamp(budget: Budget, args: list[Any]) -> Any:
     # The common `_.clamp(v, 0, 100)` on plain numbers takes the short road.
     if len(args) == 3:
         number, lower, upper = args
-        if _plain_number(number) and _plain_number(lower) and _plain_number(upper):
+        if plain_number(number) and plain_number(lower) and plain_number(upper):
             return max(min(number, upper), lower)
     return _clamp_slow(args)
 
 
-def _plain_number(item: Any) -> bool:
+def plain_number(item: Any) -> bool:
+    """A number that is not NaN (a bool is no number here)."""
     kind = type(item)
     return (kind is int or kind is float) and item == item  # not NaN
 

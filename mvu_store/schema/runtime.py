@@ -86,7 +86,7 @@ class JsFunction(JsCallable):
     __slots__ = ("body", "closure", "cost", "expression", "members", "names", "node", "params", "picks")
 
     def __init__(self, params: list[Param], body: Exec, closure: Frame, cost: int, expression: bool,
-                 node: Any = None) -> None:
+                 node: Any) -> None:
         # Properties set on the function (bundlers' `getter.a`); empty for nearly every function.
         self.members: dict[str, Any] = {}
         self.params = params
