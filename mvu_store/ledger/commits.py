@@ -21,11 +21,12 @@ from mvu_store.ledger.facts import Facts, PreparedFact, prepare_facts
 from mvu_store.ledger.query import LEDGER, Query, Row
 from mvu_store.ledger.records import CommitOutcome, CommitRequest
 from mvu_store.ledger.resources import VERSION_BY_KEY
+from mvu_store.ledger.results import restored_result, stored_result
 from mvu_store.ledger.rules import check_request, check_text, default_key
 from mvu_store.ledger.store import now_ms
 from mvu_store.ledger.writer import WriteTx
 
-_r, _x, _v = t.resources.c, t.receipts.c, t.versions.c
+_r, _x, _v, _b = t.resources.c, t.receipts.c, t.versions.c, t.blobs.c
 
 _HEAD_AND_RECEIPT = Query(
     "head-and-receipt",
@@ -46,6 +47,15 @@ _HEAD_AND_RECEIPT = Query(
     )
     .where(_r.ledger_id == LEDGER, _r.id == bindparam("id")),
 )
+
+
+_VERSION_STATE = Query(
+    "version-state",
+    lambda: select(_b.body)
+    .select_from(t.versions.join(t.blobs, and_(_b.ledger_id == _v.ledger_id, _b.hash == _v.variables_hash)))
+    .where(_v.ledger_id == LEDGER, _v.resource_id == bindparam("resource_id"), _v.key == bindparam("key")),
+)
+"""The state a resource's own version wrote (``resource_id``, ``key``), as stored text."""
 
 
 class Commits(Facts):
@@ -83,7 +93,7 @@ class Commits(Facts):
         return row
 
     @staticmethod
-    def _receipt_replay(request: CommitRequest, row: Row) -> CommitOutcome | None:
+    def _receipt_replay(tx: WriteTx, request: CommitRequest, row: Row) -> CommitOutcome | None:
         """The stored outcome of this operation id, or a conflict when it served another request."""
         if row["fingerprint"] is None:
             return None
@@ -93,8 +103,15 @@ class Commits(Facts):
                 "this operation id was already used for a different request",
                 operation_id=request.operation_id,
             )
-        return CommitOutcome(request.resource_id, int(row["receipt_revision"]), row["version_key"],
-                             json.loads(row["result"]), True)
+        key = row["version_key"]
+
+        def state() -> JsonValue:
+            found = tx.one(_VERSION_STATE, resource_id=request.resource_id, key=key)
+            assert found is not None, "the audited foreign key: a commit receipt's version exists"
+            return json.loads(found["body"])
+
+        return CommitOutcome(request.resource_id, int(row["receipt_revision"]), key,
+                             restored_result(row["result"], state), True)
 
     def _key_replay(self, tx: WriteTx, request: CommitRequest, key: str) -> CommitOutcome | None:
         """The stored outcome when this version key (a reply's message) was already written."""
@@ -116,7 +133,7 @@ class Commits(Facts):
         facts: list[PreparedFact] | str,
     ) -> CommitOutcome:
         row = self._head_and_receipt(tx, request.resource_id, request.operation_id)
-        replay = self._receipt_replay(request, row) or (self._key_replay(tx, request, key) if check_key else None)
+        replay = self._receipt_replay(tx, request, row) or (self._key_replay(tx, request, key) if check_key else None)
         if replay is not None:
             return replay
         current_revision, head_key = int(row["revision"]), row["head_key"]
@@ -165,7 +182,7 @@ class Commits(Facts):
             # A commit's receipt takes its version's position: receipts stay in append order
             # without another lookup.
             self._insert_receipt(tx, request.resource_id, request.operation_id, "commit", request.fingerprint,
-                                 revision, key, result, position)
+                                 revision, key, stored_result(result, request.variables), position)
         return CommitOutcome(request.resource_id, revision, key, result, False, self._facts_of_commit(tx, facts))
 
     def _facts_of_commit(self, tx: WriteTx, facts: list[PreparedFact] | str) -> str | None:
@@ -204,9 +221,8 @@ class Commits(Facts):
 
     def _insert_receipt(
         self, tx: WriteTx, resource_id: str, operation_id: str, kind: str, fingerprint: str, revision: int,
-        version_key: str | None, result: JsonValue, position: int,
+        version_key: str | None, text: str, position: int,
     ) -> None:
-        text = canonical_text(result)
         self.insert_row(
             tx,
             t.receipts,
@@ -237,7 +253,7 @@ class Commits(Facts):
             request = CommitRequest(resource_id, expected_revision, "manual", None, fingerprint, {"manual": True},
                                     operation_id=operation_id)
             row = self._head_and_receipt(tx, resource_id, operation_id)
-            replay = self._receipt_replay(request, row)
+            replay = self._receipt_replay(tx, request, row)
             if replay is not None:
                 return replay
             current = int(row["revision"])
@@ -248,8 +264,8 @@ class Commits(Facts):
                 raise self._conflict(request, current)
             result = {"id": resource_id, "managementMode": mode, "revision": revision}
             position = self.next_position(tx, t.receipts, "resource_id", resource_id)
-            self._insert_receipt(tx, resource_id, operation_id, "management", fingerprint, revision, None, result,
-                                 position)
+            self._insert_receipt(tx, resource_id, operation_id, "management", fingerprint, revision, None,
+                                 canonical_text(result), position)
             return CommitOutcome(resource_id, revision, None, result, False)
 
         return await self.write(work)

@@ -55,6 +55,7 @@ from mvu_store.ledger import tables as t
 from mvu_store.ledger.blob import Blob
 from mvu_store.ledger.facts import FACTS_MAX_BYTES, FACTS_MAX_RECORDS
 from mvu_store.ledger.records import NewResource, ResourceKind, VersionKind
+from mvu_store.ledger.results import STATE_FIELDS, holds_marker, restored_result
 
 INSTANCES_FILE = "mvu-instances.json"
 LEGACY_FILE = "mvu-state.json"
@@ -467,6 +468,8 @@ class _InstancesParser(_Reader):
         columns = _lift(fields, _VERSION_COLUMNS)
         operation_id, fingerprint = columns["operation_id"], columns["fingerprint"]
         if kind in _RECEIPT_KINDS and operation_id is not None and fingerprint is not None and "result" in fields:
+            if holds_marker(fields["result"]):
+                raise self.fail(f"a result cannot carry the field {STATE_FIELDS!r}", (*path, "result", STATE_FIELDS))
             # The result lives in the receipt only: a replay returns it, export puts it back.
             self.receipt(rows, resource_id, operation_id, (*path, "operationId"), kind="commit",
                          fingerprint=fingerprint, revision=revision, version_key=key,
@@ -661,7 +664,7 @@ def rebuild_version(row: Any, variables: JsonValue, receipt_result: str | None) 
     record.update(key=row.key, revision=row.revision, variables=variables, source=json.loads(row.source))
     _lower(record, row, _VERSION_COLUMNS)
     if receipt_result is not None:
-        record["result"] = json.loads(receipt_result)
+        record["result"] = restored_result(receipt_result, lambda: variables)
     return record
 
 
