@@ -51,46 +51,78 @@ def normalize(
 
     Integral floats become ints (``5.0`` -> ``5``, as JavaScript prints them); non-JSON types,
     non-string keys and non-finite numbers are ``MVU_JSON``; exceeding ``max_nodes`` or
-    ``max_depth`` is ``MVU_LIMIT``. The walk is iterative so depth never hits Python's recursion
-    limit before our own limit does.
+    ``max_depth`` is ``MVU_LIMIT``. Every value that reaches a store passes here, so the walk
+    is built for speed: it recurses per container only (leaves are handled in their parent's
+    loop), and counts a container's children at once. The recursion is bounded by
+    ``max_depth`` (64 by default, far below Python's limit); a caller that lifts the limit gets
+    ``MVU_LIMIT`` where Python's own limit would be reached.
     """
-    nodes = 0
-    deepest = 0
-    root: list[JsonValue] = [None]
-    # Each frame: (source value, container to write into, key or index, depth).
-    stack: list[tuple[JsonValue, Any, Any, int]] = [(value, root, 0, 1)]
-    while stack:
-        item, target, slot, depth = stack.pop()
-        nodes += 1
-        if nodes > max_nodes:
-            raise MvuError(Code.LIMIT, f"value has more than {max_nodes} nodes", limit=max_nodes, kind="nodes")
-        if depth > max_depth:
-            raise MvuError(Code.LIMIT, f"value is nested deeper than {max_depth}", limit=max_depth, kind="depth")
-        if depth > deepest:
-            deepest = depth
-        kind = type(item)
-        if kind is dict:
+    counts = [1, 1]  # nodes seen, deepest level seen
+    if max_nodes < 1:
+        raise _too_many(max_nodes)
+    if max_depth < 1:
+        raise _too_deep(max_depth)
+
+    def container(item: JsonValue, depth: int) -> JsonValue:  # a dict or a list
+        inner = depth + 1
+        if item:
+            counts[0] += len(item)
+            if counts[0] > max_nodes:
+                raise _too_many(max_nodes)
+            if inner > counts[1]:
+                if inner > max_depth:
+                    raise _too_deep(max_depth)
+                counts[1] = inner
+        if type(item) is dict:
             copy: dict[str, JsonValue] = {}
-            target[slot] = copy
             for key, child in item.items():
                 if type(key) is not str:
                     raise MvuError(Code.JSON, f"object key {key!r} is not a string")
-                copy[key] = None
-                stack.append((child, copy, key, depth + 1))
-        elif kind is list:
-            items: list[JsonValue] = [None] * len(item)
-            target[slot] = items
-            for index, child in enumerate(item):
-                stack.append((child, items, index, depth + 1))
-        elif kind is str or kind is bool or kind is int or item is None:
-            target[slot] = item
-        elif kind is float:
-            if not math.isfinite(item):
-                raise MvuError(Code.JSON, "numbers must be finite (NaN and Infinity are not JSON)")
-            target[slot] = int(item) if item.is_integer() and abs(item) < _JS_INTEGER_PRINT_LIMIT else item
-        else:
-            raise MvuError(Code.JSON, f"{kind.__name__} is not a JSON value")
-    return root[0], nodes, deepest
+                kind = type(child)
+                if kind is str or kind is int or kind is bool or child is None:
+                    copy[key] = child
+                elif kind is dict or kind is list:
+                    copy[key] = container(child, inner)
+                else:
+                    copy[key] = _scalar(child)
+            return copy
+        items: list[JsonValue] = []
+        for child in item:
+            kind = type(child)
+            if kind is str or kind is int or kind is bool or child is None:
+                items.append(child)
+            elif kind is dict or kind is list:
+                items.append(container(child, inner))
+            else:
+                items.append(_scalar(child))
+        return items
+
+    if type(value) is dict or type(value) is list:
+        try:
+            return container(value, 1), counts[0], counts[1]
+        except RecursionError:
+            raise _too_deep(max_depth) from None
+    return _scalar(value), 1, 1
+
+
+def _scalar(item: JsonValue) -> JsonValue:
+    """A leaf's normalised value: the same scalar, an integral float as an int, else ``MVU_JSON``."""
+    kind = type(item)
+    if kind is str or kind is int or kind is bool or item is None:
+        return item
+    if kind is float:
+        if not math.isfinite(item):
+            raise MvuError(Code.JSON, "numbers must be finite (NaN and Infinity are not JSON)")
+        return int(item) if item.is_integer() and abs(item) < _JS_INTEGER_PRINT_LIMIT else item
+    raise MvuError(Code.JSON, f"{kind.__name__} is not a JSON value")
+
+
+def _too_many(limit: int) -> MvuError:
+    return MvuError(Code.LIMIT, f"value has more than {limit} nodes", limit=limit, kind="nodes")
+
+
+def _too_deep(limit: int) -> MvuError:
+    return MvuError(Code.LIMIT, f"value is nested deeper than {limit}", limit=limit, kind="depth")
 
 
 def copy_json(value: JsonValue) -> JsonValue:

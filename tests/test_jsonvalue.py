@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import sys
 
 import pytest
 from hypothesis import given, settings
@@ -75,6 +76,38 @@ def test_depth_limit(depth: int) -> None:
         with pytest.raises(MvuError) as refused:
             normalize(value)
         assert refused.value.code == "MVU_LIMIT"
+
+
+def _size(value: object, depth: int = 1) -> tuple[int, int]:
+    """Nodes and depth of a value, counted the plain way (the reference for ``normalize``)."""
+    children = list(value.values()) if isinstance(value, dict) else value if isinstance(value, list) else []
+    sizes = [_size(child, depth + 1) for child in children]
+    return 1 + sum(nodes for nodes, _ in sizes), max([depth, *(deepest for _, deepest in sizes)])
+
+
+@given(json_values)
+def test_normalize_counts_every_node_and_the_deepest_level(value: object) -> None:
+    _, nodes, depth = normalize(value)
+    assert (nodes, depth) == _size(value)
+
+
+@given(json_values)
+def test_a_limit_refuses_exactly_the_values_over_it(value: object) -> None:
+    nodes, depth = _size(value)
+    assert normalize(value, max_nodes=nodes, max_depth=depth)[1:] == (nodes, depth)
+    for limits in ({"max_nodes": nodes - 1}, {"max_depth": depth - 1}):
+        with pytest.raises(MvuError) as refused:
+            normalize(value, **limits)
+        assert refused.value.code == "MVU_LIMIT"
+
+
+def test_a_lifted_depth_limit_is_a_limit_error_where_python_stops() -> None:
+    value: object = 0
+    for _ in range(sys.getrecursionlimit() + 10):
+        value = [value]
+    with pytest.raises(MvuError) as refused:
+        normalize(value, max_depth=sys.maxsize)
+    assert refused.value.code == "MVU_LIMIT"
 
 
 def test_node_limit() -> None:
