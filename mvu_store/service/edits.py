@@ -14,7 +14,15 @@ from __future__ import annotations
 from typing import Any
 
 from mvu_store.errors import Code, MvuError
-from mvu_store.jsonvalue import JsonValue, copy_json, find_unsafe_key, json_equal, json_pointer, normalize
+from mvu_store.jsonvalue import (
+    UNSAFE_KEYS,
+    JsonValue,
+    copy_json,
+    find_unsafe_key,
+    json_equal,
+    json_pointer,
+    normalize,
+)
 from mvu_store.lang.meta import clean_metadata, reconcile
 from mvu_store.schema.values import MAX_SAFE_INTEGER
 from mvu_store.service.initial import DeclaredSchema
@@ -34,33 +42,42 @@ def edit_content(content: Any) -> dict[str, Any]:
                        fields=unknown[:20])
     sent, _, _ = normalize(content)
     assert isinstance(sent, dict)
-    unsafe = find_unsafe_key(sent["stat_data"])
-    if unsafe is not None:
-        raise MvuError(Code.PATH, "stat_data carries a prototype key", path=json_pointer(unsafe))
-    _check_numbers(sent["stat_data"])
+    _check_data(sent["stat_data"])
     return sent
 
 
-def _check_numbers(value: JsonValue) -> None:
-    """Integers beyond ±(2**53 - 1) would silently change in every JavaScript reader."""
-    stack = [value]
+def _check_data(stat_data: JsonValue) -> None:
+    """In one walk, what JSON allows but no later reply could run on: a prototype key (named by
+    its path) and integers beyond ±(2**53 - 1), which would silently change in every JavaScript
+    reader. A prototype key is the error reported when there are both."""
+    too_large = False
+    stack = [stat_data]
     while stack:
         item = stack.pop()
-        if isinstance(item, dict):
+        kind = type(item)
+        if kind is dict:
+            if not UNSAFE_KEYS.isdisjoint(item):
+                unsafe = find_unsafe_key(stat_data)  # the path, only once one is known to exist
+                raise MvuError(Code.PATH, "stat_data carries a prototype key", path=json_pointer(unsafe or []))
             stack.extend(item.values())
-        elif isinstance(item, list):
+        elif kind is list:
             stack.extend(item)
-        elif isinstance(item, int) and not isinstance(item, bool) and abs(item) > MAX_SAFE_INTEGER:
-            raise MvuError(Code.JSON, "an integer is beyond what JavaScript holds exactly (2**53 - 1)")
+        elif kind is int and abs(item) > MAX_SAFE_INTEGER:
+            too_large = True
+    if too_large:
+        raise MvuError(Code.JSON, "an integer is beyond what JavaScript holds exactly (2**53 - 1)")
 
 
 def edited_envelope(sent: dict[str, Any], current: JsonValue, *, now_ms: int) -> dict[str, Any]:
-    """The new envelope: the current one with the sent ``stat_data``, validated by the source."""
-    envelope: dict[str, Any] = copy_json(current) if isinstance(current, dict) else {}
+    """The new envelope: the current one with the sent ``stat_data``, validated by the source.
+
+    Takes ``sent`` over (its ``stat_data`` becomes the new state's); ``current`` is only read:
+    the new envelope is a shallow copy that replaces, never changes, what it shares with it."""
+    envelope: dict[str, Any] = dict(current) if isinstance(current, dict) else {}
     for key in OWNED:
         if key in sent and not json_equal(sent[key], envelope.get(key)):
             raise MvuError(Code.SCHEMA_CODE, f"the source owns {key}: an edit cannot remove or replace it", field=key)
-    stat_data = copy_json(sent["stat_data"])
+    stat_data = sent["stat_data"]
     declared = DeclaredSchema.of(envelope, now_ms)
     if declared is not None:
         checked = declared.check(stat_data)
