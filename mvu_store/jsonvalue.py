@@ -84,7 +84,7 @@ def normalize(
                 elif kind is dict or kind is list:
                     copy[key] = container(child, inner)
                 else:
-                    copy[key] = _scalar(child)
+                    copy[key] = json_scalar(child)
             return copy
         items: list[JsonValue] = []
         for child in item:
@@ -94,7 +94,7 @@ def normalize(
             elif kind is dict or kind is list:
                 items.append(container(child, inner))
             else:
-                items.append(_scalar(child))
+                items.append(json_scalar(child))
         return items
 
     if type(value) is dict or type(value) is list:
@@ -102,11 +102,12 @@ def normalize(
             return container(value, 1), counts[0], counts[1]
         except RecursionError:
             raise _too_deep(max_depth) from None
-    return _scalar(value), 1, 1
+    return json_scalar(value), 1, 1
 
 
-def _scalar(item: JsonValue) -> JsonValue:
-    """A leaf's normalised value: the same scalar, an integral float as an int, else ``MVU_JSON``."""
+def json_scalar(item: JsonValue) -> JsonValue:
+    """A leaf's normalised value, as :func:`normalize` gives it: the same scalar, an integral
+    float as an int, ``MVU_JSON`` for a non-finite number or anything that is no JSON scalar."""
     kind = type(item)
     if kind is str or kind is int or kind is bool or item is None:
         return item
@@ -176,7 +177,16 @@ def json_equal(left: JsonValue, right: JsonValue) -> bool:
     key, a length, a string). Only where the walk is unsure (``5`` against ``5.0``, a value
     that is not JSON, a structure over the limits) are the canonical texts compared, which
     refuses what is not JSON. So a value that is not JSON is refused unless the walk met a
-    certain difference first: compare JSON data (what the store reads or normalised)."""
+    certain difference first: compare JSON data (what the store reads or normalised).
+
+    Python's own ``==`` is coarser than JSON equality (``True == 1``, ``5 == 5.0``), so values
+    it finds unequal are never equal as JSON: that answer comes at C speed, before the walk
+    that tells apart what it cannot."""
+    try:
+        if left != right:
+            return False
+    except RecursionError:  # nested beyond Python's limit: the walk's own limits decide
+        pass
     same = _same(left, right)
     return same if same is not None else canonical_text(left) == canonical_text(right)
 

@@ -14,7 +14,7 @@ from typing import Any
 from sqlalchemy import bindparam, select, update
 
 from mvu_store.errors import Code, MvuError
-from mvu_store.jsonvalue import JsonValue, canonical_text
+from mvu_store.jsonvalue import JsonValue, dumps
 from mvu_store.ledger import rows
 from mvu_store.ledger import tables as t
 from mvu_store.ledger.query import LEDGER, Query
@@ -46,8 +46,9 @@ PreparedFact = tuple[str, dict[str, Any]]
 
 
 def prepare_facts(records: Iterable[dict[str, JsonValue]]) -> list[PreparedFact]:
-    """The facts ``records`` as the store keeps them (done before the writer's thread is asked)."""
-    return [(canonical_text(fields), fields) for fields in map(fact_fields, records)]
+    """The facts ``records`` as the store keeps them (done before the writer's thread is asked).
+    :func:`fact_fields` leaves flat, normalised scalars: their canonical text needs no walk."""
+    return [(dumps(fields), fields) for fields in map(fact_fields, records)]
 
 
 _EVICT = Query("facts-evict", lambda: t.facts.delete().where(_f.ledger_id == LEDGER, _f.seq == bindparam("seq")))

@@ -38,7 +38,8 @@ A hold takes two locks, in this order:
 A wait for the database lock can be cancelled: a lock granted after its waiter was cancelled is
 released at once (PostgreSQL: the wait is cancelled on the server and the connection closed;
 SQLite: whoever finishes last of the waiting thread and the cancelled task closes the
-descriptor). A release is shielded from a second cancellation.
+descriptor). A release that must wait (PostgreSQL's unlock) is shielded from a second
+cancellation; one that cannot (SQLite's close) happens at once, with no task and no loop turn.
 
 Two sessions whose hashes collide share one database lock: they wait for each other, nothing
 more. A hold is **not re-entrant**: a task that holds a session and asks for it again waits for
@@ -71,8 +72,8 @@ from mvu_store.ledger.dialect import translated
 
 log = logging.getLogger(__name__)
 
-Release = Callable[[], Awaitable[None]]
-"""Gives a database lock back (never raises)."""
+Release = Callable[[], Awaitable[None] | None]
+"""Gives a database lock back (never raises): at once (returns None), or by the awaitable it returns."""
 
 
 class DatabaseLocks(Protocol):
@@ -106,10 +107,12 @@ class SessionLocks:
             try:
                 yield
             finally:
-                task = asyncio.ensure_future(release())
-                self._releasing.add(task)
-                task.add_done_callback(self._releasing.discard)
-                await asyncio.shield(task)
+                pending = release()
+                if pending is not None:
+                    task = asyncio.ensure_future(pending)
+                    self._releasing.add(task)
+                    task.add_done_callback(self._releasing.discard)
+                    await asyncio.shield(task)
 
     async def close(self) -> None:
         await self._database.close()
@@ -244,7 +247,7 @@ class FileLocks:
                 raise self._unavailable(error) from None
             await self._wait(descriptor, offset)
 
-        async def release() -> None:
+        def release() -> None:
             os.close(descriptor)  # the last reference to the description: the lock goes with it
 
         return release

@@ -8,6 +8,7 @@ text). Nothing here depends on the order columns were selected in.
 
 from __future__ import annotations
 
+import functools
 import json
 from dataclasses import fields
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -32,11 +33,18 @@ def columns(table: Table, record_type: type[DataclassInstance], *, without: tupl
 def record(record_type: type[R], row: Row, **given: Any) -> R:
     """A record from a row by field name; ``given`` fields come from elsewhere (not the row)."""
     values = {
-        field.name: _decoded(row[field.name]) if field.metadata == STORED_AS_JSON else row[field.name]
-        for field in fields(record_type)
-        if field.name not in given
+        name: _decoded(row[name]) if as_json else row[name]
+        for name, as_json in _fields_of(record_type)
+        if name not in given
     }
     return record_type(**values, **given)
+
+
+@functools.cache
+def _fields_of(record_type: type[DataclassInstance]) -> tuple[tuple[str, bool], ...]:
+    """A record type's field names, each with whether it is stored as JSON text (asked once per
+    type: every read builds records, and ``dataclasses.fields`` costs more than the build)."""
+    return tuple((field.name, field.metadata == STORED_AS_JSON) for field in fields(record_type))
 
 
 def _decoded(text: str | None) -> JsonValue:

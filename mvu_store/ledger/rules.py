@@ -4,7 +4,7 @@ source disagree, facts that would carry content; and the original format's versi
 from __future__ import annotations
 
 from mvu_store.errors import Code, MvuError
-from mvu_store.jsonvalue import JsonValue, js_json, sha256_hex, utf8
+from mvu_store.jsonvalue import JsonValue, js_json, json_scalar, sha256_hex, utf8
 from mvu_store.ledger import tables as t
 from mvu_store.ledger.records import CommitRequest
 
@@ -22,8 +22,10 @@ def fact_fields(record: dict[str, JsonValue]) -> dict[str, JsonValue]:
         value = record.get(name)
         if isinstance(value, str):
             fields[name] = value[:FACT_TEXT_LIMIT]
-        elif (isinstance(value, (int, float)) and not isinstance(value, bool)) or (value is None and name in record):
-            fields[name] = value
+        elif isinstance(value, (int, float)) and not isinstance(value, bool):
+            fields[name] = json_scalar(value)  # as normalised JSON: the fact's text is encoded as it is
+        elif value is None and name in record:
+            fields[name] = None
     return fields
 
 

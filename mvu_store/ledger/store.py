@@ -68,6 +68,10 @@ class Store:
         )
         self._state_limit = state_limit_bytes
         self._locks = SessionLocks(_database_locks(writer_engine, ledger_id), ledger_id)
+        # A reader connection kept out of the pool for brief reads on the loop (embedded engines
+        # only): they are synchronous, so one serves them all, and a pool checkout and reset
+        # per read cost about as much as the read.
+        self._loop_reader: Any = None
         self._closed = False
 
     # -- lifecycle ----------------------------------------------------------------------------
@@ -82,6 +86,7 @@ class Store:
 
     def _close_sync(self) -> None:
         self._writer.close()
+        self._drop_loop_reader()
         self._writer_engine.dispose()
         self._reader_engine.dispose()
 
@@ -153,23 +158,50 @@ class Store:
             raise MvuError(Code.DISPOSED, "the ledger is closed")
         with translated():
             if brief and self._dialect.embedded:
-                return self._read_rows(work)
+                return self._read_on_loop(work)
             return await asyncio.to_thread(self._read_rows, work)
+
+    def _read_on_loop(self, work: Callable[[ReadRows], T]) -> T:
+        """A brief read on the loop's own reader connection (see :meth:`read_rows`)."""
+        connection = self._loop_reader
+        if connection is None:
+            connection = self._loop_reader = self._reader_engine.raw_connection()
+        try:
+            try:
+                return self._in_snapshot(connection, work)
+            finally:
+                connection.driver_connection.rollback()  # ends the read's snapshot (a no-op without one)
+        except self._reader_engine.dialect.loaded_dbapi.Error:
+            # A connection that failed under a read is not trusted with the next: that one opens anew.
+            self._drop_loop_reader(invalidate=True)
+            raise
+
+    def _drop_loop_reader(self, *, invalidate: bool = False) -> None:
+        connection, self._loop_reader = self._loop_reader, None
+        if connection is None:
+            return
+        if invalidate:
+            connection.invalidate()
+        connection.close()
 
     def _read_rows(self, work: Callable[[ReadRows], T]) -> T:
         connection = self._reader_engine.raw_connection()
         try:
-            cursor = connection.cursor()
-            try:
-                if self._dialect.read_begin is not None:
-                    cursor.execute(self._dialect.read_begin)
-                return work(ReadRows(cursor, self._read_statements, self.ledger_id))
-            finally:
-                cursor.close()
+            return self._in_snapshot(connection, work)
         finally:
             # Back to the pool, whose reset rolls the read's transaction back (and drops a
             # connection that cannot).
             connection.close()
+
+    def _in_snapshot(self, connection: Any, work: Callable[[ReadRows], T]) -> T:
+        """``work`` on a cursor of ``connection``, in a read transaction where the dialect has one."""
+        cursor = connection.cursor()
+        try:
+            if self._dialect.read_begin is not None:
+                cursor.execute(self._dialect.read_begin)
+            return work(ReadRows(cursor, self._read_statements, self.ledger_id))
+        finally:
+            cursor.close()
 
     async def read_one(self, query: Query, **params: Any) -> Row | None:
         return await self.read_rows(lambda rows: rows.one(query, **params))

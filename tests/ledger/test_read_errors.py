@@ -100,6 +100,22 @@ async def test_a_read_kept_from_its_lock_past_the_busy_timeout_is_busy(ledger_ur
 
 
 @ON_SQLITE
+async def test_a_brief_read_whose_kept_connection_broke_is_refused_and_the_next_opens_another(
+        ledger: Ledger) -> None:
+    await ledger.create_resource(NewResource(id="mvu:a", kind="instance", initial={}, definition={}))
+    assert (await ledger.head("mvu:a")).revision == 0  # a brief read: it keeps its connection
+    kept = ledger._loop_reader
+    assert kept is not None
+    kept.driver_connection.close()  # as a connection the driver lost under us
+
+    with pytest.raises(MvuError) as refused:
+        await ledger.head("mvu:a")
+    assert refused.value.code == "MVU_STORAGE_CORRUPT"
+    assert (await ledger.head("mvu:a")).revision == 0
+    assert ledger._loop_reader is not None and ledger._loop_reader is not kept
+
+
+@ON_SQLITE
 async def test_a_public_read_of_a_damaged_database_is_storage_corrupt(ledger: Ledger, ledger_url: str) -> None:
     with contextlib.closing(sqlite3.connect(sqlite_path(ledger_url), isolation_level=None)) as outside:
         outside.execute("DROP VIEW audit_findings")
@@ -121,6 +137,7 @@ async def test_every_public_read_whose_connection_fails_is_storage_busy(
     # Reads take a Core connection (``read``) or a raw one (``read_rows``): both fail.
     monkeypatch.setattr(ledger._reader_engine, "connect", connect)
     monkeypatch.setattr(ledger._reader_engine, "raw_connection", connect)
+    ledger._drop_loop_reader()  # brief reads keep the connection they opened: make them open one
     for name, read in PUBLIC_READS.items():
         with pytest.raises(MvuError) as busy:
             await read(ledger)
