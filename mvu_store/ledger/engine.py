@@ -17,6 +17,7 @@ from sqlalchemy.engine import URL, make_url
 from sqlalchemy.pool import QueuePool
 
 from mvu_store.errors import Code, MvuError
+from mvu_store.ledger.checkpointer import FALLBACK_AUTOCHECKPOINT_PAGES
 
 Synchronous = Literal["OFF", "NORMAL", "FULL", "EXTRA"]
 
@@ -102,6 +103,8 @@ def _sqlite_engine(url: URL, options: EngineOptions, *, writer: bool) -> Engine:
         cursor = dbapi_connection.cursor()
         if writer:
             cursor.execute("PRAGMA journal_mode=WAL")
+            # Checkpoints run on a thread of their own (checkpointer.py); this is the fallback.
+            cursor.execute(f"PRAGMA wal_autocheckpoint={FALLBACK_AUTOCHECKPOINT_PAGES}")
         cursor.execute(f"PRAGMA synchronous={options.synchronous}")
         cursor.execute("PRAGMA foreign_keys=ON")
         cursor.execute(f"PRAGMA busy_timeout={int(options.busy_timeout_ms)}")

@@ -25,6 +25,7 @@ from mvu_store.jsonvalue import JsonValue, measure_state
 from mvu_store.ledger import tables as t
 from mvu_store.ledger.audit import row_bytes
 from mvu_store.ledger.blob import Blob
+from mvu_store.ledger.checkpointer import Checkpointer
 from mvu_store.ledger.dialect import dialect_of, translated
 from mvu_store.ledger.engine import lock_conninfo
 from mvu_store.ledger.locks import AdvisoryLocks, DatabaseLocks, FileLocks, SessionLocks
@@ -61,7 +62,9 @@ class Store:
         self.dialect = self._dialect.name
         self._writer_engine = writer_engine
         self._reader_engine = reader_engine
-        self._writer = Writer(writer_engine, ledger_id, self._settle, serialize=self._serialize)
+        self._checkpointer = Checkpointer(reader_engine, ledger_id) if self._dialect.embedded else None
+        self._writer = Writer(writer_engine, ledger_id, self._settle, serialize=self._serialize,
+                              committed=self._checkpointer.committed if self._checkpointer else None)
         self._read_statements = Statements(reader_engine.dialect)
         self._put_blob = Query(
             "insert-ignore:blobs", lambda: self._dialect.insert_ignore(t.blobs), _column_names(t.blobs)
@@ -86,6 +89,8 @@ class Store:
 
     def _close_sync(self) -> None:
         self._writer.close()
+        if self._checkpointer is not None:
+            self._checkpointer.close()
         self._drop_loop_reader()
         self._writer_engine.dispose()
         self._reader_engine.dispose()

@@ -87,7 +87,8 @@ class Writer:
     """Runs units of work on one thread, batching whatever is queued into one transaction."""
 
     def __init__(
-        self, engine: Engine, ledger_id: str, settle: Settle, *, serialize: Settle, max_batch: int = 64
+        self, engine: Engine, ledger_id: str, settle: Settle, *, serialize: Settle, max_batch: int = 64,
+        committed: Callable[[], None] | None = None,
     ) -> None:
         self.statements = Statements(engine.dialect)
         self._engine = engine
@@ -95,6 +96,7 @@ class Writer:
         self._settle = settle
         self._serialize = serialize
         self._max_batch = max_batch
+        self._committed = committed  # told after every COMMIT (the WAL checkpointer)
         self._begin_sql = dialect_of(engine).begin
         # Items are lists of jobs (one per loop iteration that submitted), then _STOP.
         self._queue: queue.SimpleQueue[Any] = queue.SimpleQueue()
@@ -250,6 +252,8 @@ class Writer:
                     outcomes = self._run_shared(dbapi, cursor, live)
                 if outcomes and any(ok for ok, _ in outcomes) and not any(job.future.cancelled() for job in live):
                     dbapi.commit()
+                    if self._committed is not None:
+                        self._committed()
                 else:
                     dbapi.rollback()
                 return outcomes

@@ -1,0 +1,93 @@
+"""WAL checkpoints on a thread of their own (SQLite), off the writer's path.
+
+In WAL mode a commit appends pages to the ``-wal`` file; a *checkpoint* copies them back into
+the database file, and SQLite's default runs one inside whichever COMMIT crosses 1,000 WAL
+pages, with its own fsyncs: every few hundred commits, one caller's write waited for all of
+that. Here the writer only says that it committed (:meth:`Checkpointer.committed`); this
+thread runs a ``PASSIVE`` checkpoint on a connection of its own at most every
+:data:`CHECKPOINT_INTERVAL_S`, which never waits for and never blocks a reader or the writer.
+Durability is unchanged: a commit is durable once its WAL frames are synced, before it is
+acknowledged; a checkpoint only moves durable pages.
+
+The writer keeps SQLite's own checkpoint as a fallback at a higher mark
+(:data:`FALLBACK_AUTOCHECKPOINT_PAGES`): should this thread fall behind or fail (it logs and
+retries on a fresh connection), the WAL stays bounded all the same.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import threading
+from typing import Any
+
+from sqlalchemy import Engine
+
+log = logging.getLogger(__name__)
+
+CHECKPOINT_INTERVAL_S = 0.05
+"""The least time between two checkpoints: about 1,000 pages of WAL at full write speed."""
+
+FALLBACK_AUTOCHECKPOINT_PAGES = 10_000
+"""Where the writer checkpoints by itself (about 40 MiB of WAL), if this thread has not."""
+
+
+class Checkpointer:
+    """A thread that checkpoints an SQLite database's WAL after commits, at a bounded rate."""
+
+    def __init__(self, engine: Engine, name: str) -> None:
+        self._engine = engine
+        self._wake = threading.Event()  # a commit happened since the last checkpoint
+        self._stop = threading.Event()
+        self._failing = False  # one warning per run of failures, not one per pass
+        self._thread = threading.Thread(target=self._run, name=f"mvu-checkpoint-{name}", daemon=True)
+        self._thread.start()
+
+    def committed(self) -> None:
+        """Called by the writer after each COMMIT (cheap: sets an event)."""
+        self._wake.set()
+
+    def close(self) -> None:
+        """Stop the thread (after its current checkpoint, if one is running)."""
+        self._stop.set()
+        self._wake.set()
+        self._thread.join()
+
+    def _run(self) -> None:
+        connection: Any = None
+        try:
+            while True:
+                self._wake.wait()
+                if self._stop.is_set():
+                    return
+                self._wake.clear()
+                connection = self._checkpoint(connection)
+                # Let commits gather before the next pass; a close ends the pause at once.
+                if self._stop.wait(CHECKPOINT_INTERVAL_S):
+                    return
+        finally:
+            if connection is not None:
+                connection.close()
+
+    def _checkpoint(self, connection: Any) -> Any:
+        """One passive checkpoint; the connection to use next (None after a failure)."""
+        try:
+            if connection is None:
+                connection = self._engine.raw_connection()
+            cursor = connection.cursor()
+            try:
+                cursor.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
+            finally:
+                cursor.close()
+        except Exception as error:  # the writer's fallback checkpoint still bounds the WAL
+            if not self._failing:
+                log.warning("background WAL checkpoints fail (%s); they are tried again after each commit", error)
+            self._failing = True
+            if connection is not None:
+                with contextlib.suppress(Exception):
+                    connection.invalidate()
+            return None
+        if self._failing:
+            log.warning("background WAL checkpoints work again")
+            self._failing = False
+        return connection

@@ -1,0 +1,119 @@
+"""SQLite's WAL is checkpointed by a thread of the ledger's own, after commits and off the
+writer's path; a failing checkpoint is reported once and tried again; the writer's own
+checkpoint is only the fallback."""
+
+from __future__ import annotations
+
+import logging
+import sqlite3
+import threading
+from pathlib import Path
+from typing import Any
+
+import pytest
+from sqlalchemy.engine import make_url
+
+from mvu_store.ledger import CommitRequest, Ledger, NewResource, open_ledger
+from mvu_store.ledger.checkpointer import FALLBACK_AUTOCHECKPOINT_PAGES
+from tests.lock_waits import until
+
+STATE_TEXT = 64 * 1024  # each version stores this much new text, so pages reach the file only by checkpoints
+
+
+def database_file(ledger_url: str) -> Path:
+    database = make_url(ledger_url).database
+    assert database is not None
+    return Path(database)
+
+
+async def commit_states(ledger: Ledger, count: int, *, start: int = 0) -> None:
+    for n in range(start, start + count):
+        variables = {"stat_data": {"n": n, "text": f"{n:08d}" * (STATE_TEXT // 8)}}
+        await ledger.commit(CommitRequest("mvu:a", n, "manual", variables, f"fp-{n}", {"manual": True},
+                                          operation_id=f"op-{n}"))
+
+
+@pytest.fixture
+async def sqlite_ledger(tmp_path: Path) -> Any:
+    url = f"sqlite:///{tmp_path / 'ledger.sqlite3'}"
+    ledger = await open_ledger(url)
+    await ledger.create_resource(NewResource(id="mvu:a", kind="shared", initial={"stat_data": {}}, definition={}))
+    yield ledger, url
+    await ledger.close()
+
+
+async def test_commits_reach_the_database_file_through_the_background_checkpoint(
+        sqlite_ledger: tuple[Ledger, str]) -> None:
+    ledger, url = sqlite_ledger
+    path = database_file(url)
+    before = path.stat().st_size
+    await commit_states(ledger, 32)  # about 2 MiB: far below the writer's own checkpoint mark
+
+    until(lambda: path.stat().st_size >= before + 32 * STATE_TEXT, "the WAL checkpointed into the file")
+    with sqlite3.connect(path) as outside:
+        assert outside.execute("SELECT count(*) FROM versions WHERE resource_id = 'mvu:a'").fetchone() == (32,)
+
+
+async def test_the_writer_checkpoints_by_itself_only_at_the_fallback_mark(sqlite_ledger: tuple[Ledger, str]) -> None:
+    ledger, _ = sqlite_ledger
+
+    def pages(tx: Any) -> int:
+        return int(tx.cursor.execute("PRAGMA wal_autocheckpoint").fetchone()[0])
+
+    assert await ledger.write(pages) == FALLBACK_AUTOCHECKPOINT_PAGES
+
+
+async def test_a_failing_checkpoint_warns_once_and_the_next_commits_try_again(
+        sqlite_ledger: tuple[Ledger, str], monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
+    ledger, url = sqlite_ledger
+    path = database_file(url)
+    checkpointer = ledger._checkpointer
+    assert checkpointer is not None
+    refusals = [sqlite3.OperationalError("disk I/O error") for _ in range(3)]
+    real = checkpointer._checkpoint
+    passed = threading.Event()
+
+    def observed(connection: Any) -> Any:
+        """The first three passes find their connection failing, as on a failing disk."""
+        try:
+            if not refusals:
+                return real(connection)
+            if connection is not None:
+                connection.close()
+            return real(_Failing(refusals.pop()))
+        finally:
+            passed.set()
+
+    monkeypatch.setattr(checkpointer, "_checkpoint", observed)
+    before = path.stat().st_size
+    with caplog.at_level(logging.WARNING, logger="mvu_store.ledger.checkpointer"):
+        for n in range(4):  # each commit wakes one pass
+            passed.clear()
+            await commit_states(ledger, 1, start=n)
+            until(passed.is_set, f"checkpoint pass {n + 1}")
+    messages = [record.getMessage() for record in caplog.records]
+    assert refusals == []
+    assert sum("checkpoints fail" in message for message in messages) == 1
+    assert sum("work again" in message for message in messages) == 1
+    assert path.stat().st_size >= before + 4 * STATE_TEXT
+
+
+async def test_closing_the_ledger_stops_the_thread(tmp_path: Path) -> None:
+    ledger = await open_ledger(f"sqlite:///{tmp_path / 'ledger.sqlite3'}")
+    checkpointer = ledger._checkpointer
+    assert checkpointer is not None and checkpointer._thread.is_alive()
+    await ledger.close()
+    assert not checkpointer._thread.is_alive()
+
+
+class _Failing:
+    """A connection whose every use fails with ``error``."""
+
+    def __init__(self, error: Exception) -> None:
+        self._error = error
+
+    def cursor(self) -> Any:
+        raise self._error
+
+    def invalidate(self) -> None:
+        """Nothing to drop."""
