@@ -196,8 +196,6 @@ versions = Table(
         sqlite_where=text(REVISION_PREDICATE),
         postgresql_where=text(REVISION_PREDICATE),
     ),
-    # A session's history of a resource (replies, failures, edits) without a scan of the rest.
-    Index("ix_versions_session", "ledger_id", "resource_id", "session_id"),
     sqlite_with_rowid=False,
 )
 
@@ -259,8 +257,8 @@ receipts = Table(
     Column("bytes", Integer, nullable=False),
     Column("created_at", BigInteger, nullable=False),
     ForeignKeyConstraint(["ledger_id", "resource_id"], ["resources.ledger_id", "resources.id"]),
-    # Receipts are appended in order; this keeps "next position" O(log n), not a scan.
-    Index("ix_receipts_position", "ledger_id", "resource_id", "position"),
+    # No index on position: a commit's receipt takes its version's position, and only a
+    # management receipt (rare) looks the next one up, over its resource's receipts.
     sqlite_with_rowid=False,
 )
 

@@ -129,14 +129,36 @@ def test_0002_upgrades_a_ledger_without_failed_versions(tmp_path: Path) -> None:
     try:
         _upgrade_to(engine, "0001")
         assert migrate.current_revision(engine) == "0001"
+        _upgrade_to(engine, "0002")
+        with sqlite3.connect(path) as raw:
+            indexes = {row[0] for row in raw.execute("SELECT name FROM sqlite_master WHERE type = 'index'")}
+            assert {"uq_versions_revision", "ix_versions_session"} <= indexes
+        migrate.upgrade(engine)
+        migrate.check(engine)
+        with sqlite3.connect(path) as raw:
+            # The views were recreated with the new rule: failed versions are revision claims.
+            [view] = raw.execute("SELECT sql FROM sqlite_master WHERE name = 'audit_revisions'").fetchone()
+            assert "'failed'" in view
+    finally:
+        engine.dispose()
+
+
+def test_0004_drops_the_indexes_no_query_needs_and_keeps_the_rows(tmp_path: Path) -> None:
+    path = tmp_path / "old.sqlite3"
+    engine = create_sync_engine(f"sqlite:///{path}", EngineOptions())
+    try:
+        _upgrade_to(engine, "0003")
+        with sqlite3.connect(path) as raw:
+            raw.execute("INSERT INTO receipts (ledger_id, resource_id, operation_id, position, kind, fingerprint,"
+                        " revision, result, bytes, created_at) VALUES ('default', 'mvu:a', 'op', 0, 'management',"
+                        " 'f', 1, '{}', 0, 0)")
         migrate.upgrade(engine)
         migrate.check(engine)
         with sqlite3.connect(path) as raw:
             indexes = {row[0] for row in raw.execute("SELECT name FROM sqlite_master WHERE type = 'index'")}
-            assert {"uq_versions_revision", "ix_versions_session"} <= indexes
-            # The views were recreated with the new rule: failed versions are revision claims.
-            [view] = raw.execute("SELECT sql FROM sqlite_master WHERE name = 'audit_revisions'").fetchone()
-            assert "'failed'" in view
+            assert not {"ix_versions_session", "ix_receipts_position"} & indexes
+            assert "uq_versions_revision" in indexes
+            assert raw.execute("SELECT operation_id FROM receipts").fetchall() == [("op",)]
     finally:
         engine.dispose()
 
