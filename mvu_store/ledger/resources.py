@@ -101,6 +101,15 @@ def _head(rows: Rows, resource_id: str) -> Head:
     return record(Head, row, resource_id=resource_id)
 
 
+def _head_version(rows: Rows, resource_id: str) -> tuple[Head, VersionRecord | None]:
+    head = _head(rows, resource_id)
+    found = None if head.version_key is None else _in_lineage(rows, _VERSION_RECORD, resource_id, head.version_key)
+    if found is None:
+        return head, None
+    owner, row = found
+    return head, record(VersionRecord, row, inherited=owner != resource_id)
+
+
 def _checkpoint_at(rows: Rows, resource_id: str, session_id: str, turn: int) -> CheckpointRecord | None:
     row = rows.one(_CHECKPOINT, resource_id=resource_id, session_id=session_id, turn=turn)
     return None if row is None else record(CheckpointRecord, row)
@@ -262,15 +271,17 @@ class Resources(Store):
     async def head_version(self, resource_id: str) -> tuple[Head, VersionRecord | None]:
         """:meth:`head` with the version it is at (its own or inherited; None for a head no
         version wrote, as a new resource's), in one round trip."""
+        return await self.read_rows(lambda rows: _head_version(rows, resource_id), brief=True)
 
-        def read(rows: ReadRows) -> tuple[Head, VersionRecord | None]:
-            head = _head(rows, resource_id)
-            found = None if head.version_key is None else _in_lineage(rows, _VERSION_RECORD, resource_id,
-                                                                       head.version_key)
-            if found is None:
-                return head, None
-            owner, row = found
-            return head, record(VersionRecord, row, inherited=owner != resource_id)
+    async def resource_head(self, resource_id: str) -> tuple[ResourceRecord, Head, VersionRecord | None] | None:
+        """:meth:`resource` and :meth:`head_version` in one round trip (one snapshot); None
+        without the resource."""
+
+        def read(rows: ReadRows) -> tuple[ResourceRecord, Head, VersionRecord | None] | None:
+            row = rows.one(_RESOURCE, id=resource_id)
+            if row is None:
+                return None
+            return record(ResourceRecord, row), *_head_version(rows, resource_id)
 
         return await self.read_rows(read, brief=True)
 

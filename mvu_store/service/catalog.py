@@ -13,13 +13,16 @@ from typing import Any
 from mvu_store.errors import Code, MvuError
 from mvu_store.jsonvalue import JsonValue
 from mvu_store.ledger import Ledger
-from mvu_store.ledger.records import ResourceRecord
+from mvu_store.ledger.records import Head, ResourceRecord, VersionRecord
 from mvu_store.service.bounded import BoundedCache
 from mvu_store.service.legacy import CAPABILITIES, LEGACY_FILE, LegacyResource, parse_legacy
 from mvu_store.service.models import Scope, storable
 from mvu_store.service.views import LedgerReads
 
 _DEFINITION_CACHE = 4096
+
+SeenHead = tuple[Head, VersionRecord | None]
+"""A resource's head as one read saw it, with the version it is at (None: no version wrote it)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -151,6 +154,21 @@ class Catalog:
         row = await self._ledger.resource(resource_id)
         if row is not None:
             return await self.entry_of(row)
+        return await self._legacy_entry(resource_id)
+
+    async def entry_with_head(self, resource_id: str) -> tuple[Entry, SeenHead | None] | None:
+        """:meth:`entry`, with the head and its version when the entry is a ledger row (read in
+        the same round trip: for a write that needs both)."""
+        if not storable(resource_id):
+            return None
+        found = await self._ledger.resource_head(resource_id)
+        if found is not None:
+            row, head, version = found
+            return await self.entry_of(row), (head, version)
+        legacy = await self._legacy_entry(resource_id)
+        return None if legacy is None else (legacy, None)
+
+    async def _legacy_entry(self, resource_id: str) -> Entry | None:
         legacy = (await self.legacy()).get(resource_id)
         return Entry(resource_id, legacy.definition, legacy=legacy) if legacy is not None else None
 

@@ -18,7 +18,7 @@ from mvu_store.host import Lease
 from mvu_store.jsonvalue import JsonValue, js_json, json_equal, sha256_hex
 from mvu_store.ledger.records import CommitRequest, NewResource, VersionRecord
 from mvu_store.service.allocation import Allocation
-from mvu_store.service.catalog import Entry
+from mvu_store.service.catalog import Entry, SeenHead
 from mvu_store.service.context import ServiceContext, Signal, check_signal, now_ms
 from mvu_store.service.edits import edit_content, edited_envelope
 from mvu_store.service.facts import Facts
@@ -54,13 +54,18 @@ class Editing:
         if parsed.historical:
             raise MvuError(Code.SCOPE, "historical scopes are read-only: re-read the current scope, then edit")
         sent = edit_content(content)  # refused before anything is allocated for it
-        entry = await self._writable(resource_id, parsed)
+        entry, seen = await self._writable(resource_id, parsed)
         fingerprint = sha256_hex(js_json({"content": sent, "scope": parsed.to_json(),
                                           "expectedRevision": expected_revision}))
 
         async def work() -> UpdateReceipt:
             lease = await self._check_instance(entry)
-            head, previous = await ctx.ledger.head_version(entry.id)
+            # The head read with the entry serves when it is the revision the caller expects:
+            # the commit's CAS then proves nothing moved since. Any other (a stale caller, a
+            # replay, a head that moved) is read again under the lock, so no envelope is ever
+            # built on a head other than the one the CAS expects.
+            head, previous = seen if seen is not None and seen[0].revision == expected_revision else \
+                await ctx.ledger.head_version(entry.id)
             variables = edited_envelope(sent, head.variables, now_ms=now_ms())
             source, meta = _reply_edit_source(entry, previous) or _manual_source(
                 parsed, operation_id, await ctx.ledger.versions(entry.id))
@@ -103,7 +108,7 @@ class Editing:
         check_revision(expected_revision)
         if parsed.historical:
             raise MvuError(Code.SCOPE, "historical scopes are read-only")
-        entry = await self._writable(resource_id, parsed, allow_source_error=True)
+        entry, _ = await self._writable(resource_id, parsed, allow_source_error=True)
 
         async def work() -> ManagementReceipt:
             lease = await self._check_instance(entry)
@@ -127,7 +132,7 @@ class Editing:
         if not isinstance(new_id, str) or not RESOURCE_ID.match(new_id) or new_id.startswith(
                 ("mvu:instance-", "mvu:character-")):
             raise MvuError(Code.ID_CONFLICT, "a copy needs a new 'mvu:' resource id")
-        entry = await self._writable(resource_id, parsed)
+        entry, _ = await self._writable(resource_id, parsed)
         if await ctx.catalog.entry(new_id) is not None:
             raise MvuError(Code.ID_CONFLICT, f"{new_id} already exists", id=new_id)
 
@@ -148,9 +153,13 @@ class Editing:
 
         return await self._edit(entry, work)
 
-    async def _writable(self, resource_id: Any, scope: Scope, *, allow_source_error: bool = False) -> Entry:
+    async def _writable(self, resource_id: Any, scope: Scope, *,
+                        allow_source_error: bool = False) -> tuple[Entry, SeenHead | None]:
+        """The resource to write, with its head as the same read saw it (None when it was
+        allocated here, or is not a ledger row)."""
         await self._allocation.ensure_shared()  # a configured shared resource exists before anyone read it
-        entry = await self._ctx.catalog.entry(resource_id) if isinstance(resource_id, str) else None
+        found = await self._ctx.catalog.entry_with_head(resource_id) if isinstance(resource_id, str) else None
+        entry, seen = found if found is not None else (None, None)
         if entry is None and isinstance(resource_id, str) and scope.session_id is not None:
             entry = await self._allocation.allocate(scope.session_id, resource_id)
         if entry is None:
@@ -158,7 +167,7 @@ class Editing:
         entry.require_access(scope)
         if not (allow_source_error and entry.legacy is None and entry.source_error is not None):
             entry.require_writable()
-        return entry
+        return entry, seen
 
     async def _check_instance(self, entry: Entry) -> Lease | None:
         """Before an edit, holding the session's lock: its lease (A-1; taken under the lock, so an

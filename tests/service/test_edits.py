@@ -3,13 +3,14 @@ management mode and copies."""
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import pytest
 
 from mvu_store.errors import MvuError
 from mvu_store.host import Lease
-from mvu_store.ledger import Ledger
+from mvu_store.ledger import CommitRequest, Ledger
 from mvu_store.memory_host import MemoryHost
 from mvu_store.service import MvuService
 from tests.service.support import PLAIN, playing, scope
@@ -424,3 +425,33 @@ async def test_an_edit_keeps_the_native_schema_in_step_and_replays_identically(
     assert "mana" in record.content["schema"]["properties"]  # type: ignore[index]
     assert record.content["update_diagnostics"] == []  # type: ignore[index]
     assert await ledger.audit() == []
+
+
+async def test_an_edit_whose_head_moves_before_its_lock_builds_on_the_head_its_revision_names(
+        service: MvuService, host: MemoryHost, ledger: Ledger, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The edit reads its resource and head before it takes the session's lock. A head that
+    moves in between, to exactly the revision the caller expected, is read again: the new
+    envelope keeps what that head holds besides stat_data, not what the earlier one held."""
+    instance = await playing(service, host)
+    head = await ledger.head(instance)
+    moved = {**head.variables, "initialized_lorebooks": {"moved-in-between": []}}
+    read = asyncio.Event()
+    real = ledger.resource_head
+
+    async def observed(resource_id: str) -> Any:
+        try:
+            return await real(resource_id)
+        finally:
+            read.set()
+
+    monkeypatch.setattr(ledger, "resource_head", observed)
+    async with ledger.session_lock("s1"):
+        editing = asyncio.ensure_future(edit(service, instance, {"hp": 7, "gold": 1}, head.revision + 1, "late"))
+        await read.wait()  # the edit saw the old head and now waits for the lock
+        await ledger.commit(CommitRequest(instance, head.revision, "manual", moved, "fp-moved", {"manual": True},
+                                          operation_id="moved"))
+    receipt = await editing
+
+    assert receipt.revision == head.revision + 2
+    assert receipt.content["initialized_lorebooks"] == {"moved-in-between": []}
+    assert (await current(service, instance)).content["stat_data"]["hp"] == 7
