@@ -13,7 +13,7 @@ from typing import Any
 
 from mvu_store.errors import Code, MvuError
 from mvu_store.jsonvalue import UNSAFE_KEYS
-from mvu_store.schema import builtins
+from mvu_store.schema import builtins, dates
 from mvu_store.schema.operators import BINARY, UNARY, clip
 from mvu_store.schema.regex import compile_regex
 from mvu_store.schema.runtime import (
@@ -466,6 +466,9 @@ class Compiler:
         if name == "Set":
             items = self.expression(node.child(0)) if node.kids else _constant([])
             return lambda frame: builtins.JsSet(builtins.iterate(frame.budget, items(frame)))
+        if name == "Date":
+            parts = [self.expression(kid) for kid in node.kids if kid is not None]
+            return lambda frame: dates.construct(frame.budget, [part(frame) for part in parts])
         message = self.expression(node.child(0)) if node.kids else _constant("")
         return lambda frame: {"name": name, "message": to_string(message(frame))}
 

@@ -43,7 +43,7 @@ UNARY_OPERATORS = frozenset({"!", "-", "+", "typeof", "void", "~"})
 ASSIGN_OPERATORS = frozenset(
     {"=", "+=", "-=", "*=", "/=", "%=", "**=", "&&=", "||=", "??=", "|=", "&=", "^=", "<<=", ">>="}
 )
-CONSTRUCTORS = frozenset({"Error", "TypeError", "RangeError", "Set"})
+CONSTRUCTORS = frozenset({"Error", "TypeError", "RangeError", "Set", "Date"})
 HOST_WAIT = "waitGlobalInitialized"  # the one host call a declaration may await (a no-op here)
 _ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "b": "\b", "f": "\f", "v": "\v", "0": "\0"}
 
@@ -548,14 +548,15 @@ class _Lowerer:
         raise refuse(cst, "async functions and generators are not supported")
 
     def x_new_expression(self, cst: CstNode) -> Node:
-        """Only ``new Error(message)`` (and its kin, for ``throw``) and ``new Set(items)``."""
+        """Only ``new Error(message)`` (and its kin, for ``throw``), ``new Set(items)`` and
+        ``new Date(...)``."""
         constructor = self.field(cst, "constructor")
         name = self.text(constructor)
         if constructor.type != "identifier" or name not in CONSTRUCTORS:
             raise refuse(cst, "classes and `new` are not supported")
         arguments = cst.child_by_field_name("arguments")
         args = [] if arguments is None else [self.expression(child) for child in self.children(arguments)]
-        return self.node(cst, "new", name, *args[:1])
+        return self.node(cst, "new", name, *(args if name == "Date" else args[:1]))
 
     def x_unary_expression(self, cst: CstNode) -> Node:
         operator = self.text(self.field(cst, "operator"))
