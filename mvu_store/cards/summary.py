@@ -37,7 +37,8 @@ def _first_line(text: str) -> str:
 
 
 def summarize(card: CardDefinition) -> dict[str, Any]:
-    """A JSON-ready report: entries with parse status, ``stat_data`` keys, schema, problems."""
+    """A JSON-ready report: entries with parse status, ``stat_data`` keys, schema, problems (what
+    may be wrong) and notes (what the card means to do, such as a disabled ``[initvar]`` entry)."""
     problems = list(card.problems)
     entries = []
     for index, text in enumerate(card.initvar):
@@ -55,7 +56,10 @@ def summarize(card: CardDefinition) -> dict[str, Any]:
             stat_keys = {key: json_type(value) for key, value in stat_data.items()}
         except MvuError as error:
             problems.append(f"the merged [initvar] entries do not initialise: {error}")
-    schema: dict[str, Any] = {"found": card.schema_source is not None}
+    schema: dict[str, Any] = {"found": card.schema_source is not None or card.schema_import is not None}
+    if card.schema_import is not None:
+        # Found, but its text is behind a URL that is never fetched: the card runs without it.
+        schema.update(runnable=False, importedFrom=card.schema_import.url, where=card.schema_import.where)
     if card.schema_source is not None:
         schema["chars"] = len(card.schema_source)
         try:
@@ -66,4 +70,4 @@ def summarize(card: CardDefinition) -> dict[str, Any]:
             schema["error"] = error.code
             problems.append(f"the schema declaration does not compile: {error}")
     return {"name": card.name, "spec": card.spec, "greetings": len(card.greetings), "initvar": entries,
-            "statData": stat_keys, "schema": schema, "problems": problems}
+            "statData": stat_keys, "schema": schema, "problems": problems, "notes": list(card.notes)}
