@@ -97,6 +97,12 @@ def test_an_enabled_entry_marked_to_stay_off_is_noted(comment: str) -> None:
     assert "keep it disabled" in found.notes[0]
 
 
+def test_initvar_entries_with_name_macros_inspect_as_the_service_reads_them() -> None:
+    report = summarize(read_card(raw(card(entries=[entry("[initvar]", "{{user}}:\n  好感度: 0\n名字: {{char}}")]))))
+    assert [item["status"] for item in report["initvar"]] == ["ok"]
+    assert report["statData"] == {"{{user}}": "object", "名字": "string"}
+
+
 def test_an_enabled_plain_initvar_entry_has_no_note() -> None:
     found = read_card(raw(card(entries=[entry("[initvar] 初始化", "a: 1")])))
     assert found.notes == () and found.problems == ()

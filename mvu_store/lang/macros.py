@@ -17,6 +17,8 @@ Where it happens:
   a name there) and the macros are written back as they were. A session's copy then gets its
   names with :func:`substitute_data`, in every string and key. A name is therefore always text:
   a name such as ``a: b`` never changes the data's shape, where a textual substitution would.
+  (The placeholders use the private-use code points U+E000 to U+E005: an entry that holds such a
+  sequence of its own could read back differently; no text a card writes does.)
 """
 
 from __future__ import annotations

@@ -148,7 +148,7 @@ class ReplyParser:
         at = event.data.get("at")
         return Reply(turn, start, event.seq, reason, reply, text, source, sha256_hex(js_json(source)),
                      reply_fingerprint(text), human=user is not None and user_source_kind(user) == "user",
-                     names=self._names_at.get(turn, self._names_now),
+                     names=self._names_at.pop(turn, self._names_now),
                      at=at if type(at) is int else None)
 
 
