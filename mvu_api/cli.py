@@ -200,9 +200,12 @@ async def cmd_card(args: argparse.Namespace) -> int:
         table.add_row("spec", report["spec"])
         table.add_row("greetings", str(report["greetings"]))
         schema = report["schema"]
-        verdict = "no" if not schema["found"] else (
-            f"yes, {schema['chars']:,} chars, " + (f"compiles (interpreter v{schema['interpreterVersion']})"
-                                                    if schema["compiles"] else f"refused ({schema['error']})"))
+        if "importedFrom" in schema:
+            verdict = Text(f"imported from {schema['importedFrom']} ({schema['where']}): not fetched, not run")
+        else:
+            verdict = Text("no" if not schema["found"] else (
+                f"yes, {schema['chars']:,} chars, " + (f"compiles (interpreter v{schema['interpreterVersion']})"
+                                                        if schema["compiles"] else f"refused ({schema['error']})")))
         table.add_row("schema", verdict)
         console.print(table)
         entries = Table("#", Column(Text("[initvar] entry")), "status", title="initvar entries (merged in this order)")
@@ -215,6 +218,8 @@ async def cmd_card(args: argparse.Namespace) -> int:
         console.print(state)
         for problem in report["problems"]:
             console.print(Text.assemble(("problem: ", "yellow"), problem))
+        for note in report["notes"]:
+            console.print(Text.assemble(("note: ", "cyan"), note))
 
     _emit(args, report, render)
     return 0

@@ -78,10 +78,79 @@ def test_v2_json_name_greetings_and_initvar_in_lorebook_order() -> None:
     assert summarize(found)["statData"] == {"hero": "object", "bag": "array"}
 
 
-def test_disabled_initvar_entry_is_still_read_and_reported() -> None:
-    found = read_card(raw(card(entries=[entry("[initvar]", "a: 1", enabled=False)])))
+@pytest.mark.parametrize("comment", ["[InitVar]初始化变量勿开", "[initvar] Do not enable", "[initvar]"])
+def test_a_disabled_initvar_entry_is_read_and_is_a_note_not_a_problem(comment: str) -> None:
+    found = read_card(raw(card(entries=[entry(comment, "a: 1", enabled=False)])))
     assert found.initvar == ("a: 1",)
-    assert "disabled" in found.problems[0]
+    assert found.problems == ()
+    assert len(found.notes) == 1 and "disabled" in found.notes[0]
+    report = summarize(found)
+    assert report["problems"] == [] and report["notes"] == list(found.notes)
+
+
+@pytest.mark.parametrize("comment", [
+    "[InitVar]变量初始化-勿开", "[initvar] keep disabled", "[InitVar] Vui lòng không mở"])
+def test_an_enabled_entry_marked_to_stay_off_is_noted(comment: str) -> None:
+    found = read_card(raw(card(entries=[entry(comment, "生命: 100")])))
+    assert found.initvar == ("生命: 100",)
+    assert found.problems == ()
+    assert "keep it disabled" in found.notes[0]
+
+
+def test_initvar_entries_with_name_macros_inspect_as_the_service_reads_them() -> None:
+    report = summarize(read_card(raw(card(entries=[entry("[initvar]", "{{user}}:\n  好感度: 0\n名字: {{char}}")]))))
+    assert [item["status"] for item in report["initvar"]] == ["ok"]
+    assert report["statData"] == {"{{user}}": "object", "名字": "string"}
+
+
+def test_an_enabled_plain_initvar_entry_has_no_note() -> None:
+    found = read_card(raw(card(entries=[entry("[initvar] 初始化", "a: 1")])))
+    assert found.notes == () and found.problems == ()
+
+
+def script(content: str, name: str = "script", **extra: Any) -> dict[str, Any]:
+    return {"type": "script", "enabled": True, "name": name, "content": content, **extra}
+
+
+@pytest.mark.parametrize(("content", "name"), [
+    ("import 'https://testingcf.jsdelivr.net/gh/author/cards/dist/白雪/schema.js';", "schema"),
+    ("import 'https://cdn.jsdelivr.net/gh/author/cards@main/dist/白雪/脚本/变量结构/index.js';", "变量结构"),
+    ("$(async () => { await import('https://example.org/cards/hero/index.js'); });", "Variable schema"),
+    ("import 'https://testingcf.jsdelivr.net/gh/StageDog/tavern_resource/dist/util/mvu_zod.js';\n"
+     "import 'https://example.org/hero/schema.js';", "hero"),
+])
+def test_a_schema_imported_from_a_url_is_found_but_not_runnable(content: str, name: str) -> None:
+    helper = {"tavern_helper": {"scripts": [
+        script("import 'https://testingcf.jsdelivr.net/gh/MagicalAstrogy/MagVarUpdate/artifact/bundle.js';", "MVU"),
+        script(content, name)]}}
+    found = read_card(raw(card(entries=[entry("[initvar]", "hp: 1")], extensions=helper)))
+    assert found.schema_source is None
+    assert found.schema_import is not None and found.schema_import.where == "tavern_helper.scripts[1]"
+    assert found.schema_import.url.startswith("https://") and "mvu_zod" not in found.schema_import.url
+    report = summarize(found)
+    assert report["schema"] == {"found": True, "runnable": False, "importedFrom": found.schema_import.url,
+                                "where": "tavern_helper.scripts[1]"}
+    assert report["problems"] == []
+    assert any(found.schema_import.url in note for note in report["notes"])
+
+
+@pytest.mark.parametrize(("content", "name", "enabled"), [
+    ("import 'https://example.org/cards/hero/status-bar.js';", "状态栏", True),  # not named a schema
+    ("import 'https://example.org/cards/hero/schema.js';", "schema", False),  # switched off
+    ("const url = 'https://example.org/schema.js';", "schema", True),  # no import
+])
+def test_other_imports_are_not_a_schema(content: str, name: str, enabled: bool) -> None:
+    helper = {"tavern_helper": {"scripts": [script(content, name, enabled=enabled)]}}
+    found = read_card(raw(card(extensions=helper)))
+    assert found.schema_import is None
+    assert summarize(found)["schema"] == {"found": False}
+
+
+def test_an_inline_declaration_wins_over_an_import() -> None:
+    helper = {"tavern_helper": {"scripts": [script("import 'https://example.org/schema.js';", "schema"),
+                                            script(SCHEMA, "zod")]}}
+    found = read_card(raw(card(extensions=helper)))
+    assert found.schema_source == SCHEMA and found.schema_import is None
 
 
 @pytest.mark.parametrize("shape", ["object", "pairs", "legacy_value", "legacy_flat", "folder"])
@@ -194,7 +263,7 @@ def test_cli_inspect_json(tmp_path: Path, capsys: pytest.CaptureFixture[str]) ->
         "initvar": [{"firstLine": "hero:", "status": "ok"}],
         "statData": {"hero": "object", "name": "string"},
         "schema": {"found": True, "chars": len(SCHEMA), "compiles": True, "interpreterVersion": 2},
-        "problems": [],
+        "problems": [], "notes": [],
     }
     assert main(["card", "inspect", str(path)]) == 0
     assert "[initvar] entry" in capsys.readouterr().out

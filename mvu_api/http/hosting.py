@@ -30,6 +30,7 @@ from mvu_api.http.wire import json_response
 from mvu_store.cards import read_card
 from mvu_store.cards.reader import MAX_INPUT_BYTES
 from mvu_store.errors import Code, MvuError
+from mvu_store.lang.macros import MAX_NAME_CHARS, Names
 from mvu_store.ledger.host_sessions import StoredSession
 from mvu_store.schema.values import MAX_SAFE_INTEGER
 from mvu_store.service import MvuService
@@ -60,12 +61,24 @@ class SessionBody(_Body):
     inherited_event_count: int | None = Field(default=None, alias="inheritedEventCount")
 
 
+class NamesBody(_Body):
+    """The names `{{user}}` / `{{char}}` (and `<user>`, `<char>`, `<bot>`) stand for in this call."""
+
+    user: str | None = Field(default=None, min_length=1, max_length=MAX_NAME_CHARS)
+    char: str | None = Field(default=None, min_length=1, max_length=MAX_NAME_CHARS)
+
+    def names(self) -> Names:
+        return Names(user=self.user, char=self.char)
+
+
 class EventsBody(_Body):
     events: list[Any]
+    names: NamesBody | None = None
 
 
 class SelectionBody(_Body):
     character_id: str | None = Field(alias="characterId")
+    names: NamesBody | None = None
 
 
 EventId = Annotated[int, Field(ge=0, le=MAX_SAFE_INTEGER)]
@@ -116,6 +129,9 @@ def hosting_router(service: MvuService, host: StoreHost, *, body_timeout: float,
                                            description="The host's id for this character (its template is "
                                                        "`mvu:character-<hash of it>`)")],
         session_id: Annotated[str | None, Query(alias="sessionId", description="A session that may use it")] = None,
+        at: Annotated[int | None, Query(ge=0, le=MAX_SAFE_INTEGER,
+                                        description="The registration's time (ms since the epoch): the clock a "
+                                                    "declaration reads while the initial data is parsed")] = None,
     ) -> Response:
         media = request.headers.get("content-type", "").split(";")[0].strip().lower()
         if media not in _CARD_TYPES:
@@ -124,8 +140,9 @@ def hosting_router(service: MvuService, host: StoreHost, *, body_timeout: float,
         if isinstance(body, Response):
             return body
         card = read_card(body, name=character_id)
-        template = await service.discover(definition=card.definition(character_id), session_id=session_id)
-        return json_response({**template.to_json(), "problems": list(card.problems)})
+        template = await service.discover(definition={**card.definition(character_id), "at": at},
+                                          session_id=session_id)
+        return json_response({**template.to_json(), "problems": list(card.problems), "notes": list(card.notes)})
 
     @router.post("/sessions", operation_id="createSession", status_code=201,
                  responses={**problems(400, 401, 409), **ok(SESSION_INFO_EXAMPLE),
@@ -164,7 +181,7 @@ def hosting_router(service: MvuService, host: StoreHost, *, body_timeout: float,
         data = await json_of(request, EventsBody)
         if isinstance(data, Response):
             return data
-        result = await feed(service, host, session_id, data.events)
+        result = await feed(service, host, session_id, data.events, None if data.names is None else data.names.names())
         appended = result.appended
         return json_response({
             **session_json(appended.session), "appended": appended.appended, "replayed": appended.replayed,
@@ -185,7 +202,8 @@ def hosting_router(service: MvuService, host: StoreHost, *, body_timeout: float,
         if isinstance(data, Response):
             return data
         check_store_session_id(session_id)
-        result = await service.select_character(session_id=session_id, character_id=data.character_id)
+        result = await service.select_character(session_id=session_id, character_id=data.character_id,
+                                                names=None if data.names is None else data.names.names())
         return json_response(result.model_dump(mode="json", by_alias=True))
 
     @router.post("/seeds", operation_id="captureSeed",

@@ -9,8 +9,12 @@ Choices that follow MagVarUpdate (``src/function/initvar/variable_init.ts``) and
 * ``[initvar]`` entries are the lorebook entries whose ``comment`` contains ``[initvar]``
   (case-insensitive), in the lorebook's array order. MagVarUpdate merges them in the order its
   entry list comes back and looks at nothing but the comment: neither ``enabled`` nor
-  ``insertion_order`` is consulted, so a disabled ``[initvar]`` entry still initialises (we
-  note it as a problem so the author can see it).
+  ``insertion_order`` is consulted, so a disabled ``[initvar]`` entry still initialises. Cards
+  disable it on purpose (a comment such as ``[InitVar]初始化变量勿开``, "do not enable": its
+  text is data, not a prompt), so a disabled one, or one whose comment says so, is a note.
+* A declaration may live outside the card: an enabled script that only imports a URL whose
+  path or script name says it is the schema (``schema``, ``变量结构``). Nothing is fetched, so
+  such a card is reported as having an imported schema that cannot run here, with its URL.
 * Scripts live in ``extensions.tavern_helper.scripts`` (an object, or the same object stored as
   ``[[key, value], ...]`` pairs, which is how Tavern Helper writes it) with folders nesting
   scripts; the older ``extensions.TavernHelper_scripts`` list (items flat or under ``value``) is
@@ -20,6 +24,7 @@ Choices that follow MagVarUpdate (``src/function/initvar/variable_init.ts``) and
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -31,7 +36,22 @@ MAX_INPUT_BYTES = 32 * 1024 * 1024
 SPECS = ("chara_card_v2", "chara_card_v3")
 SCHEMA_MARKER = "registerMvuSchema"
 INITVAR_MARKER = "[initvar]"
+# How authors say an entry stays switched off (Chinese cards mostly write 勿开, "do not open").
+KEEP_OFF_MARKERS = ("勿开", "勿启", "别开", "不要开", "禁止开启", "不开启", "do not enable", "don't enable",
+                    "do not turn on", "don't turn on", "keep disabled", "keep it disabled", "không mở")
+SCHEMA_URL_MARKERS = ("schema", "变量结构")
+# Runtimes a schema script imports beside its declaration: never the declaration themselves.
+_RUNTIME_URL_MARKERS = ("mvu_zod", "magvarupdate")
+_IMPORTED_URL = re.compile(r"""\bimport\s*(?:\(\s*|[\w$*{}\s,]+?\sfrom\s*)?(['"`])(https?://[^'"`\s]+)\1""")
 _FOLDER_DEPTH = 8  # Tavern Helper nests folders one level; deeper trees are not a card we know
+
+
+@dataclass(frozen=True)
+class SchemaImport:
+    """A declaration the card loads from a URL: found, but not runnable here (nothing is fetched)."""
+
+    url: str
+    where: str
 
 
 @dataclass(frozen=True)
@@ -44,6 +64,9 @@ class CardDefinition:
     schema_source: str | None
     greetings: tuple[str, ...]
     problems: tuple[str, ...] = field(default=())
+    notes: tuple[str, ...] = field(default=())
+    """Findings that are the card's intent, not a fault (a disabled ``[initvar]`` entry)."""
+    schema_import: SchemaImport | None = None
 
     def definition(self, character_id: str) -> dict[str, Any]:
         """The card as ``MvuService.discover(definition=...)`` takes it, under the host's id for it."""
@@ -92,10 +115,17 @@ def _definition(card: Any, fallback_name: str | None, problems: list[str]) -> Ca
         problems.append("the card has no name")
         name = fallback_name or ""
     entries = _lorebook_entries(data, problems)
-    initvar = tuple(_initvar_texts(entries, problems))
-    schema = _schema_source(data, entries, problems)
+    notes: list[str] = []
+    initvar = tuple(_initvar_texts(entries, notes))
+    scripts = list(_enabled_scripts(data.get("extensions"), problems))
+    schema = _schema_source(scripts, entries, problems)
+    imported = _schema_import(scripts) if schema is None else None
+    if imported is not None:
+        notes.append(f"the schema declaration is imported from {imported.url} ({imported.where}); nothing is "
+                     "fetched, so it is not checked or applied here")
     return CardDefinition(spec=card["spec"], name=name, initvar=initvar, schema_source=schema,
-                          greetings=tuple(_greetings(data, problems)), problems=tuple(problems))
+                          greetings=tuple(_greetings(data, problems)), problems=tuple(problems),
+                          notes=tuple(notes), schema_import=imported)
 
 
 def _lorebook_entries(data: dict[str, Any], problems: list[str]) -> list[dict[str, Any]]:
@@ -115,18 +145,28 @@ def _lorebook_entries(data: dict[str, Any], problems: list[str]) -> list[dict[st
     return entries
 
 
-def _initvar_texts(entries: list[dict[str, Any]], problems: list[str]) -> Iterator[str]:
+def _keeps_off(entry: dict[str, Any]) -> bool:
+    label = " ".join(text for text in (entry.get("comment"), entry.get("name")) if isinstance(text, str)).lower()
+    return any(marker in label for marker in KEEP_OFF_MARKERS)
+
+
+def _initvar_texts(entries: list[dict[str, Any]], notes: list[str]) -> Iterator[str]:
     for entry in entries:
         comment = entry.get("comment")
         if isinstance(comment, str) and INITVAR_MARKER in comment.lower():
             if entry.get("enabled") is False:
-                problems.append(f"[initvar] entry {comment!r} is disabled; MagVarUpdate still reads it")
+                notes.append(f"[initvar] entry {comment!r} is disabled, as such entries usually are; "
+                             "its data is still read")
+            elif _keeps_off(entry):
+                notes.append(f"[initvar] entry {comment!r} says to keep it disabled but is enabled; "
+                             "its data is read either way")
             yield entry.get("content", "")
 
 
-def _schema_source(data: dict[str, Any], entries: list[dict[str, Any]], problems: list[str]) -> str | None:
+def _schema_source(scripts: list[tuple[str, str, str]], entries: list[dict[str, Any]],
+                   problems: list[str]) -> str | None:
     found: list[tuple[str, str]] = []  # (where, source)
-    for where, content in _enabled_scripts(data.get("extensions"), problems):
+    for where, _, content in scripts:
         if SCHEMA_MARKER in content:
             found.append((where, content))
     for index, entry in enumerate(entries):
@@ -143,7 +183,22 @@ def _schema_source(data: dict[str, Any], entries: list[dict[str, Any]], problems
     return next(iter(distinct), None)
 
 
-def _enabled_scripts(extensions: Any, problems: list[str]) -> Iterator[tuple[str, str]]:
+def _schema_import(scripts: list[tuple[str, str, str]]) -> SchemaImport | None:
+    """The first enabled script that imports its declaration from a URL (path or script name
+    naming the schema), when the card carries none of its own."""
+    for where, name, content in scripts:
+        for found in _IMPORTED_URL.finditer(content):
+            url = found.group(2)
+            lowered = url.lower()
+            if any(marker in lowered for marker in _RUNTIME_URL_MARKERS):
+                continue
+            if any(marker in lowered or marker in name.lower() for marker in SCHEMA_URL_MARKERS):
+                return SchemaImport(url=url, where=where)
+    return None
+
+
+def _enabled_scripts(extensions: Any, problems: list[str]) -> Iterator[tuple[str, str, str]]:
+    """(where, script name, content) of every enabled script."""
     if not isinstance(extensions, dict):
         return
     helper = extensions.get("tavern_helper")
@@ -176,7 +231,7 @@ def _settings_object(helper: Any) -> dict[str, Any] | None:
     return None
 
 
-def _walk_scripts(items: list[Any], where: str, problems: list[str], depth: int) -> Iterator[tuple[str, str]]:
+def _walk_scripts(items: list[Any], where: str, problems: list[str], depth: int) -> Iterator[tuple[str, str, str]]:
     for index, item in enumerate(items):
         label = f"{where}[{index}]"
         if not isinstance(item, dict):
@@ -192,8 +247,9 @@ def _walk_scripts(items: list[Any], where: str, problems: list[str], depth: int)
                 problems.append(f"{label} is a folder without a readable scripts list; skipped")
             continue
         content = item.get("content")
+        name = item.get("name")
         if isinstance(content, str):
-            yield label, content
+            yield label, name if isinstance(name, str) else "", content
         elif content is not None:
             problems.append(f"{label} has non-text content; skipped")
 

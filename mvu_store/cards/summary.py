@@ -1,6 +1,7 @@
 """What ``mvu card inspect`` reports: a card's initial state and schema, checked but not run.
 
-The ``[initvar]`` texts go through ``mvu_store.lang`` and the declaration through
+The ``[initvar]`` texts go through ``mvu_store.lang`` (name macros read as text, as the service
+reads them before a session gives its names) and the declaration through
 ``mvu_store.schema`` exactly as the service would use them, so a card that inspects cleanly is
 one the service can initialise; every refusal becomes a problem line instead of an exception.
 """
@@ -11,7 +12,7 @@ from typing import Any
 
 from mvu_store.cards.reader import CardDefinition
 from mvu_store.errors import MvuError
-from mvu_store.lang import initialize_variables
+from mvu_store.lang.macros import initialize_keeping_macros
 from mvu_store.schema import compile_schema
 
 
@@ -37,12 +38,13 @@ def _first_line(text: str) -> str:
 
 
 def summarize(card: CardDefinition) -> dict[str, Any]:
-    """A JSON-ready report: entries with parse status, ``stat_data`` keys, schema, problems."""
+    """A JSON-ready report: entries with parse status, ``stat_data`` keys, schema, problems (what
+    may be wrong) and notes (what the card means to do, such as a disabled ``[initvar]`` entry)."""
     problems = list(card.problems)
     entries = []
     for index, text in enumerate(card.initvar):
         try:
-            initialize_variables([text])
+            initialize_keeping_macros([text])
             status = "ok"
         except MvuError as error:
             status = error.code
@@ -51,11 +53,14 @@ def summarize(card: CardDefinition) -> dict[str, Any]:
     stat_keys: dict[str, str] = {}
     if card.initvar:
         try:
-            stat_data = initialize_variables(list(card.initvar))["stat_data"]
+            stat_data = initialize_keeping_macros(list(card.initvar))["stat_data"]
             stat_keys = {key: json_type(value) for key, value in stat_data.items()}
         except MvuError as error:
             problems.append(f"the merged [initvar] entries do not initialise: {error}")
-    schema: dict[str, Any] = {"found": card.schema_source is not None}
+    schema: dict[str, Any] = {"found": card.schema_source is not None or card.schema_import is not None}
+    if card.schema_import is not None:
+        # Found, but its text is behind a URL that is never fetched: the card runs without it.
+        schema.update(runnable=False, importedFrom=card.schema_import.url, where=card.schema_import.where)
     if card.schema_source is not None:
         schema["chars"] = len(card.schema_source)
         try:
@@ -66,4 +71,4 @@ def summarize(card: CardDefinition) -> dict[str, Any]:
             schema["error"] = error.code
             problems.append(f"the schema declaration does not compile: {error}")
     return {"name": card.name, "spec": card.spec, "greetings": len(card.greetings), "initvar": entries,
-            "statData": stat_keys, "schema": schema, "problems": problems}
+            "statData": stat_keys, "schema": schema, "problems": problems, "notes": list(card.notes)}

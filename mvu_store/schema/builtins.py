@@ -1,7 +1,7 @@
 """The pure library a declaration may use: ``Math``, ``Number``, ``String``, ``Object``'s
 readers, ``JSON``, the global functions, and the helpers the lodash and method modules share.
 
-Everything here is deterministic (no ``Math.random``; ``Date.now()`` is the caller's ``now_ms``),
+Everything here is deterministic (no ``Math.random``; ``Date`` reads the caller's ``now_ms``),
 charges the budget in proportion to the data it touches, and never exposes a prototype.
 """
 
@@ -14,6 +14,7 @@ from typing import Any
 
 from mvu_store.errors import Code, MvuError
 from mvu_store.jsonvalue import UNSAFE_KEYS, loads
+from mvu_store.schema.dates import DATE, JsDate
 from mvu_store.schema.values import (
     MAX_SAFE_INTEGER,
     UNDEFINED,
@@ -329,12 +330,6 @@ def _string(budget: Budget, args: list[Any]) -> Any:
     return "" if not args else charged_text(budget, args[0])
 
 
-def _date_now(budget: Budget, args: list[Any]) -> Any:
-    if budget.now_ms is None:
-        raise MvuError(Code.SCHEMA, "Date.now() needs the caller's clock (now_ms)")
-    return budget.now_ms
-
-
 def _has_own(budget: Budget, args: list[Any]) -> bool:
     target, key = arg(args, 0), to_string(arg(args, 1))
     if type(target) is dict:
@@ -430,9 +425,14 @@ def _define_property(budget: Budget, args: list[Any]) -> Any:
     return target
 
 
+def _dropped(value: Any) -> bool:
+    """What ``JSON.stringify`` leaves out: ``undefined`` and functions; a Date writes its ``toJSON``."""
+    return value is UNDEFINED or (isinstance(value, Opaque) and not isinstance(value, JsDate))
+
+
 def _stringify(budget: Budget, args: list[Any]) -> Any:
     value = arg(args, 0)
-    if value is UNDEFINED or isinstance(value, Opaque):
+    if _dropped(value):
         return UNDEFINED
     budget.charge(len(value) if type(value) in (dict, list, str) else 1)
 
@@ -440,10 +440,11 @@ def _stringify(budget: Budget, args: list[Any]) -> Any:
         if type(item) is dict or type(item) is list:
             budget.charge(len(item))
         if type(item) is dict:
-            return {key: clean(item[key]) for key in js_key_order(item)
-                    if item[key] is not UNDEFINED and not isinstance(item[key], Opaque)}
+            return {key: clean(item[key]) for key in js_key_order(item) if not _dropped(item[key])}
         if type(item) is list:
-            return [None if child is UNDEFINED or isinstance(child, Opaque) else clean(child) for child in item]
+            return [None if _dropped(child) else clean(child) for child in item]
+        if isinstance(item, JsDate):
+            return item.json()
         if type(item) is float:
             # JavaScript prints 3.0 as 3 and has no NaN/Infinity in JSON.
             if not math.isfinite(item):
@@ -505,7 +506,7 @@ GLOBALS: dict[str, Any] = {
     "structuredClone": Builtin("structuredClone", lambda budget, args: deep_copy(budget, arg(args, 0))),
     "Object": OBJECT,
     "JSON": Namespace("JSON", {"stringify": Builtin("stringify", _stringify), "parse": Builtin("parse", _json_parse)}),
-    "Date": Namespace("Date", {"now": Builtin("now", _date_now)}),
+    "Date": DATE,
     "parseInt": Builtin("parseInt", _parse_int),
     "parseFloat": Builtin("parseFloat", _parse_float),
     "isNaN": Builtin("isNaN", lambda budget, args: math.isnan(to_num(arg(args, 0)))),

@@ -13,7 +13,7 @@ from typing import Any
 
 from mvu_store.errors import Code, MvuError
 from mvu_store.jsonvalue import UNSAFE_KEYS
-from mvu_store.schema import builtins
+from mvu_store.schema import builtins, dates
 from mvu_store.schema.operators import BINARY, UNARY, clip
 from mvu_store.schema.regex import compile_regex
 from mvu_store.schema.runtime import (
@@ -466,6 +466,9 @@ class Compiler:
         if name == "Set":
             items = self.expression(node.child(0)) if node.kids else _constant([])
             return lambda frame: builtins.JsSet(builtins.iterate(frame.budget, items(frame)))
+        if name == "Date":
+            parts = [self.expression(kid) for kid in node.kids if kid is not None]
+            return lambda frame: dates.construct(frame.budget, [part(frame) for part in parts])
         message = self.expression(node.child(0)) if node.kids else _constant("")
         return lambda frame: {"name": name, "message": to_string(message(frame))}
 
@@ -610,8 +613,7 @@ class Compiler:
         def loop(frame: Frame) -> Any:
             items = items_of(iterable(frame))
             if len(items) > MAX_LOOP_ITEMS:
-                raise MvuError(Code.LIMIT, f"loops visit at most {MAX_LOOP_ITEMS} items",
-                               limit=MAX_LOOP_ITEMS, kind="loop")
+                raise _iteration_limit()
             for item in items:
                 frame.budget.charge(cost)
                 inner = Frame(frame, frame.budget)
@@ -624,6 +626,35 @@ class Compiler:
             return None
 
         return loop
+
+    def s_while(self, node: Node) -> Exec:
+        """``while`` and ``do…while``: each pass pays for its test and body like a ``for…of`` item,
+        and a loop runs its body at most :data:`MAX_LOOP_ITEMS` times, so ``while (true) {}`` is a
+        clear ``MVU_LIMIT`` long before the budget would run out."""
+        test = self.expression(node.child(0))
+        body = self.scoped(node.child(1))
+        cost = 1 + node.child(0).size() + node.child(1).size()
+        test_first = not node.value
+
+        def loop(frame: Frame) -> Any:
+            if test_first and not truthy(test(frame)):
+                return None
+            for _ in range(MAX_LOOP_ITEMS):
+                frame.budget.charge(cost)
+                completion = body(frame)
+                if completion is BREAK:
+                    return None
+                if type(completion) is Return:
+                    return completion
+                if not truthy(test(frame)):  # `continue` comes here too, as in JavaScript
+                    return None
+            raise _iteration_limit()
+
+        return loop
+
+
+def _iteration_limit() -> MvuError:
+    return MvuError(Code.LIMIT, f"loops visit at most {MAX_LOOP_ITEMS} items", limit=MAX_LOOP_ITEMS, kind="loop")
 
 
 def _array_items(value: Any) -> list[Any]:

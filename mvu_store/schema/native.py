@@ -37,6 +37,7 @@ from mvu_store.errors import Code, MvuError
 from mvu_store.jsonvalue import MAX_DEPTH, MAX_NODES
 from mvu_store.schema.builtins import GLOBALS
 from mvu_store.schema.composite import ArraySchema, ObjectSchema, RecordSchema
+from mvu_store.schema.dates import JsDate
 from mvu_store.schema.inline import Bail, FunctionCompiler
 from mvu_store.schema.primitives import (
     AnySchema,
@@ -97,6 +98,8 @@ def to_json(value: Any, depth: int) -> Any:
         return int(value) if value.is_integer() and abs(value) < 1e21 else value
     if value is UNDEFINED:
         return None
+    if isinstance(value, JsDate):
+        return value.json()  # as JSON.stringify stores it: the ISO text, null when invalid
     raise MvuError(Code.SCHEMA, "the schema produced a function or schema where a value belongs")
 
 
@@ -372,9 +375,9 @@ def purity(value: Any, seen: set[int] | None = None) -> int:
     if isinstance(value, JsFunction):
         return _function_purity(value, seen)
     if isinstance(value, Builtin):
-        return CLOCK if value is _DATE_NOW else PURE
+        return CLOCK if value is _DATE_NOW or value is _DATE else PURE
     if isinstance(value, Namespace):
-        return CLOCK if value is _DATE else PURE
+        return PURE
     if isinstance(value, types.MethodType):  # a schema's bound parse, taken by runner()
         return purity(value.__self__, seen)
     if isinstance(value, types.FunctionType):  # a check: whatever it closes over decides
@@ -393,12 +396,15 @@ def _function_purity(fn: JsFunction, seen: set[int]) -> int:
         return IMPURE
     names: set[str] = set()
     written: set[str] = set()
+    level_floor = PURE
     for node in _walk(fn.node):
         if node.kind == "name":
             names.add(node.value)
+        elif node.kind == "new" and node.value == "Date":
+            level_floor = CLOCK  # `new Date()` reads the clock (with arguments it need not: conservative)
         elif node.kind in _WRITES:
             written.update(_targets(node))
-    level = PURE
+    level = level_floor
     for name in names:
         frame = _binding(fn.closure, name)
         if frame is None:

@@ -13,6 +13,7 @@ from mvu_store.schema.runtime import array_index, property_key
 from mvu_store.schema.values import (
     UNDEFINED,
     Opaque,
+    PrimitiveObject,
     fail,
     is_number,
     loose_equals,
@@ -42,6 +43,8 @@ def _add(left: Any, right: Any) -> Any:
         return clip(left + right)
     if type(left) is str and type(right) is str:
         return text_limit(left + right)
+    if isinstance(left, PrimitiveObject) or isinstance(right, PrimitiveObject):
+        return text_limit(to_string(left) + to_string(right))  # a Date's `+` is its text, as in JavaScript
     if type(left) is dict or type(right) is dict or isinstance(left, Opaque) or isinstance(right, Opaque):
         raise fail("implicit conversion of an object is not allowed")
     if type(left) is str or type(right) is str or type(left) is list or type(right) is list:

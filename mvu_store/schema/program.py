@@ -15,6 +15,7 @@ from typing import Any
 from mvu_store.errors import Code, MvuError
 from mvu_store.schema.builtins import GLOBALS, JsSet
 from mvu_store.schema.composite import ObjectSchema
+from mvu_store.schema.dates import JsDate
 from mvu_store.schema.dsl import make_z
 from mvu_store.schema.evaluate import Compiler, hoisted
 from mvu_store.schema.lodash import LODASH
@@ -180,6 +181,8 @@ def _freeze(top: Frame, registry: _Registry) -> Iterator[int]:
         elif isinstance(item, JsSet):
             yield id(item)
             stack.extend(item.items)
+        elif isinstance(item, JsDate):
+            yield id(item)  # `const start = new Date(0)`: its setters would change it for later runs
         elif isinstance(item, (Schema, JsFunction)) and id(item) not in seen_opaque:
             seen_opaque.add(id(item))
             if isinstance(item, JsFunction):

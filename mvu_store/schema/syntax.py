@@ -43,7 +43,7 @@ UNARY_OPERATORS = frozenset({"!", "-", "+", "typeof", "void", "~"})
 ASSIGN_OPERATORS = frozenset(
     {"=", "+=", "-=", "*=", "/=", "%=", "**=", "&&=", "||=", "??=", "|=", "&=", "^=", "<<=", ">>="}
 )
-CONSTRUCTORS = frozenset({"Error", "TypeError", "RangeError", "Set"})
+CONSTRUCTORS = frozenset({"Error", "TypeError", "RangeError", "Set", "Date"})
 HOST_WAIT = "waitGlobalInitialized"  # the one host call a declaration may await (a no-op here)
 _ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "b": "\b", "f": "\f", "v": "\v", "0": "\0"}
 
@@ -245,6 +245,8 @@ class _Lowerer:
             return self.node(cst, "block", None, *[stmt for stmt in body if stmt is not None])
         if kind == "for_in_statement":
             return self.for_of(cst)
+        if kind in {"while_statement", "do_statement"}:
+            return self.while_loop(cst)
         if kind == "try_statement":
             return self.try_statement(cst)
         if kind == "throw_statement":
@@ -286,10 +288,17 @@ class _Lowerer:
         operator = cst.child_by_field_name("operator")
         loop = {"of": "for_of", "in": "for_in"}.get(self.text(operator) if operator is not None else "")
         if binding is None or loop is None or self.text(binding) not in {"const", "let", "var"}:
-            raise refuse(cst, "only `for (const item of array)` loops are supported")
+            raise refuse(cst, "only `for...of`, `for...in`, `while` and `do...while` loops are supported")
         body = self.statement(self.field(cst, "body")) or self.node(cst, "block")
         return self.node(cst, loop, (self.text(binding), self.pattern(self.field(cst, "left"))),
                          self.expression(self.field(cst, "right")), body)
+
+    def while_loop(self, cst: CstNode) -> Node:
+        """``while (test) body`` and ``do body while (test)``: kids are the test and the body;
+        ``value`` says whether the body runs before the first test (``do``)."""
+        body = self.statement(self.field(cst, "body")) or self.node(cst, "block")
+        test = self.expression(self.field(cst, "condition"))
+        return self.node(cst, "while", cst.type == "do_statement", test, body)
 
     # -- patterns and functions --------------------------------------------------------------
 
@@ -539,14 +548,15 @@ class _Lowerer:
         raise refuse(cst, "async functions and generators are not supported")
 
     def x_new_expression(self, cst: CstNode) -> Node:
-        """Only ``new Error(message)`` (and its kin, for ``throw``) and ``new Set(items)``."""
+        """Only ``new Error(message)`` (and its kin, for ``throw``), ``new Set(items)`` and
+        ``new Date(...)``."""
         constructor = self.field(cst, "constructor")
         name = self.text(constructor)
         if constructor.type != "identifier" or name not in CONSTRUCTORS:
             raise refuse(cst, "classes and `new` are not supported")
         arguments = cst.child_by_field_name("arguments")
         args = [] if arguments is None else [self.expression(child) for child in self.children(arguments)]
-        return self.node(cst, "new", name, *args[:1])
+        return self.node(cst, "new", name, *(args if name == "Date" else args[:1]))
 
     def x_unary_expression(self, cst: CstNode) -> Node:
         operator = self.text(self.field(cst, "operator"))
@@ -637,8 +647,8 @@ def _describe_refusal(kind: str) -> str:
         return f"`{kind}` is not available"
     if kind in {"await_expression", "yield_expression", "generator_function", "generator_function_declaration"}:
         return "async functions and generators are not supported"
-    if kind in {"while_statement", "do_statement", "for_statement"}:
-        return "only `for (const item of array)` loops are supported"
+    if kind == "for_statement":
+        return "only `for...of`, `for...in`, `while` and `do...while` loops are supported"
     if kind in {"class", "class_declaration"}:
         return "classes and `new` are not supported"
     return f"unsupported syntax `{kind}`"

@@ -73,6 +73,20 @@ class Opaque:
         return self.type_name
 
 
+class PrimitiveObject(Opaque):
+    """An object whose conversions the language itself defines, with no declaration code to
+    hook them (a ``Date``): arithmetic and comparison read its :meth:`number`, string contexts
+    its :meth:`text`. S-7 refuses implicit conversions of other objects only."""
+
+    __slots__ = ()
+
+    def number(self) -> float | int:
+        raise NotImplementedError
+
+    def text(self) -> str:
+        raise NotImplementedError
+
+
 class JsCallable(Opaque):
     """Anything a declaration may call."""
 
@@ -215,6 +229,8 @@ def to_number(value: Any, *, explicit: bool = False) -> float | int:
         return math.nan
     if kind is str:
         return _string_to_number(value)
+    if isinstance(value, PrimitiveObject):
+        return value.number()
     if not explicit:
         raise fail(f"implicit conversion of {typeof(value)} to a number is not allowed")
     if kind is list:  # through its string, as JavaScript does: [] is 0, [5] is 5, [null] is 0
@@ -287,6 +303,8 @@ def to_string(value: Any) -> str:
         return text_limit(",".join("" if item is None or item is UNDEFINED else to_string(item) for item in value))
     if kind is dict:
         return "[object Object]"
+    if isinstance(value, PrimitiveObject):
+        return value.text()
     raise fail(f"cannot convert {typeof(value)} to a string")
 
 

@@ -15,10 +15,12 @@ from typing import Any
 from mvu_store.errors import Code, MvuError
 from mvu_store.host import Lease, SessionSnapshot
 from mvu_store.jsonvalue import JsonValue, json_equal, measure_state
+from mvu_store.lang.macros import Names
 from mvu_store.ledger.records import NewResource, ResourceRecord
 from mvu_store.service.catalog import Entry
 from mvu_store.service.context import ServiceContext, Signal, check_signal
 from mvu_store.service.identity import character_template_id, instance_id, session_identity
+from mvu_store.service.initial import with_names
 from mvu_store.service.legacy import LegacyResource
 from mvu_store.service.models import (
     CharacterDefinition,
@@ -57,9 +59,11 @@ def _healthy(template: JsonValue) -> bool:
     return isinstance(template, dict) and "sourceError" not in template
 
 
-def _new_instance(template: dict[str, Any], resource_id: str, identity: dict[str, JsonValue]) -> NewResource:
+def _new_instance(template: dict[str, Any], resource_id: str, identity: dict[str, JsonValue],
+                  names: Names) -> NewResource:
+    """The session's instance of ``template``, its initial data with the session's ``names``."""
     return NewResource(
-        id=resource_id, kind="instance", initial=template["initial"],
+        id=resource_id, kind="instance", initial=with_names(template["initial"], names),
         definition=instance_definition(template, resource_id, identity), template_id=template["id"],
         session_id=str(identity["sessionId"]), session_created_at=identity["createdAt"],
         management_mode=template.get("managementMode") or "native",
@@ -108,8 +112,9 @@ class Allocation:
     # -- selection (I-5) ------------------------------------------------------------------------
 
     async def select(self, session_id: str, character_id: str | None, signal: Signal | None,
-                     ingest: Ingest) -> SelectionResult:
-        """``ingest(session_id, log, signal, lease)`` applies the outgoing character's replies first."""
+                     ingest: Ingest, names: Names | None = None) -> SelectionResult:
+        """``ingest(session_id, log, signal, lease)`` applies the outgoing character's replies first;
+        ``names`` (over the session's) go into a newly allocated instance's initial data."""
         ctx = self._ctx
         check_signal(signal)
         check_session_id(session_id)
@@ -141,7 +146,7 @@ class Allocation:
                         raise
                 ctx.check_before_commit(signal, lease)
                 await ctx.ledger.write(lambda tx: self._select(tx, session_id, template_id, identity, boundary))
-            instances = await self.instances(session_id, log, allocate=True)
+            instances = await self.instances(session_id, log, allocate=True, names=names)
             chosen = next((entry for entry in instances if entry.row and entry.row.template_id == template_id), None)
             boundaries = await ctx.ledger.activations(session_id)
             return SelectionResult(session_id=session_id, template_id=template_id,
@@ -186,10 +191,11 @@ class Allocation:
     # -- instances (I-2, I-3, L-1, F-5) -------------------------------------------------------------
 
     async def instances(self, session_id: str, log: SessionLog, *, allocate: bool,
-                        view: SessionView | None = None) -> list[Entry]:
+                        view: SessionView | None = None, names: Names | None = None) -> list[Entry]:
         """The session's instances. With ``allocate`` the missing ones are created, exactly once;
         without, nothing is written, but the refusals an allocation would meet are raised.
-        ``view``: where to look rows up (the ledger by default); told when this wrote."""
+        ``view``: where to look rows up (the ledger by default); told when this wrote. A new
+        instance's initial data gets the session's names (``names`` of the call over the log's)."""
         ctx = self._ctx
         ledger: LedgerReads = view or ctx.ledger
         if await ledger.seed_pending(session_id):
@@ -220,10 +226,12 @@ class Allocation:
             self.check_allocatable(template["id"], snapshot, legacy)
             if allocate:
                 boundary = boundaries.get(template["id"], log.allocation_boundary())
-                await self._create_instance(template, resource_id, identity, boundary)
+                await self._create_instance(template, resource_id, identity, boundary,
+                                            (names or Names()).over(log.names))
                 known.add(resource_id)
             else:
-                planned.append(_unallocated(_new_instance(template, resource_id, identity)))
+                planned.append(_unallocated(_new_instance(template, resource_id, identity,
+                                                          (names or Names()).over(log.names))))
         if allocate and legacy is not None:  # something was allocated (here or by a concurrent writer)
             if view is not None:
                 view.wrote()
@@ -279,10 +287,10 @@ class Allocation:
                            session_id=snapshot.header.id, parent_session=snapshot.header.parent_session)
 
     async def _create_instance(self, template: dict[str, Any], resource_id: str, identity: dict[str, JsonValue],
-                               boundary: int) -> None:
+                               boundary: int, names: Names) -> None:
         ledger = self._ctx.ledger
         session_id = str(identity["sessionId"])
-        new = _new_instance(template, resource_id, identity)
+        new = _new_instance(template, resource_id, identity, names)
         if template.get("discovered") is not True:
             # A configured template is stored when first used, so an export carries it.
             await ledger.put_template(template["id"], template)

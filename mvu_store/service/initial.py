@@ -17,6 +17,7 @@ from typing import Any
 from mvu_store.errors import Code, MvuError
 from mvu_store.jsonvalue import JsonValue
 from mvu_store.lang import Validation, initialize_variables
+from mvu_store.lang.macros import Names, initialize_keeping_macros, substitute_data
 from mvu_store.schema import ValidationMemo, ValidationResult, compile_schema, validate
 
 OPEN_SCHEMA: dict[str, JsonValue] = {"type": "object", "properties": {}, "extensible": True, "strictSet": True}
@@ -24,26 +25,42 @@ OPEN_SCHEMA: dict[str, JsonValue] = {"type": "object", "properties": {}, "extens
 
 
 def initial_envelope(
-    entries: Sequence[str | dict[str, Any]], schema_sources: Sequence[str], *, now_ms: int
+    entries: Sequence[str | dict[str, Any]], schema_sources: Sequence[str], *, now_ms: int | None
 ) -> dict[str, Any]:
-    """The envelope of a new template; ``MvuError`` (the template's ``sourceError``) when it can't be."""
+    """The envelope of a new template; ``MvuError`` (the template's ``sourceError``) when it can't be.
+
+    Name macros in the texts are kept as written (:func:`~mvu_store.lang.macros.initialize_keeping_macros`):
+    each session's copy gets its names (:func:`with_names`). ``now_ms`` is the registration's
+    clock, or None (a declaration that reads the clock is then refused)."""
     distinct = list(dict.fromkeys(schema_sources))
     if not entries and not distinct:
         raise MvuError(Code.INITIALIZATION_MISSING, "the card has neither [initvar] entries nor a schema declaration")
     if len(distinct) > 1:
         raise MvuError(Code.SCHEMA_CONFLICT, f"the card declares {len(distinct)} different schemas; keep one",
                        count=len(distinct))
-    envelope = initialize_variables(list(entries))
+    envelope = initialize_keeping_macros(list(entries))
     if distinct:
         envelope = with_declaration(envelope, compile_schema(distinct[0]), now_ms=now_ms)
     return envelope
 
 
-def with_declaration(envelope: dict[str, Any], descriptor: dict[str, Any], *, now_ms: int) -> dict[str, Any]:
+def with_declaration(envelope: dict[str, Any], descriptor: dict[str, Any], *,
+                     now_ms: int | None) -> dict[str, Any]:
     """``envelope`` governed by ``descriptor``: its ``stat_data`` parsed (and transformed) once."""
     stat_data = DeclaredSchema(descriptor, now_ms).check(envelope["stat_data"], code=Code.INITIALIZATION_INVALID)
     return {**envelope, "stat_data": stat_data, "display_data": copy.deepcopy(stat_data), "mvu_schema": descriptor,
             "schema": copy.deepcopy(OPEN_SCHEMA)}
+
+
+NAMED_PARTS = ("stat_data", "display_data", "schema")
+"""The parts of an envelope a session's names go into: its data, never its declaration's source."""
+
+
+def with_names(envelope: dict[str, Any], names: Names) -> dict[str, Any]:
+    """A session's copy of an initial envelope with its names in every string and key of its data."""
+    if not names:
+        return envelope
+    return {**envelope, **{part: substitute_data(envelope[part], names) for part in NAMED_PARTS if part in envelope}}
 
 
 def configured_envelope(initial: str | dict[str, Any] | list[str | dict[str, Any]] | None) -> dict[str, Any]:
@@ -51,9 +68,9 @@ def configured_envelope(initial: str | dict[str, Any] | list[str | dict[str, Any
     if initial is None:
         raise MvuError(Code.INITIALIZATION_MISSING, "the resource has no initial state and no characterId")
     if isinstance(initial, str):
-        return initialize_variables([initial])
+        return initialize_keeping_macros([initial])
     if isinstance(initial, list):
-        return initialize_variables(initial)
+        return initialize_keeping_macros(initial)
     if not isinstance(initial.get("stat_data"), dict):
         raise MvuError(Code.CONFIG, "an initial object is a variables envelope with a stat_data object "
                                     "(or give a YAML string)")
@@ -69,19 +86,20 @@ def describe(result: ValidationResult) -> str:
 
 
 class DeclaredSchema:
-    """A state's declaration (``mvu_schema``) at one moment: ``now_ms`` is the commit's clock.
+    """A state's declaration (``mvu_schema``) at one moment: ``now_ms`` is the commit's clock
+    (the turn's time; None when there is none, and a declaration that reads it is refused).
 
     With a ``memo``, :meth:`check` re-parses only what changed since its previous calls (see
     :class:`~mvu_store.schema.ValidationMemo`): for a reply's commands, whose states are never
     mutated once checked (:data:`mvu_store.lang.apply.StateCheck`)."""
 
-    def __init__(self, descriptor: dict[str, Any], now_ms: int, memo: ValidationMemo | None = None) -> None:
+    def __init__(self, descriptor: dict[str, Any], now_ms: int | None, memo: ValidationMemo | None = None) -> None:
         self.descriptor = descriptor
         self.now_ms = now_ms
         self._memo = memo
 
     @staticmethod
-    def of(envelope: JsonValue, now_ms: int, memo: ValidationMemo | None = None) -> DeclaredSchema | None:
+    def of(envelope: JsonValue, now_ms: int | None, memo: ValidationMemo | None = None) -> DeclaredSchema | None:
         descriptor = envelope.get("mvu_schema") if isinstance(envelope, dict) else None
         return DeclaredSchema(descriptor, now_ms, memo) if isinstance(descriptor, dict) else None
 

@@ -161,6 +161,9 @@ class CharacterDefinition(_Input):
     initvar: list[str | dict[str, JsonValue]] = Field(default_factory=list, max_length=1000)
     schema_source: str | list[str] | None = None
     greetings: list[str] = Field(default_factory=list, max_length=1000)
+    at: int | None = Field(default=None, ge=0, le=2**53 - 1)
+    """The registration's time (ms since the epoch): the clock a declaration reads while the
+    initial data is parsed (``Date.now()`` in a default); without it such a declaration is refused."""
 
     @field_validator("schema_source")
     @classmethod

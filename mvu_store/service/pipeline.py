@@ -24,13 +24,14 @@ from mvu_store.host import Lease
 from mvu_store.jsonvalue import JsonValue, copy_json
 from mvu_store.lang import Command, contains_update, parse_commands
 from mvu_store.lang.apply import private_envelope, run_commands
+from mvu_store.lang.macros import Names, substitute
 from mvu_store.ledger.records import CommitRequest, Head
 from mvu_store.schema import ValidationMemo
 from mvu_store.service.allocation import Allocation
 from mvu_store.service.bounded import BoundedCache
 from mvu_store.service.cas import on_head
 from mvu_store.service.catalog import Entry
-from mvu_store.service.context import ServiceContext, Signal, check_signal, now_ms
+from mvu_store.service.context import ServiceContext, Signal, check_signal
 from mvu_store.service.facts import Facts
 from mvu_store.service.identity import session_identity
 from mvu_store.service.initial import DeclaredSchema
@@ -67,7 +68,8 @@ class Pipeline:
         # a turn looks only at the replies after the last settled one, not at the whole chat.
         self._settled: BoundedCache[str, tuple[int, int]] = BoundedCache(_CURSORS)
 
-    async def checkpoint(self, session_id: str, turn_start_seq: int, signal: Signal | None) -> list[CheckpointInfo]:
+    async def checkpoint(self, session_id: str, turn_start_seq: int, signal: Signal | None,
+                         names: Names | None = None) -> list[CheckpointInfo]:
         ctx = self._ctx
         check_signal(signal)
         check_session_id(session_id)
@@ -87,7 +89,7 @@ class Pipeline:
             # The entries are listed once: applying replies never adds or removes a resource.
             entries = await self._allocation.session_entries(session_id, log, allocate=True, view=view)
             await self.ingest_locked(session_id, log, before=turn_start_seq, signal=signal, lease=lease,
-                                     entries=entries, view=view)
+                                     entries=entries, view=view, names=names)
             frozen = []
             for entry in entries:
                 if not entry.takes_replies:
@@ -101,7 +103,7 @@ class Pipeline:
 
         return await ctx.locked(session_id, work)
 
-    async def ingest(self, session_id: str, signal: Signal | None) -> IngestReport:
+    async def ingest(self, session_id: str, signal: Signal | None, names: Names | None = None) -> IngestReport:
         ctx = self._ctx
         check_signal(signal)
         check_session_id(session_id)
@@ -112,7 +114,7 @@ class Pipeline:
             if log is None:
                 raise MvuError(Code.SESSION_IDENTITY, f"the host has no durable session {session_id!r}",
                                session_id=session_id)
-            return await self.ingest_locked(session_id, log, signal=signal, lease=lease, view=view)
+            return await self.ingest_locked(session_id, log, signal=signal, lease=lease, view=view, names=names)
 
         return await ctx.locked(session_id, work)
 
@@ -125,10 +127,12 @@ class Pipeline:
 
     async def ingest_locked(self, session_id: str, log: SessionLog | None, *, before: int | None = None,
                             signal: Signal | None = None, lease: Lease | None = None,
-                            entries: list[Entry] | None = None, view: SessionView | None = None) -> IngestReport:
+                            entries: list[Entry] | None = None, view: SessionView | None = None,
+                            names: Names | None = None) -> IngestReport:
         """Ingest the session's unprocessed completed turns (those ending before ``before``),
         holding the session's lock; ``entries`` are the session's, when the caller just listed
-        them; ``view``: the session's rows, read under this hold of the lock."""
+        them; ``view``: the session's rows, read under this hold of the lock; ``names``: the
+        call's names, over each reply's own (see :meth:`_apply_reply`)."""
         ctx = self._ctx
         report = IngestReport(session_id=session_id)
         if log is None or log.header.origin == "subagent":
@@ -174,7 +178,8 @@ class Pipeline:
                     fresh = view is not None and entry.is_instance and entry.id not in moved
                     moved.add(entry.id)
                     outcome, fact_error = await self._apply_reply(entry, reply, signal, lease,
-                                                                  reads if fresh else ctx.ledger, log.generation)
+                                                                  reads if fresh else ctx.ledger, log.generation,
+                                                                  names or Names())
                     report.outcomes.append(outcome)
                     if fact_error is not None:
                         report.fact_errors.append(fact_error)
@@ -185,9 +190,14 @@ class Pipeline:
     # -- one reply, in stages -------------------------------------------------------------------
 
     async def _apply_reply(self, entry: Entry, reply: Reply, signal: Signal | None, lease: Lease | None,
-                           reads: LedgerReads, generation: int) -> tuple[TurnOutcome, str | None]:
+                           reads: LedgerReads, generation: int, names: Names) -> tuple[TurnOutcome, str | None]:
         """Apply one reply; ``reads`` has the resource's head (the session view or the ledger),
-        ``generation`` is the session log's that ``reply`` is from."""
+        ``generation`` is the session log's that ``reply`` is from.
+
+        The reply is read with its names (``names`` given to this call over the session's at the
+        reply) put in for its macros before its commands are extracted, and its declaration
+        reads the turn's time (``reply.at``) as its clock; the stored reply, its identity and
+        fingerprint stay the text the host sent."""
         ctx = self._ctx
         if entry.is_instance and await ctx.ledger.checkpoint(
                 entry.id, session_id=str(reply.source["sessionId"]), turn=reply.turn) is None:
@@ -197,11 +207,11 @@ class Pipeline:
         facts = Facts(id=entry.id, eventId=reply.key, sessionId=reply.source["sessionId"], turn=reply.turn,
                       turnKind="human" if reply.human else "unknown", on="assistant_message_committed")
         facts.add("started")
-        commands, parse_error = _parse(reply.text)
-        has_update = bool(commands) if parse_error is None else contains_update(reply.text)
+        text, commands, parse_error = _read(reply.text, names.over(reply.names))
+        has_update = bool(commands) if parse_error is None else contains_update(text)
         baseline = await reads.head(entry.id)
         try:
-            decision = await self._decide(entry, reply, baseline, has_update, signal)
+            decision = await self._decide(entry, reply, text, baseline, has_update, signal)
         except MvuError as error:
             return await self._fail(entry, reply, baseline, error, facts, signal, lease)
         run = has_update and decision.enabled
@@ -217,7 +227,7 @@ class Pipeline:
                     raise parse_error
                 chosen = await processed(ctx.processor, commands, ProcessorTurn(
                     resource_id=entry.id, session_id=str(reply.source["sessionId"]), turn=reply.turn,
-                    message_seq=reply.message.seq, text=reply.text,
+                    message_seq=reply.message.seq, text=text,
                     # A private copy: a processor filters, it never writes the state (C-2).
                     variables=copy_json(baseline.variables)))
             except MvuError as error:
@@ -228,9 +238,9 @@ class Pipeline:
             tried.append(head)
             variables, diagnostics, changed = head.variables, [], False
             if run:
-                # The declaration, at this commit's clock; after the first command it parses only
+                # The declaration, at the turn's time; after the first command it parses only
                 # what each command changed.
-                declared = DeclaredSchema.of(head.variables, now_ms(), ValidationMemo())
+                declared = DeclaredSchema.of(head.variables, reply.at, ValidationMemo())
                 result = run_commands(private_envelope(head.variables), chosen, declared,
                                       declared.check if declared is not None else None)
                 variables, changed = result.variables, result.changed
@@ -270,13 +280,13 @@ class Pipeline:
                            revision=outcome.revision, changed=changed,
                            diagnostics=diagnostics), await ended.committed(outcome, ctx.usage)
 
-    async def _decide(self, entry: Entry, reply: Reply, baseline: Head, has_update: bool,
+    async def _decide(self, entry: Entry, reply: Reply, text: str, baseline: Head, has_update: bool,
                       signal: Signal | None) -> Decision:
         scope: dict[str, JsonValue] = {"authority": "local", "sessionId": reply.source["sessionId"]}
         return await self._ctx.usage.decide(
             "assistant_message_committed", resource_id=entry.id, scope=scope,
             # The original's key, and the Python spelling the issue names, for Python handlers.
-            event={**reply.source, "text": reply.text, "containsMvuUpdate": has_update,
+            event={**reply.source, "text": text, "containsMvuUpdate": has_update,
                    "contains_mvu_update": has_update},
             variables=baseline.variables, signal=signal)
 
@@ -328,9 +338,12 @@ class Pipeline:
                            error=error.code), await ended.committed(outcome, ctx.usage)
 
 
-def _parse(text: str) -> tuple[tuple[Command, ...], MvuError | None]:
-    """The reply's commands, parsed once; a reply that cannot be parsed carries its refusal."""
+def _read(raw: str, names: Names) -> tuple[str, tuple[Command, ...], MvuError | None]:
+    """The reply's text with its names, and its commands parsed once; a reply that cannot be
+    read carries its refusal."""
+    text = raw
     try:
-        return tuple(parse_commands(text)), None
+        text = substitute(raw, names)
+        return text, tuple(parse_commands(text)), None
     except MvuError as error:
-        return (), error
+        return text, (), error

@@ -21,6 +21,7 @@ from typing import Any
 from mvu_store.errors import Code, MvuError
 from mvu_store.host import Host
 from mvu_store.jsonvalue import JsonValue
+from mvu_store.lang.macros import Names
 from mvu_store.ledger import Ledger
 from mvu_store.service.allocation import Allocation
 from mvu_store.service.branching import Branching
@@ -109,36 +110,46 @@ class MvuService:
         return await self._allocation.discover(definition, session_id, signal)
 
     async def select_character(self, *, session_id: str, character_id: str | None,
-                               signal: Signal | None = None) -> SelectionResult:
+                               signal: Signal | None = None,
+                               names: Names | dict[str, Any] | None = None) -> SelectionResult:
         """Select (or, with None, unselect) a discovered card for a session (I-5).
 
         The selection persists an activation boundary at the session's current end: replies
         from before it are never applied to the card. Reselecting the selected card changes
         nothing; switching back restores the session's original instance, from now on.
+        ``names`` (``{user?, char?}``, over the session's ``session/names``) go into the
+        ``{{user}}`` / ``{{char}}`` macros of a newly allocated instance's initial data.
         """
         self._ctx.alive()
         pipeline = self._pipeline
         return await self._allocation.select(
             session_id, character_id, signal,
-            lambda sid, log, sig, lease: pipeline.ingest_locked(sid, log, signal=sig, lease=lease))
+            lambda sid, log, sig, lease: pipeline.ingest_locked(sid, log, signal=sig, lease=lease),
+            names=Names.of(names))
 
     # -- the turn pipeline (F-6, P-1 ... P-5) --------------------------------------------------
 
-    async def checkpoint(self, *, session_id: str, turn_start_seq: int,
-                         signal: Signal | None = None) -> builtins.list[CheckpointInfo]:
+    async def checkpoint(self, *, session_id: str, turn_start_seq: int, signal: Signal | None = None,
+                         names: Names | dict[str, Any] | None = None) -> builtins.list[CheckpointInfo]:
         """Freeze the pre-turn baseline of the turn that starts at ``turn_start_seq`` (F-6).
 
         Completed turns not yet ingested are applied first, so the baseline is the state the
         turn really starts from. One checkpoint per resource and turn: asking again returns the
-        first, unchanged.
+        first, unchanged. ``names`` as for :meth:`ingest`.
         """
         self._ctx.alive()
-        return await self._pipeline.checkpoint(session_id, turn_start_seq, signal)
+        return await self._pipeline.checkpoint(session_id, turn_start_seq, signal, Names.of(names))
 
-    async def ingest(self, *, session_id: str, signal: Signal | None = None) -> IngestReport:
-        """Apply, in order, every completed turn of the session not yet processed (P-1 ... P-3)."""
+    async def ingest(self, *, session_id: str, signal: Signal | None = None,
+                     names: Names | dict[str, Any] | None = None) -> IngestReport:
+        """Apply, in order, every completed turn of the session not yet processed (P-1 ... P-3).
+
+        Each reply's ``{{user}}`` / ``{{char}}`` macros get ``names`` (``{user?, char?}``) where
+        given, else the session's names at the reply (its last ``session/names`` event), before
+        its commands are extracted; its declaration reads the turn's time (``turn/end`` ``at``).
+        """
         self._ctx.alive()
-        return await self._pipeline.ingest(session_id, signal)
+        return await self._pipeline.ingest(session_id, signal, Names.of(names))
 
     # -- reads (A, A-2, A-6): pure, they write nothing -------------------------------------------
 

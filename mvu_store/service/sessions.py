@@ -28,6 +28,7 @@ from mvu_store.host import (
     header_fingerprint,
     tail_of,
 )
+from mvu_store.lang.macros import Names
 from mvu_store.ledger import Ledger
 from mvu_store.ledger.query import ReadRows
 from mvu_store.service.bounded import BoundedCache
@@ -73,6 +74,11 @@ class SessionLog:
         if self._snapshot is None:
             self._snapshot = SessionSnapshot(self.header, tuple(self._events))
         return self._snapshot
+
+    @property
+    def names(self) -> Names:
+        """The names the session's macros stand for now: its last ``session/names`` event's."""
+        return self._parser.names
 
     def allocation_boundary(self) -> int:
         """Where a state allocated now starts taking replies: after the session's last event, or at

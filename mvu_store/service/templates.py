@@ -12,7 +12,6 @@ overwrites persisted state).
 from __future__ import annotations
 
 import copy
-import time
 from typing import Any
 
 from mvu_store.errors import Code, MvuError
@@ -29,10 +28,6 @@ EMPTY_ENVELOPE: dict[str, JsonValue] = {"stat_data": {}}
 TEMPLATE_ONLY_FIELDS = frozenset({"initial", "activationSeqs", "greetings"})
 
 
-def _now_ms() -> int:
-    return int(time.time() * 1000)
-
-
 def discovered_definition(card: CharacterDefinition, session_ids: list[str]) -> dict[str, Any]:
     """The template of a discovered card (native by default, I-4), or one carrying ``sourceError``."""
     definition: dict[str, Any] = {"id": character_template_id(card.character_id)}
@@ -42,7 +37,7 @@ def discovered_definition(card: CharacterDefinition, session_ids: list[str]) -> 
                       discovered=True)
     sources = [card.schema_source] if isinstance(card.schema_source, str) else list(card.schema_source or [])
     try:
-        definition["initial"] = initial_envelope(card.initvar, sources, now_ms=_now_ms())
+        definition["initial"] = initial_envelope(card.initvar, sources, now_ms=card.at)
     except MvuError as error:
         definition.update(sourceError=error.code, initial=copy.deepcopy(EMPTY_ENVELOPE))
     if card.greetings:
@@ -81,7 +76,8 @@ def _configured_initial(config: ResourceConfig, card_template: JsonValue) -> dic
         existing = envelope.get("mvu_schema")
         if isinstance(existing, dict) and existing.get("source") != config.schema_source:
             raise MvuError(Code.SCHEMA_CONFLICT, "the resource and its card declare different schemas")
-        envelope = with_declaration(envelope, compile_schema(config.schema_source), now_ms=_now_ms())
+        # A configuration has no moment of its own: a declaration that reads the clock is refused.
+        envelope = with_declaration(envelope, compile_schema(config.schema_source), now_ms=None)
     result: dict[str, Any] = envelope
     return result
 

@@ -10,7 +10,7 @@ is recognised here. Nothing else of the session (user text, providers, media) is
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from mvu_store.errors import Code, MvuError
@@ -25,6 +25,7 @@ from mvu_store.host import (
     user_source_kind,
 )
 from mvu_store.jsonvalue import JsonValue, js_json, sha256_hex
+from mvu_store.lang.macros import Names
 
 # Events that mean a session has real conversation in it (the original's test for "bound").
 CONVERSATION_EVENTS = frozenset({"user/message", "assistant/message", "turn/start"})
@@ -49,6 +50,10 @@ class Reply:
     key: str
     fingerprint: str
     human: bool
+    names: Names = field(default_factory=Names)
+    """The session's names where the reply was written (its last ``session/names`` before it)."""
+    at: int | None = None
+    """The turn's time (``turn/end`` ``at``, ms since the epoch): the clock its declaration reads."""
 
     @property
     def completed(self) -> bool:
@@ -93,6 +98,13 @@ class ReplyParser:
         self._last_reply: dict[Any, SessionEvent] = {}
         self._first_user: dict[Any, SessionEvent] = {}
         self._started: dict[Any, int] = {}
+        self._names_now = Names()
+        self._names_at: dict[Any, Names] = {}  # per turn: the session's names at its reply
+
+    @property
+    def names(self) -> Names:
+        """The names of the session's last ``session/names`` event so far (none: no names)."""
+        return self._names_now
 
     def feed(self, event: SessionEvent) -> Reply | None:
         """Take the next event; the reply of the turn it ends, if it ends one with a usable reply."""
@@ -102,8 +114,12 @@ class ReplyParser:
         if event.type == "turn/start":
             self._started[turn] = event.seq
             return None
+        if event.type == "session/names":
+            self._names_now = _names_of(event)
+            return None
         if event.type == "assistant/message":
             self._last_reply[turn] = event
+            self._names_at[turn] = self._names_now
             return None
         if event.type == "user/message":
             self._first_user.setdefault(turn, event)
@@ -129,8 +145,20 @@ class ReplyParser:
                       step=step if isinstance(step, int) and not isinstance(step, bool) else None, endSeq=event.seq)
         text = message_text(reply)
         user = self._first_user.get(turn)
+        at = event.data.get("at")
         return Reply(turn, start, event.seq, reason, reply, text, source, sha256_hex(js_json(source)),
-                     reply_fingerprint(text), human=user is not None and user_source_kind(user) == "user")
+                     reply_fingerprint(text), human=user is not None and user_source_kind(user) == "user",
+                     names=self._names_at.pop(turn, self._names_now),
+                     at=at if type(at) is int else None)
+
+
+def _names_of(event: SessionEvent) -> Names:
+    """A ``session/names`` event's names; one a host wrote wrongly names nobody (never a crash
+    in the reading of a durable log)."""
+    try:
+        return Names.of(event.data)
+    except MvuError:
+        return Names()
 
 
 def verify_recorded(source: Mapping[str, Any], fingerprint: str | None, snapshot: SessionSnapshot, *,

@@ -18,6 +18,7 @@ from typing import Any
 from mvu_store.errors import Code, MvuError
 from mvu_store.host import SessionEvent
 from mvu_store.jsonvalue import JsonValue, dumps, normalize, sha256_hex, utf8
+from mvu_store.lang.macros import Names
 from mvu_store.schema.values import MAX_SAFE_INTEGER
 
 MAX_REPLY_BYTES = 1024 * 1024
@@ -145,7 +146,22 @@ def _assistant_message(seq: int, data: Mapping[str, Any]) -> dict[str, JsonValue
 def _turn_end(seq: int, data: Mapping[str, Any]) -> dict[str, JsonValue]:
     reason = _object(seq, data.get("reason"), "data.reason")
     kind = _text(seq, reason.get("kind"), "data.reason.kind", MAX_KIND)
-    return {"turn": _count(seq, data, "turn", required=True), "reason": {"kind": kind}}
+    kept: dict[str, JsonValue] = {"turn": _count(seq, data, "turn", required=True), "reason": {"kind": kind}}
+    at = _count(seq, data, "at", required=False)  # the turn's time: the clock its declaration reads
+    if at is not None:
+        kept["at"] = at
+    return kept
+
+
+def _names(seq: int, data: Mapping[str, Any]) -> dict[str, JsonValue]:
+    """``session/names``: the names the session's macros stand for from here on (each such event
+    replaces the last; a name left out keeps its macro as written)."""
+    try:
+        names = Names.of(data)
+    except MvuError as error:
+        raise _refuse(seq, str(error.details.get("field", "names")).replace("names", "data", 1),
+                      "must be a string of 1 to 200 characters (an object of `user` and `char`)") from None
+    return dict(names.to_json())
 
 
 def _end_seed(seq: int, data: Mapping[str, Any]) -> dict[str, JsonValue]:
@@ -169,6 +185,7 @@ _KEEP: dict[str, Callable[[int, Mapping[str, Any]], dict[str, JsonValue]]] = {
     "assistant/message": _assistant_message,
     "turn/end": _turn_end,
     "session/end-seed": _end_seed,
+    "session/names": _names,
     # What was sent to the model stays with the host (P-5): only its coordinates are kept.
     "request/assembly": _turn,
     **{kind: _setting for kind in SETTING_TYPES},

@@ -16,6 +16,7 @@ from typing import Any, Protocol, TypeVar
 
 from mvu_store.errors import Code, MvuError
 from mvu_store.host import SessionEvent, turn_events
+from mvu_store.lang.macros import Names
 from mvu_store.ledger.host_sessions import Appended
 from mvu_store.service.models import CheckpointInfo, IngestReport
 from mvu_store.store_host.events import keep_batch
@@ -27,9 +28,10 @@ T = TypeVar("T")
 class TurnService(Protocol):
     """What feeding needs of the service (``MvuService`` has it)."""
 
-    async def checkpoint(self, *, session_id: str, turn_start_seq: int) -> list[CheckpointInfo]: ...
+    async def checkpoint(self, *, session_id: str, turn_start_seq: int,
+                         names: Names | None = None) -> list[CheckpointInfo]: ...
 
-    async def ingest(self, *, session_id: str) -> IngestReport: ...
+    async def ingest(self, *, session_id: str, names: Names | None = None) -> IngestReport: ...
 
 
 @dataclass(slots=True)
@@ -64,7 +66,8 @@ def _completes(event: SessionEvent) -> bool:
     return event.type == "turn/end" and event.data.get("reason") == {"kind": "completed"}
 
 
-async def _late_baselines(call: Callable[[], Awaitable[T]], service: TurnService, session_id: str) -> T:
+async def _late_baselines(call: Callable[[], Awaitable[T]], service: TurnService, session_id: str,
+                          names: Names | None) -> T:
     """``call``, freezing a turn's baseline late where it is missing and calling again.
 
     A turn whose start was stored but whose checkpoint was not frozen (the answer to its batch
@@ -81,12 +84,14 @@ async def _late_baselines(call: Callable[[], Awaitable[T]], service: TurnService
             if error.code != Code.BASELINE_REQUIRED or type(seq) is not int or seq in frozen:
                 raise
             frozen.add(seq)
-            await service.checkpoint(session_id=session_id, turn_start_seq=seq)
+            await service.checkpoint(session_id=session_id, turn_start_seq=seq, names=names)
 
 
-async def feed(service: TurnService, host: StoreHost, session_id: str, events: Any) -> FeedResult:
+async def feed(service: TurnService, host: StoreHost, session_id: str, events: Any,
+               names: Names | None = None) -> FeedResult:
     """Append ``events`` (as the host sends them) to the session, then, in event order, freeze the
-    baseline at each new ``turn/start`` and apply the reply at each completed ``turn/end``."""
+    baseline at each new ``turn/start`` and apply the reply at each completed ``turn/end``;
+    ``names`` are this call's, over the session's (``MvuService.ingest``)."""
     kept = keep_batch(events)
     batch = [item.event for item in kept]
     result = FeedResult(await host.append_kept(session_id, kept))
@@ -95,13 +100,14 @@ async def feed(service: TurnService, host: StoreHost, session_id: str, events: A
         for event in batch:
             if event.seq in freeze:
                 result.checkpoints.extend(await _late_baselines(
-                    functools.partial(service.checkpoint, session_id=session_id, turn_start_seq=event.seq),
-                    service, session_id))
+                    functools.partial(service.checkpoint, session_id=session_id, turn_start_seq=event.seq,
+                                      names=names),
+                    service, session_id, names))
             elif _completes(event):
                 # Each turn's reply is applied (and reported) where the turn ends, before the
                 # next turn's checkpoint would apply it unreported.
-                report = await _late_baselines(functools.partial(service.ingest, session_id=session_id), service,
-                                               session_id)
+                report = await _late_baselines(functools.partial(service.ingest, session_id=session_id, names=names),
+                                               service, session_id, names)
                 result.ingest = report if result.ingest is None else result.ingest.model_copy(update={
                     "outcomes": [*result.ingest.outcomes, *report.outcomes],
                     "fact_errors": [*result.ingest.fact_errors, *report.fact_errors]})

@@ -218,3 +218,33 @@ async def test_a_refused_ingest_is_reported_in_the_answer_and_the_events_stay(tm
             assert answer.json()["error"]["status"] == 400
     finally:
         await ledger.close()
+
+
+async def test_names_reach_macros_per_session_and_per_call_and_the_turns_time_is_the_clock(
+        client: httpx.AsyncClient) -> None:
+    clocked = SCHEMA.replace("mood: z.enum", "since: z.number().prefault(() => Date.now()),\n  mood: z.enum")
+    named = {**CARD, "data": {**CARD["data"], "character_book": {"entries": [
+        {"comment": "[InitVar]初始化变量勿开", "content": INITVAR + "伙伴: {{user}}\n", "enabled": False},
+        {"comment": "schema", "content": clocked.replace("gold:", "伙伴: z.string(),\n  gold:"), "enabled": True}]}}}
+    registered = await client.post(f"{MVU}/cards?characterId=hero&at=1748822400000", content=json.dumps(named),
+                                   headers={"Content-Type": "application/json"})
+    assert registered.status_code == 200 and "sourceError" not in registered.json(), registered.text
+    assert registered.json()["problems"] == [] and "disabled" in registered.json()["notes"][0]
+    await client.post(f"{MVU}/sessions", json={"sessionId": "s1", "createdAt": CREATED})
+    names = [{"seq": 0, "type": "session/names", "data": {"user": "爱丽丝", "char": "Hero"}}]
+    assert (await events(client, "s1", names)).json()["error"] is None
+    selected = await client.put(f"{MVU}/sessions/s1/selection", json={"characterId": "hero"})
+    instance = selected.json()["instanceId"]
+    content = (await read(client, instance))["content"]["stat_data"]
+    assert (content["伙伴"], content["since"]) == ("爱丽丝", 1_748_822_400_000)
+    start, finish = turn(1, 1, "_.set('伙伴', '{{char}}与<user>');\n_.unset('since');", "m1")
+    await events(client, "s1", start)
+    finish[1]["data"]["at"] = 1_748_908_800_000
+    answer = await client.post(f"{MVU}/sessions/s1/events", json={"events": finish, "names": {"char": "白雪"}})
+    assert answer.json()["ingest"]["outcomes"][0]["status"] == "committed", answer.text
+    content = (await read(client, instance))["content"]["stat_data"]
+    assert (content["伙伴"], content["since"]) == ("白雪与爱丽丝", 1_748_908_800_000)
+    problem(await client.post(f"{MVU}/sessions/s1/events", json={"events": finish, "names": {"user": ""}}),
+            400, "MVU_OPERATION")
+    problem(await client.post(f"{MVU}/cards?characterId=h2&at=-5", content=json.dumps(named),
+                              headers={"Content-Type": "application/json"}), 400, "MVU_OPERATION")

@@ -142,3 +142,28 @@ def test_the_kept_text_is_canonical_so_a_resent_event_compares_equal() -> None:
     one = keep({"seq": 0, "type": "turn/end", "data": {"reason": {"kind": "completed"}, "turn": 1}})
     two = keep({"type": "turn/end", "data": {"turn": 1.0, "reason": {"kind": "completed"}}, "seq": 0})
     assert one.text == two.text == '{"reason":{"kind":"completed"},"turn":1}'
+
+
+def test_a_turn_end_keeps_the_turns_time() -> None:
+    event = kept({"seq": 4, "type": "turn/end", "data": {"turn": 1, "reason": {"kind": "completed"},
+                                                          "at": 1_748_860_200_000, "usage": 3}})
+    assert event.data == {"turn": 1, "reason": {"kind": "completed"}, "at": 1_748_860_200_000}
+    assert kept({"seq": 4, "type": "turn/end", "data": {"turn": 1, "reason": {"kind": "completed"}}}).data == {
+        "turn": 1, "reason": {"kind": "completed"}}
+    for bad in (-1, 1.5, "2025-06-02", True):
+        with pytest.raises(MvuError) as refused:
+            keep({"seq": 4, "type": "turn/end", "data": {"turn": 1, "reason": {"kind": "completed"}, "at": bad}})
+        assert refused.value.details["field"] == "data.at"
+
+
+def test_session_names_keep_the_names_given() -> None:
+    assert kept({"seq": 0, "type": "session/names", "data": {"user": "爱丽丝", "char": "白雪"}}).data == {
+        "user": "爱丽丝", "char": "白雪"}
+    assert kept({"seq": 0, "type": "session/names", "data": {"user": "Ann", "char": None}}).data == {"user": "Ann"}
+    assert kept({"seq": 0, "type": "session/names", "data": {}}).data == {}
+    for bad, field in (({"user": ""}, "data.user"), ({"char": 7}, "data.char"), ({"nick": "x"}, "data"),
+                       ({"user": "x" * 201}, "data.user")):
+        with pytest.raises(MvuError) as refused:
+            keep({"seq": 0, "type": "session/names", "data": bad})
+        assert refused.value.code == Code.OPERATION
+        assert refused.value.details["field"] == field
