@@ -264,14 +264,14 @@ def measure_state(value: JsonValue, *, max_bytes: int = MAX_STATE_BYTES) -> tupl
     normalized, nodes, depth = normalize(value)
     data = utf8(dumps(normalized))
     if len(data) > max_bytes:
-        raise MvuError(
-            Code.LIMIT,
-            f"state is {len(data)} bytes, over the {max_bytes}-byte limit",
-            limit=max_bytes,
-            requested=len(data),
-            kind="bytes",
-        )
+        raise over_state_limit(len(data), max_bytes)
     return normalized, data, Measure(len(data), nodes, depth)
+
+
+def over_state_limit(size: int, limit: int) -> MvuError:
+    """The refusal of a state of ``size`` canonical bytes over a ``limit``-byte budget."""
+    return MvuError(Code.LIMIT, f"state is {size} bytes, over the {limit}-byte limit", limit=limit,
+                    requested=size, kind="bytes")
 
 
 def find_unsafe_key(value: JsonValue) -> list[str | int] | None:

@@ -34,6 +34,9 @@ class UpdateResult:
     variables: dict[str, Any]
     diagnostics: tuple[dict[str, Any], ...]
     changed: bool
+    encoded: bytes = b""
+    """The canonical JSON of ``variables`` (UTF-8), as the state budget check measured it: a
+    store can keep these bytes instead of encoding the state a second time."""
 
 
 def private_envelope(variables: JsonValue) -> dict[str, Any]:
@@ -111,8 +114,8 @@ def run_commands(
     envelope["display_data"] = run.stat_data
     envelope["delta_data"] = {"changes": run.changes}
     envelope["update_diagnostics"] = diagnostics
-    checked, _, _ = measure_state(envelope)
-    return UpdateResult(checked, tuple(diagnostics), changed)
+    checked, encoded, _ = measure_state(envelope)
+    return UpdateResult(checked, tuple(diagnostics), changed, encoded)
 
 
 def apply_update(

@@ -70,7 +70,7 @@ class Commits(Facts):
         ``PLAY_STORAGE_LIMIT`` (ledger over budget). A refused commit writes nothing.
         """
         check_request(request)
-        blob = self.prepare_state(request.variables)
+        blob = self.prepare_state(request.variables, request.encoded)
         source = canonical_text(request.source)
         meta = canonical_text(request.meta)
         key = request.key or default_key(request)

@@ -162,6 +162,12 @@ class CommitRequest:
     version (never on a replay), so they are durable exactly when the write is. They are written
     in a savepoint of their own: facts the store refuses are rolled back alone and reported as
     :attr:`CommitOutcome.fact_error`, and the write stands."""
+    encoded: bytes | None = None
+    """The canonical JSON (UTF-8) of ``variables``, when the caller holds it from
+    :func:`~mvu_store.jsonvalue.measure_state` of this very value (an update's
+    :attr:`~mvu_store.lang.UpdateResult.encoded`): the ledger stores these bytes instead of
+    encoding the state again, after checking them against its state budget. Bytes of any other
+    value would store that value: pass them only as they came."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -21,7 +21,7 @@ from typing import Any, Self, TypeVar
 from sqlalchemy import Engine, Table, bindparam, func, insert, select, update
 
 from mvu_store.errors import Code, MvuError
-from mvu_store.jsonvalue import JsonValue, measure_state
+from mvu_store.jsonvalue import JsonValue, measure_state, over_state_limit
 from mvu_store.ledger import tables as t
 from mvu_store.ledger.audit import row_bytes
 from mvu_store.ledger.blob import Blob
@@ -216,10 +216,14 @@ class Store:
 
     # -- the steps of a write -----------------------------------------------------------------
 
-    def prepare_state(self, variables: JsonValue) -> Blob:
-        """Check a variables envelope against the state budget (MVU_LIMIT) and encode it."""
-        _, data, _ = measure_state(variables, max_bytes=self._state_limit)
-        return Blob(data.decode(), data)
+    def prepare_state(self, variables: JsonValue, encoded: bytes | None = None) -> Blob:
+        """Check a variables envelope against the state budget (MVU_LIMIT) and encode it
+        (``encoded``: its canonical bytes, already measured; only their size is checked)."""
+        if encoded is None:
+            _, encoded, _ = measure_state(variables, max_bytes=self._state_limit)
+        elif len(encoded) > self._state_limit:
+            raise over_state_limit(len(encoded), self._state_limit)
+        return Blob(encoded.decode(), encoded)
 
     def put_blob(self, tx: WriteTx, blob: Blob) -> str:
         """Store a payload once; only the first copy is charged to the budget."""

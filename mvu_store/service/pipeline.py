@@ -236,14 +236,14 @@ class Pipeline:
 
         async def attempt(head: Head) -> Any:
             tried.append(head)
-            variables, diagnostics, changed = head.variables, [], False
+            variables, diagnostics, changed, encoded = head.variables, [], False, b""
             if run:
                 # The declaration, at the turn's time; after the first command it parses only
                 # what each command changed.
                 declared = DeclaredSchema.of(head.variables, reply.at, ValidationMemo())
                 result = run_commands(private_envelope(head.variables), chosen, declared,
                                       declared.check if declared is not None else None)
-                variables, changed = result.variables, result.changed
+                variables, changed, encoded = result.variables, result.changed, result.encoded
                 diagnostics = [dict(item) for item in result.diagnostics]
             ended = facts.copy()
             if changed:
@@ -259,7 +259,7 @@ class Pipeline:
             outcome = await ctx.ledger.commit(CommitRequest(
                 entry.id, head.revision, "reply", variables, reply.fingerprint, reply.source, key=reply.key,
                 meta={"sourceRevision": head.revision, "configRevision": decision.config_revision},
-                facts=tuple(ended.records)))
+                facts=tuple(ended.records), encoded=encoded or None))
             return outcome, changed, diagnostics, ended
 
         try:

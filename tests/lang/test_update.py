@@ -248,3 +248,16 @@ def test_v2_object_insertion_is_shallow() -> None:
 
 def stat_v1(stat_data: dict[str, Any], text: str) -> Any:
     return apply_update({"stat_data": stat_data}, text).variables["stat_data"]
+
+
+@pytest.mark.parametrize("reply", [
+    "_.set('hp', 5.0);",  # an integral float: the bytes hold 5, as the state does
+    "_.set('名前', '白娅');_.add('hp', 2.5);",
+    "<JSONPatch>[{\"op\": \"replace\", \"path\": \"/gold\", \"value\": 1e3}]</JSONPatch>",
+    "no commands at all",
+])
+def test_the_encoded_bytes_are_the_canonical_text_of_the_new_state(reply: str) -> None:
+    from mvu_store.jsonvalue import canonical_text
+
+    result = apply_update({"stat_data": {"hp": 1, "gold": 2, "名前": ""}}, reply)
+    assert result.encoded == canonical_text(result.variables).encode()
