@@ -70,6 +70,16 @@ class Code(StrEnum):
     # Not in the specification's list: the stored ledger fails a structural check (bad format
     # version, corrupt row). Distinct from caller errors so operators can alert on it.
     STORAGE_CORRUPT = "MVU_STORAGE_CORRUPT"
+    # Not in the specification's list: conditions of the storage that may pass, each named for
+    # what happened (HTTP 503 with Retry-After; nothing was written): the disk or file system is
+    # full, the database cannot be written (a read-only file or file system), or an I/O error.
+    STORAGE_FULL = "MVU_STORAGE_FULL"
+    STORAGE_READ_ONLY = "MVU_STORAGE_READ_ONLY"
+    STORAGE_IO = "MVU_STORAGE_IO"
+    # Not in the specification's list: the database file at the ledger's path is no longer the
+    # one this process opened (deleted or replaced under it). Writes are refused until an
+    # operator puts it back or restarts: a write to the old file would be acknowledged and lost.
+    STORAGE_GONE = "MVU_STORAGE_GONE"
     # Not in the specification's list: trigger facts that could not be stored for a reason that
     # is no refusal of ours. Only ever reported (a commit's ``fact_error``, an ingest's
     # ``fact_errors``), never raised: facts observe an update, they never fail it.

@@ -46,12 +46,12 @@ STATUSES: dict[int, tuple[Code, ...]] = {
     409: (Code.AMBIGUOUS, Code.REVISION_CONFLICT, Code.IDEMPOTENCY_CONFLICT, Code.ID_CONFLICT, Code.EVENT_CONFLICT,
           Code.EVENT_GAP),
     # Not the client's fault and not fixed by changing the request: an operator must look.
-    500: (Code.STORAGE_CORRUPT,
+    500: (Code.STORAGE_CORRUPT, Code.STORAGE_GONE,
           # Only ever reported beside a commit that stood (fact_errors), never raised; a store fault.
           Code.FACT_WRITE),
-    # Storage that stayed busy (on a read or a write), or a service shutting down: nothing was
-    # written, retry later (Retry-After).
-    503: (Code.STORAGE_BUSY, Code.DISPOSED),
+    # Storage that stayed busy (on a read or a write), full, read-only or failing with an I/O
+    # error, or a service shutting down: nothing was written, retry later (Retry-After).
+    503: (Code.STORAGE_BUSY, Code.STORAGE_FULL, Code.STORAGE_READ_ONLY, Code.STORAGE_IO, Code.DISPOSED),
 }
 _STATUS: dict[str, int] = {code: status for status, codes in STATUSES.items() for code in codes}
 # Refusals of an edit only.
@@ -59,7 +59,7 @@ _WRITE_STATUS: dict[str, int] = {Code.MIGRATION_REQUIRED: 403}
 # A code outside Code (MvuError also takes a plain string; none is raised today).
 _OTHER_STATUS = 400
 RETRY_AFTER_SECONDS = 1
-_SERVER_DETAIL = {503: "storage is busy or the service is stopping; nothing was written: retry later",
+_SERVER_DETAIL = {503: "storage is busy, full or failing, or the service is stopping; nothing was written: retry later",
                   500: "the ledger failed a structural check; an operator must look at it"}
 
 _TITLES = {401: "Unauthorized", 404: "Not Found", 405: "Method Not Allowed", 408: "Request Timeout",

@@ -113,6 +113,9 @@ def translate(error: BaseException) -> BaseException:
         # The connection failed (08) or the server is shutting down or restarting (57):
         # retrying later may succeed.
         return MvuError(Code.STORAGE_BUSY, f"the database is unavailable; nothing was written: {cause}")
+    condition = _storage_condition(cause, sqlstate)
+    if condition is not None:
+        return condition
     constraint = getattr(getattr(cause, "diag", None), "constraint_name", None)
     if constraint == "uq_versions_revision":
         return MvuError(Code.REVISION_CONFLICT, "another version already claims this revision; nothing was written")
@@ -129,6 +132,33 @@ def translate(error: BaseException) -> BaseException:
     if isinstance(cause, sqlite3.DatabaseError) or sqlstate is not None:
         return MvuError(Code.STORAGE_CORRUPT, f"the database refused the statement: {cause}")
     return error
+
+
+# SQLite's primary result codes and PostgreSQL's SQLSTATEs for conditions of the storage that may
+# pass (a full disk, a read-only file, an I/O error): retried later, a write can succeed.
+_SQLITE_CONDITIONS = {
+    sqlite3.SQLITE_FULL: (Code.STORAGE_FULL, "the disk or file system holding the ledger is full"),
+    sqlite3.SQLITE_READONLY: (Code.STORAGE_READ_ONLY, "the ledger's database cannot be written (read-only)"),
+    sqlite3.SQLITE_IOERR: (Code.STORAGE_IO, "an I/O error on the ledger's database"),
+    sqlite3.SQLITE_CANTOPEN: (Code.STORAGE_IO, "the ledger's database file cannot be opened"),
+}
+_POSTGRES_CONDITIONS = {
+    "53100": (Code.STORAGE_FULL, "the database server's disk is full"),
+    "25006": (Code.STORAGE_READ_ONLY, "the database server only takes reads"),
+    "58030": (Code.STORAGE_IO, "an I/O error on the database server"),
+}
+
+
+def _storage_condition(cause: BaseException, sqlstate: str | None) -> MvuError | None:
+    found = None
+    if isinstance(cause, sqlite3.Error) and getattr(cause, "sqlite_errorcode", None) is not None:
+        found = _SQLITE_CONDITIONS.get(cause.sqlite_errorcode & 0xFF)
+    elif sqlstate is not None:
+        found = _POSTGRES_CONDITIONS.get(sqlstate)
+    if found is None:
+        return None
+    code, what = found
+    return MvuError(code, f"{what}; nothing was written: {cause}")
 
 
 @contextlib.contextmanager

@@ -26,6 +26,7 @@ from mvu_store.ledger import tables as t
 from mvu_store.ledger.audit import row_bytes
 from mvu_store.ledger.blob import Blob
 from mvu_store.ledger.checkpointer import Checkpointer
+from mvu_store.ledger.database_file import DatabaseFile
 from mvu_store.ledger.dialect import dialect_of, translated
 from mvu_store.ledger.engine import lock_conninfo
 from mvu_store.ledger.locks import AdvisoryLocks, DatabaseLocks, FileLocks, SessionLocks
@@ -63,8 +64,10 @@ class Store:
         self._writer_engine = writer_engine
         self._reader_engine = reader_engine
         self._checkpointer = Checkpointer(reader_engine, ledger_id) if self._dialect.embedded else None
+        self._file = DatabaseFile(writer_engine.url.database) if self._dialect.embedded else None
         self._writer = Writer(writer_engine, ledger_id, self._settle, serialize=self._serialize,
-                              committed=self._checkpointer.committed if self._checkpointer else None)
+                              committed=self._checkpointer.committed if self._checkpointer else None,
+                              admit=self._file.check if self._file else None)
         self._read_statements = Statements(reader_engine.dialect)
         self._put_blob = Query(
             "insert-ignore:blobs", lambda: self._dialect.insert_ignore(t.blobs), _column_names(t.blobs)

@@ -88,7 +88,7 @@ class Writer:
 
     def __init__(
         self, engine: Engine, ledger_id: str, settle: Settle, *, serialize: Settle, max_batch: int = 64,
-        committed: Callable[[], None] | None = None,
+        committed: Callable[[], None] | None = None, admit: Callable[[], None] | None = None,
     ) -> None:
         self.statements = Statements(engine.dialect)
         self._engine = engine
@@ -97,6 +97,9 @@ class Writer:
         self._serialize = serialize
         self._max_batch = max_batch
         self._committed = committed  # told after every COMMIT (the WAL checkpointer)
+        # Asked before every batch: an MvuError it raises refuses the whole batch, and the
+        # connection is kept as it is (the database file check: reconnecting could create one).
+        self._admit = admit
         self._begin_sql = dialect_of(engine).begin
         # Items are lists of jobs (one per loop iteration that submitted), then _STOP.
         self._queue: queue.SimpleQueue[Any] = queue.SimpleQueue()
@@ -202,6 +205,12 @@ class Writer:
             return connection  # every caller gave up before its turn: nothing to run
         outcomes: list[tuple[bool, Any]] = []
         try:
+            if self._admit is not None:
+                self._admit()
+        except MvuError as refusal:
+            self._resolve(live, [(False, refusal)] * len(live))
+            return connection
+        try:
             if connection is None:
                 connection = self._engine.raw_connection()
             # Sharing the transaction needs a driver that tells whether a failed unit wrote.
@@ -222,6 +231,11 @@ class Writer:
                 with contextlib.suppress(Exception):
                     connection.invalidate()
                 connection = None
+        self._resolve(live, outcomes)
+        return connection
+
+    @staticmethod
+    def _resolve(live: list[_Job[Any]], outcomes: list[tuple[bool, Any]]) -> None:
         # One wake-up per event loop for the whole batch, not one per caller.
         by_loop: dict[asyncio.AbstractEventLoop, list[tuple[asyncio.Future[Any], bool, Any]]] = {}
         for job, (ok, value) in zip(live, outcomes, strict=True):
@@ -230,7 +244,6 @@ class Writer:
             # The caller's loop may be gone (it stopped while waiting): nobody is left to tell.
             with contextlib.suppress(RuntimeError):
                 loop.call_soon_threadsafe(_resolve_all, results)
-        return connection
 
     def _attempt(self, dbapi: Any, live: list[_Job[Any]], *, isolate: bool) -> list[tuple[bool, Any]] | None:
         """One transaction over ``live``; commits unless a caller was cancelled meanwhile.

@@ -48,6 +48,8 @@ _CURSORS = 4096
 # (P-4), which a failed receipt (it claims a revision) would not; so are writers that kept
 # moving the head past every compare-and-swap attempt (the reply is valid, only late).
 _UNRECORDED = frozenset({Code.STORAGE_BUSY.value, Code.DISPOSED.value, Code.STORAGE_CORRUPT.value,
+                         Code.STORAGE_FULL.value, Code.STORAGE_READ_ONLY.value, Code.STORAGE_IO.value,
+                         Code.STORAGE_GONE.value,
                          Code.STORAGE_LIMIT.value, Code.USAGE_CANCELLED.value, Code.SESSION_LEASE.value,
                          Code.REVISION_CONFLICT.value})
 

@@ -360,6 +360,30 @@ async def test_a_reply_the_head_kept_moving_past_stays_unprocessed(ledger: Ledge
     assert record is not None and record.content["stat_data"]["hp"] == 7  # type: ignore[index]
 
 
+@pytest.mark.parametrize("code", [Code.STORAGE_FULL, Code.STORAGE_READ_ONLY, Code.STORAGE_IO, Code.STORAGE_GONE])
+async def test_a_reply_the_storage_could_not_take_stays_unprocessed(ledger: Ledger, host: MemoryHost,
+                                                                   service: MvuService, code: Code,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """A full disk, a read-only or failing file, a file gone: nothing is recorded (a failed
+    receipt would lose the reply for good), and once the storage is back the reply applies."""
+    instance = await playing(service, host, card=PLAIN)
+    real = ledger.commit
+
+    async def storage_down(request: Any) -> Any:
+        if request.kind == "reply":  # a failed receipt would still be written: it must not be tried
+            raise MvuError(code, "the storage cannot take it")
+        return await real(request)
+
+    monkeypatch.setattr(ledger, "commit", storage_down)
+    with pytest.raises(MvuError) as error:
+        await host.turn("s1", turn=1, user="go", reply="_.set('hp', 7);")
+    assert error.value.code == code
+    assert await service.history(id=instance, scope=scope("s1")) == []
+    monkeypatch.setattr(ledger, "commit", real)
+    [outcome] = (await service.ingest(session_id="s1")).outcomes
+    assert outcome.status == "committed"
+
+
 async def test_a_refused_read_writes_nothing(ledger: Ledger, host: MemoryHost) -> None:
     service = MvuService(ledger=ledger, host=host, resources=[
         {"id": "mvu:party", "session_ids": ["*"], "initial": {"stat_data": {"gold": 3}}}])

@@ -1,0 +1,100 @@
+"""Conditions of the storage that may pass (a full disk, a read-only file, an I/O error) are
+refused with a code that names them, never as corruption; a database file deleted or replaced
+under a running ledger refuses writes instead of acknowledging them into a lost file."""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+from pathlib import Path
+
+import psycopg
+import pytest
+
+from mvu_store.errors import MvuError
+from mvu_store.ledger import CommitRequest, NewResource, open_ledger
+from mvu_store.ledger.dialect import translate
+
+STATE = {"stat_data": {"hp": 1}}
+
+
+def sqlite_error(code: int, message: str) -> sqlite3.OperationalError:
+    """The error sqlite3 raises for a result code (its extended form, as the driver reports it)."""
+    error = sqlite3.OperationalError(message)
+    error.sqlite_errorcode = code
+    error.sqlite_errorname = "test"
+    return error
+
+
+@pytest.mark.parametrize(("code", "expected"), [
+    (sqlite3.SQLITE_FULL, "MVU_STORAGE_FULL"),
+    (sqlite3.SQLITE_READONLY, "MVU_STORAGE_READ_ONLY"),
+    (sqlite3.SQLITE_READONLY | (1 << 8), "MVU_STORAGE_READ_ONLY"),  # SQLITE_READONLY_RECOVERY
+    (sqlite3.SQLITE_IOERR, "MVU_STORAGE_IO"),
+    (sqlite3.SQLITE_IOERR | (4 << 8), "MVU_STORAGE_IO"),  # SQLITE_IOERR_FSYNC
+    (sqlite3.SQLITE_CANTOPEN, "MVU_STORAGE_IO"),
+    (sqlite3.SQLITE_CORRUPT, "MVU_STORAGE_CORRUPT"),  # damage stays damage
+])
+def test_sqlite_conditions_are_named_for_what_happened(code: int, expected: str) -> None:
+    mapped = translate(sqlite_error(code, "from the driver"))
+    assert isinstance(mapped, MvuError) and mapped.code == expected
+
+
+@pytest.mark.parametrize(("sqlstate", "expected"), [
+    ("53100", "MVU_STORAGE_FULL"), ("25006", "MVU_STORAGE_READ_ONLY"), ("58030", "MVU_STORAGE_IO")])
+def test_postgresql_conditions_are_named_for_what_happened(sqlstate: str, expected: str) -> None:
+    error = psycopg.errors.lookup(sqlstate)("from the server")
+    mapped = translate(error)
+    assert isinstance(mapped, MvuError) and mapped.code == expected
+
+
+async def test_a_full_database_refuses_the_write_with_storage_full_and_recovers(tmp_path: Path) -> None:
+    """SQLite's own page limit gives the "database or disk is full" a full disk gives."""
+    ledger = await open_ledger(f"sqlite:///{tmp_path / 'l.sqlite3'}")
+    try:
+        await ledger.create_resource(NewResource(id="mvu:a", kind="shared", initial=STATE, definition={}))
+        pages = await ledger.write(lambda tx: int(tx.cursor.execute("PRAGMA page_count").fetchone()[0]))
+        await ledger.write(lambda tx: tx.cursor.execute(f"PRAGMA max_page_count = {pages}"))
+        big = {"stat_data": {"text": "x" * 200_000}}
+        with pytest.raises(MvuError) as full:
+            await ledger.commit(CommitRequest("mvu:a", 0, "manual", big, "fp", {"manual": True}, operation_id="op"))
+        assert full.value.code == "MVU_STORAGE_FULL"
+        assert (await ledger.head("mvu:a")).revision == 0
+
+        await ledger.write(lambda tx: tx.cursor.execute("PRAGMA max_page_count = 1073741823"))  # space is back
+        outcome = await ledger.commit(CommitRequest("mvu:a", 0, "manual", big, "fp", {"manual": True},
+                                                    operation_id="op"))
+        assert outcome.revision == 1 and await ledger.audit() == []
+    finally:
+        await ledger.close()
+
+
+@pytest.mark.parametrize("how", ["deleted", "replaced"])
+async def test_a_database_file_gone_from_under_the_ledger_refuses_writes(tmp_path: Path, how: str) -> None:
+    path = tmp_path / "l.sqlite3"
+    ledger = await open_ledger(f"sqlite:///{path}")
+    try:
+        await ledger.create_resource(NewResource(id="mvu:a", kind="shared", initial=STATE, definition={}))
+        moved = tmp_path / "moved.sqlite3"
+        os.rename(path, moved)
+        if how == "replaced":
+            sqlite3.connect(path).close()  # another (empty) database at the same path
+        with pytest.raises(MvuError) as gone:
+            await ledger.commit(CommitRequest("mvu:a", 0, "manual", STATE, "fp", {"manual": True},
+                                              operation_id="op"))
+        assert gone.value.code == "MVU_STORAGE_GONE" and gone.value.details["path"] == str(path)
+        assert how in str(gone.value)
+
+        if how == "deleted":  # put back, the same file: writes go on
+            os.rename(moved, path)
+            outcome = await ledger.commit(CommitRequest("mvu:a", 0, "manual", STATE, "fp", {"manual": True},
+                                                        operation_id="op"))
+            assert outcome.revision == 1
+    finally:
+        await ledger.close()
+    if how == "deleted":
+        reopened = await open_ledger(f"sqlite:///{path}")
+        try:
+            assert (await reopened.head("mvu:a")).revision == 1  # the acknowledged write is there
+        finally:
+            await reopened.close()
