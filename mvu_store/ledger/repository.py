@@ -29,6 +29,7 @@ from __future__ import annotations
 
 from sqlalchemy import text
 
+from mvu_store.errors import Code, MvuError
 from mvu_store.ledger.commits import Commits
 from mvu_store.ledger.facts import Facts
 from mvu_store.ledger.host_sessions import HostSessions
@@ -42,10 +43,27 @@ _FINDINGS = Query(
 )
 
 
+
+
 class Ledger(Commits, Views, Facts, HostSessions):
     """One budget domain of the store. Create with :func:`mvu_store.ledger.open_ledger`."""
 
     async def audit(self) -> list[Finding]:
-        """Run the ``audit_*`` views (the same SQL an auditor runs) for this ledger."""
+        """Run the ``audit_*`` views (the same SQL an auditor runs) for this ledger.
+
+        On SQLite the file's structure is checked first (``PRAGMA integrity_check``): a damaged
+        file is reported as ``integrity`` findings, one per problem SQLite names, and the views,
+        whose answers over damaged pages would mean nothing, are not run."""
+        if self._dialect.embedded:
+            try:
+                problems = [str(row[0]) for row in await self.read(
+                    lambda connection: connection.exec_driver_sql("PRAGMA integrity_check(20)").all())]
+            except MvuError as error:  # damage the check itself cannot read past
+                if error.code != Code.STORAGE_CORRUPT:
+                    raise
+                problems = [error.message]
+            if problems != ["ok"]:
+                where = self._file.path if self._file is not None else self.url
+                return [Finding("integrity", self.ledger_id, where, problem) for problem in problems]
         rows = await self.read_all(_FINDINGS)
         return [Finding(row["check_name"], row["ledger_id"], row["subject"], row["detail"]) for row in rows]

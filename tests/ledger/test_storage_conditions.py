@@ -98,3 +98,28 @@ async def test_a_database_file_gone_from_under_the_ledger_refuses_writes(tmp_pat
             assert (await reopened.head("mvu:a")).revision == 1  # the acknowledged write is there
         finally:
             await reopened.close()
+
+
+async def test_the_audit_reports_a_damaged_file_as_integrity_findings(tmp_path: Path) -> None:
+    path = tmp_path / "l.sqlite3"
+    ledger = await open_ledger(f"sqlite:///{path}")
+    await ledger.create_resource(NewResource(id="mvu:a", kind="shared", initial=STATE, definition={}))
+    for n in range(40):
+        await ledger.commit(CommitRequest("mvu:a", n, "manual", {"stat_data": {"n": n, "pad": "x" * 3000}},
+                                          f"fp-{n}", {"manual": True}, operation_id=f"op-{n}"))
+    await ledger.close()
+    with sqlite3.connect(path) as raw:
+        raw.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        page_size = raw.execute("PRAGMA page_size").fetchone()[0]
+        [root] = raw.execute("SELECT rootpage FROM sqlite_master WHERE name = 'versions'").fetchone()
+    with path.open("r+b") as file:  # the versions table's root page: its header overwritten
+        file.seek((root - 1) * page_size)
+        file.write(b"\xff" * 64)
+
+    damaged = await open_ledger(f"sqlite:///{path}")
+    try:
+        findings = await damaged.audit()
+    finally:
+        await damaged.close()
+    assert findings and {finding.check for finding in findings} == {"integrity"}
+    assert all(finding.subject == str(path) for finding in findings)
