@@ -3,6 +3,10 @@
 Used by the tests, the demo and newcomers to drive the whole pipeline without a chat program.
 With ``path``, each session is ``<path>/<session id>.jsonl``: the first line is the header, each
 further line one event, appended and fsynced, so a restarted process sees the same sessions.
+A file there that is not such a log (a header naming another id, malformed JSON, a link, a
+device) is not loaded: :attr:`MemoryHost.refused` names it with its error, and every other
+session loads as usual; a session's file is the one it was loaded from or created as, never a
+path made from an id read in a file.
 """
 
 from __future__ import annotations
@@ -11,6 +15,7 @@ import asyncio
 import json
 import os
 import re
+import stat
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Protocol
@@ -63,10 +68,17 @@ class MemoryHost:
         self._service: TurnService | None = None
         self._pending: list[asyncio.Future[None]] = []
         self._path = Path(path) if path is not None else None
+        self._files: dict[str, Path] = {}
+        self.refused: dict[str, str] = {}
+        """Log files of ``path`` that were not loaded, by file name: the error code and message
+        (the other sessions load and serve as usual)."""
         if self._path is not None:
             self._path.mkdir(parents=True, exist_ok=True)
             for log in sorted(self._path.glob("*.jsonl")):
-                self._load(log)
+                try:
+                    self._load(log)
+                except MvuError as error:
+                    self.refused[log.name] = f"{error.code}: {error.message}"
 
     # -- the Host protocol ---------------------------------------------------------------------
 
@@ -116,6 +128,9 @@ class MemoryHost:
         header = SessionHeader(session_id, version, created_at, parent_session, origin)
         self._sessions[session_id] = session = _Session(header)
         session.rechain()
+        if self._path is not None:
+            # The one place a file name comes from a session id: one the pattern above admits.
+            self._files[session_id] = self._path / f"{session_id}.jsonl"
         self._write(session_id, _header_json(header), truncate=True)
         return header
 
@@ -260,7 +275,7 @@ class MemoryHost:
     def _write(self, session_id: str, line: dict[str, Any], *, truncate: bool = False) -> None:
         if self._path is None:
             return
-        with open(self._path / f"{session_id}.jsonl", "w" if truncate else "a", encoding="utf-8") as log:
+        with open(self._files[session_id], "w" if truncate else "a", encoding="utf-8") as log:
             log.write(json.dumps(line, ensure_ascii=False, separators=(",", ":")) + "\n")
             log.flush()
             os.fsync(log.fileno())
@@ -269,7 +284,7 @@ class MemoryHost:
         if self._path is None:
             return
         session = self._sessions[session_id]
-        target = self._path / f"{session_id}.jsonl"
+        target = self._files[session_id]
         temporary = target.with_suffix(".jsonl.tmp")
         with open(temporary, "w", encoding="utf-8") as log:
             for line in [_header_json(session.header)] + [
@@ -285,32 +300,58 @@ class MemoryHost:
         if read is None:
             return
         header, events, torn = read
+        if header.id in self._sessions:
+            raise MvuError(Code.ID_CONFLICT, f"{log.name}: session {header.id!r} is already loaded from "
+                                             f"{self._files[header.id].name}", path=str(log))
         session = _Session(header, events)
         session.rechain()
         self._sessions[header.id] = session
+        self._files[header.id] = log
         if torn:
             self._rewrite(header.id)  # so the next append does not follow the torn bytes
 
 
 def read_log(log: Path) -> tuple[SessionHeader, list[SessionEvent], bool] | None:
     """A session log file: its header, its events and whether a crash tore the last line (that
-    line is left out: everything before it was fsynced whole). None for an empty file."""
-    lines = [line for line in log.read_text(encoding="utf-8").splitlines() if line.strip()]
-    if not lines:
-        return None
-    head = json.loads(lines[0])
-    header = SessionHeader(
-        head["id"], int(head["version"]), head.get("createdAt"), head.get("parentSession"), head.get("origin")
-    )
+    line is left out: everything before it was fsynced whole). None for an empty file.
+
+    A log is ``<session id>.jsonl`` and its header names that id (one the session id pattern
+    admits): any other file is refused with a typed error naming it, as are a symbolic link, a
+    file that is not a regular one (a device, a pipe) and a log that is not what this host
+    writes (``MVU_JSON``)."""
+    try:
+        status = os.lstat(log)
+    except OSError as error:
+        raise MvuError(Code.MISSING, f"{log.name}: {error.strerror}", path=str(log)) from None
+    if not stat.S_ISREG(status.st_mode):
+        raise MvuError(Code.SCOPE, f"{log.name} is not a regular file (a link, a device or a pipe): not read",
+                       path=str(log))
+    try:
+        lines = [line for line in log.read_text(encoding="utf-8").splitlines() if line.strip()]
+        if not lines:
+            return None
+        head = json.loads(lines[0])
+        header = SessionHeader(
+            head["id"], int(head["version"]), head.get("createdAt"), head.get("parentSession"), head.get("origin")
+        )
+    except (ValueError, KeyError, TypeError, AttributeError) as error:  # UnicodeDecodeError is a ValueError
+        raise MvuError(Code.JSON, f"{log.name}: not a session log ({error!r})", path=str(log)) from None
+    if not isinstance(header.id, str) or not _SESSION_ID.match(header.id) or log.name != f"{header.id}.jsonl":
+        raise MvuError(Code.SCOPE, f"{log.name}: its header names session {header.id!r}, not the one its file "
+                                   "name does", path=str(log))
     events: list[SessionEvent] = []
     for number, line in enumerate(lines[1:], start=2):
         try:
             event = json.loads(line)
-        except ValueError:
-            if number != len(lines):
-                raise
-            return header, events, True
-        events.append(SessionEvent(int(event["seq"]), str(event["type"]), event.get("data") or {}))
+        except ValueError as error:
+            if number == len(lines):
+                return header, events, True  # torn by a crash: the line never finished
+            raise MvuError(Code.JSON, f"{log.name}: line {number} is not JSON ({error})", path=str(log)) from None
+        try:
+            events.append(SessionEvent(int(event["seq"]), str(event["type"]), event.get("data") or {}))
+        except (ValueError, KeyError, TypeError, AttributeError) as error:
+            raise MvuError(Code.JSON, f"{log.name}: line {number} is not an event ({error!r})",
+                           path=str(log)) from None
     return header, events, False
 
 

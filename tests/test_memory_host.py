@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -96,3 +97,40 @@ async def test_a_torn_last_line_is_dropped_and_the_log_stays_usable(tmp_path: Pa
     assert reopened.append("s1", "turn/end", {"turn": 1, "reason": {"kind": "completed"}}) == 1
     again = await MemoryHost(tmp_path).inspect("s1")
     assert again is not None and [e.type for e in again.events] == ["turn/start", "turn/end"]
+
+
+def _log(folder: Path, name: str, header: object, *lines: str) -> Path:
+    path = folder / name
+    path.write_text("\n".join([header if isinstance(header, str) else json.dumps(header), *lines]) + "\n",
+                    encoding="utf-8")
+    return path
+
+
+async def test_hostile_logs_are_refused_by_name_and_the_others_serve(tmp_path: Path) -> None:
+    folder = tmp_path / "sessions"
+    outside = tmp_path / "escaped.jsonl"
+    good = MemoryHost(folder)
+    good.create_session("s1", created_at=1000)
+    good.append("s1", "user/message", {"text": "hi"})
+    _log(folder, "dotdot.jsonl", {"id": "../escaped", "version": 1, "createdAt": 1}, '{"seq": 0, "type": "x"')
+    _log(folder, "absolute.jsonl", {"id": str(outside.with_suffix("")), "version": 1, "createdAt": 1})
+    _log(folder, "other.jsonl", {"id": "s1", "version": 1, "createdAt": 1}, '{"seq": 0, "typ')  # claims s1, torn
+    _log(folder, "badjson.jsonl", "{not json")
+    _log(folder, "noid.jsonl", {"version": 1, "createdAt": 1})
+    _log(folder, "s9.jsonl", {"id": "s9", "version": 1, "createdAt": 1}, '{"type": "user/message"}', "{}")
+    (folder / "latin1.jsonl").write_bytes(b'{"id": "caf\\xe9"}\n\xe9\xff\n')
+    (folder / "passwd.jsonl").symlink_to("/etc/passwd")
+    (folder / "zero.jsonl").symlink_to("/dev/zero")
+    s1_before = (folder / "s1.jsonl").read_bytes()
+
+    host = MemoryHost(folder)
+
+    assert set(host.refused) == {"dotdot.jsonl", "absolute.jsonl", "other.jsonl", "badjson.jsonl", "noid.jsonl",
+                                 "s9.jsonl", "latin1.jsonl", "passwd.jsonl", "zero.jsonl"}
+    assert host.refused["noid.jsonl"].startswith("MVU_JSON")
+    assert host.refused["passwd.jsonl"].startswith("MVU_SCOPE")
+    assert not outside.exists() and not (tmp_path / "escaped").exists()  # nothing written outside the folder
+    assert (folder / "s1.jsonl").read_bytes() == s1_before  # the torn impostor did not rewrite the real s1
+    snapshot = await host.inspect("s1")
+    assert snapshot is not None and [event.type for event in snapshot.events] == ["user/message"]
+    assert host.session_ids() == ["s1"]
