@@ -241,6 +241,20 @@ def sha256_hex(data: bytes | str) -> str:
     return hashlib.sha256(utf8(data) if isinstance(data, str) else data).hexdigest()
 
 
+def unique_keys(pairs: list[tuple[str, JsonValue]]) -> dict[str, JsonValue]:
+    """``object_pairs_hook`` for ``json.loads`` that refuses an object naming a key twice:
+    JSON leaves it undefined, parsers disagree (Python keeps the last, others the first), so a
+    body or file that says two things is refused rather than read as one of them."""
+    found = dict(pairs)
+    if len(found) != len(pairs):
+        seen: set[str] = set()
+        for key, _ in pairs:
+            if key in seen:
+                raise MvuError(Code.JSON, f"an object names the key {key!r} twice", key=key)
+            seen.add(key)
+    return found
+
+
 def loads(text: str | bytes) -> JsonValue:
     """Parse strict JSON (no NaN/Infinity) into a normalised value, or raise ``MVU_JSON``."""
 
@@ -248,7 +262,7 @@ def loads(text: str | bytes) -> JsonValue:
         raise MvuError(Code.JSON, f"{name} is not JSON")
 
     try:
-        parsed = json.loads(text, parse_constant=refuse_constant)
+        parsed = json.loads(text, parse_constant=refuse_constant, object_pairs_hook=unique_keys)
     except (ValueError, RecursionError) as error:
         raise MvuError(Code.JSON, f"invalid JSON: {error}") from None
     normalized, _, _ = normalize(parsed)

@@ -18,7 +18,7 @@ from starlette.responses import Response
 from mvu_api.http.problems import BODY_TIMEOUT, problem
 from mvu_api.http.wire import SNAKE
 from mvu_store.errors import Code, MvuError
-from mvu_store.jsonvalue import MAX_STATE_BYTES
+from mvu_store.jsonvalue import MAX_STATE_BYTES, unique_keys
 from mvu_store.service.models import MAX_OPERATION_ID
 
 # The slack covers the envelope fields and modest formatting. Clients should send compact JSON.
@@ -107,7 +107,7 @@ Body = TypeVar("Body", bound=BaseModel)
 def json_body(body: bytes) -> dict[str, Any]:
     """The body as one JSON object, or ``MVU_JSON``."""
     try:
-        data = json.loads(body)
+        data = json.loads(body, object_pairs_hook=unique_keys)
     except (ValueError, RecursionError):
         raise MvuError(Code.JSON, "the body must be one JSON object") from None
     if not isinstance(data, dict):

@@ -15,6 +15,7 @@ from typing import Any
 from starlette.responses import Response
 
 from mvu_store.errors import Code, MvuError
+from mvu_store.jsonvalue import unique_keys
 from mvu_store.service.models import MAX_SESSION_ID
 
 MAX_SCOPE_CHARS = 4_000
@@ -42,7 +43,7 @@ def parse_scope_param(raw: str, *, historical: bool = False) -> dict[str, Any]:
         raise MvuError(Code.LIMIT, f"scope is at most {MAX_SCOPE_CHARS} characters", field="scope",
                        limit=MAX_SCOPE_CHARS)
     try:
-        value = json.loads(raw)
+        value = json.loads(raw, object_pairs_hook=unique_keys)
     except (ValueError, RecursionError):
         raise MvuError(Code.SCOPE, "scope must be a JSON object") from None
     return check_wire_scope(value, historical=historical)

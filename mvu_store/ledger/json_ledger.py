@@ -50,6 +50,7 @@ from mvu_store.jsonvalue import (
     measure_state,
     normalize,
     sha256_hex,
+    unique_keys,
 )
 from mvu_store.ledger import tables as t
 from mvu_store.ledger.blob import Blob
@@ -187,7 +188,9 @@ def parse_json(data: bytes, file: str) -> Any:
         raise refuse(Code.JSON, f"{name} is not JSON", (), file)
 
     try:
-        parsed = json.loads(data.decode("utf-8"), parse_constant=refuse_constant)
+        parsed = json.loads(data.decode("utf-8"), parse_constant=refuse_constant, object_pairs_hook=unique_keys)
+    except MvuError as error:  # a key named twice (a resource id twice would drop one of them)
+        raise refuse(Code.JSON, error.message, (), file) from None
     except UnicodeDecodeError as error:
         raise refuse(Code.JSON, f"not UTF-8 ({error.reason} at byte {error.start})", (), file) from None
     except (ValueError, RecursionError) as error:

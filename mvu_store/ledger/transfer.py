@@ -172,6 +172,11 @@ def _validate(sources: dict[str, bytes], state_limit: int) -> tuple[jl.Instances
     return instances, facts
 
 
+MAX_SOURCE_BYTES = 64 * 1024 * 1024
+"""The largest file an import reads: twice the original's own 32 MiB file limit. Files are
+parsed whole, so a bigger one is refused by its size before a byte of it is read."""
+
+
 def _read_sources(root: Path) -> dict[str, bytes]:
     if not root.is_dir():
         raise MvuError(Code.MISSING, f"{root} is not a directory", directory=str(root))
@@ -179,6 +184,10 @@ def _read_sources(root: Path) -> dict[str, bytes]:
     for name in (jl.INSTANCES_FILE, jl.LEGACY_FILE, jl.FACTS_FILE):
         path = root / name
         if path.is_file():
+            size = path.stat().st_size
+            if size > MAX_SOURCE_BYTES:
+                raise MvuError(Code.LIMIT, f"{path} is {size} bytes, over the {MAX_SOURCE_BYTES}-byte limit of an "
+                                           "import file", path=str(path), limit=MAX_SOURCE_BYTES, requested=size)
             found[name] = path.read_bytes()
     return found
 

@@ -50,3 +50,12 @@ def test_not_one_json_object_is_mvu_json(raw: bytes) -> None:
     with pytest.raises(MvuError) as caught:
         update_body(raw)
     assert caught.value.code == "MVU_JSON"
+
+
+@pytest.mark.parametrize("raw", [b'{"id": "mvu:x", "id": "mvu:y"}',
+                                 b'{"id": "mvu:x", "content": {"stat_data": {"hp": 1, "hp": 2}}}'])
+def test_a_body_naming_a_key_twice_is_mvu_json(raw: bytes) -> None:
+    """JSON leaves a repeated key undefined and parsers disagree on it: refused, never read as one."""
+    with pytest.raises(MvuError) as caught:
+        update_body(raw)
+    assert caught.value.code == "MVU_JSON" and caught.value.details["key"] in ("id", "hp")

@@ -123,3 +123,38 @@ async def test_the_audit_reports_a_damaged_file_as_integrity_findings(tmp_path: 
         await damaged.close()
     assert findings and {finding.check for finding in findings} == {"integrity"}
     assert all(finding.subject == str(path) for finding in findings)
+
+
+async def test_an_import_file_over_the_limit_is_refused_by_its_size(tmp_path: Path) -> None:
+    from mvu_store.ledger import transfer
+
+    ledger = await open_ledger(f"sqlite:///{tmp_path / 'l.sqlite3'}")
+    source = tmp_path / "original"
+    source.mkdir()
+    with (source / "mvu-instances.json").open("wb") as file:
+        file.truncate(transfer.MAX_SOURCE_BYTES + 1)  # sparse: nothing to read, only its size counts
+    try:
+        with pytest.raises(MvuError) as refused:
+            await transfer.import_directory(ledger, source)
+        assert refused.value.code == "MVU_LIMIT" and refused.value.details["limit"] == transfer.MAX_SOURCE_BYTES
+    finally:
+        await ledger.close()
+
+
+@pytest.mark.parametrize("text", [
+    '{"version": 1, "resources": {"mvu:a": {}, "mvu:a": {}}}',
+    '{"version": 1, "version": 1, "resources": {}}',
+])
+async def test_an_import_naming_a_key_twice_is_refused(tmp_path: Path, text: str) -> None:
+    from mvu_store.ledger import transfer
+
+    ledger = await open_ledger(f"sqlite:///{tmp_path / 'l.sqlite3'}")
+    source = tmp_path / "original"
+    source.mkdir()
+    (source / "mvu-instances.json").write_text(text)
+    try:
+        with pytest.raises(MvuError) as refused:
+            await transfer.import_directory(ledger, source)
+        assert refused.value.code == "MVU_JSON" and "twice" in str(refused.value)
+    finally:
+        await ledger.close()
