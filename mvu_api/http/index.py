@@ -24,6 +24,7 @@ GUIDES = {
     "docs/host-protocol.md": "feeding sessions over HTTP, route by route, with curl",
     "docs/host-events.md": "the session and event format the store reads",
     "docs/requirements.md": "what the requirement ids in the texts promise",
+    "docs/json-ledger.md": "the original JSON ledger files that mvu import reads and mvu export writes",
 }
 """The guides in the mvu-store repository (they are not served: the package does not carry them)."""
 INSPECTOR: str | None = None

@@ -1,6 +1,7 @@
-"""Every requirement id a user can read (README, docs/, examples, benchmarks, the packages' error
-messages, docstrings and comments) is defined in docs/requirements.md: the specification the ids
-come from is not in the repository."""
+"""What a user reads explains itself: every requirement id in the README, docs/, examples,
+benchmarks and the packages' error messages, docstrings and comments is defined in
+docs/requirements.md (the specification the ids come from is not in the repository), and every
+page they name is in the repository."""
 
 from __future__ import annotations
 
@@ -53,3 +54,15 @@ def test_every_definition_is_cited_somewhere() -> None:
     everything = set().union(*(cited(path.read_text(encoding="utf-8")) for path in read_by_users()
                                if path != DEFINITIONS))
     assert defined() - everything == set()
+
+
+def test_every_page_the_texts_name_is_in_the_repository() -> None:
+    page = re.compile(r"(?<![\w/.-])((?:[\w.-]+/)*[\w.-]+\.md)\b")
+    missing = sorted(
+        f"{path.relative_to(ROOT)}: {name}"
+        for path in read_by_users()
+        for name in set(page.findall(path.read_text(encoding="utf-8")))
+        # A link is relative to the page it is in; a path in code, to the repository.
+        if not (path.parent / name).is_file() and not (ROOT / name).is_file()
+    )
+    assert not missing, "named but not in the repository:\n" + "\n".join(missing)
