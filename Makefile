@@ -2,20 +2,28 @@
 PYTHON ?= python3.11
 VENV := .venv
 BIN := $(VENV)/bin
-STAMP := $(VENV)/.installed-stamp
+# Two stamps: serving needs only the package; tests, lint and type checks need the dev extras too.
+RUN_STAMP := $(VENV)/.run-stamp
+DEV_STAMP := $(VENV)/.dev-stamp
 DB ?= sqlite:///./var/mvu.sqlite3
 
 .PHONY: install test lint run bench clean
 
-$(STAMP): pyproject.toml
+$(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --upgrade pip
+
+$(RUN_STAMP): pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install --quiet -e .
+	touch $(RUN_STAMP)
+
+# The dev extras include the package itself, so this stamp stands for both.
+$(DEV_STAMP): pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install --quiet -e '.[dev]'
-	touch $(STAMP)
+	touch $(RUN_STAMP) $(DEV_STAMP)
 
-install: $(STAMP)
+install: $(DEV_STAMP)
 
-lint: $(STAMP)
+lint: $(DEV_STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/mypy
 
@@ -24,11 +32,11 @@ test: lint
 
 # The main job: the HTTP API on the embedded ledger (migrated first). It prints the URL, where
 # the token is and the docs URL; Ctrl-C stops it cleanly.
-run: $(STAMP)
+run: $(RUN_STAMP)
 	mkdir -p var
 	$(BIN)/mvu --db $(DB) serve
 
-bench: $(STAMP)
+bench: $(RUN_STAMP)
 	$(BIN)/python benchmarks/commit_path.py
 	$(BIN)/python benchmarks/http.py
 

@@ -16,8 +16,12 @@ rate (``turns_per_s_http``) / in-process turn rate (``inprocess_turns_per_s``). 
 (a few hundred lines of Python less than an HTTP library per request), so the ratio measures the
 server, not the client; both share the machine's cores with the server, as a local host would.
 Human lines first; the LAST line is one JSON object. ``--quick`` makes a short run (smoke tests).
+Each measurement runs ``--seconds`` and in any case until every client has done ``--at-least``
+operations (default 1): a loaded machine stretches the window rather than measure nothing. With
+``--at-least 0`` a window can end empty; that rate (and its ratio) is then null, and its line
+says it measured nothing.
 
-    python benchmarks/http.py [--quick] [--seconds S]
+    python benchmarks/http.py [--quick] [--seconds S] [--at-least N]
 """
 
 from __future__ import annotations
@@ -35,6 +39,7 @@ import threading
 import time
 import urllib.parse
 import uuid
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -63,6 +68,37 @@ CARD = {
 
 def say(line: str) -> None:
     print(line, flush=True)
+
+
+@dataclass(frozen=True)
+class Window:
+    """How long one measurement runs: ``seconds``, and until each client did ``at_least`` operations."""
+
+    seconds: float
+    at_least: int
+
+    def start(self) -> tuple[float, float]:
+        """The measurement's start and its deadline."""
+        started = time.perf_counter()
+        return started, started + self.seconds
+
+    def goes_on(self, deadline: float, done_by_client: int) -> bool:
+        return done_by_client < self.at_least or time.perf_counter() < deadline
+
+
+def per_second(done: int, started: float) -> float | None:
+    """The rate since ``started``; None when nothing finished (there is no rate to give)."""
+    return done / (time.perf_counter() - started) if done else None
+
+
+def ratio(part: float | None, whole: float | None) -> float | None:
+    return round(part / whole, 3) if part is not None and whole is not None else None
+
+
+def shown(rate: float | None, unit: str, digits: int = 0) -> str:
+    if rate is None:
+        return "measured nothing (no operation finished in the window)"
+    return f"{rate:,.{digits}f} {unit}"
 
 
 def scope(session_id: str) -> dict[str, str]:
@@ -103,19 +139,19 @@ def turn_batches(session_id: str, turn: int, seq: int) -> tuple[list[dict[str, A
     return first, [{"seq": seq + len(first) + n, "type": kind, "data": data} for n, (kind, data) in enumerate(answer)]
 
 
-async def in_process_turns(db: str, seconds: float) -> float:
+async def in_process_turns(db: str, window: Window) -> float | None:
     """Whole turns per second, CLIENTS sessions in parallel, through the store host's feed."""
     ledger = await open_ledger(db)
     try:
         host = StoreHost(ledger)
         service = MvuService(ledger=ledger, host=host)
         done = 0
-        deadline = time.perf_counter() + seconds
+        started, deadline = window.start()
 
         async def play(session_id: str) -> None:
             nonlocal done
             turn, seq = 0, 0
-            while time.perf_counter() < deadline:
+            while window.goes_on(deadline, turn):
                 turn += 1
                 for batch in turn_batches(session_id, turn, seq):
                     result = await feed(service, host, session_id, batch)
@@ -124,27 +160,26 @@ async def in_process_turns(db: str, seconds: float) -> float:
                 assert result.ingest is not None and [o.status for o in result.ingest.outcomes] == ["committed"]
                 done += 1
 
-        started = time.perf_counter()
         await asyncio.gather(*(play(session_id) for session_id in TURN_SESSIONS["local"]))
-        return done / (time.perf_counter() - started)
+        return per_second(done, started)
     finally:
         await ledger.close()
 
 
-async def in_process(db: str, instances: dict[str, str], seconds: float) -> float:
+async def in_process(db: str, instances: dict[str, str], window: Window) -> float | None:
     ledger = await open_ledger(db)
     try:
         service = MvuService(ledger=ledger, host=StoreHost(ledger))
         done = 0
         tag = uuid.uuid4().hex[:8]
-        deadline = time.perf_counter() + seconds
+        started, deadline = window.start()
 
         async def edit(session_id: str, instance: str) -> None:
             nonlocal done
             record = await service.read(id=instance, scope=scope(session_id))
             assert record is not None
             revision, n = record.revision, 0
-            while time.perf_counter() < deadline:
+            while window.goes_on(deadline, n):
                 n += 1
                 receipt = await service.update(id=instance, content={"stat_data": {"hp": n % 100, "gold": n}},
                                                expected_revision=revision, operation_id=f"local-{tag}-{session_id}-{n}",
@@ -152,9 +187,8 @@ async def in_process(db: str, instances: dict[str, str], seconds: float) -> floa
                 revision = receipt.revision
                 done += 1
 
-        started = time.perf_counter()
         await asyncio.gather(*(edit(s, i) for s, i in instances.items()))
-        return done / (time.perf_counter() - started)
+        return per_second(done, started)
     finally:
         await ledger.close()
 
@@ -192,7 +226,7 @@ class Connection:
         self.writer.close()
 
 
-async def over_http(port: int, instances: dict[str, str], seconds: float) -> tuple[float, float]:
+async def over_http(port: int, instances: dict[str, str], window: Window) -> tuple[float | None, float | None]:
     connections = [await Connection.open("127.0.0.1", port) for _ in instances]
     try:
         async def current(connection: Connection, session_id: str, instance: str) -> tuple[str, int]:
@@ -204,13 +238,13 @@ async def over_http(port: int, instances: dict[str, str], seconds: float) -> tup
 
         done = 0
         tag = uuid.uuid4().hex[:8]
-        deadline = time.perf_counter() + seconds
+        started, deadline = window.start()
 
         async def edit(connection: Connection, session_id: str, instance: str) -> None:
             nonlocal done
             _, revision = await current(connection, session_id, instance)
             n = 0
-            while time.perf_counter() < deadline:
+            while window.goes_on(deadline, n):
                 n += 1
                 body = json.dumps({
                     "id": instance, "scope": scope(session_id), "content": {"stat_data": {"hp": n % 100, "gold": n}},
@@ -221,40 +255,40 @@ async def over_http(port: int, instances: dict[str, str], seconds: float) -> tup
                 done += 1
 
         pairs = list(zip(connections, instances.items(), strict=True))
-        started = time.perf_counter()
         await asyncio.gather(*(edit(c, s, i) for c, (s, i) in pairs))
-        update_rps = done / (time.perf_counter() - started)
+        update_rps = per_second(done, started)
 
         reads = 0
-        deadline = time.perf_counter() + seconds
+        started, deadline = window.start()
 
         async def read(connection: Connection, session_id: str, instance: str) -> None:
             nonlocal reads
             target, _ = await current(connection, session_id, instance)
-            while time.perf_counter() < deadline:
+            n = 0
+            while window.goes_on(deadline, n):
                 status, headers, payload = await connection.request("GET", target)
                 assert status == 200 and headers["etag"].startswith('"r'), payload[:300]
+                n += 1
                 reads += 1
 
-        started = time.perf_counter()
         await asyncio.gather(*(read(c, s, i) for c, (s, i) in pairs))
-        return update_rps, reads / (time.perf_counter() - started)
+        return update_rps, per_second(reads, started)
     finally:
         for connection in connections:
             connection.close()
 
 
-async def turns_over_http(port: int, seconds: float) -> float:
+async def turns_over_http(port: int, window: Window) -> float | None:
     """Whole turns per second, CLIENTS sessions in parallel, over ``POST /mvu/sessions/{id}/events``."""
     connections = [await Connection.open("127.0.0.1", port) for _ in TURN_SESSIONS["http"]]
     try:
         done = 0
-        deadline = time.perf_counter() + seconds
+        started, deadline = window.start()
 
         async def play(connection: Connection, session_id: str) -> None:
             nonlocal done
             turn, seq = 0, 0
-            while time.perf_counter() < deadline:
+            while window.goes_on(deadline, turn):
                 turn += 1
                 for batch in turn_batches(session_id, turn, seq):
                     body = json.dumps({"events": batch}).encode()
@@ -266,9 +300,8 @@ async def turns_over_http(port: int, seconds: float) -> float:
                 assert [o["status"] for o in answer["ingest"]["outcomes"]] == ["committed"], payload[:300]
                 done += 1
 
-        started = time.perf_counter()
         await asyncio.gather(*(play(c, s) for c, s in zip(connections, TURN_SESSIONS["http"], strict=True)))
-        return done / (time.perf_counter() - started)
+        return per_second(done, started)
     finally:
         for connection in connections:
             connection.close()
@@ -302,32 +335,40 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--seconds", type=float, default=None, help="seconds per measurement (default 4, quick 1)")
+    parser.add_argument("--at-least", type=int, default=1, metavar="N",
+                        help="operations each client does per measurement, however long they take (default 1)")
     args = parser.parse_args()
-    seconds = args.seconds or (1.0 if args.quick else 4.0)
+    seconds = args.seconds if args.seconds is not None else (1.0 if args.quick else 4.0)
+    window = Window(seconds, args.at_least)
     with tempfile.TemporaryDirectory(prefix="mvu-http-bench-") as directory:
         db = f"sqlite:///{Path(directory) / 'ledger.sqlite3'}"
         instances = asyncio.run(seed(db))
-        local = asyncio.run(in_process(db, instances, seconds))
-        say(f"in-process service.update, {CLIENTS} tasks: {local:,.0f} updates/s")
-        local_turns = asyncio.run(in_process_turns(db, seconds))
-        say(f"in-process turns (feed), {CLIENTS} sessions: {local_turns:,.1f} turns/s")
+        local = asyncio.run(in_process(db, instances, window))
+        say(f"in-process service.update, {CLIENTS} tasks: {shown(local, 'updates/s')}")
+        local_turns = asyncio.run(in_process_turns(db, window))
+        say(f"in-process turns (feed), {CLIENTS} sessions: {shown(local_turns, 'turns/s', 1)}")
         process, port = start_server(db)
         try:
-            update_rps, read_rps = asyncio.run(over_http(port, instances, seconds))
-            http_turns = asyncio.run(turns_over_http(port, seconds))
+            update_rps, read_rps = asyncio.run(over_http(port, instances, window))
+            http_turns = asyncio.run(turns_over_http(port, window))
         finally:
             process.send_signal(signal.SIGTERM)
             code = process.wait(timeout=60)
-        say(f"HTTP POST /mvu/update, {CLIENTS} clients:      {update_rps:,.0f} updates/s")
-        say(f"HTTP GET /mvu/resource, {CLIENTS} clients:     {read_rps:,.0f} reads/s")
-        say(f"HTTP turns (events), {CLIENTS} sessions:       {http_turns:,.1f} turns/s")
+        say(f"HTTP POST /mvu/update, {CLIENTS} clients:      {shown(update_rps, 'updates/s')}")
+        say(f"HTTP GET /mvu/resource, {CLIENTS} clients:     {shown(read_rps, 'reads/s')}")
+        say(f"HTTP turns (events), {CLIENTS} sessions:       {shown(http_turns, 'turns/s', 1)}")
         say(f"server exit code after SIGTERM: {code}")
+
+    def rounded(rate: float | None) -> float | None:
+        return round(rate, 1) if rate is not None else None
+
     result: dict[str, Any] = {
-        "update_rps": round(update_rps, 1), "read_rps": round(read_rps, 1),
-        "inprocess_update_rps": round(local, 1), "ratio_update": round(update_rps / local, 3),
-        "turns_per_s_http": round(http_turns, 1), "inprocess_turns_per_s": round(local_turns, 1),
-        "ratio_turn_http": round(http_turns / local_turns, 3),
-        "clients": CLIENTS, "seconds": seconds, "quick": args.quick, "server_exit": code, "cpus": os.cpu_count(),
+        "update_rps": rounded(update_rps), "read_rps": rounded(read_rps),
+        "inprocess_update_rps": rounded(local), "ratio_update": ratio(update_rps, local),
+        "turns_per_s_http": rounded(http_turns), "inprocess_turns_per_s": rounded(local_turns),
+        "ratio_turn_http": ratio(http_turns, local_turns),
+        "clients": CLIENTS, "seconds": seconds, "at_least": args.at_least, "quick": args.quick, "server_exit": code,
+        "cpus": os.cpu_count(),
     }
     print(json.dumps(result, sort_keys=True))
 

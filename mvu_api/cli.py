@@ -1,38 +1,28 @@
-"""The ``mvu`` command: ledger status, migrations, audits, import and export, session logs, card inspection,
+"""The `mvu` command: ledger status, migrations, audits, import and export, session logs, card inspection,
 a demo, the HTTP server.
 
-Every command takes ``--db URL`` (default: ``$MVU_DATABASE_URL``, else the embedded ledger at
-``sqlite:///./var/mvu.sqlite3``), prints ``--json`` for scripts where it reports something, and
-on failure exits non-zero with the error code alone on the last line of standard error.
+Every command takes --db URL (default: $MVU_DATABASE_URL, else the embedded ledger at
+sqlite:///./var/mvu.sqlite3), --ledger-id and --json (for scripts, where it reports something),
+before or after the command's name (`mvu audit --json` is `mvu --json audit`), and on failure
+exits non-zero with the error code alone on the last line of standard error.
 """
 
+# Each command imports the store, rich and the server when it runs, not when this module loads:
+# importing them costs about a second, which `mvu --help` and a mistyped option should not wait.
 from __future__ import annotations
 
 import argparse
-import asyncio
-import json
 import os
 import sys
-import traceback
 from collections.abc import Awaitable, Callable, Coroutine, Sequence
-from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
-from rich.console import Console
-from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
-from rich.table import Column, Table
-from rich.text import Text
+if TYPE_CHECKING:
+    from rich.console import Console
+    from rich.table import Table
 
-from mvu_api.demo import render as render_demo
-from mvu_api.demo import run_demo
-from mvu_store.cards import read_card, summarize
-from mvu_store.errors import Code, MvuError
-from mvu_store.ledger import Ledger, migrate, open_ledger
-from mvu_store.ledger.engine import EngineOptions, create_sync_engine
-from mvu_store.ledger.tables import FORMAT_VERSION
-from mvu_store.ledger.transfer import Step, export_directory, import_directory
-from mvu_store.store_host import StoreHost
-from mvu_store.store_host.logs import import_logs
+    from mvu_store.ledger import Ledger
+    from mvu_store.ledger.transfer import Step
 
 DEFAULT_DB = "sqlite:///./var/mvu.sqlite3"
 
@@ -42,17 +32,28 @@ T = TypeVar("T")
 
 def _emit(args: argparse.Namespace, payload: dict[str, Any], render: Callable[[Console], None]) -> None:
     if args.json:
+        import json
+
         print(json.dumps(payload, ensure_ascii=False, sort_keys=True))
     else:
+        from rich.console import Console
+
         render(Console())
 
 
 async def _open(args: argparse.Namespace, *, writes: bool = False) -> Ledger:
     """Open the ledger; only commands that write may create or migrate it (`db upgrade` does)."""
+    from mvu_store.ledger import open_ledger
+
     return await open_ledger(args.db, ledger_id=args.ledger_id, migrate_to_head=writes)
 
 
 async def cmd_status(args: argparse.Namespace) -> int:
+    from rich.table import Table
+
+    from mvu_store.ledger import migrate
+    from mvu_store.ledger.tables import FORMAT_VERSION
+
     ledger = await _open(args)
     try:
         usage = await ledger.usage()
@@ -88,6 +89,8 @@ async def cmd_status(args: argparse.Namespace) -> int:
 
 
 async def cmd_audit(args: argparse.Namespace) -> int:
+    from rich.table import Table
+
     ledger = await _open(args)
     try:
         findings = await ledger.audit()
@@ -113,6 +116,11 @@ async def cmd_audit(args: argparse.Namespace) -> int:
 
 
 async def cmd_db(args: argparse.Namespace) -> int:
+    import asyncio
+
+    from mvu_store.ledger import migrate
+    from mvu_store.ledger.engine import EngineOptions, create_sync_engine
+
     engine = create_sync_engine(args.db, EngineOptions(), writer=True)
     try:
         if args.action == "upgrade":
@@ -134,6 +142,9 @@ async def _with_progress(args: argparse.Namespace, work: Callable[[Step], Awaita
     """Show what long work is doing on stderr (never with --json: stdout stays one JSON value)."""
     if args.json:
         return await work(lambda _: None)
+    from rich.console import Console
+    from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
     columns = (SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn())
     with Progress(*columns, console=Console(stderr=True), transient=True) as progress:
         task = progress.add_task("starting", total=None)
@@ -141,6 +152,8 @@ async def _with_progress(args: argparse.Namespace, work: Callable[[Step], Awaita
 
 
 def _counts_table(title: str, **columns: dict[str, int]) -> Table:
+    from rich.table import Table
+
     table = Table("what", *columns, title=title)
     for kind in dict.fromkeys(key for counts in columns.values() for key in counts):
         table.add_row(kind, *(str(counts.get(kind, 0)) for counts in columns.values()))
@@ -148,6 +161,8 @@ def _counts_table(title: str, **columns: dict[str, int]) -> Table:
 
 
 async def cmd_import(args: argparse.Namespace) -> int:
+    from mvu_store.ledger.transfer import import_directory
+
     ledger = await _open(args, writes=True)
     try:
         report = await _with_progress(args, lambda step: import_directory(ledger, args.directory, step=step))
@@ -164,6 +179,8 @@ async def cmd_import(args: argparse.Namespace) -> int:
 
 
 async def cmd_export(args: argparse.Namespace) -> int:
+    from mvu_store.ledger.transfer import export_directory
+
     ledger = await _open(args)
     try:
         report = await _with_progress(args, lambda step: export_directory(ledger, args.directory, step=step))
@@ -180,6 +197,9 @@ async def cmd_export(args: argparse.Namespace) -> int:
 
 
 async def cmd_demo(args: argparse.Namespace) -> int:
+    from mvu_api.demo import render as render_demo
+    from mvu_api.demo import run_demo
+
     # Only an explicit --db is used: $MVU_DATABASE_URL and the default point at real ledgers.
     report = await run_demo(args.db if args.db_given else None, ledger_id=args.ledger_id)
     _emit(args, report, lambda console: render_demo(report, console))
@@ -187,6 +207,15 @@ async def cmd_demo(args: argparse.Namespace) -> int:
 
 
 async def cmd_card(args: argparse.Namespace) -> int:
+    import asyncio
+    from pathlib import Path
+
+    from rich.table import Column, Table
+    from rich.text import Text
+
+    from mvu_store.cards import read_card, summarize
+    from mvu_store.errors import Code, MvuError
+
     path = Path(args.file)
     try:
         data = await asyncio.to_thread(path.read_bytes)
@@ -233,6 +262,12 @@ async def cmd_serve(args: argparse.Namespace) -> int:
 
 
 async def cmd_sessions_import(args: argparse.Namespace) -> int:
+    from rich.table import Table
+    from rich.text import Text
+
+    from mvu_store.store_host import StoreHost
+    from mvu_store.store_host.logs import import_logs
+
     ledger = await _open(args, writes=True)
     try:
         report = await _with_progress(args, lambda step: import_logs(StoreHost(ledger), args.directory, step=step))
@@ -251,48 +286,58 @@ async def cmd_sessions_import(args: argparse.Namespace) -> int:
     return 1 if report.refused else 0
 
 
+def _global_options(parser: argparse.ArgumentParser, *, top: bool, db_help: str | None = None) -> None:
+    """``--db``, ``--ledger-id`` and ``--json``, on the top-level parser (``top``: with the
+    defaults) and again on each command's, where they default to nothing so that a value given
+    before the command's name stands unless one comes after it."""
+    def default(value: object) -> object:
+        return value if top else argparse.SUPPRESS
+
+    parser.add_argument("--db", default=default(None), metavar="URL",
+                        help=db_help or f"database URL (default: $MVU_DATABASE_URL or {DEFAULT_DB})")
+    parser.add_argument("--ledger-id", default=default("default"), metavar="ID",
+                        help="which ledger in the database (default: the one named 'default')")
+    parser.add_argument("--json", action="store_true", default=default(False), help="print machine-readable JSON")
+
+
+def _command(commands: Any, name: str, handler: Handler, *, db_help: str | None = None,
+             **about: str) -> argparse.ArgumentParser:
+    parser: argparse.ArgumentParser = commands.add_parser(name, **about)
+    _global_options(parser, top=False, db_help=db_help)
+    parser.set_defaults(handler=handler)
+    return parser
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="mvu", description=__doc__)
-    parser.add_argument("--db", default=None,
-                        help=f"database URL (default: $MVU_DATABASE_URL or {DEFAULT_DB}; "
-                             "for `demo`, a temporary file)")
-    parser.add_argument("--ledger-id", default="default", help="which ledger in the database")
-    parser.add_argument("--json", action="store_true", help="print machine-readable JSON")
+    parser = argparse.ArgumentParser(prog="mvu", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    _global_options(parser, top=True, db_help=f"database URL (default: $MVU_DATABASE_URL or {DEFAULT_DB}; for "
+                                              "`demo`, a temporary file)")
     commands = parser.add_subparsers(dest="command", required=True)
-    commands.add_parser("status", help="location, format, usage against budget, audit verdict").set_defaults(
-        handler=cmd_status)
-    commands.add_parser("audit", help="run the SQL audits; non-zero exit on any finding").set_defaults(
-        handler=cmd_audit)
-    db = commands.add_parser("db", help="schema migrations (Alembic)")
+    _command(commands, "status", cmd_status, help="location, format, usage against budget, audit verdict")
+    _command(commands, "audit", cmd_audit, help="run the SQL audits; non-zero exit on any finding")
+    db = _command(commands, "db", cmd_db, help="schema migrations (Alembic)")
     db.add_argument("action", choices=["upgrade", "current", "check"])
-    db.set_defaults(handler=cmd_db)
-    imports = commands.add_parser("import", help="read an original storage directory (mvu-*.json) in one transaction")
+    imports = _command(commands, "import", cmd_import,
+                       help="read an original storage directory (mvu-*.json) in one transaction")
     imports.add_argument("directory")
-    imports.set_defaults(handler=cmd_import)
-    exports = commands.add_parser("export", help="write the ledger as original mvu-*.json files")
+    exports = _command(commands, "export", cmd_export, help="write the ledger as original mvu-*.json files")
     exports.add_argument("directory")
-    exports.set_defaults(handler=cmd_export)
-    card = commands.add_parser("card", help="read a SillyTavern character card (never runs it)")
+    card = _command(commands, "card", cmd_card, help="read a SillyTavern character card (never runs it)")
     card.add_argument("action", choices=["inspect"])
     card.add_argument("file", help="a card as .json or .png")
-    card.add_argument("--json", action="store_true", default=argparse.SUPPRESS, help="print one JSON object")
-    card.set_defaults(handler=cmd_card)
-    demo = commands.add_parser(
-        "demo", help="play a bundled sample card for five scripted turns on a fresh ledger and show what happens",
+    _command(
+        commands, "demo", cmd_demo, db_help="an empty ledger to play on (default: a temporary file)",
+        help="play a bundled sample card for five scripted turns on a fresh ledger and show what happens",
         description="Read the bundled sample card, play five scripted turns through the store-backed host and "
                     "MvuService on a fresh ledger (a temporary SQLite file unless --db names an empty one), and "
                     "print the state after each turn, a failed reply's receipt, a refused stale edit, the history and "
                     "the audit.")
-    demo.add_argument("--db", default=argparse.SUPPRESS, help="an empty ledger to play on (default: a temporary file)")
-    demo.add_argument("--json", action="store_true", default=argparse.SUPPRESS, help="print one JSON summary")
-    demo.set_defaults(handler=cmd_demo)
-    sessions = commands.add_parser("sessions", help="the sessions the store keeps for hosts")
+    sessions = _command(commands, "sessions", cmd_sessions_import, help="the sessions the store keeps for hosts")
     sessions.add_argument("action", choices=["import"])
     sessions.add_argument("directory", help="a folder of <session id>.jsonl logs (MemoryHost(path=DIR)'s format)")
-    sessions.add_argument("--json", action="store_true", default=argparse.SUPPRESS, help="print one JSON object")
-    sessions.set_defaults(handler=cmd_sessions_import)
-    served = commands.add_parser("serve", help="the HTTP API (migrates first); stops cleanly on SIGTERM / SIGINT")
-    served.add_argument("--db", default=argparse.SUPPRESS, help="database URL (same as the global --db)")
+    served = _command(commands, "serve", cmd_serve,
+                      help="the HTTP API (migrates first); stops cleanly on SIGTERM / SIGINT")
     served.add_argument("--host", default="127.0.0.1", help="address to bind (default %(default)s: this machine only)")
     served.add_argument("--port", type=int, default=8787, help="port (default %(default)s; 0 picks a free one)")
     served.add_argument("--token", default=None,
@@ -302,7 +347,6 @@ def build_parser() -> argparse.ArgumentParser:
     served.add_argument("--cors-origin", action="append", default=None, metavar="ORIGIN",
                         help="let pages from ORIGIN (scheme://host[:port]) call the API from a browser; "
                              "repeatable (default: none)")
-    served.set_defaults(handler=cmd_serve)
     return parser
 
 
@@ -312,6 +356,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.db is None:
         args.db = os.environ.get("MVU_DATABASE_URL") or DEFAULT_DB
     handler: Handler = args.handler
+    # Only now, past --help and argument errors: the store is what takes the time to import.
+    import asyncio
+    import traceback
+
+    from mvu_store.errors import Code, MvuError
+
     try:
         return asyncio.run(handler(args))
     except MvuError as error:

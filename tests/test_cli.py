@@ -5,6 +5,8 @@ from __future__ import annotations
 import asyncio
 import json
 import sqlite3
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -81,3 +83,40 @@ def test_an_unreachable_server_ends_with_a_code(capsys: pytest.CaptureFixture[st
     code, _, err = run(capsys, "--db", "postgresql://nobody@127.0.0.1:1/none", "status")
     assert code != 0
     assert err.strip().splitlines()[-1] == "MVU_STORAGE_BUSY"
+
+
+@pytest.mark.parametrize("order", [
+    ("--db", "{url}", "--json", "audit"),
+    ("audit", "--db", "{url}", "--json"),
+    ("--json", "audit", "--db", "{url}"),
+    ("--db", "{url}", "audit", "--json"),
+])
+def test_global_options_work_before_or_after_the_command(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                         order: tuple[str, ...]) -> None:
+    url = f"sqlite:///{tmp_path / 'l.sqlite3'}"
+    assert run(capsys, "db", "upgrade", "--db", url)[0] == 0
+    code, out, _ = run(capsys, *(part.format(url=url) for part in order))
+    assert code == 0
+    assert json.loads(out) == {"clean": True, "findings": []}
+
+
+def test_an_option_after_the_command_wins_over_the_same_one_before(tmp_path: Path,
+                                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    url = f"sqlite:///{tmp_path / 'l.sqlite3'}"
+    assert run(capsys, "--db", url, "--ledger-id", "other", "db", "upgrade")[0] == 0
+    code, out, _ = run(capsys, "--ledger-id", "default", "--db", url, "status", "--ledger-id", "other", "--json")
+    assert code == 0 and json.loads(out)["ledgerId"] == "other"
+    # Given only before the command, it still counts.
+    code, out, _ = run(capsys, "--ledger-id", "other", "status", "--db", url, "--json")
+    assert code == 0 and json.loads(out)["ledgerId"] == "other"
+
+
+def test_help_imports_neither_the_store_nor_its_libraries() -> None:
+    """`mvu --help` answers at once because nothing heavy loads before the arguments are parsed."""
+    probe = ("import sys\nfrom mvu_api.cli import main\ntry:\n    main(['--help'])\nexcept SystemExit:\n    pass\n"
+             "heavy = ('sqlalchemy', 'fastapi', 'uvicorn', 'alembic', 'rich', 'pydantic', 'tree_sitter', 'mvu_store')\n"
+             "print(sorted(name for name in heavy if name in sys.modules))")
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr
+    assert "usage: mvu" in done.stdout
+    assert done.stdout.strip().splitlines()[-1] == "[]"

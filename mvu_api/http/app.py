@@ -14,6 +14,7 @@ from starlette.responses import Response
 from mvu_api.http.bodies import BODY_TIMEOUT_SECONDS
 from mvu_api.http.cors import Cors, allowed_origins
 from mvu_api.http.docs import DESCRIPTION, install_openapi
+from mvu_api.http.index import INDEX_PATHS, install_index
 from mvu_api.http.middleware import CLIENT_CLOSED, AccessLog, BearerAuth, Crashes
 from mvu_api.http.problems import NOT_FOUND, error_response, problem
 from mvu_api.http.routes import API_PREFIX, build_router
@@ -27,7 +28,7 @@ OPENAPI_PATH = f"{API_PREFIX}/openapi.json"
 def create_app(service: MvuService, *, token: str, host: StoreHost | None = None,
                body_timeout: float = BODY_TIMEOUT_SECONDS, stopping: asyncio.Event | None = None,
                cors_origins: Iterable[str] = ()) -> FastAPI:
-    """The HTTP API over ``service``; every route requires ``Bearer <token>``.
+    """The HTTP API over ``service``; every route but the index requires ``Bearer <token>``.
 
     ``host``: the service's host when it is a :class:`StoreHost`; it adds the host routes.
     ``body_timeout``: seconds for a whole update body to arrive (408 past it). ``stopping``: set
@@ -74,10 +75,11 @@ def create_app(service: MvuService, *, token: str, host: StoreHost | None = None
         return Response(status_code=CLIENT_CLOSED)
 
     install_openapi(app)
+    install_index(app, OPENAPI_PATH)
     # Unhandled errors: logged once and answered 500 problem+json here, inside Starlette's
     # ServerErrorMiddleware, which would log (and re-raise to uvicorn, which logs) again.
     app.add_middleware(Crashes)
-    app.add_middleware(BearerAuth, token=token)
+    app.add_middleware(BearerAuth, token=token, public=INDEX_PATHS)
     if origins:
         # In front of the token: a browser never sends it on a preflight.
         app.add_middleware(Cors, origins=origins)

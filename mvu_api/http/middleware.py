@@ -3,7 +3,8 @@ one log line (with its traceback) per unhandled error.
 
 Authentication is middleware, not a route dependency, because routing answers unknown paths (404)
 and wrong methods (405) before any dependency runs; in front of routing, every request without
-the token gets the same bare 401 whatever it asked for, and learns nothing about resources.
+the token gets the same bare 401 whatever it asked for, and learns nothing about resources. The
+one exception is a read of the API index (:mod:`mvu_api.http.index`), which names no resource.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from __future__ import annotations
 import hmac
 import logging
 import time
+from collections.abc import Collection
 from typing import Any
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -51,16 +53,17 @@ def _bearer(header: bytes) -> bytes | None:
 
 class BearerAuth:
     """Refuse every HTTP request whose ``Authorization`` is not ``Bearer <token>`` (any case of the
-    scheme) with 401."""
+    scheme) with 401, except ``GET`` and ``HEAD`` of the ``public`` paths."""
 
-    def __init__(self, app: ASGIApp, *, token: str) -> None:
+    def __init__(self, app: ASGIApp, *, token: str, public: Collection[str] = ()) -> None:
         if not token:
             raise ValueError("an empty token would let everyone in")
         self.app = app
         self._expected = token.encode()
+        self._public = frozenset(public)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
+        if scope["type"] != "http" or (scope["method"] in ("GET", "HEAD") and scope["path"] in self._public):
             await self.app(scope, receive, send)
             return
         given: bytes | None = None

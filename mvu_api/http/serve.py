@@ -22,10 +22,11 @@ import signal
 import socket
 import stat
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
+from typing import Any
 
 import uvicorn
 from sqlalchemy.engine import make_url
@@ -33,7 +34,7 @@ from sqlalchemy.engine import make_url
 from mvu_api.http.app import OPENAPI_PATH, create_app
 from mvu_api.http.bodies import BODY_TIMEOUT_SECONDS
 from mvu_api.http.cors import allowed_origins
-from mvu_api.http.routes import MVU_PREFIX
+from mvu_api.http.routes import API_PREFIX, MVU_PREFIX
 from mvu_store.errors import Code, MvuError
 from mvu_store.ledger import open_ledger
 from mvu_store.service import MvuService
@@ -133,8 +134,9 @@ def bind(host: str, port: int) -> socket.socket:
 
 
 class _Server(uvicorn.Server):
-    """uvicorn's server without re-raising the caught signal after shutdown: the caller still has
-    to close the service and dispose the engines, then exit 0. ``stopping`` is set at the first
+    """uvicorn's server without its own signal handling (:class:`_Signals` holds the signals
+    longer) and so without re-raising the caught signal after shutdown: the caller still has to
+    close the service and dispose the engines, then exit 0. ``stopping`` is set at the first
     signal, so a request body still arriving is answered at once instead of holding the grace."""
 
     def __init__(self, config: uvicorn.Config, stopping: asyncio.Event, loop: asyncio.AbstractEventLoop) -> None:
@@ -148,12 +150,25 @@ class _Server(uvicorn.Server):
 
     @contextlib.contextmanager
     def capture_signals(self) -> Iterator[None]:
-        originals = {sig: signal.signal(sig, self.handle_exit) for sig in (signal.SIGINT, signal.SIGTERM)}
-        try:
-            yield
-        finally:
-            for sig, handler in originals.items():
-                signal.signal(sig, handler)
+        yield
+
+
+class _Signals:
+    """SIGINT and SIGTERM go to the server from before its first line is printed until the
+    engines are disposed. uvicorn alone would restore the previous handlers as soon as it stops
+    serving, and a second signal then (a supervisor repeating SIGTERM, a test stopping what it
+    already signalled) would kill the process before the service is closed."""
+
+    def __init__(self) -> None:
+        self._originals: dict[int, Any] = {}
+
+    def install(self, handler: Callable[[int, FrameType | None], None]) -> None:
+        self._originals = {sig: signal.signal(sig, handler) for sig in (signal.SIGINT, signal.SIGTERM)}
+
+    def restore(self) -> None:
+        for sig, handler in self._originals.items():
+            signal.signal(sig, handler)
+        self._originals = {}
 
 
 def _say(line: str) -> None:
@@ -174,19 +189,25 @@ async def serve(*, db: str, ledger_id: str, host: str, port: int, token: str | N
     except BaseException:
         listener.close()
         raise
+    signals = _Signals()
     try:
         store_host = StoreHost(ledger)
         service = MvuService(ledger=ledger, host=store_host)
         stopping = asyncio.Event()
         app = create_app(service, token=resolved.value, host=store_host, body_timeout=body_timeout, stopping=stopping,
                          cors_origins=origins)
+        config = uvicorn.Config(app, log_config=None, access_log=False, lifespan="off", proxy_headers=False,
+                                server_header=False, timeout_graceful_shutdown=GRACE_SECONDS)
+        server = _Server(config, stopping, asyncio.get_running_loop())
+        # Before the first line: whoever reads the URL may signal at once, and the stop is clean.
+        signals.install(server.handle_exit)
         actual = listener.getsockname()[1]
         base = f"http://{f'[{host}]' if ':' in host else host}:{actual}"
         if not is_loopback(host):
             print(f"mvu serve: warning: listening on {host}, beyond this machine, over plain HTTP: the bearer token "
                   "travels in clear; put TLS (a reverse proxy) in front or bind 127.0.0.1", file=sys.stderr,
                   flush=True)
-        _say(f"mvu serve: listening on {base}{MVU_PREFIX}/")
+        _say(f"mvu serve: listening on {base}{API_PREFIX}/ (open it: the index of routes and guides)")
         _say(f"  ledger:   {ledger.url} (ledger id {ledger.ledger_id})")
         _say(f"  sessions: kept in the ledger, fed over {MVU_PREFIX}/sessions (`mvu sessions import DIR` brings "
              "JSONL logs in)")
@@ -198,9 +219,6 @@ async def serve(*, db: str, ledger_id: str, host: str, port: int, token: str | N
         if origins:
             _say(f"  cors:     {', '.join(origins)}")
         _say(f"  docs:     {base}{OPENAPI_PATH} (send 'Authorization: Bearer <token>')")
-        config = uvicorn.Config(app, log_config=None, access_log=False, lifespan="off", proxy_headers=False,
-                                server_header=False, timeout_graceful_shutdown=GRACE_SECONDS)
-        server = _Server(config, stopping, asyncio.get_running_loop())
         try:
             await server.serve(sockets=[listener])
         finally:
@@ -208,5 +226,6 @@ async def serve(*, db: str, ledger_id: str, host: str, port: int, token: str | N
     finally:
         listener.close()
         await ledger.close()
+        signals.restore()
     _say("mvu serve: stopped")
     return 0

@@ -7,7 +7,7 @@ a record field moves to a dedicated column only when its value fits that column 
 width); everything else (nulls, odd values, unknown fields) stays in the row's ``meta`` JSON,
 and export puts column values back only where the column is set.
 
-Shapes are those of the original's JSON ledger files (the README's import and export section). What goes where:
+Shapes are those of the original's JSON ledger files (docs/json-ledger.md). What goes where:
 
 - template: the definition, one blob, without ``activationSeqs`` when they become
   ``activations`` rows (``owner_id`` the template id), as for a resource record.
@@ -277,7 +277,7 @@ class FactPlan:
 
 
 def _version_kind(version: dict[str, Any]) -> VersionKind:
-    """The kind of an original version record (JSON_LEDGER.md, "Version").
+    """The kind of an original version record (docs/json-ledger.md, "version").
 
     ``inheritedFrom`` wins: inherited copies carry the parent's source flags but never move
     this resource's head (and all sit at revision 0). A failed reply carries ``error``. Card

@@ -105,6 +105,11 @@ def seed(directory: Path, *, ledger_limit_bytes: int | None = None) -> Seeded:
     return asyncio.run(_seed(directory, ledger_limit_bytes=ledger_limit_bytes))
 
 
+# How long a server may take to start, or a log line to appear, before the test fails: only a
+# bound on waiting for an event, generous for a loaded machine.
+EVENT_DEADLINE = 120.0
+
+
 @dataclass
 class Server:
     process: subprocess.Popen[str]
@@ -112,10 +117,13 @@ class Server:
     token: str
     lines: list[str]
     reader: threading.Thread
+    log: list[str]
+    """Standard error (the access log) line by line, as it is written."""
+    log_reader: threading.Thread
 
     @classmethod
     def start(cls, db: str, *args: str, token: str | None = TOKEN, env: dict[str, str] | None = None,
-              timeout: float = 30.0) -> Server:
+              timeout: float = EVENT_DEADLINE) -> Server:
         command = [sys.executable, "-m", "mvu_api.cli", "serve", "--db", db, "--port", "0", *args]
         if token is not None:
             command += ["--token", token]
@@ -124,22 +132,26 @@ class Server:
         process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                                    env=environment, cwd=Path(__file__).resolve().parents[2])
         lines: list[str] = []
-        assert process.stdout is not None
+        log: list[str] = []
+        assert process.stdout is not None and process.stderr is not None
         reader = threading.Thread(target=_collect, args=(process.stdout, lines), daemon=True)
         reader.start()
+        log_reader = threading.Thread(target=_collect, args=(process.stderr, log), daemon=True)
+        log_reader.start()
         deadline = time.monotonic() + timeout
         base = None
         while base is None or not any(line.startswith("  docs:") for line in lines):
             if time.monotonic() > deadline or process.poll() is not None:
                 process.kill()
-                _, err = process.communicate()
-                raise AssertionError(f"mvu serve did not start: {lines} {err[-2000:]}")
+                process.wait()
+                log_reader.join(timeout=30)
+                raise AssertionError(f"mvu serve did not start: {lines} {log[-40:]}")
             time.sleep(0.02)
             match = next((re.search(r"listening on (http://[^/]+)", line) for line in lines if "listening" in line),
                          None)
             base = match.group(1) if match else None
         assert base is not None
-        server = cls(process, base, token or "", lines, reader)
+        server = cls(process, base, token or "", lines, reader, log, log_reader)
         server.wait_ready(deadline)
         return server
 
@@ -164,6 +176,17 @@ class Server:
     def stdout(self) -> str:
         return "\n".join(self.lines)
 
+    def wait_for_log(self, text: str) -> str:
+        """The first standard-error line containing ``text``, once the server has written it."""
+        deadline = time.monotonic() + EVENT_DEADLINE
+        while True:
+            found = next((line for line in list(self.log) if text in line), None)
+            if found is not None:
+                return found
+            if time.monotonic() > deadline or self.process.poll() is not None:
+                raise AssertionError(f"the server never logged {text!r}: {self.log[-40:]}")
+            time.sleep(0.02)
+
     def stop(self, sig: int = signal.SIGTERM, timeout: float = 30.0) -> tuple[int, str, str]:
         with contextlib.suppress(ProcessLookupError):
             self.process.send_signal(sig)
@@ -172,8 +195,7 @@ class Server:
         except subprocess.TimeoutExpired:
             self.process.kill()
             self.process.wait()
-        assert self.process.stderr is not None
-        err = self.process.stderr.read()
-        self.reader.join(timeout=30)  # it ends at the end of stdout: every line is in
-
-        return self.process.returncode, self.stdout(), err
+        # Each reader ends at the end of its stream: then every line is in.
+        self.reader.join(timeout=30)
+        self.log_reader.join(timeout=30)
+        return self.process.returncode, self.stdout(), "".join(line + "\n" for line in self.log)

@@ -85,7 +85,7 @@ def test_a_client_leaving_mid_body_is_one_line_and_no_traceback(tmp_path: Path) 
     server = _empty(tmp_path)
     connection = _stalled_upload(server)
     connection.close()
-    time.sleep(0.5)  # room for the server to see the disconnect before the stop (either order logs 499)
+    server.wait_for_log(f'"POST {MVU}/update" 499 ')  # the server saw the client leave
     code, _, log = server.stop()
     assert code == 0, log[-2000:]
     assert "Traceback" not in log and "ClientDisconnect" not in log and "Exception" not in log, log
@@ -183,7 +183,7 @@ def test_a_body_arriving_just_after_the_signal_is_still_read(tmp_path: Path) -> 
         _reading_body(connection)
         connection.sendall(body[:10])
         server.process.send_signal(signal.SIGTERM)
-        time.sleep(0.3)
+        server.wait_for_log("Shutting down")  # the rest of the body arrives after the stop began
         connection.sendall(body[10:])
         answer = _answer(connection)
     assert answer.startswith(b"HTTP/1.1 404"), answer

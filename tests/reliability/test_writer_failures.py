@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import asyncio
 import threading
-import time
 from typing import Any
 
 import psycopg
@@ -76,19 +75,25 @@ async def test_writer_survives_a_dropped_postgresql_connection(ledger: Ledger, l
 async def test_writer_survives_a_caller_whose_event_loop_closed(ledger: Ledger) -> None:
     await create(ledger)
 
-    async def leave_with_a_write_in_flight() -> None:
-        def slow(_tx: WriteTx) -> None:
-            time.sleep(0.3)
+    inside = threading.Event()
+    release = threading.Event()
 
+    def slow(_tx: WriteTx) -> None:
+        inside.set()
+        assert release.wait(WAIT), "never released"
+
+    async def leave_with_a_write_in_flight() -> None:
         asyncio.ensure_future(ledger.write(slow))  # noqa: RUF006 - abandoned on purpose
-        await asyncio.sleep(0.05)
+        assert await asyncio.to_thread(inside.wait, WAIT), "the writer never took the write"
         # Returning ends asyncio.run: the pending write is cancelled and the loop closed while
         # the writer thread is still inside ``slow``.
 
     other = threading.Thread(target=asyncio.run, args=(leave_with_a_write_in_flight(),))
     other.start()
     await asyncio.to_thread(other.join)
-    await asyncio.sleep(0.5)  # the writer finishes ``slow`` and resolves (or fails to)
+    # The loop is closed: now the writer leaves ``slow`` and resolves its future (or fails to).
+    # The next write queues behind it on the same thread, so it answers only if the thread lived.
+    release.set()
 
     outcome = await asyncio.wait_for(ledger.commit(commit_request("after-loop", 0)), WAIT)
     assert outcome.revision == 1

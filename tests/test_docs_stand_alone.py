@@ -1,0 +1,68 @@
+"""What a user reads explains itself: every requirement id in the README, docs/, examples,
+benchmarks and the packages' error messages, docstrings and comments is defined in
+docs/requirements.md (the specification the ids come from is not in the repository), and every
+page they name is in the repository."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+DEFINITIONS = ROOT / "docs" / "requirements.md"
+# An id is one capital letter (the area), a hyphen and a number: "P-3", "S-11".
+ID = r"\b[A-Z]-[0-9]+\b"
+# A range cites every id between its ends: "F-1 … F-7", "I-1 ... I-3", "P-1 to P-5".
+RANGE = re.compile(r"\b([A-Z])-([0-9]+) *(?:…|\.\.\.|–|to) *\1-([0-9]+)\b")
+
+
+def read_by_users() -> list[Path]:
+    texts = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+    for folder in ("mvu_store", "mvu_api", "examples", "benchmarks"):
+        texts += sorted(path for path in (ROOT / folder).rglob("*") if path.suffix in {".py", ".md", ".mjs", ".js"})
+    return texts
+
+
+def defined() -> set[str]:
+    return set(re.findall(rf"^- \*\*({ID})\*\*", DEFINITIONS.read_text(encoding="utf-8"), flags=re.M))
+
+
+def cited(text: str) -> set[str]:
+    ids = set(re.findall(ID, text))
+    for letter, first, last in RANGE.findall(text):
+        ids |= {f"{letter}-{number}" for number in range(int(first), int(last) + 1)}
+    return ids
+
+
+def test_the_scanner_reads_single_ids_and_ranges() -> None:
+    assert cited("(P-1 … P-3), I-1 ... I-2, F-6 and UTF-8, SHA-256") == {"P-1", "P-2", "P-3", "I-1", "I-2", "F-6"}
+
+
+def test_every_cited_requirement_id_is_defined_in_docs() -> None:
+    known = defined()
+    assert known, "docs/requirements.md defines the ids as '- **X-n** ...' list items"
+    missing = {
+        f"{path.relative_to(ROOT)}: {', '.join(sorted(ids))}"
+        for path in read_by_users()
+        if (ids := cited(path.read_text(encoding="utf-8")) - known)
+    }
+    assert not missing, "cited but not defined in docs/requirements.md:\n" + "\n".join(sorted(missing))
+
+
+def test_every_definition_is_cited_somewhere() -> None:
+    """A definition nobody cites is dead text: remove it or cite it where it applies."""
+    everything = set().union(*(cited(path.read_text(encoding="utf-8")) for path in read_by_users()
+                               if path != DEFINITIONS))
+    assert defined() - everything == set()
+
+
+def test_every_page_the_texts_name_is_in_the_repository() -> None:
+    page = re.compile(r"(?<![\w/.-])((?:[\w.-]+/)*[\w.-]+\.md)\b")
+    missing = sorted(
+        f"{path.relative_to(ROOT)}: {name}"
+        for path in read_by_users()
+        for name in set(page.findall(path.read_text(encoding="utf-8")))
+        # A link is relative to the page it is in; a path in code, to the repository.
+        if not (path.parent / name).is_file() and not (ROOT / name).is_file()
+    )
+    assert not missing, "named but not in the repository:\n" + "\n".join(missing)
