@@ -22,6 +22,7 @@ import signal
 import socket
 import stat
 import sys
+import tempfile
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -81,21 +82,54 @@ def resolve_token(url: str, given: str | None) -> Token:
         raise MvuError(Code.CONFIG, "a server database has no directory for a token file: pass --token or set "
                                     "MVU_TOKEN")
     path.parent.mkdir(parents=True, exist_ok=True)
-    try:
-        descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    except FileExistsError:
-        mode = path.stat().st_mode
-        if mode & (stat.S_IRWXG | stat.S_IRWXO):
-            raise MvuError(Code.CONFIG, f"{path} is readable by others: chmod 600 it (or delete it for a new "
-                                        "token)") from None
-        value = path.read_text(encoding="utf-8").strip()
-        if not value:
-            raise MvuError(Code.CONFIG, f"{path} is empty: delete it to generate a new token") from None
-        return Token(value, str(path))
+    created = _create_token_file(path)
+    if created is not None:
+        return Token(created, str(path), generated=True)
+    return Token(_read_token_file(path), str(path))
+
+
+def _create_token_file(path: Path) -> str | None:
+    """A new token in a new file at ``path`` (0600), or None when a file is already there.
+
+    The token is written whole to a private temporary file first, then linked into place: a
+    link is created only where no file is, so of two first starts at once one creates the
+    file and the other reads it complete (an empty file is never seen half-written)."""
     value = secrets.token_urlsafe(32)
-    with os.fdopen(descriptor, "w", encoding="utf-8") as file:
-        file.write(value + "\n")
-    return Token(value, str(path), generated=True)
+    descriptor, temporary = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(descriptor, "w", encoding="utf-8") as file:  # mkstemp: 0600, ours
+            file.write(value + "\n")
+            file.flush()
+            os.fsync(file.fileno())
+        os.link(temporary, path)
+    except FileExistsError:
+        return None
+    finally:
+        os.unlink(temporary)
+    return value
+
+
+def _read_token_file(path: Path) -> str:
+    """The token of an existing file, which must be a regular file of this user, 0600."""
+    try:
+        descriptor = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+    except OSError as error:  # a link (dangling or not) at the path, or a file we cannot read
+        raise MvuError(Code.CONFIG, f"{path} cannot be read as a token file ({error.strerror}): a token file is "
+                                    "a regular file, not a link (delete it for a new token)") from None
+    with os.fdopen(descriptor, encoding="utf-8") as file:
+        status = os.fstat(file.fileno())
+        if not stat.S_ISREG(status.st_mode):
+            raise MvuError(Code.CONFIG, f"{path} is not a regular file: delete it for a new token")
+        if status.st_uid != os.getuid():
+            raise MvuError(Code.CONFIG, f"{path} belongs to another user: a token file must be yours (delete it "
+                                        "for a new token)")
+        if status.st_mode & (stat.S_IRWXG | stat.S_IRWXO):
+            raise MvuError(Code.CONFIG, f"{path} is readable by others: chmod 600 it (or delete it for a new "
+                                        "token)")
+        value = file.read().strip()
+    if not value:
+        raise MvuError(Code.CONFIG, f"{path} is empty: delete it to generate a new token")
+    return value
 
 
 def _long_enough(token: str, where: str) -> str:

@@ -7,10 +7,14 @@ import os
 import stat
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import httpx
+import pytest
 
+from mvu_api.http.serve import resolve_token, token_path
+from mvu_store.errors import MvuError
 from tests.http.support import API, Server
 
 
@@ -81,3 +85,48 @@ def test_the_demo_on_a_ledger_is_served_afterwards(tmp_path: Path) -> None:
         assert answer.json()["content"]["stat_data"] == demo["retry"]["statData"]
     finally:
         assert server.stop()[0] == 0
+
+
+def test_a_token_path_that_is_a_link_is_refused_with_a_typed_error(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'mvu.sqlite3'}"
+    path = token_path(url)
+    assert path is not None
+    real = tmp_path / "elsewhere"
+    real.write_text("a-token-of-sufficient-length\n")
+    real.chmod(0o600)
+    for target in (tmp_path / "missing", real):  # dangling, then to a good-looking file
+        path.unlink(missing_ok=True)
+        path.symlink_to(target)
+        with pytest.raises(MvuError) as refused:
+            resolve_token(url, None)
+        assert refused.value.code == "MVU_CONFIG" and "link" in str(refused.value)
+
+
+def test_a_token_file_of_another_user_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    url = f"sqlite:///{tmp_path / 'mvu.sqlite3'}"
+    resolve_token(url, None)  # created, ours
+    monkeypatch.setattr(os, "getuid", lambda: os.stat(tmp_path).st_uid + 1)  # as another user sees it
+    with pytest.raises(MvuError) as refused:
+        resolve_token(url, None)
+    assert refused.value.code == "MVU_CONFIG" and "another user" in str(refused.value)
+
+
+def test_two_first_starts_at_once_agree_on_one_complete_token(tmp_path: Path) -> None:
+    for attempt in range(20):
+        url = f"sqlite:///{tmp_path / f'mvu-{attempt}.sqlite3'}"
+        start = threading.Barrier(2)
+        tokens: list[str] = []
+
+        def first_start(url: str = url, start: threading.Barrier = start, tokens: list[str] = tokens) -> None:
+            start.wait()
+            tokens.append(resolve_token(url, None).value)
+
+        threads = [threading.Thread(target=first_start) for _ in range(2)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        path = token_path(url)
+        assert path is not None
+        assert len(tokens) == 2 and tokens[0] == tokens[1] == path.read_text().strip()
+        assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []  # no temporary left
