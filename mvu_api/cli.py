@@ -356,6 +356,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.db is None:
         args.db = os.environ.get("MVU_DATABASE_URL") or DEFAULT_DB
     handler: Handler = args.handler
+    # Ledgers, their journals and locks, logs, tokens and exports hold people's chats: every
+    # file mvu creates is its owner's alone (0600, directories 0700), whatever the shell's umask.
+    os.umask(0o077)
     # Only now, past --help and argument errors: the store is what takes the time to import.
     import asyncio
     import traceback

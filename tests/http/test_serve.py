@@ -28,6 +28,9 @@ def test_a_generated_token_is_printed_once_and_kept_0600_beside_the_ledger(tmp_p
     first = Server.start(db, token=None)
     first.token = token_file.read_text().strip()
     assert stat.S_IMODE(token_file.stat().st_mode) == 0o600
+    # Every file the server created is its owner's alone, whatever the umask it was started with.
+    assert {p.name: stat.S_IMODE(p.stat().st_mode) for p in tmp_path.iterdir()} == {
+        p.name: 0o600 for p in tmp_path.iterdir()}
     assert any(first.token in line for line in first.lines)
     # Sessions are kept in the ledger itself, fed over the host routes.
     assert any(line.startswith("  sessions: kept in the ledger") for line in first.lines)
