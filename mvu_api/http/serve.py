@@ -15,7 +15,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import ipaddress
-import logging
 import os
 import secrets
 import signal
@@ -35,6 +34,7 @@ from sqlalchemy.engine import make_url
 from mvu_api.http.app import OPENAPI_PATH, create_app
 from mvu_api.http.bodies import BODY_TIMEOUT_SECONDS
 from mvu_api.http.cors import allowed_origins
+from mvu_api.http.logs import nonblocking_logging
 from mvu_api.http.routes import API_PREFIX, MVU_PREFIX
 from mvu_store.errors import Code, MvuError
 from mvu_store.ledger import open_ledger
@@ -211,7 +211,13 @@ def _say(line: str) -> None:
 
 async def serve(*, db: str, ledger_id: str, host: str, port: int, token: str | None,
                 body_timeout: float = BODY_TIMEOUT_SECONDS, cors_origins: Sequence[str] = ()) -> int:
-    logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(asctime)s %(name)s %(message)s")
+    with nonblocking_logging(sys.stderr):
+        return await _serve(db=db, ledger_id=ledger_id, host=host, port=port, token=token,
+                            body_timeout=body_timeout, cors_origins=cors_origins)
+
+
+async def _serve(*, db: str, ledger_id: str, host: str, port: int, token: str | None, body_timeout: float,
+                 cors_origins: Sequence[str]) -> int:
     if not body_timeout > 0:
         raise MvuError(Code.CONFIG, "--body-timeout must be a positive number of seconds")
     origins = allowed_origins(cors_origins)

@@ -123,7 +123,8 @@ class Server:
 
     @classmethod
     def start(cls, db: str, *args: str, token: str | None = TOKEN, env: dict[str, str] | None = None,
-              timeout: float = EVENT_DEADLINE) -> Server:
+              timeout: float = EVENT_DEADLINE, read_log: bool = True) -> Server:
+        """``read_log=False``: nobody reads the server's standard error until :meth:`stop`."""
         command = [sys.executable, "-m", "mvu_api.cli", "serve", "--db", db, "--port", "0", *args]
         if token is not None:
             command += ["--token", token]
@@ -137,7 +138,8 @@ class Server:
         reader = threading.Thread(target=_collect, args=(process.stdout, lines), daemon=True)
         reader.start()
         log_reader = threading.Thread(target=_collect, args=(process.stderr, log), daemon=True)
-        log_reader.start()
+        if read_log:
+            log_reader.start()
         deadline = time.monotonic() + timeout
         base = None
         while base is None or not any(line.startswith("  docs:") for line in lines):
@@ -188,6 +190,8 @@ class Server:
             time.sleep(0.02)
 
     def stop(self, sig: int = signal.SIGTERM, timeout: float = 30.0) -> tuple[int, str, str]:
+        if self.log_reader.ident is None:  # not read so far: read it now, so the server can exit
+            self.log_reader.start()
         with contextlib.suppress(ProcessLookupError):
             self.process.send_signal(sig)
         try:

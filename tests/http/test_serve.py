@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import json
+import logging
 import os
+import re
 import stat
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 
 import httpx
@@ -133,3 +136,50 @@ def test_two_first_starts_at_once_agree_on_one_complete_token(tmp_path: Path) ->
         assert path is not None
         assert len(tokens) == 2 and tokens[0] == tokens[1] == path.read_text().strip()
         assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []  # no temporary left
+
+
+def test_a_server_whose_log_nobody_reads_keeps_answering(tmp_path: Path) -> None:
+    """An access-log line per request into a pipe nobody reads: the pipe fills after a few
+    hundred lines, the server must not stop with it."""
+    server = Server.start(f"sqlite:///{tmp_path / 'mvu.sqlite3'}", read_log=False)
+    try:
+        with server.client() as client:
+            statuses = {client.get(f"{API}/openapi.json").status_code for _ in range(1_500)}
+        assert statuses == {200}
+    finally:
+        code, _, log = server.stop()
+    assert code == 0
+    assert "log lines were dropped" in log or log.count("openapi.json") >= 1_500
+
+
+def test_the_log_queue_drops_and_counts_instead_of_waiting() -> None:
+    from mvu_api.http.logs import QUEUE_RECORDS, nonblocking_logging
+
+    release = threading.Event()
+    written: list[str] = []
+
+    class Stuck:
+        """A stream whose first write waits until released, as a pipe nobody reads."""
+
+        def write(self, text: str) -> None:
+            release.wait()
+            written.append(text)
+
+        def flush(self) -> None:
+            pass
+
+    logger = logging.getLogger("mvu.test-log")
+    with nonblocking_logging(Stuck()):  # type: ignore[arg-type]
+        for n in range(QUEUE_RECORDS + 100):  # returns at once each time, however stuck the stream
+            logger.info("line %d", n)
+        release.set()
+        deadline = time.monotonic() + 60
+        while len(written) < QUEUE_RECORDS:  # the queue drains once the stream takes lines again
+            assert time.monotonic() < deadline, "the queued lines were never written"
+            time.sleep(0.01)
+        logger.info("after")
+    dropped = [text for text in written if "were dropped" in text]
+    # The writer may or may not have taken the first line off the queue before it filled.
+    assert len(dropped) == 1 and re.search(r" (99|100) log lines were dropped", dropped[0])
+    assert written[-1].rstrip().endswith("after")
+    assert len(written) == QUEUE_RECORDS + 100 - int(dropped[0].split(" log lines")[0].split()[-1]) + 2
