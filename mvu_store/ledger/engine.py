@@ -19,6 +19,9 @@ from sqlalchemy.pool import QueuePool
 from mvu_store.errors import Code, MvuError
 from mvu_store.ledger.checkpointer import FALLBACK_AUTOCHECKPOINT_PAGES
 
+WAL_SIZE_LIMIT_BYTES = 16 * 1024 * 1024
+"""What a restarted WAL file is truncated to (SQLite's ``journal_size_limit``)."""
+
 Synchronous = Literal["OFF", "NORMAL", "FULL", "EXTRA"]
 
 
@@ -105,6 +108,9 @@ def _sqlite_engine(url: URL, options: EngineOptions, *, writer: bool) -> Engine:
             cursor.execute("PRAGMA journal_mode=WAL")
             # Checkpoints run on a thread of their own (checkpointer.py); this is the fallback.
             cursor.execute(f"PRAGMA wal_autocheckpoint={FALLBACK_AUTOCHECKPOINT_PAGES}")
+            # A WAL that grew during a burst (or while a long read held it) is cut back to this
+            # when it is next restarted, instead of keeping its largest size on disk for ever.
+            cursor.execute(f"PRAGMA journal_size_limit={WAL_SIZE_LIMIT_BYTES}")
         cursor.execute(f"PRAGMA synchronous={options.synchronous}")
         cursor.execute("PRAGMA foreign_keys=ON")
         cursor.execute(f"PRAGMA busy_timeout={int(options.busy_timeout_ms)}")

@@ -51,19 +51,29 @@ class Ledger(Commits, Views, Facts, HostSessions):
     async def audit(self) -> list[Finding]:
         """Run the ``audit_*`` views (the same SQL an auditor runs) for this ledger.
 
-        On SQLite the file's structure is checked first (``PRAGMA integrity_check``): a damaged
-        file is reported as ``integrity`` findings, one per problem SQLite names, and the views,
-        whose answers over damaged pages would mean nothing, are not run."""
-        if self._dialect.embedded:
-            try:
-                problems = [str(row[0]) for row in await self.read(
-                    lambda connection: connection.exec_driver_sql("PRAGMA integrity_check(20)").all())]
-            except MvuError as error:  # damage the check itself cannot read past
-                if error.code != Code.STORAGE_CORRUPT:
-                    raise
-                problems = [error.message]
-            if problems != ["ok"]:
-                where = self._file.path if self._file is not None else self.url
-                return [Finding("integrity", self.ledger_id, where, problem) for problem in problems]
+        On SQLite the file's structure is checked first (:meth:`integrity`): a damaged file is
+        reported as ``integrity`` findings, and the views, whose answers over damaged pages
+        would mean nothing, are not run."""
+        damage = await self.integrity()
+        if damage:
+            return damage
         rows = await self.read_all(_FINDINGS)
         return [Finding(row["check_name"], row["ledger_id"], row["subject"], row["detail"]) for row in rows]
+
+    async def integrity(self) -> list[Finding]:
+        """SQLite's ``PRAGMA integrity_check`` of an embedded ledger's file: one ``integrity``
+        finding per problem it names (or the error of a check that cannot read past the
+        damage), naming the file; none for a sound file or a server database."""
+        if not self._dialect.embedded:
+            return []
+        try:
+            problems = [str(row[0]) for row in await self.read(
+                lambda connection: connection.exec_driver_sql("PRAGMA integrity_check(20)").all())]
+        except MvuError as error:
+            if error.code != Code.STORAGE_CORRUPT:
+                raise
+            problems = [error.message]
+        if problems == ["ok"]:
+            return []
+        where = self._file.path if self._file is not None else self.url
+        return [Finding("integrity", self.ledger_id, where, problem) for problem in problems]

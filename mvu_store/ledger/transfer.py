@@ -287,6 +287,12 @@ def _snapshot(connection: Any, ledger_id: str) -> Snapshot:
 
     def blob(key: str) -> JsonValue:
         if key not in parsed:
+            # An export is what a user keeps: a state that is not what its hash says is refused,
+            # never written out changed.
+            if key not in texts or sha256_hex(texts[key]) != key:
+                raise MvuError(Code.STORAGE_CORRUPT, f"the stored state {key} is missing or does not match its hash: "
+                                                     "the ledger is damaged (run mvu audit); nothing was exported",
+                               hash=key)
             parsed[key] = json.loads(texts[key])
         return parsed[key]
 
@@ -379,6 +385,11 @@ async def export_directory(ledger: Ledger, directory: str | os.PathLike[str], *,
     ``mvu-state.json`` byte for byte. Other files in the directory are left alone.
     """
     tell = step or (lambda _: None)
+    tell("checking the database file")
+    damage = await ledger.integrity()
+    if damage:
+        raise MvuError(Code.STORAGE_CORRUPT, f"{damage[0].subject} is damaged ({damage[0].detail.splitlines()[-1]}); "
+                                             "nothing was exported: run mvu audit", findings=len(damage))
     tell("reading the ledger")
     content = await snapshot(ledger)
     files: dict[str, bytes] = {

@@ -4,9 +4,11 @@ checkpoint is only the fallback."""
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import sqlite3
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -15,9 +17,14 @@ from sqlalchemy.engine import make_url
 
 from mvu_store.ledger import CommitRequest, Ledger, NewResource, open_ledger
 from mvu_store.ledger.checkpointer import FALLBACK_AUTOCHECKPOINT_PAGES
+from mvu_store.ledger.engine import WAL_SIZE_LIMIT_BYTES
 from tests.lock_waits import until
 
 STATE_TEXT = 64 * 1024  # each version stores this much new text, so pages reach the file only by checkpoints
+
+
+def size_of(path: Path) -> int:
+    return path.stat().st_size
 
 
 def database_file(ledger_url: str) -> Path:
@@ -61,6 +68,33 @@ async def test_the_writer_checkpoints_by_itself_only_at_the_fallback_mark(sqlite
         return int(tx.cursor.execute("PRAGMA wal_autocheckpoint").fetchone()[0])
 
     assert await ledger.write(pages) == FALLBACK_AUTOCHECKPOINT_PAGES
+
+
+async def test_a_wal_grown_in_a_burst_is_cut_back_once_checkpointed(sqlite_ledger: tuple[Ledger, str]) -> None:
+    """A long read holds the WAL while commits pile up in it; once the read ends and a
+    checkpoint has copied everything back, the next write restarts the WAL and truncates
+    the file to the limit instead of keeping its largest size."""
+    ledger, url = sqlite_ledger
+    wal = Path(f"{database_file(url)}-wal")
+    reader = sqlite3.connect(database_file(url), isolation_level=None)
+    reader.execute("BEGIN")
+    reader.execute("SELECT count(*) FROM versions").fetchone()  # holds its snapshot: no checkpoint can finish
+    await commit_states(ledger, 24 * 1024 * 1024 // STATE_TEXT)  # well past the limit
+    assert size_of(wal) > WAL_SIZE_LIMIT_BYTES
+    reader.execute("COMMIT")
+    reader.close()
+
+    def cut_back() -> bool:
+        return size_of(wal) <= WAL_SIZE_LIMIT_BYTES
+
+    # Each commit may restart the WAL once the background checkpoint has copied it all back.
+    n = 24 * 1024 * 1024 // STATE_TEXT
+    deadline = time.monotonic() + 60
+    while not cut_back():
+        assert time.monotonic() < deadline, "the WAL kept its size"
+        await commit_states(ledger, 1, start=n)
+        n += 1
+        await asyncio.sleep(0.02)  # lets the checkpoint thread take its turn
 
 
 async def test_a_failing_checkpoint_warns_once_and_the_next_commits_try_again(

@@ -158,3 +158,49 @@ async def test_an_import_naming_a_key_twice_is_refused(tmp_path: Path, text: str
         assert refused.value.code == "MVU_JSON" and "twice" in str(refused.value)
     finally:
         await ledger.close()
+
+
+async def test_an_export_of_a_damaged_state_is_refused_and_writes_nothing(tmp_path: Path) -> None:
+    from mvu_store.ledger.transfer import export_directory
+
+    path = tmp_path / "l.sqlite3"
+    ledger = await open_ledger(f"sqlite:///{path}")
+    try:
+        await ledger.create_resource(NewResource(id="mvu:a", kind="shared", initial={"stat_data": {"hp": 10}},
+                                                 definition={}))
+        with sqlite3.connect(path) as raw:  # a flipped digit: still JSON, no longer what the hash says
+            changed = raw.execute("UPDATE blobs SET body = replace(body, '\"hp\":10', '\"hp\":19')").rowcount
+        assert changed >= 1
+        with pytest.raises(MvuError) as refused:
+            await export_directory(ledger, tmp_path / "out")
+        assert refused.value.code == "MVU_STORAGE_CORRUPT" and "does not match its hash" in str(refused.value)
+        assert not (tmp_path / "out").exists()
+    finally:
+        await ledger.close()
+
+
+async def test_an_export_of_a_damaged_file_is_refused(tmp_path: Path) -> None:
+    from mvu_store.ledger.transfer import export_directory
+
+    path = tmp_path / "l.sqlite3"
+    ledger = await open_ledger(f"sqlite:///{path}")
+    await ledger.create_resource(NewResource(id="mvu:a", kind="shared", initial=STATE, definition={}))
+    for n in range(40):
+        await ledger.commit(CommitRequest("mvu:a", n, "manual", {"stat_data": {"n": n, "pad": "x" * 3000}},
+                                          f"fp-{n}", {"manual": True}, operation_id=f"op-{n}"))
+    await ledger.close()
+    with sqlite3.connect(path) as raw:
+        raw.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        page_size = raw.execute("PRAGMA page_size").fetchone()[0]
+        [root] = raw.execute("SELECT rootpage FROM sqlite_master WHERE name = 'versions'").fetchone()
+    with path.open("r+b") as file:
+        file.seek((root - 1) * page_size)
+        file.write(b"\xff" * 64)
+    damaged = await open_ledger(f"sqlite:///{path}")
+    try:
+        with pytest.raises(MvuError) as refused:
+            await export_directory(damaged, tmp_path / "out")
+        assert refused.value.code == "MVU_STORAGE_CORRUPT" and str(path) in str(refused.value)
+        assert not (tmp_path / "out").exists()
+    finally:
+        await damaged.close()
