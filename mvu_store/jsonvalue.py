@@ -137,9 +137,15 @@ def copy_json(value: JsonValue) -> JsonValue:
     return value
 
 
+# Built once: json.dumps with options builds an encoder per call, which costs more than
+# encoding the small objects (sources, facts, receipts) most calls are for.
+_CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+_STRINGIFY = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+
+
 def dumps(value: JsonValue) -> str:
     """Canonical JSON text of an already-normalised value: sorted keys, no spaces, UTF-8."""
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+    return _CANONICAL.encode(value)
 
 
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
@@ -151,7 +157,7 @@ def js_json(value: JsonValue) -> str:
     The original implementation hashes this text for its keys (versions, inherited copies), so
     keys computed here match keys it wrote.
     """
-    text = json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    text = _STRINGIFY.encode(value)
     # Well-formed JSON.stringify (ES2019) escapes a lone surrogate instead of emitting it.
     return _LONE_SURROGATE.sub(lambda found: f"\\u{ord(found.group()):04x}", text)
 
