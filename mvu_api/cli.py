@@ -258,7 +258,8 @@ async def cmd_serve(args: argparse.Namespace) -> int:
     from mvu_api.http.serve import serve  # FastAPI and uvicorn load only for this command
 
     return await serve(db=args.db, ledger_id=args.ledger_id, host=args.host, port=args.port, token=args.token,
-                       body_timeout=args.body_timeout, cors_origins=args.cors_origin or ())
+                       body_timeout=args.body_timeout, head_timeout=args.head_timeout,
+                       cors_origins=args.cors_origin or ())
 
 
 async def cmd_sessions_import(args: argparse.Namespace) -> int:
@@ -344,6 +345,9 @@ def build_parser() -> argparse.ArgumentParser:
                         help="bearer token (default $MVU_TOKEN, else <ledger>.token, generated at first start)")
     served.add_argument("--body-timeout", type=float, default=30.0, metavar="SECONDS",
                         help="seconds for a whole request body to arrive, else 408 (default %(default)s)")
+    served.add_argument("--head-timeout", type=float, default=10.0, metavar="SECONDS",
+                        help="seconds for a request's line and headers to arrive (from the connection's opening "
+                             "or the previous response), else the connection is closed (default %(default)s)")
     served.add_argument("--cors-origin", action="append", default=None, metavar="ORIGIN",
                         help="let pages from ORIGIN (scheme://host[:port]) call the API from a browser; "
                              "repeatable (default: none)")

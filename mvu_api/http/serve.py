@@ -35,6 +35,7 @@ from mvu_api.http.app import OPENAPI_PATH, create_app
 from mvu_api.http.bodies import BODY_TIMEOUT_SECONDS
 from mvu_api.http.cors import allowed_origins
 from mvu_api.http.logs import nonblocking_logging
+from mvu_api.http.protocol import HEAD_TIMEOUT_SECONDS, with_head_timeout
 from mvu_api.http.routes import API_PREFIX, MVU_PREFIX
 from mvu_store.errors import Code, MvuError
 from mvu_store.ledger import open_ledger
@@ -210,16 +211,19 @@ def _say(line: str) -> None:
 
 
 async def serve(*, db: str, ledger_id: str, host: str, port: int, token: str | None,
-                body_timeout: float = BODY_TIMEOUT_SECONDS, cors_origins: Sequence[str] = ()) -> int:
+                body_timeout: float = BODY_TIMEOUT_SECONDS, head_timeout: float = HEAD_TIMEOUT_SECONDS,
+                cors_origins: Sequence[str] = ()) -> int:
     with nonblocking_logging(sys.stderr):
         return await _serve(db=db, ledger_id=ledger_id, host=host, port=port, token=token,
-                            body_timeout=body_timeout, cors_origins=cors_origins)
+                            body_timeout=body_timeout, head_timeout=head_timeout, cors_origins=cors_origins)
 
 
 async def _serve(*, db: str, ledger_id: str, host: str, port: int, token: str | None, body_timeout: float,
-                 cors_origins: Sequence[str]) -> int:
+                 head_timeout: float, cors_origins: Sequence[str]) -> int:
     if not body_timeout > 0:
         raise MvuError(Code.CONFIG, "--body-timeout must be a positive number of seconds")
+    if not head_timeout > 0:
+        raise MvuError(Code.CONFIG, "--head-timeout must be a positive number of seconds")
     origins = allowed_origins(cors_origins)
     resolved = resolve_token(db, token)
     # Bound before the ledger is opened or migrated: a port in use is one line, and touches nothing.
@@ -237,6 +241,7 @@ async def _serve(*, db: str, ledger_id: str, host: str, port: int, token: str | 
         app = create_app(service, token=resolved.value, host=store_host, body_timeout=body_timeout, stopping=stopping,
                          cors_origins=origins)
         config = uvicorn.Config(app, log_config=None, access_log=False, lifespan="off", proxy_headers=False,
+                                http=with_head_timeout(head_timeout),
                                 server_header=False, timeout_graceful_shutdown=GRACE_SECONDS)
         server = _Server(config, stopping, asyncio.get_running_loop())
         # Before the first line: whoever reads the URL may signal at once, and the stop is clean.

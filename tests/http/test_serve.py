@@ -6,6 +6,7 @@ import json
 import logging
 import os
 import re
+import socket
 import stat
 import subprocess
 import sys
@@ -183,3 +184,31 @@ def test_the_log_queue_drops_and_counts_instead_of_waiting() -> None:
     assert len(dropped) == 1 and re.search(r" (99|100) log lines were dropped", dropped[0])
     assert written[-1].rstrip().endswith("after")
     assert len(written) == QUEUE_RECORDS + 100 - int(dropped[0].split(" log lines")[0].split()[-1]) + 2
+
+
+def _closed_by_server(connection: socket.socket) -> bool:
+    """Whether the server closed the connection (waited for, not timed: the socket's own
+    timeout only turns a server that never closes it into a failure)."""
+    connection.settimeout(60)
+    try:
+        return connection.recv(1024) == b""
+    except ConnectionResetError:
+        return True
+
+
+def test_a_connection_whose_request_head_does_not_arrive_is_closed(tmp_path: Path) -> None:
+    server = Server.start(f"sqlite:///{tmp_path / 'mvu.sqlite3'}", "--head-timeout", "0.5")
+    try:
+        address = server.base.removeprefix("http://").rsplit(":", 1)
+        silent = socket.create_connection((address[0], int(address[1])))
+        slow = socket.create_connection((address[0], int(address[1])))
+        slow.sendall(b"GET / HTTP/1.1\r\nHost: x\r\n")  # and never the end of its headers
+        with server.client() as client:  # a well-behaved client is served meanwhile, twice on one connection
+            assert client.get(f"{API}/openapi.json").status_code == 200
+            assert client.get(f"{API}/openapi.json").status_code == 200
+        assert _closed_by_server(silent) and _closed_by_server(slow)
+        silent.close()
+        slow.close()
+    finally:
+        code, _, log = server.stop()
+    assert code == 0 and "no request head within 0.5 s" in log
