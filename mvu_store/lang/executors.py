@@ -13,6 +13,7 @@ command keeps the previous state by reference, and ``check`` may remember what i
 from __future__ import annotations
 
 import copy
+import math
 from collections.abc import Callable
 from typing import Any
 
@@ -20,6 +21,7 @@ from mvu_store.errors import Code, MvuError
 from mvu_store.jsonvalue import UNSAFE_KEYS, JsonValue, json_pointer
 from mvu_store.lang.arith import round12
 from mvu_store.lang.commands import Command
+from mvu_store.lang.dates import iso_string, parse_date
 from mvu_store.lang.jsvalues import is_number, js_string, object_keys, same, truthy
 from mvu_store.lang.literals import parse_value, to_number
 from mvu_store.lang.merge import merged
@@ -140,17 +142,24 @@ def execute_add(run: Run, command: Command) -> None:
     delta = parse_value(command.args[1], run.budget)
     vwd = _is_vwd(old) and old[0] is not None and not isinstance(old[0], dict | list)
     operand = old[0] if vwd else old
-    if not is_number(operand):
-        # MagVarUpdate also adds milliseconds to dates; DIGEST U-4 leaves that out.
-        raise _refused(f"{format_path(path)!r} is not a number")
+    moment = parse_date(operand) if isinstance(operand, str) and to_number(operand) is None else None
+    if moment is None and not is_number(operand):
+        raise _refused(f"{format_path(path)!r} is neither a number nor a date")
     if not is_number(delta):
         raise _refused(f"the delta {command.args[1]!r} is not a number")
-    total = round12(operand + delta)
+    # A date moves by ``delta`` milliseconds and is stored as an ISO text (dates.py).
+    total = round12(operand + delta) if moment is None else _moved(moment, delta)
     if total is None:
-        raise _refused("the sum is not finite")
+        raise _refused("the sum is not finite" if moment is None else "the date is out of range")
     new = [total, old[1]] if vwd else total
     _write(run, path, new)
     run.record(command, path, previous=old, value=new)
+
+
+def _moved(moment: int, delta: float) -> str | None:
+    if not math.isfinite(delta):
+        return None
+    return iso_string(moment + math.trunc(delta))
 
 
 def _check_insert_schema(run: Run, node: Schema | None, path: Path, key: JsonValue, keyed: bool) -> None:
