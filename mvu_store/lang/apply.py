@@ -2,11 +2,12 @@
 
 Commands run one by one on a private copy of the envelope. A command refused for an ordinary
 reason (a missing path: ``MVU_PATH_MISSING``; the native schema or a value that does not fit:
-``MVU_SCHEMA``; ``move``: ``MVU_UNSUPPORTED``) becomes an entry of ``update_diagnostics`` and
+``MVU_SCHEMA``; ``move`` without a declaration: ``MVU_UNSUPPORTED``) becomes an entry of ``update_diagnostics`` and
 the run continues, as in MagVarUpdate, where such errors are logged and skipped. Anything else
 (limits, an unsafe path or value, a malformed envelope) raises :class:`MvuError` and nothing is
-applied. The semantics of each command are MagVarUpdate's as observed by running it (the README's compatibility section)
-(b); the executors live in :mod:`mvu_store.lang.executors`.
+applied. The semantics of each command are MagVarUpdate's as observed by running it (the
+README's compatibility section); the executors live in :mod:`mvu_store.lang.executors`. Under a
+card's interpreter-v2 declaration they are the ``mvu_zod`` helper's (:mod:`mvu_store.lang.declared`).
 """
 
 from __future__ import annotations
@@ -163,10 +164,12 @@ def apply_update(
 ) -> UpdateResult:
     """Run every command of the reply ``text`` on a private copy of ``variables``.
 
-    ``validator`` is consulted only for interpreter-v2 path creation. ``check`` runs after each
-    command on the whole ``stat_data`` (the card's declared schema, as the original applies it
-    after every command): a refusal with a diagnostic code (``MVU_SCHEMA``) undoes that command
-    only and becomes its diagnostic; a value it returns replaces ``stat_data`` (a transform).
+    ``check`` runs after each command on the whole ``stat_data`` (the card's declared schema, as
+    the original applies it after every command): a refusal with a diagnostic code
+    (``MVU_SCHEMA``) undoes that command only and becomes its diagnostic; a value it returns
+    replaces ``stat_data`` (a transform; under interpreter v2 it is merged at the top level, see
+    :mod:`mvu_store.lang.declared`). ``validator`` stands in for ``check`` under interpreter v2
+    when no ``check`` is given.
     The input is never mutated. Raises :class:`MvuError` (``MVU_LIMIT``, ``MVU_PATH``,
     ``MVU_JSON`` ...) when the update as a whole is refused; ordinary per-command refusals are
     in ``diagnostics``.
