@@ -2,7 +2,8 @@
 
 MagVarUpdate hands a value it could not parse as JSON to mathjs, so models write ``_.add(hp,
 -3*2)`` or ``_.set(gold, 10+5)``. We support what replies actually use: numbers (decimal,
-``0x``/``0o``/``0b``), ``+ - * / %``, ``^`` and ``**`` (power, right-associative), parentheses,
+``0x``/``0o``/``0b``), ``+ - * / %`` and ``mod`` (a trailing ``%`` is a percentage), ``^`` and
+``**`` (power, right-associative), parentheses, ``#`` comments,
 unary signs, the common mathjs functions and constants (``sqrt``, ``log``, ``round``, ``min``...,
 ``pi``/``e``), also written ``math.sqrt(16)``, and JavaScript's ``Math`` (``Math.sqrt(81)``,
 ``Math.PI``, with ``Math.round``'s halves going up), which the original puts in scope too.
@@ -173,8 +174,11 @@ class _Parser:
 
     def term(self) -> float:
         value = self.unary()
-        while self._peek() in ("*", "/", "%"):
+        while self._peek() in ("*", "/", "%", "mod"):
             operator = self._take()
+            if operator == "%" and self._peek() in (None, ")", ","):
+                value /= 100  # mathjs reads a trailing % as a percentage: 50% is 0.5
+                continue
             right = self.unary()
             if operator == "*":
                 value *= right
@@ -220,7 +224,7 @@ class _Parser:
             if self._take() != ")":
                 raise _NotArithmetic
             return value
-        if isinstance(token, str) and token not in _OPERATORS:
+        if isinstance(token, str) and token not in _OPERATORS and token != "mod":
             functions, constants, name = _namespace(token)
             if name in constants:
                 return constants[name]
@@ -243,8 +247,14 @@ class _Parser:
             raise _NotArithmetic from None
 
 
+def without_comments(text: str) -> str:
+    """The text with mathjs comments (``#`` to the end of a line) removed."""
+    return "\n".join(line.split("#", 1)[0] for line in text.split("\n")) if "#" in text else text
+
+
 def evaluate(text: str) -> float | int | None:
     """The value of an arithmetic expression, or ``None`` if ``text`` is not one we accept."""
+    text = without_comments(text)
     if len(text) > MAX_EXPRESSION_CHARS:
         return None
     try:

@@ -118,7 +118,9 @@ def execute_set(run: Run, command: Command, parse: Parse) -> None:
     # With three arguments the middle one (the old value) is ignored; with four the second counts.
     raw = command.args[2] if len(command.args) == 3 else command.args[1]
     found, old = lookup(run.stat_data, path)
-    _merged(run, parse(_with(run.stat_data, path, _value(run, raw), is_undefined(raw))))
+    undefined = is_undefined(raw)
+    # JavaScript's undefined leaves no key in JSON: the merge must not bring the old one back.
+    _merged(run, parse(_with(run.stat_data, path, _value(run, raw), undefined)), (path,) if undefined else ())
     _settled(run, command, path, **({"previous": old} if found else {}))
 
 

@@ -17,7 +17,7 @@ from functools import partial
 
 from mvu_store.errors import Code, MvuError
 from mvu_store.jsonvalue import JsonValue, find_unsafe_key, normalize
-from mvu_store.lang.arith import evaluate
+from mvu_store.lang.arith import evaluate, without_comments
 from mvu_store.lang.paths import trim_quotes
 from mvu_store.lang.slowparse import ParseBudget, Unreadable, read_json5, read_yaml, refuse_constant
 
@@ -54,6 +54,8 @@ def _json5(text: str, budget: ParseBudget | None) -> JsonValue:
 
 
 def _arithmetic(text: str) -> JsonValue:
+    if "#" in text and not without_comments(text).strip():
+        return text  # mathjs reads only a comment (a colour, "#3"): MagVarUpdate keeps the text
     value = evaluate(text)
     if value is None:
         raise Unreadable

@@ -77,12 +77,18 @@ def test_the_epoch_reads_back() -> None:
         ("math.mod(7, 3)", 1),
         ("math.abs(-2) * Math.sqrt(4)", 4),
         ("Math.SQRT2", 1.41421356237),
+        ("100%", 1),  # mathjs: a trailing % is a percentage
+        ("50 %", 0.5),
+        ("7 mod 3", 1),
+        ("5 # five", 5),  # mathjs: '#' starts a comment
     ],
 )
 def test_math_functions_and_constants(raw: str, expected: Any) -> None:
     assert stat({"n": 0}, f"_.set(n, {raw});") == {"n": expected}
 
 
-@pytest.mark.parametrize("raw", ["Math.random()", "Math.nope(1)", "math.sqrt", "Math.sqrt(-1)", "Math.max()"])
+@pytest.mark.parametrize(
+    "raw", ["Math.random()", "Math.nope(1)", "math.sqrt", "Math.sqrt(-1)", "Math.max()", "#FF0000"]
+)
 def test_what_is_not_evaluated_stays_text(raw: str) -> None:
     assert stat({"s": ""}, f"_.set(s, {raw});") == {"s": raw}
