@@ -185,10 +185,12 @@ def execute_insert(run: Run, command: Command, parse: Parse) -> None:
     else:
         parsed = _created(run, path, key, value, keyed, undefined, parse)
     _merged(run, parsed)
-    if keyed and not isinstance(lookup(run.stat_data, path)[1], list):
-        _settled(run, command, (*path, js_string(key)), key=key)
-    else:
-        run.record(command, path, value=value, **({"key": key} if keyed else {}))
+    # An object's new key is recorded with the value the state ended with; an array's element
+    # has no fixed place to read it back from, so the inserted value is recorded.
+    if keyed and isinstance(lookup(run.stat_data, path)[1], dict):
+        found, final = lookup(run.stat_data, (*path, js_string(key)))
+        value = final if found else value
+    run.record(command, path, value=value, **({"key": key} if keyed else {}))
 
 
 def _created(

@@ -185,6 +185,12 @@ def test_delta_data_records_the_value_after_the_clamp() -> None:
         assert changes == [{"op": "set", "path": "/主角/生命值", "reason": "治疗", "previous": 80, "value": 100}]
 
 
+def test_an_inserted_key_is_recorded_with_the_value_it_ended_with() -> None:
+    [change] = run("_.insert('角色', '艾琳', {好感度: '20'});").variables["delta_data"]["changes"]
+    assert change == {"op": "insert", "path": "/角色", "reason": "", "key": "艾琳", "value": {"好感度": 20}}
+    assert stat("_.insert('背包', 'length', '绳子');")["背包"] == ["绳子", "面包", "火把"]
+
+
 def test_a_json_patch_diagnostic_names_the_failing_operation() -> None:
     patch = ('<JSONPatch>[{"op": "replace", "path": "/时间", "value": "09:00"},'
              ' {"op": "delta", "path": "/主角/名字", "value": 1}]</JSONPatch>')
