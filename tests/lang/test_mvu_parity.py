@@ -4,8 +4,9 @@ mvu_zod_parity.json: cards with a Zod declaration registered through the mvu_zod
 MagVarUpdate (master b4281792) with StageDog's mvu_zod (tavern_resource 61e30e9) and Zod 4.6.7
 under node, the clock fixed at NOW_MS and the time zone UTC. Each case is a chain of replies: a
 card (its declaration in ``schemas``), the raw initial data, what the helper's initialisation made
-of it, and the state after each reply. The declarations are eight written for this corpus
-(Chinese and English names: clamps, coercions, records, strict and pipe roots, ``_`` keys) and
+of it, and the state after each reply. The declarations are ten written for this corpus
+(Chinese and English names: clamps, coercions, records, strict and pipe roots, ``_`` keys), two
+whose roots the original cannot parse during an update, and
 the published ones of tests/schema/zod_cards_parity.json; replies mix random commands over each
 state's own paths (set/add/insert/delete in the shapes models write, prefixed paths, string
 deltas, JSON Patch with move) with targeted ones for each rule.
@@ -46,6 +47,12 @@ DIVERGENT = {
     ("card-04-dynimport#2", 2): "a declaration from another address",
     ("card-13-gensokyo#1", 0): "a declaration from another address",
     ("card-13-gensokyo#5", 0): "a declaration from another address",
+    # MagVarUpdate's `$internal` key is in stat_data while the helper parses: a strict root that
+    # is no plain object, or a record of numbers, refuses every command there.
+    ("en-strict-pipe-root#t0", 0): "the original's $internal key",
+    ("en-strict-pipe-root#t1", 0): "the original's $internal key",
+    ("zh-number-record-root#t0", 0): "the original's $internal key",
+    ("zh-number-record-root#t1", 0): "the original's $internal key",
     # `-` on an array sets a property JSON never shows: the moved item vanishes there.
     ("zh-rpg#t14", 0): "arrays as objects",
     # mathjs reads `10:45` as a range and stores the matrix's text.
@@ -101,5 +108,5 @@ def test_initialisation_matches_the_helper(case: dict[str, Any]) -> None:
 
 def test_the_corpus_is_mostly_agreement_and_covers_both_kinds() -> None:
     assert len(REPLIES) > 1000
-    assert len(DIVERGENT) / len(REPLIES) < 0.01
+    assert len(DIVERGENT) / len(REPLIES) < 0.02
     assert sum(1 for name, *_ in REPLIES if name.startswith("plain")) >= 250
