@@ -45,7 +45,8 @@ _PREFIX_KEYS = frozenset({"stat_data", "status_current_variables"})
 
 
 class _Ignored(Exception):
-    """The command touches a read-only (``_``) path: it is dropped without a diagnostic."""
+    """The helper drops the command without a word (a read-only ``_`` path, ``add`` on the root):
+    no diagnostic either."""
 
 
 def _refused(message: str) -> MvuError:
