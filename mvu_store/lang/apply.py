@@ -2,11 +2,12 @@
 
 Commands run one by one on a private copy of the envelope. A command refused for an ordinary
 reason (a missing path: ``MVU_PATH_MISSING``; the native schema or a value that does not fit:
-``MVU_SCHEMA``; ``move``: ``MVU_UNSUPPORTED``) becomes an entry of ``update_diagnostics`` and
+``MVU_SCHEMA``; ``move`` without a declaration: ``MVU_UNSUPPORTED``) becomes an entry of ``update_diagnostics`` and
 the run continues, as in MagVarUpdate, where such errors are logged and skipped. Anything else
 (limits, an unsafe path or value, a malformed envelope) raises :class:`MvuError` and nothing is
-applied. The semantics of each command are MagVarUpdate's as observed by running it (the README's compatibility section)
-(b); the executors live in :mod:`mvu_store.lang.executors`.
+applied. The semantics of each command are MagVarUpdate's as observed by running it (the
+README's compatibility section); the executors live in :mod:`mvu_store.lang.executors`. Under a
+card's interpreter-v2 declaration they are the ``mvu_zod`` helper's (:mod:`mvu_store.lang.declared`).
 """
 
 from __future__ import annotations
@@ -18,10 +19,12 @@ from typing import Any
 from mvu_store.errors import Code, MvuError
 from mvu_store.jsonvalue import JsonValue, find_unsafe_key, json_pointer, measure_state, normalize
 from mvu_store.lang.commands import Command, parse_commands
-from mvu_store.lang.creation import CandidateValidator
+from mvu_store.lang.creation import CandidateValidator, validated
+from mvu_store.lang.declared import Parse, execute_declared
 from mvu_store.lang.executors import EXECUTORS, Run
 from mvu_store.lang.jsvalues import same
 from mvu_store.lang.meta import reconcile
+from mvu_store.lang.paths import lookup, parse_pointer
 
 # Refusals that MagVarUpdate logs and skips; every other MvuError aborts the whole update.
 DIAGNOSTIC_CODES = frozenset({Code.PATH_MISSING.value, Code.SCHEMA.value, Code.UNSUPPORTED.value})
@@ -73,6 +76,39 @@ build each new state by copying only the containers on the changed path and shar
 mutate its argument either."""
 
 
+def declared_parse(check: StateCheck | None, validator: CandidateValidator | None) -> Parse:
+    """How a declared (interpreter v2) state parses a candidate: ``check``, else ``validator``,
+    else nothing refuses it (the language alone, without a schema interpreter)."""
+    if check is not None:
+        return check
+    if validator is None:
+        return lambda candidate: candidate
+
+    def parse(candidate: JsonValue) -> JsonValue:
+        accepted = validated(validator, candidate)
+        if accepted is None:
+            raise MvuError(Code.SCHEMA, "the schema refuses the result")
+        return accepted
+
+    return parse
+
+
+def _settle(changes: list[dict[str, Any]], stat_data: JsonValue) -> None:
+    """Give set/add records the value the checked state ended with (a clamp, a transform)."""
+    for change in changes:
+        if change["op"] in ("set", "add") and "value" in change and change["path"]:
+            found, final = lookup(stat_data, parse_pointer(change["path"]))
+            if found:
+                change["value"] = final
+
+
+def _diagnostic(command: Command, index: int, error: MvuError) -> dict[str, Any]:
+    diagnostic = {"command": command.full_match, "index": index, "code": error.code, "message": error.message}
+    if command.patch_index is not None:
+        diagnostic["patchIndex"] = command.patch_index  # the operation's place in its block
+    return diagnostic
+
+
 def run_commands(
     envelope: dict[str, Any],
     commands: list[Command],
@@ -81,29 +117,33 @@ def run_commands(
 ) -> UpdateResult:
     """Apply ``commands`` to a private envelope (see :func:`apply_update`)."""
     before = envelope["stat_data"]  # states are persistent: nothing mutates it
-    run = Run(envelope["stat_data"], envelope.get("schema"), _interpreter_version(envelope) == 2, validator)
+    run = Run(envelope["stat_data"], envelope.get("schema"))
     # With a declaration (mvu_schema) the declaration decides, as in the original: the native
     # $meta schema is neither checked nor re-derived (its root flags, strictSet..., still apply).
     declared = isinstance(envelope.get("mvu_schema"), dict)
     if declared:
         run.schema, run.declared = None, True
+    # Interpreter v2 runs the commands as the card's helper does (declared.py); v1 stays v1 (S-1).
+    parse = declared_parse(check, validator) if declared and _interpreter_version(envelope) == 2 else None
     diagnostics: list[dict[str, Any]] = []
     for index, command in enumerate(commands):
         # A refused command leaves no trace: the previous state is kept by reference (executors
         # never mutate a state, they build the next one), and restored if the check refuses.
         saved = run.stat_data, run.schema, len(run.changes)
         try:
-            EXECUTORS[command.type](run, command)
-            if check is not None:
-                run.stat_data = check(run.stat_data)
+            if parse is not None:
+                execute_declared(run, command, parse)
+            else:
+                EXECUTORS[command.type](run, command)
+                if check is not None:
+                    run.stat_data = check(run.stat_data)
+                    _settle(run.changes[saved[2] :], run.stat_data)
         except MvuError as error:
             if error.code not in DIAGNOSTIC_CODES:
                 raise
             run.stat_data, run.schema = saved[0], saved[1]
             del run.changes[saved[2] :]
-            diagnostics.append(
-                {"command": command.full_match, "index": index, "code": error.code, "message": error.message}
-            )
+            diagnostics.append(_diagnostic(command, index, error))
     changed = not same(before, run.stat_data)
     envelope["stat_data"] = run.stat_data
     if not declared and changed:
@@ -127,10 +167,12 @@ def apply_update(
 ) -> UpdateResult:
     """Run every command of the reply ``text`` on a private copy of ``variables``.
 
-    ``validator`` is consulted only for interpreter-v2 path creation. ``check`` runs after each
-    command on the whole ``stat_data`` (the card's declared schema, as the original applies it
-    after every command): a refusal with a diagnostic code (``MVU_SCHEMA``) undoes that command
-    only and becomes its diagnostic; a value it returns replaces ``stat_data`` (a transform).
+    ``check`` runs after each command on the whole ``stat_data`` (the card's declared schema, as
+    the original applies it after every command): a refusal with a diagnostic code
+    (``MVU_SCHEMA``) undoes that command only and becomes its diagnostic; a value it returns
+    replaces ``stat_data`` (a transform; under interpreter v2 it is merged at the top level, see
+    :mod:`mvu_store.lang.declared`). ``validator`` stands in for ``check`` under interpreter v2
+    when no ``check`` is given.
     The input is never mutated. Raises :class:`MvuError` (``MVU_LIMIT``, ``MVU_PATH``,
     ``MVU_JSON`` ...) when the update as a whole is refused; ordinary per-command refusals are
     in ``diagnostics``.

@@ -63,6 +63,8 @@ class Command:
     start: int
     end: int
     source: str = "function"
+    patch_index: int | None = None
+    """For a JSON Patch operation, its place in the block (``full_match`` is then its own text)."""
 
 
 def _arity_ok(kind: str, count: int) -> bool:
@@ -203,8 +205,8 @@ def _function_commands(text: str, hidden: Callable[[int], bool]) -> list[Command
     return commands
 
 
-def _patch_command(op: PatchOp, start: int, end: int, block: str) -> Command:
-    return Command(op.type, op.name, op.args, op.path, block, "json_patch", start, end, "json_patch")
+def _patch_command(op: PatchOp, start: int, end: int) -> Command:
+    return Command(op.type, op.name, op.args, op.path, op.text, "json_patch", start, end, "json_patch", op.index)
 
 
 def parse_commands(text: str) -> list[Command]:
@@ -220,8 +222,7 @@ def parse_commands(text: str) -> list[Command]:
     hidden = inside_spans(_thinking_spans(text) if tagged else [])
     commands = _function_commands(text, hidden)
     for block in find_patch_blocks(text, hidden) if tagged else ():
-        source = text[block.start : block.end]
-        commands.extend(_patch_command(op, block.start, block.end, source) for op in block.ops)
+        commands.extend(_patch_command(op, block.start, block.end) for op in block.ops)
         if len(commands) > MAX_COMMANDS:
             raise _too_many()
     commands.sort(key=lambda command: command.start)

@@ -1,11 +1,10 @@
 """Interpreter v2 path creation (DIGEST U-6): commands may create missing paths.
 
-For a state whose ``mvu_schema.interpreterVersion`` is 2, ``set`` and ``insert`` on a missing
-path build a *candidate* ``stat_data`` and ask the schema interpreter whether it accepts it.
-This module knows the interpreter only through :class:`CandidateValidator`, so the language
-does not depend on ``mvu_store.schema``. ``insert`` tries an object container first and an
-array second; only a candidate the validator accepts is kept, in the form it returned.
-Created arrays stay dense: an index is only created at the end of an array.
+Under a card's declaration (:mod:`mvu_store.lang.declared`) ``set`` and ``insert`` write through
+:func:`written`, lodash's ``_.set``: a missing (or scalar) container on the way is created, an
+array when the next segment is an index, else an object. Created arrays stay dense: an index is
+only created at the end of an array. The schema interpreter is known here only through
+:class:`CandidateValidator`, so the language does not depend on ``mvu_store.schema``.
 """
 
 from __future__ import annotations
@@ -40,32 +39,32 @@ def _container_for(segment: str) -> JsonValue:
     return [] if is_index(segment) else {}
 
 
-def build_candidate(stat_data: JsonValue, path: Path, value: JsonValue) -> JsonValue:
-    """A copy of ``stat_data`` with ``value`` written at ``path``, creating what is missing.
+def written(root: JsonValue, path: Path, value: JsonValue, *, drop: bool = False) -> JsonValue:
+    """A copy of ``root`` with ``value`` at ``path`` (not the root), creating what is missing.
 
+    ``drop`` removes the key instead (JavaScript's ``undefined``; in an array it is ``null``).
     Only the containers on the path are copied; the rest is shared (states are persistent).
     """
-    return _written(stat_data, path, 0, value) if path else stat_data
+    return _written(root, path, 0, value, drop)
 
 
-def _written(current: JsonValue, path: Path, position: int, value: JsonValue) -> JsonValue:
+def _written(current: JsonValue, path: Path, position: int, value: JsonValue, drop: bool) -> JsonValue:
     segment = path[position]
     last = position == len(path) - 1
-    fresh = value if last else _container_for(path[position + 1])
     if isinstance(current, dict):
+        if last and drop:
+            return {key: item for key, item in current.items() if key != segment}
         child = current.get(segment)
-        if last or child is None:
-            child = fresh
-        elif not isinstance(child, dict | list):
-            raise MvuError(Code.PATH_MISSING, f"{format_path(path)!r} runs through a value")
-        return {**current, segment: child if last else _written(child, path, position + 1, value)}
+        if not last and not isinstance(child, dict | list):
+            child = _container_for(path[position + 1])
+        return {**current, segment: value if last else _written(child, path, position + 1, value, drop)}
     if isinstance(current, list) and is_index(segment) and int(segment) <= len(current):
         index = int(segment)
-        child = fresh if index == len(current) or last else current[index]
-        if not isinstance(child, dict | list) and not last:
-            raise MvuError(Code.PATH_MISSING, f"{format_path(path)!r} runs through a value")
-        written = child if last else _written(child, path, position + 1, value)
-        return [*current[:index], written, *current[index + 1 :]]
+        child = current[index] if index < len(current) else None
+        if not last and not isinstance(child, dict | list):
+            child = _container_for(path[position + 1])
+        item = value if last else _written(child, path, position + 1, value, drop)
+        return [*current[:index], item, *current[index + 1 :]]
     raise MvuError(Code.PATH_MISSING, f"cannot create {format_path(path)!r} (arrays stay dense)")
 
 
@@ -86,16 +85,3 @@ def validated(validator: CandidateValidator, candidate: JsonValue) -> JsonValue 
     if find_unsafe_key(normalized) is not None:
         raise MvuError(Code.PATH, "validator returned a prototype key")
     return normalized
-
-
-def create(
-    validator: CandidateValidator | None, stat_data: JsonValue, path: Path, options: list[JsonValue]
-) -> JsonValue:
-    """The first accepted candidate writing one of ``options`` at ``path``; else ``MVU_SCHEMA``."""
-    if validator is None:
-        raise MvuError(Code.PATH_MISSING, f"{format_path(path)!r} does not exist (no validator to create it)")
-    for option in options:
-        accepted = validated(validator, build_candidate(stat_data, path, option))
-        if accepted is not None:
-            return accepted
-    raise MvuError(Code.SCHEMA, f"the schema refuses creating {format_path(path)!r}")

@@ -13,6 +13,7 @@ command keeps the previous state by reference, and ``check`` may remember what i
 from __future__ import annotations
 
 import copy
+import math
 from collections.abc import Callable
 from typing import Any
 
@@ -20,7 +21,7 @@ from mvu_store.errors import Code, MvuError
 from mvu_store.jsonvalue import UNSAFE_KEYS, JsonValue, json_pointer
 from mvu_store.lang.arith import round12
 from mvu_store.lang.commands import Command
-from mvu_store.lang.creation import CandidateValidator, create
+from mvu_store.lang.dates import iso_string, parse_date
 from mvu_store.lang.jsvalues import is_number, js_string, object_keys, same, truthy
 from mvu_store.lang.literals import parse_value, to_number
 from mvu_store.lang.merge import merged
@@ -33,20 +34,16 @@ from mvu_store.lang.meta import (
     properties_of,
     schema_at,
 )
-from mvu_store.lang.paths import Path, assigned, format_path, is_index, lookup, trim_quotes
+from mvu_store.lang.paths import Path, assigned, format_path, is_index, lodash_path, lookup, trim_quotes
 from mvu_store.lang.slowparse import ParseBudget
 
 
 class Run:
     """The private, mutable state of one update."""
 
-    def __init__(
-        self, stat_data: dict[str, Any], schema: Schema | None, v2: bool, validator: CandidateValidator | None
-    ) -> None:
+    def __init__(self, stat_data: dict[str, Any], schema: Schema | None) -> None:
         self.stat_data: Any = stat_data
         self.schema = schema
-        self.v2 = v2
-        self.validator = validator
         flags = schema or {}
         self.strict_set = flags.get("strictSet") is True
         self.strict_template = flags.get("strictTemplate") is True
@@ -92,7 +89,7 @@ def _write(run: Run, path: Path, value: JsonValue) -> None:
         run.stat_data = value
 
 
-def _is_undefined(raw: str) -> bool:
+def is_undefined(raw: str) -> bool:
     """The literal ``undefined``, which :func:`parse_value` reads as ``null``.
 
     MagVarUpdate stores JavaScript's ``undefined`` there, and the saved JSON then has no such
@@ -112,15 +109,8 @@ def _write_or_drop(run: Run, path: Path, value: JsonValue, undefined: bool) -> b
 
 
 def _target(run: Run, command: Command) -> Path:
-    """The command's path, except that a whole top-level key wins over splitting the text.
-
-    MagVarUpdate's ``_.has/_.get/_.set`` go through lodash, which first asks whether the path
-    text is itself a key of ``stat_data``: ``_.set('Lv.2', 3)`` writes the key ``"Lv.2"`` if
-    there is one. (Brackets and quotes are rewritten before that check, so they never match.)
-    """
-    whole = trim_quotes(command.args[0].strip())
-    plain = command.source == "function" and len(command.path) > 1 and not set(whole) & set("[]\"'")
-    return (whole,) if plain and isinstance(run.stat_data, dict) and whole in run.stat_data else command.path
+    """The command's path, read as lodash reads it (a whole top-level key wins; see lodash_path)."""
+    return lodash_path(command.args[0], run.stat_data) if command.source == "function" else command.path
 
 
 def execute_set(run: Run, command: Command) -> None:
@@ -128,21 +118,17 @@ def execute_set(run: Run, command: Command) -> None:
     value = parse_value(command.args[-1], run.budget)  # the middle "old value" argument is ignored
     found, old = lookup(run.stat_data, path)
     if not found:
-        if not run.v2:
-            raise _missing(path)
-        run.stat_data = create(run.validator, run.stat_data, path, [value])
-        run.record(command, path, value=value)
-        return
+        raise _missing(path)
     if not path and not isinstance(value, dict):
         raise _refused("stat_data must stay an object")
     new = value
-    if not run.v2 and not run.strict_set and _is_vwd(old) and not isinstance(old[0], list):
+    if not run.strict_set and _is_vwd(old) and not isinstance(old[0], list):
         # Only the value half of [value, "description"] changes; a number stays a number.
         first = to_number(value) if is_number(old[0]) and value is not None else value
         new = [first, old[1]]
-    elif not run.v2 and is_number(old) and isinstance(value, str):
+    elif is_number(old) and isinstance(value, str):
         new = to_number(value)
-    if _write_or_drop(run, path, new, _is_undefined(command.args[-1])):
+    if _write_or_drop(run, path, new, is_undefined(command.args[-1])):
         run.record(command, path, previous=old)  # no value: the key is gone
     else:
         run.record(command, path, previous=old, value=new)
@@ -156,17 +142,24 @@ def execute_add(run: Run, command: Command) -> None:
     delta = parse_value(command.args[1], run.budget)
     vwd = _is_vwd(old) and old[0] is not None and not isinstance(old[0], dict | list)
     operand = old[0] if vwd else old
-    if not is_number(operand):
-        # MagVarUpdate also adds milliseconds to dates; DIGEST U-4 leaves that out.
-        raise _refused(f"{format_path(path)!r} is not a number")
+    moment = parse_date(operand) if isinstance(operand, str) and to_number(operand) is None else None
+    if moment is None and not is_number(operand):
+        raise _refused(f"{format_path(path)!r} is neither a number nor a date")
     if not is_number(delta):
         raise _refused(f"the delta {command.args[1]!r} is not a number")
-    total = round12(operand + delta)
+    # A date moves by ``delta`` milliseconds and is stored as an ISO text (dates.py).
+    total = round12(operand + delta) if moment is None else _moved(moment, delta)
     if total is None:
-        raise _refused("the sum is not finite")
+        raise _refused("the sum is not finite" if moment is None else "the date is out of range")
     new = [total, old[1]] if vwd else total
     _write(run, path, new)
     run.record(command, path, previous=old, value=new)
+
+
+def _moved(moment: int, delta: float) -> str | None:
+    if not math.isfinite(delta):
+        return None
+    return iso_string(moment + math.trunc(delta))
 
 
 def _check_insert_schema(run: Run, node: Schema | None, path: Path, key: JsonValue, keyed: bool) -> None:
@@ -221,12 +214,6 @@ def execute_insert(run: Run, command: Command) -> None:
     if keyed and js_string(key) in UNSAFE_KEYS:
         raise MvuError(Code.PATH, f"the key {js_string(key)!r} is refused")
     value = parse_value(command.args[2] if keyed else command.args[1], run.budget)
-    if not found and run.v2:
-        # Interpreter v2 (U-6): an object container first, an array if the schema refuses it.
-        options = [{js_string(key): value} if keyed else value, [value]]
-        run.stat_data = create(run.validator, run.stat_data, path, options)
-        run.record(command, path, value=value, **({"key": key} if keyed else {}))
-        return
     if not found and keyed:
         raise _missing(path)  # undefined counts as a primitive target in MagVarUpdate
     node = schema_at(run.schema, path) if run.schema is not None else None
@@ -238,7 +225,7 @@ def execute_insert(run: Run, command: Command) -> None:
     if keyed:
         filled = run.fill(value, run.template_of(node, "array", "object"))
         updated = _keyed(existing, key, filled)
-        if isinstance(updated, dict) and filled is None and _is_undefined(command.args[2]):
+        if isinstance(updated, dict) and filled is None and is_undefined(command.args[2]):
             del updated[js_string(key)]  # obj[key] = undefined: JSON keeps no such key
     else:
         container = existing if isinstance(existing, dict | list) else ([] if isinstance(value, list) else {})
@@ -248,8 +235,7 @@ def execute_insert(run: Run, command: Command) -> None:
             updated = [*container, filled]
         elif isinstance(value, dict):
             filled = value
-            # v1 deep-merges like lodash; interpreter v2 assigns shallowly (DIGEST U-6).
-            updated = {**container, **value} if run.v2 else merged(container, value)
+            updated = merged(container, value)  # lodash's deep merge (v2 assigns shallowly: declared.py)
         else:
             raise _refused(f"only an object can be merged into object {format_path(path)!r}")
     schema = run.schema
@@ -324,7 +310,7 @@ def execute_delete(run: Run, command: Command) -> None:
     if not found:
         raise _missing(path)
     if len(command.args) > 1:
-        if _is_undefined(command.args[1]):
+        if is_undefined(command.args[1]):
             raise _refused("undefined names nothing to remove")  # MagVarUpdate refuses it too
         target = parse_value(command.args[1], run.budget)
         key = trim_quotes(target) if isinstance(target, str) else target

@@ -17,6 +17,7 @@ insert into the parent container, ``remove`` -> delete, ``move`` -> a no-op comm
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 from collections.abc import Callable
@@ -44,6 +45,10 @@ class PatchOp:
     name: str
     args: tuple[str, ...]
     path: Path
+    index: int = 0
+    """The operation's place in its block (counting every entry, dropped ones too)."""
+    text: str = ""
+    """The operation as compact JSON text, which names it in a diagnostic."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -134,10 +139,14 @@ def _ops(body: str, budget: ParseBudget) -> tuple[PatchOp, ...]:
     if not _is_patch(value):
         return ()
     try:
-        translated = [_translate(item) for item in value]
+        translated = [(index, item, _translate(item)) for index, item in enumerate(value)]
+        return tuple(
+            dataclasses.replace(op, index=index, text=json.dumps(item, ensure_ascii=False, separators=(",", ":")))
+            for index, item, op in translated
+            if op is not None
+        )
     except (ValueError, TypeError):
         return ()  # a value JSON cannot carry (NaN from JSON5): the block is ignored
-    return tuple(op for op in translated if op is not None)
 
 
 def find_patch_blocks(text: str, hidden: Callable[[int], bool]) -> list[PatchBlock]:

@@ -17,7 +17,7 @@ from functools import partial
 
 from mvu_store.errors import Code, MvuError
 from mvu_store.jsonvalue import JsonValue, find_unsafe_key, normalize
-from mvu_store.lang.arith import evaluate
+from mvu_store.lang.arith import evaluate, without_comments
 from mvu_store.lang.paths import trim_quotes
 from mvu_store.lang.slowparse import ParseBudget, Unreadable, read_json5, read_yaml, refuse_constant
 
@@ -54,6 +54,8 @@ def _json5(text: str, budget: ParseBudget | None) -> JsonValue:
 
 
 def _arithmetic(text: str) -> JsonValue:
+    if "#" in text and not without_comments(text).strip():
+        return text  # mathjs reads only a comment (a colour, "#3"): MagVarUpdate keeps the text
     value = evaluate(text)
     if value is None:
         raise Unreadable
@@ -69,15 +71,18 @@ def _yaml(text: str, budget: ParseBudget | None) -> JsonValue:
         raise Unreadable from None
 
 
-def parse_value(raw: str, budget: ParseBudget | None = None) -> JsonValue:
+def parse_value(raw: str, budget: ParseBudget | None = None, *, arithmetic: bool = True) -> JsonValue:
     """Read one command argument as a JSON value (see the module docstring for the order).
 
-    ``budget`` bounds what one update may spend in the slow JSON5/YAML readers.
+    ``budget`` bounds what one update may spend in the slow JSON5/YAML readers. Without
+    ``arithmetic`` (a card's declaration runs the commands, as its helper does) the arithmetic
+    stage is skipped: ``120+30``, ``2025-06-02`` and ``10:30`` stay text.
     """
     text = raw.strip()
     if text in _WORDS:
         return _WORDS[text]
-    for stage in (_json, partial(_json5, budget=budget), _arithmetic, partial(_yaml, budget=budget)):
+    stages = (_json, partial(_json5, budget=budget), _arithmetic, partial(_yaml, budget=budget))
+    for stage in stages if arithmetic else (stages[0], stages[1], stages[3]):
         try:
             value = stage(text)
         except Unreadable:

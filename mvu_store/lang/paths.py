@@ -143,6 +143,20 @@ def _read_dotted(text: str, start: int, segments: list[str], *, allow_bracket: b
     return index
 
 
+def lodash_path(text: str, root: JsonValue) -> Path:
+    """The path lodash's ``_.get/_.set`` use for ``text``: a whole top-level key wins over splitting.
+
+    lodash first asks whether the path text is itself a key of the object: with a key ``"Lv.2"``
+    in ``stat_data``, ``Lv.2`` names it, not ``Lv`` -> ``2``. (Brackets and quotes are rewritten
+    before that check in MagVarUpdate, so a text with them never names a whole key here.)
+    """
+    path = parse_path(text)
+    whole = trim_quotes(text.strip())
+    if len(path) > 1 and not set(whole) & set("[]\"'") and isinstance(root, dict) and whole in root:
+        return (whole,)
+    return path
+
+
 def parse_pointer(pointer: str) -> Path:
     """Parse a JSON Patch path: RFC 6901 with ``~1``/``~0`` decoded.
 

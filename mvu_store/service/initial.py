@@ -46,8 +46,14 @@ def initial_envelope(
 
 def with_declaration(envelope: dict[str, Any], descriptor: dict[str, Any], *,
                      now_ms: int | None) -> dict[str, Any]:
-    """``envelope`` governed by ``descriptor``: its ``stat_data`` parsed (and transformed) once."""
-    stat_data = DeclaredSchema(descriptor, now_ms).check(envelope["stat_data"], code=Code.INITIALIZATION_INVALID)
+    """``envelope`` governed by ``descriptor``: its ``stat_data`` parsed (and transformed) once.
+
+    Interpreter v2 merges the parsed data over the raw data at the top level, as the card's
+    helper does, so a top-level key that a stripping root drops is kept."""
+    raw = envelope["stat_data"]
+    stat_data = DeclaredSchema(descriptor, now_ms).check(raw, code=Code.INITIALIZATION_INVALID)
+    if descriptor.get("interpreterVersion") == 2 and isinstance(raw, dict) and isinstance(stat_data, dict):
+        stat_data = {**raw, **stat_data}
     return {**envelope, "stat_data": stat_data, "display_data": copy.deepcopy(stat_data), "mvu_schema": descriptor,
             "schema": copy.deepcopy(OPEN_SCHEMA)}
 

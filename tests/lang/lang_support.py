@@ -35,15 +35,17 @@ def text_of(value: Any) -> str:
 class Recorder:
     """A check (and a v2 validator) that keeps every state it is given and its text then."""
 
-    def __init__(self, refuse_call: int | None = None) -> None:
+    def __init__(self, refuse_call: int | None = None, refuse_count: int = 1) -> None:
+        """Refuse ``refuse_count`` calls from the ``refuse_call``-th on (an insert that creates its
+        container asks twice: for an object, then for an array)."""
         self.seen: list[tuple[Any, str]] = []
         self.checks = 0
-        self.refuse_call = refuse_call
+        self.refused = range(refuse_call, refuse_call + refuse_count) if refuse_call is not None else range(0)
 
     def __call__(self, stat_data: Any) -> Any:
         self.seen.append((stat_data, text_of(stat_data)))
         self.checks += 1
-        if self.checks == self.refuse_call:
+        if self.checks in self.refused:
             raise MvuError(Code.SCHEMA, "refused by the test")
         return stat_data
 

@@ -103,9 +103,13 @@ def test_add_refuses_numeric_strings_booleans_and_number_pairs() -> None:
     assert codes(result) == ["MVU_SCHEMA"] * 3
 
 
-def test_add_refuses_dates_deliberately() -> None:
-    # MagVarUpdate adds milliseconds to date strings; DIGEST U-4 leaves this out.
-    assert codes(update({"t": "2024-01-01T00:00:00Z"}, "_.add(t, 1000);")) == ["MVU_SCHEMA"]
+def test_add_moves_a_date_by_milliseconds() -> None:
+    assert stat({"世界": {"时间": "2025-06-02T08:00:00Z"}}, "_.add('世界.时间', 1800000);") == {
+        "世界": {"时间": "2025-06-02T08:30:00.000Z"}}
+
+
+def test_add_refuses_a_text_delta_on_a_date() -> None:
+    assert codes(update({"t": "2024-01-01"}, "_.add(t, '1000');")) == ["MVU_SCHEMA"]
 
 
 def test_add_ignores_strict_set() -> None:

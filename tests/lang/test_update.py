@@ -189,7 +189,7 @@ def test_v2_set_creates_missing_paths_when_the_schema_accepts() -> None:
 
 
 def test_v2_set_refused_by_the_schema_is_a_diagnostic() -> None:
-    result = v2({"x": 1}, "_.set(a.b, 1); _.set(x, 2);", FakeValidator(lambda data: False))
+    result = v2({"x": 1}, "_.set(a.b, 1); _.set(x, 2);", FakeValidator(lambda data: "a" not in data))
     assert codes(result) == ["MVU_SCHEMA"]
     assert result.variables["stat_data"] == {"x": 2}
 
@@ -220,8 +220,10 @@ def test_v2_arrays_stay_dense() -> None:
     assert result.variables["stat_data"] == {"l": [1]}
 
 
-def test_v2_without_a_validator_keeps_v1_path_rules() -> None:
-    assert codes(apply_update({"stat_data": {}, **V2}, "_.set(a, 1);")) == ["MVU_PATH_MISSING"]
+def test_v2_without_a_validator_nothing_refuses_a_created_path() -> None:
+    result = apply_update({"stat_data": {}, **V2}, "_.set(a.b, 1); _.set(l.0, 'x');")
+    assert codes(result) == []
+    assert result.variables["stat_data"] == {"a": {"b": 1}, "l": ["x"]}
 
 
 def test_v1_never_creates_paths() -> None:
