@@ -1,8 +1,9 @@
 """The one error root of mvu-store.
 
-Every refusal the package makes is an :class:`MvuError` with a stable ``code`` taken from the
-specification's list of error codes. Clients branch on ``code``; ``details`` carries the
-structured facts of the refusal (for example ``expected_revision`` and ``current_revision``).
+Every refusal the package makes is an :class:`MvuError` with a stable ``code``: the codes of
+the original implementation, plus the few marked below that it does not have. Clients branch
+on ``code``; ``details`` carries the structured facts of the refusal (for example
+``expected_revision`` and ``current_revision``).
 """
 
 from __future__ import annotations
@@ -64,23 +65,23 @@ class Code(StrEnum):
     COMMAND_HOOK_OUTPUT = "MVU_COMMAND_HOOK_OUTPUT"
     COMMAND_HOOK_DECLARATION = "MVU_COMMAND_HOOK_DECLARATION"
     STORAGE_LIMIT = "PLAY_STORAGE_LIMIT"
-    # Not in the specification's list: storage that stayed busy past its timeout. HTTP maps it
+    # Not among the original implementation's codes: storage that stayed busy past its timeout. HTTP maps it
     # to 503 with Retry-After; the caller may retry, nothing was written.
     STORAGE_BUSY = "MVU_STORAGE_BUSY"
-    # Not in the specification's list: the stored ledger fails a structural check (bad format
+    # Not among the original implementation's codes: the stored ledger fails a structural check (bad format
     # version, corrupt row). Distinct from caller errors so operators can alert on it.
     STORAGE_CORRUPT = "MVU_STORAGE_CORRUPT"
-    # Not in the specification's list: conditions of the storage that may pass, each named for
+    # Not among the original implementation's codes: conditions of the storage that may pass, each named for
     # what happened (HTTP 503 with Retry-After; nothing was written): the disk or file system is
     # full, the database cannot be written (a read-only file or file system), or an I/O error.
     STORAGE_FULL = "MVU_STORAGE_FULL"
     STORAGE_READ_ONLY = "MVU_STORAGE_READ_ONLY"
     STORAGE_IO = "MVU_STORAGE_IO"
-    # Not in the specification's list: the database file at the ledger's path is no longer the
+    # Not among the original implementation's codes: the database file at the ledger's path is no longer the
     # one this process opened (deleted or replaced under it). Writes are refused until an
     # operator puts it back or restarts: a write to the old file would be acknowledged and lost.
     STORAGE_GONE = "MVU_STORAGE_GONE"
-    # Not in the specification's list: trigger facts that could not be stored for a reason that
+    # Not among the original implementation's codes: trigger facts that could not be stored for a reason that
     # is no refusal of ours. Only ever reported (a commit's ``fact_error``, an ingest's
     # ``fact_errors``), never raised: facts observe an update, they never fail it.
     FACT_WRITE = "MVU_FACT_WRITE"

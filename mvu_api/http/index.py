@@ -17,8 +17,9 @@ from starlette.responses import HTMLResponse, JSONResponse, Response
 
 from mvu_api.http.routes import API_PREFIX
 
-INDEX_PATHS = ("/", f"{API_PREFIX}/")
-"""Where the index answers: the API's root, which ``mvu serve`` prints, and the server's root."""
+INDEX_PATHS = ("/", f"{API_PREFIX}/", API_PREFIX)
+"""Where the index answers: the API's root, which ``mvu serve`` prints (with or without its
+slash, as people type it), and the server's root."""
 GUIDES = {
     "README.md": "what the store does, the Python API, the HTTP API, the command line",
     "docs/host-protocol.md": "feeding sessions over HTTP, route by route, with curl",
@@ -94,4 +95,4 @@ def install_index(app: FastAPI, openapi_path: str, paths: Sequence[str] = INDEX_
         return JSONResponse(described)
 
     for path in paths:
-        app.add_api_route(path, index, methods=["GET"], include_in_schema=False)
+        app.add_api_route(path, index, methods=["GET", "HEAD"], include_in_schema=False)

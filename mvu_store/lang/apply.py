@@ -37,7 +37,7 @@ class UpdateResult:
     variables: dict[str, Any]
     diagnostics: tuple[dict[str, Any], ...]
     changed: bool
-    encoded: bytes = b""
+    encoded: bytes
     """The canonical JSON of ``variables`` (UTF-8), as the state budget check measured it: a
     store can keep these bytes instead of encoding the state a second time."""
 

@@ -111,7 +111,8 @@ def _prepare(
         ).first()
         if row is None:
             if not migrate_to_head:
-                raise MvuError(Code.MISSING, f"there is no ledger {ledger_id!r} here: run `mvu db upgrade`")
+                raise MvuError(Code.MISSING, f"there is no ledger {ledger_id!r} here: run "
+                                            f"`mvu db upgrade --ledger-id {ledger_id}`")
             connection.execute(
                 insert(t.ledger).values(
                     ledger_id=ledger_id,

@@ -238,7 +238,8 @@ class Pipeline:
 
         async def attempt(head: Head) -> Any:
             tried.append(head)
-            variables, diagnostics, changed, encoded = head.variables, [], False, b""
+            # No bytes for the head's own variables: the ledger encodes what it did not measure.
+            variables, diagnostics, changed, encoded = head.variables, [], False, None
             if run:
                 # The declaration, at the turn's time; after the first command it parses only
                 # what each command changed.
@@ -261,7 +262,7 @@ class Pipeline:
             outcome = await ctx.ledger.commit(CommitRequest(
                 entry.id, head.revision, "reply", variables, reply.fingerprint, reply.source, key=reply.key,
                 meta={"sourceRevision": head.revision, "configRevision": decision.config_revision},
-                facts=tuple(ended.records), encoded=encoded or None))
+                facts=tuple(ended.records), encoded=encoded))
             return outcome, changed, diagnostics, ended
 
         try:

@@ -75,3 +75,13 @@ def test_the_url_mvu_serve_prints_opens_the_index(tmp_path: Path) -> None:
     finally:
         code, _, err = server.stop()
         assert code == 0, err[-2000:]
+
+
+async def test_head_on_the_index_answers_like_get_without_a_body() -> None:
+    async with client_of(object()) as client:
+        got = await client.get(f"{API}/", headers=NO_TOKEN)
+        head = await client.head(f"{API}/", headers=NO_TOKEN)
+        bare = await client.get(API, headers=NO_TOKEN)  # the printed URL without its slash
+    assert (head.status_code, head.content) == (200, b"")
+    assert bare.status_code == 200 and bare.json() == got.json()
+    assert head.headers["content-type"] == got.headers["content-type"]

@@ -1,4 +1,4 @@
-"""Command extraction: one test per rule of magvarupdate.md (a)."""
+"""Command extraction: one test per rule MagVarUpdate follows."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""initialize_variables and the restricted YAML loader (magvarupdate.md (c), (d); DIGEST U-2)."""
+"""initialize_variables and the restricted YAML loader (MagVarUpdate's observed behaviour; DIGEST U-2)."""
 
 from __future__ import annotations
 

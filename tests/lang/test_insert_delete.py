@@ -1,4 +1,4 @@
-"""insert/assign and delete/remove/unset: magvarupdate.md (b), one test per rule and quirk."""
+"""insert/assign and delete/remove/unset: MagVarUpdate's observed behaviour, one test per rule and quirk."""
 
 from __future__ import annotations
 

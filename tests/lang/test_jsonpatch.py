@@ -1,4 +1,4 @@
-"""JSON Patch blocks: magvarupdate.md (a) "JSON Patch blocks", plus our pointer decoding."""
+"""JSON Patch blocks: as MagVarUpdate reads them, plus our pointer decoding."""
 
 from __future__ import annotations
 

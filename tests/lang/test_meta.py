@@ -1,4 +1,4 @@
-"""The native schema derived from $meta: magvarupdate.md (c)."""
+"""The native schema derived from $meta: MagVarUpdate's observed behaviour."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""set and add: magvarupdate.md (b), one test per rule and quirk."""
+"""set and add: MagVarUpdate's observed behaviour, one test per rule and quirk."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Command values: magvarupdate.md "Value parsing", in order, plus Number() coercion."""
+"""Command values: MagVarUpdate's value parsing, rule by rule, plus Number() coercion."""
 
 from __future__ import annotations
 

@@ -100,7 +100,8 @@ async def test_a_database_file_gone_from_under_the_ledger_refuses_writes(tmp_pat
             await reopened.close()
 
 
-async def test_the_audit_reports_a_damaged_file_as_integrity_findings(tmp_path: Path) -> None:
+async def damaged_ledger_file(tmp_path: Path) -> Path:
+    """A ledger file with history whose versions table's root page has its header overwritten."""
     path = tmp_path / "l.sqlite3"
     ledger = await open_ledger(f"sqlite:///{path}")
     await ledger.create_resource(NewResource(id="mvu:a", kind="shared", initial=STATE, definition={}))
@@ -112,10 +113,14 @@ async def test_the_audit_reports_a_damaged_file_as_integrity_findings(tmp_path: 
         raw.execute("PRAGMA wal_checkpoint(TRUNCATE)")
         page_size = raw.execute("PRAGMA page_size").fetchone()[0]
         [root] = raw.execute("SELECT rootpage FROM sqlite_master WHERE name = 'versions'").fetchone()
-    with path.open("r+b") as file:  # the versions table's root page: its header overwritten
+    with path.open("r+b") as file:
         file.seek((root - 1) * page_size)
         file.write(b"\xff" * 64)
+    return path
 
+
+async def test_the_audit_reports_a_damaged_file_as_integrity_findings(tmp_path: Path) -> None:
+    path = await damaged_ledger_file(tmp_path)
     damaged = await open_ledger(f"sqlite:///{path}")
     try:
         findings = await damaged.audit()
@@ -182,20 +187,7 @@ async def test_an_export_of_a_damaged_state_is_refused_and_writes_nothing(tmp_pa
 async def test_an_export_of_a_damaged_file_is_refused(tmp_path: Path) -> None:
     from mvu_store.ledger.transfer import export_directory
 
-    path = tmp_path / "l.sqlite3"
-    ledger = await open_ledger(f"sqlite:///{path}")
-    await ledger.create_resource(NewResource(id="mvu:a", kind="shared", initial=STATE, definition={}))
-    for n in range(40):
-        await ledger.commit(CommitRequest("mvu:a", n, "manual", {"stat_data": {"n": n, "pad": "x" * 3000}},
-                                          f"fp-{n}", {"manual": True}, operation_id=f"op-{n}"))
-    await ledger.close()
-    with sqlite3.connect(path) as raw:
-        raw.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-        page_size = raw.execute("PRAGMA page_size").fetchone()[0]
-        [root] = raw.execute("SELECT rootpage FROM sqlite_master WHERE name = 'versions'").fetchone()
-    with path.open("r+b") as file:
-        file.seek((root - 1) * page_size)
-        file.write(b"\xff" * 64)
+    path = await damaged_ledger_file(tmp_path)
     damaged = await open_ledger(f"sqlite:///{path}")
     try:
         with pytest.raises(MvuError) as refused:

@@ -1,6 +1,6 @@
 """Builds original storage directories the way the JavaScript implementation wrote them.
 
-Shapes follow ``shared/spec/JSON_LEDGER.md``: templates, instances with reply / failed / manual /
+Shapes follow docs/json-ledger.md: templates, instances with reply / failed / manual /
 card versions, checkpoints, management operations, fork children with inherited history and
 seeds, copies, discovery selections, facts and a legacy ``mvu-state.json``.
 """

@@ -1,4 +1,4 @@
-"""The legacy shared ledger and manual recovery (DIGEST L-1 ... L-3, I-9)."""
+"""The legacy shared ledger and manual recovery (DIGEST L-1, L-3, I-9)."""
 
 from __future__ import annotations
 
