@@ -18,6 +18,8 @@ from mvu_api.http.index import INDEX_PATHS, install_index
 from mvu_api.http.middleware import CLIENT_CLOSED, AccessLog, BearerAuth, Crashes
 from mvu_api.http.problems import NOT_FOUND, error_response, problem
 from mvu_api.http.routes import API_PREFIX, build_router
+from mvu_api.inspector.page import PUBLIC_PATHS, PUBLIC_PREFIXES, install_inspector
+from mvu_api.inspector.signin import SignIn
 from mvu_store.errors import Code, MvuError
 from mvu_store.service import MvuService
 from mvu_store.store_host import StoreHost
@@ -27,7 +29,7 @@ OPENAPI_PATH = f"{API_PREFIX}/openapi.json"
 
 def create_app(service: MvuService, *, token: str, host: StoreHost | None = None,
                body_timeout: float = BODY_TIMEOUT_SECONDS, stopping: asyncio.Event | None = None,
-               cors_origins: Iterable[str] = ()) -> FastAPI:
+               cors_origins: Iterable[str] = (), sign_in: SignIn | None = None) -> FastAPI:
     """The HTTP API over ``service``; every route but the index requires ``Bearer <token>``.
 
     ``host``: the service's host when it is a :class:`StoreHost`; it adds the host routes.
@@ -36,6 +38,8 @@ def create_app(service: MvuService, *, token: str, host: StoreHost | None = None
     ``cors_origins``: the browser origins (``https://chat.example``) whose preflights are answered
     without the token and whose pages may read the answers (:mod:`mvu_api.http.cors`); a malformed
     one is ``MVU_CONFIG`` here, not at the first request (Starlette builds middleware late).
+    ``sign_in``: the inspector page's sign-in (``mvu serve`` prints its one-time link); without
+    it the page is served but only the token form signs it in.
     """
     origins = allowed_origins(cors_origins)
     # redirect_slashes=False: "/mvu/resources/" is an unknown route (404 problem), not a 307.
@@ -76,10 +80,13 @@ def create_app(service: MvuService, *, token: str, host: StoreHost | None = None
 
     install_openapi(app)
     install_index(app, OPENAPI_PATH)
+    sign_in = sign_in or SignIn(token)
+    install_inspector(app, sign_in)
     # Unhandled errors: logged once and answered 500 problem+json here, inside Starlette's
     # ServerErrorMiddleware, which would log (and re-raise to uvicorn, which logs) again.
     app.add_middleware(Crashes)
-    app.add_middleware(BearerAuth, token=token, public=INDEX_PATHS)
+    app.add_middleware(BearerAuth, token=token, public=(*INDEX_PATHS, *PUBLIC_PATHS), public_prefixes=PUBLIC_PREFIXES,
+                       admits=sign_in.admits)
     if origins:
         # In front of the token: a browser never sends it on a preflight.
         app.add_middleware(Cors, origins=origins)

@@ -28,8 +28,8 @@ GUIDES = {
     "docs/json-ledger.md": "the original JSON ledger files that mvu import reads and mvu export writes",
 }
 """The guides in the mvu-store repository (they are not served: the package does not carry them)."""
-INSPECTOR: str | None = None
-"""The inspector page's path once there is one; until then the index says it is not available."""
+INSPECTOR: str | None = "/inspector/"
+"""The inspector page's path (``mvu serve`` prints a link that signs a browser in to it)."""
 
 
 def describe(app: FastAPI, openapi_path: str) -> dict[str, Any]:

@@ -4,7 +4,9 @@ one log line (with its traceback) per unhandled error.
 Authentication is middleware, not a route dependency, because routing answers unknown paths (404)
 and wrong methods (405) before any dependency runs; in front of routing, every request without
 the token gets the same bare 401 whatever it asked for, and learns nothing about resources. The
-one exception is a read of the API index (:mod:`mvu_api.http.index`), which names no resource.
+exceptions are reads of the API index (:mod:`mvu_api.http.index`) and of the inspector page's
+files, which name no resource, and the signed-in inspector page (``admits``, see
+:mod:`mvu_api.inspector.signin`).
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ from __future__ import annotations
 import hmac
 import logging
 import time
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 from typing import Any
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -53,17 +55,25 @@ def _bearer(header: bytes) -> bytes | None:
 
 class BearerAuth:
     """Refuse every HTTP request whose ``Authorization`` is not ``Bearer <token>`` (any case of the
-    scheme) with 401, except ``GET`` and ``HEAD`` of the ``public`` paths."""
+    scheme) with 401, except ``GET`` and ``HEAD`` of the ``public`` paths (and of paths starting
+    with one of ``public_prefixes``) and requests ``admits`` lets in without the token."""
 
-    def __init__(self, app: ASGIApp, *, token: str, public: Collection[str] = ()) -> None:
+    def __init__(self, app: ASGIApp, *, token: str, public: Collection[str] = (),
+                 public_prefixes: tuple[str, ...] = (), admits: Callable[[Scope], bool] | None = None) -> None:
         if not token:
             raise ValueError("an empty token would let everyone in")
         self.app = app
         self._expected = token.encode()
         self._public = frozenset(public)
+        self._prefixes = public_prefixes
+        self._admits = admits
+
+    def _public_read(self, scope: Scope) -> bool:
+        path: str = scope["path"]
+        return scope["method"] in ("GET", "HEAD") and (path in self._public or path.startswith(self._prefixes))
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or (scope["method"] in ("GET", "HEAD") and scope["path"] in self._public):
+        if scope["type"] != "http" or self._public_read(scope):
             await self.app(scope, receive, send)
             return
         given: bytes | None = None
@@ -71,7 +81,7 @@ class BearerAuth:
             if name == b"authorization":
                 given = _bearer(value)
                 break
-        if not hmac.compare_digest(given or b"", self._expected):
+        if not hmac.compare_digest(given or b"", self._expected) and not (self._admits and self._admits(scope)):
             response = problem(401, UNAUTHORIZED, "a valid bearer token is required",
                                headers={"WWW-Authenticate": 'Bearer realm="mvu"'})
             await response(scope, receive, send)

@@ -15,6 +15,7 @@ from mvu_api.http.bodies import BODY_TIMEOUT_SECONDS
 from mvu_api.http.hosting import hosting_router
 from mvu_api.http.reads import reads_router
 from mvu_api.http.writes import writes_router
+from mvu_api.inspector.sessions import inspector_router
 from mvu_store.service import MvuService
 from mvu_store.store_host import StoreHost
 
@@ -31,4 +32,5 @@ def build_router(service: MvuService, *, host: StoreHost | None = None, body_tim
     if host is not None:
         router.include_router(hosting_router(service, host, body_timeout=body_timeout, stopping=stopping),
                               tags=["host"])
+        router.include_router(inspector_router(host))
     return router

@@ -37,6 +37,8 @@ from mvu_api.http.cors import allowed_origins
 from mvu_api.http.logs import nonblocking_logging
 from mvu_api.http.protocol import HEAD_TIMEOUT_SECONDS, with_head_timeout
 from mvu_api.http.routes import API_PREFIX, MVU_PREFIX
+from mvu_api.inspector.page import SIGNIN
+from mvu_api.inspector.signin import SignIn
 from mvu_store.errors import Code, MvuError
 from mvu_store.ledger import open_ledger
 from mvu_store.service import MvuService
@@ -238,8 +240,9 @@ async def _serve(*, db: str, ledger_id: str, host: str, port: int, token: str | 
         store_host = StoreHost(ledger)
         service = MvuService(ledger=ledger, host=store_host)
         stopping = asyncio.Event()
+        sign_in = SignIn(resolved.value)
         app = create_app(service, token=resolved.value, host=store_host, body_timeout=body_timeout, stopping=stopping,
-                         cors_origins=origins)
+                         cors_origins=origins, sign_in=sign_in)
         config = uvicorn.Config(app, log_config=None, access_log=False, lifespan="off", proxy_headers=False,
                                 http=with_head_timeout(head_timeout),
                                 server_header=False, timeout_graceful_shutdown=GRACE_SECONDS)
@@ -263,6 +266,7 @@ async def _serve(*, db: str, ledger_id: str, host: str, port: int, token: str | 
             _say(f"  token:    from {resolved.where}")
         if origins:
             _say(f"  cors:     {', '.join(origins)}")
+        _say(f"  inspector: {base}{SIGNIN}?code={sign_in.new_code()} (opens the page signed in; works once)")
         _say(f"  docs:     {base}{OPENAPI_PATH} (send 'Authorization: Bearer <token>')")
         try:
             await server.serve(sockets=[listener])

@@ -1,0 +1,164 @@
+// The inspector page: sign-in, the sessions, and per turn a collapsed "variables and changes"
+// section that reads the trace routes only once it is opened.
+
+import { createApi } from './api.js';
+import { h, replace } from './dom.js';
+import { ResourcePanel } from './panel.js';
+import { turnLabel } from './trace.js';
+
+const POLL_MS = 3000;
+const main = document.querySelector('main');
+
+async function json(path, init = {}) {
+  const response = await fetch(path, { credentials: 'same-origin', ...init });
+  return { ok: response.ok, status: response.status, body: await response.json().catch(() => null) };
+}
+
+function signInForm(message) {
+  const input = h('input', { type: 'password', name: 'token', autocomplete: 'off', 'aria-label': 'Token' });
+  const status = h('p', { class: 'alert', role: 'alert' }, message ?? '');
+  const form = h('form', { class: 'signin', onsubmit: async (event) => {
+    event.preventDefault();
+    const answer = await json('/inspector/signin', { method: 'POST', headers: { 'Content-Type': 'application/json' },
+      body: JSON.stringify({ token: input.value }) });
+    if (answer.ok) start();
+    else status.textContent = answer.body?.detail ?? `sign-in refused (${answer.status})`;
+  } },
+  h('h2', {}, 'Sign in'),
+  h('p', {}, 'Open the one-time link mvu serve printed, or enter the server\'s token.'),
+  input, h('button', { type: 'submit' }, 'Sign in'), status);
+  replace(main, form);
+}
+
+/** One session: its turns, newest first, each with a collapsed section per resource. */
+class SessionView {
+  constructor(api, sessionId) {
+    this.api = api;
+    this.sessionId = sessionId;
+    this.turns = [];
+    this.runningTurn = null;
+    this.panels = new Set();
+    this.sections = new Map();
+    this.list = h('div', { class: 'turns' });
+    this.node = h('div', { class: 'session', dataset: { session: sessionId } },
+      h('h2', {}, 'Session ', h('code', {}, sessionId)), this.list);
+    this.timer = null;
+  }
+
+  lastTurn() {
+    return this.turns.length ? this.turns[this.turns.length - 1].turn : 1;
+  }
+
+  isLatest(turn) { return turn === this.lastTurn(); }
+
+  isRunning() { return this.runningTurn !== null; }
+
+  async load() {
+    await this.readTurns();
+    this.timer = setInterval(() => this.poll(), POLL_MS);
+  }
+
+  async readTurns() {
+    const answer = await this.api.turns(this.sessionId);
+    const before = this.lastTurn();
+    const wasRunning = this.runningTurn;
+    this.turns = answer.turns;
+    this.runningTurn = answer.runningTurn;
+    const shown = this.turns.length ? this.turns : [{ turn: 1, running: false, end: null, opening: true }];
+    for (const turn of shown) {
+      if (!this.sections.has(turn.turn)) this.addSection(turn);
+      else this.label(turn);
+    }
+    if (before !== this.lastTurn() || wasRunning !== this.runningTurn) for (const panel of this.panels) panel.update();
+  }
+
+  label(turn) {
+    const section = this.sections.get(turn.turn);
+    const state = turn.opening ? 'no turn yet' : turn.running ? 'running' : `ended: ${turn.end ?? 'unknown'}`;
+    replace(section.title, turnLabel(turn.turn), ' · ', state);
+    section.node.dataset.running = String(Boolean(turn.running));
+  }
+
+  addSection(turn) {
+    const title = h('h3', {});
+    const body = h('div', { class: 'body' });
+    const details = h('details', { class: 'changes' }, h('summary', {}, 'Variables and changes'), body);
+    const node = h('article', { class: 'turn', dataset: { turn: turn.turn } }, title, details);
+    const section = { node, title, details, body, loaded: false };
+    this.sections.set(turn.turn, section);
+    details.addEventListener('toggle', () => {
+      if (details.open && !section.loaded) {
+        section.loaded = true;
+        this.loadTurn(turn.turn, body);
+      }
+    });
+    this.label(turn);
+    this.list.prepend(node);
+  }
+
+  async loadTurn(turn, body) {
+    replace(body, h('p', {}, 'Loading…'));
+    try {
+      const records = await this.api.resources(this.sessionId);
+      const panels = await Promise.all(records.map(async (record) => {
+        const [history, facts] = await Promise.all([this.api.history(record.id, this.sessionId),
+          this.api.facts(record.id, this.sessionId)]);
+        return new ResourcePanel(this, turn, record, history, facts);
+      }));
+      panels.forEach((panel) => this.panels.add(panel));
+      replace(body, panels.length ? panels.map((p) => p.node) : h('p', {}, 'This session has no state yet.'));
+    } catch (error) {
+      replace(body, h('p', { class: 'alert', role: 'alert' }, `${error.code ?? 'MVU_READ_FAILED'}: ${error.message}`));
+    }
+  }
+
+  async poll() {
+    try {
+      await this.readTurns();
+      await Promise.all([...this.panels].filter((p) => this.isLatest(p.turn)).map((p) => p.poll()));
+    } catch {
+      // A failed poll changes nothing shown; the next one tries again.
+    }
+  }
+
+  dispose() {
+    clearInterval(this.timer);
+    for (const panel of this.panels) panel.dispose();
+  }
+}
+
+async function showSessions(api) {
+  const sessions = await api.sessions();
+  const nav = h('nav', { class: 'sessions' }, h('h2', {}, 'Sessions'));
+  const pane = h('div', { class: 'pane' });
+  let current = null;
+  const open = async (sessionId) => {
+    current?.dispose();
+    for (const button of nav.querySelectorAll('button')) {
+      button.setAttribute('aria-current', String(button.dataset.session === sessionId));
+    }
+    current = new SessionView(api, sessionId);
+    replace(pane, current.node);
+    history.replaceState(null, '', `#session=${encodeURIComponent(sessionId)}`);
+    await current.load();
+  };
+  nav.append(h('ul', {}, sessions.map((s) => h('li', {}, h('button', { type: 'button', dataset: { session: s.sessionId },
+    onclick: () => open(s.sessionId) }, s.sessionId, s.parentSession ? ` (branch of ${s.parentSession})` : '')))));
+  if (!sessions.length) nav.append(h('p', {}, 'No sessions yet.'));
+  replace(main, nav, pane);
+  const wanted = new URLSearchParams(location.hash.slice(1)).get('session');
+  if (wanted && sessions.some((s) => s.sessionId === wanted)) await open(wanted);
+}
+
+async function start() {
+  const session = await json('/inspector/session');
+  if (!session.ok || !session.body?.signedIn) {
+    const spent = new URLSearchParams(location.search).get('signin') === 'spent';
+    signInForm(spent ? 'That sign-in link was already used (it works once).' : '');
+    return;
+  }
+  document.body.dataset.signedIn = 'true';
+  await showSessions(createApi({ csrf: session.body.csrf }));
+}
+
+start();
