@@ -37,8 +37,7 @@ from mvu_api.http.cors import allowed_origins
 from mvu_api.http.logs import nonblocking_logging
 from mvu_api.http.protocol import HEAD_TIMEOUT_SECONDS, with_head_timeout
 from mvu_api.http.routes import API_PREFIX, MVU_PREFIX
-from mvu_api.inspector.page import SIGNIN
-from mvu_api.inspector.signin import SignIn
+from mvu_api.inspector.signin import SIGNIN, SignIn
 from mvu_store.errors import Code, MvuError
 from mvu_store.ledger import open_ledger
 from mvu_store.service import MvuService

@@ -16,10 +16,9 @@ from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Re
 from starlette.staticfiles import StaticFiles
 
 from mvu_api.http.problems import UNAUTHORIZED, problem
-from mvu_api.inspector.signin import COOKIE, SignIn, same_origin
+from mvu_api.inspector.signin import COOKIE, SIGNIN, SignIn, same_origin
 
 PAGE = "/inspector/"
-SIGNIN = "/inspector/signin"
 SESSION = "/inspector/session"
 STATIC = "/inspector/static"
 PUBLIC_PATHS = (PAGE, "/inspector", SIGNIN)

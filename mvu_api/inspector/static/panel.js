@@ -217,7 +217,8 @@ export class ResourcePanel {
         h('td', {}, eventName(row), ' · ', turnLabel(row.turn)),
         h('td', { class: 'result' }, result),
         h('td', {}, row.version || row.comparisonAvailable ? changes : ''),
-        h('td', { class: 'reason' }, row.reason ?? ''));
+        h('td', { class: 'reason' }, row.reason ?? '', row.diagnostics
+          ? h('div', { class: 'diagnostics' }, `refused commands: ${row.diagnostics}`) : null));
     });
     if (!rows.length) rows.push(h('tr', { class: 'empty' }, h('td', { colspan: 4 }, 'No triggers recorded')));
     replace(this.events, rows);

@@ -166,7 +166,10 @@ export function roundEvents(versions, facts, turn) {
     }
     Object.assign(row, {
       version, on: versionOn(version), turn: turnOf, revision: version.revision,
-      reason: version.error ?? diagnosticCodes(version) ?? row.reason,
+      // The refusal reason and the commands the declaration refused, apart (the stored envelope
+      // carries its last diagnostics along, so they would hide a later skip's reason).
+      reason: version.error ?? row.reason,
+      diagnostics: diagnosticCodes(version),
       changes: version.beforeAvailable ? variableChanges(version.before, version.variables?.stat_data) : [],
       comparisonAvailable: Boolean(version.beforeAvailable),
     });
