@@ -26,9 +26,10 @@ GUIDES = {
     "docs/host-events.md": "the session and event format the store reads",
     "docs/requirements.md": "what the requirement ids in the texts promise",
     "docs/json-ledger.md": "the original JSON ledger files that mvu import reads and mvu export writes",
+    "docs/inspector.md": "the inspector page: signing in, what it shows, editing the latest state",
 }
 """The guides in the mvu-store repository (they are not served: the package does not carry them)."""
-INSPECTOR: str | None = "/inspector/"
+INSPECTOR = "/inspector/"
 """The inspector page's path (``mvu serve`` prints a link that signs a browser in to it)."""
 
 
@@ -52,9 +53,9 @@ def _page(index: dict[str, Any]) -> str:
     def text(value: object) -> str:
         return html.escape(str(value))
 
-    links: dict[str, str | None] = index["links"]
-    inspector = (f'<a href="{text(links["inspector"])}">inspector</a>' if links["inspector"]
-                 else "inspector: not available in this version")
+    links: dict[str, str] = index["links"]
+    inspector = (f'<a href="{text(links["inspector"])}">inspector</a>: each chat\'s state turn by turn (sign in with '
+                 "the link mvu serve printed)")
     rows = "\n".join(f"<tr><td>{text(r['method'])}</td><td><code>{text(r['path'])}</code></td>"
                      f"<td>{text(r['summary'])}</td></tr>" for r in index["routes"])
     guides = "\n".join(f"<li><code>{text(name)}</code>: {text(about)}</li>" for name, about in index["guides"].items())

@@ -158,7 +158,12 @@ async function start() {
     return;
   }
   document.body.dataset.signedIn = 'true';
-  await showSessions(createApi({ csrf: session.body.csrf }));
+  const csrf = session.body.csrf;
+  document.querySelector('header').append(h('button', { type: 'button', class: 'signout', onclick: async () => {
+    await fetch('/inspector/session', { method: 'DELETE', credentials: 'same-origin', headers: { 'X-MVU-CSRF': csrf } });
+    location.replace('/inspector/');
+  } }, 'Sign out'));
+  await showSessions(createApi({ csrf }));
 }
 
 start();
