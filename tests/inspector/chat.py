@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import httpx
@@ -35,6 +35,8 @@ class Chat:
     client: httpx.Client
     session_id: str
     seq: int = 0
+    events: list[dict[str, Any]] = field(default_factory=list)
+    """Every event sent, in order."""
 
     @classmethod
     def open(cls, client: httpx.Client, session_id: str, character_id: str) -> Chat:
@@ -49,6 +51,7 @@ class Chat:
         answer = self.client.post(f"{MVU}/sessions/{self.session_id}/events", json={"events": events})
         assert answer.status_code == 200 and answer.json()["error"] is None, answer.text
         self.seq += len(events)
+        self.events += events
         result: dict[str, Any] = answer.json()
         return result
 
@@ -64,6 +67,26 @@ class Chat:
     def play(self, turn: int, reply: str, user: str = "go") -> dict[str, Any]:
         self.start(turn, user)
         return self.finish(turn, reply)
+
+    def fork(self, child_id: str) -> Chat:
+        """A branch at the last reply, as a host makes one: the seed captured first, then the
+        child with the copied prefix, then the seed installed."""
+        reply = max(e["seq"] for e in self.events if e["type"] == "assistant/message")
+        ticket = self.client.post(f"{MVU}/seeds", json={"sessionId": self.session_id, "kind": "fork",
+                                                          "atEventId": reply})
+        assert ticket.status_code == 200 and ticket.json()["ticket"], ticket.text
+        created = self.client.post(f"{MVU}/sessions", json={"sessionId": child_id, "createdAt": 1767225700000,
+                                                             "parentSession": self.session_id})
+        assert created.status_code == 201, created.text
+        child = Chat(self.client, child_id)
+        copied = [e for e in self.events if e["seq"] <= reply]
+        last_turn = copied[-1]["data"]["turn"]
+        child.send([(e["type"], e["data"]) for e in copied] + [
+            ("turn/end", {"turn": last_turn, "reason": {"kind": "forked"}}), ("session/end-seed", {})])
+        installed = self.client.post(f"{MVU}/seeds/install", json={"ticket": ticket.json()["ticket"],
+                                                                    "sessionId": child_id})
+        assert installed.status_code == 200 and installed.json()["instanceIds"], installed.text
+        return child
 
     def instance(self) -> str:
         [record] = [r for r in self.client.get(f"{MVU}/resources", params={"scope": json.dumps(

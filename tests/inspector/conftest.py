@@ -12,32 +12,16 @@ import shutil
 from collections.abc import Iterator
 
 import pytest
-from playwright.sync_api import Browser, BrowserContext, expect, sync_playwright
+from playwright.sync_api import Browser, sync_playwright
 
 from tests.http.support import Server
-
-CHROMIUM = os.environ.get("MVU_CHROMIUM", "/usr/bin/chromium")
-DEADLINE_MS = 60_000
-"""How long a wait for a selector may take before the test fails: a bound on waiting for an
-event on a loaded machine, never a pause."""
-expect.set_options(timeout=DEADLINE_MS)
+from tests.inspector.support import CHROMIUM
 
 
 def _missing(what: str) -> None:
     if os.environ.get("CI") == "true":
         pytest.fail(f"{what} is required under CI=true (make install-browser)")
     pytest.skip(f"{what} is not installed (make install-browser)")
-
-
-def signed_in(browser: Browser, server: Server) -> BrowserContext:
-    """A browser context signed in through the page's token form (the one-time link is kept for
-    the test of it)."""
-    context = browser.new_context(base_url=server.base, locale="zh-CN", viewport={"width": 1280, "height": 900})
-    context.set_default_timeout(DEADLINE_MS)
-    answer = context.request.post("/inspector/signin", data={"token": server.token},
-                                  headers={"Origin": server.base})
-    assert answer.ok, answer.text()
-    return context
 
 
 @pytest.fixture(scope="module")

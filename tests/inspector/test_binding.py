@@ -18,7 +18,7 @@ import pytest
 from playwright.sync_api import Browser, Page, Route
 
 from tests.http.support import MVU, Server
-from tests.inspector.conftest import DEADLINE_MS
+from tests.inspector.support import DEADLINE_MS
 
 SCOPE = {"playthroughId": "p1", "sessionId": "s1", "nodeId": "n1", "variantId": "v1", "endEventId": 7}
 SETUP = """async ({scope, pollMs}) => {

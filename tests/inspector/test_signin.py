@@ -13,7 +13,7 @@ from playwright.sync_api import Browser, BrowserContext, expect
 
 from tests.http.support import MVU, Server
 from tests.inspector.chat import Chat, card, register
-from tests.inspector.conftest import DEADLINE_MS, signed_in
+from tests.inspector.support import DEADLINE_MS, signed_in
 
 UPDATE = f"{MVU}/update"
 POST = """([url, body, headers]) => fetch(url, {method: 'POST', body: JSON.stringify(body),

@@ -18,7 +18,7 @@ from playwright.sync_api import Browser, Locator, Page, expect
 
 from tests.http.support import MVU, Server
 from tests.inspector.chat import Chat, card, register
-from tests.inspector.conftest import DEADLINE_MS, signed_in
+from tests.inspector.support import DEADLINE_MS, signed_in
 
 MANY = "".join(f"value{n:02d}: {n}\n" for n in range(44)) + "名字: 艾莉\n"
 """44 numbers and one Chinese name: 45 rows, pages of 20, 20 and 5."""
@@ -53,6 +53,7 @@ def chats(client: httpx.Client) -> dict[str, Chat]:
     trig.play(1, "_.add('gold', -100);//the toll\n_.set('hp', 20);//a club")
     trig.play(2, '<JSONPatch>[{"op": "bad", "path": "/hp", "value": 1}]</JSONPatch>')
     played["trig"] = trig
+    played["trig-b"] = trig.fork("trig-b")
     return played
 
 
@@ -234,3 +235,13 @@ def test_the_trigger_table_shows_results_diagnostics_and_skips(page: Page) -> No
     [skipped] = second.locator("table.events tr.event").all()
     expect(skipped).to_have_attribute("data-status", "skipped")
     expect(skipped.locator("td.reason")).to_contain_text("no-update")
+
+
+def test_a_branch_labels_what_it_inherited_and_keeps_its_own_history(page: Page) -> None:
+    expect(page.locator("nav button[data-session='trig-b']")).to_have_text("trig-b (branch of trig)")
+    inherited = open_turn(page, "trig-b", 2)
+    rows = inherited.locator("table.events tr.event")
+    expect(rows.first.locator("td").first).to_have_text("inherited_snapshot · turn 2")
+    expect(rows.first).to_contain_text("Inherited snapshot: before not recorded")
+    options = inherited.locator("select.state option").all_inner_texts()
+    assert any("inherited snapshot" in option for option in options), options

@@ -1,0 +1,27 @@
+"""What the inspector's browser tests share: where Chromium is, how long a wait may take, a
+signed-in browser context."""
+
+from __future__ import annotations
+
+import os
+
+from playwright.sync_api import Browser, BrowserContext, expect
+
+from tests.http.support import Server
+
+CHROMIUM = os.environ.get("MVU_CHROMIUM", "/usr/bin/chromium")
+DEADLINE_MS = 60_000
+"""How long a wait for a selector may take before the test fails: a bound on waiting for an
+event on a loaded machine, never a pause."""
+expect.set_options(timeout=DEADLINE_MS)
+
+
+def signed_in(browser: Browser, server: Server) -> BrowserContext:
+    """A browser context signed in through the page's token form (the one-time link is kept for
+    the test of it)."""
+    context = browser.new_context(base_url=server.base, locale="zh-CN", viewport={"width": 1280, "height": 900})
+    context.set_default_timeout(DEADLINE_MS)
+    answer = context.request.post("/inspector/signin", data={"token": server.token},
+                                  headers={"Origin": server.base})
+    assert answer.ok, answer.text()
+    return context
