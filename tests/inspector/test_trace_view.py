@@ -20,6 +20,7 @@ from tests.http.support import MVU, Server
 from tests.inspector.chat import Chat, card, register
 from tests.inspector.support import DEADLINE_MS, signed_in
 
+MARKUP = "<img src=x onerror=window.pwned=1>"
 MANY = "".join(f"value{n:02d}: {n}\n" for n in range(44)) + "名字: 艾莉\n"
 """44 numbers and one Chinese name: 45 rows, pages of 20, 20 and 5."""
 SCHEMA = """
@@ -36,6 +37,7 @@ def client(server: Server) -> Iterator[httpx.Client]:
     with server.client() as opened:
         register(opened, "many", card("Many", MANY))
         register(opened, "hero", card("Hero", "hp: 50\ngold: 10\n", SCHEMA))
+        register(opened, "html", card("Html", f"note: '{MARKUP}'\n"))
         yield opened
 
 
@@ -54,6 +56,9 @@ def chats(client: httpx.Client) -> dict[str, Chat]:
     trig.play(2, '<JSONPatch>[{"op": "bad", "path": "/hp", "value": 1}]</JSONPatch>')
     played["trig"] = trig
     played["trig-b"] = trig.fork("trig-b")
+    html = Chat.open(client, "html", "html")
+    html.play(1, "_.set('note', '<b>bold</b>');//markup")
+    played["html"] = html
     return played
 
 
@@ -211,6 +216,8 @@ def test_a_running_turn_blocks_saving_and_keeps_the_draft(page: Page, client: ht
     expect(turn.locator(".note.stopped")).to_contain_text("A turn is running")
     expect(row.locator("textarea")).to_have_value("33")
     expect(page.locator("article.turn[data-turn='2']")).to_have_attribute("data-running", "true")
+    turns = client.get(f"{MVU}/inspector/sessions/run/turns").json()
+    assert (turns["runningTurn"], turns["turns"][-1]["end"]) == (2, None)
     chat.finish(2, "The door creaks. _.set('hp', 35);//splinter")
     # Turn 2 ended: turn 1 is history now, its draft still cannot be saved.
     expect(page.locator("article.turn[data-turn='2']")).to_have_attribute("data-running", "false",
@@ -245,3 +252,11 @@ def test_a_branch_labels_what_it_inherited_and_keeps_its_own_history(page: Page)
     expect(rows.first).to_contain_text("Inherited snapshot: before not recorded")
     options = inherited.locator("select.state option").all_inner_texts()
     assert any("inherited snapshot" in option for option in options), options
+
+
+def test_values_are_shown_as_text_never_as_markup(page: Page) -> None:
+    turn = open_turn(page, "html", 1)
+    expect(turn.locator("tr[data-path='/stat_data/note'] td.value")).to_have_text('"<b>bold</b>"')
+    expect(turn.locator("table.events .change")).to_have_text(f'/stat_data/note {json.dumps(MARKUP)} → "<b>bold</b>"')
+    assert turn.locator("img, b").count() == 0
+    assert page.evaluate("window.pwned") is None
