@@ -16,7 +16,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any, cast
@@ -203,3 +203,14 @@ class Server:
         self.reader.join(timeout=30)
         self.log_reader.join(timeout=30)
         return self.process.returncode, self.stdout(), "".join(line + "\n" for line in self.log)
+
+
+@contextlib.contextmanager
+def served(db: str) -> Iterator[Server]:
+    """A server on ``db`` for a test module: stopped at the end, where it must exit cleanly."""
+    running = Server.start(db)
+    try:
+        yield running
+    finally:
+        code, _, err = running.stop()
+        assert code == 0, err[-2000:]

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from tests.http.support import API, MVU, Server, scope
+from tests.http.support import API, MVU, Server, scope, served
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "node-host.mjs"
 
@@ -30,12 +30,8 @@ def node() -> str:
 
 @pytest.fixture(scope="module")
 def fresh(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
-    server = Server.start(f"sqlite:///{tmp_path_factory.mktemp('node') / 'mvu.sqlite3'}")
-    try:
+    with served(f"sqlite:///{tmp_path_factory.mktemp('node') / 'mvu.sqlite3'}") as server:
         yield server
-    finally:
-        code, _, err = server.stop()
-        assert code == 0, err[-2000:]
 
 
 def run(node: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:

@@ -14,7 +14,7 @@ from collections.abc import Iterator
 import pytest
 from playwright.sync_api import Browser, sync_playwright
 
-from tests.http.support import Server
+from tests.http.support import Server, served
 from tests.inspector.support import CHROMIUM
 
 
@@ -26,12 +26,8 @@ def _missing(what: str) -> None:
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
-    running = Server.start(f"sqlite:///{tmp_path_factory.mktemp('inspector') / 'mvu.sqlite3'}")
-    try:
+    with served(f"sqlite:///{tmp_path_factory.mktemp('inspector') / 'mvu.sqlite3'}") as running:
         yield running
-    finally:
-        code, _, err = running.stop()
-        assert code == 0, err[-2000:]
 
 
 @pytest.fixture(scope="module")

@@ -47,7 +47,7 @@ def chats(client: httpx.Client) -> dict[str, Chat]:
     big.play(1, "_.set('value00', -1);//hurt")
     big.play(2, "_.set('value01', 5);//more")
     played = {"big": big}
-    for name in ("edit", "conflict", "run"):
+    for name in ("edit", "conflict", "run", "idle", "down"):
         chat = Chat.open(client, name, "hero")
         chat.play(1, "You rest. _.set('hp', 40);//rest")
         played[name] = chat
@@ -82,6 +82,15 @@ def open_turn(page: Page, session_id: str, turn: int) -> Locator:
     article.locator("summary").click()
     expect(article.locator("tr[data-path]").first).to_be_visible(timeout=DEADLINE_MS)
     return article
+
+
+def draft(page: Page, session_id: str, turn: int, path: str, text: str) -> tuple[Locator, Locator]:
+    """The turn's section and the row at ``path``, with an edit of it typed but not saved."""
+    section = open_turn(page, session_id, turn)
+    row = section.locator(f"tr[data-path='{path}']")
+    row.locator("button.edit").click()
+    row.locator("textarea").fill(text)
+    return section, row
 
 
 def paths(panel: Locator) -> list[str]:
@@ -157,12 +166,8 @@ def test_an_earlier_turn_shows_its_own_last_state_and_cannot_be_edited(page: Pag
 
 def test_an_edit_of_the_latest_state_saves_and_shows_the_validated_value(page: Page, client: httpx.Client,
                                                                           chats: dict[str, Chat]) -> None:
-    turn = open_turn(page, "edit", 1)
-    row = turn.locator("tr[data-path='/stat_data/hp']")
-    expect(row.locator("td.value")).to_have_text("40")
-    row.locator("button.edit").click()
+    turn, row = draft(page, "edit", 1, "/stat_data/hp", "150")
     expect(turn.locator("button.next")).to_be_disabled()  # no paging away from a draft
-    row.locator("textarea").fill("150")
     row.locator("button.save").click()
     # The declaration clamps hp to 100: the page shows what the store kept, not what was typed.
     expect(turn.locator(".notice")).to_have_text("Saved: source revision r2.")
@@ -175,15 +180,15 @@ def test_an_edit_of_the_latest_state_saves_and_shows_the_validated_value(page: P
 def test_a_conflicting_or_refused_edit_keeps_its_draft_and_says_why(page: Page, client: httpx.Client,
                                                                     chats: dict[str, Chat]) -> None:
     chat = chats["conflict"]
-    turn = open_turn(page, "conflict", 1)
-    row = turn.locator("tr[data-path='/stat_data/gold']")
-    row.locator("button.edit").click()
-    row.locator("textarea").fill("77")
+    turn, row = draft(page, "conflict", 1, "/stat_data/gold", "77")
     # Someone else edits first: the page's draft is based on revision 1, the store is at 2.
     other = client.post(f"{MVU}/update", json={
         "id": chat.instance(), "scope": {"authority": "local", "sessionId": "conflict"},
         "content": {"stat_data": {"hp": 40, "gold": 5}}, "expectedRevision": 1, "operationId": "elsewhere"})
     assert other.status_code == 200, other.text
+    # The page's poll sees the new revision and says the draft is stale, without reloading over it.
+    expect(turn.locator(".notice")).to_have_text("Source updated to r2; the draft is still based on r1.")
+    expect(row.locator("textarea")).to_have_value("77")
     row.locator("button.save").click()
     expect(turn.locator(".alert")).to_contain_text("Revision conflict")
     expect(row.locator("textarea")).to_have_value("77")
@@ -203,13 +208,39 @@ def test_a_conflicting_or_refused_edit_keeps_its_draft_and_says_why(page: Page, 
     assert stat_data(client, chat) == {"hp": 40, "gold": 5}
 
 
+def test_an_idle_current_view_follows_a_newer_revision(page: Page, client: httpx.Client,
+                                                      chats: dict[str, Chat]) -> None:
+    turn = open_turn(page, "idle", 1)
+    row = turn.locator("tr[data-path='/stat_data/hp']")
+    expect(row.locator("td.value")).to_have_text("40")
+    edited = client.post(f"{MVU}/update", json={
+        "id": chats["idle"].instance(), "scope": {"authority": "local", "sessionId": "idle"},
+        "content": {"stat_data": {"hp": 12, "gold": 10}}, "expectedRevision": 1, "operationId": "elsewhere"})
+    assert edited.status_code == 200, edited.text
+    expect(row.locator("td.value")).to_have_text("12")
+    expect(turn.locator("select.state")).to_have_value("current")
+    expect(turn.locator("table.events tr.event")).to_have_count(2)  # the reply and the edit
+
+
+def test_a_failed_current_read_shows_no_state_instead_and_history_stays_readable(page: Page) -> None:
+    # A test double for the one read that fails: every other route is the real server's.
+    page.route(f"**{MVU}/resource?*", lambda route: route.fulfill(
+        status=503, content_type="application/problem+json", body='{"code":"MVU_BUSY","detail":"busy"}'))
+    page.click("nav button[data-session='down']")
+    turn = page.locator("article.turn[data-turn='1']")
+    turn.locator("summary").click()
+    expect(turn.locator(".alert")).to_have_text("MVU_BUSY: current state unavailable, not editable")
+    assert turn.locator("tr[data-path]").count() == 0 and turn.locator("button.edit").count() == 0
+    turn.locator("select.state").select_option("")
+    expect(turn.locator("tr[data-path='/stat_data/hp'] td.value")).to_have_text("40")
+    expect(turn.locator(".note.history")).to_be_visible()
+    assert turn.locator("button.edit").count() == 0
+
+
 def test_a_running_turn_blocks_saving_and_keeps_the_draft(page: Page, client: httpx.Client,
                                                           chats: dict[str, Chat]) -> None:
     chat = chats["run"]
-    turn = open_turn(page, "run", 1)
-    row = turn.locator("tr[data-path='/stat_data/hp']")
-    row.locator("button.edit").click()
-    row.locator("textarea").fill("33")
+    turn, row = draft(page, "run", 1, "/stat_data/hp", "33")
     chat.start(2, "I open the door.")
     # The page polls the session: once it sees turn 2 running, the draft can no longer be saved.
     expect(row.locator("button.save")).to_be_disabled(timeout=DEADLINE_MS)
