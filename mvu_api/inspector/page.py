@@ -17,6 +17,7 @@ from starlette.staticfiles import StaticFiles
 
 from mvu_api.http.problems import UNAUTHORIZED, problem
 from mvu_api.inspector.signin import COOKIE, SIGNIN, SignIn, same_origin
+from mvu_store.errors import Code
 
 PAGE = "/inspector/"
 SESSION = "/inspector/session"
@@ -24,6 +25,8 @@ STATIC = "/inspector/static"
 PUBLIC_PATHS = (PAGE, "/inspector", SIGNIN)
 """Read without a credential: the page itself and the sign-in link."""
 PUBLIC_PREFIXES = (f"{STATIC}/",)
+MAX_SIGNIN_BYTES = 4096
+"""The token form's body: a token and its JSON braces; anything longer is refused unread."""
 _HEADERS = {"Referrer-Policy": "no-referrer", "X-Content-Type-Options": "nosniff",
             "Content-Security-Policy": "default-src 'self'; frame-ancestors 'none'; base-uri 'none'; "
                                        "form-action 'self'"}
@@ -33,6 +36,16 @@ def _with_cookie(answer: Response, request: Request, cookie: str) -> Response:
     answer.set_cookie(COOKIE, cookie, httponly=True, samesite="strict", path="/",
                       secure=request.url.scheme == "https")
     return answer
+
+
+async def _small_body(request: Request) -> bytes | None:
+    """The body, or None past ``MAX_SIGNIN_BYTES`` (a route anyone may call reads no more)."""
+    body = b""
+    async for chunk in request.stream():
+        body += chunk
+        if len(body) > MAX_SIGNIN_BYTES:
+            return None
+    return body
 
 
 def install_inspector(app: FastAPI, sign_in: SignIn) -> None:
@@ -55,8 +68,11 @@ def install_inspector(app: FastAPI, sign_in: SignIn) -> None:
     async def by_token(request: Request) -> Response:
         if not same_origin(request.scope, request.headers):
             return problem(403, UNAUTHORIZED, "sign in from the inspector page itself")
+        body = await _small_body(request)
+        if body is None:
+            return problem(413, Code.LIMIT, f"a sign-in is at most {MAX_SIGNIN_BYTES} bytes")
         try:
-            token = json.loads(await request.body()).get("token")
+            token = json.loads(body).get("token")
         except (ValueError, AttributeError):
             token = None
         cookie = sign_in.with_token(token) if isinstance(token, str) else None

@@ -114,5 +114,7 @@ def test_the_api_keeps_the_bearer_token_and_nothing_else_reads_state(server: Ser
     assert [(t["turn"], t["end"], t["running"]) for t in turns["turns"]] == [(1, "completed", False)]
     assert httpx.get(f"{server.base}/inspector/signin?code=guess", follow_redirects=False).headers["location"] \
         == "/inspector/?signin=spent"
+    assert httpx.post(f"{server.base}/inspector/signin", content=b"x" * 5000,
+                      headers={"Origin": server.base}).status_code == 413
     # The page itself and its scripts are public: they hold no state.
     assert httpx.get(f"{server.base}/inspector/static/app.js").status_code == 200

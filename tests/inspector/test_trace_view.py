@@ -9,12 +9,14 @@ replies' commands and the cards' declarations), not from a recording of the page
 
 from __future__ import annotations
 
+import contextlib
 import json
 from collections.abc import Iterator
 
 import httpx
 import pytest
-from playwright.sync_api import Browser, Locator, Page, expect
+from playwright.sync_api import Browser, Locator, Page, Route, expect
+from playwright.sync_api import Error as PlaywrightError
 
 from tests.http.support import MVU, Server
 from tests.inspector.chat import Chat, card, register
@@ -47,7 +49,7 @@ def chats(client: httpx.Client) -> dict[str, Chat]:
     big.play(1, "_.set('value00', -1);//hurt")
     big.play(2, "_.set('value01', 5);//more")
     played = {"big": big}
-    for name in ("edit", "conflict", "run", "idle", "down"):
+    for name in ("edit", "conflict", "run", "idle", "down", "leave"):
         chat = Chat.open(client, name, "hero")
         chat.play(1, "You rest. _.set('hp', 40);//rest")
         played[name] = chat
@@ -235,6 +237,22 @@ def test_a_failed_current_read_shows_no_state_instead_and_history_stays_readable
     expect(turn.locator("tr[data-path='/stat_data/hp'] td.value")).to_have_text("40")
     expect(turn.locator(".note.history")).to_be_visible()
     assert turn.locator("button.edit").count() == 0
+
+
+def test_leaving_a_session_during_a_save_aborts_it_and_its_answer_shows_nowhere(page: Page) -> None:
+    held: list[Route] = []
+    page.route(f"**{MVU}/update", lambda route: held.append(route))  # held until the test lets it go
+    _, row = draft(page, "leave", 1, "/stat_data/hp", "41")
+    with page.expect_request(f"**{MVU}/update"):
+        row.locator("button.save").click()
+    with page.expect_event("requestfailed", lambda request: request.url.endswith("/update")) as failed:
+        page.click("nav button[data-session='idle']")
+    assert failed.value.failure is not None  # the page aborted it when it left the session
+    expect(page.locator("div.session")).to_have_attribute("data-session", "idle")
+    assert len(held) == 1
+    with contextlib.suppress(PlaywrightError):  # the browser has dropped it: nothing to let go
+        held[0].continue_()
+    assert page.locator(".notice").count() == 0
 
 
 def test_a_running_turn_blocks_saving_and_keeps_the_draft(page: Page, client: httpx.Client,

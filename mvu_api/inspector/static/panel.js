@@ -229,8 +229,6 @@ export class ResourcePanel {
   choose(mode) {
     this.mode = mode;
     this.page = 0;
-    this.filter = '';
-    this.filterInput.value = '';
     this.notice = this.alert = '';
     if (mode === CURRENT && !this.current) this.readCurrent();
     this.renderTable();
