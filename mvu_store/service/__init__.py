@@ -17,7 +17,7 @@ from mvu_store.service.models import (
     UpdateReceipt,
 )
 from mvu_store.service.processing import CommandProcessor, PassThrough, ProcessorTurn
-from mvu_store.service.prompting import ManagementDefaults, PromptDependency, StateAssembly
+from mvu_store.service.prompting import ManagementDefaults, PromptDependency, RenderedPrompt, StateAssembly
 from mvu_store.service.service import MvuService
 
 __all__ = [
@@ -34,6 +34,7 @@ __all__ = [
     "ProcessorTurn",
     "PromptDependency",
     "RecordJson",
+    "RenderedPrompt",
     "ResourceConfig",
     "Scope",
     "SelectionResult",

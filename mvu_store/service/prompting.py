@@ -30,6 +30,7 @@ from typing import Any
 from mvu_store.errors import Code, MvuError
 from mvu_store.host import Lease, SessionEvent
 from mvu_store.jsonvalue import JsonValue, copy_json, js_json, sha256_hex
+from mvu_store.prompt import expand_message_variables, has_macro
 from mvu_store.service.context import ServiceContext, Signal, check_signal
 from mvu_store.service.models import Scope, StateRecord, check_session_id, parse_scope
 from mvu_store.service.reads import Reads
@@ -64,6 +65,18 @@ class PromptDependency:
     def to_json(self) -> dict[str, JsonValue]:
         return {"id": self.id, "adapterId": self.adapter_id, "content": self.content, "revision": self.revision,
                 "configRevision": self.config_revision}
+
+
+@dataclass(frozen=True, slots=True)
+class RenderedPrompt:
+    """Entry texts with their macros expanded (None for an entry that was not active), and the
+    read they came from (no id, revision or lease: no active entry named the state)."""
+
+    texts: list[str | None]
+    id: str | None
+    revision: int | None
+    config_revision: JsonValue
+    check_current: Callable[[], bool] = field(repr=False, compare=False)
 
 
 @dataclass(frozen=True, slots=True)
@@ -234,6 +247,32 @@ class PromptReads:
 
         return current
 
+    # -- world-book entries ---------------------------------------------------------------------
+
+    async def render(self, resource_id: Any, scope: Any, entries: Any, turn: Any, step: Any, preview: Any,
+                     consumer_id: Any, signal: Signal | None) -> RenderedPrompt:
+        """Expand the macros of the active entries from one dependency read. Entries that are not
+        active, or hold no macro, never read the state; a refused or missing read stops the
+        whole prompt (``MVU_USAGE_DENIED``): there is no raw fallback."""
+        if not isinstance(entries, list) or not all(_is_entry(entry) for entry in entries):
+            raise MvuError(Code.OPERATION, "entries are [{text: string, active?: boolean}]")
+        active = [entry.get("active", True) for entry in entries]
+        if not any(is_active and has_macro(entry["text"]) for entry, is_active in zip(entries, active, strict=True)):
+            check_signal(signal)
+            return RenderedPrompt([entry["text"] if is_active else None
+                                   for entry, is_active in zip(entries, active, strict=True)],
+                                  None, None, None, lambda: True)
+        event: dict[str, JsonValue] = {
+            "preview": preview, "turn": turn, "step": step, "usage": "world-book-variable",
+            "consumer": {"adapterId": CONSUMERS["world-book-variable"], "id": consumer_id}}
+        found = await self.resolve(resource_id, scope, event, signal)
+        if found is None or not found.check_current():
+            raise MvuError(Code.USAGE_DENIED, "the state these entries name cannot be given to the model now",
+                           id=resource_id if isinstance(resource_id, str) else None)
+        texts = [expand_message_variables(entry["text"], found.content) if is_active else None
+                 for entry, is_active in zip(entries, active, strict=True)]
+        return RenderedPrompt(texts, found.id, found.revision, found.config_revision, found.check_current)
+
     # -- the state source ---------------------------------------------------------------------------
 
     async def assemble(self, session_id: Any, selection: Any, turn: Any, step: Any, preview: Any,
@@ -350,6 +389,11 @@ def _parse_request(resource_id: Any, scope: Any, event: Any) -> _Request:
     except MvuError as error:
         raise MvuError(Code.SCOPE, error.message) from None
     return _Request(resource_id, parsed, parsed.session_id, dict(event))
+
+
+def _is_entry(entry: Any) -> bool:
+    return (isinstance(entry, dict) and isinstance(entry.get("text"), str) and set(entry) <= {"text", "active"}
+            and isinstance(entry.get("active", True), bool))
 
 
 def _check_count(name: str, value: Any) -> None:

@@ -46,7 +46,13 @@ from mvu_store.service.models import (
 )
 from mvu_store.service.pipeline import Pipeline
 from mvu_store.service.processing import CommandProcessor, PassThrough
-from mvu_store.service.prompting import ManagementDefaults, PromptDependency, PromptReads, StateAssembly
+from mvu_store.service.prompting import (
+    ManagementDefaults,
+    PromptDependency,
+    PromptReads,
+    RenderedPrompt,
+    StateAssembly,
+)
 from mvu_store.service.reads import Reads
 from mvu_store.service.usage import Dispose, Observer, UsageHandler
 from mvu_store.service.validation import validate_config
@@ -206,6 +212,15 @@ class MvuService:
         checkpoint; without ``id`` only the session's one state resolves."""
         self._ctx.alive()
         return await self._prompts.resolve(id, scope, event, signal)
+
+    async def render_world_book(self, *, scope: dict[str, Any], entries: builtins.list[dict[str, Any]],
+                                id: str | None = None, turn: int | None = None, step: int | None = None,
+                                preview: bool = False, consumer_id: str = "world-book:host",
+                                signal: Signal | None = None) -> RenderedPrompt:
+        """Expand ``{{format_message_variable::...}}`` in the active entries (``{text, active?}``)
+        from one dependency read; ``MVU_USAGE_DENIED`` when the state they name is refused."""
+        self._ctx.alive()
+        return await self._prompts.render(id, scope, entries, turn, step, preview, consumer_id, signal)
 
     async def resolve_request(self, *, session_id: str, selection: dict[str, Any] | None, turn: int | None = None,
                               step: int | None = None, preview: bool = False,

@@ -285,3 +285,24 @@ async def test_management_defaults_bind_to_a_verified_read(service: MvuService, 
     await host.turn("s1", turn=1, user="a", reply="_.set('hp', 1);")
     assert defaults.check_current() is False
     assert service.get_management_defaults(id=instance, scope=local()) is None
+
+
+async def test_world_book_entries_read_the_state_only_when_active_and_naming_it(service: MvuService,
+                                                                                host: MemoryHost) -> None:
+    await playing(service, host, card=PLAIN)
+    seen: list[dict[str, Any]] = []
+    service.observe(seen.append)
+    macro = "{{format_message_variable::stat_data.hp}}"
+    untouched = await service.render_world_book(scope=local(), entries=[{"text": macro, "active": False},
+                                                                        {"text": "no state"}])
+    assert (untouched.texts, untouched.id, untouched.revision, seen) == ([None, "no state"], None, None, [])
+    rendered = await service.render_world_book(scope=local(), entries=[{"text": "hp " + macro}], preview=True)
+    assert rendered.texts == ["hp 10"] and rendered.check_current() is True
+    assert seen
+    service.register_usage(lambda request: {"enabled": False}, provider_id=MANAGER)
+    with pytest.raises(MvuError) as refused:
+        await service.render_world_book(scope=local(), entries=[{"text": macro}])
+    assert refused.value.code == "MVU_USAGE_DENIED"
+    with pytest.raises(MvuError) as malformed:
+        await service.render_world_book(scope=local(), entries=[{"text": 1}])
+    assert malformed.value.code == "MVU_OPERATION"
