@@ -7,12 +7,15 @@ and the ``yaml`` 2.x package print for them, made by ``fixtures/generate.mjs``. 
 (node 20; nothing here needs node at test time)::
 
     mkdir /tmp/gen && cd /tmp/gen && npm init -y
-    npm install yaml@2.9.1 lodash@4.17.21 lodash-omitdeep@1.10.1 esbuild@0.24
-    git -C <JS-Slash-Runner checkout> show HEAD:src/function/macro_like.ts > macro_like.ts
+    npm install yaml@2.9.0 lodash@4.18.1 lodash-omitdeep@1.9.0 esbuild@0.24
+    git -C <JS-Slash-Runner checkout> show c62cdc36:src/function/macro_like.ts > macro_like.ts
     node <repository>/tests/prompt/fixtures/generate.mjs macro_like.ts
 
-The script bundles the macro module with stubs for the two host modules it imports (the chat and
-the variable store, which hand it each case's variables) and runs each case through it.
+The versions are those JS-Slash-Runner's lockfile names at that commit, except lodash-omitdeep: it
+locks 1.10.1, the registry this was made with holds 1.9.0 at most. yaml 2.9.1 writes the same
+bytes for these cases. The script bundles the macro module with stubs for the two host
+modules it imports (the chat and the variable store, which hand it each case's variables) and
+runs each case through it.
 """
 
 from __future__ import annotations
