@@ -46,6 +46,8 @@ DEFAULT_INSTRUCTIONS = ('Return variable changes as <JSONPatch>[{"op":"replace",
                         "</JSONPatch>. Use delta for numeric changes. Output literal values only.")
 _EVENT_KEYS = frozenset({"preview", "turn", "step", "usage", "consumer"})
 _REQUIRED_EVENT_KEYS = frozenset({"preview", "usage", "consumer"})
+# Verified bindings kept for management defaults; an older one reads as none (a read renews it).
+_MAX_BINDINGS = 4096
 # Why a record cannot be given to the model now: it is then unavailable (None), not an error.
 _UNAVAILABLE = frozenset({Code.HISTORY_UNAVAILABLE.value, Code.HISTORY_CHANGED.value, Code.SESSION_IDENTITY.value,
                           Code.SESSION_LEASE.value, Code.MIGRATION_REQUIRED.value})
@@ -184,8 +186,11 @@ class PromptReads:
             return None
         resource_lease = self._lease(request.session_id, record.id, signal) if request.resource_id is None else lease
         current = _all_current(resource_lease, host_lease)
-        self._bindings[(record.id, request.session_id)] = (record.revision, current)
-        self._bindings[(record.id, None)] = (record.revision, current)
+        for key in ((record.id, request.session_id), (record.id, None)):
+            self._bindings.pop(key, None)  # the newest reads last, the oldest forgotten first
+            self._bindings[key] = (record.revision, current)
+        while len(self._bindings) > _MAX_BINDINGS:
+            del self._bindings[next(iter(self._bindings))]
         return record, current
 
     async def _checkpoint(self, resource_id: str, request: _Request, turn: int,
