@@ -1,7 +1,7 @@
 """The trace primitives of DIGEST H-1 under ``/pmp-dsh-tavern/api/v1/mvu/``, one module per
-family: reads (:mod:`mvu_api.http.reads`), the edit (:mod:`mvu_api.http.writes`), the host routes
-that feed sessions (:mod:`mvu_api.http.hosting`); the OpenAPI
-document is :mod:`mvu_api.http.docs`. Refusals are raised as ``MvuError`` and become
+family: reads (:mod:`mvu_api.http.reads`), the edit (:mod:`mvu_api.http.writes`), the prompt
+(:mod:`mvu_api.http.prompt`), the host routes that feed sessions (:mod:`mvu_api.http.hosting`);
+the OpenAPI document is :mod:`mvu_api.http.docs`. Refusals are raised as ``MvuError`` and become
 problem+json in :mod:`mvu_api.http.problems`.
 """
 
@@ -13,6 +13,7 @@ from fastapi import APIRouter
 
 from mvu_api.http.bodies import BODY_TIMEOUT_SECONDS
 from mvu_api.http.hosting import hosting_router
+from mvu_api.http.prompt import prompt_router
 from mvu_api.http.reads import reads_router
 from mvu_api.http.writes import writes_router
 from mvu_api.inspector.sessions import inspector_router
@@ -29,6 +30,7 @@ def build_router(service: MvuService, *, host: StoreHost | None = None, body_tim
     router = APIRouter(prefix="/mvu", tags=["mvu"])
     router.include_router(reads_router(service))
     router.include_router(writes_router(service, body_timeout=body_timeout, stopping=stopping))
+    router.include_router(prompt_router(service, body_timeout=body_timeout, stopping=stopping), tags=["prompt"])
     if host is not None:
         router.include_router(hosting_router(service, host, body_timeout=body_timeout, stopping=stopping),
                               tags=["host"])

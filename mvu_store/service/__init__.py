@@ -17,6 +17,7 @@ from mvu_store.service.models import (
     UpdateReceipt,
 )
 from mvu_store.service.processing import CommandProcessor, PassThrough, ProcessorTurn
+from mvu_store.service.prompting import ManagementDefaults, PromptDependency, RenderedPrompt, StateAssembly
 from mvu_store.service.service import MvuService
 
 __all__ = [
@@ -26,14 +27,18 @@ __all__ = [
     "CommandProcessor",
     "HistoryEntry",
     "IngestReport",
+    "ManagementDefaults",
     "ManagementReceipt",
     "MvuService",
     "PassThrough",
     "ProcessorTurn",
+    "PromptDependency",
     "RecordJson",
+    "RenderedPrompt",
     "ResourceConfig",
     "Scope",
     "SelectionResult",
+    "StateAssembly",
     "StateRecord",
     "TemplateRecord",
     "TurnOutcome",

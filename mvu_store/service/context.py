@@ -56,6 +56,9 @@ class ServiceContext:
     verifier: Verifier = field(init=False)
     usage: Usage = field(default_factory=Usage)
     disposed: bool = False
+    session_changes: dict[str, int] = field(default_factory=dict)
+    """How many times work that may change a session's state (a selection, a reply, an edit)
+    ran here: a prompt read stays current only while its session's count stands."""
 
     def __post_init__(self) -> None:
         self.catalog = Catalog(self.ledger)
@@ -71,7 +74,10 @@ class ServiceContext:
         re-entrant: ``work`` must not call ``locked`` again."""
         async with self.ledger.session_lock(session_id):
             self.alive()
-            return await work()
+            try:
+                return await work()
+            finally:
+                self.session_changes[session_id] = self.session_changes.get(session_id, 0) + 1
 
     def check_before_commit(self, signal: Signal | None, *leases: Lease | None) -> None:
         """Synchronously, after the last await and before a commit is queued (A-1): the caller

@@ -46,6 +46,13 @@ from mvu_store.service.models import (
 )
 from mvu_store.service.pipeline import Pipeline
 from mvu_store.service.processing import CommandProcessor, PassThrough
+from mvu_store.service.prompting import (
+    ManagementDefaults,
+    PromptDependency,
+    PromptReads,
+    RenderedPrompt,
+    StateAssembly,
+)
 from mvu_store.service.reads import Reads
 from mvu_store.service.usage import Dispose, Observer, UsageHandler
 from mvu_store.service.validation import validate_config
@@ -71,6 +78,7 @@ class MvuService:
         self._reads = Reads(ctx, self._allocation)
         self._editing = Editing(ctx, self._allocation, self._reads)
         self._branching = Branching(ctx, self._allocation, self._pipeline)
+        self._prompts = PromptReads(ctx, self._reads)
 
     # -- lifecycle ------------------------------------------------------------------------------
 
@@ -193,6 +201,39 @@ class MvuService:
         no checkpoint), in the session's current scope."""
         self._ctx.alive()
         return await self._reads.checkpoint_state(id, scope, turn, signal)
+
+    # -- the state in the prompt (R-1 ... R-4, P-6): reads with a lease -------------------------
+
+    async def resolve_prompt_dependency(self, *, scope: dict[str, Any], event: dict[str, Any], id: str | None = None,
+                                        signal: Signal | None = None) -> PromptDependency | None:
+        """The variables a prompt template or world-book entry depends on, with a lease
+        (``check_current``); None when missing, unavailable or denied. Every registered handler
+        must allow with a synchronous lease; a world-book send at a turn reads that turn's
+        checkpoint; without ``id`` only the session's one state resolves."""
+        self._ctx.alive()
+        return await self._prompts.resolve(id, scope, event, signal)
+
+    async def render_world_book(self, *, scope: dict[str, Any], entries: builtins.list[dict[str, Any]],
+                                id: str | None = None, turn: int | None = None, step: int | None = None,
+                                preview: bool = False, consumer_id: str = "world-book:host",
+                                signal: Signal | None = None) -> RenderedPrompt:
+        """Expand ``{{format_message_variable::...}}`` in the active entries (``{text, active?}``)
+        from one dependency read; ``MVU_USAGE_DENIED`` when the state they name is refused."""
+        self._ctx.alive()
+        return await self._prompts.render(id, scope, entries, turn, step, preview, consumer_id, signal)
+
+    async def resolve_request(self, *, session_id: str, selection: dict[str, Any] | None, turn: int | None = None,
+                              step: int | None = None, preview: bool = False,
+                              signal: Signal | None = None) -> StateAssembly:
+        """The ``tavern.mvu/state`` source's blocks for one model request: nothing unless it is
+        selected as ``{role: 'system', lifetime: 'request'}``."""
+        self._ctx.alive()
+        return await self._prompts.assemble(session_id, selection, turn, step, preview, signal)
+
+    def get_management_defaults(self, *, id: str, scope: dict[str, Any] | None = None) -> ManagementDefaults | None:
+        """Synchronous, for a trusted manager: MVU's default chains for a binding a read verified."""
+        self._ctx.alive()
+        return self._prompts.defaults(id, scope)
 
     # -- manual writes (A, I-8, I-11, L-3) -----------------------------------------------------
 

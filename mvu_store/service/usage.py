@@ -104,9 +104,28 @@ class Usage:
                      variables: JsonValue, signal: asyncio.Event | None = None) -> Decision:
         """Ask every handler; all must enable. A managed source needs the manager's own decision:
         another handler's answer never stands in for it."""
-        epoch, changed = self.epoch, self._changed
+        epoch, mode, answers = await self.answers(on, resource_id=resource_id, scope=scope, event=event,
+                                                  variables=variables, signal=signal)
         enabled, decided, config_revision, reason = True, False, None, None
+        for provider_id, answer in answers:
+            if answer is None:
+                continue
+            decided = decided or mode != "managed" or provider_id == MANAGER_PROVIDER
+            enabled = enabled and answer["enabled"]
+            revision = answer.get("configRevision", answer.get("config_revision"))
+            config_revision = revision if revision is not None else config_revision
+            if isinstance(answer.get("reason"), str):
+                reason = answer["reason"][:300]
+        return Decision(enabled and (mode != "managed" or decided), config_revision, epoch, decided, reason)
+
+    async def answers(self, on: str, *, resource_id: str, scope: dict[str, JsonValue], event: dict[str, JsonValue],
+                      variables: JsonValue, signal: asyncio.Event | None = None,
+                      ) -> tuple[int, str, list[tuple[str | None, dict[str, Any] | None]]]:
+        """Every registered handler's answer (None: no opinion), each checked for its shape and
+        strategy, with the registration epoch and management mode they were asked under."""
+        epoch, changed = self.epoch, self._changed
         mode = self.mode()
+        answers: list[tuple[str | None, dict[str, Any] | None]] = []
         for registration in list(self._handlers):
             request = {"on": on, "id": resource_id, "scope": scope, "event": event, "managementMode": mode}
             request = normalize(request)[0]
@@ -123,18 +142,12 @@ class Usage:
                 self._cancelled_since(epoch)
                 raise MvuError(Code.USAGE, f"the usage handler failed: {type(error).__name__}") from None
             self._cancelled_since(epoch)
-            if answer is None:
-                continue
-            if not isinstance(answer, dict) or not isinstance(answer.get("enabled"), bool):
-                raise MvuError(Code.USAGE, "a usage decision is None or {enabled: bool, ...}")
-            validate_strategy(on, answer.get("strategy"))
-            decided = decided or mode != "managed" or registration.provider_id == MANAGER_PROVIDER
-            enabled = enabled and answer["enabled"]
-            revision = answer.get("configRevision", answer.get("config_revision"))
-            config_revision = revision if revision is not None else config_revision
-            if isinstance(answer.get("reason"), str):
-                reason = answer["reason"][:300]
-        return Decision(enabled and (mode != "managed" or decided), config_revision, epoch, decided, reason)
+            if answer is not None:
+                if not isinstance(answer, dict) or not isinstance(answer.get("enabled"), bool):
+                    raise MvuError(Code.USAGE, "a usage decision is None or {enabled: bool, ...}")
+                validate_strategy(on, answer.get("strategy"))
+            answers.append((registration.provider_id, answer))
+        return epoch, mode, answers
 
     def _cancelled_since(self, epoch: int) -> None:
         if self.epoch != epoch:
