@@ -111,7 +111,8 @@ class MvuService:
 
     async def select_character(self, *, session_id: str, character_id: str | None,
                                signal: Signal | None = None,
-                               names: Names | dict[str, Any] | None = None) -> SelectionResult:
+                               names: Names | dict[str, Any] | None = None,
+                               greeting_index: int | None = None) -> SelectionResult:
         """Select (or, with None, unselect) a discovered card for a session (I-5).
 
         The selection persists an activation boundary at the session's current end: replies
@@ -119,13 +120,16 @@ class MvuService:
         nothing; switching back restores the session's original instance, from now on.
         ``names`` (``{user?, char?}``, over the session's ``session/names``) go into the
         ``{{user}}`` / ``{{char}}`` macros of a newly allocated instance's initial data.
+        ``greeting_index`` chooses the greeting the session opens with (docs/cards.md): each
+        greeting has its own instance, initialised by it; the choice can change until the first
+        send, and None keeps the one chosen before (the first message at first).
         """
         self._ctx.alive()
         pipeline = self._pipeline
         return await self._allocation.select(
             session_id, character_id, signal,
             lambda sid, log, sig, lease: pipeline.ingest_locked(sid, log, signal=sig, lease=lease),
-            names=Names.of(names))
+            names=Names.of(names), greeting_index=greeting_index)
 
     # -- the turn pipeline (F-6, P-1 ... P-5) --------------------------------------------------
 
