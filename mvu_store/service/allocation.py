@@ -168,6 +168,8 @@ class Allocation:
                     await ctx.ledger.put_template(chosen_id, chosen_template)
                 ctx.check_before_commit(signal, lease)
                 await ctx.ledger.write(lambda tx: self._select(tx, session_id, template_id, identity, boundary))
+            # Every selection call starts a new generation: a greeting view read before it is old.
+            ctx.views.bump(session_id)
             instances = await self.instances(session_id, log, allocate=True, names=names)
             chosen = next((entry for entry in instances if entry.row and entry.row.template_id == template_id), None)
             boundaries = await ctx.ledger.activations(session_id)

@@ -25,6 +25,7 @@ from mvu_store.lang.macros import Names
 from mvu_store.ledger import Ledger
 from mvu_store.service.allocation import Allocation
 from mvu_store.service.branching import Branching
+from mvu_store.service.cards import Cards
 from mvu_store.service.context import ServiceContext, Signal
 from mvu_store.service.editing import Editing
 from mvu_store.service.models import (
@@ -71,6 +72,7 @@ class MvuService:
         self._reads = Reads(ctx, self._allocation)
         self._editing = Editing(ctx, self._allocation, self._reads)
         self._branching = Branching(ctx, self._allocation, self._pipeline)
+        self._cards = Cards(ctx, self._allocation, self._reads)
 
     # -- lifecycle ------------------------------------------------------------------------------
 
@@ -241,3 +243,31 @@ class MvuService:
         self._ctx.alive()
         check_session_id(session_id)
         return await self._branching.install(ticket=ticket, session_id=session_id, signal=signal)
+
+    # -- card scripts: the bubble snapshot, bindings and writes (docs/cards.md) ------------------
+
+    async def snapshot(self, *, scope: dict[str, Any], signal: Signal | None = None) -> dict[str, JsonValue]:
+        """The read-only state a card script's scope sees (a message, a greeting or an empty
+        session's opening), in the bare snapshot shape; ``MVU_AMBIGUOUS`` when several resources
+        match. Needs a :class:`~mvu_store.host.CardHost`."""
+        self._ctx.alive()
+        return await self._cards.snapshot(scope, signal)
+
+    async def create_card_binding(self, *, scope: dict[str, Any], grant_id: str, source_identity: dict[str, Any],
+                                  binding_id: str | None = None, signal: Signal | None = None) -> dict[str, Any]:
+        """Bind an enabled card script (its host grant ``grant_id`` and ``source_identity``) to the
+        scope's one resource: ``{capability, snapshot}``. The same ``binding_id`` with the same
+        parameters binds once; with others it is ``MVU_IDEMPOTENCY_CONFLICT``."""
+        self._ctx.alive()
+        return await self._cards.bind(scope, grant_id, source_identity, binding_id, signal)
+
+    async def card_write(self, *, capability: str, operation: str, value: Any, expected_revision: int,
+                         operation_id: str, cause: str, signal: Signal | None = None) -> dict[str, Any]:
+        """A card script's ``patch`` (a JSON Patch array) or ``replace`` (a variables envelope)
+        through its capability, under CAS and idempotency; never asks the usage policy."""
+        self._ctx.alive()
+        return await self._cards.write(capability, operation, value, expected_revision, operation_id, cause, signal)
+
+    def revoke_card_binding(self, *, capability: str) -> None:
+        """End a capability (one still being made is refused when it completes)."""
+        self._cards.revoke(capability)
