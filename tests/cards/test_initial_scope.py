@@ -223,3 +223,16 @@ async def test_a_restarted_service_refuses_old_views(opened: MvuService, host: M
     token = (await opened.snapshot(scope=GREETING))["viewIdentity"]["selectionToken"]  # type: ignore[index]
     restarted = MvuService(ledger=ledger, host=host)
     assert await _code(restarted.snapshot(scope={**GREETING, "selectionToken": token})) == "MVU_READ_ONLY"
+
+
+async def test_two_resources_of_the_character_are_ambiguous_to_read_and_refused_to_bind(
+        ledger: Ledger, host: MemoryHost) -> None:
+    service = MvuService(ledger=ledger, host=host, resources=[
+        {"id": "mvu:twin", "session_ids": ["s"], "sharing": "shared", "character_id": "c"}])
+    await service.discover(definition=CARD)
+    host.create_session("s", created_at=1000)
+    await service.select_character(session_id="s", character_id="c")
+    host.facts.report_playthrough(_playthrough())
+    host.facts.grant("grant", source_identity=IDENTITY, scope=INITIAL)
+    assert await _code(service.snapshot(scope=INITIAL)) == "MVU_AMBIGUOUS"
+    assert await _code(_bind(service)) == "MVU_READ_ONLY"
