@@ -233,7 +233,9 @@ def test_the_openapi_document_is_published_with_examples(client: httpx.Client) -
     paths = document["paths"]
     assert set(paths) == {f"{MVU}/{name}" for name in (
         "resources", "resource", "history", "facts", "update", "cards", "sessions", "sessions/{sessionId}",
-        "sessions/{sessionId}/events", "sessions/{sessionId}/selection", "seeds", "seeds/install")}
+        "sessions/{sessionId}/events", "sessions/{sessionId}/selection", "seeds", "seeds/install",
+        "snapshot", "card-binding", "card-write", "card-binding/revoke", "playthroughs/{playthroughId}",
+        "card-grants/{grantId}")}
     events = paths[f"{MVU}/sessions/{{sessionId}}/events"]["post"]
     assert events["requestBody"]["content"]["application/json"]["example"]["events"][0]["type"]
     assert {"409", "413"} <= set(events["responses"])
