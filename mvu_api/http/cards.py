@@ -9,18 +9,16 @@ the service's codes (:mod:`mvu_api.http.problems`).
 from __future__ import annotations
 
 import asyncio
-import json
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Query, Request
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.responses import Response
 
-from mvu_api.http.bodies import parse_body, read_body
+from mvu_api.http.bodies import json_body, parse_body, read_body
 from mvu_api.http.docs import ok, problems
 from mvu_api.http.wire import json_response
 from mvu_store.errors import Code, MvuError
-from mvu_store.jsonvalue import unique_keys
 from mvu_store.service import MvuService
 from mvu_store.service.card_scopes import MAX_SCOPE_CHARS
 
@@ -60,12 +58,9 @@ def card_scope_param(raw: str) -> dict[str, Any]:
     if len(raw) > MAX_SCOPE_CHARS:
         raise MvuError(Code.SCOPE, f"scope is at most {MAX_SCOPE_CHARS} characters", field="scope")
     try:
-        value = json.loads(raw, object_pairs_hook=unique_keys)
-    except (ValueError, RecursionError):
-        raise MvuError(Code.SCOPE, "scope must be a JSON object") from None
-    if not isinstance(value, dict):
-        raise MvuError(Code.SCOPE, "scope must be a JSON object")
-    return value
+        return json_body(raw.encode("utf-8", "surrogatepass"))
+    except MvuError:
+        raise MvuError(Code.SCOPE, "scope must be a JSON object", field="scope") from None
 
 
 ScopeParam = Annotated[str, Query(description="The card scope as JSON (a message, greeting or initial scope), "

@@ -218,10 +218,12 @@ class Cards:
         self._pending[capability] = created
         try:
             answer = await self._create(capability, parsed, grant_id, source_identity, fingerprint, created)
-        except BaseException as error:
-            if not created.task.done():
-                created.task.set_exception(error)
-                created.task.exception()  # retrieved: a failed bind no one shares is not an unhandled error
+        except asyncio.CancelledError:
+            created.task.cancel()  # whoever shares it is cancelled too
+            raise
+        except Exception as error:
+            created.task.set_exception(error)
+            created.task.exception()  # retrieved: a failed bind no one shares is not an unhandled error
             raise
         finally:
             self._pending.pop(capability, None)
