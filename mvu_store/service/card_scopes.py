@@ -39,7 +39,7 @@ MAX_SCOPE_CHARS = 4000
 """A scope's JSON text in a query string."""
 SCOPE_KEYS = frozenset({"mode", "characterId", "playthroughId", "sessionId", "nodeId", "variantId", "endEventId",
                         "sessionFormatVersion", "greetingIndex", "selectionToken"})
-_HEX64 = re.compile(r"^[0-9a-f]{64}$")
+HEX64 = re.compile(r"^[0-9a-f]{64}$")
 SETTING_EVENTS = frozenset({"permission/preset", "sandbox/mode", "approval/policy", "session/names"})
 """Events an empty session may hold besides a model selection, a user's title and an empty
 restore marker (the configuration a host writes before the first send)."""
@@ -117,7 +117,7 @@ def parse_card_scope(value: Any) -> CardScope:
         if key in value:
             raise _refuse(f"a {mode} scope has no {key}: it is before any message", field=key)
     token = value.get("selectionToken")
-    if token is not None and (not isinstance(token, str) or not _HEX64.match(token)):
+    if token is not None and (not isinstance(token, str) or not HEX64.match(token)):
         raise _refuse("selectionToken is the 64 hex digits a greeting read gave", field="selectionToken")
     return CardScope(**common, character_id=_text(value, "characterId", required=True),
                      greeting_index=_integer(value, "greetingIndex"), selection_token=token)

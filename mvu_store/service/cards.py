@@ -29,7 +29,7 @@ from mvu_store.lang import parse_commands
 from mvu_store.lang.apply import private_envelope, run_commands
 from mvu_store.ledger.records import CommitRequest, Head, VersionRecord
 from mvu_store.service.allocation import Allocation
-from mvu_store.service.card_scopes import CardScope, Evidence, parse_card_scope, read_only, resolve
+from mvu_store.service.card_scopes import HEX64, CardScope, Evidence, parse_card_scope, read_only, resolve
 from mvu_store.service.catalog import Entry
 from mvu_store.service.context import ServiceContext, Signal, check_signal, now_ms
 from mvu_store.service.edits import edit_content, edited_envelope
@@ -41,7 +41,6 @@ from mvu_store.service.reads import Reads
 MAX_BINDINGS = 512
 """Live and pending bindings together."""
 CAUSES = ("user-interaction", "interval", "script")
-_HEX64 = re.compile(r"^[0-9a-f]{64}$")
 _UUID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$", re.IGNORECASE)
 _SKIPPED = (Code.WRITE_DENIED.value, Code.READ_ONLY.value, Code.USAGE_DENIED.value)
 
@@ -200,6 +199,7 @@ class Cards:
         capability = binding_id.lower() if isinstance(binding_id, str) else str(uuid.uuid4())
         fingerprint = sha256_hex(js_json({"scope": parsed.raw, "grantId": grant_id,
                                           "sourceIdentity": source_identity}))
+        self._purge()  # a binding whose grant ended is not replayed: binding again asks the grant
         live = self._live.get(capability)
         if live is not None:
             if live.fingerprint != fingerprint:
@@ -211,7 +211,6 @@ class Cards:
             if pending.fingerprint != fingerprint:
                 raise MvuError(Code.IDEMPOTENCY_CONFLICT, "this binding id is being bound with other parameters")
             return await asyncio.shield(pending.task)
-        self._purge()
         if len(self._pending) >= MAX_BINDINGS or len(self._live) + len(self._pending) >= MAX_BINDINGS:
             raise MvuError(Code.LIMIT, f"at most {MAX_BINDINGS} card bindings are held", limit=MAX_BINDINGS)
         created = _Pending(fingerprint, asyncio.get_running_loop().create_future())
@@ -390,7 +389,7 @@ class Cards:
 def _check_identity(identity: Any, scope: CardScope) -> None:
     if not isinstance(identity, dict) or set(identity) != {"version", "sha256", "scope"} \
             or identity.get("version") != 1 or type(identity.get("version")) is not int \
-            or not isinstance(identity.get("sha256"), str) or not _HEX64.match(identity["sha256"]) \
+            or not isinstance(identity.get("sha256"), str) or not HEX64.match(identity["sha256"]) \
             or not json_equal(identity.get("scope"), scope.raw):
         raise MvuError(Code.SCOPE, "sourceIdentity is {version: 1, sha256: <64 hex>, scope: <this scope>}",
                        field="sourceIdentity")
