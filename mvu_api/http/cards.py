@@ -75,14 +75,14 @@ def cards_router(service: MvuService, *, body_timeout: float, stopping: asyncio.
         body = await read_body(request, seconds=body_timeout, stopping=stopping, limit=MAX_CARD_BODY_BYTES)
         return body if isinstance(body, Response) else parse_body(model, body)
 
-    @router.get("/snapshot", operation_id="cardSnapshot", responses={**problems(400, 401, 403, 409),
+    @router.get("/snapshot", operation_id="cardSnapshot", responses={**problems(400, 401, 403, 409, 503),
                                                                      **ok(SNAPSHOT_EXAMPLE)},
                 summary="The read-only state a card script's scope sees (the bare snapshot shape)")
     async def snapshot(scope: ScopeParam) -> Response:
         return json_response(await service.snapshot(scope=card_scope_param(scope)))
 
     @router.post("/card-binding", operation_id="cardBinding",
-                 responses={**problems(400, 401, 403, 409, 413),
+                 responses={**problems(400, 401, 403, 409, 413, 503),
                             **ok({"capability": "0b7c4d7e-…", "snapshot": SNAPSHOT_EXAMPLE})},
                  summary="Bind an enabled card script to its scope's one resource: a capability to write",
                  openapi_extra={"requestBody": {"required": True, "content": {"application/json": {
@@ -95,7 +95,7 @@ def cards_router(service: MvuService, *, body_timeout: float, stopping: asyncio.
             scope=data.scope, grant_id=data.grant_id, source_identity=data.source_identity,
             binding_id=data.binding_id))
 
-    @router.post("/card-write", operation_id="cardWrite", responses={**problems(400, 401, 403, 409, 413),
+    @router.post("/card-write", operation_id="cardWrite", responses={**problems(400, 401, 403, 409, 413, 503),
                                                                      **ok(SNAPSHOT_EXAMPLE)},
                  summary="A card script's patch or replace through its capability (CAS, idempotent)",
                  openapi_extra={"requestBody": {"required": True, "content": {"application/json": {
@@ -109,7 +109,7 @@ def cards_router(service: MvuService, *, body_timeout: float, stopping: asyncio.
             expected_revision=data.expected_revision, operation_id=data.operation_id, cause=data.cause))
 
     @router.post("/card-binding/revoke", operation_id="revokeCardBinding",
-                 responses={**problems(400, 401, 413), **ok({"ok": True})},
+                 responses={**problems(400, 401, 413, 503), **ok({"ok": True})},
                  summary="End a card capability (always succeeds)",
                  openapi_extra={"requestBody": {"required": True, "content": {"application/json": {
                      "schema": RevokeBody.model_json_schema(by_alias=True)}}}})

@@ -76,7 +76,10 @@ def greeting_template_id(card_template_id: str, index: int) -> str:
 
 
 def card_template_id_of(template_id: str) -> str:
-    """The card template a greeting template belongs to (itself for a card template)."""
+    """The card template a greeting template belongs to (itself for any other template: a
+    configured id may hold the suffix's text)."""
+    if not template_id.startswith("mvu:character-"):
+        return template_id
     return template_id.split(GREETING_SUFFIX, 1)[0]
 
 
