@@ -5,6 +5,7 @@ is that message; and the host's grant for one card script."""
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 from mvu_store.host import Playthrough, TimelineNode, Variant
@@ -40,3 +41,22 @@ def grant(host: MemoryHost, identity: dict[str, Any] = IDENTITY) -> None:
 def patch(delta: int, expected: int, operation_id: str) -> dict[str, Any]:
     return {"operation": "patch", "value": [{"op": "delta", "path": "/hp", "value": delta}],
             "expected_revision": expected, "operation_id": operation_id, "cause": "user-interaction"}
+
+
+class Held:
+    """Holds the ``n``-th scope resolution (a host membership read) until released."""
+
+    def __init__(self, host: MemoryHost, n: int) -> None:
+        self.reached = asyncio.Event()
+        self.release = asyncio.Event()
+        self._calls = 0
+        self._n = n
+        self.inner = host.facts.membership
+        host.facts.membership = self  # type: ignore[method-assign,assignment]
+
+    async def __call__(self, playthrough_id: str) -> Any:
+        self._calls += 1
+        if self._calls == self._n:
+            self.reached.set()
+            await self.release.wait()
+        return await self.inner(playthrough_id)

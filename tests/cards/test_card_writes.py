@@ -14,7 +14,7 @@ from mvu_store.errors import MvuError
 from mvu_store.ledger import Ledger
 from mvu_store.memory_host import MemoryHost
 from mvu_store.service import MvuService
-from tests.cards.card_support import CARD, IDENTITY, SCOPE, grant, patch, played, timeline
+from tests.cards.card_support import CARD, IDENTITY, SCOPE, Held, grant, patch, played, timeline
 
 
 @pytest.fixture
@@ -105,31 +105,12 @@ async def test_replace_keeps_the_source_schema_and_history_or_revoked_bindings_c
     assert await _hp(card) == 4
 
 
-class _Held:
-    """Holds the ``n``-th scope resolution (a host membership read) until released."""
-
-    def __init__(self, host: MemoryHost, n: int) -> None:
-        self.reached = asyncio.Event()
-        self.release = asyncio.Event()
-        self._calls = 0
-        self._n = n
-        self._inner = host.facts.membership
-        host.facts.membership = self  # type: ignore[method-assign,assignment]
-
-    async def __call__(self, playthrough_id: str) -> Any:
-        self._calls += 1
-        if self._calls == self._n:
-            self.reached.set()
-            await self.release.wait()
-        return await self._inner(playthrough_id)
-
-
 @pytest.mark.parametrize("meanwhile", ["abort", "revoke-grant"])
 async def test_cancelling_or_disabling_while_the_scope_resolves_commits_nothing(
         card: MvuService, host: MemoryHost, meanwhile: str) -> None:
     grant(host)
     capability = await _bind(card)
-    held = _Held(host, 1)
+    held = Held(host, 1)
     signal = asyncio.Event()
     write = asyncio.ensure_future(card.card_write(capability=capability, signal=signal, **patch(-1, 1, "held")))
     await held.reached.wait()
@@ -140,7 +121,7 @@ async def test_cancelling_or_disabling_while_the_scope_resolves_commits_nothing(
     held.release.set()
     with pytest.raises((MvuError, asyncio.CancelledError)):
         await write
-    host.facts.membership = held._inner  # type: ignore[method-assign]
+    host.facts.membership = held.inner  # type: ignore[method-assign]
     assert await _hp(card) == 9 and await _facts(card, "applied") == []
 
 
@@ -148,7 +129,7 @@ async def test_revoking_the_grant_during_the_final_scope_read_is_checked_before_
         card: MvuService, host: MemoryHost) -> None:
     grant(host)
     capability = await _bind(card)
-    held = _Held(host, 2)
+    held = Held(host, 2)
     write = asyncio.ensure_future(card.card_write(capability=capability, **patch(-1, 1, "late")))
     await held.reached.wait()
     host.facts.revoke_grant("grant")
@@ -211,7 +192,7 @@ async def test_one_binding_id_binds_once_concurrently_and_other_parameters_confl
 async def test_revoking_a_binding_while_it_is_made_never_resurrects_it(card: MvuService, host: MemoryHost) -> None:
     grant(host)
     binding_id = "1c8d5e8f-6a3b-4d2c-8e4f-3b2a1f0e9d8c"
-    held = _Held(host, 2)  # the snapshot's own look at the scope, after the binding's first
+    held = Held(host, 2)  # the snapshot's own look at the scope, after the binding's first
     bind = asyncio.ensure_future(_bind(card, binding_id=binding_id))
     await held.reached.wait()
     card.revoke_card_binding(capability=binding_id)

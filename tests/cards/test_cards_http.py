@@ -109,3 +109,28 @@ def test_card_routes_refuse_bad_scopes_and_bodies_with_typed_problems(served: Se
                                                             "head": {"nodeId": "x", "variantId": "y"}}),
                 400, "MVU_OPERATION")
         assert ok(client.delete(f"{MVU}/playthroughs/never")) == {"removed": False}
+
+
+def test_a_greeting_view_read_over_http_binds_the_initial_scope_until_the_selection_changes(served: Server) -> None:
+    with served.client() as client:
+        register(client, "hpv", CARD.replace(b'"first_mes": "Hello."', b'"first_mes": "Hello.", '
+                                                                    b'"alternate_greetings": ["Hi."]'))
+        session(client, "w2")
+        ok(select(client, "w2", "hpv"))
+        ok(client.put(f"{MVU}/playthroughs/pv", json={"characterId": "hpv", "rootSessionId": "w2"}))
+        greeting = {"mode": "greeting", "playthroughId": "pv", "sessionId": "w2", "characterId": "hpv",
+                    "greetingIndex": 0}
+        view = ok(_snapshot(client, greeting))["viewIdentity"]
+        assert view["greetingIndex"] == 0
+        viewed = {**greeting, "mode": "initial", "selectionToken": view["selectionToken"]}
+        _grant(client, "g-view", viewed)
+        capability = ok(_bind(client, "g-view", viewed))["capability"]
+        assert ok(_write(client, capability, "view", 0))["revision"] == 1
+        problem(_snapshot(client, {**greeting, "greetingIndex": 1}), 403, "MVU_READ_ONLY")
+        problem(_snapshot(client, {**greeting, "greetingIndex": -1}), 400, "MVU_SCOPE")
+        problem(_snapshot(client, {**greeting, "selectionToken": "foreign"}), 400, "MVU_SCOPE")
+        problem(_snapshot(client, {**greeting, "messageId": "m"}), 400, "MVU_SCOPE")
+        ok(select(client, "w2", "hpv", greetingIndex=1))
+        ok(select(client, "w2", "hpv", greetingIndex=0))
+        problem(_bind(client, "g-view", viewed), 403, "MVU_READ_ONLY")
+        assert ok(_snapshot(client, greeting))["currentRevision"] == 1

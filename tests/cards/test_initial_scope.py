@@ -7,6 +7,7 @@ lease are superseded: card writes never ask the usage policy.)"""
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import pytest
@@ -16,7 +17,7 @@ from mvu_store.host import Playthrough, TimelineNode, Variant
 from mvu_store.ledger import Ledger
 from mvu_store.memory_host import MemoryHost
 from mvu_store.service import MvuService
-from tests.cards.card_support import HP_SCHEMA
+from tests.cards.card_support import HP_SCHEMA, Held
 
 CARD: dict[str, Any] = {"character_id": "c", "name": "C", "initvar": ["hp: 10\n"], "schema_source": HP_SCHEMA,
                         "greetings": ["Hello.", "<UpdateVariable>_.set('hp', 3);</UpdateVariable>Hi."]}
@@ -236,3 +237,19 @@ async def test_two_resources_of_the_character_are_ambiguous_to_read_and_refused_
     host.facts.grant("grant", source_identity=IDENTITY, scope=INITIAL)
     assert await _code(service.snapshot(scope=INITIAL)) == "MVU_AMBIGUOUS"
     assert await _code(_bind(service)) == "MVU_READ_ONLY"
+
+
+async def test_detaching_and_restoring_the_playthrough_during_the_final_scope_read_is_refused(
+        opened: MvuService, host: MemoryHost) -> None:
+    capability = await _bind(opened)
+    held = Held(host, 2)
+    write = asyncio.ensure_future(opened.card_write(capability=capability, **_replace(7, 0, "aba")))
+    await held.reached.wait()
+    host.facts.remove_playthrough("p")
+    host.facts.report_playthrough(_playthrough())
+    held.release.set()
+    with pytest.raises(MvuError) as refused:
+        await write
+    assert refused.value.code == "MVU_READ_ONLY"
+    host.facts.membership = held.inner  # type: ignore[method-assign]
+    assert (await opened.snapshot(scope=INITIAL))["revision"] == 0
