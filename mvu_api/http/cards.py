@@ -9,10 +9,13 @@ the service's codes (:mod:`mvu_api.http.problems`).
 from __future__ import annotations
 
 import asyncio
-from typing import Annotated, Any
+import contextlib
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Annotated, Any, TypeVar
 
 from fastapi import APIRouter, Query, Request
 from pydantic import BaseModel, ConfigDict, Field
+from starlette.requests import ClientDisconnect
 from starlette.responses import Response
 
 from mvu_api.http.bodies import json_body, parse_body, read_body
@@ -23,6 +26,7 @@ from mvu_store.service import MvuService
 from mvu_store.service.card_scopes import MAX_SCOPE_CHARS
 
 MAX_CARD_BODY_BYTES = 2 * 1024 * 1024
+T = TypeVar("T")
 SNAPSHOT_EXAMPLE = {"version": 1, "scope": {"playthroughId": "p1", "sessionId": "s1", "nodeId": "n1",
                                             "variantId": "v1", "endEventId": 2},
                     "revision": 1, "currentRevision": 1, "status": "available",
@@ -63,6 +67,37 @@ def card_scope_param(raw: str) -> dict[str, Any]:
         raise MvuError(Code.SCOPE, "scope must be a JSON object", field="scope") from None
 
 
+@contextlib.asynccontextmanager
+async def _client_gone(request: Request) -> AsyncIterator[asyncio.Event]:
+    """An event set when the client disconnects (the body is read by then: the next ASGI
+    message is the disconnect), so a bind or write it no longer waits for commits nothing."""
+    gone = asyncio.Event()
+
+    async def watch() -> None:
+        while (await request.receive())["type"] != "http.disconnect":
+            pass
+        gone.set()
+
+    watcher = asyncio.ensure_future(watch())
+    try:
+        yield gone
+    finally:
+        watcher.cancel()
+
+
+async def _unless_gone(request: Request, call: Callable[[asyncio.Event], Awaitable[T]]) -> T:
+    """``call(signal)`` with the client's disconnect as its signal; a call it cancelled ends as a
+    disconnect (answered 499, which nobody reads)."""
+    async with _client_gone(request) as gone:
+        try:
+            return await call(gone)
+        except asyncio.CancelledError:
+            task = asyncio.current_task()
+            if gone.is_set() and task is not None and not task.cancelling():
+                raise ClientDisconnect() from None
+            raise
+
+
 ScopeParam = Annotated[str, Query(description="The card scope as JSON (a message, greeting or initial scope), "
                                               f"at most {MAX_SCOPE_CHARS} characters",
                                   json_schema_extra={"maxLength": MAX_SCOPE_CHARS})]
@@ -91,9 +126,9 @@ def cards_router(service: MvuService, *, body_timeout: float, stopping: asyncio.
         data = await body_of(request, BindingBody)
         if isinstance(data, Response):
             return data
-        return json_response(await service.create_card_binding(
+        return json_response(await _unless_gone(request, lambda signal: service.create_card_binding(
             scope=data.scope, grant_id=data.grant_id, source_identity=data.source_identity,
-            binding_id=data.binding_id))
+            binding_id=data.binding_id, signal=signal)))
 
     @router.post("/card-write", operation_id="cardWrite", responses={**problems(400, 401, 403, 409, 413, 503),
                                                                      **ok(SNAPSHOT_EXAMPLE)},
@@ -104,9 +139,10 @@ def cards_router(service: MvuService, *, body_timeout: float, stopping: asyncio.
         data = await body_of(request, WriteBody)
         if isinstance(data, Response):
             return data
-        return json_response(await service.card_write(
+        return json_response(await _unless_gone(request, lambda signal: service.card_write(
             capability=data.capability, operation=data.operation, value=data.value,
-            expected_revision=data.expected_revision, operation_id=data.operation_id, cause=data.cause))
+            expected_revision=data.expected_revision, operation_id=data.operation_id, cause=data.cause,
+            signal=signal)))
 
     @router.post("/card-binding/revoke", operation_id="revokeCardBinding",
                  responses={**problems(400, 401, 413, 503), **ok({"ok": True})},
