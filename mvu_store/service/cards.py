@@ -24,7 +24,7 @@ from typing import Any
 
 from mvu_store.errors import Code, MvuError
 from mvu_store.host import CardGrant, CardHost, Lease
-from mvu_store.jsonvalue import JsonValue, js_json, json_equal, sha256_hex
+from mvu_store.jsonvalue import JsonValue, js_json, json_equal, normalize, sha256_hex
 from mvu_store.lang import parse_commands
 from mvu_store.lang.apply import private_envelope, run_commands
 from mvu_store.ledger.records import CommitRequest, Head, VersionRecord
@@ -291,6 +291,7 @@ class Cards:
         check_operation_id(operation_id)
         check_revision(expected_revision)
         check_signal(signal)
+        value, _, _ = normalize(value)  # JSON only (MVU_JSON), as the request's fingerprint hashes it
         ctx = self._ctx
         scope = binding.scope
         version = None if binding.initial_source is not None else (await ctx.ledger.head_version(
@@ -325,8 +326,9 @@ class Cards:
         fingerprint = sha256_hex(js_json({"operation": operation, "value": value, "expectedRevision": expected_revision,
                                           "operationId": operation_id, "cause": cause, "scope": scope.raw,
                                           "sourceIdentity": binding.source_identity}))
-        previous = next((item for item in await ctx.ledger.versions(entry.id) if item.operation_id == operation_id),
-                        None)
+        # The resource's own receipts decide (an ancestor's operation ids are not this resource's).
+        previous = next((item for item in await ctx.ledger.versions(entry.id, include_lineage=False)
+                         if item.operation_id == operation_id), None)
         if previous is not None and previous.fingerprint != fingerprint:
             raise MvuError(Code.IDEMPOTENCY_CONFLICT, "this operation id was used for another card write",
                            operation_id=operation_id)
