@@ -30,6 +30,25 @@ Lease = Callable[[], bool]
 """A synchronous validity check: True while nothing changed the session since it was taken."""
 
 
+class Leases:
+    """Leases that hold together: valid while every one is (``a & b`` adds one). A lease of its
+    own, so it goes wherever a :data:`Lease` does."""
+
+    __slots__ = ("_parts",)
+
+    def __init__(self, *parts: Lease) -> None:
+        self._parts = parts
+
+    def __call__(self) -> bool:
+        return all(part() is True for part in self._parts)
+
+    def __and__(self, other: Lease) -> Leases:
+        return Leases(*self._parts, other)
+
+    def __rand__(self, other: Lease) -> Leases:
+        return Leases(other, *self._parts)
+
+
 @dataclass(frozen=True, slots=True)
 class SessionHeader:
     """A session's identity. ``id`` + ``created_at`` is the durable identity of DIGEST I-2."""
@@ -136,6 +155,85 @@ class Host(Protocol):
 
     async def capture_session_lease(self, session_id: str) -> Lease:
         """A lease that stays valid until the host changes or works on the session."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class Variant:
+    """One variant of a timeline node: the session that holds it and the event its message ends at."""
+
+    id: str
+    session_id: str
+    end_event_id: int
+    session_format_version: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class TimelineNode:
+    id: str
+    variants: tuple[Variant, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Playthrough:
+    """A playthrough as the host keeps it: the character it plays, its root session, its timeline
+    of nodes (each with its variants) and the timeline's head ``(node id, variant id)``."""
+
+    id: str
+    character_id: str
+    root_session_id: str
+    nodes: tuple[TimelineNode, ...] = ()
+    head: tuple[str, str] | None = None
+
+    def variant(self, node_id: str, variant_id: str) -> Variant | None:
+        node = next((node for node in self.nodes if node.id == node_id), None)
+        return None if node is None else next((item for item in node.variants if item.id == variant_id), None)
+
+    def member(self, session_id: str) -> bool:
+        """Whether the session is the root or one variant's session."""
+        return session_id == self.root_session_id or any(
+            variant.session_id == session_id for node in self.nodes for variant in node.variants)
+
+    @property
+    def empty(self) -> bool:
+        """No node and no head: nothing was sent yet."""
+        return not self.nodes and self.head is None
+
+
+@dataclass(frozen=True, slots=True)
+class Membership:
+    """A playthrough with its lease: valid until the host reports the playthrough again (even
+    with the same content) or removes it."""
+
+    playthrough: Playthrough
+    lease: Lease
+
+
+@dataclass(frozen=True, slots=True)
+class CardGrant:
+    """The host's permission for one enabled card script (``grant_id``) to write through a scope:
+    ``write`` and ``scope`` as granted, ``source_identity`` the script's identity
+    (``{version: 1, sha256, scope}``), ``check_current`` a lease that ends when it is revoked."""
+
+    grant_id: str
+    write: bool
+    scope: Mapping[str, Any]
+    source_identity: Mapping[str, Any]
+    check_current: Lease
+
+
+@runtime_checkable
+class CardHost(Host, Protocol):
+    """A host that also reports what card scopes need (docs/cards.md): playthroughs (membership,
+    variants, the timeline head) and the grants of card scripts. A host without it serves no
+    card scope: every one is ``MVU_READ_ONLY``."""
+
+    async def membership(self, playthrough_id: str) -> Membership | None:
+        """The playthrough as the host has it now with its lease, or None."""
+        ...
+
+    async def authorize_card_write(self, grant_id: str, source_identity: Mapping[str, Any]) -> CardGrant | None:
+        """The grant ``grant_id`` if the host gave it to that script identity, else None."""
         ...
 
 

@@ -16,6 +16,7 @@ import json
 import os
 import re
 import stat
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Protocol
@@ -23,7 +24,9 @@ from typing import Any, Protocol
 from mvu_store.errors import Code, MvuError
 from mvu_store.host import (
     SESSION_FORMAT_VERSION,
+    CardGrant,
     Lease,
+    Membership,
     SessionEvent,
     SessionHeader,
     SessionSnapshot,
@@ -33,6 +36,7 @@ from mvu_store.host import (
     turn_events,
 )
 from mvu_store.jsonvalue import JsonValue, normalize
+from mvu_store.store_host.facts import HostFacts
 
 # Session ids become file names: keep them to a portable, unambiguous alphabet.
 _SESSION_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,159}$")
@@ -60,8 +64,9 @@ class TurnService(Protocol):
 
 
 class MemoryHost:
-    """Implements :class:`mvu_store.host.IncrementalHost`, plus the calls a test or demo needs to act as
-    the chat program: create sessions, append events, drift identities, invalidate leases."""
+    """Implements :class:`mvu_store.host.IncrementalHost` and :class:`mvu_store.host.CardHost`, plus
+    the calls a test or demo needs to act as the chat program: create sessions, append events,
+    drift identities, invalidate leases; report playthroughs and card grants through :attr:`facts`."""
 
     def __init__(self, path: str | os.PathLike[str] | None = None) -> None:
         self._sessions: dict[str, _Session] = {}
@@ -69,6 +74,8 @@ class MemoryHost:
         self._pending: list[asyncio.Future[None]] = []
         self._path = Path(path) if path is not None else None
         self._files: dict[str, Path] = {}
+        self.facts = HostFacts()
+        """The playthroughs and card grants this host reports (kept in memory only)."""
         self.refused: dict[str, str] = {}
         """Log files of ``path`` that were not loaded, by file name: the error code and message
         (the other sessions load and serve as usual)."""
@@ -109,6 +116,12 @@ class MemoryHost:
             return current is session and current.generation == generation
 
         return valid
+
+    async def membership(self, playthrough_id: str) -> Membership | None:
+        return await self.facts.membership(playthrough_id)
+
+    async def authorize_card_write(self, grant_id: str, source_identity: Mapping[str, Any]) -> CardGrant | None:
+        return await self.facts.authorize_card_write(grant_id, source_identity)
 
     # -- acting as the chat program ------------------------------------------------------------
 

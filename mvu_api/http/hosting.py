@@ -79,6 +79,7 @@ class EventsBody(_Body):
 class SelectionBody(_Body):
     character_id: str | None = Field(alias="characterId")
     names: NamesBody | None = None
+    greeting_index: int | None = Field(default=None, alias="greetingIndex", ge=0, le=999)
 
 
 EventId = Annotated[int, Field(ge=0, le=MAX_SAFE_INTEGER)]
@@ -203,7 +204,8 @@ def hosting_router(service: MvuService, host: StoreHost, *, body_timeout: float,
             return data
         check_store_session_id(session_id)
         result = await service.select_character(session_id=session_id, character_id=data.character_id,
-                                                names=None if data.names is None else data.names.names())
+                                                names=None if data.names is None else data.names.names(),
+                                                greeting_index=data.greeting_index)
         return json_response(result.model_dump(mode="json", by_alias=True))
 
     @router.post("/seeds", operation_id="captureSeed",

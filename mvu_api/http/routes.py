@@ -1,7 +1,8 @@
 """The trace primitives of DIGEST H-1 under ``/pmp-dsh-tavern/api/v1/mvu/``, one module per
 family: reads (:mod:`mvu_api.http.reads`), the edit (:mod:`mvu_api.http.writes`), the prompt
-(:mod:`mvu_api.http.prompt`), the host routes that feed sessions (:mod:`mvu_api.http.hosting`);
-the OpenAPI document is :mod:`mvu_api.http.docs`. Refusals are raised as ``MvuError`` and become
+(:mod:`mvu_api.http.prompt`), card scripts (:mod:`mvu_api.http.cards`), the host routes that feed
+sessions (:mod:`mvu_api.http.hosting`) and report card facts (:mod:`mvu_api.http.card_facts`); the
+OpenAPI document is :mod:`mvu_api.http.docs`. Refusals are raised as ``MvuError`` and become
 problem+json in :mod:`mvu_api.http.problems`.
 """
 
@@ -12,6 +13,8 @@ import asyncio
 from fastapi import APIRouter
 
 from mvu_api.http.bodies import BODY_TIMEOUT_SECONDS
+from mvu_api.http.card_facts import card_facts_router
+from mvu_api.http.cards import cards_router
 from mvu_api.http.hosting import hosting_router
 from mvu_api.http.prompt import prompt_router
 from mvu_api.http.reads import reads_router
@@ -31,8 +34,10 @@ def build_router(service: MvuService, *, host: StoreHost | None = None, body_tim
     router.include_router(reads_router(service))
     router.include_router(writes_router(service, body_timeout=body_timeout, stopping=stopping))
     router.include_router(prompt_router(service, body_timeout=body_timeout, stopping=stopping), tags=["prompt"])
+    router.include_router(cards_router(service, body_timeout=body_timeout, stopping=stopping))
     if host is not None:
         router.include_router(hosting_router(service, host, body_timeout=body_timeout, stopping=stopping),
                               tags=["host"])
+        router.include_router(card_facts_router(host, body_timeout=body_timeout, stopping=stopping))
         router.include_router(inspector_router(host))
     return router

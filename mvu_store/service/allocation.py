@@ -20,7 +20,6 @@ from mvu_store.ledger.records import NewResource, ResourceRecord
 from mvu_store.service.catalog import Entry
 from mvu_store.service.context import ServiceContext, Signal, check_signal
 from mvu_store.service.identity import character_template_id, instance_id, session_identity
-from mvu_store.service.initial import with_names
 from mvu_store.service.legacy import LegacyResource
 from mvu_store.service.models import (
     CharacterDefinition,
@@ -29,6 +28,14 @@ from mvu_store.service.models import (
     TemplateRecord,
     check_session_id,
     parse_input,
+)
+from mvu_store.service.openings import (
+    card_template_id_of,
+    check_greeting_index,
+    first_send,
+    greeting_index_of,
+    greeting_template,
+    opening_envelope,
 )
 from mvu_store.service.sessions import SessionLog
 from mvu_store.service.templates import (
@@ -61,9 +68,10 @@ def _healthy(template: JsonValue) -> bool:
 
 def _new_instance(template: dict[str, Any], resource_id: str, identity: dict[str, JsonValue],
                   names: Names) -> NewResource:
-    """The session's instance of ``template``, its initial data with the session's ``names``."""
+    """The session's instance of ``template``: its initial data with the session's ``names``, its
+    opening greeting applied (``MVU_INITIALIZATION_INVALID`` when that greeting fails)."""
     return NewResource(
-        id=resource_id, kind="instance", initial=with_names(template["initial"], names),
+        id=resource_id, kind="instance", initial=opening_envelope(template, names),
         definition=instance_definition(template, resource_id, identity), template_id=template["id"],
         session_id=str(identity["sessionId"]), session_created_at=identity["createdAt"],
         management_mode=template.get("managementMode") or "native",
@@ -112,30 +120,40 @@ class Allocation:
     # -- selection (I-5) ------------------------------------------------------------------------
 
     async def select(self, session_id: str, character_id: str | None, signal: Signal | None,
-                     ingest: Ingest, names: Names | None = None) -> SelectionResult:
+                     ingest: Ingest, names: Names | None = None, greeting_index: int | None = None) -> SelectionResult:
         """``ingest(session_id, log, signal, lease)`` applies the outgoing character's replies first;
-        ``names`` (over the session's) go into a newly allocated instance's initial data."""
+        ``names`` (over the session's) go into a newly allocated instance's initial data.
+        ``greeting_index``: the greeting the session opens with (None: the one it chose before
+        for this card, else the first message); it can change until the first send."""
         ctx = self._ctx
         check_signal(signal)
         check_session_id(session_id)
-        template_id = None
+        if greeting_index is not None:
+            check_greeting_index(greeting_index)
+        template_id = card = None
         if character_id is not None:
             if not isinstance(character_id, str) or not character_id:
                 raise MvuError(Code.CONFIG, "character_id must be a non-empty string or None")
             template_id = character_template_id(character_id)
-            template = await ctx.ledger.template(template_id)
-            if not isinstance(template, dict) or template.get("discovered") is not True:
+            card = await ctx.ledger.template(template_id)
+            if not isinstance(card, dict) or card.get("discovered") is not True:
                 raise MvuError(Code.MISSING, f"character {character_id!r} was not discovered", id=template_id)
 
         async def work() -> SelectionResult:
             lease = await ctx.lease(session_id)
             log, identity = await ctx.durable(session_id)
             selected, previous = await ctx.ledger.selection(session_id)
+            chosen_template = None
+            if isinstance(card, dict):
+                chosen_template = await self._greeting_choice(card, previous, greeting_index, log)
+            template_id = chosen_template["id"] if chosen_template is not None else None
             boundary = log.last_seq + 1
             if not (selected and previous == template_id):
-                if template_id is not None and not await ctx.ledger.resource(instance_id(template_id, identity)):
+                chosen_id = str(template_id)
+                if chosen_template is not None and not await ctx.ledger.resource(instance_id(chosen_id, identity)):
                     # Refused before anything is stored: a refused selection must not stick (L-1, F-5).
-                    self.check_allocatable(template_id, log.snapshot(), await ctx.catalog.legacy())
+                    self.check_allocatable(chosen_id, log.snapshot(), await ctx.catalog.legacy())
+                    opening_envelope(chosen_template, (names or Names()).over(log.names))
                 try:
                     # Replies of the outgoing character are applied before its boundary moves.
                     await ingest(session_id, log, signal, lease)
@@ -144,16 +162,40 @@ class Allocation:
                     # switching away from it (or unselecting) must stay possible.
                     if error.code not in (Code.MIGRATION_REQUIRED, Code.SEED_REQUIRED):
                         raise
+                if chosen_template is not None and chosen_template is not card:
+                    # A greeting template is (re)written from its card when chosen: a card's new
+                    # greetings reach the sessions that choose them from now on.
+                    await ctx.ledger.put_template(chosen_id, chosen_template)
                 ctx.check_before_commit(signal, lease)
                 await ctx.ledger.write(lambda tx: self._select(tx, session_id, template_id, identity, boundary))
+            # Every selection call starts a new generation: a greeting view read before it is old.
+            ctx.views.bump(session_id)
             instances = await self.instances(session_id, log, allocate=True, names=names)
             chosen = next((entry for entry in instances if entry.row and entry.row.template_id == template_id), None)
             boundaries = await ctx.ledger.activations(session_id)
             return SelectionResult(session_id=session_id, template_id=template_id,
                                    instance_id=chosen.id if chosen else None,
-                                   boundary=boundaries.get(chosen.id) if chosen else None)
+                                   boundary=boundaries.get(chosen.id) if chosen else None,
+                                   greeting_index=greeting_index_of(chosen_template)
+                                   if chosen_template is not None else None)
 
         return await ctx.locked(session_id, work)
+
+    async def _greeting_choice(self, card: dict[str, Any], previous: str | None, index: int | None,
+                               log: SessionLog) -> dict[str, Any]:
+        """The template selecting ``card`` with greeting ``index`` means. Without an index the
+        session keeps the greeting it chose for this card; after the first send its greeting can
+        no longer change (``MVU_READ_ONLY``)."""
+        same_card = previous is not None and card_template_id_of(previous) == card["id"]
+        if index is None:
+            stored = await self._ctx.ledger.template(previous) \
+                if previous is not None and same_card and previous != card["id"] else None
+            return stored if isinstance(stored, dict) else card
+        chosen = greeting_template(card, index)
+        if same_card and previous != chosen["id"] and first_send(log.snapshot()):
+            raise MvuError(Code.READ_ONLY, "the session's opening is fixed once its first turn started",
+                           session_id=log.header.id, greeting_index=index)
+        return chosen
 
     def _select(self, tx: Any, session_id: str, template_id: str | None, identity: dict[str, JsonValue],
                 boundary: int) -> None:
@@ -277,7 +319,7 @@ class Allocation:
     @staticmethod
     def check_allocatable(template_id: str, snapshot: SessionSnapshot, legacy: dict[str, LegacyResource]) -> None:
         """A new instance of ``template_id`` may start in this session (L-1, F-5)."""
-        old = legacy.get(template_id)
+        old = legacy.get(card_template_id_of(template_id))
         if old is not None and old.binds(snapshot):
             raise MvuError(Code.MIGRATION_REQUIRED, "this session's state is in the legacy shared ledger: recover "
                                                     "it into a new playthrough explicitly", id=template_id,

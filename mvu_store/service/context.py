@@ -25,6 +25,7 @@ from mvu_store.service.catalog import Catalog
 from mvu_store.service.identity import session_identity
 from mvu_store.service.models import ResourceConfig
 from mvu_store.service.processing import CommandProcessor
+from mvu_store.service.selection_views import ViewGenerations
 from mvu_store.service.sessions import SessionCache, SessionLog
 from mvu_store.service.usage import Usage
 from mvu_store.service.verification import Verifier
@@ -55,6 +56,8 @@ class ServiceContext:
     sessions: SessionCache = field(init=False)
     verifier: Verifier = field(init=False)
     usage: Usage = field(default_factory=Usage)
+    views: ViewGenerations = field(default_factory=ViewGenerations)
+    """Each session's selection generation (greeting views; docs/cards.md)."""
     disposed: bool = False
     session_changes: dict[str, int] = field(default_factory=dict)
     """How many times work that may change a session's state (a selection, a reply, an edit)

@@ -237,6 +237,8 @@ class SelectionResult(_Output):
     instance_id: str | None = None
     boundary: int | None = None
     """Replies in this session below this event id are never applied to the instance."""
+    greeting_index: int | None = None
+    """The greeting the session opens with (0: the card's first message)."""
 
 
 class StateRecord(_Output):

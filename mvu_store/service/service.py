@@ -25,6 +25,7 @@ from mvu_store.lang.macros import Names
 from mvu_store.ledger import Ledger
 from mvu_store.service.allocation import Allocation
 from mvu_store.service.branching import Branching
+from mvu_store.service.cards import Cards
 from mvu_store.service.context import ServiceContext, Signal
 from mvu_store.service.editing import Editing
 from mvu_store.service.models import (
@@ -79,6 +80,7 @@ class MvuService:
         self._editing = Editing(ctx, self._allocation, self._reads)
         self._branching = Branching(ctx, self._allocation, self._pipeline)
         self._prompts = PromptReads(ctx, self._reads)
+        self._cards = Cards(ctx, self._allocation, self._reads)
 
     # -- lifecycle ------------------------------------------------------------------------------
 
@@ -119,7 +121,8 @@ class MvuService:
 
     async def select_character(self, *, session_id: str, character_id: str | None,
                                signal: Signal | None = None,
-                               names: Names | dict[str, Any] | None = None) -> SelectionResult:
+                               names: Names | dict[str, Any] | None = None,
+                               greeting_index: int | None = None) -> SelectionResult:
         """Select (or, with None, unselect) a discovered card for a session (I-5).
 
         The selection persists an activation boundary at the session's current end: replies
@@ -127,13 +130,16 @@ class MvuService:
         nothing; switching back restores the session's original instance, from now on.
         ``names`` (``{user?, char?}``, over the session's ``session/names``) go into the
         ``{{user}}`` / ``{{char}}`` macros of a newly allocated instance's initial data.
+        ``greeting_index`` chooses the greeting the session opens with (docs/cards.md): each
+        greeting has its own instance, initialised by it; the choice can change until the first
+        send, and None keeps the one chosen before (the first message at first).
         """
         self._ctx.alive()
         pipeline = self._pipeline
         return await self._allocation.select(
             session_id, character_id, signal,
             lambda sid, log, sig, lease: pipeline.ingest_locked(sid, log, signal=sig, lease=lease),
-            names=Names.of(names))
+            names=Names.of(names), greeting_index=greeting_index)
 
     # -- the turn pipeline (F-6, P-1 ... P-5) --------------------------------------------------
 
@@ -278,3 +284,31 @@ class MvuService:
         self._ctx.alive()
         check_session_id(session_id)
         return await self._branching.install(ticket=ticket, session_id=session_id, signal=signal)
+
+    # -- card scripts: the bubble snapshot, bindings and writes (docs/cards.md) ------------------
+
+    async def snapshot(self, *, scope: dict[str, Any], signal: Signal | None = None) -> dict[str, JsonValue]:
+        """The read-only state a card script's scope sees (a message, a greeting or an empty
+        session's opening), in the bare snapshot shape; ``MVU_AMBIGUOUS`` when several resources
+        match. Needs a :class:`~mvu_store.host.CardHost`."""
+        self._ctx.alive()
+        return await self._cards.snapshot(scope, signal)
+
+    async def create_card_binding(self, *, scope: dict[str, Any], grant_id: str, source_identity: dict[str, Any],
+                                  binding_id: str | None = None, signal: Signal | None = None) -> dict[str, Any]:
+        """Bind an enabled card script (its host grant ``grant_id`` and ``source_identity``) to the
+        scope's one resource: ``{capability, snapshot}``. The same ``binding_id`` with the same
+        parameters binds once; with others it is ``MVU_IDEMPOTENCY_CONFLICT``."""
+        self._ctx.alive()
+        return await self._cards.bind(scope, grant_id, source_identity, binding_id, signal)
+
+    async def card_write(self, *, capability: str, operation: str, value: Any, expected_revision: int,
+                         operation_id: str, cause: str, signal: Signal | None = None) -> dict[str, Any]:
+        """A card script's ``patch`` (a JSON Patch array) or ``replace`` (a variables envelope)
+        through its capability, under CAS and idempotency; never asks the usage policy."""
+        self._ctx.alive()
+        return await self._cards.write(capability, operation, value, expected_revision, operation_id, cause, signal)
+
+    def revoke_card_binding(self, *, capability: str) -> None:
+        """End a capability (one still being made is refused when it completes)."""
+        self._cards.revoke(capability)

@@ -24,8 +24,9 @@ from mvu_store.service.models import CharacterDefinition, ResourceConfig, Templa
 EMPTY_ENVELOPE: dict[str, JsonValue] = {"stat_data": {}}
 
 # Definition fields an instance does not copy from its template: the template's own envelope
-# (the instance's is its initial blob), per-session boundaries (rows) and card texts.
-TEMPLATE_ONLY_FIELDS = frozenset({"initial", "activationSeqs", "greetings"})
+# (the instance's is its initial blob), per-session boundaries (rows) and card texts (a greeting
+# template's one greeting included).
+TEMPLATE_ONLY_FIELDS = frozenset({"initial", "activationSeqs", "greetings", "greeting"})
 
 
 def discovered_definition(card: CharacterDefinition, session_ids: list[str]) -> dict[str, Any]:

@@ -14,13 +14,15 @@ lock.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from mvu_store.errors import Code, MvuError
 from mvu_store.host import (
     SESSION_FORMAT_VERSION,
+    CardGrant,
     Lease,
+    Membership,
     SessionHeader,
     SessionSnapshot,
     SessionTail,
@@ -31,6 +33,7 @@ from mvu_store.ledger.host_sessions import Appended, StoredSession
 from mvu_store.ledger.query import ReadRows
 from mvu_store.schema.values import MAX_SAFE_INTEGER
 from mvu_store.store_host.events import Kept, keep_batch
+from mvu_store.store_host.facts import HostFacts
 
 # Session ids appear in URL paths and file names: a portable, unambiguous alphabet.
 SESSION_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,159}$")
@@ -81,13 +84,16 @@ def session_header(session_id: Any, *, created_at: Any, version: Any = SESSION_F
 
 
 class StoreHost:
-    """Implements :class:`mvu_store.host.IncrementalHost` over the ledger's ``host_*`` tables."""
+    """Implements :class:`mvu_store.host.IncrementalHost` over the ledger's ``host_*`` tables, and
+    :class:`mvu_store.host.CardHost` with the playthroughs and grants a host reports to
+    :attr:`facts` (in memory: over HTTP, the routes of ``mvu_api.http.card_facts``)."""
 
     def __init__(self, ledger: Ledger) -> None:
         self._ledger = ledger
         # Appends through this host per session known to exist: a lease is valid while its count
         # is unchanged.
         self._appends: dict[str, int] = {}
+        self.facts = HostFacts()
 
     # -- the Host protocol ---------------------------------------------------------------------
 
@@ -125,6 +131,12 @@ class StoreHost:
             return appends.get(session_id, 0) == taken
 
         return valid
+
+    async def membership(self, playthrough_id: str) -> Membership | None:
+        return await self.facts.membership(playthrough_id)
+
+    async def authorize_card_write(self, grant_id: str, source_identity: Mapping[str, Any]) -> CardGrant | None:
+        return await self.facts.authorize_card_write(grant_id, source_identity)
 
     # -- what a chat program does ----------------------------------------------------------------
 

@@ -1,0 +1,150 @@
+"""Openings: the greeting a session starts with, and the state it gives (docs/cards.md).
+
+A card's greetings (its first message, then its alternates) may carry explicit update blocks
+(``<UpdateVariable>``, ``<JSONPatch>``, ``<initvar>``). The greeting a session opens with is
+applied once, when its instance is created at the session's selection, on the card's initial
+envelope (the ``[initvar]`` entries and the declaration): the session's names go into the
+envelope and the greeting's text first, then :func:`mvu_store.lang.apply_greeting` runs the
+blocks, then the declaration parses the result. It is not a turn: no version, no fact.
+
+Each greeting keeps its own copy. Greeting 0 is the card's own template (so instances made
+before openings were applied keep their ids); greeting *n* is a *greeting template*, the card's
+template with ``greetingIndex: n`` and that greeting's text, stored under
+``<card template id>.greeting-<n>``. Selecting it is selecting that template, so switching
+greetings before the first send switches the instance, and switching back finds the first one
+again, exactly as switching characters does.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import re
+from typing import Any
+
+from mvu_store.errors import Code, MvuError
+from mvu_store.host import SessionSnapshot
+from mvu_store.lang import apply_greeting
+from mvu_store.lang.macros import Names, substitute
+from mvu_store.service.initial import DeclaredSchema, with_declaration, with_names
+
+MAX_GREETING_BYTES = 1024 * 1024
+"""A greeting's text as UTF-8: a longer one is refused (``MVU_LIMIT``) before it is read."""
+
+GREETING_SUFFIX = ".greeting-"
+_INITVAR = re.compile(r"<initvar>", re.IGNORECASE)
+_UPDATE_TAG = re.compile(r"<(/?)(UpdateVariable|JSONPatch|json_patch|initvar)>", re.IGNORECASE)
+
+
+_ARRAY_BLOCK = re.compile(r"(<UpdateVariable>)\s*(?:```(?:json)?\s*)?(\[.*?\])\s*(?:```\s*)?(</UpdateVariable>)",
+                          re.IGNORECASE | re.DOTALL)
+
+
+def _array_blocks_as_patches(text: str) -> str:
+    """An ``<UpdateVariable>`` block whose whole body is a JSON array (in a ```json fence or not)
+    is a JSON Patch, as the original reads an opening's blocks."""
+
+    def wrapped(found: re.Match[str]) -> str:
+        try:
+            body = json.loads(found.group(2))
+        except ValueError:
+            return found.group(0)
+        if not isinstance(body, list):
+            return found.group(0)
+        return f"{found.group(1)}<JSONPatch>{found.group(2)}</JSONPatch>{found.group(3)}"
+
+    return _ARRAY_BLOCK.sub(wrapped, text)
+
+
+def check_blocks(text: str) -> None:
+    """A greeting's update tags must nest and close (``MVU_INITIALIZATION_INVALID``): an opening
+    that cannot be read whole is refused, never applied in part."""
+    opened: list[str] = []
+    for found in _UPDATE_TAG.finditer(text):
+        name = found.group(2).lower().replace("json_patch", "jsonpatch")
+        if not found.group(1):
+            opened.append(name)
+        elif not opened or opened.pop() != name:
+            raise MvuError(Code.INITIALIZATION_INVALID, f"the greeting closes <{found.group(2)}> it did not open",
+                           offset=found.start())
+    if opened:
+        raise MvuError(Code.INITIALIZATION_INVALID, f"the greeting leaves <{opened[-1]}> unclosed")
+
+
+def greeting_template_id(card_template_id: str, index: int) -> str:
+    return card_template_id if index == 0 else f"{card_template_id}{GREETING_SUFFIX}{index}"
+
+
+def card_template_id_of(template_id: str) -> str:
+    """The card template a greeting template belongs to (itself for any other template: a
+    configured id may hold the suffix's text)."""
+    if not template_id.startswith("mvu:character-"):
+        return template_id
+    return template_id.split(GREETING_SUFFIX, 1)[0]
+
+
+def greeting_index_of(template: dict[str, Any]) -> int:
+    index = template.get("greetingIndex")
+    return index if isinstance(index, int) and not isinstance(index, bool) else 0
+
+
+def check_greeting_index(index: Any) -> int:
+    if isinstance(index, bool) or not isinstance(index, int) or not 0 <= index < 1000:
+        raise MvuError(Code.SCOPE, "greeting_index is an integer from 0 (the first message) to 999",
+                       field="greetingIndex")
+    return index
+
+
+def greeting_template(card: dict[str, Any], index: int) -> dict[str, Any]:
+    """The template selecting greeting ``index`` of ``card`` (a stored card template) means;
+    ``MVU_MISSING`` when the card has no such greeting (greeting 0 always exists: a card without
+    greetings opens with nothing to apply)."""
+    greetings = card.get("greetings")
+    texts = [text for text in greetings if isinstance(text, str)] if isinstance(greetings, list) else []
+    if index == 0:
+        return card
+    if index >= len(texts):
+        raise MvuError(Code.MISSING, f"the card has no greeting {index} ({len(texts)} greetings)",
+                       id=card.get("id"), greeting_index=index)
+    derived = {key: copy.deepcopy(value) for key, value in card.items() if key != "greetings"}
+    derived.update(id=greeting_template_id(str(card["id"]), index), greetingIndex=index, greeting=texts[index])
+    return derived
+
+
+def opening_text(template: dict[str, Any]) -> str | None:
+    """The greeting a template's instances open with, or None."""
+    text = template.get("greeting")
+    if isinstance(text, str):
+        return text
+    greetings = template.get("greetings")
+    if isinstance(greetings, list) and greetings and isinstance(greetings[0], str):
+        return str(greetings[0])
+    return None
+
+
+def opening_envelope(template: dict[str, Any], names: Names) -> dict[str, Any]:
+    """A new instance's initial content: the template's envelope with the session's names, its
+    opening greeting applied. ``MVU_INITIALIZATION_INVALID`` (``MVU_LIMIT`` for a greeting over
+    1 MiB) refuses the opening; nothing of it is kept."""
+    envelope = with_names(template["initial"], names)
+    text = opening_text(template) if template.get("discovered") is True else None
+    if not text or "sourceError" in template:
+        return envelope
+    if len(text.encode("utf-8", "surrogatepass")) > MAX_GREETING_BYTES:
+        raise MvuError(Code.LIMIT, f"a greeting is at most {MAX_GREETING_BYTES} bytes", limit=MAX_GREETING_BYTES)
+    check_blocks(text)
+    declared = DeclaredSchema.of(envelope, None)
+    result = apply_greeting(envelope, _array_blocks_as_patches(substitute(text, names)), validator=declared,
+                            check=declared.check if declared is not None else None)
+    variables: dict[str, Any] = dict(result.variables)
+    if declared is not None and _INITVAR.search(text):
+        # An <initvar> block replaces the data unparsed: the declaration parses it as it parsed
+        # the card's (a command after it was checked on the replaced data; parsing the result
+        # again is what the card's own helper does on load).
+        variables = with_declaration(variables, declared.descriptor, now_ms=None)
+    return variables
+
+
+def first_send(snapshot: SessionSnapshot) -> bool:
+    """Whether the session has started a turn: its opening is fixed from then on."""
+    return any(event.type == "turn/start" for event in snapshot.events)
