@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import hashlib
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Annotated, Any, TypeVar
 
@@ -20,7 +21,8 @@ from starlette.responses import Response
 
 from mvu_api.http.bodies import json_body, parse_body, read_body
 from mvu_api.http.docs import ok, problems
-from mvu_api.http.wire import json_response
+from mvu_api.http.reads import IF_NONE_MATCH, NOT_MODIFIED
+from mvu_api.http.wire import conditional_response, json_response, json_text
 from mvu_store.errors import Code, MvuError
 from mvu_store.service import MvuService
 from mvu_store.service.card_scopes import MAX_SCOPE_CHARS
@@ -110,11 +112,16 @@ def cards_router(service: MvuService, *, body_timeout: float, stopping: asyncio.
         body = await read_body(request, seconds=body_timeout, stopping=stopping, limit=MAX_CARD_BODY_BYTES)
         return body if isinstance(body, Response) else parse_body(model, body)
 
-    @router.get("/snapshot", operation_id="cardSnapshot", responses={**problems(400, 401, 403, 409, 503),
-                                                                     **ok(SNAPSHOT_EXAMPLE)},
-                summary="The read-only state a card script's scope sees (the bare snapshot shape)")
-    async def snapshot(scope: ScopeParam) -> Response:
-        return json_response(await service.snapshot(scope=card_scope_param(scope)))
+    @router.get("/snapshot", operation_id="cardSnapshot",
+                responses={**problems(400, 401, 403, 409, 503), **ok(SNAPSHOT_EXAMPLE), **NOT_MODIFIED},
+                summary="The read-only state a card script's scope sees (the bare snapshot shape); its ETag "
+                        "names the answer, and If-None-Match with it answers 304",
+                openapi_extra={"parameters": [IF_NONE_MATCH]})
+    async def snapshot(request: Request, scope: ScopeParam) -> Response:
+        answer = await service.snapshot(scope=card_scope_param(scope))
+        body = json_text(answer).encode()
+        return conditional_response(request.headers.get("if-none-match"), body, int(answer["revision"]),
+                                    hashlib.sha256(body).hexdigest())
 
     @router.post("/card-binding", operation_id="cardBinding",
                  responses={**problems(400, 401, 403, 409, 413, 503),

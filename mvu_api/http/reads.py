@@ -16,10 +16,9 @@ from starlette.responses import Response
 from mvu_api.http.docs import HISTORICAL_EXAMPLE, RECORD_EXAMPLE, SCOPE_EXAMPLE, ok, problems
 from mvu_api.http.wire import (
     MAX_SCOPE_CHARS,
+    conditional_response,
     json_response,
-    none_match,
     parse_scope_param,
-    record_etag,
 )
 from mvu_store.errors import Code, MvuError
 from mvu_store.service import MvuService
@@ -36,12 +35,12 @@ HistoricalScopeParam = Annotated[str, Query(
     json_schema_extra={"maxLength": MAX_SCOPE_CHARS},
     openapi_examples={"current": {"value": SCOPE_EXAMPLE}, "historical": {"value": HISTORICAL_EXAMPLE}})]
 IdParam = Annotated[str, Query(description=_ID_DOC, openapi_examples={"instance": {"value": "mvu:hero"}})]
-_IF_NONE_MATCH = {
+IF_NONE_MATCH = {
     "name": "If-None-Match", "in": "header", "required": False,
     "description": 'ETags of answers the client holds (`"r<revision>-<digest>"`, as ETag gave them), or `*`: when '
                    "one is the current answer's (weak comparison, RFC 9110 13.1.2), the answer is 304 without a body",
     "schema": {"type": "string"}}
-_NOT_MODIFIED: dict[int | str, dict[str, Any]] = {304: {
+NOT_MODIFIED: dict[int | str, dict[str, Any]] = {304: {
     "description": "The answer is the one If-None-Match names: no body; ETag repeats it",
     "headers": {"ETag": {"schema": {"type": "string"}}}}}
 MAX_HISTORY_PAGE = 1000
@@ -78,18 +77,15 @@ def reads_router(service: MvuService) -> APIRouter:
 
     @router.get("/resource", operation_id="readResource",
                 response_model=StateRecord,
-                responses={**problems(400, 401, 403, 404, 503), **ok(RECORD_EXAMPLE), **_NOT_MODIFIED},
+                responses={**problems(400, 401, 403, 404, 503), **ok(RECORD_EXAMPLE), **NOT_MODIFIED},
                 summary="One record, current or historical; its ETag names its revision and answer",
-                openapi_extra={"parameters": [_IF_NONE_MATCH]})
+                openapi_extra={"parameters": [IF_NONE_MATCH]})
     async def resource(request: Request, id: IdParam, scope: HistoricalScopeParam) -> Response:
         record = await service.read_json(id=id, scope=parse_scope_param(scope, historical=True))
         if record is None:
             raise MvuError(Code.MISSING, f"no resource {id[:200]!r}", id=id[:200])
-        tag = record_etag(record.revision, record.digest)
-        condition = request.headers.get("if-none-match")
-        if condition is not None and none_match(condition, tag):
-            return Response(status_code=304, headers={"ETag": tag})
-        return Response(record.body, media_type="application/json", headers={"ETag": tag})
+        return conditional_response(request.headers.get("if-none-match"), record.body, record.revision,
+                                    record.digest)
 
     @router.get("/history", operation_id="history",
                 response_model=list[HistoryEntry], responses=problems(400, 401, 403, 503),

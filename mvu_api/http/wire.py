@@ -119,7 +119,21 @@ def none_match(header: str, current: str) -> bool:
         position = tag.end()
 
 
-def json_response(data: Any, *, headers: dict[str, str] | None = None) -> Response:
+def conditional_response(condition: str | None, body: str | bytes, revision: int, digest: str) -> Response:
+    """A JSON answer with its :func:`record_etag`, or 304 with no body when ``condition`` (the
+    request's ``If-None-Match``) names that ETag: pollers of a read pay for a body only when it
+    changed."""
+    tag = record_etag(revision, digest)
+    if condition is not None and none_match(condition, tag):
+        return Response(status_code=304, headers={"ETag": tag})
+    return Response(body, media_type="application/json", headers={"ETag": tag})
+
+
+def json_text(data: Any) -> str:
     """Compact JSON, non-ASCII as is (the service's ``to_json()`` output is already camelCase)."""
-    return Response(json.dumps(data, ensure_ascii=False, separators=(",", ":")), media_type="application/json",
-                    headers=headers)
+    return json.dumps(data, ensure_ascii=False, separators=(",", ":"))
+
+
+def json_response(data: Any, *, headers: dict[str, str] | None = None) -> Response:
+    """An answer of :func:`json_text`."""
+    return Response(json_text(data), media_type="application/json", headers=headers)

@@ -134,3 +134,24 @@ def test_a_greeting_view_read_over_http_binds_the_initial_scope_until_the_select
         ok(select(client, "w2", "hpv", greetingIndex=0))
         problem(_bind(client, "g-view", viewed), 403, "MVU_READ_ONLY")
         assert ok(_snapshot(client, greeting))["currentRevision"] == 1
+
+
+def test_a_polled_snapshot_answers_304_until_the_state_changes(served: Server) -> None:
+    with served.client() as client:
+        register(client, "hpe", CARD)
+        session(client, "w9")
+        ok(select(client, "w9", "hpe"))
+        ok(client.put(f"{MVU}/playthroughs/p9", json={"characterId": "hpe", "rootSessionId": "w9"}))
+        scope = {**GREETING, "playthroughId": "p9", "sessionId": "w9", "characterId": "hpe"}
+        first = _snapshot(client, scope)
+        tag = first.headers["ETag"]
+        assert first.status_code == 200 and tag.startswith('"r0-')
+        again = client.get(f"{MVU}/snapshot", params={"scope": json.dumps(scope)}, headers={"If-None-Match": tag})
+        assert again.status_code == 304 and again.content == b"" and again.headers["ETag"] == tag
+        initial = {**scope, "mode": "initial"}
+        _grant(client, "g9", initial)
+        capability = ok(_bind(client, "g9", initial))["capability"]
+        ok(_write(client, capability, "nine", 0, operation="replace", value={"stat_data": {"hp": 9}}))
+        changed = client.get(f"{MVU}/snapshot", params={"scope": json.dumps(scope)}, headers={"If-None-Match": tag})
+        assert changed.status_code == 200 and changed.headers["ETag"] != tag
+        assert changed.json()["variables"]["stat_data"] == {"hp": 9}
