@@ -6,6 +6,7 @@ is that message; and the host's grant for one card script."""
 from __future__ import annotations
 
 import asyncio
+import json
 from typing import Any
 
 from mvu_store.host import Playthrough, TimelineNode, Variant
@@ -16,6 +17,11 @@ HP_SCHEMA = """import { registerMvuSchema } from 'https://testingcf.jsdelivr.net
 export const Schema = z.object({ hp: z.number().min(0) });
 $(() => { registerMvuSchema(Schema); });
 """
+HP_CARD_JSON = json.dumps({"spec": "chara_card_v3", "spec_version": "3.0", "data": {
+    "name": "Hp", "first_mes": "Hello.", "character_book": {"entries": [
+        {"comment": "[initvar]", "content": "hp: 10\n", "enabled": True},
+        {"comment": "schema", "content": HP_SCHEMA, "enabled": True}]}}}).encode()
+"""A character card with ``hp: 10`` and the HP declaration, as a host registers it over HTTP."""
 CARD = {"id": "mvu:card", "session_ids": ["s"], "sharing": "shared", "initial": {"stat_data": {"hp": 10}},
         "schema_source": HP_SCHEMA}
 SCOPE: dict[str, Any] = {"playthroughId": "p", "sessionId": "s", "nodeId": "n", "variantId": "v", "endEventId": 2,

@@ -10,14 +10,11 @@ from typing import Any
 
 import httpx
 
-from tests.cards.card_support import HP_SCHEMA
+from tests.cards.card_support import HP_CARD_JSON
 from tests.cards.wire import append, ok, problem, register, select, session, turn
 from tests.http.support import MVU, Server
 
-CARD = json.dumps({"spec": "chara_card_v3", "spec_version": "3.0", "data": {
-    "name": "Hp", "first_mes": "Hello.", "character_book": {"entries": [
-        {"comment": "[initvar]", "content": "hp: 10\n", "enabled": True},
-        {"comment": "schema", "content": HP_SCHEMA, "enabled": True}]}}}).encode()
+CARD = HP_CARD_JSON
 INITIAL = {"mode": "initial", "playthroughId": "pw", "sessionId": "w1", "characterId": "hpc"}
 GREETING = {**INITIAL, "mode": "greeting"}
 MESSAGE = {"playthroughId": "pw", "sessionId": "w1", "nodeId": "n1", "variantId": "v1", "endEventId": 2}

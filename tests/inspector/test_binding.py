@@ -1,8 +1,9 @@
 """The bubble client (``/inspector/static/binding.js``) in Chromium.
 
-The snapshot route it reads (``GET /mvu/snapshot?scope=``) is not this package's: here a test
-double answers it, ``page.route`` in the test, with the snapshot shape the route documents
-(``{version: 1, scope, revision, currentRevision, status, variables}``). The module itself is
+Most tests answer the snapshot route it reads (``GET /mvu/snapshot?scope=``) with a test double,
+``page.route`` in the test, in the snapshot shape the route documents (``{version: 1, scope,
+revision, currentRevision, status, variables}``), to put the route in states a real chat reaches
+only by chance; the last test reads the real route of a real chat. The module itself is
 served by a real ``mvu serve``. The scripted-client tests drive the binding through a client
 object written in the test, to hold a read or a write open at the moment a rule is about.
 """
@@ -17,6 +18,8 @@ from urllib.parse import parse_qs, urlsplit
 import pytest
 from playwright.sync_api import Browser, Page, Route
 
+from tests.cards.card_support import HP_CARD_JSON
+from tests.cards.wire import append, ok, register, select, session, turn
 from tests.http.support import MVU, Server
 from tests.inspector.support import DEADLINE_MS
 
@@ -226,3 +229,41 @@ def test_writes_wait_while_reads_fail_and_go_again_once_a_read_succeeds(page: Pa
     assert page.evaluate("window.binding.getSnapshot().readState") == "ok"
     page.evaluate("() => { window.binding.write({ operation: 'patch', value: {}, operationId: 'w2' }); }")
     page.wait_for_function("() => window.writes.length === 1")
+
+
+def test_the_binding_follows_the_real_snapshot_route_through_a_write_and_a_refusal(page: Page, server: Server) -> None:
+    """No test double: a real ``mvu serve``, a card registered and selected over the host routes,
+    the empty session's initial scope read by the binding, a card write, then the first turn,
+    after which the initial scope can no longer be read."""
+    scope = {"mode": "initial", "playthroughId": "pb", "sessionId": "b1", "characterId": "hpb"}
+    identity = {"version": 1, "sha256": "b" * 64, "scope": scope}
+    with server.client() as client:
+        register(client, "hpb", HP_CARD_JSON)
+        session(client, "b1")
+        ok(select(client, "b1", "hpb"))
+        ok(client.put(f"{MVU}/playthroughs/pb", json={"characterId": "hpb", "rootSessionId": "b1"}))
+        ok(client.put(f"{MVU}/card-grants/gb", json={"sourceIdentity": identity, "scope": scope}))
+        capability = ok(client.post(f"{MVU}/card-binding", json={"scope": scope, "grantId": "gb",
+                                                                 "sourceIdentity": identity}))["capability"]
+        first = page.evaluate("""async ({scope, headers}) => {
+          const m = await import('/inspector/static/binding.js');
+          window.notes = [];
+          window.binding = await m.createMvuCardBinding({ client: m.createHttpSnapshotClient({ headers }), scope,
+                                                          pollMs: 250 });
+          window.binding.subscribe((s) => window.notes.push(s));
+          return window.binding.getSnapshot();
+        }""", {"scope": scope, "headers": server.auth})
+        assert (first["revision"], first["variables"]["stat_data"], first["readState"]) == (0, {"hp": 10}, "ok")
+        tag = client.get(f"{MVU}/snapshot", params={"scope": json.dumps(scope)}).headers["ETag"]
+        next_poll(page, tag)
+        next_poll(page, tag)  # the route answered 304 to the read before: nothing to tell
+        assert notes(page) == []
+        ok(client.post(f"{MVU}/card-write", json={
+            "capability": capability, "operation": "replace", "value": {"stat_data": {"hp": 4}},
+            "expectedRevision": 0, "operationId": "four", "cause": "user-interaction"}))
+        page.wait_for_function("() => window.notes.length === 1")
+        assert (notes(page)[0]["revision"], notes(page)[0]["variables"]["stat_data"]) == (1, {"hp": 4})
+        append(client, "b1", turn(0, 1, "_.add('hp', -1);", "m1"))
+        page.wait_for_function("() => window.notes.length === 2")
+        refused = notes(page)[1]
+        assert (refused["readState"], refused["error"], refused["variables"]) == ("failed", "MVU_READ_ONLY", None)
