@@ -22,6 +22,7 @@ import asyncio
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import suppress
 from typing import TypeVar
 
 import quickjs
@@ -69,6 +70,11 @@ class Worker:
         except asyncio.CancelledError:
             cancel.cancel()
             raise
+
+    def submit(self, job: Callable[[], object]) -> None:
+        """Run ``job`` on the worker thread, not waiting for it (releasing a runtime there)."""
+        with suppress(RuntimeError):  # shut down: the thread is ending, so is what it held
+            self._executor.submit(job)
 
     def close(self) -> None:
         """Stop taking jobs; the thread ends once the queued ones are done (they are cancelled
