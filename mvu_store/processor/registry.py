@@ -92,17 +92,27 @@ class CardProcessors:
     async def _start(self, resource_id: str, made: Declaration, origin: Literal["card", "host"]) -> Registration:
         self._alive()
         generation = self._generation[resource_id] = self._generation.get(resource_id, 0) + 1
-        vm = await self._run(lambda cancel: CardVM(made.source, made.gate_global, cancel))
-        self._alive()
-        if self._generation.get(resource_id) != generation:
+        try:
+            vm = await self._run(lambda cancel: CardVM(made.source, made.gate_global, cancel))
+        except MvuError:
+            self._still_starting(resource_id, generation)  # a revoked start is a cancellation, not a failure
+            raise
+        try:
+            self._still_starting(resource_id, generation)
+        except MvuError:
             self._release(vm)
-            raise MvuError(Code.USAGE_CANCELLED, "the command processor was registered again meanwhile",
-                           id=resource_id)
+            raise
         old = self._current.get(resource_id)
         if old is not None:
             self._drop(old)
         registration = self._current[resource_id] = Registration(resource_id, made, origin, vm.listener_count, vm)
         return registration
+
+    def _still_starting(self, resource_id: str, generation: int) -> None:
+        self._alive()
+        if self._generation.get(resource_id) != generation:
+            raise MvuError(Code.USAGE_CANCELLED, "the command processor was registered again meanwhile",
+                           id=resource_id)
 
     def _drop(self, registration: Registration) -> None:
         """End ``registration``; a newer one for the same resource is left alone."""
