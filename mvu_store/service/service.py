@@ -110,7 +110,8 @@ class MvuService:
         ctx.alive()
         if not isinstance(ctx.processor, CardProcessors):
             raise MvuError(Code.CONFIG, "this service was given its own command processor")
-        if not isinstance(id, str) or await ctx.catalog.entry(id) is None:
+        configured = isinstance(id, str) and any(config.id == id for config in ctx.configs)
+        if not configured and (not isinstance(id, str) or await ctx.catalog.entry(id) is None):
             raise MvuError(Code.MISSING, "no such resource", id=id if isinstance(id, str) else None)
         return await ctx.processor.register(id, source)
 

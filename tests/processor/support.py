@@ -58,15 +58,18 @@ class Interposed(CardProcessors):
         inner = super()._run(job)
 
         async def run() -> T:
-            value = await inner
-            if not isinstance(value, CardVM):
-                self.turns += 1
-                if self.after is not None:
-                    action, self.after = self.after, None
-                    pending = action()
-                    if pending is not None:
-                        await pending
-            return value
+            value: Any = None
+            try:
+                value = await inner
+                return value
+            finally:  # on normal and error exits alike
+                if not isinstance(value, CardVM):
+                    self.turns += 1
+                    if self.after is not None:
+                        action, self.after = self.after, None
+                        pending = action()
+                        if pending is not None:
+                            await pending
 
         return run()
 
@@ -75,7 +78,7 @@ def make_service(ledger: Ledger, host: MemoryHost, source: str | None = PASS, *,
                  processors: CardProcessors | None = None, initial: Any = None, **config: Any) -> MvuService:
     """A service with one shared resource ``mvu:test`` (session ``s``, ``hp: 10``) whose
     configured command processor is ``source``."""
-    resource: dict[str, Any] = {"id": RESOURCE, "session_ids": [SESSION],
+    resource: dict[str, Any] = {"id": RESOURCE, "session_ids": [SESSION], "sharing": "shared",
                                 "initial": initial if initial is not None else {"stat_data": {"hp": 10}}, **config}
     if source is not None:
         resource["command_source"] = source
