@@ -5,7 +5,7 @@ A script *declares* a processor when it is one complete inline script that both 
 ``<something>.COMMAND_PARSED``. Nothing here runs the script: tree-sitter reads it, and the few
 facts above are looked up in the tree. A script without those two names is simply not a
 declaration (``None``); one that names them but is no complete inline script (a syntax error,
-an ``import``/``export`` statement) is ``MVU_COMMAND_HOOK_DECLARATION``.
+an ``import``/``export`` statement, a dynamic ``import()``) is ``MVU_COMMAND_HOOK_DECLARATION``.
 
 The declaration may name a *gate global*: ``const gate = globalThis.someName`` where ``gate``
 is used as ``gate.latestUserText`` and ``gate.extractOperationBlock``. The sandbox then defines
@@ -79,6 +79,9 @@ def declaration(source: Any) -> Declaration | None:
             if target.type == "identifier" and name in _GATE_METHODS:
                 uses.setdefault(_text(target), set()).add(name)
         elif node.type == "call_expression":
+            function = node.child_by_field_name("function")
+            if function is not None and function.type == "import":
+                raise MvuError(Code.COMMAND_HOOK_DECLARATION, "a command processor imports no modules")
             listens = listens or _listens_for_init(node)
         elif node.type == "variable_declarator":
             alias = _global_alias(node)

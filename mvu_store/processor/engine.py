@@ -1,133 +1,162 @@
-"""The QuickJS engine a card's command processor runs in: limits, one worker thread, typed errors.
+"""The service's side of the engine process (:mod:`mvu_store.processor.child`).
 
-A QuickJS runtime must be used from the thread that made it, so every runtime lives on one
-worker thread (:class:`Worker`, a single-thread executor) and every call into it is a job on that
-thread. Each processor has a runtime of its own (:class:`Sandbox`): its memory limit and its
-interrupt handler are its own, and one card's memory bomb cannot starve another card.
+Every card script runs in one child Python process, never in the service's: QuickJS can crash
+its process on some out-of-memory paths, and a crash there must cost a turn, not the service.
+One thread of the service (:class:`Worker`) talks to the child, a request and its answer at a
+time, so the event loop never blocks on it. Cancellation does not wait for the child: the loop
+writes the cancelled request's number into a shared 8-byte file the child's interrupt handler
+reads, and the entry stops at the next interrupt poll.
 
-Limits (see docs/processor.md):
-
-* memory: :data:`MEMORY_LIMIT` per runtime; out of memory poisons a QuickJS runtime (every later
-  call fails), so the sandbox is marked broken and never entered again;
-* time: :data:`ENTRY_BUDGET` seconds of the worker thread's CPU time per interpreter entry (one
-  ``eval`` or one call), so a busy machine does not eat a script's budget; the interrupt handler
-  also stops an entry as soon as its :class:`Cancel` token is set from the event loop;
-* stack: :data:`STACK_LIMIT`, so deep recursion is a catchable ``RangeError``-like error, never a
-  crash of the process.
+A child that ends (crashed, killed) answers its pending request with
+``MVU_COMMAND_HOOK_EXECUTION``; the next request starts a new one, whose :attr:`Worker.generation`
+tells the registry that every script must be started again.
 """
 
 from __future__ import annotations
 
 import asyncio
-import time
-from collections.abc import Callable
+import json
+import mmap
+import os
+import struct
+import subprocess
+import sys
+import tempfile
+import threading
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import suppress
-from typing import TypeVar
-
-import quickjs
+from pathlib import Path
+from typing import Any
 
 from mvu_store.errors import Code, MvuError
+from mvu_store.processor.child import ENTRY_BUDGET, MEMORY_LIMIT, STACK_LIMIT
+from mvu_store.processor.prelude import PRELUDE
 
-MEMORY_LIMIT = 32 * 1024 * 1024
-STACK_LIMIT = 256 * 1024
-ENTRY_BUDGET = 0.25
-"""Seconds of CPU time one interpreter entry may take."""
+__all__ = ["ENTRY_BUDGET", "MEMORY_LIMIT", "STACK_LIMIT", "Cancel", "Worker"]
 
-T = TypeVar("T")
-# What QuickJS says when an allocation failed: after the first failure it often has no memory
-# left even for the error object, and reports the exception as "null".
-_OUT_OF_MEMORY = ("InternalError: out of memory", "null")
+_CHILD = Path(__file__).with_name("child.py")
 
 
 class Cancel:
-    """A token the event loop sets to stop the entry it belongs to (a plain flag: the worker
-    thread only reads it, and a bool assignment is atomic under the GIL)."""
+    """A token the event loop sets to stop the request it belongs to."""
 
-    __slots__ = ("cancelled", "reason")
+    __slots__ = ("_request", "_worker", "cancelled", "reason")
 
     def __init__(self) -> None:
         self.cancelled = False
         self.reason = Code.COMMAND_HOOK_DISPOSED
+        self._worker: Worker | None = None
+        self._request = 0
+
+    def bind(self, worker: Worker, request: int) -> None:
+        self._worker, self._request = worker, request
+        if self.cancelled:
+            worker.cancel(request)
 
     def cancel(self, reason: Code = Code.COMMAND_HOOK_DISPOSED) -> None:
         self.reason = reason
         self.cancelled = True
+        if self._worker is not None:
+            self._worker.cancel(self._request)
 
 
 class Worker:
-    """The one thread that owns every runtime made through it."""
-
     def __init__(self) -> None:
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="mvu-processor")
+        self._child: subprocess.Popen[bytes] | None = None
+        self.generation = 0
+        self._next = 0
+        self._lock = threading.Lock()
+        descriptor, self._cancel_path = tempfile.mkstemp(prefix="mvu-processor-cancel-")
+        os.write(descriptor, bytes(8))
+        self._shared = mmap.mmap(descriptor, 8)
+        os.close(descriptor)
+        self._closed = False
 
-    async def run(self, job: Callable[[], T], cancel: Cancel) -> T:
-        """Run ``job`` on the worker thread; if the awaiting task is cancelled, the job's entry
-        is interrupted (or, not started yet, never runs)."""
-        future = asyncio.get_running_loop().run_in_executor(self._executor, job)
+    async def call(self, request: dict[str, Any], cancel: Cancel) -> Any:
+        """Send ``request``, wait for its answer (a failure is a fresh ``MvuError``)."""
+        if self._closed:
+            raise MvuError(Code.COMMAND_HOOK_DISPOSED, "the service's command processors were disposed")
+        self._next += 1
+        request = {**request, "n": self._next}
+        cancel.bind(self, self._next)
+        future = asyncio.get_running_loop().run_in_executor(self._executor, self._exchange, request)
         try:
-            return await future
+            answer = await future
         except asyncio.CancelledError:
             cancel.cancel()
             raise
+        if "error" in answer:
+            code, message, details = answer["error"]
+            if cancel.cancelled:
+                code = cancel.reason.value
+            raise MvuError(code, message, **details)
+        return answer["ok"]
 
-    def submit(self, job: Callable[[], object]) -> None:
-        """Run ``job`` on the worker thread, not waiting for it (releasing a runtime there)."""
-        with suppress(RuntimeError):  # shut down: the thread is ending, so is what it held
-            self._executor.submit(job)
+    def send(self, request: dict[str, Any]) -> None:
+        """Send a request that has no answer (forgetting a script), in order with the others."""
+        if not self._closed:
+            self._executor.submit(self._write, request)
+
+    def cancel(self, request: int) -> None:
+        """Stop ``request`` (and any earlier one) at the child's next interrupt poll."""
+        with self._lock:
+            if not self._shared.closed and struct.unpack_from("<q", self._shared)[0] < request:
+                struct.pack_into("<q", self._shared, 0, request)
 
     def close(self) -> None:
-        """Stop taking jobs; the thread ends once the queued ones are done (they are cancelled
-        by their tokens, so that is soon)."""
-        self._executor.shutdown(wait=False, cancel_futures=True)
+        """Stop the child and take no more requests."""
+        if self._closed:
+            return
+        self._closed = True
+        self.cancel(self._next)
+        self._executor.submit(self._stop)
+        self._executor.shutdown(wait=False)
 
+    # -- on the worker thread ----------------------------------------------------------------------
 
-class Sandbox:
-    """One QuickJS runtime and context. Make it, and use it, only on the worker thread."""
+    def _started(self) -> subprocess.Popen[bytes]:
+        child = self._child
+        if child is None or child.poll() is not None:
+            child = self._child = subprocess.Popen(
+                [sys.executable, "-I", str(_CHILD)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                stderr=subprocess.DEVNULL)
+            self.generation += 1
+            self._put(child, {"prelude": PRELUDE, "cancel": self._cancel_path})
+        return child
 
-    def __init__(self) -> None:
-        self._runtime = quickjs.Runtime()
-        self._runtime.set_memory_limit(MEMORY_LIMIT)
-        self._runtime.set_max_stack_size(STACK_LIMIT)
-        self._deadline = 0.0
-        self._cancel = Cancel()
-        self._runtime.set_interrupt_handler(self._interrupt)
-        self.context = self._runtime.new_context()
-        self.broken = False
+    @staticmethod
+    def _put(child: subprocess.Popen[bytes], request: dict[str, Any]) -> None:
+        assert child.stdin is not None
+        child.stdin.write(json.dumps(request, ensure_ascii=False).encode() + b"\n")
+        child.stdin.flush()
 
-    def _interrupt(self) -> bool:
-        return self._cancel.cancelled or time.thread_time() > self._deadline
+    def _write(self, request: dict[str, Any]) -> None:
+        with suppress(OSError):  # the child is gone: so is what the request was about
+            self._put(self._started(), request)
 
-    def enter(self, work: Callable[[quickjs.Context], T], cancel: Cancel) -> T:
-        """One interpreter entry under the limits; every failure is a typed ``MvuError``."""
-        if self.broken:
-            raise MvuError(Code.COMMAND_HOOK_DISPOSED, "the processor's engine was discarded (out of memory)")
-        if cancel.cancelled:
-            raise MvuError(cancel.reason, "the command processor was cancelled")
-        self._cancel = cancel
-        self._deadline = time.thread_time() + ENTRY_BUDGET
+    def _exchange(self, request: dict[str, Any]) -> dict[str, Any]:
         try:
-            return work(self.context)
-        except quickjs.QuickJSError as error:
-            raise self._failure(str(error), cancel) from None
-        except MemoryError:
-            raise self.out_of_memory() from None
-        finally:
-            self._cancel = Cancel()
+            child = self._started()
+            self._put(child, request)
+            assert child.stdout is not None
+            line = child.stdout.readline()
+        except OSError:
+            line = b""
+        if not line:
+            self._kill()
+            return {"error": [Code.COMMAND_HOOK_EXECUTION.value, "the command processor's engine ended", {}]}
+        answer: dict[str, Any] = json.loads(line)
+        return answer
 
-    def out_of_memory(self) -> MvuError:
-        """Mark the runtime broken (out of memory, it fails every later call: never reuse it)."""
-        self.broken = True
-        return MvuError(Code.COMMAND_HOOK_LIMIT, "the command processor ran out of memory",
-                        limit=MEMORY_LIMIT, kind="memory")
+    def _kill(self) -> None:
+        child, self._child = self._child, None
+        if child is not None:
+            child.kill()
+            child.wait()
 
-    def _failure(self, message: str, cancel: Cancel) -> MvuError:
-        if cancel.cancelled:
-            return MvuError(cancel.reason, "the command processor was cancelled")
-        if message in _OUT_OF_MEMORY:
-            return self.out_of_memory()
-        if message == "InternalError: interrupted":
-            return MvuError(Code.COMMAND_HOOK_LIMIT, "the command processor ran past its time budget",
-                            limit=int(ENTRY_BUDGET * 1000), kind="milliseconds")
-        # The script's own message is not passed on: it is the card's text, not ours.
-        return MvuError(Code.COMMAND_HOOK_EXECUTION, "the command processor threw")
+    def _stop(self) -> None:
+        self._kill()
+        with self._lock:
+            self._shared.close()
+        Path(self._cancel_path).unlink(missing_ok=True)

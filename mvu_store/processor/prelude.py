@@ -9,7 +9,7 @@ non-writable, and returns to Python an object of three functions Python keeps:
 * ``gate(name)``: define the declaration's gate global (the same frozen object as ``__commandGate``);
 * ``initialized()``: emit ``global_Mvu_initialized`` and answer the ``COMMAND_PARSED`` listener count;
 * ``process(json)``: one turn, JSON text in, JSON text out (``{"ok": true, "commands": [...]}``,
-  or ``{"ok": false, "why": "threw" | "async" | "baseline" | "memory" | "busy"}``).
+  or ``{"ok": false, "why": "threw" | "async" | "baseline" | "memory"}``).
 
 Globals for the card: ``Mvu.events.COMMAND_PARSED``, ``eventOn``, ``eventMakeLast``, a silent
 ``console`` and ``__commandGate`` (``latestUserText()``, ``extractOperationBlock(text)``).
@@ -21,6 +21,7 @@ COMMAND_PARSED = "mag_command_parsed"
 INITIALIZED = "global_Mvu_initialized"
 MAX_LISTENERS = 16
 MAX_OPERATION_BLOCK = 30_000
+MAX_COMMANDS = 1000
 
 PRELUDE = r"""
 (function (global) {
@@ -91,28 +92,66 @@ PRELUDE = r"""
   fixed(global, 'console', freeze({log: quiet, warn: quiet, error: quiet, info: quiet, debug: quiet}));
   fixed(global, '__commandGate', gate);
 
-  let busy = false;
-  function process(json) {
-    if (busy) return '{"ok":false,"why":"busy"}';
-    busy = true;
-    try {
-      const input = parse(json);
-      userText = input.userText;
-      const before = stringify(input.variables);
-      try {
-        emit('@COMMAND_PARSED@', [input.variables, input.commands, input.text]);
-      } catch (error) {
-        if (error === ASYNC) return '{"ok":false,"why":"async"}';
-        // QuickJS's allocation failure (a script faking it only loses its own engine).
-        const memory = error !== null && typeof error === 'object' && error.message === 'out of memory';
-        return memory ? '{"ok":false,"why":"memory"}' : '{"ok":false,"why":"threw"}';
+  // The commands as JSON text, read field by field: a script's toJSON (on any prototype) or a
+  // sparse giant array cannot change what Python is told. What is not text becomes null, which
+  // Python refuses.
+  const isArray = Array.isArray;
+  const text = value => typeof value === 'string' ? stringify(value) : 'null';
+  function viewsText(commands) {
+    if (!isArray(commands) || commands.length > @MAX_COMMANDS@) return 'null';
+    let out = '[';
+    for (let i = 0; i < commands.length; i++) {
+      const command = commands[i];
+      if (i) out += ',';
+      if (command === null || typeof command !== 'object') { out += 'null'; continue; }
+      const args = command.args;
+      let listed = 'null';
+      if (isArray(args) && args.length <= @MAX_COMMANDS@) {
+        listed = '[';
+        for (let j = 0; j < args.length; j++) listed += (j ? ',' : '') + text(args[j]);
+        listed += ']';
       }
-      if (stringify(input.variables) !== before) return '{"ok":false,"why":"baseline"}';
-      return stringify({ok: true, commands: input.commands});
-    } finally {
-      userText = '';
-      busy = false;
+      out += '{"type":' + text(command.type) + ',"args":' + listed + ',"full_match":' + text(command.full_match)
+        + ',"reason":' + text(command.reason) + '}';
     }
+    return out + ']';
+  }
+
+  // A fingerprint of JSON data, read field by field (a script's toJSON is never called): equal
+  // before and after the listeners unless they changed the data. State is at most 64 deep.
+  const keys = Object.keys;
+  function plain(value) {
+    if (value === null || typeof value !== 'object') {
+      return typeof value === 'string' ? stringify(value) : String(value);
+    }
+    let out = isArray(value) ? '[' : '{';
+    if (isArray(value)) {
+      for (let i = 0; i < value.length; i++) out += (i ? ',' : '') + plain(value[i]);
+      return out + ']';
+    }
+    const names = keys(value);
+    for (let i = 0; i < names.length; i++) out += (i ? ',' : '') + stringify(names[i]) + ':' + plain(value[names[i]]);
+    return out + '}';
+  }
+
+  // Only Python can call this (no script can reach it), so it is never re-entered. An
+  // interrupted call runs no finally block: everything it sets is set again by the next call.
+  function process(json) {
+    const input = parse(json);
+    userText = input.userText;
+    const before = plain(input.variables);
+    try {
+      emit('@COMMAND_PARSED@', [input.variables, input.commands, input.text]);
+    } catch (error) {
+      userText = '';
+      if (error === ASYNC) return '{"ok":false,"why":"async"}';
+      // QuickJS's allocation failure (a script faking it only loses its own engine).
+      const memory = error !== null && typeof error === 'object' && error.message === 'out of memory';
+      return memory ? '{"ok":false,"why":"memory"}' : '{"ok":false,"why":"threw"}';
+    }
+    userText = '';
+    if (plain(input.variables) !== before) return '{"ok":false,"why":"baseline"}';
+    return '{"ok":true,"commands":' + viewsText(input.commands) + '}';
   }
   return freeze({
     gate: name => fixed(global, name, gate),
@@ -121,4 +160,5 @@ PRELUDE = r"""
   });
 })(globalThis)
 """.replace("@INITIALIZED@", INITIALIZED).replace("@COMMAND_PARSED@", COMMAND_PARSED).replace(
-    "@MAX_LISTENERS@", str(MAX_LISTENERS)).replace("@MAX_OPERATION_BLOCK@", str(MAX_OPERATION_BLOCK))
+    "@MAX_LISTENERS@", str(MAX_LISTENERS)).replace("@MAX_OPERATION_BLOCK@", str(MAX_OPERATION_BLOCK)).replace(
+    "@MAX_COMMANDS@", str(MAX_COMMANDS))

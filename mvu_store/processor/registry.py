@@ -24,9 +24,9 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Literal, TypeVar
+from typing import Any, Literal
 
 from mvu_store.errors import Code, MvuError
 from mvu_store.jsonvalue import JsonValue
@@ -35,14 +35,12 @@ from mvu_store.processor.adapter import commands_back, views
 from mvu_store.processor.declaration import PROTOCOL_VERSION, Declaration, declaration, utf16_length
 from mvu_store.processor.engine import Cancel, Worker
 from mvu_store.processor.repair import repairs
-from mvu_store.processor.vm import CardVM
 from mvu_store.service.bounded import BoundedCache
 from mvu_store.service.processing import ProcessorTurn
 
 MAX_USER_TEXT_UNITS = 64 * 1024
 """UTF-16 code units of the turn's user text the gate may read; longer text is dropped whole."""
 _TURNS = 4096
-T = TypeVar("T")
 
 
 @dataclass(eq=False, slots=True)
@@ -51,8 +49,9 @@ class Registration:
     declaration: Declaration
     origin: Literal["card", "host"]
     listener_count: int
-    vm: CardVM | None
     id: str = field(default_factory=lambda: str(uuid.uuid4()))
+    generation: int = 0
+    """The engine process it was started in (a new process starts it again)."""
     active: bool = True
 
     def receipt(self) -> dict[str, JsonValue]:
@@ -92,20 +91,21 @@ class CardProcessors:
     async def _start(self, resource_id: str, made: Declaration, origin: Literal["card", "host"]) -> Registration:
         self._alive()
         generation = self._generation[resource_id] = self._generation.get(resource_id, 0) + 1
+        key = str(uuid.uuid4())
         try:
-            vm = await self._run(lambda cancel: CardVM(made.source, made.gate_global, cancel))
+            count, started_in = await self._begin(key, made)
         except MvuError:
             self._still_starting(resource_id, generation)  # a revoked start is a cancellation, not a failure
             raise
         try:
             self._still_starting(resource_id, generation)
         except MvuError:
-            self._release(vm)
+            self._release(key)
             raise
         old = self._current.get(resource_id)
         if old is not None:
             self._drop(old)
-        registration = self._current[resource_id] = Registration(resource_id, made, origin, vm.listener_count, vm)
+        registration = self._current[resource_id] = Registration(resource_id, made, origin, count, key, started_in)
         return registration
 
     def _still_starting(self, resource_id: str, generation: int) -> None:
@@ -119,14 +119,18 @@ class CardProcessors:
         if self._current.get(registration.resource_id) is registration:
             del self._current[registration.resource_id]
         registration.active = False
-        vm, registration.vm = registration.vm, None
-        self._release(vm)
+        self._release(registration.id)
 
-    def _release(self, vm: CardVM | None) -> None:
-        # A runtime is freed on the thread that made it: the last reference goes there.
-        if vm is not None and self._worker is not None:
-            holder = [vm]
-            self._worker.submit(holder.clear)
+    def _release(self, key: str) -> None:
+        if self._worker is not None:
+            self._worker.send({"op": "drop", "key": key})
+
+    async def _begin(self, key: str, made: Declaration) -> tuple[int, int]:
+        """Start ``made`` in the engine process under ``key``: its listener count, and the
+        process's generation."""
+        count = await self._call({"op": "start", "key": key, "source": made.source, "gate": made.gate_global})
+        assert self._worker is not None
+        return count, self._worker.generation
 
     def receipt(self, resource_id: str) -> dict[str, JsonValue] | None:
         registration = self._current.get(resource_id)
@@ -158,7 +162,12 @@ class CardProcessors:
                               "userText": user_text}, ensure_ascii=False)
         self._used.put(_key(turn), registration)
         try:
-            result = await self._run(lambda cancel: _call(registration, payload, cancel))
+            if self._worker is None or registration.generation != self._worker.generation:
+                # The engine process was replaced (it ended): the script starts again there.
+                registration.listener_count, registration.generation = await self._begin(
+                    registration.id, registration.declaration)
+                self._check(registration)
+            result = await self._call({"op": "process", "key": registration.id, "payload": payload})
         except MvuError:
             self._check(registration)  # a revoked registration turns any failure into a cancellation
             raise
@@ -194,31 +203,15 @@ class CardProcessors:
         if self.disposed:
             raise MvuError(Code.COMMAND_HOOK_DISPOSED, "the service's command processors were disposed")
 
-    def _run(self, job: Callable[[Cancel], T]) -> Awaitable[T]:
+    async def _call(self, request: dict[str, Any]) -> Any:
         if self._worker is None:
             self._worker = Worker()
-        worker, cancel = self._worker, Cancel()
+        cancel = Cancel()
         self._running.add(cancel)
-
-        async def run() -> T:
-            try:
-                return await worker.run(lambda: job(cancel), cancel)
-            finally:
-                self._running.discard(cancel)
-
-        return run()
-
-
-def _call(registration: Registration, payload: str, cancel: Cancel) -> JsonValue:
-    """On the worker: one turn through the registration's VM, restarted if it was discarded."""
-    vm = registration.vm
-    if vm is None:
-        raise MvuError(Code.USAGE_CANCELLED, "the command processor was removed meanwhile")
-    if vm.broken:
-        made = registration.declaration
-        vm = registration.vm = CardVM(made.source, made.gate_global, cancel)
-    result: JsonValue = vm.process(payload, cancel)
-    return result
+        try:
+            return await self._worker.call(request, cancel)
+        finally:
+            self._running.discard(cancel)
 
 
 def _key(turn: ProcessorTurn) -> tuple[str, str, int]:

@@ -9,17 +9,14 @@ flag), as Tavern Helper scripts do when they may load after initialisation.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from typing import Any, TypeVar
+from typing import Any
 
 from mvu_store.errors import MvuError
 from mvu_store.ledger import Ledger
 from mvu_store.memory_host import MemoryHost
-from mvu_store.processor.engine import Cancel
 from mvu_store.processor.registry import CardProcessors
-from mvu_store.processor.vm import CardVM
 from mvu_store.service import MvuService
 
-T = TypeVar("T")
 RESOURCE = "mvu:test"
 SESSION = "s"
 
@@ -47,31 +44,24 @@ def code_of(error: BaseException) -> str:
 
 class Interposed(CardProcessors):
     """Card processors that run ``after`` once, right after the next turn's script call returns
-    and before the registration is re-checked: where a revocation can land in real use."""
+    (normally or not) and before the registration is re-checked: where a revocation can land."""
 
     def __init__(self) -> None:
         super().__init__()
         self.after: Callable[[], Awaitable[None] | None] | None = None
         self.turns = 0
 
-    def _run(self, job: Callable[[Cancel], T]) -> Awaitable[T]:
-        inner = super()._run(job)
-
-        async def run() -> T:
-            value: Any = None
-            try:
-                value = await inner
-                return value
-            finally:  # on normal and error exits alike
-                if not isinstance(value, CardVM):
-                    self.turns += 1
-                    if self.after is not None:
-                        action, self.after = self.after, None
-                        pending = action()
-                        if pending is not None:
-                            await pending
-
-        return run()
+    async def _call(self, request: dict[str, Any]) -> Any:
+        try:
+            return await super()._call(request)
+        finally:
+            if request["op"] == "process":
+                self.turns += 1
+                if self.after is not None:
+                    action, self.after = self.after, None
+                    pending = action()
+                    if pending is not None:
+                        await pending
 
 
 def make_service(ledger: Ledger, host: MemoryHost, source: str | None = PASS, *,

@@ -34,6 +34,7 @@ def test_what_is_not_a_declaration(source: Any) -> None:
 @pytest.mark.parametrize("source", [
     "import x from 'y';\n" + PASS,
     "export const a = 1;\n" + PASS,
+    PASS + "\nimport('os').then(os => os.exec(['id']));",
     PASS + "\n function (",
 ])
 def test_a_declaration_must_be_a_complete_inline_script(source: str) -> None:

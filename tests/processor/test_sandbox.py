@@ -1,4 +1,4 @@
-"""The sandbox and its prelude, driven directly (a VM made and used on the test's own thread)."""
+"""The sandbox and its prelude, driven directly: the engine process's own classes, in the test's process."""
 
 from __future__ import annotations
 
@@ -7,9 +7,10 @@ from typing import Any
 
 import pytest
 
-from mvu_store.errors import Code, MvuError
-from mvu_store.processor.engine import Cancel
-from mvu_store.processor.vm import CardVM
+from mvu_store.errors import Code
+from mvu_store.processor.child import CardVM, Clock
+from mvu_store.processor.child import Refusal as MvuError  # what the engine process answers with
+from mvu_store.processor.prelude import PRELUDE
 from tests.processor.support import helper
 
 ONE = [{"type": "set", "args": ["hp", "7"], "full_match": "a", "reason": ""},
@@ -19,11 +20,11 @@ ONE = [{"type": "set", "args": ["hp", "7"], "full_match": "a", "reason": ""},
 def run(vm: CardVM, commands: Any = ONE, *, user_text: str = "", variables: Any = None) -> Any:
     payload = {"variables": variables if variables is not None else {"stat_data": {"hp": 10}},
                "commands": commands, "text": "reply", "userText": user_text}
-    return vm.process(json.dumps(payload), Cancel())
+    return vm.process(json.dumps(payload))
 
 
 def start(source: str, gate: str | None = None) -> CardVM:
-    return CardVM(source, gate, Cancel())
+    return CardVM(PRELUDE, source, gate, Clock(lambda request: False))
 
 
 def test_real_initialisation_make_last_ordering_and_deduplication() -> None:

@@ -232,22 +232,17 @@ async def test_a_revoked_start_is_a_cancellation_not_a_failure(ledger: Ledger, h
     processors = CardProcessors()
     service = make_service(ledger, host, helper("") + "\nthrow new Error('init');", processors=processors)
     started = asyncio.Event()
-    original = processors._run
+    original = processors._call
 
-    def run(job: Any) -> Any:
-        inner = original(job)
+    async def call(request: dict[str, Any]) -> Any:
+        try:
+            return await original(request)
+        finally:
+            if request["op"] == "start" and not started.is_set():
+                started.set()
+                await processors.register(RESOURCE, FILTER_ALL)
 
-        async def replaced() -> Any:
-            try:
-                return await inner
-            finally:
-                if not started.is_set():
-                    started.set()
-                    await processors.register(RESOURCE, FILTER_ALL)
-
-        return replaced()
-
-    processors._run = run  # type: ignore[method-assign]
+    processors._call = call  # type: ignore[method-assign]
     with pytest.raises(MvuError) as caught:
         await turn(host, 1, patch(8))
     assert caught.value.code == Code.USAGE_CANCELLED
