@@ -9,7 +9,8 @@ per line on stdin and writes one JSON answer per line on stdout:
 * first ``{"prelude": text, "cancel": path}``: the prelude's source and a file of 8 bytes the
   service writes the highest cancelled request number into (read by the interrupt handler);
 * ``{"n": n, "op": "start", "key", "source", "gate"}`` answers the listener count;
-* ``{"n": n, "op": "process", "key", "payload"}`` answers the listeners' commands;
+* ``{"n": n, "op": "process", "key", "payload"}`` answers the listeners' commands, or
+  ``{"n": n, "unknown": true}`` for a key this process never started (it replaced one that ended);
 * ``{"op": "drop", "key"}`` forgets a script (no answer).
 
 An answer is ``{"n": n, "ok": value}`` or ``{"n": n, "error": [code, message, details]}``.
@@ -38,7 +39,6 @@ ENTRY_BUDGET = 0.25
 MAX_OUTPUT_CHARS = 8 * 1024 * 1024
 LIMIT, EXECUTION, OUTPUT = "MVU_COMMAND_HOOK_LIMIT", "MVU_COMMAND_HOOK_EXECUTION", "MVU_COMMAND_HOOK_OUTPUT"
 REGISTRATION, DISPOSED = "MVU_COMMAND_HOOK_REGISTRATION", "MVU_COMMAND_HOOK_DISPOSED"
-CANCELLED = "MVU_USAGE_CANCELLED"
 T = TypeVar("T")
 # What QuickJS says when an allocation failed: after the first failure it often has no memory
 # left even for the error object, and reports the exception as "null".
@@ -54,6 +54,10 @@ class Refusal(Exception):
     def __init__(self, code: str, message: str, **details: Any) -> None:
         super().__init__(message)
         self.code, self.message, self.details = code, message, details
+
+
+class Unknown(Exception):
+    """A key this process never started."""
 
 
 class Clock:
@@ -165,7 +169,7 @@ class Machines:
     def process(self, key: str, payload: str) -> Any:
         held = self._vms.get(key)
         if held is None:
-            raise Refusal(CANCELLED, "the command processor was removed meanwhile")
+            raise Unknown(key)
         vm, source, gate_global = held
         if vm.broken:
             del self._vms[key], held, vm  # the old engine goes before the new one is made
@@ -195,6 +199,8 @@ def serve(requests: Any, answers: Any) -> None:
                 answer: dict[str, Any] = {"ok": machines.start(request["key"], request["source"], request["gate"])}
             else:
                 answer = {"ok": machines.process(request["key"], request["payload"])}
+        except Unknown:
+            answer = {"unknown": True}
         except Refusal as refusal:
             answer = {"error": [refusal.code, refusal.message, refusal.details]}
         except Exception as error:  # a fault of the binding: typed, and contained here

@@ -8,8 +8,8 @@ writes the cancelled request's number into a shared 8-byte file the child's inte
 reads, and the entry stops at the next interrupt poll.
 
 A child that ends (crashed, killed) answers its pending request with
-``MVU_COMMAND_HOOK_EXECUTION``; the next request starts a new one, whose :attr:`Worker.generation`
-tells the registry that every script must be started again.
+``MVU_COMMAND_HOOK_EXECUTION``; the next request starts a new one, which answers a script it
+never started with :class:`Unknown`, and the registry starts that script there again.
 """
 
 from __future__ import annotations
@@ -32,9 +32,13 @@ from mvu_store.errors import Code, MvuError
 from mvu_store.processor.child import ENTRY_BUDGET, MEMORY_LIMIT, STACK_LIMIT
 from mvu_store.processor.prelude import PRELUDE
 
-__all__ = ["ENTRY_BUDGET", "MEMORY_LIMIT", "STACK_LIMIT", "Cancel", "Worker"]
+__all__ = ["ENTRY_BUDGET", "MEMORY_LIMIT", "STACK_LIMIT", "Cancel", "Unknown", "Worker"]
 
 _CHILD = Path(__file__).with_name("child.py")
+
+
+class Unknown(Exception):
+    """The engine process does not know the script (it replaced one that ended)."""
 
 
 class Cancel:
@@ -64,7 +68,6 @@ class Worker:
     def __init__(self) -> None:
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="mvu-processor")
         self._child: subprocess.Popen[bytes] | None = None
-        self.generation = 0
         self._next = 0
         self._lock = threading.Lock()
         descriptor, self._cancel_path = tempfile.mkstemp(prefix="mvu-processor-cancel-")
@@ -86,6 +89,8 @@ class Worker:
         except asyncio.CancelledError:
             cancel.cancel()
             raise
+        if answer.get("unknown") is True:
+            raise Unknown()
         if "error" in answer:
             code, message, details = answer["error"]
             if cancel.cancelled:
@@ -121,7 +126,6 @@ class Worker:
             child = self._child = subprocess.Popen(
                 [sys.executable, "-I", str(_CHILD)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                 stderr=subprocess.DEVNULL)
-            self.generation += 1
             self._put(child, {"prelude": PRELUDE, "cancel": self._cancel_path})
         return child
 

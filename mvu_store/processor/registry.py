@@ -33,7 +33,7 @@ from mvu_store.jsonvalue import JsonValue
 from mvu_store.lang import Command
 from mvu_store.processor.adapter import commands_back, views
 from mvu_store.processor.declaration import PROTOCOL_VERSION, Declaration, declaration, utf16_length
-from mvu_store.processor.engine import Cancel, Worker
+from mvu_store.processor.engine import Cancel, Unknown, Worker
 from mvu_store.processor.repair import repairs
 from mvu_store.service.bounded import BoundedCache
 from mvu_store.service.processing import ProcessorTurn
@@ -50,8 +50,6 @@ class Registration:
     origin: Literal["card", "host"]
     listener_count: int
     id: str = field(default_factory=lambda: str(uuid.uuid4()))
-    generation: int = 0
-    """The engine process it was started in (a new process starts it again)."""
     active: bool = True
 
     def receipt(self) -> dict[str, JsonValue]:
@@ -93,7 +91,7 @@ class CardProcessors:
         generation = self._generation[resource_id] = self._generation.get(resource_id, 0) + 1
         key = str(uuid.uuid4())
         try:
-            count, started_in = await self._begin(key, made)
+            count = await self._begin(key, made)
         except MvuError:
             self._still_starting(resource_id, generation)  # a revoked start is a cancellation, not a failure
             raise
@@ -105,7 +103,7 @@ class CardProcessors:
         old = self._current.get(resource_id)
         if old is not None:
             self._drop(old)
-        registration = self._current[resource_id] = Registration(resource_id, made, origin, count, key, started_in)
+        registration = self._current[resource_id] = Registration(resource_id, made, origin, count, key)
         return registration
 
     def _still_starting(self, resource_id: str, generation: int) -> None:
@@ -125,12 +123,10 @@ class CardProcessors:
         if self._worker is not None:
             self._worker.send({"op": "drop", "key": key})
 
-    async def _begin(self, key: str, made: Declaration) -> tuple[int, int]:
-        """Start ``made`` in the engine process under ``key``: its listener count, and the
-        process's generation."""
-        count = await self._call({"op": "start", "key": key, "source": made.source, "gate": made.gate_global})
-        assert self._worker is not None
-        return count, self._worker.generation
+    async def _begin(self, key: str, made: Declaration) -> int:
+        """Start ``made`` in the engine process under ``key``; its listener count."""
+        count: int = await self._call({"op": "start", "key": key, "source": made.source, "gate": made.gate_global})
+        return count
 
     def receipt(self, resource_id: str) -> dict[str, JsonValue] | None:
         registration = self._current.get(resource_id)
@@ -162,12 +158,14 @@ class CardProcessors:
                               "userText": user_text}, ensure_ascii=False)
         self._used.put(_key(turn), registration)
         try:
-            if self._worker is None or registration.generation != self._worker.generation:
-                # The engine process was replaced (it ended): the script starts again there.
-                registration.listener_count, registration.generation = await self._begin(
-                    registration.id, registration.declaration)
+            request = {"op": "process", "key": registration.id, "payload": payload}
+            try:
+                result = await self._call(request)
+            except Unknown:
+                # The engine process was replaced (the old one ended): the script starts again there.
+                registration.listener_count = await self._begin(registration.id, registration.declaration)
                 self._check(registration)
-            result = await self._call({"op": "process", "key": registration.id, "payload": payload})
+                result = await self._call(request)
         except MvuError:
             self._check(registration)  # a revoked registration turns any failure into a cancellation
             raise

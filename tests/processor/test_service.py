@@ -250,3 +250,48 @@ async def test_a_revoked_start_is_a_cancellation_not_a_failure(ledger: Ledger, h
     await service.ingest(session_id=SESSION)  # the replacement registration now stands
     assert await hp(service) == 10 and await revision(service) == 1
     await service.close()
+
+
+async def test_closing_the_service_interrupts_a_running_script(ledger: Ledger, host: MemoryHost) -> None:
+    processors = CardProcessors()
+    service = make_service(ledger, host, helper("if (text.includes('spin')) for (;;) {}"), processors=processors)
+    await turn(host, 1, patch(7))  # the script is registered and idle
+    host.append(SESSION, "turn/start", {"turn": 2})
+    await host.drain()
+    reply = host.append(SESSION, "assistant/message", {"turn": 2, "message": {
+        "id": "spin", "content": [{"type": "text", "text": patch(8) + " spin"}]}})
+    host.append(SESSION, "turn/end", {"turn": 2, "reason": {"kind": "completed"}})
+
+    async def script_running() -> None:
+        while not processors._running:  # noqa: ASYNC110 (no event to wait for: the host's ingest is in the script)
+            await asyncio.sleep(0)
+
+    await asyncio.wait_for(script_running(), timeout=60)
+    await service.close()
+    with pytest.raises(MvuError) as caught:
+        await host.drain()
+    assert caught.value.code == Code.COMMAND_HOOK_DISPOSED
+    again = make_service(ledger, host, None)
+    assert await hp(again) == 7 and reply > 0  # nothing was recorded for the interrupted reply
+    # The stored definition keeps the spinning script: the host replaces it to retry the reply.
+    await again.register_command_processor(id=RESOURCE, source=PASS)
+    await again.ingest(session_id=SESSION)
+    assert await hp(again) == 8
+    await again.close()
+
+
+async def test_an_engine_process_that_ended_is_replaced_and_scripts_start_again(
+        ledger: Ledger, host: MemoryHost) -> None:
+    processors = CardProcessors()
+    service = make_service(ledger, host, FILTER_ALL, processors=processors)
+    await turn(host, 1, patch(7))
+    assert await hp(service) == 10
+    worker = processors._worker
+    assert worker is not None and worker._child is not None
+    first = worker._child.pid
+    worker._child.kill()
+    worker._child.wait()
+    await turn(host, 2, patch(8))
+    assert await hp(service) == 10  # still filtered, by the script started again in a new process
+    assert worker._child is not None and worker._child.pid != first
+    await service.close()
