@@ -140,6 +140,8 @@ class CardVM:
         """One turn: the payload's JSON text in; out, the commands as the listeners left them."""
         process = self._process
         answer = self._sandbox.enter(lambda context: process(payload))
+        if isinstance(answer, quickjs.Value) and answer.is_string:
+            answer = _text_of(answer)  # a string the binding did not convert (a rope)
         if not isinstance(answer, str) or len(answer) > MAX_OUTPUT_CHARS:
             raise Refusal(OUTPUT, "the command processor's answer is not bounded JSON text", limit=MAX_OUTPUT_CHARS)
         try:
@@ -152,6 +154,11 @@ class CardVM:
                 raise self._sandbox.out_of_memory()
             raise Refusal(EXECUTION, _FAILURES.get(str(why), "the command processor failed"), reason=str(why))
         return result.get("commands")
+
+
+def _text_of(value: quickjs.Value) -> Any:
+    encoded = value.json()
+    return json.loads(encoded) if encoded is not None else None
 
 
 class Machines:

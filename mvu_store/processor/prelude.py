@@ -95,26 +95,30 @@ PRELUDE = r"""
   // The commands as JSON text, read field by field: a script's toJSON (on any prototype) or a
   // sparse giant array cannot change what Python is told. What is not text becomes null, which
   // Python refuses.
-  const isArray = Array.isArray;
+  // Built as parts joined once: QuickJS keeps a long concatenation as a rope, which the Python
+  // binding hands over as an opaque value instead of text.
+  const isArray = Array.isArray, join = Array.prototype.join;
   const text = value => typeof value === 'string' ? stringify(value) : 'null';
   function viewsText(commands) {
     if (!isArray(commands) || commands.length > @MAX_COMMANDS@) return 'null';
-    let out = '[';
+    const parts = ['['];
     for (let i = 0; i < commands.length; i++) {
       const command = commands[i];
-      if (i) out += ',';
-      if (command === null || typeof command !== 'object') { out += 'null'; continue; }
+      if (i) parts[parts.length] = ',';
+      if (command === null || typeof command !== 'object') { parts[parts.length] = 'null'; continue; }
       const args = command.args;
-      let listed = 'null';
+      parts[parts.length] = '{"type":' + text(command.type) + ',"args":';
       if (isArray(args) && args.length <= @MAX_COMMANDS@) {
-        listed = '[';
-        for (let j = 0; j < args.length; j++) listed += (j ? ',' : '') + text(args[j]);
-        listed += ']';
+        parts[parts.length] = '[';
+        for (let j = 0; j < args.length; j++) parts[parts.length] = (j ? ',' : '') + text(args[j]);
+        parts[parts.length] = ']';
+      } else {
+        parts[parts.length] = 'null';
       }
-      out += '{"type":' + text(command.type) + ',"args":' + listed + ',"full_match":' + text(command.full_match)
-        + ',"reason":' + text(command.reason) + '}';
+      parts[parts.length] = ',"full_match":' + text(command.full_match) + ',"reason":' + text(command.reason) + '}';
     }
-    return out + ']';
+    parts[parts.length] = ']';
+    return apply(join, parts, ['']);
   }
 
   // A fingerprint of JSON data, read field by field (a script's toJSON is never called): equal
@@ -151,7 +155,7 @@ PRELUDE = r"""
     }
     userText = '';
     if (plain(input.variables) !== before) return '{"ok":false,"why":"baseline"}';
-    return '{"ok":true,"commands":' + viewsText(input.commands) + '}';
+    return apply(join, ['{"ok":true,"commands":', viewsText(input.commands), '}'], ['']);
   }
   return freeze({
     gate: name => fixed(global, name, gate),

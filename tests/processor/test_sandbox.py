@@ -125,3 +125,10 @@ def test_replaced_builtins_do_not_change_how_the_prelude_works() -> None:
     vm = start(helper("JSON.stringify = () => '[]'; JSON.parse = () => ({}); Array.prototype.slice = null;"))
     assert run(vm) == ONE
     assert run(vm, [ONE[0]]) == [ONE[0]]
+
+
+def test_a_long_answer_comes_back_as_text() -> None:
+    # QuickJS keeps long concatenations as ropes, which the binding does not turn into text.
+    many = [{"type": "set", "args": [f"hp{index}", str(index)], "full_match": "x" * 40, "reason": "r"}
+            for index in range(600)]
+    assert run(start(helper("")), many) == many
