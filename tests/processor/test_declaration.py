@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
 
+from mvu_store.cards import read_card
 from mvu_store.errors import Code, MvuError
 from mvu_store.processor.declaration import MAX_SOURCE_UNITS, card_declaration, declaration
 from tests.processor.support import PASS, helper
@@ -88,3 +90,14 @@ def test_enabled_declarations_are_singular_and_disabled_folders_hide_their_child
 def test_a_card_without_scripts_has_no_declaration() -> None:
     assert card_declaration({"spec": "chara_card_v3", "data": {}}) is None
     assert card_declaration({"source": {"raw": _card([_script(PASS)])}}) is not None
+
+
+def test_a_card_file_gives_its_declaration_to_discovery() -> None:
+    card = _card([_script(PASS)])
+    card["data"]["name"] = "Guarded"
+    read = read_card(json.dumps(card).encode())
+    assert read.command_source == PASS and read.definition("guarded")["command_source"] == PASS
+    conflicting = _card([_script(PASS), _script(helper("commands.length = 0;"))])
+    conflicting["data"]["name"] = "Two"
+    read = read_card(json.dumps(conflicting).encode())
+    assert read.command_source is None and any("MVU_COMMAND_HOOK_CONFLICT" in line for line in read.problems)
