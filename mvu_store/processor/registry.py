@@ -22,6 +22,7 @@ error exits too: a script failure under a revoked registration is a cancellation
 
 from __future__ import annotations
 
+import asyncio
 import json
 import uuid
 from collections.abc import Callable, Sequence
@@ -71,6 +72,9 @@ class CardProcessors:
         self._current: dict[str, Registration] = {}
         self._generation: dict[str, int] = {}
         self._running: set[Cancel] = set()
+        # Per resource: the card registration being started, and its source, which replies that
+        # arrive meanwhile with the same source wait for instead of starting their own.
+        self._pending: dict[str, tuple[str, asyncio.Future[Registration]]] = {}
         self._used: BoundedCache[tuple[str, str, int], Registration] = BoundedCache(_TURNS)
         self.disposed = False
 
@@ -186,10 +190,20 @@ class CardProcessors:
             self._drop(current)  # the card no longer carries that declaration
         if turn.command_source is None:
             return None
+        pending = self._pending.get(turn.resource_id)
+        if pending is not None and pending[0] == turn.command_source:
+            return await asyncio.shield(pending[1])
         made = declaration(turn.command_source)
         if made is None:
             raise MvuError(Code.COMMAND_HOOK_DECLARATION, "the card's command processor is not a declaration")
-        return await self._start(turn.resource_id, made, "card")
+        started = asyncio.ensure_future(self._start(turn.resource_id, made, "card"))
+        entry = self._pending[turn.resource_id] = (made.source, started)
+        try:
+            # Shielded: a waiter that is cancelled does not cancel the start the others wait for.
+            return await asyncio.shield(started)
+        finally:
+            if self._pending.get(turn.resource_id) is entry:
+                del self._pending[turn.resource_id]
 
     def _check(self, registration: Registration) -> None:
         self._alive()

@@ -295,3 +295,24 @@ async def test_an_engine_process_that_ended_is_replaced_and_scripts_start_again(
     assert await hp(service) == 10  # still filtered, by the script started again in a new process
     assert worker._child is not None and worker._child.pid != first
     await service.close()
+
+
+async def test_concurrent_first_replies_share_one_pending_start(ledger: Ledger, host: MemoryHost) -> None:
+    """Two sessions of one shared state reply at once: the card's script starts once, and
+    neither reply is cancelled by the other's registration."""
+    processors = Interposed()
+    service = make_service(ledger, host, PASS, processors=processors, session_ids=[SESSION, "t"])
+    host.create_session("t", created_at=2000)
+    starts = 0
+    original = processors._begin
+
+    async def counted(key: str, made: Any) -> int:
+        nonlocal starts
+        starts += 1
+        return await original(key, made)
+
+    processors._begin = counted  # type: ignore[method-assign]
+    await asyncio.gather(host.turn(SESSION, turn=1, user="go", reply="_.add('hp', 1);"),
+                         host.turn("t", turn=1, user="go", reply="_.add('hp', 2);"))
+    assert await hp(service) == 13 and await revision(service) == 2 and starts == 1
+    await service.close()
