@@ -121,9 +121,16 @@ PRELUDE = r"""
     return apply(join, parts, ['']);
   }
 
-  // A fingerprint of JSON data, read field by field (a script's toJSON is never called): equal
-  // before and after the listeners unless they changed the data. State is at most 64 deep.
-  const keys = Object.keys;
+  // A fingerprint of JSON data: equal before and after the listeners unless they changed the
+  // data. The engine's own JSON.stringify is used while no toJSON can be met on the way (none on
+  // Object.prototype or Array.prototype, whose prototype is still Object.prototype); else the
+  // data is read field by field, a script's toJSON never called. Both write the same text for
+  // parsed JSON. State is at most 64 deep.
+  const keys = Object.keys, own = Reflect.getOwnPropertyDescriptor;
+  const ObjectProto = Object.prototype, ArrayProto = Array.prototype;
+  const clean = () => own(ObjectProto, 'toJSON') === undefined && own(ArrayProto, 'toJSON') === undefined
+    && getProto(ArrayProto) === ObjectProto;
+  const fingerprint = value => clean() ? stringify(value) : plain(value);
   function plain(value) {
     if (value === null || typeof value !== 'object') {
       return typeof value === 'string' ? stringify(value) : String(value);
@@ -143,7 +150,7 @@ PRELUDE = r"""
   function process(json) {
     const input = parse(json);
     userText = input.userText;
-    const before = plain(input.variables);
+    const before = fingerprint(input.variables);
     try {
       emit('@COMMAND_PARSED@', [input.variables, input.commands, input.text]);
     } catch (error) {
@@ -154,7 +161,7 @@ PRELUDE = r"""
       return memory ? '{"ok":false,"why":"memory"}' : '{"ok":false,"why":"threw"}';
     }
     userText = '';
-    if (plain(input.variables) !== before) return '{"ok":false,"why":"baseline"}';
+    if (fingerprint(input.variables) !== before) return '{"ok":false,"why":"baseline"}';
     return apply(join, ['{"ok":true,"commands":', viewsText(input.commands), '}'], ['']);
   }
   return freeze({
