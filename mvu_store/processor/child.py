@@ -6,8 +6,9 @@ service's process. This file is started as a script (``python -I child.py``) and
 of mvu_store, so it starts fast and shares no state with the service. It reads one JSON request
 per line on stdin and writes one JSON answer per line on stdout:
 
-* first ``{"prelude": text, "cancel": path}``: the prelude's source and a file of 8 bytes the
-  service writes the highest cancelled request number into (read by the interrupt handler);
+* first ``{"prelude": text, "cancel": fd}``: the prelude's source and the descriptor of a file of
+  8 bytes the service writes the highest cancelled request number into (read by the interrupt
+  handler);
 * ``{"n": n, "op": "start", "key", "source", "gate"}`` answers the listener count;
 * ``{"n": n, "op": "process", "key", "payload"}`` answers the listeners' commands, or
   ``{"n": n, "unknown": true}`` for a key this process never started (it replaced one that ended);
@@ -191,8 +192,7 @@ class Machines:
 def serve(requests: Any, answers: Any) -> None:
     """The request loop (until stdin closes)."""
     hello = json.loads(requests.readline())
-    with open(hello["cancel"], "r+b") as file:
-        shared = mmap.mmap(file.fileno(), 8)
+    shared = mmap.mmap(hello["cancel"], 8)
     clock = Clock(lambda request: struct.unpack_from("<q", shared)[0] >= request)
     machines = Machines(hello["prelude"], clock)
     for line in requests:

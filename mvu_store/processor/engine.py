@@ -70,10 +70,13 @@ class Worker:
         self._child: subprocess.Popen[bytes] | None = None
         self._next = 0
         self._lock = threading.Lock()
-        descriptor, self._cancel_path = tempfile.mkstemp(prefix="mvu-processor-cancel-")
+        # The shared file has no name once made: the child gets its descriptor, and nothing is
+        # left behind however the service ends.
+        descriptor, path = tempfile.mkstemp(prefix="mvu-processor-cancel-")
+        os.unlink(path)
         os.write(descriptor, bytes(8))
+        self._descriptor = descriptor
         self._shared = mmap.mmap(descriptor, 8)
-        os.close(descriptor)
         self._closed = False
 
     async def call(self, request: dict[str, Any], cancel: Cancel) -> Any:
@@ -125,8 +128,8 @@ class Worker:
         if child is None or child.poll() is not None:
             child = self._child = subprocess.Popen(
                 [sys.executable, "-I", str(_CHILD)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                stderr=subprocess.DEVNULL)
-            self._put(child, {"prelude": PRELUDE, "cancel": self._cancel_path})
+                stderr=subprocess.DEVNULL, pass_fds=(self._descriptor,))
+            self._put(child, {"prelude": PRELUDE, "cancel": self._descriptor})
         return child
 
     @staticmethod
@@ -163,4 +166,4 @@ class Worker:
         self._kill()
         with self._lock:
             self._shared.close()
-        Path(self._cancel_path).unlink(missing_ok=True)
+        os.close(self._descriptor)
