@@ -18,6 +18,7 @@ import asyncio
 import json
 import mmap
 import os
+import select
 import struct
 import subprocess
 import sys
@@ -35,6 +36,8 @@ from mvu_store.processor.prelude import PRELUDE
 __all__ = ["ENTRY_BUDGET", "MEMORY_LIMIT", "STACK_LIMIT", "Cancel", "Unknown", "Worker"]
 
 _CHILD = Path(__file__).with_name("child.py")
+WATCHDOG = 60.0
+"""Seconds of wall time the engine process has to answer one request before it is ended."""
 
 
 class Unknown(Exception):
@@ -147,7 +150,10 @@ class Worker:
             child = self._started()
             self._put(child, request)
             assert child.stdout is not None
-            line = child.stdout.readline()
+            # A watchdog far above any script's budget: an engine stuck where its interrupt
+            # handler is never polled is ended, not waited for.
+            ready, _, _ = select.select([child.stdout], [], [], WATCHDOG)
+            line = child.stdout.readline() if ready else b""
         except OSError:
             line = b""
         if not line:

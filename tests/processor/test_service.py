@@ -11,6 +11,7 @@ import pytest
 from mvu_store.errors import Code, MvuError
 from mvu_store.ledger import Ledger
 from mvu_store.memory_host import MemoryHost
+from mvu_store.processor import engine
 from mvu_store.processor.registry import CardProcessors
 from mvu_store.service import MvuService
 from tests.processor.support import (
@@ -315,4 +316,20 @@ async def test_concurrent_first_replies_share_one_pending_start(ledger: Ledger, 
     await asyncio.gather(host.turn(SESSION, turn=1, user="go", reply="_.add('hp', 1);"),
                          host.turn("t", turn=1, user="go", reply="_.add('hp', 2);"))
     assert await hp(service) == 13 and await revision(service) == 2 and starts == 1
+    await service.close()
+
+
+async def test_an_engine_that_does_not_answer_is_ended_by_the_watchdog(
+        ledger: Ledger, host: MemoryHost, monkeypatch: pytest.MonkeyPatch) -> None:
+    processors = CardProcessors()
+    service = make_service(ledger, host, helper("if (text.includes('spin')) for (;;) {}"), processors=processors)
+    await turn(host, 1, patch(7))  # started, with the engine's normal watchdog
+    # A watchdog shorter than the script's own budget stands for an engine that never answers.
+    monkeypatch.setattr(engine, "WATCHDOG", 0.01)
+    await turn(host, 2, patch(8) + " spin")
+    monkeypatch.undo()
+    facts = await service.facts(id=RESOURCE, scope={"authority": "local", "session_id": SESSION})
+    assert [fact.get("detail") for fact in facts if fact.get("phase") == "failed"] == [Code.COMMAND_HOOK_EXECUTION]
+    await turn(host, 3, patch(9))  # a new engine process, the script started again there
+    assert await hp(service) == 9
     await service.close()
