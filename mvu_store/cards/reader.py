@@ -31,6 +31,7 @@ from typing import Any
 
 from mvu_store.cards.png import MAX_DECODED_BYTES, SIGNATURE, card_json_bytes
 from mvu_store.errors import Code, MvuError
+from mvu_store.processor.declaration import card_declaration
 
 MAX_INPUT_BYTES = 32 * 1024 * 1024
 SPECS = ("chara_card_v2", "chara_card_v3")
@@ -67,11 +68,14 @@ class CardDefinition:
     notes: tuple[str, ...] = field(default=())
     """Findings that are the card's intent, not a fault (a disabled ``[initvar]`` entry)."""
     schema_import: SchemaImport | None = None
+    command_source: str | None = None
+    """The card's command processor declaration (``mvu_store.processor``), if it carries one."""
 
     def definition(self, character_id: str) -> dict[str, Any]:
         """The card as ``MvuService.discover(definition=...)`` takes it, under the host's id for it."""
         return {"character_id": character_id, "name": self.name, "initvar": list(self.initvar),
-                "schema_source": self.schema_source, "greetings": list(self.greetings)}
+                "schema_source": self.schema_source, "greetings": list(self.greetings),
+                "command_source": self.command_source}
 
 
 def read_card(data: bytes, *, name: str | None = None) -> CardDefinition:
@@ -123,9 +127,21 @@ def _definition(card: Any, fallback_name: str | None, problems: list[str]) -> Ca
     if imported is not None:
         notes.append(f"the schema declaration is imported from {imported.url} ({imported.where}); nothing is "
                      "fetched, so it is not checked or applied here")
+    command_source = _command_source(card, problems)
     return CardDefinition(spec=card["spec"], name=name, initvar=initvar, schema_source=schema,
                           greetings=tuple(_greetings(data, problems)), problems=tuple(problems),
-                          notes=tuple(notes), schema_import=imported)
+                          notes=tuple(notes), schema_import=imported, command_source=command_source)
+
+
+def _command_source(card: dict[str, Any], problems: list[str]) -> str | None:
+    """The one command processor declaration of the card's enabled scripts; one that is refused
+    (two different ones, one that is no complete inline script) leaves the card without one."""
+    try:
+        found = card_declaration(card)
+    except MvuError as error:
+        problems.append(f"the card's command processor is refused ({error.code}); none runs")
+        return None
+    return found.source if found is not None else None
 
 
 def _lorebook_entries(data: dict[str, Any], problems: list[str]) -> list[dict[str, Any]]:

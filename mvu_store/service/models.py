@@ -164,6 +164,9 @@ class CharacterDefinition(_Input):
     at: int | None = Field(default=None, ge=0, le=2**53 - 1)
     """The registration's time (ms since the epoch): the clock a declaration reads while the
     initial data is parsed (``Date.now()`` in a default); without it such a declaration is refused."""
+    command_source: str | None = None
+    """The card's command processor script (``mvu_store.processor.card_declaration`` finds it),
+    run before each commit of the card's instances."""
 
     @field_validator("schema_source")
     @classmethod
@@ -184,6 +187,8 @@ class ResourceConfig(_Input):
     sharing: Literal["shared"] | None = None
     schema_source: str | None = None
     name: str | None = Field(default=None, max_length=300)
+    command_source: str | None = None
+    """A command processor script for the resource (as a card's, run before each commit)."""
 
     @field_validator("id")
     @classmethod
@@ -263,6 +268,8 @@ class StateRecord(_Output):
     source_error: str | None = None
     legacy: bool | None = None
     capabilities: dict[str, bool] | None = None
+    command_processor: dict[str, JsonValue] | None = None
+    """The receipt of the resource's command processor registration, while it has one."""
 
     def to_json(self) -> dict[str, Any]:
         # `versionKey: null` is part of the shape (a state at its initial content).

@@ -20,12 +20,13 @@ from __future__ import annotations
 from typing import Any, NoReturn
 
 from mvu_store.errors import Code, MvuError
-from mvu_store.host import Lease
+from mvu_store.host import Lease, message_text
 from mvu_store.jsonvalue import JsonValue, copy_json
 from mvu_store.lang import Command, contains_update, parse_commands
 from mvu_store.lang.apply import private_envelope, run_commands
 from mvu_store.lang.macros import Names, substitute
 from mvu_store.ledger.records import CommitRequest, Head
+from mvu_store.processor.repair import repairs
 from mvu_store.schema import ValidationMemo
 from mvu_store.service.allocation import Allocation
 from mvu_store.service.bounded import BoundedCache
@@ -36,7 +37,7 @@ from mvu_store.service.facts import Facts
 from mvu_store.service.identity import session_identity
 from mvu_store.service.initial import DeclaredSchema
 from mvu_store.service.models import CheckpointInfo, IngestReport, TurnOutcome, check_session_id
-from mvu_store.service.processing import ProcessorTurn, processed
+from mvu_store.service.processing import ProcessorTurn, check_current, claims, processed
 from mvu_store.service.sessions import SessionLog
 from mvu_store.service.turns import Reply
 from mvu_store.service.usage import Decision
@@ -51,7 +52,7 @@ _UNRECORDED = frozenset({Code.STORAGE_BUSY.value, Code.DISPOSED.value, Code.STOR
                          Code.STORAGE_FULL.value, Code.STORAGE_READ_ONLY.value, Code.STORAGE_IO.value,
                          Code.STORAGE_GONE.value,
                          Code.STORAGE_LIMIT.value, Code.USAGE_CANCELLED.value, Code.SESSION_LEASE.value,
-                         Code.REVISION_CONFLICT.value})
+                         Code.REVISION_CONFLICT.value, Code.COMMAND_HOOK_DISPOSED.value})
 
 
 class _Refused(Exception):
@@ -181,7 +182,7 @@ class Pipeline:
                     moved.add(entry.id)
                     outcome, fact_error = await self._apply_reply(entry, reply, signal, lease,
                                                                   reads if fresh else ctx.ledger, log.generation,
-                                                                  names or Names())
+                                                                  names or Names(), _user_text(log, reply))
                     report.outcomes.append(outcome)
                     if fact_error is not None:
                         report.fact_errors.append(fact_error)
@@ -192,7 +193,8 @@ class Pipeline:
     # -- one reply, in stages -------------------------------------------------------------------
 
     async def _apply_reply(self, entry: Entry, reply: Reply, signal: Signal | None, lease: Lease | None,
-                           reads: LedgerReads, generation: int, names: Names) -> tuple[TurnOutcome, str | None]:
+                           reads: LedgerReads, generation: int, names: Names,
+                           user_text: str = "") -> tuple[TurnOutcome, str | None]:
         """Apply one reply; ``reads`` has the resource's head (the session view or the ledger),
         ``generation`` is the session log's that ``reply`` is from.
 
@@ -211,6 +213,10 @@ class Pipeline:
         facts.add("started")
         text, commands, parse_error = _read(reply.text, names.over(reply.names))
         has_update = bool(commands) if parse_error is None else contains_update(text)
+        command_source = entry.definition.get("commandSource")
+        command_source = command_source if isinstance(command_source, str) else None
+        if not has_update and parse_error is None and claims(ctx.processor, entry.id, command_source):
+            has_update = bool(repairs(text))  # a card's script may push the repaired operation back
         baseline = await reads.head(entry.id)
         try:
             decision = await self._decide(entry, reply, text, baseline, has_update, signal)
@@ -223,17 +229,19 @@ class Pipeline:
             facts.add("skipped", detail="no-update" if decision.enabled else "usage-policy",
                       configRevision=decision.config_revision)
         chosen: list[Command] = []
+        turn: ProcessorTurn | None = None
         if run:
             try:
                 if parse_error is not None:
                     raise parse_error
-                chosen = await processed(ctx.processor, commands, ProcessorTurn(
+                turn = ProcessorTurn(
                     resource_id=entry.id, session_id=str(reply.source["sessionId"]), turn=reply.turn,
                     message_seq=reply.message.seq, text=text,
                     # A private copy: a processor filters, it never writes the state (C-2).
-                    variables=copy_json(baseline.variables)))
+                    variables=copy_json(baseline.variables), user_text=user_text, command_source=command_source)
+                chosen = await processed(ctx.processor, commands, turn)
             except MvuError as error:
-                return await self._fail(entry, reply, baseline, error, facts, signal, lease, decision)
+                return await self._fail(entry, reply, baseline, error, facts, signal, lease, decision, turn)
         tried: list[Head] = []
 
         async def attempt(head: Head) -> Any:
@@ -256,6 +264,7 @@ class Pipeline:
                       configRevision=decision.config_revision)
             try:
                 self._check_decision(decision)
+                check_current(ctx.processor, turn)
                 ctx.check_before_commit(signal, lease)
             except MvuError as refusal:
                 raise _Refused(refusal) from None
@@ -272,7 +281,7 @@ class Pipeline:
             await self._unrecorded(facts, refused.error)
         except MvuError as error:
             return await self._fail(entry, reply, tried[-1] if tried else baseline, error, facts, signal, lease,
-                                    decision)
+                                    decision, turn)
         if outcome.replayed:
             return TurnOutcome(resource_id=entry.id, turn=reply.turn, message_seq=reply.message.seq,
                                version_key=reply.key, status="replayed", revision=outcome.revision), None
@@ -305,9 +314,10 @@ class Pipeline:
         raise error
 
     async def _fail(self, entry: Entry, reply: Reply, head: Head, error: MvuError, facts: Facts,
-                    signal: Signal | None, lease: Lease | None,
-                    decision: Decision | None = None) -> tuple[TurnOutcome, str | None]:
-        """Save the poison receipt: the state unchanged, the reply never applied again (P-3)."""
+                    signal: Signal | None, lease: Lease | None, decision: Decision | None = None,
+                    turn: ProcessorTurn | None = None) -> tuple[TurnOutcome, str | None]:
+        """Save the poison receipt: the state unchanged, the reply never applied again (P-3);
+        ``turn``: what the processor saw, if it ran (its registration is re-checked too)."""
         ctx = self._ctx
         if error.code in _UNRECORDED:
             await self._unrecorded(facts, error)
@@ -316,6 +326,7 @@ class Pipeline:
             try:
                 if decision is not None:
                     self._check_decision(decision)  # a receipt also consumes the reply: same rule
+                check_current(ctx.processor, turn)
                 ctx.check_before_commit(signal, lease)
             except MvuError as refusal:
                 raise _Refused(refusal) from None
@@ -339,6 +350,12 @@ class Pipeline:
         return TurnOutcome(resource_id=entry.id, turn=reply.turn, message_seq=reply.message.seq,
                            version_key=reply.key, status="failed", revision=outcome.revision,
                            error=error.code), await ended.committed(outcome, ctx.usage)
+
+
+def _user_text(log: SessionLog, reply: Reply) -> str:
+    """The text the user wrote in the reply's own turn ('' if none: never an earlier turn's)."""
+    event = log.snapshot().event(reply.user_seq) if reply.user_seq is not None else None
+    return message_text(event) if event is not None else ""
 
 
 def _read(raw: str, names: Names) -> tuple[str, tuple[Command, ...], MvuError | None]:

@@ -3,10 +3,15 @@
 The pipeline parses a reply once, hands the parsed commands, in text order, to the service's
 :class:`CommandProcessor`, and runs what it returns on every compare-and-swap attempt. The default
 processor passes the commands through; a card's command processor (a Helper script run in a
-sandbox) plugs in here. A processor may only filter: what it returns must be some of the
-commands it was given, in their original order (new writes, changed values and reordering are
-refused). A processor that raises, or returns something other than commands of
-this reply, leaves a failed receipt: the state unchanged, the reply consumed.
+sandbox, :mod:`mvu_store.processor`) plugs in here. A processor may only filter: what it
+returns must be some of the commands it was given, in their original order (new writes, changed
+values and reordering are refused); for a reply with no command at all, the one narrow repair of
+its text (:func:`mvu_store.processor.repair.repairs`) is what it may filter. A processor that
+raises, or returns something other than commands of this reply, leaves a failed receipt: the
+state unchanged, the reply consumed.
+
+A processor that can be revoked while a reply is on its way (a card's registration) also
+implements :class:`Revocable`: the pipeline asks it again right before the commit.
 """
 
 from __future__ import annotations
@@ -18,6 +23,7 @@ from typing import Protocol, runtime_checkable
 from mvu_store.errors import Code, MvuError
 from mvu_store.jsonvalue import JsonValue
 from mvu_store.lang import Command
+from mvu_store.processor.repair import repairs
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,6 +37,10 @@ class ProcessorTurn:
     text: str
     variables: JsonValue
     """The envelope the reply was decided on (the head at the decision)."""
+    user_text: str = ""
+    """The user's own text of the same turn (its last user message before the reply), or ''."""
+    command_source: str | None = None
+    """The command processor declaration the resource's card (or configuration) carries."""
 
 
 @runtime_checkable
@@ -38,6 +48,35 @@ class CommandProcessor(Protocol):
     async def process(self, commands: tuple[Command, ...], turn: ProcessorTurn) -> Sequence[Command]:
         """The commands to run: ``commands`` filtered, in their original order."""
         ...
+
+
+@runtime_checkable
+class Revocable(Protocol):
+    def claims(self, resource_id: str, command_source: str | None) -> bool:
+        """Whether replies to the resource go through this processor (so a reply without a
+        command, but with a repairable update, is worth processing)."""
+        ...
+
+    def check_current(self, turn: ProcessorTurn) -> None:
+        """Synchronously before the commit: raise if what processed ``turn`` was revoked since."""
+        ...
+
+    def receipt(self, resource_id: str) -> dict[str, JsonValue] | None:
+        """The resource's registration receipt, for its records (None: none)."""
+        ...
+
+
+def claims(processor: CommandProcessor, resource_id: str, command_source: str | None) -> bool:
+    return isinstance(processor, Revocable) and processor.claims(resource_id, command_source)
+
+
+def check_current(processor: CommandProcessor, turn: ProcessorTurn | None) -> None:
+    if turn is not None and isinstance(processor, Revocable):
+        processor.check_current(turn)
+
+
+def receipt(processor: CommandProcessor, resource_id: str) -> dict[str, JsonValue] | None:
+    return processor.receipt(resource_id) if isinstance(processor, Revocable) else None
 
 
 class PassThrough:
@@ -62,7 +101,8 @@ async def processed(processor: CommandProcessor, commands: tuple[Command, ...],
         raise MvuError(Code.COMMAND_HOOK_OUTPUT, "the command processor must return a sequence of commands",
                        resource_id=turn.resource_id)
     chosen = list(result)
-    remaining = iter(commands)
+    offered = commands or (tuple(repair.command for repair in repairs(turn.text)) if chosen else ())
+    remaining = iter(offered)
     # Each chosen command must be found after the previous one: a filtered subsequence.
     if not all(isinstance(command, Command) and any(command == offered for offered in remaining)
                for command in chosen):

@@ -27,6 +27,7 @@ from mvu_store.service.models import (
     StateRecord,
     parse_scope,
 )
+from mvu_store.service.processing import receipt
 from mvu_store.service.verification import Logs
 from mvu_store.service.views import SessionView
 
@@ -172,6 +173,7 @@ class Reads:
             "management_mode": ctx.management_mode(),
             "stored_management_mode": entry.stored_management_mode,
             "source_error": entry.source_error,
+            "command_processor": receipt(ctx.processor, entry.id),
         }
         if entry.legacy is not None:
             content, key = entry.legacy.current()

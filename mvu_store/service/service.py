@@ -23,6 +23,7 @@ from mvu_store.host import Host
 from mvu_store.jsonvalue import JsonValue
 from mvu_store.lang.macros import Names
 from mvu_store.ledger import Ledger
+from mvu_store.processor.registry import CardProcessors, Registered
 from mvu_store.service.allocation import Allocation
 from mvu_store.service.branching import Branching
 from mvu_store.service.cards import Cards
@@ -46,7 +47,7 @@ from mvu_store.service.models import (
     parse_input,
 )
 from mvu_store.service.pipeline import Pipeline
-from mvu_store.service.processing import CommandProcessor, PassThrough
+from mvu_store.service.processing import CommandProcessor
 from mvu_store.service.prompting import (
     ManagementDefaults,
     PromptDependency,
@@ -73,7 +74,7 @@ class MvuService:
         if processor is not None and not isinstance(processor, CommandProcessor):
             raise MvuError(Code.CONFIG, "processor must have an async process(commands, turn) method")
         self._ctx = ctx = ServiceContext(ledger=ledger, host=host, configs=configs,
-                                         processor=processor if processor is not None else PassThrough())
+                                         processor=processor if processor is not None else CardProcessors())
         self._allocation = Allocation(ctx)
         self._pipeline = Pipeline(ctx, self._allocation)
         self._reads = Reads(ctx, self._allocation)
@@ -87,6 +88,8 @@ class MvuService:
     async def close(self) -> None:
         """Refuse further calls (``MVU_DISPOSED``); the ledger and host stay the caller's."""
         self._ctx.disposed = True
+        if isinstance(self._ctx.processor, CardProcessors):
+            self._ctx.processor.dispose()  # every registration ends; running scripts are interrupted
 
     @staticmethod
     def validate_config(config: Any) -> bool:
@@ -106,6 +109,21 @@ class MvuService:
         """Receive every fact after it is written (outside any transaction); returns a disposer."""
         self._ctx.alive()
         return self._ctx.usage.observe(listener)
+
+    # -- card command processors -----------------------------------------------------------------
+
+    async def register_command_processor(self, *, id: str, source: str) -> Registered:
+        """Run ``source`` (a command processor declaration) before each commit of resource ``id``,
+        replacing its current one; returns the receipt and a disposer that removes this
+        registration only (never a newer one). ``MVU_MISSING`` for an unknown id."""
+        ctx = self._ctx
+        ctx.alive()
+        if not isinstance(ctx.processor, CardProcessors):
+            raise MvuError(Code.CONFIG, "this service was given its own command processor")
+        configured = isinstance(id, str) and any(config.id == id for config in ctx.configs)
+        if not configured and (not isinstance(id, str) or await ctx.catalog.entry(id) is None):
+            raise MvuError(Code.MISSING, "no such resource", id=id if isinstance(id, str) else None)
+        return await ctx.processor.register(id, source)
 
     # -- templates and selection (I-1 ... I-7) ----------------------------------------------------
 

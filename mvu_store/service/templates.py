@@ -43,6 +43,8 @@ def discovered_definition(card: CharacterDefinition, session_ids: list[str]) -> 
         definition.update(sourceError=error.code, initial=copy.deepcopy(EMPTY_ENVELOPE))
     if card.greetings:
         definition["greetings"] = list(card.greetings)
+    if card.command_source is not None:
+        definition["commandSource"] = card.command_source
     return definition
 
 
@@ -57,6 +59,8 @@ def configured_definition(config: ResourceConfig, card_template: JsonValue) -> d
     definition.update(sessionIds=list(config.session_ids), managementMode=config.management_mode)
     if config.sharing is not None:
         definition["sharing"] = config.sharing
+    if config.command_source is not None:
+        definition["commandSource"] = config.command_source
     try:
         definition["initial"] = _configured_initial(config, card_template)
     except MvuError as error:

@@ -54,6 +54,9 @@ class Reply:
     """The session's names where the reply was written (its last ``session/names`` before it)."""
     at: int | None = None
     """The turn's time (``turn/end`` ``at``, ms since the epoch): the clock its declaration reads."""
+    user_seq: int | None = None
+    """The event id of the turn's last user-written message before the reply (a card's command
+    processor may read its text; it is never kept here)."""
 
     @property
     def completed(self) -> bool:
@@ -97,6 +100,8 @@ class ReplyParser:
         self.seeded_until = seeded_until
         self._last_reply: dict[Any, SessionEvent] = {}
         self._first_user: dict[Any, SessionEvent] = {}
+        self._last_user: dict[Any, int] = {}  # per turn: the last message the user wrote so far
+        self._user_at: dict[Any, int | None] = {}  # per turn: that message when its reply came
         self._started: dict[Any, int] = {}
         self._names_now = Names()
         self._names_at: dict[Any, Names] = {}  # per turn: the session's names at its reply
@@ -113,6 +118,7 @@ class ReplyParser:
             turn = None  # not a turn number (and no usable key): the event belongs to no turn
         if event.type == "turn/start":
             self._started[turn] = event.seq
+            self._last_user.pop(turn, None)
             return None
         if event.type == "session/names":
             self._names_now = _names_of(event)
@@ -120,9 +126,12 @@ class ReplyParser:
         if event.type == "assistant/message":
             self._last_reply[turn] = event
             self._names_at[turn] = self._names_now
+            self._user_at[turn] = self._last_user.get(turn)
             return None
         if event.type == "user/message":
             self._first_user.setdefault(turn, event)
+            if user_source_kind(event) == "user":
+                self._last_user[turn] = event.seq
             return None
         if event.type != "turn/end" or isinstance(turn, bool) or not isinstance(turn, int):
             return None
@@ -149,7 +158,7 @@ class ReplyParser:
         return Reply(turn, start, event.seq, reason, reply, text, source, sha256_hex(js_json(source)),
                      reply_fingerprint(text), human=user is not None and user_source_kind(user) == "user",
                      names=self._names_at.pop(turn, self._names_now),
-                     at=at if type(at) is int else None)
+                     at=at if type(at) is int else None, user_seq=self._user_at.pop(turn, None))
 
 
 def _names_of(event: SessionEvent) -> Names:

@@ -1,0 +1,230 @@
+"""Card command processors of a service: one registration per state instance, run before commits.
+
+:class:`CardProcessors` is the service's :class:`~mvu_store.service.processing.CommandProcessor`.
+For each reply it finds the resource's registration: one the host made with
+:meth:`register` (``origin="host"``), else one made on first use from the declaration the
+resource's card carries (``origin="card"``). Without either, the commands pass through.
+
+Registration rules:
+
+* at most one active registration per resource; a new one replaces (and deactivates) the old;
+* a disposer only removes its own registration, never a newer one;
+* a card registration ends when the card no longer carries that declaration (disabled or
+  changed: the next reply registers the new one, or none);
+* :meth:`dispose` (the service closing) ends all of them and interrupts running scripts.
+
+A reply's processing re-checks, synchronously after every await (the call into the worker) and
+again right before the commit (:meth:`check_current`), that the service is open and the
+registration it ran under is still the current one: else ``MVU_COMMAND_HOOK_DISPOSED`` or
+``MVU_USAGE_CANCELLED``, both of which leave the reply unrecorded for a retry. That holds on
+error exits too: a script failure under a revoked registration is a cancellation, not a receipt.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import uuid
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from mvu_store.errors import Code, MvuError
+from mvu_store.jsonvalue import JsonValue
+from mvu_store.lang import Command
+from mvu_store.processor.adapter import commands_back, views
+from mvu_store.processor.declaration import PROTOCOL_VERSION, Declaration, declaration, utf16_length
+from mvu_store.processor.engine import Cancel, Unknown, Worker
+from mvu_store.processor.repair import repairs
+from mvu_store.service.bounded import BoundedCache
+from mvu_store.service.processing import ProcessorTurn
+
+MAX_USER_TEXT_UNITS = 64 * 1024
+"""UTF-16 code units of the turn's user text the gate may read; longer text is dropped whole."""
+_TURNS = 4096
+
+
+@dataclass(eq=False, slots=True)
+class Registration:
+    resource_id: str
+    declaration: Declaration
+    origin: Literal["card", "host"]
+    listener_count: int
+    id: str = field(default_factory=lambda: str(uuid.uuid4()))
+    active: bool = True
+
+    def receipt(self) -> dict[str, JsonValue]:
+        """Proof of registration only (never of a state change: only a commit proves that)."""
+        return {"protocolVersion": PROTOCOL_VERSION, "registered": True, "registrationId": self.id,
+                "source": self.declaration.source, "sha256": self.declaration.sha256,
+                "listenerCount": self.listener_count}
+
+
+@dataclass(frozen=True, slots=True)
+class Registered:
+    receipt: dict[str, JsonValue]
+    dispose: Callable[[], None]
+
+
+class CardProcessors:
+    def __init__(self) -> None:
+        self._worker: Worker | None = None
+        self._current: dict[str, Registration] = {}
+        self._generation: dict[str, int] = {}
+        self._running: set[Cancel] = set()
+        # Per resource: the card registration being started, and its source, which replies that
+        # arrive meanwhile with the same source wait for instead of starting their own.
+        self._pending: dict[str, tuple[str, asyncio.Future[Registration]]] = {}
+        self._used: BoundedCache[tuple[str, str, int], Registration] = BoundedCache(_TURNS)
+        self.disposed = False
+
+    # -- registrations ----------------------------------------------------------------------------
+
+    async def register(self, resource_id: str, source: str, *, origin: Literal["card", "host"] = "host") -> Registered:
+        """Start ``source`` for ``resource_id``, replacing its registration (``MVU_USAGE_CANCELLED``
+        if another registration for it was made meanwhile)."""
+        made = declaration(source)
+        if made is None:
+            raise MvuError(Code.COMMAND_HOOK_DECLARATION, "the script declares no command processor "
+                           "(eventOn('global_Mvu_initialized', ...) and Mvu.events.COMMAND_PARSED)")
+        registration = await self._start(resource_id, made, origin)
+        return Registered(registration.receipt(), lambda: self._drop(registration))
+
+    async def _start(self, resource_id: str, made: Declaration, origin: Literal["card", "host"]) -> Registration:
+        self._alive()
+        generation = self._generation[resource_id] = self._generation.get(resource_id, 0) + 1
+        key = str(uuid.uuid4())
+        try:
+            count = await self._begin(key, made)
+        except MvuError:
+            self._still_starting(resource_id, generation)  # a revoked start is a cancellation, not a failure
+            raise
+        try:
+            self._still_starting(resource_id, generation)
+        except MvuError:
+            self._release(key)
+            raise
+        old = self._current.get(resource_id)
+        if old is not None:
+            self._drop(old)
+        registration = self._current[resource_id] = Registration(resource_id, made, origin, count, key)
+        return registration
+
+    def _still_starting(self, resource_id: str, generation: int) -> None:
+        self._alive()
+        if self._generation.get(resource_id) != generation:
+            raise MvuError(Code.USAGE_CANCELLED, "the command processor was registered again meanwhile",
+                           id=resource_id)
+
+    def _drop(self, registration: Registration) -> None:
+        """End ``registration``; a newer one for the same resource is left alone."""
+        if self._current.get(registration.resource_id) is registration:
+            del self._current[registration.resource_id]
+        registration.active = False
+        self._release(registration.id)
+
+    def _release(self, key: str) -> None:
+        if self._worker is not None:
+            self._worker.send({"op": "drop", "key": key})
+
+    async def _begin(self, key: str, made: Declaration) -> int:
+        """Start ``made`` in the engine process under ``key``; its listener count."""
+        count: int = await self._call({"op": "start", "key": key, "source": made.source, "gate": made.gate_global})
+        return count
+
+    def receipt(self, resource_id: str) -> dict[str, JsonValue] | None:
+        registration = self._current.get(resource_id)
+        return registration.receipt() if registration is not None else None
+
+    def claims(self, resource_id: str, command_source: str | None) -> bool:
+        """Whether a reply to ``resource_id`` goes through a card's script."""
+        return resource_id in self._current or command_source is not None
+
+    def dispose(self) -> None:
+        """End every registration and interrupt every running script (``MVU_COMMAND_HOOK_DISPOSED``)."""
+        self.disposed = True
+        for cancel in list(self._running):
+            cancel.cancel(Code.COMMAND_HOOK_DISPOSED)
+        for registration in list(self._current.values()):
+            self._drop(registration)
+        if self._worker is not None:
+            self._worker.close()
+
+    # -- one reply --------------------------------------------------------------------------------
+
+    async def process(self, commands: tuple[Command, ...], turn: ProcessorTurn) -> Sequence[Command]:
+        registration = await self._registration(turn)
+        if registration is None:
+            return commands
+        repaired = repairs(turn.text) if not commands else ()
+        user_text = turn.user_text if utf16_length(turn.user_text) <= MAX_USER_TEXT_UNITS else ""
+        payload = json.dumps({"variables": turn.variables, "commands": views(commands), "text": turn.text,
+                              "userText": user_text}, ensure_ascii=False)
+        self._used.put(_key(turn), registration)
+        try:
+            request = {"op": "process", "key": registration.id, "payload": payload}
+            try:
+                result = await self._call(request)
+            except Unknown:
+                # The engine process was replaced (the old one ended): the script starts again there.
+                registration.listener_count = await self._begin(registration.id, registration.declaration)
+                self._check(registration)
+                result = await self._call(request)
+        except MvuError:
+            self._check(registration)  # a revoked registration turns any failure into a cancellation
+            raise
+        self._check(registration)
+        return commands_back(result, commands or tuple(repair.command for repair in repaired), repaired)
+
+    def check_current(self, turn: ProcessorTurn) -> None:
+        """Synchronously before the commit: the registration the reply ran under still stands."""
+        registration = self._used.get(_key(turn))
+        if registration is not None:
+            self._check(registration)
+
+    async def _registration(self, turn: ProcessorTurn) -> Registration | None:
+        current = self._current.get(turn.resource_id)
+        if current is not None and (current.origin == "host" or current.declaration.source == turn.command_source):
+            return current
+        if current is not None:
+            self._drop(current)  # the card no longer carries that declaration
+        if turn.command_source is None:
+            return None
+        pending = self._pending.get(turn.resource_id)
+        if pending is not None and pending[0] == turn.command_source:
+            return await asyncio.shield(pending[1])
+        made = declaration(turn.command_source)
+        if made is None:
+            raise MvuError(Code.COMMAND_HOOK_DECLARATION, "the card's command processor is not a declaration")
+        started = asyncio.ensure_future(self._start(turn.resource_id, made, "card"))
+        entry = self._pending[turn.resource_id] = (made.source, started)
+        try:
+            # Shielded: a waiter that is cancelled does not cancel the start the others wait for.
+            return await asyncio.shield(started)
+        finally:
+            if self._pending.get(turn.resource_id) is entry:
+                del self._pending[turn.resource_id]
+
+    def _check(self, registration: Registration) -> None:
+        self._alive()
+        if not registration.active or self._current.get(registration.resource_id) is not registration:
+            raise MvuError(Code.USAGE_CANCELLED, "the command processor was replaced or removed meanwhile",
+                           id=registration.resource_id)
+
+    def _alive(self) -> None:
+        if self.disposed:
+            raise MvuError(Code.COMMAND_HOOK_DISPOSED, "the service's command processors were disposed")
+
+    async def _call(self, request: dict[str, Any]) -> Any:
+        if self._worker is None:
+            self._worker = Worker()
+        cancel = Cancel()
+        self._running.add(cancel)
+        try:
+            return await self._worker.call(request, cancel)
+        finally:
+            self._running.discard(cancel)
+
+
+def _key(turn: ProcessorTurn) -> tuple[str, str, int]:
+    return turn.resource_id, turn.session_id, turn.message_seq

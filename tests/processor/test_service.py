@@ -1,0 +1,335 @@
+"""A card's command processor inside the service: registration, the turn pipeline, receipts,
+revocation and replay. On SQLite and PostgreSQL (the ``ledger`` fixture)."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+
+from mvu_store.errors import Code, MvuError
+from mvu_store.ledger import Ledger
+from mvu_store.memory_host import MemoryHost
+from mvu_store.processor import engine
+from mvu_store.processor.registry import CardProcessors
+from mvu_store.service import MvuService
+from tests.processor.support import (
+    PASS,
+    RESOURCE,
+    SESSION,
+    Interposed,
+    helper,
+    hp,
+    make_service,
+    patch,
+    revision,
+)
+
+FILTER_ALL = helper("commands.length = 0;")
+THROWS = helper("throw new Error('reject');")
+
+
+async def phases(service: MvuService, phase: str) -> int:
+    facts = await service.facts(id=RESOURCE, scope={"authority": "local", "session_id": SESSION})
+    return sum(1 for fact in facts if fact.get("phase") == phase)
+
+
+async def turn(host: MemoryHost, number: int, reply: str, user: str = "go") -> None:
+    await host.turn(SESSION, turn=number, user=user, reply=reply)
+
+
+@pytest.fixture
+def host() -> MemoryHost:
+    return MemoryHost()
+
+
+async def test_a_pass_through_script_commits_and_its_receipt_is_on_the_record(ledger: Ledger,
+                                                                             host: MemoryHost) -> None:
+    service = make_service(ledger, host)
+    registered = await service.register_command_processor(id=RESOURCE, source=PASS)
+    receipt = registered.receipt
+    assert receipt["protocolVersion"] == 1 and receipt["registered"] is True and receipt["source"] == PASS
+    assert receipt["listenerCount"] == 1 and len(str(receipt["sha256"])) == 64
+    first = await service.read(id=RESOURCE, scope={"authority": "local", "session_id": SESSION})
+    again = await service.read(id=RESOURCE, scope={"authority": "local", "session_id": SESSION})
+    assert first is not None and again is not None and first.revision == 0
+    assert first.command_processor == again.command_processor == receipt
+    assert first.to_json()["commandProcessor"]["registrationId"] == receipt["registrationId"]
+    await turn(host, 1, patch(8))
+    assert await hp(service) == 8 and await revision(service) == 1 and await phases(service, "applied") == 1
+    await service.ingest(session_id=SESSION)  # ingesting again changes nothing
+    assert await revision(service) == 1 and await phases(service, "applied") == 1
+    await service.close()
+
+
+async def test_a_replayed_committed_reply_ends_before_the_processor_runs(ledger: Ledger, host: MemoryHost) -> None:
+    service = make_service(ledger, host)
+    await turn(host, 1, patch(8))
+    assert await hp(service) == 8
+    await service.close()
+    # After a restart the same reply is recorded: the new service's (throwing) script never runs.
+    processors = Interposed()
+    restarted = make_service(ledger, host, THROWS, processors=processors)
+    await restarted.ingest(session_id=SESSION)
+    assert await revision(restarted) == 1 and await hp(restarted) == 8 and processors.turns == 0
+    await restarted.close()
+
+
+async def test_the_card_declaration_registers_on_first_use_and_filters(ledger: Ledger, host: MemoryHost) -> None:
+    service = make_service(ledger, host, FILTER_ALL)
+    record = await service.read(id=RESOURCE, scope={"authority": "local", "session_id": SESSION})
+    assert record is not None and record.command_processor is None  # nothing runs before a reply
+    await turn(host, 1, patch(8))
+    assert await hp(service) == 10
+    record = await service.read(id=RESOURCE, scope={"authority": "local", "session_id": SESSION})
+    assert record is not None and record.command_processor is not None
+    assert record.command_processor["source"] == FILTER_ALL
+    await service.close()
+
+
+async def test_an_old_disposer_cannot_remove_the_replacement(ledger: Ledger, host: MemoryHost) -> None:
+    service = make_service(ledger, host, None)
+    old = await service.register_command_processor(id=RESOURCE, source=PASS)
+    new = await service.register_command_processor(id=RESOURCE, source=FILTER_ALL)
+    old.dispose()
+    record = await service.read(id=RESOURCE, scope={"authority": "local", "session_id": SESSION})
+    assert record is not None and record.command_processor == new.receipt
+    assert new.receipt["registrationId"] != old.receipt["registrationId"]
+    await turn(host, 1, patch(8))
+    assert await hp(service) == 10  # the new script filtered every command
+    new.dispose()
+    await turn(host, 2, patch(6))
+    assert await hp(service) == 6  # no registration, no card declaration: commands pass through
+    await service.close()
+
+
+async def test_registration_refusals(ledger: Ledger, host: MemoryHost) -> None:
+    service = make_service(ledger, host, None)
+    with pytest.raises(MvuError) as caught:
+        await service.register_command_processor(id="mvu:nope", source=PASS)
+    assert caught.value.code == Code.MISSING
+    with pytest.raises(MvuError) as caught:
+        await service.register_command_processor(id=RESOURCE, source="console.log(1)")
+    assert caught.value.code == Code.COMMAND_HOOK_DECLARATION
+    await service.close()
+    with pytest.raises(MvuError) as caught:
+        await service.register_command_processor(id=RESOURCE, source=PASS)
+    assert caught.value.code == Code.DISPOSED
+
+
+async def test_managed_denial_never_runs_the_processor(ledger: Ledger, host: MemoryHost) -> None:
+    processors = Interposed()
+    service = make_service(ledger, host, THROWS, processors=processors)
+    service.register_usage(lambda request: None, provider_id="dsh-memory-manager")
+    await turn(host, 1, patch(8))
+    assert await hp(service) == 10 and await phases(service, "applied") == 0 and processors.turns == 0
+    await service.close()
+
+
+async def test_a_throwing_script_leaves_a_failed_receipt_and_the_next_turn_is_unharmed(
+        ledger: Ledger, host: MemoryHost) -> None:
+    service = make_service(ledger, host, helper("if (text.includes('reject')) throw new Error('no');"))
+    await turn(host, 1, patch(7) + " reject")
+    report = await service.ingest(session_id=SESSION)
+    assert await hp(service) == 10 and await revision(service) == 1  # the reply is consumed
+    assert report.outcomes == []
+    await turn(host, 2, patch(8))
+    assert await hp(service) == 8
+    await service.close()
+
+
+async def test_trusted_ingest_reads_only_the_same_turns_user_text(ledger: Ledger, host: MemoryHost) -> None:
+    gated = helper("const gate = globalThis.fixtureGate;\n"
+                   "if (!gate.extractOperationBlock(gate.latestUserText()).includes('allow')) commands.length = 0;")
+    service = make_service(ledger, host, gated)
+    block = "<本轮操作>\n<本轮执行边界>一次</本轮执行边界>\n<操作项>allow</操作项>\n</本轮操作>"
+    await turn(host, 1, patch(8), user=block)
+    assert await hp(service) == 8
+    await turn(host, 2, patch(6), user="just talking")
+    assert await hp(service) == 8
+    # Text over 64 Ki code units grants nothing (it is not cut down to a valid block).
+    await turn(host, 3, patch(5), user=block + "x" * (64 * 1024))
+    assert await hp(service) == 8
+    await service.close()
+
+
+async def test_a_repaired_patch_runs_only_when_the_script_pushes_it_exactly(ledger: Ledger, host: MemoryHost) -> None:
+    pushing = helper("if (text.includes('\"path\":\"/hp\":')) commands.push({type: 'set', args: ['hp', '{\"n\":1}'],"
+                     " full_match: '{\"op\":\"replace\",\"path\":\"/hp\",\"value\":{\"n\":1}}'});")
+    service = make_service(ledger, host, pushing)
+    await turn(host, 1, '<JSONPatch>[{"op":"replace","path":"/hp":{"n":1}}]</JSONPatch>')
+    assert await hp(service) == {"n": 1}
+    await service.close()
+
+
+async def test_budgets_of_the_state_and_the_reply_stay_separate(ledger: Ledger, host: MemoryHost) -> None:
+    # Together over each budget alone (1 MiB of reply), each within its own.
+    big = {"stat_data": {"hp": 10, "a": "x" * (450 * 1024), "b": "y" * (450 * 1024)}}
+    service = make_service(ledger, host, PASS, initial=big)
+    await turn(host, 1, "z" * (650 * 1024) + patch(8))
+    assert await hp(service) == 8
+    await service.close()
+
+
+# -- revocation: re-checked synchronously after the script returns, and before the save -----------
+
+
+async def _revoked(ledger: Ledger, host: MemoryHost, source: str, revoke: Any, code: str) -> None:
+    """Revoke while the reply's script call is returning: nothing is recorded; a retry commits."""
+    processors = Interposed()
+    service = make_service(ledger, host, source, processors=processors)
+    processors.after = lambda: revoke(service, host)
+    with pytest.raises(MvuError) as caught:
+        await turn(host, 1, patch(8))  # the host's ingest fails: it is retried below
+    assert caught.value.code == code
+    assert await revision(service) == 0 and await phases(service, "applied") == 0
+    failed = [fact for fact in await service.facts(id=RESOURCE, scope={"authority": "local", "session_id": SESSION})
+              if fact.get("phase") == "failed"]
+    assert [fact.get("detail") for fact in failed] == [code]
+    if code == Code.COMMAND_HOOK_DISPOSED:
+        return
+    await service.register_command_processor(id=RESOURCE, source=PASS)
+    await service.ingest(session_id=SESSION)
+    assert await hp(service) == 8 and await revision(service) == 1
+    await service.close()
+
+
+@pytest.mark.parametrize("source", [PASS, THROWS], ids=["normal exit", "error exit"])
+async def test_a_replacement_during_the_call_cancels_without_consuming_the_reply(
+        ledger: Ledger, host: MemoryHost, source: str) -> None:
+    async def replace(service: MvuService, host: MemoryHost) -> None:
+        await service.register_command_processor(id=RESOURCE, source=FILTER_ALL)
+
+    await _revoked(ledger, host, source, replace, Code.USAGE_CANCELLED)
+
+
+async def test_a_usage_policy_change_during_the_call_cancels(ledger: Ledger, host: MemoryHost) -> None:
+    await _revoked(ledger, host, PASS, lambda service, host: service.register_usage(lambda request: None) and None,
+                   Code.USAGE_CANCELLED)
+
+
+async def test_a_lost_session_lease_during_the_call_cancels(ledger: Ledger, host: MemoryHost) -> None:
+    await _revoked(ledger, host, PASS, lambda service, host: host.invalidate_leases(SESSION), Code.SESSION_LEASE)
+
+
+async def test_disposing_the_service_during_the_call_cancels(ledger: Ledger, host: MemoryHost) -> None:
+    processors = Interposed()
+    service = make_service(ledger, host, PASS, processors=processors)
+    processors.after = service.close
+    with pytest.raises(MvuError) as caught:
+        await turn(host, 1, patch(8))
+    assert caught.value.code == Code.COMMAND_HOOK_DISPOSED
+    # Nothing was recorded: a new service over the same ledger still has the reply to apply.
+    again = make_service(ledger, host, PASS)
+    assert await revision(again) == 0
+    await again.ingest(session_id=SESSION)
+    assert await hp(again) == 8
+    await again.close()
+
+
+async def test_a_revoked_start_is_a_cancellation_not_a_failure(ledger: Ledger, host: MemoryHost) -> None:
+    """The card's script fails while it starts, and its registration is replaced meanwhile."""
+    processors = CardProcessors()
+    service = make_service(ledger, host, helper("") + "\nthrow new Error('init');", processors=processors)
+    started = asyncio.Event()
+    original = processors._call
+
+    async def call(request: dict[str, Any]) -> Any:
+        try:
+            return await original(request)
+        finally:
+            if request["op"] == "start" and not started.is_set():
+                started.set()
+                await processors.register(RESOURCE, FILTER_ALL)
+
+    processors._call = call  # type: ignore[method-assign]
+    with pytest.raises(MvuError) as caught:
+        await turn(host, 1, patch(8))
+    assert caught.value.code == Code.USAGE_CANCELLED
+    assert await revision(service) == 0
+    await service.ingest(session_id=SESSION)  # the replacement registration now stands
+    assert await hp(service) == 10 and await revision(service) == 1
+    await service.close()
+
+
+async def test_closing_the_service_interrupts_a_running_script(ledger: Ledger, host: MemoryHost) -> None:
+    processors = CardProcessors()
+    service = make_service(ledger, host, helper("if (text.includes('spin')) for (;;) {}"), processors=processors)
+    await turn(host, 1, patch(7))  # the script is registered and idle
+    host.append(SESSION, "turn/start", {"turn": 2})
+    await host.drain()
+    reply = host.append(SESSION, "assistant/message", {"turn": 2, "message": {
+        "id": "spin", "content": [{"type": "text", "text": patch(8) + " spin"}]}})
+    host.append(SESSION, "turn/end", {"turn": 2, "reason": {"kind": "completed"}})
+
+    async def script_running() -> None:
+        while not processors._running:  # noqa: ASYNC110 (no event to wait for: the host's ingest is in the script)
+            await asyncio.sleep(0)
+
+    await asyncio.wait_for(script_running(), timeout=60)
+    await service.close()
+    with pytest.raises(MvuError) as caught:
+        await host.drain()
+    assert caught.value.code == Code.COMMAND_HOOK_DISPOSED
+    again = make_service(ledger, host, None)
+    assert await hp(again) == 7 and reply > 0  # nothing was recorded for the interrupted reply
+    # The stored definition keeps the spinning script: the host replaces it to retry the reply.
+    await again.register_command_processor(id=RESOURCE, source=PASS)
+    await again.ingest(session_id=SESSION)
+    assert await hp(again) == 8
+    await again.close()
+
+
+async def test_an_engine_process_that_ended_is_replaced_and_scripts_start_again(
+        ledger: Ledger, host: MemoryHost) -> None:
+    processors = CardProcessors()
+    service = make_service(ledger, host, FILTER_ALL, processors=processors)
+    await turn(host, 1, patch(7))
+    assert await hp(service) == 10
+    worker = processors._worker
+    assert worker is not None and worker._child is not None
+    first = worker._child.pid
+    worker._child.kill()
+    worker._child.wait()
+    await turn(host, 2, patch(8))
+    assert await hp(service) == 10  # still filtered, by the script started again in a new process
+    assert worker._child is not None and worker._child.pid != first
+    await service.close()
+
+
+async def test_concurrent_first_replies_share_one_pending_start(ledger: Ledger, host: MemoryHost) -> None:
+    """Two sessions of one shared state reply at once: the card's script starts once, and
+    neither reply is cancelled by the other's registration."""
+    processors = Interposed()
+    service = make_service(ledger, host, PASS, processors=processors, session_ids=[SESSION, "t"])
+    host.create_session("t", created_at=2000)
+    starts = 0
+    original = processors._begin
+
+    async def counted(key: str, made: Any) -> int:
+        nonlocal starts
+        starts += 1
+        return await original(key, made)
+
+    processors._begin = counted  # type: ignore[method-assign]
+    await asyncio.gather(host.turn(SESSION, turn=1, user="go", reply="_.add('hp', 1);"),
+                         host.turn("t", turn=1, user="go", reply="_.add('hp', 2);"))
+    assert await hp(service) == 13 and await revision(service) == 2 and starts == 1
+    await service.close()
+
+
+async def test_an_engine_that_does_not_answer_is_ended_by_the_watchdog(
+        ledger: Ledger, host: MemoryHost, monkeypatch: pytest.MonkeyPatch) -> None:
+    processors = CardProcessors()
+    service = make_service(ledger, host, helper("if (text.includes('spin')) for (;;) {}"), processors=processors)
+    await turn(host, 1, patch(7))  # started, with the engine's normal watchdog
+    # A watchdog shorter than the script's own budget stands for an engine that never answers.
+    monkeypatch.setattr(engine, "WATCHDOG", 0.01)
+    await turn(host, 2, patch(8) + " spin")
+    monkeypatch.undo()
+    facts = await service.facts(id=RESOURCE, scope={"authority": "local", "session_id": SESSION})
+    assert [fact.get("detail") for fact in facts if fact.get("phase") == "failed"] == [Code.COMMAND_HOOK_EXECUTION]
+    await turn(host, 3, patch(9))  # a new engine process, the script started again there
+    assert await hp(service) == 9
+    await service.close()
