@@ -14,12 +14,19 @@ CHROMIUM ?= /usr/bin/chromium
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 
+# quickjs-bindings replaced the quickjs package, and both install the module `quickjs`: a venv made
+# before the switch drops the old one first (only while the new one is absent, whose files it shares).
+DROP_OLD_QUICKJS := $(BIN)/python -m pip show -q quickjs-bindings >/dev/null 2>&1 || \
+	$(BIN)/python -m pip uninstall -y -q quickjs >/dev/null 2>&1 || true
+
 $(RUN_STAMP): pyproject.toml | $(BIN)/python
+	$(DROP_OLD_QUICKJS)
 	$(BIN)/python -m pip install --quiet -e .
 	touch $(RUN_STAMP)
 
 # The dev extras include the package itself, so this stamp stands for both.
 $(DEV_STAMP): pyproject.toml | $(BIN)/python
+	$(DROP_OLD_QUICKJS)
 	$(BIN)/python -m pip install --quiet -e '.[dev]'
 	touch $(RUN_STAMP) $(DEV_STAMP)
 
