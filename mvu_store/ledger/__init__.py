@@ -13,6 +13,7 @@ from mvu_store.errors import Code, MvuError
 from mvu_store.jsonvalue import MAX_STATE_BYTES
 from mvu_store.ledger import migrate
 from mvu_store.ledger import tables as t
+from mvu_store.ledger.database_file import create_if_missing
 from mvu_store.ledger.dialect import dialect_of, translated
 from mvu_store.ledger.engine import EngineOptions, Synchronous, create_sync_engine
 from mvu_store.ledger.records import (
@@ -80,7 +81,7 @@ async def open_ledger(
         raise MvuError(Code.CONFIG, "limits must be positive")
     options = EngineOptions(
         synchronous=synchronous, busy_timeout_ms=busy_timeout_ms, application_name=f"mvu-store {ledger_id}",
-        read_only=read_only,
+        read_only=read_only, create_file=False,
     )
     writer_engine = create_sync_engine(url, options, writer=True)
     reader_engine = create_sync_engine(url, options, writer=False)
@@ -109,7 +110,7 @@ def _prepare(
             # A read-only open must not leave an empty database file behind.
             raise MvuError(Code.MISSING, f"there is no ledger at {path}: run `mvu db upgrade`", path=str(path))
         if migrate_to_head:
-            path.parent.mkdir(parents=True, exist_ok=True)
+            create_if_missing(path)
     if migrate_to_head:
         migrate.upgrade(engine)
     elif migrate.current_revision(engine) != migrate.head_revision():

@@ -36,6 +36,11 @@ class EngineOptions:
     pool_size: int = 4
     # PostgreSQL: shown in pg_stat_activity, so operators see which ledger a session serves.
     application_name: str = "mvu-store"
+    create_file: bool = True
+    """SQLite: a connection to a missing file creates it (SQLite's default). The ledger's own
+    engines say no: a file deleted under a running ledger must not come back empty at the next
+    connection of a pool (``MVU_STORAGE_GONE`` instead); ``open_ledger`` creates it once, on
+    purpose."""
     read_only: bool = False
     """Connections that can only read (the commands that inspect a ledger): an SQLite file is
     opened ``mode=ro`` and works on a read-only file or file system; a PostgreSQL session
@@ -116,6 +121,20 @@ def read_only_uri(path: str) -> str:
     return uri
 
 
+def _open_existing(path: str, connect_args: dict[str, Any]) -> sqlite3.Connection:
+    """A read-write connection to the file at ``path``, never creating it."""
+    try:
+        connection: sqlite3.Connection = sqlite3.connect(
+            f"file:{urllib.parse.quote(os.path.abspath(path))}?mode=rw", uri=True, **connect_args)
+    except sqlite3.Error as error:
+        if getattr(error, "sqlite_errorcode", 0) & 0xFF != sqlite3.SQLITE_CANTOPEN or os.path.lexists(path):
+            raise
+        raise MvuError(Code.STORAGE_GONE, f"the ledger's database file {path} is missing (deleted or moved); "
+                                          "nothing was written and nothing was created in its place",
+                       path=path) from None
+    return connection
+
+
 def _open_read_only(path: str, connect_args: dict[str, Any]) -> sqlite3.Connection:
     """A read-only connection to ``path``, or a typed refusal that says why it cannot be read.
 
@@ -140,13 +159,15 @@ def _sqlite_engine(url: URL, options: EngineOptions, *, writer: bool) -> Engine:
         raise MvuError(Code.CONFIG, "SQLite ledgers need a file path (sqlite:///path/to/ledger.sqlite3)")
     connect_args: dict[str, Any] = {"check_same_thread": False, "timeout": options.busy_timeout_ms / 1000}
     extra: dict[str, Any] = {}
-    if options.read_only:
+    if options.read_only or not options.create_file:
         # The URL stays the file's path (the ledger names it in errors and findings); each
-        # connection opens it by a read-only URI instead.
+        # connection opens it by a URI that says how.
         database = url.database
 
         def connect() -> sqlite3.Connection:
-            return _open_read_only(database, connect_args)
+            if options.read_only:
+                return _open_read_only(database, connect_args)
+            return _open_existing(database, connect_args)
 
         extra["creator"] = connect
     engine = create_engine(
