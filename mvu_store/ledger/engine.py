@@ -7,6 +7,7 @@ SQLAlchemy Core and runs unchanged on SQLite and PostgreSQL.
 from __future__ import annotations
 
 import hashlib
+import math
 import os
 import sqlite3
 import urllib.parse
@@ -78,7 +79,7 @@ def create_sync_engine(url: str | URL, options: EngineOptions, *, writer: bool =
         return _sqlite_engine(parsed, options, writer=writer)
     role = "writer" if writer else "reader"
     engine = create_engine(
-        parsed,
+        _with_connect_timeout(parsed, options),
         poolclass=QueuePool,
         pool_size=options.pool_size,
         pool_pre_ping=True,
@@ -93,6 +94,18 @@ def create_sync_engine(url: str | URL, options: EngineOptions, *, writer: bool =
             dbapi_connection.commit()
 
     return engine
+
+
+def _with_connect_timeout(url: URL, options: EngineOptions) -> URL:
+    """The URL with libpq's ``connect_timeout`` (whole seconds, at least 2) set from the busy
+    timeout, unless it sets one. libpq has none by default: a server that stops answering (a
+    host gone, packets dropped) would hold a connection attempt for the system's TCP timeout,
+    minutes, instead of an ``MVU_STORAGE_BUSY`` after the time the ledger waits for a busy
+    database. In the URL, not the connect arguments, so the session locks' connections
+    (:func:`lock_conninfo`) have it too."""
+    if "connect_timeout" in url.query:
+        return url
+    return url.update_query_dict({"connect_timeout": str(max(2, math.ceil(options.busy_timeout_ms / 1000)))})
 
 
 def lock_conninfo(engine: Engine, application_name: str) -> str:
