@@ -98,3 +98,19 @@ def test_growth_windows_scale_with_the_session() -> None:
         windows = ingest.Windows.for_turns(turns)
         assert (windows.first.start, windows.first.stop - 1) == first, turns
         assert (windows.last.start, windows.last.stop - 1) == last, turns
+
+
+MISBEHAVING = BENCHMARK.with_name("misbehaving.py")
+
+
+def test_quick_misbehaving_benchmark_prints_each_abuse_beside_the_quiet_figures() -> None:
+    done = subprocess.run([sys.executable, str(MISBEHAVING), "--quick"], capture_output=True, text=True, timeout=300,
+                          check=False)
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.strip().splitlines()
+    assert len(lines) > 1, "human lines come before the JSON"
+    figures = json.loads(lines[-1])
+    for name in ("quiet", "slowloris", "wrong_tokens", "huge_heads", "hostile_bodies"):
+        good = figures[name] if name == "quiet" else figures[name]["goodClient"]
+        assert good["requests"] >= 1 and good["median_ms"] > 0 and good["p99_ms"] >= good["median_ms"], name
+    assert figures["tracebacks"] == 0 and figures["logLines"] > 0 and figures["quick"] is True
