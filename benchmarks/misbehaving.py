@@ -24,6 +24,7 @@ from __future__ import annotations
 import argparse
 import collections
 import contextlib
+import dataclasses
 import json
 import os
 import re
@@ -253,9 +254,17 @@ class GoodClient:
 # -- the server -----------------------------------------------------------------------------------
 
 
+@dataclasses.dataclass
+class Running:
+    address: Address
+    log: list[str]
+    """The server's standard error, line by line as it is written."""
+    pid: int
+
+
 @contextlib.contextmanager
-def served(directory: Path, *args: str) -> Iterator[tuple[Address, list[str]]]:
-    """``mvu serve`` on a new ledger in ``directory``: its address and its log, line by line."""
+def served(directory: Path, *args: str) -> Iterator[Running]:
+    """``mvu serve`` on a new ledger in ``directory``, with a session ``s0``."""
     command = [sys.executable, "-m", "mvu_api.cli", "serve", "--db", f"sqlite:///{directory / 'ledger.sqlite3'}",
                "--port", "0", "--token", TOKEN, *args]
     environment = {key: value for key, value in os.environ.items() if key != "MVU_TOKEN"}
@@ -283,7 +292,7 @@ def served(directory: Path, *args: str) -> Iterator[tuple[Address, list[str]]]:
             assert status in (200, 201), body
         finally:
             connection.close()
-        yield address, log
+        yield Running(address, log, process.pid)
     finally:
         process.terminate()
         process.wait(DEADLINE)
@@ -297,7 +306,8 @@ def main() -> None:
     quiet_requests = 100 if options.quick else 2_000
     figures: dict[str, Any] = {"quick": options.quick}
     with tempfile.TemporaryDirectory(prefix="mvu-misbehaving-") as directory, \
-            served(Path(directory), "--head-timeout", "2") as (address, log):
+            served(Path(directory), "--head-timeout", "2") as running:
+        address, log = running.address, running.log
         with GoodClient(address, TOKEN) as good:
             good.wait_for(quiet_requests)
         figures["quiet"] = good.figures()

@@ -114,3 +114,20 @@ def test_quick_misbehaving_benchmark_prints_each_abuse_beside_the_quiet_figures(
         good = figures[name] if name == "quiet" else figures[name]["goodClient"]
         assert good["requests"] >= 1 and good["median_ms"] > 0 and good["p99_ms"] >= good["median_ms"], name
     assert figures["tracebacks"] == 0 and figures["logLines"] > 0 and figures["quick"] is True
+
+
+SOAK_SERVE = BENCHMARK.with_name("soak_serve.py")
+
+
+def test_quick_serve_soak_prints_its_samples_and_growth_figures() -> None:
+    done = subprocess.run([sys.executable, str(SOAK_SERVE), "--quick"], capture_output=True, text=True, timeout=300,
+                          check=False)
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.strip().splitlines()
+    figures = json.loads(lines[-1])
+    assert len(lines) > 1 and len(figures["samples"]) >= 2
+    assert figures["edits"] >= 1 and figures["reads"] >= 1 and figures["tracebacks"] == 0
+    for key in ("rssKib", "dbBytes", "walBytes", "usedBytes", "edits"):
+        assert all(sample[key] >= 0 for sample in figures["samples"]), key
+    assert isinstance(figures["rssLevelsOff"], bool) and isinstance(figures["walLevelsOff"], bool)
+    assert figures["budgetBytesPerEdit"] > 0 and figures["rssKib"]["peak"] >= figures["rssKib"]["start"]

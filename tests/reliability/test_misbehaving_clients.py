@@ -7,6 +7,7 @@ from __future__ import annotations
 import contextlib
 import importlib.util
 import socket
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
@@ -23,6 +24,7 @@ def _load() -> ModuleType:
     spec = importlib.util.spec_from_file_location("misbehaving", BENCHMARK)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # where its dataclass looks itself up while being made
     spec.loader.exec_module(module)
     return module
 
@@ -39,8 +41,9 @@ class Served:
 
 @pytest.fixture(scope="module")
 def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
-    with bench.served(tmp_path_factory.mktemp("misbehaving"), "--head-timeout", "5") as (address, log):
-        server = Served(address, log)
+    with bench.served(tmp_path_factory.mktemp("misbehaving"), "--head-timeout", "5") as running:
+        log = running.log
+        server = Served(running.address, log)
         server.events = 1  # the session the benchmark's server creates
         yield server
     # After the server stopped, its whole log is in.
