@@ -9,8 +9,8 @@ interval and overall:
 
 - bytes per edit, of the budget and of the database file (a state already stored is stored once:
   an edit that sends one costs its version row, not the state again);
-- whether resident memory and the WAL level off (their peak over the second half of the run is
-  within 10 % of, or below, their peak over the first half).
+- how fast resident memory and the WAL grow per 1,000 edits in each third of the run, and whether
+  they level off (the last third's growth at most a quarter of the first third's, or none).
 
 Human lines first; the LAST line is one JSON object. ``--quick`` makes a short run.
 
@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import itertools
 import json
 import os
 import sqlite3
@@ -138,10 +139,18 @@ def _sample(pid: int, db: Path, load: Load, started: float) -> dict[str, Any]:
             "walBytes": wal.stat().st_size if wal.exists() else 0, "usedBytes": used}
 
 
-def _levels_off(samples: list[dict[str, Any]], key: str) -> bool:
-    half = len(samples) // 2
-    first, second = max(s[key] for s in samples[:half]), max(s[key] for s in samples[half:])
-    return bool(second <= first * 1.1)
+def _rates(samples: list[dict[str, Any]], key: str) -> list[float | None]:
+    """``key``'s growth per 1,000 edits over each third of the run."""
+    third = max(1, (len(samples) - 1) // 3)
+    cuts = [samples[0], samples[third], samples[2 * third], samples[-1]]
+    return [None if b["edits"] == a["edits"] else round(1000 * (b[key] - a[key]) / (b["edits"] - a["edits"]), 1)
+            for a, b in itertools.pairwise(cuts)]
+
+
+def _levels_off(rates: list[float | None]) -> bool:
+    """Whether the growth over the last third is at most a quarter of the first third's (or none)."""
+    first, last = rates[0], rates[-1]
+    return first is not None and last is not None and (last <= 0 or last <= first / 4)
 
 
 def _per_edit(a: dict[str, Any], b: dict[str, Any], key: str) -> float | None:
@@ -184,7 +193,10 @@ def main() -> None:
         "dbBytes": last["dbBytes"],
         "budgetBytesPerEdit": _per_edit(first, last, "usedBytes"),
         "dbBytesPerEdit": _per_edit(first, last, "dbBytes"),
-        "rssLevelsOff": _levels_off(samples, "rssKib"), "walLevelsOff": _levels_off(samples, "walBytes"),
+        "rssKibPerThousandEditsByThird": _rates(samples, "rssKib"),
+        "walBytesPerThousandEditsByThird": _rates(samples, "walBytes"),
+        "rssLevelsOff": _levels_off(_rates(samples, "rssKib")),
+        "walLevelsOff": _levels_off(_rates(samples, "walBytes")),
         "tracebacks": tracebacks, "samples": samples,
         "loadAverage": [round(value, 2) for value in os.getloadavg()],
     }
