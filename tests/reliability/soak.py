@@ -7,6 +7,9 @@ and none that was not acknowledged is half there, and auditing (``test_crash.kil
 eight processes compare-and-swap one counter on PostgreSQL, to report the rate a single hot
 resource sustains. Progress goes to standard error; the figures are one JSON object on the last
 line of standard output. Any loss or finding stops it with a failed assertion.
+``MVU_SOAK_MINUTES`` / ``MVU_SOAK_MINUTES_PG`` bound each part's time on a machine too busy for
+the whole count: no kill starts after it, the final checks run, and the figures say how many
+kills there were of how many planned.
 """
 
 from __future__ import annotations
@@ -66,6 +69,11 @@ def _hot_counter(url: str) -> dict[str, Any]:
             "commitsPerSecond": round(successes / elapsed, 1)}
 
 
+def _stop_at(variable: str) -> float | None:
+    minutes = os.environ.get(variable)
+    return None if minutes is None else time.monotonic() + 60 * float(minutes)
+
+
 def main() -> None:
     sqlite_kills = int(os.environ.get("MVU_SOAK_KILLS", "1000"))
     pg_kills = int(os.environ.get("MVU_SOAK_KILLS_PG", "100"))
@@ -74,7 +82,8 @@ def main() -> None:
     figures: dict[str, Any] = {"seed": seed}
     with tempfile.TemporaryDirectory(prefix="mvu-soak-") as directory:
         url = f"sqlite:///{Path(directory) / 'soak.sqlite3'}"
-        figures["sqlite"] = kill_run(url, "default", sqlite_kills, seed=seed, full_check_every=100, progress=True)
+        figures["sqlite"] = kill_run(url, "default", sqlite_kills, seed=seed, full_check_every=100, progress=True,
+                                     stop_at=_stop_at("MVU_SOAK_MINUTES"))
         print(f"sqlite: {json.dumps(figures['sqlite'])}", file=sys.stderr, flush=True)
     schema = f"mvu_soak_{os.getpid()}_{uuid.uuid4().hex[:8]}"
     with psycopg.connect(SERVER, autocommit=True) as admin:
@@ -82,7 +91,7 @@ def main() -> None:
     try:
         url = _in_schema(schema)
         figures["postgresql"] = kill_run(url, f"soak-{uuid.uuid4().hex[:12]}", pg_kills, seed=seed,
-                                         full_check_every=20, progress=True)
+                                         full_check_every=20, progress=True, stop_at=_stop_at("MVU_SOAK_MINUTES_PG"))
         print(f"postgresql: {json.dumps(figures['postgresql'])}", file=sys.stderr, flush=True)
         figures["postgresqlHotResource"] = _hot_counter(url)
     finally:

@@ -185,7 +185,7 @@ class Database:
             else:
                 self._connection = psycopg.connect(self._url, autocommit=True)
         if self.sqlite:
-            return self.one("SELECT count(*) FROM sqlite_master WHERE name = 'receipts'")[0] == 1
+            return bool(self.one("SELECT count(*) FROM sqlite_master WHERE name = 'receipts'")[0] == 1)
         return self.one("SELECT to_regclass('receipts') IS NOT NULL")[0] is True
 
     def rows(self, sql: str, *params: object) -> list[tuple[Any, ...]]:
@@ -311,15 +311,21 @@ def _audit(url: str, ledger_id: str) -> int:
 
 
 def kill_run(url: str, ledger_id: str, kills: int, *, seed: int, full_check_every: int = FULL_CHECK_EVERY,
-             progress: bool = False) -> dict[str, Any]:
-    """``kills`` SIGKILLs of writers on the ledger, each followed by a check; the figures."""
+             progress: bool = False, stop_at: float | None = None) -> dict[str, Any]:
+    """``kills`` SIGKILLs of writers on the ledger, each followed by a check; the figures.
+    ``stop_at`` (a ``time.monotonic()``): no new kill after it (a soak on a busy machine), the
+    final checks all the same; the figures say how many kills there were of how many planned."""
     run = Run()
     rng = random.Random(seed)
     started = time.monotonic()
     checker = Checker(url, ledger_id, run)
     try:
         upcoming = _spawn(url, ledger_id)
+        done = 0
         for kill in range(kills):
+            if stop_at is not None and time.monotonic() > stop_at:
+                break
+            done += 1
             current, upcoming = upcoming, _spawn(url, ledger_id)
             _one_child(current, run, rng)
             if (kill + 1) % full_check_every == 0:
@@ -339,7 +345,8 @@ def kill_run(url: str, ledger_id: str, kills: int, *, seed: int, full_check_ever
     finally:
         checker.close()
     return {
-        "kills": kills + 1,
+        "kills": done + 1,
+        "killsPlanned": kills + 1,
         "killsBeforeReady": run.kills_before_ready,
         "killsAfterReady": run.kills_after_ready,
         "acknowledgedCommits": sum(run.acked.values()),
