@@ -25,6 +25,7 @@ import asyncio
 import logging
 from typing import Any
 
+import h11
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from mvu_api.http.problems import problem
@@ -62,7 +63,9 @@ def with_head_timeout(seconds: float, *, max_head_bytes: int = MAX_HEAD_BYTES,
             self._arm()
 
         def data_received(self, data: bytes) -> None:
-            if self._deadline is not None and self._head_too_large(data):
+            # Only while a new request's head is awaited: after an early answer (a 413, say) the
+            # rest of the previous request's body may still be arriving, and is no head.
+            if self._deadline is not None and self.conn.their_state is h11.IDLE and self._head_too_large(data):
                 self._refuse(431, HEAD_TOO_LARGE, f"a request's line and headers are at most {max_head_bytes} bytes",
                              limit=max_head_bytes)
                 return
