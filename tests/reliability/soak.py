@@ -69,6 +69,11 @@ def _hot_counter(url: str) -> dict[str, Any]:
             "commitsPerSecond": round(successes / elapsed, 1)}
 
 
+def _audited(figures: dict[str, Any]) -> None:
+    """The audits were clean (a run stopped before any ledger existed has nothing to audit)."""
+    assert figures["auditClean"] or figures["acknowledgedCommits"] == 0, figures
+
+
 def _stop_at(variable: str) -> float | None:
     minutes = os.environ.get(variable)
     return None if minutes is None else time.monotonic() + 60 * float(minutes)
@@ -85,6 +90,7 @@ def main() -> None:
         figures["sqlite"] = kill_run(url, "default", sqlite_kills, seed=seed, full_check_every=100, progress=True,
                                      stop_at=_stop_at("MVU_SOAK_MINUTES"))
         print(f"sqlite: {json.dumps(figures['sqlite'])}", file=sys.stderr, flush=True)
+        _audited(figures["sqlite"])
     schema = f"mvu_soak_{os.getpid()}_{uuid.uuid4().hex[:8]}"
     with psycopg.connect(SERVER, autocommit=True) as admin:
         admin.execute(f"CREATE SCHEMA {schema}")
@@ -93,6 +99,7 @@ def main() -> None:
         figures["postgresql"] = kill_run(url, f"soak-{uuid.uuid4().hex[:12]}", pg_kills, seed=seed,
                                          full_check_every=20, progress=True, stop_at=_stop_at("MVU_SOAK_MINUTES_PG"))
         print(f"postgresql: {json.dumps(figures['postgresql'])}", file=sys.stderr, flush=True)
+        _audited(figures["postgresql"])
         figures["postgresqlHotResource"] = _hot_counter(url)
     finally:
         with psycopg.connect(SERVER, autocommit=True) as admin:
