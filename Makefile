@@ -9,7 +9,7 @@ DB ?= sqlite:///./var/mvu.sqlite3
 
 CHROMIUM ?= /usr/bin/chromium
 
-.PHONY: install install-browser test lint run bench clean
+.PHONY: install install-browser test lint run bench soak clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -59,6 +59,11 @@ run: $(RUN_STAMP)
 bench: $(RUN_STAMP)
 	$(BIN)/python benchmarks/commit_path.py
 	$(BIN)/python benchmarks/http.py
+
+# Not part of `make test`: 1,000 SIGKILLs of writers on SQLite and 100 on PostgreSQL, each followed by a
+# check that nothing acknowledged was lost (tests/reliability/soak.py; the figures are its last line).
+soak: $(DEV_STAMP)
+	$(BIN)/python -m tests.reliability.soak
 
 clean:
 	rm -rf $(VENV) var .pytest_cache .mypy_cache .ruff_cache .hypothesis

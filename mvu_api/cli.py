@@ -42,10 +42,11 @@ def _emit(args: argparse.Namespace, payload: dict[str, Any], render: Callable[[C
 
 
 async def _open(args: argparse.Namespace, *, writes: bool = False) -> Ledger:
-    """Open the ledger; only commands that write may create or migrate it (`db upgrade` does)."""
+    """Open the ledger; only commands that write may create or migrate it (`db upgrade` does).
+    The others open it read-only, so they work on a file or file system nobody may write."""
     from mvu_store.ledger import open_ledger
 
-    return await open_ledger(args.db, ledger_id=args.ledger_id, migrate_to_head=writes)
+    return await open_ledger(args.db, ledger_id=args.ledger_id, migrate_to_head=writes, read_only=not writes)
 
 
 async def cmd_status(args: argparse.Namespace) -> int:

@@ -140,6 +140,10 @@ def install_openapi(app: FastAPI) -> None:
                     generated = operation.get("responses", {}).get("422", {})
                     if "HTTPValidationError" in str(generated):
                         del operation["responses"]["422"]
+                    # The transport answers any route so when its head is over the bound (protocol.py).
+                    operation.setdefault("responses", {})["431"] = {
+                        "description": "Request Header Fields Too Large (MVU_HEAD_TOO_LARGE)",
+                        "content": {"application/problem+json": {"schema": _PROBLEM_SCHEMA}}}
             for name in ("HTTPValidationError", "ValidationError"):
                 schema.get("components", {}).get("schemas", {}).pop(name, None)
             app.openapi_schema = schema

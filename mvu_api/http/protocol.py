@@ -1,11 +1,22 @@
-"""uvicorn's HTTP/1.1 protocol with a deadline for each request's head.
+"""uvicorn's HTTP/1.1 protocol with the limits a server facing any client needs.
 
-uvicorn closes a keep-alive connection that stays idle after a response, but a connection
-that opens and sends nothing, or sends its headers a byte at a time (a slowloris), is kept
-for ever: enough of them hold the server's file descriptors and memory. Here every request's
-head (request line and headers) must arrive within ``head_timeout`` seconds of the connection
-opening or of the previous response, else the connection is closed. The body has its own
-deadline (``--body-timeout``, answered with 408 by the middleware).
+- **A deadline for each request's head.** uvicorn closes a keep-alive connection that stays
+  idle after a response, but a connection that opens and sends nothing, or sends its headers a
+  byte at a time (a slowloris), is kept for ever: enough of them hold the server's file
+  descriptors and memory. Here every request's head (request line and headers) must arrive
+  within ``head_timeout`` seconds of the connection opening or of the previous response, else
+  the connection is closed. The body has its own deadline (``--body-timeout``, answered with
+  408 by the middleware).
+- **A bound on a head's size**, :data:`MAX_HEAD_BYTES`: h11 checks its own bound only on a head
+  that has not all arrived, so a large one that arrives in one read passed whole; here a head
+  that does not end within the bound is answered 431 ``MVU_HEAD_TOO_LARGE`` and the connection
+  closed, however it arrives.
+- **A bound on open connections**, :data:`MAX_CONNECTIONS`: one more is answered 503
+  ``MVU_TOO_MANY_CONNECTIONS`` (with ``Retry-After``) and closed at once.
+- **Typed answers to malformed requests**: what h11 cannot parse is a 400 ``MVU_BAD_REQUEST``
+  problem instead of uvicorn's plain text.
+
+Each of these refusals is one line of the log.
 """
 
 from __future__ import annotations
@@ -14,14 +25,30 @@ import asyncio
 import logging
 from typing import Any
 
+import h11
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
+from mvu_api.http.problems import problem
+
 HEAD_TIMEOUT_SECONDS = 10.0
+MAX_HEAD_BYTES = 16 * 1024
+"""The request line and headers of one request, with their line ends."""
+MAX_CONNECTIONS = 512
+"""Open connections at once; the listening socket's backlog holds up to 2,048 more waiting."""
+
+# Transport-level codes, as in ``problems.py``.
+HEAD_TOO_LARGE = "MVU_HEAD_TOO_LARGE"
+BAD_REQUEST = "MVU_BAD_REQUEST"
+TOO_MANY_CONNECTIONS = "MVU_TOO_MANY_CONNECTIONS"
+
+_REASONS = {400: "Bad Request", 431: "Request Header Fields Too Large", 503: "Service Unavailable"}
+_HEAD_END = b"\r\n\r\n"
 
 log = logging.getLogger("mvu.http")
 
 
-def with_head_timeout(seconds: float) -> type[H11Protocol]:
+def with_head_timeout(seconds: float, *, max_head_bytes: int = MAX_HEAD_BYTES,
+                      max_connections: int = MAX_CONNECTIONS) -> type[H11Protocol]:
     """The protocol class for uvicorn's ``http=`` with this deadline for a request's head."""
 
     class HeadDeadlineProtocol(H11Protocol):
@@ -29,7 +56,32 @@ def with_head_timeout(seconds: float) -> type[H11Protocol]:
 
         def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
             super().connection_made(transport)
+            if len(self.connections) > max_connections:
+                self._refuse(503, TOO_MANY_CONNECTIONS, f"the server holds {max_connections} connections, its "
+                                                        "most: retry later")
+                return
             self._arm()
+
+        def data_received(self, data: bytes) -> None:
+            # Only while a new request's head is awaited: after an early answer (a 413, say) the
+            # rest of the previous request's body may still be arriving, and is no head.
+            if self._deadline is not None and self.conn.their_state is h11.IDLE and self._head_too_large(data):
+                self._refuse(431, HEAD_TOO_LARGE, f"a request's line and headers are at most {max_head_bytes} bytes",
+                             limit=max_head_bytes)
+                return
+            super().data_received(data)
+
+        def _head_too_large(self, data: bytes) -> bool:
+            """Whether the head being received (buffered, then ``data``) does not end in the bound."""
+            buffered = self.conn.trailing_data[0]
+            if len(buffered) + len(data) <= max_head_bytes:
+                return False
+            head = (buffered + data)[:max_head_bytes + len(_HEAD_END)]
+            return _HEAD_END not in head
+
+        def send_400_response(self, msg: str) -> None:
+            # uvicorn has already logged the malformed request (one line); the answer is a problem.
+            self._refuse(400, BAD_REQUEST, "the request is not valid HTTP/1.1", logged=True)
 
         def handle_events(self) -> None:
             before = self.cycle
@@ -58,9 +110,22 @@ def with_head_timeout(seconds: float) -> type[H11Protocol]:
         def _too_slow(self) -> None:
             self._deadline = None
             if not self.transport.is_closing():
-                where: Any = self.client
-                log.info("%s closed: no request head within %.1f s", f"{where[0]}:{where[1]}" if where else "-",
-                         seconds)
+                log.info("%s closed: no request head within %.1f s", self._peer(), seconds)
                 self.transport.close()
+
+        def _refuse(self, status: int, code: str, detail: str, *, logged: bool = False, **members: Any) -> None:
+            """Answer ``status`` with a problem outside any request cycle, and close."""
+            self._disarm()
+            answer = problem(status, code, detail, headers={"Connection": "close"}, **members)
+            head = f"HTTP/1.1 {status} {_REASONS[status]}\r\n" + "".join(
+                f"{name}: {value}\r\n" for name, value in answer.headers.items()) + "\r\n"
+            self.transport.write(head.encode("latin-1") + bytes(answer.body))
+            self.transport.close()
+            if not logged:
+                log.info("%s %s %s", self._peer(), status, code)
+
+        def _peer(self) -> str:
+            where: Any = self.client
+            return f"{where[0]}:{where[1]}" if where else "-"
 
     return HeadDeadlineProtocol

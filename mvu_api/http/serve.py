@@ -1,5 +1,10 @@
 """``mvu serve``: migrate, serve the HTTP API, stop cleanly on SIGTERM / SIGINT.
 
+It creates a new SQLite ledger only where none ever was: a missing file whose journal, lock
+sidecar or token file is still beside it was deleted or moved, and serving an empty ledger
+in its place would lose every acknowledged write without a word (``MVU_STORAGE_GONE``; an
+operator who wants a fresh one says so with ``mvu db upgrade``).
+
 The token comes from ``--token``, else ``$MVU_TOKEN``, else a file beside the SQLite ledger
 (``<ledger>.token``, mode 0600), generated at first start and printed that once. Sessions are
 kept in the ledger's own database (``StoreHost``) and fed over the host routes, so every
@@ -40,6 +45,7 @@ from mvu_api.http.routes import API_PREFIX, MVU_PREFIX
 from mvu_api.inspector.signin import SIGNIN, SignIn
 from mvu_store.errors import Code, MvuError
 from mvu_store.ledger import open_ledger
+from mvu_store.ledger.database_file import refuse_a_lost_file
 from mvu_store.service import MvuService
 from mvu_store.store_host import StoreHost
 
@@ -63,11 +69,15 @@ def ledger_directory(url: str) -> Path | None:
     return Path(parsed.database).parent
 
 
-def token_path(url: str) -> Path | None:
+def ledger_file(url: str) -> str | None:
+    """The path of a SQLite ledger file; None for a server database or ``:memory:``."""
     directory = ledger_directory(url)
-    if directory is None:
-        return None
-    return directory / (Path(str(make_url(url).database)).name + ".token")
+    return None if directory is None else str(directory / Path(str(make_url(url).database)).name)
+
+
+def token_path(url: str) -> Path | None:
+    path = ledger_file(url)
+    return None if path is None else Path(path + ".token")
 
 
 def resolve_token(url: str, given: str | None) -> Token:
@@ -132,6 +142,17 @@ def _read_token_file(path: Path) -> str:
     if not value:
         raise MvuError(Code.CONFIG, f"{path} is empty: delete it to generate a new token")
     return value
+
+
+def _token_of_a_ledger_not_lost(url: str, given: str | None) -> Token:
+    """:func:`resolve_token`, and then ``MVU_STORAGE_GONE`` for a SQLite file missing where a
+    ledger was (its token file, as it was before this start, counts as a trace of it)."""
+    path, token_file = ledger_file(url), token_path(url)
+    had_token = token_file is not None and os.path.lexists(token_file)
+    resolved = resolve_token(url, given)
+    if path is not None:
+        refuse_a_lost_file(path, *([str(token_file)] if had_token else []))
+    return resolved
 
 
 def _long_enough(token: str, where: str) -> str:
@@ -226,7 +247,7 @@ async def _serve(*, db: str, ledger_id: str, host: str, port: int, token: str | 
     if not head_timeout > 0:
         raise MvuError(Code.CONFIG, "--head-timeout must be a positive number of seconds")
     origins = allowed_origins(cors_origins)
-    resolved = resolve_token(db, token)
+    resolved = _token_of_a_ledger_not_lost(db, token)
     # Bound before the ledger is opened or migrated: a port in use is one line, and touches nothing.
     listener = bind(host, port)
     try:

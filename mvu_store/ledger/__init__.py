@@ -13,6 +13,7 @@ from mvu_store.errors import Code, MvuError
 from mvu_store.jsonvalue import MAX_STATE_BYTES
 from mvu_store.ledger import migrate
 from mvu_store.ledger import tables as t
+from mvu_store.ledger.database_file import create_if_missing
 from mvu_store.ledger.dialect import dialect_of, translated
 from mvu_store.ledger.engine import EngineOptions, Synchronous, create_sync_engine
 from mvu_store.ledger.records import (
@@ -56,6 +57,7 @@ async def open_ledger(
     synchronous: Synchronous = "FULL",
     busy_timeout_ms: int = 5_000,
     migrate_to_head: bool = True,
+    read_only: bool = False,
 ) -> Ledger:
     """Open (creating and migrating to head) the ledger at ``url``.
 
@@ -64,7 +66,13 @@ async def open_ledger(
     side, each its own budget domain. The limits are the ledger's configuration: they are stored
     on open, so a later open with other limits changes them (lowering one below the current usage
     refuses new writes, it never trims).
+
+    ``read_only``: for commands that only inspect (``mvu status``, ``audit``, ``export``): nothing
+    is created, migrated or configured, and the database is opened so that it cannot be written
+    (``engine.EngineOptions.read_only``); a file on a read-only file system can be read.
     """
+    if read_only and (migrate_to_head or state_limit_bytes is not None or ledger_limit_bytes is not None):
+        raise MvuError(Code.CONFIG, "a read-only open neither migrates nor sets limits")
     if not _LEDGER_ID.match(ledger_id):
         raise MvuError(Code.CONFIG, f"ledger id {ledger_id!r} must be 1-64 letters, digits or _.:-")
     if (state_limit_bytes is not None and state_limit_bytes <= 0) or (
@@ -72,7 +80,8 @@ async def open_ledger(
     ):
         raise MvuError(Code.CONFIG, "limits must be positive")
     options = EngineOptions(
-        synchronous=synchronous, busy_timeout_ms=busy_timeout_ms, application_name=f"mvu-store {ledger_id}"
+        synchronous=synchronous, busy_timeout_ms=busy_timeout_ms, application_name=f"mvu-store {ledger_id}",
+        read_only=read_only, create_file=False,
     )
     writer_engine = create_sync_engine(url, options, writer=True)
     reader_engine = create_sync_engine(url, options, writer=False)
@@ -100,7 +109,8 @@ def _prepare(
         if not migrate_to_head and not path.exists():
             # A read-only open must not leave an empty database file behind.
             raise MvuError(Code.MISSING, f"there is no ledger at {path}: run `mvu db upgrade`", path=str(path))
-        path.parent.mkdir(parents=True, exist_ok=True)
+        if migrate_to_head:
+            create_if_missing(path)
     if migrate_to_head:
         migrate.upgrade(engine)
     elif migrate.current_revision(engine) != migrate.head_revision():

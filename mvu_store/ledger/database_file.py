@@ -9,7 +9,9 @@ writer asks before every batch: a path that names another file, or none, refuses
 
 from __future__ import annotations
 
+import errno
 import os
+from pathlib import Path
 
 from mvu_store.errors import Code, MvuError
 
@@ -42,3 +44,39 @@ class DatabaseFile:
             raise MvuError(Code.STORAGE_IO, f"the ledger's database file {self.path} cannot be looked at: "
                                             f"{error.strerror}", path=self.path) from None
         return status.st_dev, status.st_ino
+
+
+LEFTOVERS = ("-wal", "-shm", ".locks")
+"""What a ledger that was used leaves beside its file: SQLite's journal and index, and the
+session locks' sidecar."""
+
+
+def refuse_a_lost_file(path: str, *traces: str) -> None:
+    """``MVU_STORAGE_GONE`` when the file at ``path`` is missing but what a ledger leaves beside it
+    (:data:`LEFTOVERS`, and the ``traces`` the caller knows of, such as a server's token file)
+    is there: the ledger existed and was deleted or moved, and a server that created an empty one
+    in its place would present every acknowledged write as never made. A first start (nothing
+    there) passes; so does a ledger an operator created on purpose (``mvu db upgrade``)."""
+    if os.path.lexists(path):
+        return
+    found = [trace for trace in (*(path + suffix for suffix in LEFTOVERS), *traces) if os.path.lexists(trace)]
+    if found:
+        raise MvuError(Code.STORAGE_GONE, f"the ledger's database file {path} is missing, but {', '.join(found)} "
+                                          "show that it existed: put it back (or point --db at it); to start "
+                                          "afresh on purpose, run `mvu db upgrade` first", path=path,
+                       leftovers=found)
+
+
+def create_if_missing(path: Path) -> None:
+    """Create an empty database file (and its folders) where none is. The ledger creates its file
+    here and only here: its engines never create a missing one (a file deleted under a running
+    ledger must not come back empty at a pool's next connection)."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o644))
+    except FileExistsError:
+        return
+    except OSError as error:
+        code = Code.STORAGE_READ_ONLY if error.errno in (errno.EROFS, errno.EACCES, errno.EPERM) else Code.STORAGE_IO
+        raise MvuError(code, f"the ledger's database file {path} cannot be created: {error.strerror}",
+                       path=str(path)) from None

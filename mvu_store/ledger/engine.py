@@ -7,7 +7,10 @@ SQLAlchemy Core and runs unchanged on SQLite and PostgreSQL.
 from __future__ import annotations
 
 import hashlib
+import math
+import os
 import sqlite3
+import urllib.parse
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -34,6 +37,15 @@ class EngineOptions:
     pool_size: int = 4
     # PostgreSQL: shown in pg_stat_activity, so operators see which ledger a session serves.
     application_name: str = "mvu-store"
+    create_file: bool = True
+    """SQLite: a connection to a missing file creates it (SQLite's default). The ledger's own
+    engines say no: a file deleted under a running ledger must not come back empty at the next
+    connection of a pool (``MVU_STORAGE_GONE`` instead); ``open_ledger`` creates it once, on
+    purpose."""
+    read_only: bool = False
+    """Connections that can only read (the commands that inspect a ledger): an SQLite file is
+    opened ``mode=ro`` and works on a read-only file or file system; a PostgreSQL session
+    defaults to read-only transactions."""
 
 
 def normalize_url(url: str | URL) -> URL:
@@ -66,13 +78,34 @@ def create_sync_engine(url: str | URL, options: EngineOptions, *, writer: bool =
     if parsed.get_backend_name() == "sqlite":
         return _sqlite_engine(parsed, options, writer=writer)
     role = "writer" if writer else "reader"
-    return create_engine(
-        parsed,
+    engine = create_engine(
+        _with_connect_timeout(parsed, options),
         poolclass=QueuePool,
         pool_size=options.pool_size,
         pool_pre_ping=True,
         connect_args={"application_name": f"{options.application_name} {role}"[:63]},
     )
+    if options.read_only:
+        @event.listens_for(engine, "connect")
+        def read_only(dbapi_connection: Any, _record: Any) -> None:
+            # The server refuses any write of this session (SQLSTATE 25006, MVU_STORAGE_READ_ONLY).
+            with dbapi_connection.cursor() as cursor:
+                cursor.execute("SET default_transaction_read_only = on")
+            dbapi_connection.commit()
+
+    return engine
+
+
+def _with_connect_timeout(url: URL, options: EngineOptions) -> URL:
+    """The URL with libpq's ``connect_timeout`` (whole seconds, at least 2) set from the busy
+    timeout, unless it sets one. libpq has none by default: a server that stops answering (a
+    host gone, packets dropped) would hold a connection attempt for the system's TCP timeout,
+    minutes, instead of an ``MVU_STORAGE_BUSY`` after the time the ledger waits for a busy
+    database. In the URL, not the connect arguments, so the session locks' connections
+    (:func:`lock_conninfo`) have it too."""
+    if "connect_timeout" in url.query:
+        return url
+    return url.update_query_dict({"connect_timeout": str(max(2, math.ceil(options.busy_timeout_ms / 1000)))})
 
 
 def lock_conninfo(engine: Engine, application_name: str) -> str:
@@ -84,19 +117,83 @@ def lock_conninfo(engine: Engine, application_name: str) -> str:
     return make_conninfo(*args, **params, application_name=application_name[:63])
 
 
+def read_only_uri(path: str) -> str:
+    """The URI that opens the SQLite file at ``path`` for reading only.
+
+    ``mode=ro`` never writes the file, but a ledger in WAL mode still needs its ``-shm`` index
+    beside it (created when missing). Where the directory cannot take one (a read-only file
+    system or folder) and no ``-wal`` holds commits the file lacks, the file is opened
+    ``immutable``: no locks, no index, read as it is. With a ``-wal`` present the file is not
+    whole without it, so it is opened ``mode=ro`` only, and SQLite says so if it cannot read it.
+    """
+    absolute = os.path.abspath(path)
+    uri = f"file:{urllib.parse.quote(absolute)}?mode=ro"
+    directory_writable = os.access(os.path.dirname(absolute), os.W_OK)
+    if not directory_writable and not os.path.exists(f"{absolute}-wal"):
+        uri += "&immutable=1"
+    return uri
+
+
+def _open_existing(path: str, connect_args: dict[str, Any]) -> sqlite3.Connection:
+    """A read-write connection to the file at ``path``, never creating it."""
+    try:
+        connection: sqlite3.Connection = sqlite3.connect(
+            f"file:{urllib.parse.quote(os.path.abspath(path))}?mode=rw", uri=True, **connect_args)
+    except sqlite3.Error as error:
+        if getattr(error, "sqlite_errorcode", 0) & 0xFF != sqlite3.SQLITE_CANTOPEN or os.path.lexists(path):
+            raise
+        raise MvuError(Code.STORAGE_GONE, f"the ledger's database file {path} is missing (deleted or moved); "
+                                          "nothing was written and nothing was created in its place",
+                       path=path) from None
+    return connection
+
+
+def _open_read_only(path: str, connect_args: dict[str, Any]) -> sqlite3.Connection:
+    """A read-only connection to ``path``, or a typed refusal that says why it cannot be read.
+
+    SQLite opens the file lazily: the first statement is what finds a ``-wal`` it cannot use."""
+    connection: sqlite3.Connection = sqlite3.connect(read_only_uri(path), uri=True, **connect_args)
+    try:
+        connection.execute("SELECT count(*) FROM sqlite_master").fetchall()
+    except sqlite3.Error as error:
+        connection.close()
+        if getattr(error, "sqlite_errorcode", 0) & 0xFF != sqlite3.SQLITE_CANTOPEN:
+            raise
+        raise MvuError(Code.STORAGE_READ_ONLY, f"the ledger's database file {path} cannot be read without writing "
+                                               f"beside it: its {path}-wal journal holds commits and needs an index "
+                                               "file its directory cannot take (open it once where it can be "
+                                               "written, or copy the file and its -wal elsewhere)", path=path) from None
+    return connection
+
+
 def _sqlite_engine(url: URL, options: EngineOptions, *, writer: bool) -> Engine:
     if not url.database or url.database == ":memory:":
         # A memory database is private to one connection; the ledger uses several.
         raise MvuError(Code.CONFIG, "SQLite ledgers need a file path (sqlite:///path/to/ledger.sqlite3)")
+    connect_args: dict[str, Any] = {"check_same_thread": False, "timeout": options.busy_timeout_ms / 1000}
+    extra: dict[str, Any] = {}
+    if options.read_only or not options.create_file:
+        # The URL stays the file's path (the ledger names it in errors and findings); each
+        # connection opens it by a URI that says how.
+        database = url.database
+
+        def connect() -> sqlite3.Connection:
+            if options.read_only:
+                return _open_read_only(database, connect_args)
+            return _open_existing(database, connect_args)
+
+        extra["creator"] = connect
     engine = create_engine(
         url,
         poolclass=QueuePool,
         pool_size=options.pool_size,
         # Named parameters, like psycopg's pyformat: the writer passes dicts on both dialects.
         paramstyle="named",
-        connect_args={"check_same_thread": False, "timeout": options.busy_timeout_ms / 1000},
+        connect_args=connect_args,
+        **extra,
     )
-    begin_statement = "BEGIN IMMEDIATE" if writer else "BEGIN"
+    # A read-only connection takes no write lock: it would be refused, and nothing here writes.
+    begin_statement = "BEGIN IMMEDIATE" if writer and not options.read_only else "BEGIN"
 
     @event.listens_for(engine, "connect")
     def configure(dbapi_connection: sqlite3.Connection, _record: Any) -> None:
@@ -104,7 +201,7 @@ def _sqlite_engine(url: URL, options: EngineOptions, *, writer: bool) -> Engine:
         # released savepoints across an outer rollback; we take control of BEGIN ourselves.
         dbapi_connection.isolation_level = None
         cursor = dbapi_connection.cursor()
-        if writer:
+        if writer and not options.read_only:
             cursor.execute("PRAGMA journal_mode=WAL")
             # Checkpoints run on a thread of their own (checkpointer.py); this is the fallback.
             cursor.execute(f"PRAGMA wal_autocheckpoint={FALLBACK_AUTOCHECKPOINT_PAGES}")

@@ -1,10 +1,10 @@
 """Child processes for the reliability tests (run with ``sys.executable``, never imported by pytest).
 
-``crash DB RESOURCES``
+``crash URL LEDGER_ID RESOURCES``
     Imports, then waits for one line on standard input: PENDING, JSON ``[[resource, revision],
     ...]``, the commits that were in flight when the last child was killed (so the parent can
     start the next child while the current one runs, and the import time is hidden). Then opens
-    the SQLite ledger at DB through the public async API, creates the resources named in
+    the ledger LEDGER_ID at URL (SQLite or PostgreSQL) through the public async API, creates the resources named in
     RESOURCES (comma separated) when missing, prints ``READY``, retries PENDING, and commits
     forever: one task per resource, each a CAS chain. Before a
     commit it prints ``BEGIN r n``; once ``commit`` has returned (the commit is acknowledged,
@@ -15,7 +15,8 @@
 
 ``increment DB RESOURCE COUNT``
     Adds 1 to ``variables["counter"]`` of RESOURCE, COUNT times, with read-head + CAS commit and
-    retries on ``REVISION_CONFLICT`` / ``MVU_STORAGE_BUSY``. Prints ``DONE <successes> <conflicts>``.
+    retries on ``REVISION_CONFLICT`` / ``MVU_STORAGE_BUSY``. DB is an SQLite file's path or a
+    database URL. Prints ``DONE <successes> <conflicts>``.
 
 Every commit's content is a pure function of (resource, revision), so the parent can check any
 row it finds without having been told about it.
@@ -125,10 +126,10 @@ def _fields(req: CommitRequest) -> dict[str, Any]:
     return {name: getattr(req, name) for name in req.__dataclass_fields__}
 
 
-async def crash(db: str, resources: list[str], pending: list[tuple[str, int]]) -> None:
+async def crash(url: str, ledger_id: str, resources: list[str], pending: list[tuple[str, int]]) -> None:
     # The children write for a fixed time, so how much they store grows with the commit rate:
     # a budget far above it keeps this about crashes (budgets have their own tests).
-    ledger = await open_ledger(f"sqlite:///{db}", synchronous="FULL", ledger_limit_bytes=1 << 34)
+    ledger = await open_ledger(url, ledger_id=ledger_id, synchronous="FULL", ledger_limit_bytes=1 << 40)
     for resource in resources:
         await ensure(ledger, resource)
     emit("READY")
@@ -146,7 +147,7 @@ async def crash(db: str, resources: list[str], pending: list[tuple[str, int]]) -
 
 
 async def increment(db: str, resource: str, count: int) -> None:
-    ledger = await open_ledger(f"sqlite:///{db}", synchronous="FULL")
+    ledger = await open_ledger(db if "://" in db else f"sqlite:///{db}", synchronous="FULL")
     try:
         await ensure(ledger, resource, {"counter": 0})
         emit("READY")
@@ -176,7 +177,7 @@ def main(argv: list[str]) -> None:
     mode = argv[0]
     if mode == "crash":
         pending = [(str(r), int(n)) for r, n in json.loads(sys.stdin.readline())]
-        asyncio.run(crash(argv[1], argv[2].split(","), pending))
+        asyncio.run(crash(argv[1], argv[2], argv[3].split(","), pending))
     elif mode == "increment":
         asyncio.run(increment(argv[1], argv[2], int(argv[3])))
     else:

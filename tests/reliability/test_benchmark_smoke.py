@@ -13,6 +13,7 @@ import subprocess
 import sys
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 BENCHMARK = Path(__file__).resolve().parents[2] / "benchmarks" / "commit_path.py"
 KEYS = (
@@ -98,3 +99,36 @@ def test_growth_windows_scale_with_the_session() -> None:
         windows = ingest.Windows.for_turns(turns)
         assert (windows.first.start, windows.first.stop - 1) == first, turns
         assert (windows.last.start, windows.last.stop - 1) == last, turns
+
+
+MISBEHAVING = BENCHMARK.with_name("misbehaving.py")
+SOAK_SERVE = BENCHMARK.with_name("soak_serve.py")
+
+
+def quick_figures(script: Path) -> dict[str, Any]:
+    """``script --quick``'s last line, once it ran cleanly and printed human lines first."""
+    done = subprocess.run([sys.executable, str(script), "--quick"], capture_output=True, text=True, timeout=300,
+                          check=False)
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.strip().splitlines()
+    assert len(lines) > 1, "human lines come before the JSON"
+    figures: dict[str, Any] = json.loads(lines[-1])
+    assert figures["quick"] is True and figures["tracebacks"] == 0
+    return figures
+
+
+def test_quick_misbehaving_benchmark_prints_each_abuse_beside_the_quiet_figures() -> None:
+    figures = quick_figures(MISBEHAVING)
+    for name in ("quiet", "slowloris", "wrong_tokens", "huge_heads", "hostile_bodies"):
+        good = figures[name] if name == "quiet" else figures[name]["goodClient"]
+        assert good["requests"] >= 1 and good["median_ms"] > 0 and good["p99_ms"] >= good["median_ms"], name
+    assert figures["logLines"] > 0
+
+
+def test_quick_serve_soak_prints_its_samples_and_growth_figures() -> None:
+    figures = quick_figures(SOAK_SERVE)
+    assert len(figures["samples"]) >= 2 and figures["edits"] >= 1 and figures["reads"] >= 1
+    for key in ("rssKib", "dbBytes", "walBytes", "usedBytes", "edits"):
+        assert all(sample[key] >= 0 for sample in figures["samples"]), key
+    assert isinstance(figures["rssLevelsOff"], bool) and isinstance(figures["walLevelsOff"], bool)
+    assert figures["budgetBytesPerEdit"] > 0 and figures["rssKib"]["peak"] >= figures["rssKib"]["start"]

@@ -1,0 +1,207 @@
+"""A long run of ``mvu serve``: continuous edits and reads for a bounded time, and what grows.
+
+Four writers edit their own session's instance of a card without a schema (``POST /mvu/update``,
+a 4 KiB state each time, drawn from 32 distinct states per writer, so most edits send a state
+the ledger already holds) and two readers read those instances (``GET /mvu/resource``)
+meanwhile. Every ``--every`` seconds it samples the server's resident memory (``VmRSS``), the
+sizes of the database file and its ``-wal``, and the ledger's budget use, then reports per
+interval and overall:
+
+- bytes per edit, of the budget and of the database file (a state already stored is stored once:
+  an edit that sends one costs its version row, not the state again);
+- how fast resident memory and the WAL grow per 1,000 edits in each third of the run, and whether
+  they level off (the last third's growth at most a quarter of the first third's, or none).
+
+Human lines first; the LAST line is one JSON object. ``--quick`` makes a short run.
+
+    python benchmarks/soak_serve.py [--seconds 120] [--every 5] [--quick]
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import itertools
+import json
+import os
+import sqlite3
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from misbehaving import MVU, TOKEN, Connection, served
+
+WRITERS = 4
+READERS = 2
+STATES_PER_WRITER = 32
+STATE_BYTES = 4096
+CARD = {"spec": "chara_card_v3", "spec_version": "3.0", "data": {
+    "name": "Soak", "first_mes": "Hello.",
+    "character_book": {"entries": [{"comment": "[initvar]", "content": "hp: 10\nnote: ''\n", "enabled": True}]}}}
+
+
+def state(writer: int, index: int) -> dict[str, Any]:
+    digest = hashlib.sha256(f"{writer}/{index}".encode()).hexdigest()
+    return {"hp": index, "note": (digest * (STATE_BYTES // len(digest) + 1))[:STATE_BYTES]}
+
+
+def _json(connection: Connection, method: str, path: str, body: Any = None) -> dict[str, Any]:
+    status, _, answer = connection.request(method, path, token=TOKEN,
+                                           body=None if body is None else json.dumps(body).encode())
+    assert status < 300, (status, answer[:500])
+    result: dict[str, Any] = json.loads(answer)
+    return result
+
+
+def _instances(address: tuple[str, int]) -> list[tuple[str, str]]:
+    """One session per writer, each with its own instance of the card: (session id, instance id)."""
+    connection = Connection(address)
+    try:
+        _json(connection, "POST", f"{MVU}/cards?characterId=soak", CARD)
+        made = []
+        for writer in range(WRITERS):
+            session = f"soak-{writer}"
+            _json(connection, "POST", f"{MVU}/sessions", {"sessionId": session, "createdAt": 1000})
+            selected = _json(connection, "PUT", f"{MVU}/sessions/{session}/selection", {"characterId": "soak"})
+            made.append((session, selected["instanceId"]))
+        return made
+    finally:
+        connection.close()
+
+
+class Load:
+    """The writers and readers, running until :meth:`stop`; ``edits`` counts acknowledged edits."""
+
+    def __init__(self, address: tuple[str, int], instances: list[tuple[str, str]]) -> None:
+        self.edits = 0
+        self.reads = 0
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._threads = [threading.Thread(target=self._write, args=(address, writer, *instances[writer]))
+                         for writer in range(WRITERS)]
+        self._threads += [threading.Thread(target=self._read, args=(address, instances)) for _ in range(READERS)]
+        for thread in self._threads:
+            thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        for thread in self._threads:
+            thread.join()
+
+    def _write(self, address: tuple[str, int], writer: int, session: str, instance: str) -> None:
+        connection = Connection(address)
+        scope = {"authority": "local", "sessionId": session}
+        try:
+            revision = _json(connection, "GET", f"{MVU}/resource?id={instance}&scope={json.dumps(scope)}"
+                             .replace(" ", ""))["revision"]
+            edit = 0
+            while not self._stop.is_set():
+                edit += 1
+                answer = _json(connection, "POST", f"{MVU}/update", {
+                    "id": instance, "scope": scope, "content": {"stat_data": state(writer, edit % STATES_PER_WRITER)},
+                    "expectedRevision": revision, "operationId": f"soak-{writer}-{edit}"})
+                revision = answer["revision"]
+                with self._lock:
+                    self.edits += 1
+        finally:
+            connection.close()
+
+    def _read(self, address: tuple[str, int], instances: list[tuple[str, str]]) -> None:
+        connection = Connection(address)
+        try:
+            turn = 0
+            while not self._stop.is_set():
+                session, instance = instances[turn % len(instances)]
+                scope = json.dumps({"authority": "local", "sessionId": session}).replace(" ", "")
+                _json(connection, "GET", f"{MVU}/resource?id={instance}&scope={scope}")
+                turn += 1
+                with self._lock:
+                    self.reads += 1
+        finally:
+            connection.close()
+
+
+def _rss_kib(pid: int) -> int:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1])
+    raise RuntimeError("no VmRSS")
+
+
+def _sample(pid: int, db: Path, load: Load, started: float) -> dict[str, Any]:
+    with sqlite3.connect(f"file:{db}?mode=ro", uri=True) as connection:
+        used = int(connection.execute("SELECT used_bytes FROM ledger WHERE ledger_id = 'default'").fetchone()[0])
+    wal = Path(f"{db}-wal")
+    return {"seconds": round(time.monotonic() - started, 1), "edits": load.edits, "reads": load.reads,
+            "rssKib": _rss_kib(pid), "dbBytes": db.stat().st_size,
+            "walBytes": wal.stat().st_size if wal.exists() else 0, "usedBytes": used}
+
+
+def _rates(samples: list[dict[str, Any]], key: str) -> list[float | None]:
+    """``key``'s growth per 1,000 edits over each third of the run."""
+    third = max(1, (len(samples) - 1) // 3)
+    cuts = [samples[0], samples[third], samples[2 * third], samples[-1]]
+    return [None if b["edits"] == a["edits"] else round(1000 * (b[key] - a[key]) / (b["edits"] - a["edits"]), 1)
+            for a, b in itertools.pairwise(cuts)]
+
+
+def _levels_off(rates: list[float | None]) -> bool:
+    """Whether the growth over the last third is at most a quarter of the first third's (or none)."""
+    first, last = rates[0], rates[-1]
+    return first is not None and last is not None and (last <= 0 or last <= first / 4)
+
+
+def _per_edit(a: dict[str, Any], b: dict[str, Any], key: str) -> float | None:
+    edits = b["edits"] - a["edits"]
+    return round((b[key] - a[key]) / edits, 1) if edits else None
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--seconds", type=float, default=120.0)
+    parser.add_argument("--every", type=float, default=5.0)
+    parser.add_argument("--quick", action="store_true", help="a short run (a smoke test)")
+    options = parser.parse_args()
+    seconds, every = (6.0, 1.0) if options.quick else (options.seconds, options.every)
+    with tempfile.TemporaryDirectory(prefix="mvu-soak-serve-") as directory, \
+            served(Path(directory)) as running:
+        db, address, pid = Path(directory) / "ledger.sqlite3", running.address, running.pid
+        instances = _instances(address)
+        started = time.monotonic()
+        load = Load(address, instances)
+        samples = [_sample(pid, db, load, started)]
+        try:
+            while time.monotonic() - started < seconds:
+                time.sleep(every)  # a sampling period: the figures, not a wait for an event
+                samples.append(_sample(pid, db, load, started))
+                previous, last = samples[-2], samples[-1]
+                print(f"{last['seconds']:7.1f}s  {last['edits']:7d} edits  rss {last['rssKib']:8d} KiB  "
+                      f"wal {last['walBytes']:10,d}  db {last['dbBytes']:12,d}  "
+                      f"budget/edit {_per_edit(previous, last, 'usedBytes')}  "
+                      f"db/edit {_per_edit(previous, last, 'dbBytes')}", flush=True)
+        finally:
+            load.stop()
+        tracebacks = sum("Traceback" in line for line in running.log)
+    first, last = samples[1] if len(samples) > 2 else samples[0], samples[-1]
+    figures = {
+        "quick": options.quick, "seconds": last["seconds"], "edits": last["edits"], "reads": last["reads"],
+        "stateBytes": STATE_BYTES, "distinctStatesPerWriter": STATES_PER_WRITER, "writers": WRITERS, "readers": READERS,
+        "rssKib": {"start": samples[0]["rssKib"], "peak": max(s["rssKib"] for s in samples), "end": last["rssKib"]},
+        "walBytesPeak": max(s["walBytes"] for s in samples),
+        "dbBytes": last["dbBytes"],
+        "budgetBytesPerEdit": _per_edit(first, last, "usedBytes"),
+        "dbBytesPerEdit": _per_edit(first, last, "dbBytes"),
+        "rssKibPerThousandEditsByThird": _rates(samples, "rssKib"),
+        "walBytesPerThousandEditsByThird": _rates(samples, "walBytes"),
+        "rssLevelsOff": _levels_off(_rates(samples, "rssKib")),
+        "walLevelsOff": _levels_off(_rates(samples, "walBytes")),
+        "tracebacks": tracebacks, "samples": samples,
+        "loadAverage": [round(value, 2) for value in os.getloadavg()],
+    }
+    print(json.dumps(figures, sort_keys=True))
+
+
+if __name__ == "__main__":
+    main()
