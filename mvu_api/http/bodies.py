@@ -125,6 +125,14 @@ def parse_body(model: type[Body], body: bytes, refusals: Mapping[str, str] | Non
         raise _refusal(error, refusals or {}) from None
 
 
+async def read_model(request: Request, model: type[Body], *, seconds: float, stopping: asyncio.Event | None,
+                     limit: int = MAX_BODY_BYTES) -> Body | Response:
+    """:func:`read_body` then :func:`parse_body`: the body as ``model``, or the problem answering
+    a body that did not arrive whole."""
+    body = await read_body(request, seconds=seconds, stopping=stopping, limit=limit)
+    return body if isinstance(body, Response) else parse_body(model, body)
+
+
 def update_body(body: bytes) -> UpdateBody:
     """The update body (see :func:`parse_body`)."""
     return parse_body(UpdateBody, body, _FIELD_REFUSALS)

@@ -11,8 +11,8 @@ from fastapi import APIRouter, Path, Request
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.responses import Response
 
-from mvu_api.http.bodies import parse_body, read_body
-from mvu_api.http.docs import ok, problems
+from mvu_api.http.bodies import read_model
+from mvu_api.http.docs import json_request, ok, problems
 from mvu_api.http.wire import json_response
 from mvu_store.host import Playthrough, TimelineNode, Variant
 from mvu_store.store_host import StoreHost
@@ -59,14 +59,12 @@ def card_facts_router(host: StoreHost, *, body_timeout: float, stopping: asyncio
     router = APIRouter(tags=["host"])
 
     async def body_of(request: Request, model: type[_Body]) -> Any:
-        body = await read_body(request, seconds=body_timeout, stopping=stopping)
-        return body if isinstance(body, Response) else parse_body(model, body)
+        return await read_model(request, model, seconds=body_timeout, stopping=stopping)
 
     @router.put("/playthroughs/{playthroughId}", operation_id="reportPlaythrough",
                 responses={**problems(400, 401, 413), **ok({"playthroughId": "p1"})},
                 summary="Report a playthrough as the host has it now (ends every lease taken on it before)",
-                openapi_extra={"requestBody": {"required": True, "content": {"application/json": {
-                    "schema": PlaythroughBody.model_json_schema(by_alias=True)}}}})
+                openapi_extra=json_request(PlaythroughBody))
     async def report(request: Request, playthrough_id: Annotated[str, Path(alias="playthroughId", min_length=1,
                                                                            max_length=MAX_ID)]) -> Response:
         data = await body_of(request, PlaythroughBody)
@@ -90,8 +88,7 @@ def card_facts_router(host: StoreHost, *, body_timeout: float, stopping: asyncio
     @router.put("/card-grants/{grantId}", operation_id="grantCardWrite",
                 responses={**problems(400, 401, 413), **ok({"grantId": "g1"})},
                 summary="Let one enabled card script (its source identity) write through one scope",
-                openapi_extra={"requestBody": {"required": True, "content": {"application/json": {
-                    "schema": GrantBody.model_json_schema(by_alias=True)}}}})
+                openapi_extra=json_request(GrantBody))
     async def grant(request: Request, grant_id: Annotated[str, Path(alias="grantId", min_length=1,
                                                                     max_length=MAX_ID)]) -> Response:
         data = await body_of(request, GrantBody)

@@ -19,8 +19,8 @@ from pydantic import BaseModel, ConfigDict, Field
 from starlette.requests import ClientDisconnect
 from starlette.responses import Response
 
-from mvu_api.http.bodies import json_body, parse_body, read_body
-from mvu_api.http.docs import ok, problems
+from mvu_api.http.bodies import json_body, read_model
+from mvu_api.http.docs import json_request, ok, problems
 from mvu_api.http.reads import IF_NONE_MATCH, NOT_MODIFIED
 from mvu_api.http.wire import conditional_response, json_response, json_text
 from mvu_store.errors import Code, MvuError
@@ -109,8 +109,7 @@ def cards_router(service: MvuService, *, body_timeout: float, stopping: asyncio.
     router = APIRouter(tags=["cards"])
 
     async def body_of(request: Request, model: type[_Body]) -> Any:
-        body = await read_body(request, seconds=body_timeout, stopping=stopping, limit=MAX_CARD_BODY_BYTES)
-        return body if isinstance(body, Response) else parse_body(model, body)
+        return await read_model(request, model, seconds=body_timeout, stopping=stopping, limit=MAX_CARD_BODY_BYTES)
 
     @router.get("/snapshot", operation_id="cardSnapshot",
                 responses={**problems(400, 401, 403, 409, 503), **ok(SNAPSHOT_EXAMPLE), **NOT_MODIFIED},
@@ -127,8 +126,7 @@ def cards_router(service: MvuService, *, body_timeout: float, stopping: asyncio.
                  responses={**problems(400, 401, 403, 409, 413, 503),
                             **ok({"capability": "0b7c4d7e-…", "snapshot": SNAPSHOT_EXAMPLE})},
                  summary="Bind an enabled card script to its scope's one resource: a capability to write",
-                 openapi_extra={"requestBody": {"required": True, "content": {"application/json": {
-                     "schema": BindingBody.model_json_schema(by_alias=True)}}}})
+                 openapi_extra=json_request(BindingBody))
     async def bind(request: Request) -> Response:
         data = await body_of(request, BindingBody)
         if isinstance(data, Response):
@@ -140,8 +138,7 @@ def cards_router(service: MvuService, *, body_timeout: float, stopping: asyncio.
     @router.post("/card-write", operation_id="cardWrite", responses={**problems(400, 401, 403, 409, 413, 503),
                                                                      **ok(SNAPSHOT_EXAMPLE)},
                  summary="A card script's patch or replace through its capability (CAS, idempotent)",
-                 openapi_extra={"requestBody": {"required": True, "content": {"application/json": {
-                     "schema": WriteBody.model_json_schema(by_alias=True)}}}})
+                 openapi_extra=json_request(WriteBody))
     async def write(request: Request) -> Response:
         data = await body_of(request, WriteBody)
         if isinstance(data, Response):
@@ -154,8 +151,7 @@ def cards_router(service: MvuService, *, body_timeout: float, stopping: asyncio.
     @router.post("/card-binding/revoke", operation_id="revokeCardBinding",
                  responses={**problems(400, 401, 413, 503), **ok({"ok": True})},
                  summary="End a card capability (always succeeds)",
-                 openapi_extra={"requestBody": {"required": True, "content": {"application/json": {
-                     "schema": RevokeBody.model_json_schema(by_alias=True)}}}})
+                 openapi_extra=json_request(RevokeBody))
     async def revoke(request: Request) -> Response:
         data = await body_of(request, RevokeBody)
         if isinstance(data, Response):

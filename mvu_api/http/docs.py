@@ -8,6 +8,7 @@ from typing import Any
 
 from fastapi import FastAPI
 from fastapi.openapi.utils import get_openapi
+from pydantic import BaseModel
 
 from mvu_store.service.models import MAX_OPERATION_ID, MAX_SESSION_ID
 
@@ -104,6 +105,13 @@ _REASONS = {400: "Malformed request or refused by the service (`code` says which
             412: "If-Match names a stale revision", 413: "Body over 2 MiB + slack",
             422: "Idempotency-Key reused with another payload",
             503: "Storage busy (see Retry-After); nothing was written"}
+
+
+def json_request(model: type[BaseModel] | dict[str, Any], **extra: Any) -> dict[str, Any]:
+    """A route's ``openapi_extra`` for a required JSON body: ``model``'s schema (camelCase, as
+    sent) or a schema given as is, with ``extra`` (``example=`` / ``examples=``) beside it."""
+    schema = model if isinstance(model, dict) else model.model_json_schema(by_alias=True)
+    return {"requestBody": {"required": True, "content": {"application/json": {"schema": schema, **extra}}}}
 
 
 def ok(example: Any) -> dict[int | str, dict[str, Any]]:

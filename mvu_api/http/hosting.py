@@ -15,13 +15,14 @@ from fastapi import APIRouter, Path, Query, Request
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.responses import Response
 
-from mvu_api.http.bodies import MAX_BODY_BYTES, parse_body, read_body
+from mvu_api.http.bodies import MAX_BODY_BYTES, read_body, read_model
 from mvu_api.http.docs import (
     APPEND_EXAMPLE,
     APPENDED_EXAMPLE,
     CARD_EXAMPLE,
     SESSION_EXAMPLE,
     SESSION_INFO_EXAMPLE,
+    json_request,
     ok,
     problems,
 )
@@ -115,9 +116,7 @@ def hosting_router(service: MvuService, host: StoreHost, *, body_timeout: float,
         return await read_body(request, seconds=body_timeout, stopping=stopping, limit=limit)
 
     async def json_of(request: Request, model: type[BodyModel]) -> BodyModel | Response:
-        """The JSON body as ``model``, or the problem answering a body that did not arrive whole."""
-        body = await body_of(request)
-        return body if isinstance(body, Response) else parse_body(model, body)
+        return await read_model(request, model, seconds=body_timeout, stopping=stopping)
 
     @router.post("/cards", operation_id="registerCard", responses={**problems(400, 401, 413), **ok(CARD_EXAMPLE)},
                  summary="Register a character card (JSON or PNG) as a template; never runs it",
@@ -150,9 +149,7 @@ def hosting_router(service: MvuService, host: StoreHost, *, body_timeout: float,
                             201: {"description": "Created", "content": {"application/json": {
                                 "example": SESSION_INFO_EXAMPLE}}}},
                  summary="Create a session (the same header again is a replay: 200)",
-                 openapi_extra={"requestBody": {"required": True, "content": {"application/json": {
-                     "schema": SessionBody.model_json_schema(by_alias=True),
-                     "example": SESSION_EXAMPLE}}}})
+                 openapi_extra=json_request(SessionBody, example=SESSION_EXAMPLE))
     async def create_session(request: Request) -> Response:
         data = await json_of(request, SessionBody)
         if isinstance(data, Response):
@@ -176,8 +173,7 @@ def hosting_router(service: MvuService, host: StoreHost, *, body_timeout: float,
     @router.post("/sessions/{sessionId}/events", operation_id="appendEvents",
                  responses={**problems(400, 401, 404, 409, 413), **ok(APPENDED_EXAMPLE)},
                  summary="Append events in order; a turn/start checkpoints, a completed turn/end ingests",
-                 openapi_extra={"requestBody": {"required": True, "content": {"application/json": {
-                     "schema": EventsBody.model_json_schema(by_alias=True), "example": APPEND_EXAMPLE}}}})
+                 openapi_extra=json_request(EventsBody, example=APPEND_EXAMPLE))
     async def append_events(request: Request, session_id: SessionIdPath) -> Response:
         data = await json_of(request, EventsBody)
         if isinstance(data, Response):
@@ -195,9 +191,7 @@ def hosting_router(service: MvuService, host: StoreHost, *, body_timeout: float,
                 responses={**problems(400, 401, 404), **ok({"sessionId": "s1", "templateId": "mvu:character-…",
                                                             "instanceId": "mvu:instance-…", "boundary": 0})},
                 summary="Select a registered character for the session (null unselects)",
-                openapi_extra={"requestBody": {"required": True, "content": {"application/json": {
-                    "schema": SelectionBody.model_json_schema(by_alias=True),
-                    "example": {"characterId": "hero"}}}}})
+                openapi_extra=json_request(SelectionBody, example={"characterId": "hero"}))
     async def select(request: Request, session_id: SessionIdPath) -> Response:
         data = await json_of(request, SelectionBody)
         if isinstance(data, Response):
@@ -211,10 +205,8 @@ def hosting_router(service: MvuService, host: StoreHost, *, body_timeout: float,
     @router.post("/seeds", operation_id="captureSeed",
                  responses={**problems(400, 401), **ok({"ticket": "c3f1…"})},
                  summary="Freeze the state a fork, reply swipe or request retry starts from (ticket or null)",
-                 openapi_extra={"requestBody": {"required": True, "content": {"application/json": {
-                     "schema": CaptureBody.model_json_schema(by_alias=True),
-                     "example": {"sessionId": "s1", "kind": "reply-swipe", "atEventId": 9, "prefixEndEventId": 4,
-                                 }}}}})
+                 openapi_extra=json_request(CaptureBody, example={"sessionId": "s1", "kind": "reply-swipe",
+                                                                   "atEventId": 9, "prefixEndEventId": 4}))
     async def capture(request: Request) -> Response:
         data = await json_of(request, CaptureBody)
         if isinstance(data, Response):
@@ -227,9 +219,7 @@ def hosting_router(service: MvuService, host: StoreHost, *, body_timeout: float,
     @router.post("/seeds/install", operation_id="installSeed",
                  responses={**problems(400, 401), **ok({"sessionId": "s1-swipe", "instanceIds": ["mvu:instance-…"]})},
                  summary="Install a captured seed into the child session the host created",
-                 openapi_extra={"requestBody": {"required": True, "content": {"application/json": {
-                     "schema": InstallBody.model_json_schema(by_alias=True),
-                     "example": {"ticket": "c3f1…", "sessionId": "s1-swipe"}}}}})
+                 openapi_extra=json_request(InstallBody, example={"ticket": "c3f1…", "sessionId": "s1-swipe"}))
     async def install(request: Request) -> Response:
         data = await json_of(request, InstallBody)
         if isinstance(data, Response):

@@ -20,8 +20,8 @@ from fastapi import APIRouter, Query, Request
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.responses import Response
 
-from mvu_api.http.bodies import parse_body, read_body
-from mvu_api.http.docs import ok, problems
+from mvu_api.http.bodies import read_model
+from mvu_api.http.docs import json_request, ok, problems
 from mvu_api.http.wire import check_wire_scope, json_response
 from mvu_store.errors import Code, MvuError
 from mvu_store.service import MvuService
@@ -108,13 +108,11 @@ def prompt_router(service: MvuService, *, body_timeout: float, stopping: asyncio
     @router.post("/prompt", operation_id="renderPrompt",
                  responses={**problems(400, 401, 403, 413, 503), **ok(_PROMPT_EXAMPLE)},
                  summary="Expand the state macros of world-book entries or a template text",
-                 openapi_extra={"requestBody": {"required": True, "content": {"application/json": {
-                     "schema": _PROMPT_SCHEMA, "examples": {"entries": {"value": _PROMPT_BODY_EXAMPLE}}}}}})
+                 openapi_extra=json_request(_PROMPT_SCHEMA, examples={"entries": {"value": _PROMPT_BODY_EXAMPLE}}))
     async def prompt(request: Request) -> Response:
-        body = await read_body(request, seconds=body_timeout, stopping=stopping)
-        if isinstance(body, Response):
-            return body
-        data = parse_body(PromptBody, body)
+        data = await read_model(request, PromptBody, seconds=body_timeout, stopping=stopping)
+        if isinstance(data, Response):
+            return data
         if (data.entries is None) == (data.text is None):
             raise MvuError(Code.OPERATION, "send either entries or text", field="entries")
         entries = [entry.model_dump() for entry in data.entries] if data.entries is not None \
