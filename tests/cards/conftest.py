@@ -7,17 +7,13 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.http.support import Server
+from tests.http.support import Server, served
 from tests.service.conftest import host, service
 
-__all__ = ["host", "served", "service"]
+__all__ = ["host", "served_fixture", "service"]
 
 
-@pytest.fixture(scope="module")
-def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
-    running = Server.start(f"sqlite:///{tmp_path_factory.mktemp('cards') / 'ledger.sqlite3'}")
-    try:
+@pytest.fixture(scope="module", name="served")
+def served_fixture(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    with served(f"sqlite:///{tmp_path_factory.mktemp('cards') / 'ledger.sqlite3'}") as running:
         yield running
-    finally:
-        code, _, err = running.stop()
-        assert code == 0, err[-2000:]
