@@ -326,6 +326,12 @@ class Resources(Store):
 
         return await self.read_rows(read)
 
+    async def own_version(self, resource_id: str, key: str) -> VersionRecord | None:
+        """One of the resource's own versions (never an inherited one) by its key, by index."""
+        row = await self.read_rows(lambda rows: rows.one(_VERSION_RECORD, resource_id=resource_id, key=key),
+                                   brief=True)
+        return None if row is None else record(VersionRecord, row, inherited=False)
+
     async def checkpoints(self, resource_id: str) -> list[CheckpointRecord]:
         rows = await self.read_all(_CHECKPOINTS, resource_id=resource_id)
         return [record(CheckpointRecord, row) for row in rows]

@@ -52,8 +52,13 @@ def default_key(request: CommitRequest) -> str:
     its source message, each as ``sha256(JSON.stringify(...))`` (insertion order, no spaces), so
     a reply imported from the original ledger and delivered again is recognised as a replay."""
     if request.operation_id is not None:
-        return sha256_hex(js_json({"id": request.resource_id, "operationId": request.operation_id}))
+        return operation_key(request.resource_id, request.operation_id)
     return sha256_hex(js_json(request.source))
+
+
+def operation_key(resource_id: str, operation_id: str) -> str:
+    """The version key a write with ``operation_id`` gets on ``resource_id`` (no explicit key)."""
+    return sha256_hex(js_json({"id": resource_id, "operationId": operation_id}))
 
 
 

@@ -28,6 +28,7 @@ from mvu_store.jsonvalue import JsonValue, js_json, json_equal, normalize, sha25
 from mvu_store.lang import parse_commands
 from mvu_store.lang.apply import private_envelope, run_commands
 from mvu_store.ledger.records import CommitRequest, Head, VersionRecord
+from mvu_store.ledger.rules import operation_key
 from mvu_store.service.allocation import Allocation
 from mvu_store.service.card_scopes import HEX64, CardScope, Evidence, parse_card_scope, read_only, resolve
 from mvu_store.service.catalog import Entry
@@ -326,9 +327,9 @@ class Cards:
         fingerprint = sha256_hex(js_json({"operation": operation, "value": value, "expectedRevision": expected_revision,
                                           "operationId": operation_id, "cause": cause, "scope": scope.raw,
                                           "sourceIdentity": binding.source_identity}))
-        # The resource's own receipts decide (an ancestor's operation ids are not this resource's).
-        previous = next((item for item in await ctx.ledger.versions(entry.id, include_lineage=False)
-                         if item.operation_id == operation_id), None)
+        # The resource's own write of this operation decides (an ancestor's operation ids are not
+        # this resource's): one indexed read, whatever the history's length.
+        previous = await ctx.ledger.own_version(entry.id, operation_key(entry.id, operation_id))
         if previous is not None and previous.fingerprint != fingerprint:
             raise MvuError(Code.IDEMPOTENCY_CONFLICT, "this operation id was used for another card write",
                            operation_id=operation_id)
