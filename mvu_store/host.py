@@ -16,6 +16,7 @@ at the old cost: every call hashes the whole session.
 from __future__ import annotations
 
 import hashlib
+import inspect
 import json
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -30,17 +31,33 @@ Lease = Callable[[], bool]
 """A synchronous validity check: True while nothing changed the session since it was taken."""
 
 
+def holds(lease: Callable[[], Any]) -> bool:
+    """Whether ``lease`` holds now: it answered exactly True. A lease that raises, or answers an
+    awaitable (an asynchronous check is no synchronous lease), does not hold; a coroutine it
+    made is closed, never awaited."""
+    try:
+        answer = lease()
+    except Exception:
+        return False
+    if inspect.isawaitable(answer):
+        if inspect.iscoroutine(answer):
+            answer.close()
+        return False
+    return answer is True
+
+
 class Leases:
-    """Leases that hold together: valid while every one is (``a & b`` adds one). A lease of its
-    own, so it goes wherever a :data:`Lease` does."""
+    """Leases that hold together: valid while every one :func:`holds` (``a & b`` adds one). A
+    lease of its own, so it goes wherever a :data:`Lease` does; leases from foreign code (a
+    usage handler's, a host's) are safe in it."""
 
     __slots__ = ("_parts",)
 
-    def __init__(self, *parts: Lease) -> None:
+    def __init__(self, *parts: Callable[[], Any]) -> None:
         self._parts = parts
 
     def __call__(self) -> bool:
-        return all(part() is True for part in self._parts)
+        return all(holds(part) for part in self._parts)
 
     def __and__(self, other: Lease) -> Leases:
         return Leases(*self._parts, other)

@@ -20,7 +20,6 @@ nothing, and a read is never ``applied`` (only the host knows what it finally se
 
 from __future__ import annotations
 
-import asyncio
 import inspect
 import time
 from collections.abc import Callable
@@ -28,7 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from mvu_store.errors import Code, MvuError
-from mvu_store.host import Lease, SessionEvent
+from mvu_store.host import Lease, Leases, SessionEvent, holds
 from mvu_store.jsonvalue import JsonValue, copy_json, js_json, sha256_hex
 from mvu_store.prompt import expand_message_variables, has_macro
 from mvu_store.service.context import ServiceContext, Signal, check_signal
@@ -160,7 +159,7 @@ class PromptReads:
             await facts.send(self._ctx, "skipped", revision, None, detail="usage-policy")
             return None
         policy, config_revision = leases
-        check_current = _all_current(lease, *policy)
+        check_current = Leases(lease, *policy)
         if not check_current():  # something moved while the policy was deciding
             return None
         await facts.send(self._ctx, "triggered", revision, config_revision)
@@ -185,7 +184,7 @@ class PromptReads:
         if record is None or not _usable(record):
             return None
         resource_lease = self._lease(request.session_id, record.id, signal) if request.resource_id is None else lease
-        current = _all_current(resource_lease, host_lease)
+        current = Leases(resource_lease, host_lease)
         for key in ((record.id, request.session_id), (record.id, None)):
             self._bindings.pop(key, None)  # the newest reads last, the oldest forgotten first
             self._bindings[key] = (record.revision, current)
@@ -231,7 +230,7 @@ class PromptReads:
             if answer is None or answer["enabled"] is not True:
                 return None
             lease = answer.get("checkCurrent", answer.get("check_current"))
-            if not callable(lease) or inspect.iscoroutinefunction(lease) or _holds(lease) is not True:
+            if not callable(lease) or inspect.iscoroutinefunction(lease) or not holds(lease):
                 return None
             leases.append(lease)
             revision = answer.get("configRevision", answer.get("config_revision"))
@@ -327,7 +326,7 @@ class PromptReads:
                                 "strategyRevision": STRATEGY_VERSION})
             await facts.send(self._ctx, "triggered", record.revision, decision.config_revision)
         epoch = usage.epoch
-        check_current = _all_current(lambda: usage.epoch == epoch, *leases)
+        check_current = Leases(lambda: usage.epoch == epoch, *leases)
         if not check_current():
             raise MvuError(Code.USAGE_CANCELLED, "the session changed while its state was assembled",
                            session_id=session_id)
@@ -419,20 +418,3 @@ def _turn_of(event: SessionEvent) -> Any:
     return event.data.get("turn")
 
 
-def _holds(lease: Callable[[], Any]) -> Any:
-    try:
-        answer = lease()
-    except Exception:
-        return False
-    if inspect.isawaitable(answer):
-        if asyncio.iscoroutine(answer):
-            answer.close()  # never awaited: an asynchronous lease is not a lease
-        return False
-    return answer
-
-
-def _all_current(*leases: Callable[[], Any]) -> Callable[[], bool]:
-    def current() -> bool:
-        return all(_holds(lease) is True for lease in leases)
-
-    return current

@@ -27,6 +27,25 @@ def test_leases_hold_together() -> None:
     assert left() is False and both() is False
 
 
+def test_a_lease_that_raises_answers_truthy_or_is_asynchronous_does_not_hold() -> None:
+    async def later() -> bool:
+        return True
+
+    made: list[object] = []
+
+    def asynchronous() -> object:
+        made.append(later())
+        return made[-1]
+
+    def broken() -> bool:
+        raise RuntimeError("a foreign check failed")
+
+    for lease in (broken, asynchronous, lambda: 1, lambda: "yes"):
+        assert Leases(lambda: True, lease)() is False
+    # The coroutine the asynchronous lease made was closed, never left to warn as unawaited.
+    assert made and all(coroutine.cr_frame is None for coroutine in made)  # type: ignore[attr-defined]
+
+
 async def test_a_report_is_a_new_token_even_with_the_same_content() -> None:
     facts = HostFacts()
     playthrough = Playthrough("p", "c", "s")
