@@ -4,23 +4,16 @@ always a rate), and a window in which nothing finished says so instead of dividi
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
-from pathlib import Path
+from typing import Any
 
-BENCHMARK = Path(__file__).resolve().parents[2] / "benchmarks" / "http.py"
+from tests.benchmark_runs import run_benchmark
+
 RATES = ("update_rps", "read_rps", "inprocess_update_rps", "ratio_update", "turns_per_s_http",
          "inprocess_turns_per_s", "ratio_turn_http")
 
 
-def run(*args: str) -> tuple[list[str], dict[str, object]]:
-    done = subprocess.run([sys.executable, str(BENCHMARK), "--quick", *args], capture_output=True, text=True,
-                          timeout=300, check=False)
-    assert done.returncode == 0, done.stderr
-    lines = done.stdout.strip().splitlines()
-    assert len(lines) > 1, "human lines come before the JSON"
-    return lines[:-1], json.loads(lines[-1])
+def run(*args: str) -> tuple[list[str], dict[str, Any]]:
+    return run_benchmark("http.py", "--quick", *args)
 
 
 def test_quick_http_benchmark_prints_its_figures_as_json_on_its_last_line() -> None:

@@ -8,12 +8,13 @@ for is there, positive, and that the fork side measured what it claims to.
 from __future__ import annotations
 
 import importlib.util
-import json
 import subprocess
 import sys
 from pathlib import Path
 from types import ModuleType
 from typing import Any
+
+from tests.benchmark_runs import run_benchmark
 
 BENCHMARK = Path(__file__).resolve().parents[2] / "benchmarks" / "commit_path.py"
 KEYS = (
@@ -24,12 +25,7 @@ KEYS = (
 
 
 def test_quick_benchmark_prints_every_figure_as_json_on_its_last_line() -> None:
-    done = subprocess.run([sys.executable, str(BENCHMARK), "--quick"], capture_output=True, text=True, timeout=120,
-                          check=False)
-    assert done.returncode == 0, done.stderr
-    lines = done.stdout.strip().splitlines()
-    assert len(lines) > 1, "human lines come before the JSON"
-    figures = json.loads(lines[-1])
+    _, figures = run_benchmark("commit_path.py", "--quick")
     for key in KEYS:
         assert isinstance(figures[key], int | float), key
         assert figures[key] > 0, key
@@ -45,12 +41,7 @@ INGEST = BENCHMARK.with_name("ingest.py")
 
 
 def test_quick_ingest_benchmark_prints_both_rates_as_json_on_its_last_line() -> None:
-    done = subprocess.run([sys.executable, str(INGEST), "--quick"], capture_output=True, text=True, timeout=120,
-                          check=False)
-    assert done.returncode == 0, done.stderr
-    lines = done.stdout.strip().splitlines()
-    assert len(lines) > 1, "human lines come before the JSON"
-    figures = json.loads(lines[-1])
+    _, figures = run_benchmark("ingest.py", "--quick")
     for key in ("turns_per_s", "turns_per_s_16_sessions", "state_bytes", "turns", "parallel_turns"):
         assert isinstance(figures[key], int | float), key
         assert figures[key] > 0, key
@@ -69,10 +60,7 @@ def test_quick_ingest_benchmark_prints_both_rates_as_json_on_its_last_line() -> 
 
 
 def test_quick_ingest_benchmark_without_growth_reports_only_the_rates() -> None:
-    done = subprocess.run([sys.executable, str(INGEST), "--quick", "--skip-growth"], capture_output=True, text=True,
-                          timeout=120, check=False)
-    assert done.returncode == 0, done.stderr
-    figures = json.loads(done.stdout.strip().splitlines()[-1])
+    _, figures = run_benchmark("ingest.py", "--quick", "--skip-growth")
     assert figures["turns_per_s"] > 0 and figures["turns_per_s_16_sessions"] > 0
     assert not {"turn_cost_growth", "read_cost_growth", "history_page_ms"} & set(figures)
 
@@ -106,13 +94,8 @@ SOAK_SERVE = BENCHMARK.with_name("soak_serve.py")
 
 
 def quick_figures(script: Path) -> dict[str, Any]:
-    """``script --quick``'s last line, once it ran cleanly and printed human lines first."""
-    done = subprocess.run([sys.executable, str(script), "--quick"], capture_output=True, text=True, timeout=300,
-                          check=False)
-    assert done.returncode == 0, done.stderr
-    lines = done.stdout.strip().splitlines()
-    assert len(lines) > 1, "human lines come before the JSON"
-    figures: dict[str, Any] = json.loads(lines[-1])
+    """``script --quick``'s figures, with no traceback in what it ran."""
+    _, figures = run_benchmark(script.name, "--quick")
     assert figures["quick"] is True and figures["tracebacks"] == 0
     return figures
 
