@@ -127,18 +127,23 @@ def read_only_uri(path: str) -> str:
     whole without it, so it is opened ``mode=ro`` only, and SQLite says so if it cannot read it.
     """
     absolute = os.path.abspath(path)
-    uri = f"file:{urllib.parse.quote(absolute)}?mode=ro"
+    uri = _file_uri(absolute, "ro")
     directory_writable = os.access(os.path.dirname(absolute), os.W_OK)
     if not directory_writable and not os.path.exists(f"{absolute}-wal"):
         uri += "&immutable=1"
     return uri
 
 
+def _file_uri(path: str, mode: str) -> str:
+    """SQLite's URI for the file at ``path`` opened in ``mode`` (``ro``, ``rw``)."""
+    return f"file:{urllib.parse.quote(os.path.abspath(path))}?mode={mode}"
+
+
 def _open_existing(path: str, connect_args: dict[str, Any]) -> sqlite3.Connection:
     """A read-write connection to the file at ``path``, never creating it."""
     try:
         connection: sqlite3.Connection = sqlite3.connect(
-            f"file:{urllib.parse.quote(os.path.abspath(path))}?mode=rw", uri=True, **connect_args)
+            _file_uri(path, "rw"), uri=True, **connect_args)
     except sqlite3.Error as error:
         if getattr(error, "sqlite_errorcode", 0) & 0xFF != sqlite3.SQLITE_CANTOPEN or os.path.lexists(path):
             raise
