@@ -3,15 +3,18 @@
 QuickJS can crash its whole process on some out-of-memory paths (seen with quickjs-bindings
 0.1.1: an allocation failing while an error's backtrace is built), so no script runs inside the
 service's process. This file is started as a script (``python -I child.py``) and imports nothing
-of mvu_store, so it starts fast and shares no state with the service. It reads one JSON request
-per line on stdin and writes one JSON answer per line on stdout:
+of mvu_store, so it starts fast and shares no state with the service. A request is a frame
+(:func:`frame`): one JSON header line, then ``size`` bytes of UTF-8 text (the header says how
+many), so the largest part of a request, the payload or the source, is never escaped inside
+JSON and parsed again. Each request that expects one gets one JSON answer line on stdout:
 
-* first ``{"prelude": text, "cancel": fd}``: the prelude's source and the descriptor of a file of
-  8 bytes the service writes the highest cancelled request number into (read by the interrupt
-  handler);
-* ``{"n": n, "op": "start", "key", "source", "gate"}`` answers the listener count;
-* ``{"n": n, "op": "process", "key", "payload"}`` answers the listeners' commands, or
-  ``{"n": n, "unknown": true}`` for a key this process never started (it replaced one that ended);
+* first ``{"op": "hello", "cancel": fd}`` with the prelude's source: the descriptor of a file
+  of 8 bytes the service writes the highest cancelled request number into (read by the
+  interrupt handler);
+* ``{"n": n, "op": "start", "key", "gate"}`` with the script's source answers the listener count;
+* ``{"n": n, "op": "process", "key"}`` with the payload's JSON text answers the listeners'
+  commands, or ``{"n": n, "unknown": true}`` for a key this process never started (it
+  replaced one that ended);
 * ``{"op": "drop", "key"}`` forgets a script (no answer).
 
 An answer is ``{"n": n, "ok": value}`` or ``{"n": n, "error": [code, message, details]}``.
@@ -29,7 +32,7 @@ import mmap
 import struct
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any, TypeVar
 
 import quickjs
@@ -189,23 +192,39 @@ class Machines:
         self._vms.pop(key, None)
 
 
+def frame(header: dict[str, Any], body: str) -> bytes:
+    """A request as the engine process reads it: ``header`` as a JSON line, then ``body``."""
+    data = body.encode("utf-8", "surrogatepass")
+    return json.dumps({**header, "size": len(data)}, ensure_ascii=False).encode() + b"\n" + data
+
+
+def _frames(requests: Any) -> Iterator[tuple[dict[str, Any], str]]:
+    """The requests of ``requests`` (a binary stream) until it ends."""
+    for line in requests:
+        header = json.loads(line)
+        data = requests.read(header["size"])
+        if len(data) < header["size"]:
+            return
+        yield header, data.decode("utf-8", "surrogatepass")
+
+
 def serve(requests: Any, answers: Any) -> None:
     """The request loop (until stdin closes)."""
-    hello = json.loads(requests.readline())
+    frames = _frames(requests)
+    hello, prelude = next(frames)
     shared = mmap.mmap(hello["cancel"], 8)
     clock = Clock(lambda request: struct.unpack_from("<q", shared)[0] >= request)
-    machines = Machines(hello["prelude"], clock)
-    for line in requests:
-        request = json.loads(line)
+    machines = Machines(prelude, clock)
+    for request, body in frames:
         if request["op"] == "drop":
             machines.drop(request["key"])
             continue
         clock.request = request["n"]
         try:
             if request["op"] == "start":
-                answer: dict[str, Any] = {"ok": machines.start(request["key"], request["source"], request["gate"])}
+                answer: dict[str, Any] = {"ok": machines.start(request["key"], body, request["gate"])}
             else:
-                answer = {"ok": machines.process(request["key"], request["payload"])}
+                answer = {"ok": machines.process(request["key"], body)}
         except Unknown:
             answer = {"unknown": True}
         except Refusal as refusal:

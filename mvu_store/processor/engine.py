@@ -2,14 +2,20 @@
 
 Every card script runs in one child Python process, never in the service's: QuickJS can crash
 its process on some out-of-memory paths, and a crash there must cost a turn, not the service.
-One thread of the service (:class:`Worker`) talks to the child, a request and its answer at a
-time, so the event loop never blocks on it. Cancellation does not wait for the child: the loop
-writes the cancelled request's number into a shared 8-byte file the child's interrupt handler
-reads, and the entry stops at the next interrupt poll.
+The event loop talks to the child itself, with no thread in between: it writes a request to the
+child's stdin and a reader callback on the child's stdout resolves the request's future, so a
+round trip costs two wake-ups (the child's and the loop's), not four. One request is in the
+child at a time; the others wait in order in :class:`Worker`'s queue, so a child that ends costs
+only the request it was running. Cancellation does not wait for the child: the loop writes the
+cancelled request's number into a shared 8-byte file the child's interrupt handler reads, and
+the entry stops at the next interrupt poll.
 
-A child that ends (crashed, killed) answers its pending request with
+A child that ends (crashed, killed) answers its running request with
 ``MVU_COMMAND_HOOK_EXECUTION``; the next request starts a new one, which answers a script it
 never started with :class:`Unknown`, and the registry starts that script there again.
+
+A :class:`Worker` belongs to the event loop that first used it; a call from another loop (the
+first one closed) starts a new child for it.
 """
 
 from __future__ import annotations
@@ -18,19 +24,16 @@ import asyncio
 import json
 import mmap
 import os
-import select
 import struct
 import subprocess
 import sys
 import tempfile
-import threading
-from concurrent.futures import ThreadPoolExecutor
-from contextlib import suppress
+from collections import deque
 from pathlib import Path
 from typing import Any
 
 from mvu_store.errors import Code, MvuError
-from mvu_store.processor.child import ENTRY_BUDGET, MEMORY_LIMIT, STACK_LIMIT
+from mvu_store.processor.child import ENTRY_BUDGET, MEMORY_LIMIT, STACK_LIMIT, frame
 from mvu_store.processor.prelude import PRELUDE
 
 __all__ = ["ENTRY_BUDGET", "MEMORY_LIMIT", "STACK_LIMIT", "Cancel", "Unknown", "Worker"]
@@ -38,6 +41,7 @@ __all__ = ["ENTRY_BUDGET", "MEMORY_LIMIT", "STACK_LIMIT", "Cancel", "Unknown", "
 _CHILD = Path(__file__).with_name("child.py")
 WATCHDOG = 60.0
 """Seconds of wall time the engine process has to answer one request before it is ended."""
+_READ_SIZE = 1 << 16
 
 
 class Unknown(Exception):
@@ -67,12 +71,102 @@ class Cancel:
             self._worker.cancel(self._request)
 
 
+def _failure(code: Code, message: str) -> dict[str, Any]:
+    return {"error": [code.value, message, {}]}
+
+
+def _settle(future: asyncio.Future[dict[str, Any]] | None, answer: dict[str, Any]) -> None:
+    """Answer ``future`` unless it is done or its loop is gone."""
+    if future is not None and not future.done() and not future.get_loop().is_closed():
+        future.set_result(answer)
+
+
+class _Child:
+    """One engine process and the loop-side state of its pipes."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, descriptor: int, on_lines: Any, on_end: Any) -> None:
+        self.loop = loop
+        self.process = subprocess.Popen(
+            [sys.executable, "-I", str(_CHILD)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL, pass_fds=(descriptor,))
+        assert self.process.stdin is not None and self.process.stdout is not None
+        self._in, self._out = self.process.stdin.fileno(), self.process.stdout.fileno()
+        os.set_blocking(self._in, False)
+        os.set_blocking(self._out, False)
+        self._received = bytearray()
+        self._pending = bytearray()  # what a full pipe did not take yet
+        self._on_lines, self._on_end = on_lines, on_end
+        self.alive = True
+        loop.add_reader(self._out, self._readable)
+        self.write(frame({"op": "hello", "cancel": descriptor}, PRELUDE))
+
+    def write(self, data: bytes) -> None:
+        if not self.alive:
+            return
+        if self._pending:
+            self._pending += data
+            return
+        try:
+            written = os.write(self._in, data)
+        except BlockingIOError:
+            written = 0
+        except OSError:  # the child is gone: its reader sees the end
+            return
+        if written < len(data):
+            self._pending += data[written:]
+            self.loop.add_writer(self._in, self._writable)
+
+    def _writable(self) -> None:
+        try:
+            written = os.write(self._in, self._pending)
+        except BlockingIOError:
+            return
+        except OSError:
+            written = len(self._pending)
+        del self._pending[:written]
+        if not self._pending:
+            self.loop.remove_writer(self._in)
+
+    def _readable(self) -> None:
+        try:
+            data = os.read(self._out, _READ_SIZE)
+        except BlockingIOError:
+            return
+        except OSError:
+            data = b""
+        if not data:
+            self.end()
+            self._on_end(self)
+            return
+        self._received += data
+        if b"\n" in data:
+            *lines, rest = self._received.split(b"\n")
+            self._received = bytearray(rest)
+            self._on_lines(self, lines)
+
+    def end(self) -> None:
+        """Stop watching the pipes and end the process (idempotent)."""
+        if not self.alive:
+            return
+        self.alive = False
+        if not self.loop.is_closed():
+            self.loop.remove_reader(self._out)
+            self.loop.remove_writer(self._in)
+        self.process.kill()
+        self.process.wait()
+        assert self.process.stdin is not None and self.process.stdout is not None
+        self.process.stdin.close()
+        self.process.stdout.close()
+
+
 class Worker:
     def __init__(self) -> None:
-        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="mvu-processor")
-        self._child: subprocess.Popen[bytes] | None = None
+        self._child: _Child | None = None
         self._next = 0
-        self._lock = threading.Lock()
+        # Requests not yet sent, in order (a request with no future has no answer), and the one
+        # the child is running: its number, its future and its watchdog.
+        self._queue: deque[tuple[bytes, int, asyncio.Future[dict[str, Any]] | None]] = deque()
+        self._running: tuple[int, asyncio.Future[dict[str, Any]], asyncio.TimerHandle] | None = None
         # The shared file has no name once made: the child gets its descriptor, and nothing is
         # left behind however the service ends.
         descriptor, path = tempfile.mkstemp(prefix="mvu-processor-cancel-")
@@ -82,14 +176,26 @@ class Worker:
         self._shared = mmap.mmap(descriptor, 8)
         self._closed = False
 
-    async def call(self, request: dict[str, Any], cancel: Cancel) -> Any:
-        """Send ``request``, wait for its answer (a failure is a fresh ``MvuError``)."""
+    @property
+    def process(self) -> subprocess.Popen[bytes] | None:
+        """The engine process, while one runs."""
+        return self._child.process if self._child is not None and self._child.alive else None
+
+    async def call(self, request: dict[str, Any], body: str, cancel: Cancel) -> Any:
+        """Send ``request`` with its ``body`` text, wait for its answer (a failure is a fresh
+        ``MvuError``)."""
         if self._closed:
             raise MvuError(Code.COMMAND_HOOK_DISPOSED, "the service's command processors were disposed")
+        loop = asyncio.get_running_loop()
         self._next += 1
-        request = {**request, "n": self._next}
-        cancel.bind(self, self._next)
-        future = asyncio.get_running_loop().run_in_executor(self._executor, self._exchange, request)
+        number = self._next
+        cancel.bind(self, number)
+        if self._child is not None and self._child.loop is not loop:
+            # The loop the child answered on is gone, and with it whatever waited there.
+            self._abandon(_failure(Code.COMMAND_HOOK_DISPOSED, "the event loop of this request ended"))
+        future: asyncio.Future[dict[str, Any]] = loop.create_future()
+        self._queue.append((frame({**request, "n": number}, body), number, future))
+        self._pump(loop)
         try:
             answer = await future
         except asyncio.CancelledError:
@@ -106,70 +212,82 @@ class Worker:
 
     def send(self, request: dict[str, Any]) -> None:
         """Send a request that has no answer (forgetting a script), in order with the others."""
-        if not self._closed:
-            self._executor.submit(self._write, request)
+        if self._closed or self._child is None or not self._child.alive:
+            return  # no engine process knows any script
+        self._queue.append((frame(request, ""), 0, None))
+        self._pump(self._child.loop)
 
     def cancel(self, request: int) -> None:
         """Stop ``request`` (and any earlier one) at the child's next interrupt poll."""
-        with self._lock:
-            if not self._shared.closed and struct.unpack_from("<q", self._shared)[0] < request:
-                struct.pack_into("<q", self._shared, 0, request)
+        if not self._shared.closed and struct.unpack_from("<q", self._shared)[0] < request:
+            struct.pack_into("<q", self._shared, 0, request)
 
     def close(self) -> None:
-        """Stop the child and take no more requests."""
+        """Stop the child and take no more requests; waiting calls end ``MVU_COMMAND_HOOK_DISPOSED``."""
         if self._closed:
             return
         self._closed = True
         self.cancel(self._next)
-        self._executor.submit(self._stop)
-        self._executor.shutdown(wait=False)
+        self._abandon(_failure(Code.COMMAND_HOOK_DISPOSED, "the service's command processors were disposed"))
+        self._shared.close()
+        os.close(self._descriptor)
 
-    # -- on the worker thread ----------------------------------------------------------------------
+    # -- on the event loop --------------------------------------------------------------------------
 
-    def _started(self) -> subprocess.Popen[bytes]:
+    def _abandon(self, answer: dict[str, Any]) -> None:
+        """End the child, answering its running request and every queued one with ``answer``."""
+        if self._running is not None:
+            self._finish(answer)
+        for _, _, future in self._queue:
+            _settle(future, answer)
+        self._queue.clear()
+        if self._child is not None:
+            self._child.end()
+            self._child = None
+
+    def _started(self, loop: asyncio.AbstractEventLoop) -> _Child:
         child = self._child
-        if child is None or child.poll() is not None:
-            child = self._child = subprocess.Popen(
-                [sys.executable, "-I", str(_CHILD)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                stderr=subprocess.DEVNULL, pass_fds=(self._descriptor,))
-            self._put(child, {"prelude": PRELUDE, "cancel": self._descriptor})
+        if child is None or not child.alive or child.process.poll() is not None:
+            if child is not None:
+                child.end()
+            child = self._child = _Child(loop, self._descriptor, self._answered, self._child_ended)
         return child
 
-    @staticmethod
-    def _put(child: subprocess.Popen[bytes], request: dict[str, Any]) -> None:
-        assert child.stdin is not None
-        child.stdin.write(json.dumps(request, ensure_ascii=False).encode() + b"\n")
-        child.stdin.flush()
+    def _pump(self, loop: asyncio.AbstractEventLoop) -> None:
+        """Send queued requests until one that waits for its answer is running."""
+        while self._running is None and self._queue:
+            data, number, future = self._queue.popleft()
+            if future is not None and future.done():
+                continue  # its caller was cancelled before it was sent
+            child = self._started(loop)
+            child.write(data)
+            if future is not None:
+                # A watchdog far above any script's budget: an engine stuck where its interrupt
+                # handler is never polled is ended, not waited for.
+                self._running = (number, future, loop.call_later(WATCHDOG, self._stalled, child, number))
 
-    def _write(self, request: dict[str, Any]) -> None:
-        with suppress(OSError):  # the child is gone: so is what the request was about
-            self._put(self._started(), request)
+    def _finish(self, answer: dict[str, Any]) -> None:
+        assert self._running is not None
+        _, future, watchdog = self._running
+        self._running = None
+        watchdog.cancel()
+        _settle(future, answer)
 
-    def _exchange(self, request: dict[str, Any]) -> dict[str, Any]:
-        try:
-            child = self._started()
-            self._put(child, request)
-            assert child.stdout is not None
-            # A watchdog far above any script's budget: an engine stuck where its interrupt
-            # handler is never polled is ended, not waited for.
-            ready, _, _ = select.select([child.stdout], [], [], WATCHDOG)
-            line = child.stdout.readline() if ready else b""
-        except OSError:
-            line = b""
-        if not line:
-            self._kill()
-            return {"error": [Code.COMMAND_HOOK_EXECUTION.value, "the command processor's engine ended", {}]}
-        answer: dict[str, Any] = json.loads(line)
-        return answer
+    def _answered(self, child: _Child, lines: list[bytearray]) -> None:
+        for line in lines:
+            answer: dict[str, Any] = json.loads(line)
+            if self._running is not None and answer.get("n") == self._running[0]:
+                self._finish(answer)
+        self._pump(child.loop)
 
-    def _kill(self) -> None:
-        child, self._child = self._child, None
-        if child is not None:
-            child.kill()
-            child.wait()
+    def _child_ended(self, child: _Child) -> None:
+        if child is self._child and self._running is not None:
+            self._finish(_failure(Code.COMMAND_HOOK_EXECUTION, "the command processor's engine ended"))
+        if not self._closed:
+            self._pump(child.loop)
 
-    def _stop(self) -> None:
-        self._kill()
-        with self._lock:
-            self._shared.close()
-        os.close(self._descriptor)
+    def _stalled(self, child: _Child, number: int) -> None:
+        if self._running is not None and self._running[0] == number:
+            child.end()
+            self._child_ended(child)
+

@@ -129,7 +129,7 @@ class CardProcessors:
 
     async def _begin(self, key: str, made: Declaration) -> int:
         """Start ``made`` in the engine process under ``key``; its listener count."""
-        count: int = await self._call({"op": "start", "key": key, "source": made.source, "gate": made.gate_global})
+        count: int = await self._call({"op": "start", "key": key, "gate": made.gate_global}, made.source)
         return count
 
     def receipt(self, resource_id: str) -> dict[str, JsonValue] | None:
@@ -158,18 +158,18 @@ class CardProcessors:
             return commands
         repaired = repairs(turn.text) if not commands else ()
         user_text = turn.user_text if utf16_length(turn.user_text) <= MAX_USER_TEXT_UNITS else ""
-        payload = json.dumps({"variables": turn.variables, "commands": views(commands), "text": turn.text,
+        payload = json.dumps({"variables": turn.baseline, "commands": views(commands), "text": turn.text,
                               "userText": user_text}, ensure_ascii=False)
         self._used.put(_key(turn), registration)
         try:
-            request = {"op": "process", "key": registration.id, "payload": payload}
+            request = {"op": "process", "key": registration.id}
             try:
-                result = await self._call(request)
+                result = await self._call(request, payload)
             except Unknown:
                 # The engine process was replaced (the old one ended): the script starts again there.
                 registration.listener_count = await self._begin(registration.id, registration.declaration)
                 self._check(registration)
-                result = await self._call(request)
+                result = await self._call(request, payload)
         except MvuError:
             self._check(registration)  # a revoked registration turns any failure into a cancellation
             raise
@@ -215,13 +215,13 @@ class CardProcessors:
         if self.disposed:
             raise MvuError(Code.COMMAND_HOOK_DISPOSED, "the service's command processors were disposed")
 
-    async def _call(self, request: dict[str, Any]) -> Any:
+    async def _call(self, request: dict[str, Any], body: str) -> Any:
         if self._worker is None:
             self._worker = Worker()
         cancel = Cancel()
         self._running.add(cancel)
         try:
-            return await self._worker.call(request, cancel)
+            return await self._worker.call(request, body, cancel)
         finally:
             self._running.discard(cancel)
 

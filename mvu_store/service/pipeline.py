@@ -21,7 +21,7 @@ from typing import Any, NoReturn
 
 from mvu_store.errors import Code, MvuError
 from mvu_store.host import Lease, message_text
-from mvu_store.jsonvalue import JsonValue, copy_json
+from mvu_store.jsonvalue import JsonValue
 from mvu_store.lang import Command, contains_update, parse_commands
 from mvu_store.lang.apply import private_envelope, run_commands
 from mvu_store.lang.macros import Names, substitute
@@ -236,9 +236,8 @@ class Pipeline:
                     raise parse_error
                 turn = ProcessorTurn(
                     resource_id=entry.id, session_id=str(reply.source["sessionId"]), turn=reply.turn,
-                    message_seq=reply.message.seq, text=text,
-                    # A private copy: a processor filters, it never writes the state (C-2).
-                    variables=copy_json(baseline.variables), user_text=user_text, command_source=command_source)
+                    message_seq=reply.message.seq, text=text, baseline=baseline.variables, user_text=user_text,
+                    command_source=command_source)
                 chosen = await processed(ctx.processor, commands, turn)
             except MvuError as error:
                 return await self._fail(entry, reply, baseline, error, facts, signal, lease, decision, turn)

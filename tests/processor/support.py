@@ -51,9 +51,9 @@ class Interposed(CardProcessors):
         self.after: Callable[[], Awaitable[None] | None] | None = None
         self.turns = 0
 
-    async def _call(self, request: dict[str, Any]) -> Any:
+    async def _call(self, request: dict[str, Any], body: str) -> Any:
         try:
-            return await super()._call(request)
+            return await super()._call(request, body)
         finally:
             if request["op"] == "process":
                 self.turns += 1

@@ -235,9 +235,9 @@ async def test_a_revoked_start_is_a_cancellation_not_a_failure(ledger: Ledger, h
     started = asyncio.Event()
     original = processors._call
 
-    async def call(request: dict[str, Any]) -> Any:
+    async def call(request: dict[str, Any], body: str) -> Any:
         try:
-            return await original(request)
+            return await original(request, body)
         finally:
             if request["op"] == "start" and not started.is_set():
                 started.set()
@@ -288,13 +288,13 @@ async def test_an_engine_process_that_ended_is_replaced_and_scripts_start_again(
     await turn(host, 1, patch(7))
     assert await hp(service) == 10
     worker = processors._worker
-    assert worker is not None and worker._child is not None
-    first = worker._child.pid
-    worker._child.kill()
-    worker._child.wait()
+    assert worker is not None and worker.process is not None
+    first = worker.process.pid
+    worker.process.kill()
+    worker.process.wait()
     await turn(host, 2, patch(8))
     assert await hp(service) == 10  # still filtered, by the script started again in a new process
-    assert worker._child is not None and worker._child.pid != first
+    assert worker.process is not None and worker.process.pid != first
     await service.close()
 
 
@@ -333,3 +333,4 @@ async def test_an_engine_that_does_not_answer_is_ended_by_the_watchdog(
     await turn(host, 3, patch(9))  # a new engine process, the script started again there
     assert await hp(service) == 9
     await service.close()
+
