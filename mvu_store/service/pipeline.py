@@ -17,13 +17,16 @@ nothing, so the reply stays unprocessed for a retry.
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import Callable
+from contextlib import suppress
 from typing import Any, NoReturn
 
 from mvu_store.errors import Code, MvuError
 from mvu_store.host import Lease, message_text
 from mvu_store.jsonvalue import JsonValue
 from mvu_store.lang import Command, contains_update, parse_commands
-from mvu_store.lang.apply import private_envelope, run_commands
+from mvu_store.lang.apply import UpdateResult, private_envelope, run_commands
 from mvu_store.lang.macros import Names, substitute
 from mvu_store.ledger.records import CommitRequest, Head
 from mvu_store.processor.repair import repairs
@@ -37,7 +40,7 @@ from mvu_store.service.facts import Facts
 from mvu_store.service.identity import session_identity
 from mvu_store.service.initial import DeclaredSchema
 from mvu_store.service.models import CheckpointInfo, IngestReport, TurnOutcome, check_session_id
-from mvu_store.service.processing import ProcessorTurn, check_current, claims, processed
+from mvu_store.service.processing import CommandProcessor, ProcessorTurn, check_current, claims, processed
 from mvu_store.service.sessions import SessionLog
 from mvu_store.service.turns import Reply
 from mvu_store.service.usage import Decision
@@ -228,8 +231,17 @@ class Pipeline:
         else:
             facts.add("skipped", detail="no-update" if decision.enabled else "usage-policy",
                       configRevision=decision.config_revision)
+
+        def applied(head: Head, chosen: list[Command]) -> UpdateResult:
+            # The declaration, at the turn's time; after the first command it parses only what
+            # each command changed.
+            declared = DeclaredSchema.of(head.variables, reply.at, ValidationMemo())
+            return run_commands(private_envelope(head.variables), chosen, declared,
+                                declared.check if declared is not None else None)
+
         chosen: list[Command] = []
         turn: ProcessorTurn | None = None
+        ahead: UpdateResult | None = None
         if run:
             try:
                 if parse_error is not None:
@@ -238,7 +250,11 @@ class Pipeline:
                     resource_id=entry.id, session_id=str(reply.source["sessionId"]), turn=reply.turn,
                     message_seq=reply.message.seq, text=text, baseline=baseline.variables, user_text=user_text,
                     command_source=command_source)
-                chosen = await processed(ctx.processor, commands, turn)
+                if claims(ctx.processor, entry.id, command_source):
+                    chosen, ahead = await _processed_ahead(ctx.processor, commands, turn,
+                                                           lambda: applied(baseline, list(commands)))
+                else:
+                    chosen = await processed(ctx.processor, commands, turn)
             except MvuError as error:
                 return await self._fail(entry, reply, baseline, error, facts, signal, lease, decision, turn)
         tried: list[Head] = []
@@ -248,11 +264,9 @@ class Pipeline:
             # No bytes for the head's own variables: the ledger encodes what it did not measure.
             variables, diagnostics, changed, encoded = head.variables, [], False, None
             if run:
-                # The declaration, at the turn's time; after the first command it parses only
-                # what each command changed.
-                declared = DeclaredSchema.of(head.variables, reply.at, ValidationMemo())
-                result = run_commands(private_envelope(head.variables), chosen, declared,
-                                      declared.check if declared is not None else None)
+                kept_all = head is baseline and len(chosen) == len(commands) and all(
+                    mine is theirs for mine, theirs in zip(chosen, commands, strict=True))
+                result = ahead if ahead is not None and kept_all else applied(head, chosen)
                 variables, changed, encoded = result.variables, result.changed, result.encoded
                 diagnostics = [dict(item) for item in result.diagnostics]
             ended = facts.copy()
@@ -355,6 +369,26 @@ def _user_text(log: SessionLog, reply: Reply) -> str:
     """The text the user wrote in the reply's own turn ('' if none: never an earlier turn's)."""
     event = log.snapshot().event(reply.user_seq) if reply.user_seq is not None else None
     return message_text(event) if event is not None else ""
+
+
+async def _processed_ahead(processor: CommandProcessor, commands: tuple[Command, ...], turn: ProcessorTurn,
+                           apply_all: Callable[[], UpdateResult]) -> tuple[list[Command], UpdateResult | None]:
+    """A card's script's choice of ``commands`` and, computed while the script runs in its engine
+    process, all of them applied to the baseline (None: the script answered first, or a command
+    failed fatally, which is left to the application of what it chose). The script keeps every
+    command on most turns; then that result is the turn's, and the script costs the turn only the
+    part of its round trip the application did not cover."""
+    choosing = asyncio.ensure_future(processed(processor, commands, turn))
+    try:
+        await asyncio.sleep(0)  # the processor sends its request before the loop is kept busy
+        ahead: UpdateResult | None = None
+        if not choosing.done() and commands:
+            with suppress(MvuError):
+                ahead = apply_all()
+        return await choosing, ahead
+    except BaseException:
+        choosing.cancel()
+        raise
 
 
 def _read(raw: str, names: Names) -> tuple[str, tuple[Command, ...], MvuError | None]:

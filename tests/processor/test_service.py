@@ -334,3 +334,58 @@ async def test_an_engine_that_does_not_answer_is_ended_by_the_watchdog(
     assert await hp(service) == 9
     await service.close()
 
+
+# -- the reply applied while the script runs (used only when the script keeps every command) ------
+
+
+async def test_a_script_that_drops_a_command_commits_only_what_it_kept(ledger: Ledger, host: MemoryHost) -> None:
+    """All the commands are applied while the script runs; a script that drops one gets the
+    application of what it kept, not that one."""
+    service = make_service(ledger, host, helper("commands.length = 1;"))
+    await turn(host, 1, "_.set('hp', 7);_.set('hp', 8);")
+    assert await hp(service) == 7 and await revision(service) == 1
+    await service.close()
+
+
+# 900 KiB of state (the envelope holds it twice: stat_data and display_data); the first command
+# takes it past the 2 MiB state budget (MVU_LIMIT, fatal), the second is a plain change.
+BIG = {"stat_data": {"hp": 10, "a": "x" * (400 * 1024), "c": "z" * (500 * 1024)}}
+OVER_BUDGET = "_.set('a', '" + "y" * (700 * 1024) + "');" + patch(8)
+
+
+async def test_a_command_over_the_budget_that_the_script_drops_does_not_fail_the_reply(
+        ledger: Ledger, host: MemoryHost) -> None:
+    service = make_service(ledger, host, helper("commands.splice(0, 1);"), initial=BIG)
+    await turn(host, 1, OVER_BUDGET)
+    assert await hp(service) == 8 and await phases(service, "failed") == 0
+    await service.close()
+
+
+async def test_a_command_over_the_budget_that_the_script_keeps_fails_the_reply(
+        ledger: Ledger, host: MemoryHost) -> None:
+    service = make_service(ledger, host, PASS, initial=BIG)
+    await turn(host, 1, OVER_BUDGET)
+    history = await service.history(id=RESOURCE, scope={"authority": "local", "session_id": SESSION})
+    assert [(entry.kind, entry.error) for entry in history][-1] == ("failed", Code.LIMIT.value)
+    assert await hp(service) == 10
+    await service.close()
+
+
+async def test_an_edit_while_the_script_runs_is_kept_and_the_reply_applies_on_top(
+        ledger: Ledger, host: MemoryHost) -> None:
+    processors = Interposed()
+    service = make_service(ledger, host, PASS, processors=processors)
+    scope = {"authority": "local", "session_id": SESSION}
+
+    async def edit() -> None:
+        record = await service.read(id=RESOURCE, scope=scope)
+        assert record is not None
+        await service.update(id=RESOURCE, content={"stat_data": {"hp": 10, "mp": 4}},
+                             expected_revision=record.revision, operation_id="edit", scope=scope)
+
+    processors.after = edit
+    await turn(host, 1, "_.add('hp', 5);")
+    record = await service.read(id=RESOURCE, scope=scope)
+    assert record is not None and record.revision == 2
+    assert record.content["stat_data"] == {"hp": 15, "mp": 4}
+    await service.close()
