@@ -1,18 +1,22 @@
 """Command processor benchmark: what a card's script adds to a turn, end to end.
 
 The card and the replies are ``benchmarks/ingest.py``'s (a Zod declaration of ~30 fields over a
-~5 KiB ``stat_data``, five commands a reply). Two copies of the card are discovered in one
+~5 KiB ``stat_data``, five commands a reply). Three copies of the card are discovered in one
 service over one ledger: one without a command processor, one whose Helper script is a typical
-card's (it reads the variables, drops commands on protected paths, keeps the rest in order).
-Each plays its own session through ``MemoryHost`` (``turn/start`` → checkpoint, the reply and
-``turn/end`` → ingest), in interleaved rounds (the order of the two flips every round), so both
-see the same machine load:
+card's guard (it reads the variables, drops commands on protected paths, keeps the rest in
+order: these replies touch no protected path, so it keeps all five, as a guard does on most
+turns), and one whose script drops a command on every turn (``world.time``). Each plays its own
+session through ``MemoryHost`` (``turn/start`` → checkpoint, the reply and ``turn/end`` →
+ingest), in interleaved rounds (the order rotates every round), so all see the same machine
+load:
 
-- ``added_cost_ratio``: the median over the rounds of ``(processor turn - plain turn) / plain
+- ``added_cost_ratio``: the median over the rounds of ``(guarded turn - plain turn) / plain
   turn``, mean wall times of the round's turns; the script's engine and its VM are reused, the
   commands go in and come back as JSON text once per turn;
-- ``first_turn_ms``: the first turn of the processor's session, which starts the engine process
-  and the script (``first_turn_ms_plain``: the plain card's first turn, for comparison).
+- ``added_cost_ratio_filtering``: the same for the script that drops a command every turn (the
+  commands applied while the script ran are then applied again without it);
+- ``first_turn_ms``: the first turn of the guarded session, which starts the engine process and
+  the script (``first_turn_ms_plain``: the plain card's first turn, for comparison).
 
 The ledger is a SQLite file in a temporary directory (WAL, ``synchronous=FULL``). Human lines
 first; the LAST line is one JSON object with the figures and the load average of the run.
@@ -59,6 +63,9 @@ function register() {
 eventOn('global_Mvu_initialized', register);
 register();
 """
+FILTERING = HELPER.replace("const PROTECTED = ['flags', 'hero.name', 'hero.level'];",
+                           "const PROTECTED = ['flags', 'hero.name', 'hero.level', 'world.time'];")
+SESSIONS = {"plain": None, "scripted": HELPER, "filtering": FILTERING}
 
 
 def say(line: str) -> None:
@@ -81,10 +88,14 @@ async def timed(host: MemoryHost, session_id: str, first: int, turns: int) -> fl
 
 
 async def check(service: MvuService, instance: str, session_id: str, turns: int) -> None:
-    """Both sessions committed every turn, and the script let the hero's updates through."""
+    """Every session committed every turn, the scripts let the hero's updates through, and the
+    filtering one kept the time of day the initial state has."""
     record = await service.read(id=instance, scope={"authority": "local", "session_id": session_id})
     assert record is not None and record.revision == turns, (record.revision if record else None, turns)
-    assert record.content["stat_data"]["hero"]["exp"] == 120 + turns  # type: ignore[index,call-overload]
+    stat_data: Any = record.content["stat_data"]
+    assert stat_data["hero"]["exp"] == 120 + turns
+    kept_time = initial_state()["world"]["time"]  # type: ignore[index,call-overload]
+    assert (stat_data["world"]["time"] == kept_time) == (session_id == "filtering"), stat_data["world"]
 
 
 async def measure(url: str, rounds: int, turns: int) -> dict[str, Any]:
@@ -93,31 +104,34 @@ async def measure(url: str, rounds: int, turns: int) -> dict[str, Any]:
     service = MvuService(ledger=ledger, host=host)
     host.attach(service)
     initvar = [json.dumps(initial_state())]
-    for character_id, extra in (("plain", {}), ("scripted", {"command_source": HELPER})):
-        template = await service.discover(definition={"character_id": character_id, "name": character_id,
-                                                      "initvar": initvar, "schema_source": SCHEMA, **extra})
+    instances = {}
+    for index, (name, source) in enumerate(SESSIONS.items()):
+        extra = {} if source is None else {"command_source": source}
+        template = await service.discover(definition={"character_id": name, "name": name, "initvar": initvar,
+                                                      "schema_source": SCHEMA, **extra})
         assert template.source_error is None, template
-    plain = await start(service, host, "plain", "plain", 1000)
-    scripted = await start(service, host, "scripted", "scripted", 2000)
-    first_plain = await timed(host, "plain", 1, 1)
-    first_scripted = await timed(host, "scripted", 1, 1)
-    ratios, plain_ms, scripted_ms = [], [], []
+        instances[name] = await start(service, host, name, name, 1000 * (index + 1))
+    first = {name: await timed(host, name, 1, 1) for name in SESSIONS}
+    ms: dict[str, list[float]] = {name: [] for name in SESSIONS}
     next_turn = 2
+    names = list(SESSIONS)
     for index in range(rounds):
-        order = ("plain", "scripted") if index % 2 == 0 else ("scripted", "plain")
-        means = {session: await timed(host, session, next_turn, turns) for session in order}
+        for name in names[index % len(names):] + names[:index % len(names)]:
+            ms[name].append(await timed(host, name, next_turn, turns))
         next_turn += turns
-        plain_ms.append(means["plain"])
-        scripted_ms.append(means["scripted"])
-        ratios.append((means["scripted"] - means["plain"]) / means["plain"])
-    await check(service, plain, "plain", next_turn - 1)
-    await check(service, scripted, "scripted", next_turn - 1)
-    record = await service.read(id=scripted, scope={"authority": "local", "session_id": "scripted"})
+    for name, instance in instances.items():
+        await check(service, instance, name, next_turn - 1)
+    record = await service.read(id=instances["scripted"], scope={"authority": "local", "session_id": "scripted"})
     assert record is not None and record.command_processor is not None
     await service.close()
     await ledger.close()
-    return {"ratios": ratios, "plain_ms": plain_ms, "scripted_ms": scripted_ms, "first_plain": first_plain,
-            "first_scripted": first_scripted, "listener_count": record.command_processor["listenerCount"]}
+    return {"ms": ms, "first": first, "listener_count": record.command_processor["listenerCount"]}
+
+
+def added(figures: dict[str, Any], name: str) -> float:
+    """The median over the rounds of the session's added cost over the plain one's."""
+    return statistics.median((mine - plain) / plain for mine, plain in zip(figures["ms"][name], figures["ms"]["plain"],
+                                                                           strict=True))
 
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
@@ -133,22 +147,23 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         say(f"command processor, end to end through MvuService + MemoryHost, sqlite ledger"
             f"{' (quick)' if args.quick else ''}")
         figures = asyncio.run(measure(f"sqlite:///{Path(temp) / 'ledger.sqlite3'}", rounds, turns))
-    ratio = statistics.median(figures["ratios"])
-    plain_ms, scripted_ms = statistics.fmean(figures["plain_ms"]), statistics.fmean(figures["scripted_ms"])
+    ratio, filtering = added(figures, "scripted"), added(figures, "filtering")
+    mean = {name: statistics.fmean(values) for name, values in figures["ms"].items()}
     load = os.getloadavg()
-    say(f"a turn without a processor: {plain_ms:.2f} ms; with the card's script: {scripted_ms:.2f} ms "
-        f"({rounds} rounds of {turns} turns each)")
-    say(f"added cost: median {ratio:+.3f} of a turn (rounds: "
-        + ", ".join(f"{value:+.3f}" for value in figures["ratios"]) + ")")
-    say(f"first turn: {figures['first_scripted']:.1f} ms with the script (engine process and script started), "
-        f"{figures['first_plain']:.1f} ms without")
+    say(f"a turn without a processor: {mean['plain']:.2f} ms; with the guard script: {mean['scripted']:.2f} ms; "
+        f"with a script that drops a command: {mean['filtering']:.2f} ms ({rounds} rounds of {turns} turns each)")
+    say(f"added cost: median {ratio:+.3f} of a turn with the guard, {filtering:+.3f} with the dropping script")
+    say(f"first turn: {figures['first']['scripted']:.1f} ms with the script (engine process and script started), "
+        f"{figures['first']['plain']:.1f} ms without")
     say(f"load average: {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")
     result = {
         "added_cost_ratio": round(ratio, 3),
-        "first_turn_ms": round(figures["first_scripted"], 1),
-        "first_turn_ms_plain": round(figures["first_plain"], 1),
-        "turn_ms_plain": round(plain_ms, 3),
-        "turn_ms_processor": round(scripted_ms, 3),
+        "added_cost_ratio_filtering": round(filtering, 3),
+        "first_turn_ms": round(figures["first"]["scripted"], 1),
+        "first_turn_ms_plain": round(figures["first"]["plain"], 1),
+        "turn_ms_plain": round(mean["plain"], 3),
+        "turn_ms_processor": round(mean["scripted"], 3),
+        "turn_ms_processor_filtering": round(mean["filtering"], 3),
         "rounds": rounds,
         "turns_per_round": turns,
         "listener_count": figures["listener_count"],
