@@ -11,13 +11,17 @@ Registration rules:
 * a disposer only removes its own registration, never a newer one;
 * a card registration ends when the card no longer carries that declaration (disabled or
   changed: the next reply registers the new one, or none);
+* a host registration may come with a source lease (the host's word that the source is still
+  the one to run, as the original's resolver gives with its source): once it no longer holds,
+  the registration ends, and a reply it was processing is cancelled;
 * :meth:`dispose` (the service closing) ends all of them and interrupts running scripts.
 
 A reply's processing re-checks, synchronously after every await (the call into the worker) and
 again right before the commit (:meth:`check_current`), that the service is open and the
-registration it ran under is still the current one: else ``MVU_COMMAND_HOOK_DISPOSED`` or
-``MVU_USAGE_CANCELLED``, both of which leave the reply unrecorded for a retry. That holds on
-error exits too: a script failure under a revoked registration is a cancellation, not a receipt.
+registration it ran under is still the current one, its source lease included: else
+``MVU_COMMAND_HOOK_DISPOSED`` or ``MVU_USAGE_CANCELLED``, both of which leave the reply
+unrecorded for a retry. That holds on error exits too: a script failure under a revoked
+registration is a cancellation, not a receipt.
 """
 
 from __future__ import annotations
@@ -30,6 +34,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from mvu_store.errors import Code, MvuError
+from mvu_store.host import Lease, holds
 from mvu_store.jsonvalue import JsonValue
 from mvu_store.lang import Command
 from mvu_store.processor.adapter import commands_back, views
@@ -51,7 +56,13 @@ class Registration:
     origin: Literal["card", "host"]
     listener_count: int
     id: str = field(default_factory=lambda: str(uuid.uuid4()))
+    lease: Lease | None = None
+    """The host's source lease, if it gave one."""
     active: bool = True
+
+    def current(self) -> bool:
+        """Still active, and its source lease (if any) still holds."""
+        return self.active and (self.lease is None or holds(self.lease))
 
     def receipt(self) -> dict[str, JsonValue]:
         """Proof of registration only (never of a state change: only a commit proves that)."""
@@ -80,17 +91,23 @@ class CardProcessors:
 
     # -- registrations ----------------------------------------------------------------------------
 
-    async def register(self, resource_id: str, source: str, *, origin: Literal["card", "host"] = "host") -> Registered:
-        """Start ``source`` for ``resource_id``, replacing its registration (``MVU_USAGE_CANCELLED``
-        if another registration for it was made meanwhile)."""
+    async def register(self, resource_id: str, source: str, *, lease: Lease | None = None) -> Registered:
+        """Start ``source`` for ``resource_id`` as the host's registration, replacing the current
+        one (``MVU_USAGE_CANCELLED`` if another registration for it was made meanwhile, or
+        ``lease`` stopped holding while it started); ``lease``: the host's source lease."""
         made = declaration(source)
         if made is None:
             raise MvuError(Code.COMMAND_HOOK_DECLARATION, "the script declares no command processor "
                            "(eventOn('global_Mvu_initialized', ...) and Mvu.events.COMMAND_PARSED)")
-        registration = await self._start(resource_id, made, origin)
+        if lease is not None and not callable(lease):
+            raise MvuError(Code.CONFIG, "a source lease is a function answering True while the source holds")
+        if lease is not None and not holds(lease):
+            raise MvuError(Code.USAGE_CANCELLED, "the command processor's source lease does not hold", id=resource_id)
+        registration = await self._start(resource_id, made, "host", lease)
         return Registered(registration.receipt(), lambda: self._drop(registration))
 
-    async def _start(self, resource_id: str, made: Declaration, origin: Literal["card", "host"]) -> Registration:
+    async def _start(self, resource_id: str, made: Declaration, origin: Literal["card", "host"],
+                     lease: Lease | None = None) -> Registration:
         self._alive()
         generation = self._generation[resource_id] = self._generation.get(resource_id, 0) + 1
         key = str(uuid.uuid4())
@@ -104,10 +121,15 @@ class CardProcessors:
         except MvuError:
             self._release(key)
             raise
+        registration = Registration(resource_id, made, origin, count, key, lease)
+        if not registration.current():
+            self._release(key)
+            raise MvuError(Code.USAGE_CANCELLED, "the command processor's source lease ended while it started",
+                           id=resource_id)
         old = self._current.get(resource_id)
         if old is not None:
             self._drop(old)
-        registration = self._current[resource_id] = Registration(resource_id, made, origin, count, key)
+        self._current[resource_id] = registration
         return registration
 
     def _still_starting(self, resource_id: str, generation: int) -> None:
@@ -155,6 +177,7 @@ class CardProcessors:
     async def process(self, commands: tuple[Command, ...], turn: ProcessorTurn) -> Sequence[Command]:
         registration = await self._registration(turn)
         if registration is None:
+            self._used.pop(_key(turn))  # an earlier, cancelled try of this reply ran under one
             return commands
         repaired = repairs(turn.text) if not commands else ()
         user_text = turn.user_text if utf16_length(turn.user_text) <= MAX_USER_TEXT_UNITS else ""
@@ -184,6 +207,9 @@ class CardProcessors:
 
     async def _registration(self, turn: ProcessorTurn) -> Registration | None:
         current = self._current.get(turn.resource_id)
+        if current is not None and not current.current():
+            self._drop(current)  # the host's source lease ended: its source is no longer the one to run
+            current = None
         if current is not None and (current.origin == "host" or current.declaration.source == turn.command_source):
             return current
         if current is not None:
@@ -207,6 +233,8 @@ class CardProcessors:
 
     def _check(self, registration: Registration) -> None:
         self._alive()
+        if registration.active and not registration.current():
+            self._drop(registration)  # its source lease ended
         if not registration.active or self._current.get(registration.resource_id) is not registration:
             raise MvuError(Code.USAGE_CANCELLED, "the command processor was replaced or removed meanwhile",
                            id=registration.resource_id)

@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from mvu_store.errors import Code, MvuError
-from mvu_store.host import Host
+from mvu_store.host import Host, Lease
 from mvu_store.jsonvalue import JsonValue
 from mvu_store.lang.macros import Names
 from mvu_store.ledger import Ledger
@@ -112,10 +112,14 @@ class MvuService:
 
     # -- card command processors -----------------------------------------------------------------
 
-    async def register_command_processor(self, *, id: str, source: str) -> Registered:
+    async def register_command_processor(self, *, id: str, source: str, lease: Lease | None = None) -> Registered:
         """Run ``source`` (a command processor declaration) before each commit of resource ``id``,
         replacing its current one; returns the receipt and a disposer that removes this
-        registration only (never a newer one). ``MVU_MISSING`` for an unknown id."""
+        registration only (never a newer one). ``MVU_MISSING`` for an unknown id. ``lease``: the
+        host's word that ``source`` is still the one to run (True while it is), checked before
+        each reply, after the script answers and before the commit; once it no longer holds the
+        registration ends, and a reply it was processing is cancelled (``MVU_USAGE_CANCELLED``,
+        nothing recorded, the reply left for a retry)."""
         ctx = self._ctx
         ctx.alive()
         if not isinstance(ctx.processor, CardProcessors):
@@ -123,7 +127,7 @@ class MvuService:
         configured = isinstance(id, str) and any(config.id == id for config in ctx.configs)
         if not configured and (not isinstance(id, str) or await ctx.catalog.entry(id) is None):
             raise MvuError(Code.MISSING, "no such resource", id=id if isinstance(id, str) else None)
-        return await ctx.processor.register(id, source)
+        return await ctx.processor.register(id, source, lease=lease)
 
     # -- templates and selection (I-1 ... I-7) ----------------------------------------------------
 

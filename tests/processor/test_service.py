@@ -389,3 +389,84 @@ async def test_an_edit_while_the_script_runs_is_kept_and_the_reply_applies_on_to
     assert record is not None and record.revision == 2
     assert record.content["stat_data"] == {"hp": 15, "mp": 4}
     await service.close()
+
+
+# -- the host's source lease (C-4): checked before each reply, after the script and before the save -
+
+
+class SourceLease:
+    def __init__(self) -> None:
+        self.holding = True
+
+    def __call__(self) -> bool:
+        return self.holding
+
+
+async def test_a_source_lease_that_ends_while_the_script_runs_cancels_and_ends_the_registration(
+        ledger: Ledger, host: MemoryHost) -> None:
+    processors = Interposed()
+    service = make_service(ledger, host, None, processors=processors)
+    lease = SourceLease()
+    await service.register_command_processor(id=RESOURCE, source=FILTER_ALL, lease=lease)
+
+    def lapse() -> None:
+        lease.holding = False
+
+    processors.after = lapse
+    with pytest.raises(MvuError) as caught:
+        await turn(host, 1, patch(8))
+    assert caught.value.code == Code.USAGE_CANCELLED
+    assert await revision(service) == 0 and await phases(service, "failed") == 1
+    record = await service.read(id=RESOURCE, scope={"authority": "local", "session_id": SESSION})
+    assert record is not None and record.command_processor is None  # the registration ended
+    await service.ingest(session_id=SESSION)  # the retry runs without the host's script
+    assert await hp(service) == 8 and await revision(service) == 1
+    await service.close()
+
+
+async def test_a_source_lease_that_ended_between_replies_ends_the_registration_first(
+        ledger: Ledger, host: MemoryHost) -> None:
+    service = make_service(ledger, host, None)
+    lease = SourceLease()
+    await service.register_command_processor(id=RESOURCE, source=FILTER_ALL, lease=lease)
+    await turn(host, 1, patch(8))
+    assert await hp(service) == 10 and await revision(service) == 1  # filtered while the lease held
+    lease.holding = False
+    await turn(host, 2, patch(9))
+    assert await hp(service) == 9 and await revision(service) == 2
+    await service.close()
+
+
+@pytest.mark.parametrize("lease", [lambda: False, lambda: 1, lambda: 1 // 0], ids=["false", "truthy", "raising"])
+async def test_a_source_lease_that_does_not_hold_registers_nothing(ledger: Ledger, host: MemoryHost,
+                                                                  lease: Any) -> None:
+    service = make_service(ledger, host, None)
+    with pytest.raises(MvuError) as caught:
+        await service.register_command_processor(id=RESOURCE, source=FILTER_ALL, lease=lease)
+    assert caught.value.code == Code.USAGE_CANCELLED
+    await turn(host, 1, patch(8))
+    assert await hp(service) == 8
+    await service.close()
+
+
+async def test_a_source_lease_must_be_callable(ledger: Ledger, host: MemoryHost) -> None:
+    service = make_service(ledger, host, None)
+    with pytest.raises(MvuError) as caught:
+        await service.register_command_processor(id=RESOURCE, source=FILTER_ALL, lease=True)  # type: ignore[arg-type]
+    assert caught.value.code == Code.CONFIG
+    await service.close()
+
+
+async def test_the_retry_of_a_cancelled_reply_runs_without_a_registration_disposed_meanwhile(
+        ledger: Ledger, host: MemoryHost) -> None:
+    """The cancelled try's registration is not held against the retry, which has none."""
+    processors = Interposed()
+    service = make_service(ledger, host, None, processors=processors)
+    registered = await service.register_command_processor(id=RESOURCE, source=FILTER_ALL)
+    processors.after = registered.dispose
+    with pytest.raises(MvuError) as caught:
+        await turn(host, 1, patch(8))
+    assert caught.value.code == Code.USAGE_CANCELLED
+    await service.ingest(session_id=SESSION)
+    assert await hp(service) == 8 and await revision(service) == 1
+    await service.close()
