@@ -49,7 +49,7 @@ def check_page(limit: Any, before: Any) -> None:
 # writes no JSON (its content may be up to the state budget, 2 MiB).
 RECORD_TEXT_BYTES = 32 * 1024 * 1024
 
-_TextKey = tuple[str, int, int, str | None, str, str | None, str, str, str]
+_TextKey = tuple[str, int, int, str | None, str, str | None, str, str, str, str | None]
 
 
 class Reads:
@@ -105,7 +105,8 @@ class Reads:
     async def read_json(self, resource_id: Any, scope: Scope | dict[str, Any],
                         signal: Signal | None) -> RecordJson | None:
         """:meth:`read` as the wire carries it. A current record is a function of its row (at
-        its revision, with its head), its definition, the session and who manages now: its text
+        its revision, with its head), its definition, the session, who manages now and its
+        command processor registration: its text
         is kept under those and, while they stay, not written again (its history is checked as
         for any read)."""
         check_signal(signal)
@@ -133,8 +134,10 @@ class Reads:
                 or entry.initial is not None or view is None or not view.holds_head(entry.id)):
             return None
         # A row's other columns never change; its definition is content-addressed.
+        registration = receipt(self._ctx.processor, entry.id)
         return (entry.id, row.position, row.revision, row.head_key, row.head_hash, row.management_mode,
-                row.definition_hash, scope.session_id, self._ctx.management_mode())
+                row.definition_hash, scope.session_id, self._ctx.management_mode(),
+                None if registration is None else f"{registration['registrationId']}/{registration['listenerCount']}")
 
     async def _accessible(self, resource_id: str, scope: Scope) -> tuple[Entry | None, Logs, SessionView | None]:
         """The resource, if ``scope`` may read it, and the session's view it was found in (if

@@ -4,6 +4,7 @@ revocation and replay. On SQLite and PostgreSQL (the ``ledger`` fixture)."""
 from __future__ import annotations
 
 import asyncio
+import json
 from typing import Any
 
 import pytest
@@ -469,4 +470,29 @@ async def test_the_retry_of_a_cancelled_reply_runs_without_a_registration_dispos
     assert caught.value.code == Code.USAGE_CANCELLED
     await service.ingest(session_id=SESSION)
     assert await hp(service) == 8 and await revision(service) == 1
+    await service.close()
+
+
+async def test_the_wire_text_of_a_record_follows_its_registration(ledger: Ledger, host: MemoryHost) -> None:
+    """A card instance's text is cached by what it is made of: its registration is part of that."""
+    service = MvuService(ledger=ledger, host=host)
+    host.attach(service)
+    await service.discover(definition={"character_id": "hero", "name": "Hero", "initvar": ["hp: 10\n"]})
+    host.create_session("c", created_at=1000)
+    instance = (await service.select_character(session_id="c", character_id="hero")).instance_id
+    assert instance is not None
+    scope = {"authority": "local", "session_id": "c"}
+
+    async def shown() -> Any:
+        text = await service.read_json(id=instance, scope=scope)
+        assert text is not None
+        return json.loads(text.body).get("commandProcessor")
+
+    assert await shown() is None and await shown() is None  # the second read is the cached text
+    registered = await service.register_command_processor(id=instance, source=PASS)
+    assert await shown() == registered.receipt
+    replacement = await service.register_command_processor(id=instance, source=FILTER_ALL)
+    assert await shown() == replacement.receipt
+    replacement.dispose()
+    assert await shown() is None
     await service.close()
