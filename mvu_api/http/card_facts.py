@@ -79,7 +79,7 @@ def card_facts_router(host: StoreHost, *, body_timeout: float, stopping: asyncio
         return json_response({"playthroughId": playthrough_id})
 
     @router.delete("/playthroughs/{playthroughId}", operation_id="removePlaythrough",
-                   responses={**problems(401), **ok({"removed": True})},
+                   responses={**problems(400, 401), **ok({"removed": True})},
                    summary="Detach a playthrough: card scopes in it are refused until it is reported again")
     async def remove(playthrough_id: Annotated[str, Path(alias="playthroughId", min_length=1,
                                                          max_length=MAX_ID)]) -> Response:
@@ -98,7 +98,7 @@ def card_facts_router(host: StoreHost, *, body_timeout: float, stopping: asyncio
         return json_response({"grantId": grant_id})
 
     @router.delete("/card-grants/{grantId}", operation_id="revokeCardGrant",
-                   responses={**problems(401), **ok({"removed": True})},
+                   responses={**problems(400, 401), **ok({"removed": True})},
                    summary="Revoke a card script's grant: its bindings can no longer write")
     async def revoke(grant_id: Annotated[str, Path(alias="grantId", min_length=1, max_length=MAX_ID)]) -> Response:
         return json_response({"removed": host.facts.revoke_grant(grant_id)})
