@@ -237,6 +237,8 @@ def test_the_openapi_document_is_published_with_examples(client: httpx.Client) -
         "inspector/sessions", "inspector/sessions/{sessionId}/turns", "prompt", "prompt/current",
         "snapshot", "card-binding", "card-write", "card-binding/revoke", "playthroughs/{playthroughId}",
         "card-grants/{grantId}")}
+    for removal in ("playthroughs/{playthroughId}", "card-grants/{grantId}"):  # a path id over its bound
+        assert "400" in paths[f"{MVU}/{removal}"]["delete"]["responses"]
     events = paths[f"{MVU}/sessions/{{sessionId}}/events"]["post"]
     assert events["requestBody"]["content"]["application/json"]["example"]["events"][0]["type"]
     assert {"409", "413"} <= set(events["responses"])
