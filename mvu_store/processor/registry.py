@@ -181,7 +181,7 @@ class CardProcessors:
             return commands
         repaired = repairs(turn.text) if not commands else ()
         user_text = turn.user_text if utf16_length(turn.user_text) <= MAX_USER_TEXT_UNITS else ""
-        payload = json.dumps({"variables": turn.baseline, "commands": views(commands), "text": turn.text,
+        payload = json.dumps({"variables": turn.variables, "commands": views(commands), "text": turn.text,
                               "userText": user_text}, ensure_ascii=False)
         self._used.put(_key(turn), registration)
         try:

@@ -20,11 +20,12 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 from contextlib import suppress
+from dataclasses import replace
 from typing import Any, NoReturn
 
 from mvu_store.errors import Code, MvuError
 from mvu_store.host import Lease, message_text
-from mvu_store.jsonvalue import JsonValue
+from mvu_store.jsonvalue import JsonValue, copy_json
 from mvu_store.lang import Command, contains_update, parse_commands
 from mvu_store.lang.apply import UpdateResult, private_envelope, run_commands
 from mvu_store.lang.macros import Names, substitute
@@ -242,29 +243,46 @@ class Pipeline:
         chosen: list[Command] = []
         turn: ProcessorTurn | None = None
         ahead: UpdateResult | None = None
+        seen: Head | None = None  # the head a card's script decided on, if one ran
+        scripted = run and claims(ctx.processor, entry.id, command_source)
+
+        async def script_on(head: Head) -> None:
+            """A card's script chooses on ``head`` while the loop applies every command to it."""
+            nonlocal turn, chosen, ahead, seen
+            # The head itself: a card's processors only serialise it for the script's own copy.
+            turn = replace(turn, variables=head.variables) if turn is not None else processor_turn(head.variables)
+            seen = head
+            chosen, ahead = await _processed_ahead(ctx.processor, commands, turn, lambda: applied(head, list(commands)))
+
+        def processor_turn(variables: JsonValue) -> ProcessorTurn:
+            return ProcessorTurn(resource_id=entry.id, session_id=str(reply.source["sessionId"]), turn=reply.turn,
+                                 message_seq=reply.message.seq, text=text, variables=variables, user_text=user_text,
+                                 command_source=command_source)
+
         if run:
             try:
                 if parse_error is not None:
                     raise parse_error
-                turn = ProcessorTurn(
-                    resource_id=entry.id, session_id=str(reply.source["sessionId"]), turn=reply.turn,
-                    message_seq=reply.message.seq, text=text, baseline=baseline.variables, user_text=user_text,
-                    command_source=command_source)
-                if claims(ctx.processor, entry.id, command_source):
-                    chosen, ahead = await _processed_ahead(ctx.processor, commands, turn,
-                                                           lambda: applied(baseline, list(commands)))
+                if scripted:
+                    await script_on(baseline)
                 else:
+                    # A private copy: a processor filters, it never writes the state (C-2).
+                    turn = processor_turn(copy_json(baseline.variables))
                     chosen = await processed(ctx.processor, commands, turn)
             except MvuError as error:
-                return await self._fail(entry, reply, baseline, error, facts, signal, lease, decision, turn)
+                return await self._fail(entry, reply, baseline, error, facts, signal, lease, decision, turn, seen)
         tried: list[Head] = []
 
         async def attempt(head: Head) -> Any:
             tried.append(head)
             # No bytes for the head's own variables: the ledger encodes what it did not measure.
             variables, diagnostics, changed, encoded = head.variables, [], False, None
+            if scripted and head is not seen:
+                # The script's choice stands only on the state it saw (C-4): on a head that moved
+                # (a concurrent edit or reply), it chooses again.
+                await script_on(head)
             if run:
-                kept_all = head is baseline and len(chosen) == len(commands) and all(
+                kept_all = head is seen and len(chosen) == len(commands) and all(
                     mine is theirs for mine, theirs in zip(chosen, commands, strict=True))
                 result = ahead if ahead is not None and kept_all else applied(head, chosen)
                 variables, changed, encoded = result.variables, result.changed, result.encoded
@@ -294,7 +312,7 @@ class Pipeline:
             await self._unrecorded(facts, refused.error)
         except MvuError as error:
             return await self._fail(entry, reply, tried[-1] if tried else baseline, error, facts, signal, lease,
-                                    decision, turn)
+                                    decision, turn, seen)
         if outcome.replayed:
             return TurnOutcome(resource_id=entry.id, turn=reply.turn, message_seq=reply.message.seq,
                                version_key=reply.key, status="replayed", revision=outcome.revision), None
@@ -328,9 +346,11 @@ class Pipeline:
 
     async def _fail(self, entry: Entry, reply: Reply, head: Head, error: MvuError, facts: Facts,
                     signal: Signal | None, lease: Lease | None, decision: Decision | None = None,
-                    turn: ProcessorTurn | None = None) -> tuple[TurnOutcome, str | None]:
+                    turn: ProcessorTurn | None = None, seen: Head | None = None) -> tuple[TurnOutcome, str | None]:
         """Save the poison receipt: the state unchanged, the reply never applied again (P-3);
-        ``turn``: what the processor saw, if it ran (its registration is re-checked too)."""
+        ``turn``: what the processor saw, if it ran (its registration is re-checked too), and
+        ``seen`` the head a card's script failed on (a receipt on another state is not its to
+        save: the reply is left for a retry)."""
         ctx = self._ctx
         if error.code in _UNRECORDED:
             await self._unrecorded(facts, error)
@@ -340,6 +360,7 @@ class Pipeline:
                 if decision is not None:
                     self._check_decision(decision)  # a receipt also consumes the reply: same rule
                 check_current(ctx.processor, turn)
+                _check_seen(seen, current)
                 ctx.check_before_commit(signal, lease)
             except MvuError as refusal:
                 raise _Refused(refusal) from None
@@ -369,6 +390,13 @@ def _user_text(log: SessionLog, reply: Reply) -> str:
     """The text the user wrote in the reply's own turn ('' if none: never an earlier turn's)."""
     event = log.snapshot().event(reply.user_seq) if reply.user_seq is not None else None
     return message_text(event) if event is not None else ""
+
+
+def _check_seen(seen: Head | None, head: Head) -> None:
+    """A card's script decided on ``seen``: what it decided stands only on that state (C-4)."""
+    if seen is not None and head.revision != seen.revision:
+        raise MvuError(Code.USAGE_CANCELLED, "the state changed while the command processor ran",
+                       seen=seen.revision, current=head.revision)
 
 
 async def _processed_ahead(processor: CommandProcessor, commands: tuple[Command, ...], turn: ProcessorTurn,

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
 from mvu_store.errors import Code, MvuError
-from mvu_store.jsonvalue import JsonValue, copy_json
+from mvu_store.jsonvalue import JsonValue
 from mvu_store.lang import Command
 from mvu_store.processor.repair import repairs
 
@@ -35,19 +35,14 @@ class ProcessorTurn:
     turn: int
     message_seq: int
     text: str
-    baseline: JsonValue
-    """The envelope the reply was decided on (the head at the decision), shared with the
-    pipeline: read it, never change it (:attr:`variables` is a copy to change)."""
+    variables: JsonValue
+    """The envelope the reply was decided on (the head at the decision): a private copy, which a
+    processor may change without touching the state (C-2). A card's script gets the head itself,
+    which its processors only serialise."""
     user_text: str = ""
     """The user's own text of the same turn (its last user message before the reply), or ''."""
     command_source: str | None = None
     """The command processor declaration the resource's card (or configuration) carries."""
-
-    @property
-    def variables(self) -> JsonValue:
-        """A private copy of :attr:`baseline`, new at every read: a processor filters, it never
-        writes the state (C-2)."""
-        return copy_json(self.baseline)
 
 
 @runtime_checkable

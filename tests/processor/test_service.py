@@ -372,23 +372,44 @@ async def test_a_command_over_the_budget_that_the_script_keeps_fails_the_reply(
     await service.close()
 
 
-async def test_an_edit_while_the_script_runs_is_kept_and_the_reply_applies_on_top(
+async def test_an_edit_while_the_script_runs_makes_the_script_choose_again_on_the_edited_state(
         ledger: Ledger, host: MemoryHost) -> None:
+    """The script's choice stands only on the state it saw (C-4: the captured revision): the
+    edit is kept, and the script chooses again on it before anything is saved."""
     processors = Interposed()
-    service = make_service(ledger, host, PASS, processors=processors)
+    guard = helper("if (variables.stat_data.hp >= 12) commands.length = 0;")
+    service = make_service(ledger, host, guard, processors=processors)
     scope = {"authority": "local", "session_id": SESSION}
 
     async def edit() -> None:
-        record = await service.read(id=RESOURCE, scope=scope)
-        assert record is not None
-        await service.update(id=RESOURCE, content={"stat_data": {"hp": 10, "mp": 4}},
-                             expected_revision=record.revision, operation_id="edit", scope=scope)
+        await service.update(id=RESOURCE, content={"stat_data": {"hp": 12}}, expected_revision=0,
+                             operation_id="edit", scope=scope)
 
     processors.after = edit
-    await turn(host, 1, "_.add('hp', 5);")
-    record = await service.read(id=RESOURCE, scope=scope)
-    assert record is not None and record.revision == 2
-    assert record.content["stat_data"] == {"hp": 15, "mp": 4}
+    await turn(host, 1, "_.add('hp', 5);")  # the script saw hp 10 and kept the command; then hp 12
+    assert processors.turns == 2
+    assert await hp(service) == 12 and await revision(service) == 2  # the first choice would give 17
+    await service.close()
+
+
+async def test_a_script_that_fails_on_a_state_that_moved_saves_no_receipt(ledger: Ledger, host: MemoryHost) -> None:
+    """A failed receipt is saved only on the state the script failed on: else the reply stays."""
+    processors = Interposed()
+    service = make_service(ledger, host, THROWS, processors=processors)
+    scope = {"authority": "local", "session_id": SESSION}
+
+    async def edit() -> None:
+        await service.update(id=RESOURCE, content={"stat_data": {"hp": 12}}, expected_revision=0,
+                             operation_id="edit", scope=scope)
+
+    processors.after = edit
+    with pytest.raises(MvuError) as caught:
+        await turn(host, 1, patch(8))
+    assert caught.value.code == Code.USAGE_CANCELLED
+    assert await hp(service) == 12 and await revision(service) == 1
+    await service.ingest(session_id=SESSION)  # the retry fails on the state it saw: a receipt now
+    history = await service.history(id=RESOURCE, scope=scope)
+    assert [(entry.kind, entry.error) for entry in history][-1] == ("failed", Code.COMMAND_HOOK_EXECUTION.value)
     await service.close()
 
 

@@ -160,7 +160,7 @@ async def test_the_processor_receives_the_parsed_commands_in_order(ledger: Ledge
     assert [command.full_match for command in commands] == [
         "_.add('gold', 5);//found", "_.set('hp', 50, 20);//hurt", "_.add('gold', 1);//tip"]
     assert (turn.resource_id, turn.session_id, turn.turn, turn.message_seq) == (instance, "s1", 1, seq)
-    assert turn.text == REPLY and turn.baseline["stat_data"] == {"hp": 50, "gold": 10, "level": 1, "mood": "calm"}
+    assert turn.text == REPLY and turn.variables["stat_data"] == {"hp": 50, "gold": 10, "level": 1, "mood": "calm"}
     record = await service.read(id=instance, scope=scope("s1"))
     assert record is not None and record.content["stat_data"]["gold"] == 16  # type: ignore[index]
 
