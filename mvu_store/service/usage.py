@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from mvu_store.errors import Code, MvuError
+from mvu_store.host import Lease, holds
 from mvu_store.jsonvalue import JsonValue, normalize
 from mvu_store.service.validation import validate_strategy
 
@@ -25,7 +26,8 @@ MANAGER_PROVIDER = "dsh-memory-manager"
 
 UsageHandler = Callable[[dict[str, Any]], Any]
 """Receives ``{on, id, scope, event, managementMode, variables}``; returns None (no opinion) or
-``{enabled, configRevision?, strategy?, reason?}``, directly or as an awaitable."""
+``{enabled, configRevision?, strategy?, reason?, checkCurrent?}``, directly or as an awaitable;
+``checkCurrent``, a synchronous function, answers True while the decision still stands."""
 
 Observer = Callable[[dict[str, JsonValue]], Any]
 Dispose = Callable[[], None]
@@ -40,6 +42,8 @@ class Decision:
     epoch: int
     decided: bool
     reason: str | None = None
+    leases: tuple[Lease, ...] = ()
+    """The handlers' own leases on their answers (``checkCurrent``)."""
 
 
 @dataclass(eq=False, slots=True)
@@ -94,9 +98,12 @@ class Usage:
         return "managed" if self.managed else "native"
 
     def check_epoch(self, decision: Decision) -> None:
-        """Synchronously, just before a commit: the registrations the decision saw still stand."""
+        """Synchronously, just before a commit: the registrations the decision saw still stand,
+        and so does every handler's answer that came with a lease."""
         if decision.epoch != self.epoch:
             raise MvuError(Code.USAGE_CANCELLED, "a usage handler was registered or removed during the decision")
+        if not all(holds(lease) for lease in decision.leases):
+            raise MvuError(Code.USAGE_CANCELLED, "a usage handler's decision no longer holds (its checkCurrent)")
 
     # -- decisions --------------------------------------------------------------------------------
 
@@ -107,16 +114,23 @@ class Usage:
         epoch, mode, answers = await self.answers(on, resource_id=resource_id, scope=scope, event=event,
                                                   variables=variables, signal=signal)
         enabled, decided, config_revision, reason = True, False, None, None
+        leases: list[Lease] = []
         for provider_id, answer in answers:
             if answer is None:
                 continue
+            lease = answer.get("checkCurrent", answer.get("check_current"))
+            if lease is not None:
+                if not callable(lease) or inspect.iscoroutinefunction(lease):
+                    raise MvuError(Code.USAGE, "a decision's checkCurrent is a synchronous function")
+                leases.append(lease)
             decided = decided or mode != "managed" or provider_id == MANAGER_PROVIDER
             enabled = enabled and answer["enabled"]
             revision = answer.get("configRevision", answer.get("config_revision"))
             config_revision = revision if revision is not None else config_revision
             if isinstance(answer.get("reason"), str):
                 reason = answer["reason"][:300]
-        return Decision(enabled and (mode != "managed" or decided), config_revision, epoch, decided, reason)
+        return Decision(enabled and (mode != "managed" or decided), config_revision, epoch, decided, reason,
+                        tuple(leases))
 
     async def answers(self, on: str, *, resource_id: str, scope: dict[str, JsonValue], event: dict[str, JsonValue],
                       variables: JsonValue, signal: asyncio.Event | None = None,

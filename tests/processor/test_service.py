@@ -517,3 +517,62 @@ async def test_the_wire_text_of_a_record_follows_its_registration(ledger: Ledger
     replacement.dispose()
     assert await shown() is None
     await service.close()
+
+
+# -- the usage policy's own lease on its decision (C-4: policy checkCurrent) ------------------------
+
+
+def manager(policy: SourceLease) -> Any:
+    return lambda request: {"enabled": True, "configRevision": 4, "checkCurrent": policy}
+
+
+async def test_a_policy_lease_that_ends_while_the_script_runs_cancels_and_the_retry_commits(
+        ledger: Ledger, host: MemoryHost) -> None:
+    processors = Interposed()
+    service = make_service(ledger, host, PASS, processors=processors)
+    policy = SourceLease()
+    service.register_usage(manager(policy), provider_id="dsh-memory-manager")
+
+    def reload() -> None:
+        policy.holding = False
+
+    processors.after = reload
+    with pytest.raises(MvuError) as caught:
+        await turn(host, 1, patch(8))
+    assert caught.value.code == Code.USAGE_CANCELLED
+    assert await revision(service) == 0 and await phases(service, "applied") == 0
+    policy.holding = True
+    await service.ingest(session_id=SESSION)
+    assert await hp(service) == 8 and await revision(service) == 1
+    facts = await service.facts(id=RESOURCE, scope={"authority": "local", "session_id": SESSION})
+    assert [fact.get("configRevision") for fact in facts if fact.get("phase") == "applied"] == [4]
+    await service.close()
+
+
+async def test_a_policy_lease_is_checked_before_every_commit_with_or_without_a_script(
+        ledger: Ledger, host: MemoryHost) -> None:
+    service = make_service(ledger, host, None)
+    policy = SourceLease()
+    policy.holding = False
+    service.register_usage(manager(policy), provider_id="dsh-memory-manager")
+    with pytest.raises(MvuError) as caught:
+        await turn(host, 1, patch(8))
+    assert caught.value.code == Code.USAGE_CANCELLED and await revision(service) == 0
+    policy.holding = True
+    await service.ingest(session_id=SESSION)
+    assert await hp(service) == 8
+    await service.close()
+
+
+async def test_a_policy_lease_must_be_synchronous(ledger: Ledger, host: MemoryHost) -> None:
+    service = make_service(ledger, host, None)
+
+    async def later() -> bool:
+        return True
+
+    service.register_usage(lambda request: {"enabled": True, "checkCurrent": later}, provider_id="dsh-memory-manager")
+    await turn(host, 1, patch(8))
+    history = await service.history(id=RESOURCE, scope={"authority": "local", "session_id": SESSION})
+    assert [(entry.kind, entry.error) for entry in history] == [("failed", Code.USAGE.value)]
+    assert await hp(service) == 10
+    await service.close()
