@@ -109,7 +109,8 @@ def _views(dialect: Dialect) -> dict[str, str]:
                OR (n.key IS NOT NULL AND (r.head_key <> n.key OR r.head_hash <> n.variables_hash
                    OR r.revision < n.revision))
                OR (n.key IS NULL AND r.head_key IS NOT NULL AND NOT EXISTS (
-                   SELECT 1 FROM versions a WHERE a.ledger_id = r.ledger_id AND a.key = r.head_key
+                   SELECT 1 FROM versions a {dialect.versions_by_key}
+                   WHERE a.ledger_id = r.ledger_id AND a.key = r.head_key
                      AND a.variables_hash = r.head_hash))""",
         # Every reference points at a row that exists.
         "audit_references": """

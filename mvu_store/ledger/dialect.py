@@ -44,6 +44,10 @@ class Dialect:
     octets: str
     text_sha256: str
     bytes_sha256: str
+    versions_by_key: str
+    """What follows ``versions`` in a query that finds a version by its key alone (an audit
+    view): SQLite's planner, with no statistics, would search the primary key by the ledger
+    alone, a scan of the whole history for every row asking."""
     _insert: Callable[[Table], Any]
 
     def insert_ignore(self, table: Table) -> Any:
@@ -65,6 +69,7 @@ SQLITE = Dialect(
     # engine.py registers sha256() on every connection; the stock sqlite3 shell lacks it.
     text_sha256="sha256({})",
     bytes_sha256="sha256({})",
+    versions_by_key="INDEXED BY uq_versions_key",
     _insert=sqlite.insert,
 )
 
@@ -79,6 +84,7 @@ POSTGRESQL = Dialect(
     octets="COALESCE(octet_length({}), 0)",
     text_sha256="encode(sha256(convert_to({}, 'UTF8')), 'hex')",
     bytes_sha256="encode(sha256({}), 'hex')",
+    versions_by_key="",
     _insert=postgresql.insert,
 )
 

@@ -179,3 +179,27 @@ def test_0002_refuses_failed_versions_written_before_they_claimed_a_revision(tmp
         assert migrate.current_revision(engine) == "0001"  # nothing half-done
     finally:
         engine.dispose()
+
+
+def _head_plan(path: Path) -> list[str]:
+    """SQLite's plan for the audit's head check (``engine.py``'s sha256 stands in for itself)."""
+    with sqlite3.connect(path) as raw:
+        raw.create_function("sha256", 1, lambda value: value, deterministic=True)
+        return [str(row[3]) for row in raw.execute("EXPLAIN QUERY PLAN SELECT * FROM audit_heads")]
+
+
+def test_0005_makes_the_head_check_find_an_inherited_head_by_its_key(tmp_path: Path) -> None:
+    """A version found by its key alone goes through the key index, never through the primary
+    key searched by the ledger alone (a scan of the whole history for each forked resource)."""
+    path = tmp_path / "old.sqlite3"
+    engine = create_sync_engine(f"sqlite:///{path}", EngineOptions())
+    try:
+        _upgrade_to(engine, "0004")
+        migrate.upgrade(engine)
+        migrate.check(engine)
+        plan = _head_plan(path)
+        assert any(line.startswith("SEARCH a USING") and "uq_versions_key (ledger_id=? AND key=?)" in line
+                   for line in plan), plan
+        assert not any(line.endswith("USING PRIMARY KEY (ledger_id=?)") for line in plan), plan
+    finally:
+        engine.dispose()
