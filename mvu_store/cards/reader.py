@@ -70,12 +70,15 @@ class CardDefinition:
     schema_import: SchemaImport | None = None
     command_source: str | None = None
     """The card's command processor declaration (``mvu_store.processor``), if it carries one."""
+    command_source_error: str | None = None
+    """The code its declarations were refused with (two different ones, one that is no complete
+    inline script): its replies fail with it rather than run unfiltered."""
 
     def definition(self, character_id: str) -> dict[str, Any]:
         """The card as ``MvuService.discover(definition=...)`` takes it, under the host's id for it."""
         return {"character_id": character_id, "name": self.name, "initvar": list(self.initvar),
                 "schema_source": self.schema_source, "greetings": list(self.greetings),
-                "command_source": self.command_source}
+                "command_source": self.command_source, "command_source_error": self.command_source_error}
 
 
 def read_card(data: bytes, *, name: str | None = None) -> CardDefinition:
@@ -127,21 +130,23 @@ def _definition(card: Any, fallback_name: str | None, problems: list[str]) -> Ca
     if imported is not None:
         notes.append(f"the schema declaration is imported from {imported.url} ({imported.where}); nothing is "
                      "fetched, so it is not checked or applied here")
-    command_source = _command_source(card, problems)
+    command_source, command_error = _command_source(card, problems)
     return CardDefinition(spec=card["spec"], name=name, initvar=initvar, schema_source=schema,
                           greetings=tuple(_greetings(data, problems)), problems=tuple(problems),
-                          notes=tuple(notes), schema_import=imported, command_source=command_source)
+                          notes=tuple(notes), schema_import=imported, command_source=command_source,
+                          command_source_error=command_error)
 
 
-def _command_source(card: dict[str, Any], problems: list[str]) -> str | None:
-    """The one command processor declaration of the card's enabled scripts; one that is refused
-    (two different ones, one that is no complete inline script) leaves the card without one."""
+def _command_source(card: dict[str, Any], problems: list[str]) -> tuple[str | None, str | None]:
+    """The one command processor declaration of the card's enabled scripts, or the code it was
+    refused with (two different ones, one that is no complete inline script)."""
     try:
         found = card_declaration(card)
     except MvuError as error:
-        problems.append(f"the card's command processor is refused ({error.code}); none runs")
-        return None
-    return found.source if found is not None else None
+        problems.append(f"the card's command processor is refused ({error.code}): its replies that update "
+                        "fail with that code")
+        return None, error.code
+    return (found.source if found is not None else None), None
 
 
 def _lorebook_entries(data: dict[str, Any], problems: list[str]) -> list[dict[str, Any]]:

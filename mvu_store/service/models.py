@@ -167,6 +167,10 @@ class CharacterDefinition(_Input):
     command_source: str | None = None
     """The card's command processor script (``mvu_store.processor.card_declaration`` finds it),
     run before each commit of the card's instances."""
+    command_source_error: Literal["MVU_COMMAND_HOOK_CONFLICT", "MVU_COMMAND_HOOK_DECLARATION",
+                                  "MVU_COMMAND_HOOK_LIMIT"] | None = None
+    """The code the card's declarations were refused with (``read_card`` finds it): its replies
+    that update fail with it, never run unfiltered."""
 
     @field_validator("schema_source")
     @classmethod

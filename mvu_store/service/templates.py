@@ -45,6 +45,8 @@ def discovered_definition(card: CharacterDefinition, session_ids: list[str]) -> 
         definition["greetings"] = list(card.greetings)
     if card.command_source is not None:
         definition["commandSource"] = card.command_source
+    if card.command_source_error is not None:
+        definition["commandSourceError"] = card.command_source_error
     return definition
 
 

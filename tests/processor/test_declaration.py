@@ -101,3 +101,5 @@ def test_a_card_file_gives_its_declaration_to_discovery() -> None:
     conflicting["data"]["name"] = "Two"
     read = read_card(json.dumps(conflicting).encode())
     assert read.command_source is None and any("MVU_COMMAND_HOOK_CONFLICT" in line for line in read.problems)
+    assert read.command_source_error == "MVU_COMMAND_HOOK_CONFLICT"
+    assert read.definition("two")["command_source_error"] == "MVU_COMMAND_HOOK_CONFLICT"

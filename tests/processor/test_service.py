@@ -576,3 +576,50 @@ async def test_a_policy_lease_must_be_synchronous(ledger: Ledger, host: MemoryHo
     assert [(entry.kind, entry.error) for entry in history] == [("failed", Code.USAGE.value)]
     assert await hp(service) == 10
     await service.close()
+
+
+# -- the card's declaration as the card carries it now (C-1) ----------------------------------------
+
+
+async def card_session(ledger: Ledger, host: MemoryHost, **card: Any) -> tuple[MvuService, str]:
+    service = MvuService(ledger=ledger, host=host)
+    host.attach(service)
+    await service.discover(definition={"character_id": "hero", "name": "Hero", "initvar": ["hp: 10\n"], **card})
+    host.create_session("c", created_at=1000)
+    instance = (await service.select_character(session_id="c", character_id="hero")).instance_id
+    assert instance is not None
+    return service, instance
+
+
+async def card_hp(service: MvuService, instance: str) -> tuple[Any, int, Any]:
+    record = await service.read(id=instance, scope={"authority": "local", "session_id": "c"})
+    assert record is not None
+    return record.content["stat_data"]["hp"], record.revision, record.command_processor  # type: ignore[index]
+
+
+async def test_disabling_the_cards_script_ends_it_for_the_sessions_already_playing(
+        ledger: Ledger, host: MemoryHost) -> None:
+    service, instance = await card_session(ledger, host, command_source=FILTER_ALL)
+    await host.turn("c", turn=1, user="go", reply=patch(7))
+    assert (await card_hp(service, instance))[:2] == (10, 1)  # filtered
+    await service.discover(definition={"character_id": "hero", "name": "Hero", "initvar": ["hp: 10\n"]})
+    await host.turn("c", turn=2, user="go", reply=patch(8))
+    assert await card_hp(service, instance) == (8, 2, None)  # the script no longer runs, nor is registered
+    await service.discover(definition={"character_id": "hero", "name": "Hero", "initvar": ["hp: 10\n"],
+                                       "command_source": FILTER_ALL})
+    await host.turn("c", turn=3, user="go", reply=patch(9))
+    hp_now, revision_now, receipt = await card_hp(service, instance)
+    assert (hp_now, revision_now) == (8, 3) and receipt is not None and receipt["source"] == FILTER_ALL
+    await service.close()
+
+
+async def test_a_card_whose_declarations_are_refused_fails_its_updates_rather_than_run_them_unfiltered(
+        ledger: Ledger, host: MemoryHost) -> None:
+    service, instance = await card_session(ledger, host, command_source_error="MVU_COMMAND_HOOK_CONFLICT")
+    await host.turn("c", turn=1, user="go", reply=patch(7))
+    assert (await card_hp(service, instance))[:2] == (10, 1)
+    history = await service.history(id=instance, scope={"authority": "local", "session_id": "c"})
+    assert [(entry.kind, entry.error) for entry in history] == [("failed", Code.COMMAND_HOOK_CONFLICT.value)]
+    await host.turn("c", turn=2, user="go", reply="Nothing changes.")  # no update: nothing to refuse
+    assert (await card_hp(service, instance))[:2] == (10, 2)
+    await service.close()
