@@ -5,7 +5,8 @@ shape, in text order). What the listeners leave in the array is read back strict
 must be a view of one of the offered commands, found after the previous entry's (so only
 *filtering* passes: dropping commands, never reordering, duplicating, changing an argument or
 inventing one), or the exact view of one repaired operation (:mod:`mvu_store.processor.repair`).
-A view's first argument is the command's path, parts joined by dots, a part holding ``.``,
+A view's ``full_match`` is the call's own text (no ``;``, no ``//reason``). Its first argument
+is the command's path, parts joined by dots, a part holding ``.``,
 ``[``, ``]``, a quote or a backslash written as ``["part"]`` (a JSON string); the other
 arguments are the command's own texts (``move`` keeps its two JSON pointers). A view is matched
 by its ``type`` (an alias such as ``assign`` or ``unset`` names its canonical type) and its
@@ -25,6 +26,7 @@ from mvu_store.jsonvalue import JsonValue
 from mvu_store.lang import Command
 from mvu_store.lang.commands import ALIASES, MAX_COMMANDS
 from mvu_store.lang.paths import Path
+from mvu_store.lang.scanner import find_closes
 from mvu_store.processor.repair import Repair
 
 _TYPES = {**ALIASES, "move": "move"}
@@ -47,8 +49,19 @@ def view_args(command: Command) -> tuple[str, ...]:
     return (_shown_path(command.path), *command.args[1:])
 
 
+def _call_text(command: Command) -> str:
+    """What a view shows as ``full_match``: a call's own text, without the ``;`` and the
+    ``//reason`` after it (the original's view); a JSON Patch operation's own text."""
+    if command.source != "function":
+        return command.full_match
+    text = command.full_match
+    open_at = text.find("(")
+    close_at = find_closes(text, [open_at]).get(open_at) if open_at >= 0 else None
+    return text[: close_at + 1] if close_at is not None else text
+
+
 def views(commands: Sequence[Command]) -> list[JsonValue]:
-    return [{"type": command.type, "args": list(view_args(command)), "full_match": command.full_match,
+    return [{"type": command.type, "args": list(view_args(command)), "full_match": _call_text(command),
              "reason": command.reason} for command in commands]
 
 

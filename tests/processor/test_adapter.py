@@ -33,7 +33,11 @@ def test_views_round_trip_in_source_order_with_pointer_escapes_kept() -> None:
     commands = parse_commands(MIXED)
     shown = views(commands)
     assert [view["type"] for view in shown] == ["set", "move", "insert", "set", "delete"]  # type: ignore[index]
-    assert shown[0] == {"type": "set", "args": ["hp", "10", "1"], "full_match": "_.set('hp',10,1);", "reason": ""}
+    assert shown[0] == {"type": "set", "args": ["hp", "10", "1"], "full_match": "_.set('hp',10,1)", "reason": ""}
+    # The call's own text: no ';', no reason, however the arguments and the reason are written.
+    tricky = views(parse_commands("_.set('a', 'x);y', 2);// why; (not) this\n_.add('n', (1));"))
+    assert [view["full_match"] for view in tricky] == ["_.set('a', 'x);y', 2)", "_.add('n', (1))"]  # type: ignore[index]
+    assert tricky[0]["reason"] == "why; (not) this"  # type: ignore[index]
     assert shown[1]["args"] == ["/a~1b/x.y", "/c~0d/[k]"]  # type: ignore[index]
     assert shown[1]["reason"] == "json_patch"  # type: ignore[index]
     assert commands_back(shown, commands, ()) == commands

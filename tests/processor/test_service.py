@@ -623,3 +623,29 @@ async def test_a_card_whose_declarations_are_refused_fails_its_updates_rather_th
     await host.turn("c", turn=2, user="go", reply="Nothing changes.")  # no update: nothing to refuse
     assert (await card_hp(service, instance))[:2] == (10, 2)
     await service.close()
+
+
+TWO_REPAIRS = '<JSONPatch>[{"op":"replace","path":"/hp":{"n":1}},{"op":"replace","path":"/hp":{"n":2}}]</JSONPatch>'
+
+
+def pushes(*values: int) -> str:
+    """A script that pushes the repaired operations setting hp to each of ``values``, in order."""
+    return helper("".join(
+        f"commands.push({{type: 'set', args: ['hp', '{{\"n\":{value}}}'], "
+        f"full_match: '{{\"op\":\"replace\",\"path\":\"/hp\",\"value\":{{\"n\":{value}}}}}'}});" for value in values))
+
+
+@pytest.mark.parametrize(("values", "outcome"), [((1, 2), {"n": 2}), ((2, 1), Code.COMMAND_HOOK_OUTPUT.value),
+                                                 ((1, 1), Code.COMMAND_HOOK_OUTPUT.value)],
+                         ids=["in order", "reversed", "twice"])
+async def test_repaired_operations_may_only_be_pushed_in_their_order_and_once(
+        ledger: Ledger, host: MemoryHost, values: tuple[int, ...], outcome: Any) -> None:
+    service = make_service(ledger, host, pushes(*values))
+    await turn(host, 1, TWO_REPAIRS)
+    history = await service.history(id=RESOURCE, scope={"authority": "local", "session_id": SESSION})
+    if isinstance(outcome, str):
+        assert [(entry.kind, entry.error) for entry in history] == [("failed", outcome)]
+        assert await hp(service) == 10
+    else:
+        assert await hp(service) == outcome
+    await service.close()
