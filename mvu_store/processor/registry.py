@@ -27,6 +27,7 @@ registration is a cancellation, not a receipt.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import uuid
 from collections.abc import Callable, Sequence
@@ -175,7 +176,7 @@ class CardProcessors:
     # -- one reply --------------------------------------------------------------------------------
 
     async def process(self, commands: tuple[Command, ...], turn: ProcessorTurn) -> Sequence[Command]:
-        registration = await self._registration(turn)
+        registration = await self._registration(turn.resource_id, turn.command_source)
         if registration is None:
             self._used.pop(_key(turn))  # an earlier, cancelled try of this reply ran under one
             return commands
@@ -205,31 +206,40 @@ class CardProcessors:
         if registration is not None:
             self._check(registration)
 
-    async def _registration(self, turn: ProcessorTurn) -> Registration | None:
-        current = self._current.get(turn.resource_id)
+    async def registered(self, resource_id: str, command_source: str | None) -> dict[str, JsonValue] | None:
+        """The resource's receipt, registering the card's declaration first if it has none yet
+        (a read, as the original's reads do: the script starts once, and every read after it
+        shows the same registration). A script that cannot start shows no receipt here; the
+        reply that needs it fails with the reason."""
+        with contextlib.suppress(MvuError):
+            await self._registration(resource_id, command_source)
+        return self.receipt(resource_id)
+
+    async def _registration(self, resource_id: str, command_source: str | None) -> Registration | None:
+        current = self._current.get(resource_id)
         if current is not None and not current.current():
             self._drop(current)  # the host's source lease ended: its source is no longer the one to run
             current = None
-        if current is not None and (current.origin == "host" or current.declaration.source == turn.command_source):
+        if current is not None and (current.origin == "host" or current.declaration.source == command_source):
             return current
         if current is not None:
             self._drop(current)  # the card no longer carries that declaration
-        if turn.command_source is None:
+        if command_source is None:
             return None
-        pending = self._pending.get(turn.resource_id)
-        if pending is not None and pending[0] == turn.command_source:
+        pending = self._pending.get(resource_id)
+        if pending is not None and pending[0] == command_source:
             return await asyncio.shield(pending[1])
-        made = declaration(turn.command_source)
+        made = declaration(command_source)
         if made is None:
             raise MvuError(Code.COMMAND_HOOK_DECLARATION, "the card's command processor is not a declaration")
-        started = asyncio.ensure_future(self._start(turn.resource_id, made, "card"))
-        entry = self._pending[turn.resource_id] = (made.source, started)
+        started = asyncio.ensure_future(self._start(resource_id, made, "card"))
+        entry = self._pending[resource_id] = (made.source, started)
         try:
             # Shielded: a waiter that is cancelled does not cancel the start the others wait for.
             return await asyncio.shield(started)
         finally:
-            if self._pending.get(turn.resource_id) is entry:
-                del self._pending[turn.resource_id]
+            if self._pending.get(resource_id) is entry:
+                del self._pending[resource_id]
 
     def _check(self, registration: Registration) -> None:
         self._alive()

@@ -37,6 +37,7 @@ from mvu_store.service.edits import edit_content, edited_envelope
 from mvu_store.service.facts import Facts
 from mvu_store.service.initial import DeclaredSchema
 from mvu_store.service.models import Scope, check_operation_id, check_revision
+from mvu_store.service.processing import registered_receipt
 from mvu_store.service.reads import Reads
 
 MAX_BINDINGS = 512
@@ -142,6 +143,18 @@ class Cards:
         return await self._snapshot(parsed, evidence)
 
     async def _snapshot(self, scope: CardScope, evidence: Evidence) -> dict[str, JsonValue]:
+        """The card scope's snapshot, with the resource's command processor receipt when it
+        has one (C-5: a binding snapshot shows it as a record does)."""
+        snapshot = await self._bare_snapshot(scope, evidence)
+        resource_id = snapshot.get("resourceId")
+        if isinstance(resource_id, str):
+            entry = await self._ctx.catalog.entry(resource_id)
+            registration = await registered_receipt(self._ctx.processor, entry, self._ctx.ledger) if entry else None
+            if registration is not None:
+                snapshot["commandProcessor"] = registration
+        return snapshot
+
+    async def _bare_snapshot(self, scope: CardScope, evidence: Evidence) -> dict[str, JsonValue]:
         entries = await self._active(scope, evidence)
         base: dict[str, JsonValue] = {"version": 1, "scope": scope.raw}
         if scope.mode is not None:

@@ -41,8 +41,8 @@ from mvu_store.service.facts import Facts
 from mvu_store.service.identity import session_identity
 from mvu_store.service.initial import DeclaredSchema
 from mvu_store.service.models import CheckpointInfo, IngestReport, TurnOutcome, check_session_id
-from mvu_store.service.openings import card_template_id_of
 from mvu_store.service.processing import CommandProcessor, ProcessorTurn, check_current, claims, processed
+from mvu_store.service.processing import command_source as declared_source
 from mvu_store.service.sessions import SessionLog
 from mvu_store.service.turns import Reply
 from mvu_store.service.usage import Decision
@@ -218,7 +218,7 @@ class Pipeline:
         facts.add("started")
         text, commands, parse_error = _read(reply.text, names.over(reply.names))
         has_update = bool(commands) if parse_error is None else contains_update(text)
-        command_source, refused_source = await _command_source(entry, reads)
+        command_source, refused_source = await declared_source(entry, reads)
         if not has_update and parse_error is None and claims(ctx.processor, entry.id, command_source):
             has_update = bool(repairs(text))  # a card's script may push the repaired operation back
         baseline = await reads.head(entry.id)
@@ -393,21 +393,6 @@ def _user_text(log: SessionLog, reply: Reply) -> str:
     """The text the user wrote in the reply's own turn ('' if none: never an earlier turn's)."""
     event = log.snapshot().event(reply.user_seq) if reply.user_seq is not None else None
     return message_text(event) if event is not None else ""
-
-
-async def _command_source(entry: Entry, reads: LedgerReads) -> tuple[str | None, str | None]:
-    """The command processor declaration the resource's card carries now, or the code it was
-    refused with. An instance follows its card's current template, not the copy it was made
-    from: disabling, changing or enabling the card's script (a new discovery) changes what runs
-    for the sessions already playing it (C-1)."""
-    definition = entry.definition
-    template_id = definition.get("templateId")
-    if isinstance(template_id, str):
-        template = await reads.template(card_template_id_of(template_id))
-        if isinstance(template, dict):
-            definition = template
-    source, refused = definition.get("commandSource"), definition.get("commandSourceError")
-    return (source if isinstance(source, str) else None), (refused if isinstance(refused, str) else None)
 
 
 def _check_seen(seen: Head | None, head: Head) -> None:

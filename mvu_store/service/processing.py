@@ -24,6 +24,9 @@ from mvu_store.errors import Code, MvuError
 from mvu_store.jsonvalue import JsonValue
 from mvu_store.lang import Command
 from mvu_store.processor.repair import repairs
+from mvu_store.service.catalog import Entry
+from mvu_store.service.openings import card_template_id_of
+from mvu_store.service.views import LedgerReads
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,6 +70,10 @@ class Revocable(Protocol):
         """The resource's registration receipt, for its records (None: none)."""
         ...
 
+    async def registered(self, resource_id: str, command_source: str | None) -> dict[str, JsonValue] | None:
+        """:meth:`receipt`, after registering ``command_source`` if nothing is registered yet."""
+        ...
+
 
 def claims(processor: CommandProcessor, resource_id: str, command_source: str | None) -> bool:
     return isinstance(processor, Revocable) and processor.claims(resource_id, command_source)
@@ -79,6 +86,32 @@ def check_current(processor: CommandProcessor, turn: ProcessorTurn | None) -> No
 
 def receipt(processor: CommandProcessor, resource_id: str) -> dict[str, JsonValue] | None:
     return processor.receipt(resource_id) if isinstance(processor, Revocable) else None
+
+
+async def registered_receipt(processor: CommandProcessor, entry: Entry,
+                             reads: LedgerReads) -> dict[str, JsonValue] | None:
+    """The receipt a read shows: the card's declaration is registered on the first read (C-1)."""
+    if not isinstance(processor, Revocable):
+        return None
+    if not entry.takes_replies or entry.row is None:
+        return processor.receipt(entry.id)
+    source, _ = await command_source(entry, reads)
+    return await processor.registered(entry.id, source)
+
+
+async def command_source(entry: Entry, reads: LedgerReads) -> tuple[str | None, str | None]:
+    """The command processor declaration the resource's card carries now, or the code it was
+    refused with. An instance follows its card's current template, not the copy it was made
+    from: disabling, changing or enabling the card's script (a new discovery) changes what runs
+    for the sessions already playing it (C-1)."""
+    definition = entry.definition
+    template_id = definition.get("templateId")
+    if isinstance(template_id, str):
+        template = await reads.template(card_template_id_of(template_id))
+        if isinstance(template, dict):
+            definition = template
+    source, refused = definition.get("commandSource"), definition.get("commandSourceError")
+    return (source if isinstance(source, str) else None), (refused if isinstance(refused, str) else None)
 
 
 class PassThrough:

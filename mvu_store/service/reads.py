@@ -27,7 +27,7 @@ from mvu_store.service.models import (
     StateRecord,
     parse_scope,
 )
-from mvu_store.service.processing import receipt
+from mvu_store.service.processing import receipt, registered_receipt
 from mvu_store.service.verification import Logs
 from mvu_store.service.views import SessionView
 
@@ -171,12 +171,13 @@ class Reads:
         """The record of ``entry`` in ``scope`` (A: the record shape; A-2: historical reads);
         ``view``: the session's view ``entry`` was read from (its head state comes from there)."""
         ctx = self._ctx
+        registration = await registered_receipt(ctx.processor, entry, view if view is not None else ctx.ledger)
         common: dict[str, Any] = {
             "id": entry.id, "name": entry.name, "scope": scope.to_json(),
             "management_mode": ctx.management_mode(),
             "stored_management_mode": entry.stored_management_mode,
             "source_error": entry.source_error,
-            "command_processor": receipt(ctx.processor, entry.id),
+            "command_processor": registration,
         }
         if entry.legacy is not None:
             content, key = entry.legacy.current()

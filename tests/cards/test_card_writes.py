@@ -219,3 +219,14 @@ async def test_bad_arguments_are_refused_with_their_codes(card: MvuService, host
     assert await _code(card.create_card_binding(scope=SCOPE, grant_id="grant",
                                                 source_identity={**IDENTITY, "scope": {}})) == "MVU_SCOPE"
     assert await _hp(card) == 9
+
+
+async def test_a_snapshot_carries_the_resources_command_processor_receipt(card: MvuService) -> None:
+    """C-5: records and binding snapshots show the registration; one without none."""
+    assert "commandProcessor" not in await card.snapshot(scope=SCOPE)
+    source = ("eventOn('global_Mvu_initialized', () => "
+              "eventOn(Mvu.events.COMMAND_PARSED, (variables, commands) => {}));")
+    registered = await card.register_command_processor(id="mvu:card", source=source)
+    assert (await card.snapshot(scope=SCOPE))["commandProcessor"] == registered.receipt
+    registered.dispose()
+    assert "commandProcessor" not in await card.snapshot(scope=SCOPE)

@@ -78,14 +78,30 @@ async def test_a_replayed_committed_reply_ends_before_the_processor_runs(ledger:
 
 
 async def test_the_card_declaration_registers_on_first_use_and_filters(ledger: Ledger, host: MemoryHost) -> None:
-    service = make_service(ledger, host, FILTER_ALL)
-    record = await service.read(id=RESOURCE, scope={"authority": "local", "session_id": SESSION})
-    assert record is not None and record.command_processor is None  # nothing runs before a reply
+    """The first read registers the card's script; later reads and the reply reuse it (C-1, C-5)."""
+    processors = Interposed()
+    service = make_service(ledger, host, FILTER_ALL, processors=processors)
+    scope = {"authority": "local", "session_id": SESSION}
+    first = await service.read(id=RESOURCE, scope=scope)
+    again = await service.read(id=RESOURCE, scope=scope)
+    assert first is not None and again is not None and first.revision == again.revision == 0
+    assert first.command_processor is not None and first.command_processor == again.command_processor
+    assert first.command_processor["source"] == FILTER_ALL and processors.turns == 0
     await turn(host, 1, patch(8))
     assert await hp(service) == 10
+    record = await service.read(id=RESOURCE, scope=scope)
+    assert record is not None and record.command_processor == first.command_processor
+    await service.close()
+
+
+async def test_a_script_that_cannot_start_shows_no_receipt_and_fails_its_reply(ledger: Ledger,
+                                                                               host: MemoryHost) -> None:
+    service = make_service(ledger, host, helper("") + "\nthrow new Error('init');")
     record = await service.read(id=RESOURCE, scope={"authority": "local", "session_id": SESSION})
-    assert record is not None and record.command_processor is not None
-    assert record.command_processor["source"] == FILTER_ALL
+    assert record is not None and record.command_processor is None
+    await turn(host, 1, patch(8))
+    history = await service.history(id=RESOURCE, scope={"authority": "local", "session_id": SESSION})
+    assert [(entry.kind, entry.error) for entry in history] == [("failed", Code.COMMAND_HOOK_EXECUTION.value)]
     await service.close()
 
 
