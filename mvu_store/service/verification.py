@@ -28,6 +28,8 @@ from mvu_store.service.turns import verify_recorded
 
 # Version kinds whose source names a durable message to check against the session.
 _AUDITED_KINDS = frozenset({"reply", "failed", "card", "initial", "inherited"})
+# Versions that are never a reply (an edit, a card write): the pipeline never asks for their keys.
+_NOT_REPLIES = frozenset({"manual", "card"})
 # Records whose checked state is remembered; one beyond this is checked in full when used again.
 DEFAULT_CAPACITY = 4096
 
@@ -42,7 +44,8 @@ class _Checked:
     generations: dict[str, int] = field(default_factory=dict)
     """The generation of each session log the versions were checked against."""
     keys: dict[str, str | None] = field(default_factory=dict)
-    """Every version seen (own and inherited): key -> text fingerprint."""
+    """Every version seen that a reply wrote (own and inherited): key -> text fingerprint. Edits
+    and card writes are never a reply, so a record edited all day keeps no key of theirs."""
     row: tuple[int, int] | None = None
     """The (position, revision) of the resource row read before the last check's versions:
     while the row is the same and at that revision, no version was written since (every
@@ -112,7 +115,8 @@ class Verifier:
         state.generations.update(generations)
         state.row = row
         for version in versions:
-            state.keys[version.key] = version.fingerprint
+            if version.kind not in _NOT_REPLIES:
+                state.keys[version.key] = version.fingerprint
             if not version.inherited:
                 state.through = max(state.through, version.position)
         self._checked.put(entry.id, state)
@@ -131,8 +135,8 @@ class Verifier:
         if evidence is not None and state.generations.get(evidence[0], evidence[1]) != evidence[1]:
             return
         state.row = (entry.row.position, revision)
-        state.keys[key] = fingerprint
-        if evidence is not None:
+        if evidence is not None:  # a reply's version (an edit or a card write names no session log)
+            state.keys[key] = fingerprint
             state.generations[evidence[0]] = evidence[1]
 
     @staticmethod

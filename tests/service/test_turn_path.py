@@ -117,3 +117,22 @@ async def test_the_commands_of_one_reply_share_a_validation_memo_and_replies_do_
     assert len(second) == 2 and second[0] is second[1] and second[0] is not None and second[0] is not first[0]
     assert (await stat_data(service, instance))["hp"] == 1  # clamped to 100 on turn 1, then set
     assert (await stat_data(service, instance))["gold"] == 13
+
+
+async def test_what_the_verifier_remembers_of_a_record_does_not_grow_with_its_edits(
+        service: MvuService, host: MemoryHost) -> None:
+    """It keeps the keys of the versions replies wrote (the pipeline asks for those), never of
+    edits: a record edited all day costs the service no memory per edit."""
+    instance = await playing(service, host)
+    await host.turn("s1", turn=1, user="a", reply="_.set('hp', 1);")
+    current = await revision(service, instance)
+    for edit in range(20):
+        await service.update(id=instance, scope=scope("s1"), content={"stat_data": {"hp": edit, "gold": 1}},
+                             expected_revision=current + edit, operation_id=f"edit-{edit}")
+    await service.read(id=instance, scope=scope("s1"))
+    await host.turn("s1", turn=2, user="a", reply="_.set('hp', 2);")
+    remembered = service._ctx.verifier._checked.get(instance)
+    assert remembered is not None
+    history = await service.history(id=instance, scope=scope("s1"))
+    assert sorted(remembered.keys) == sorted(entry.key for entry in history if entry.kind == "reply")
+    assert (await stat_data(service, instance))["hp"] == 2  # type: ignore[index]
