@@ -388,20 +388,25 @@ async def test_a_command_over_the_budget_that_the_script_keeps_fails_the_reply(
     await service.close()
 
 
+def edited_while_the_script_runs(ledger: Ledger, host: MemoryHost, source: str) -> tuple[MvuService, Interposed]:
+    """A service whose next script call is followed by an edit that sets hp to 12."""
+    processors = Interposed()
+    service = make_service(ledger, host, source, processors=processors)
+
+    async def edit() -> None:
+        await service.update(id=RESOURCE, content={"stat_data": {"hp": 12}}, expected_revision=0,
+                             operation_id="edit", scope={"authority": "local", "session_id": SESSION})
+
+    processors.after = edit
+    return service, processors
+
+
 async def test_an_edit_while_the_script_runs_makes_the_script_choose_again_on_the_edited_state(
         ledger: Ledger, host: MemoryHost) -> None:
     """The script's choice stands only on the state it saw (C-4: the captured revision): the
     edit is kept, and the script chooses again on it before anything is saved."""
-    processors = Interposed()
-    guard = helper("if (variables.stat_data.hp >= 12) commands.length = 0;")
-    service = make_service(ledger, host, guard, processors=processors)
-    scope = {"authority": "local", "session_id": SESSION}
-
-    async def edit() -> None:
-        await service.update(id=RESOURCE, content={"stat_data": {"hp": 12}}, expected_revision=0,
-                             operation_id="edit", scope=scope)
-
-    processors.after = edit
+    service, processors = edited_while_the_script_runs(
+        ledger, host, helper("if (variables.stat_data.hp >= 12) commands.length = 0;"))
     await turn(host, 1, "_.add('hp', 5);")  # the script saw hp 10 and kept the command; then hp 12
     assert processors.turns == 2
     assert await hp(service) == 12 and await revision(service) == 2  # the first choice would give 17
@@ -410,15 +415,8 @@ async def test_an_edit_while_the_script_runs_makes_the_script_choose_again_on_th
 
 async def test_a_script_that_fails_on_a_state_that_moved_saves_no_receipt(ledger: Ledger, host: MemoryHost) -> None:
     """A failed receipt is saved only on the state the script failed on: else the reply stays."""
-    processors = Interposed()
-    service = make_service(ledger, host, THROWS, processors=processors)
+    service, _ = edited_while_the_script_runs(ledger, host, THROWS)
     scope = {"authority": "local", "session_id": SESSION}
-
-    async def edit() -> None:
-        await service.update(id=RESOURCE, content={"stat_data": {"hp": 12}}, expected_revision=0,
-                             operation_id="edit", scope=scope)
-
-    processors.after = edit
     with pytest.raises(MvuError) as caught:
         await turn(host, 1, patch(8))
     assert caught.value.code == Code.USAGE_CANCELLED
