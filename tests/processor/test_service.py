@@ -437,6 +437,9 @@ class SourceLease:
     def __call__(self) -> bool:
         return self.holding
 
+    def end(self) -> None:
+        self.holding = False
+
 
 async def test_a_source_lease_that_ends_while_the_script_runs_cancels_and_ends_the_registration(
         ledger: Ledger, host: MemoryHost) -> None:
@@ -444,11 +447,7 @@ async def test_a_source_lease_that_ends_while_the_script_runs_cancels_and_ends_t
     service = make_service(ledger, host, None, processors=processors)
     lease = SourceLease()
     await service.register_command_processor(id=RESOURCE, source=FILTER_ALL, lease=lease)
-
-    def lapse() -> None:
-        lease.holding = False
-
-    processors.after = lapse
+    processors.after = lease.end
     with pytest.raises(MvuError) as caught:
         await turn(host, 1, patch(8))
     assert caught.value.code == Code.USAGE_CANCELLED
@@ -546,11 +545,7 @@ async def test_a_policy_lease_that_ends_while_the_script_runs_cancels_and_the_re
     service = make_service(ledger, host, PASS, processors=processors)
     policy = SourceLease()
     service.register_usage(manager(policy), provider_id="dsh-memory-manager")
-
-    def reload() -> None:
-        policy.holding = False
-
-    processors.after = reload
+    processors.after = policy.end
     with pytest.raises(MvuError) as caught:
         await turn(host, 1, patch(8))
     assert caught.value.code == Code.USAGE_CANCELLED
