@@ -232,7 +232,8 @@ def serve(requests: Any, answers: Any) -> None:
         except Exception as error:  # a fault of the binding: typed, and contained here
             answer = {"error": [EXECUTION, f"the command processor failed: {type(error).__name__}", {}]}
         answer["n"] = request["n"]
-        answers.write(json.dumps(answer, ensure_ascii=False).encode() + b"\n")
+        # ASCII: a lone surrogate a script left in a view is escaped, not an encoding error.
+        answers.write(json.dumps(answer).encode() + b"\n")
         answers.flush()
 
 

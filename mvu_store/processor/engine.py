@@ -97,7 +97,12 @@ class _Child:
         self._pending = bytearray()  # what a full pipe did not take yet
         self._on_lines, self._on_end = on_lines, on_end
         self.alive = True
-        loop.add_reader(self._out, self._readable)
+        try:
+            loop.add_reader(self._out, self._readable)
+        except BaseException:  # the loop is closed: nothing would ever wait on the process
+            self.alive = False
+            self._close_process()
+            raise
         self.write(frame({"op": "hello", "cancel": descriptor}, PRELUDE))
 
     def write(self, data: bytes) -> None:
@@ -152,6 +157,9 @@ class _Child:
         if not self.loop.is_closed():
             self.loop.remove_reader(self._out)
             self.loop.remove_writer(self._in)
+        self._close_process()
+
+    def _close_process(self) -> None:
         self.process.kill()
         self.process.wait()
         assert self.process.stdin is not None and self.process.stdout is not None
@@ -212,22 +220,28 @@ class Worker:
 
     def send(self, request: dict[str, Any]) -> None:
         """Send a request that has no answer (forgetting a script), in order with the others."""
-        if self._closed or self._child is None or not self._child.alive:
+        if self._closed or self._child is None or not self._child.alive or self._child.loop.is_closed():
             return  # no engine process knows any script
         self._queue.append((frame(request, ""), 0, None))
         self._pump(self._child.loop)
 
     def cancel(self, request: int) -> None:
-        """Stop ``request`` (and any earlier one) at the child's next interrupt poll."""
-        if not self._shared.closed and struct.unpack_from("<q", self._shared)[0] < request:
-            struct.pack_into("<q", self._shared, 0, request)
+        """Stop ``request``: the running one at the child's next interrupt poll (the shared file
+        names the highest request to stop, so only the running one is written there: a queued
+        one would stop the one running ahead of it); a queued one is answered now and never sent."""
+        if self._running is not None and self._running[0] == request:
+            if not self._shared.closed and struct.unpack_from("<q", self._shared)[0] < request:
+                struct.pack_into("<q", self._shared, 0, request)
+            return
+        for _, number, future in self._queue:
+            if number == request:
+                _settle(future, _failure(Code.COMMAND_HOOK_DISPOSED, "the command processor was cancelled"))
 
     def close(self) -> None:
         """Stop the child and take no more requests; waiting calls end ``MVU_COMMAND_HOOK_DISPOSED``."""
         if self._closed:
             return
         self._closed = True
-        self.cancel(self._next)
         self._abandon(_failure(Code.COMMAND_HOOK_DISPOSED, "the service's command processors were disposed"))
         self._shared.close()
         os.close(self._descriptor)
@@ -259,7 +273,12 @@ class Worker:
             data, number, future = self._queue.popleft()
             if future is not None and future.done():
                 continue  # its caller was cancelled before it was sent
-            child = self._started(loop)
+            try:
+                child = self._started(loop)
+            except (OSError, RuntimeError) as error:  # no process could be started (fds, memory)
+                _settle(future, _failure(Code.COMMAND_HOOK_EXECUTION,
+                                         f"the command processor's engine could not start: {type(error).__name__}"))
+                continue
             child.write(data)
             if future is not None:
                 # A watchdog far above any script's budget: an engine stuck where its interrupt

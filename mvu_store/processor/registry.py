@@ -157,7 +157,7 @@ class CardProcessors:
 
     def receipt(self, resource_id: str) -> dict[str, JsonValue] | None:
         registration = self._current.get(resource_id)
-        return registration.receipt() if registration is not None else None
+        return registration.receipt() if registration is not None and registration.current() else None
 
     def claims(self, resource_id: str, command_source: str | None) -> bool:
         """Whether a reply to ``resource_id`` goes through a card's script."""

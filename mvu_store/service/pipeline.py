@@ -30,6 +30,7 @@ from mvu_store.lang import Command, contains_update, parse_commands
 from mvu_store.lang.apply import UpdateResult, private_envelope, run_commands
 from mvu_store.lang.macros import Names, substitute
 from mvu_store.ledger.records import CommitRequest, Head
+from mvu_store.processor.registry import CardProcessors
 from mvu_store.processor.repair import repairs
 from mvu_store.schema import ValidationMemo
 from mvu_store.service.allocation import Allocation
@@ -249,8 +250,10 @@ class Pipeline:
         async def script_on(head: Head) -> None:
             """A card's script chooses on ``head`` while the loop applies every command to it."""
             nonlocal turn, chosen, ahead, seen
-            # The head itself: a card's processors only serialise it for the script's own copy.
-            turn = replace(turn, variables=head.variables) if turn is not None else processor_turn(head.variables)
+            # The head itself for the card's processors, which only serialise it for the script's own
+            # copy; a private copy for any other (C-2).
+            variables = head.variables if isinstance(ctx.processor, CardProcessors) else copy_json(head.variables)
+            turn = replace(turn, variables=variables) if turn is not None else processor_turn(variables)
             seen = head
             chosen, ahead = await _processed_ahead(ctx.processor, commands, turn, lambda: applied(head, list(commands)))
 
@@ -414,7 +417,9 @@ async def _processed_ahead(processor: CommandProcessor, commands: tuple[Command,
         await asyncio.sleep(0)  # the processor sends its request before the loop is kept busy
         ahead: UpdateResult | None = None
         if not choosing.done() and commands:
-            with suppress(MvuError):
+            # Optional: whatever fails here fails again where the chosen commands are applied, if
+            # the script keeps the command that failed.
+            with suppress(Exception):
                 ahead = apply_all()
         return await choosing, ahead
     except BaseException:

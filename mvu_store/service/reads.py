@@ -116,6 +116,8 @@ class Reads:
         entry, logs, view = await self._accessible(resource_id, parsed)
         if entry is None:
             return None
+        # The card's script registers on the first read: before the key, which names it.
+        await registered_receipt(self._ctx.processor, entry, view if view is not None else self._ctx.ledger)
         key = self._text_key(entry, parsed, view)
         known = self._texts.get(key) if key is not None else None
         if known is not None:

@@ -10,11 +10,13 @@ from typing import Any
 import pytest
 
 from mvu_store.errors import Code, MvuError
+from mvu_store.lang import parse_commands
 from mvu_store.ledger import Ledger
 from mvu_store.memory_host import MemoryHost
 from mvu_store.processor import engine
 from mvu_store.processor.registry import CardProcessors
 from mvu_store.service import MvuService
+from mvu_store.service.processing import ProcessorTurn
 from tests.processor.support import (
     PASS,
     RESOURCE,
@@ -657,4 +659,88 @@ async def test_repaired_operations_may_only_be_pushed_in_their_order_and_once(
         assert await hp(service) == 10
     else:
         assert await hp(service) == outcome
+    await service.close()
+
+
+# -- the engine process's queue ------------------------------------------------------------------
+
+
+def processor_turn(resource_id: str, seq: int, text: str) -> ProcessorTurn:
+    return ProcessorTurn(resource_id=resource_id, session_id="s", turn=1, message_seq=seq, text=text,
+                         variables={"stat_data": {"hp": 1, "name": "a"}})
+
+
+async def test_cancelling_a_queued_reply_leaves_the_running_one_alone() -> None:
+    """Only the running request is stopped through the shared file: a queued one is dropped."""
+    processors = CardProcessors()
+    await processors.register("A", helper("const t = Date.now(); while (Date.now() - t < 200) {}"))
+    await processors.register("B", PASS)
+    text = "_.set('hp', 1, 2);"
+    commands = tuple(parse_commands(text))
+    running = asyncio.ensure_future(processors.process(commands, processor_turn("A", 1, text)))
+    queued = asyncio.ensure_future(processors.process(commands, processor_turn("B", 2, text)))
+    await asyncio.sleep(0)  # A is sent, B waits behind it
+    queued.cancel()
+    assert list(await running) == list(commands)
+    with pytest.raises(asyncio.CancelledError):
+        await queued
+    processors.dispose()
+
+
+async def test_a_lone_surrogate_a_script_leaves_in_a_view_does_not_end_the_engine() -> None:
+    processors = CardProcessors()
+    await processors.register("A", helper("commands[0].full_match = String.fromCharCode(0xd800);"))
+    worker = processors._worker
+    assert worker is not None and worker.process is not None
+    engine_process = worker.process.pid
+    text = "_.set('name', 'a', 'b');"
+    commands = tuple(parse_commands(text))
+    assert list(await processors.process(commands, processor_turn("A", 1, text))) == list(commands)
+    assert worker.process is not None and worker.process.pid == engine_process
+    processors.dispose()
+
+
+async def test_an_engine_that_cannot_start_fails_the_reply_and_the_next_one_waits_for_nothing(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    processors = CardProcessors()
+    await processors.register("A", PASS)
+    worker = processors._worker
+    assert worker is not None and worker.process is not None
+    worker.process.kill()
+    worker.process.wait()
+
+    def refused(*args: Any, **kwargs: Any) -> Any:
+        raise OSError(24, "Too many open files")
+
+    monkeypatch.setattr(engine, "_Child", refused)
+    text = "_.set('hp', 1, 2);"
+    commands = tuple(parse_commands(text))
+    for seq in (1, 2):
+        with pytest.raises(MvuError) as caught:
+            await asyncio.wait_for(processors.process(commands, processor_turn("A", seq, text)), timeout=60)
+        assert caught.value.code == Code.COMMAND_HOOK_EXECUTION
+    monkeypatch.undo()
+    assert list(await processors.process(commands, processor_turn("A", 3, text))) == list(commands)
+    processors.dispose()
+
+
+async def test_the_wire_text_shows_the_registration_a_read_shows(ledger: Ledger, host: MemoryHost) -> None:
+    """The first read registers the card's script before the cached text's key is taken."""
+    service, instance = await card_session(ledger, host, command_source=PASS)
+    scope = {"authority": "local", "session_id": "c"}
+
+    async def both() -> tuple[Any, Any]:
+        text = await service.read_json(id=instance, scope=scope)
+        record = await service.read(id=instance, scope=scope)
+        assert text is not None and record is not None
+        return json.loads(text.body).get("commandProcessor"), record.command_processor
+
+    wire, read = await both()
+    assert wire is not None and wire == read
+    host_registration = await service.register_command_processor(id=instance, source=FILTER_ALL)
+    assert await both() == (host_registration.receipt, host_registration.receipt)
+    host_registration.dispose()
+    wire_after, read_after = await both()
+    assert wire_after == read_after and wire_after is not None
+    assert wire_after["registrationId"] != wire["registrationId"]
     await service.close()
