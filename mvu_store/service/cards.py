@@ -145,16 +145,15 @@ class Cards:
     async def _snapshot(self, scope: CardScope, evidence: Evidence) -> dict[str, JsonValue]:
         """The card scope's snapshot, with the resource's command processor receipt when it
         has one (C-5: a binding snapshot shows it as a record does)."""
-        snapshot = await self._bare_snapshot(scope, evidence)
-        resource_id = snapshot.get("resourceId")
-        if isinstance(resource_id, str):
-            entry = await self._ctx.catalog.entry(resource_id)
-            registration = await registered_receipt(self._ctx.processor, entry, self._ctx.ledger) if entry else None
-            if registration is not None:
-                snapshot["commandProcessor"] = registration
+        snapshot, entry = await self._bare_snapshot(scope, evidence)
+        registration = await registered_receipt(self._ctx.processor, entry, self._ctx.ledger) if entry else None
+        if registration is not None:
+            snapshot["commandProcessor"] = registration
         return snapshot
 
-    async def _bare_snapshot(self, scope: CardScope, evidence: Evidence) -> dict[str, JsonValue]:
+    async def _bare_snapshot(self, scope: CardScope,
+                             evidence: Evidence) -> tuple[dict[str, JsonValue], Entry | None]:
+        """The snapshot in its bare shape, and the resource it shows (None: none)."""
         entries = await self._active(scope, evidence)
         base: dict[str, JsonValue] = {"version": 1, "scope": scope.raw}
         if scope.mode is not None:
@@ -166,24 +165,24 @@ class Cards:
             entry = entries[0]
             base["viewIdentity"] = evidence.view_identity
             if evidence.first_turn is not None:
-                return {**base, **await self._opening_checkpoint(entry, scope, evidence.first_turn)}
+                return {**base, **await self._opening_checkpoint(entry, scope, evidence.first_turn)}, entry
             record = await self._reads.record(entry, Scope(session_id=scope.session_id))
             return {**base, "revision": record.revision, "currentRevision": record.current_revision,
-                    "status": "available", "variables": record.content, "resourceId": entry.id}
+                    "status": "available", "variables": record.content, "resourceId": entry.id}, entry
         heads = await self._heads(entries)
         if len(heads) > 1:
             heads = [item for item in heads if _is_reply_at(item[2], scope, evidence)]
         if len(heads) > 1:
             raise MvuError(Code.AMBIGUOUS, f"{len(heads)} resources hold this message's state", count=len(heads))
         if not heads:
-            return {**base, "revision": 0, "currentRevision": 0, "status": "unavailable", "variables": {}}
+            return {**base, "revision": 0, "currentRevision": 0, "status": "unavailable", "variables": {}}, None
         entry, head, version = heads[0]
         await self._ctx.verifier.check(entry, None)
         if not _is_reply_at(version, scope, evidence):
             return {**base, "revision": head.revision, "currentRevision": head.revision, "status": "unavailable",
-                    "variables": {}, "resourceId": entry.id}
+                    "variables": {}, "resourceId": entry.id}, entry
         return {**base, "revision": head.revision, "currentRevision": head.revision, "status": "available",
-                "variables": head.variables, "resourceId": entry.id}
+                "variables": head.variables, "resourceId": entry.id}, entry
 
     async def _opening_checkpoint(self, entry: Entry, scope: CardScope, turn: int) -> dict[str, JsonValue]:
         """A greeting read after the first send: the state the first turn started from."""

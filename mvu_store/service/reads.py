@@ -27,7 +27,7 @@ from mvu_store.service.models import (
     StateRecord,
     parse_scope,
 )
-from mvu_store.service.processing import receipt, registered_receipt
+from mvu_store.service.processing import registered_receipt
 from mvu_store.service.verification import Logs
 from mvu_store.service.views import SessionView
 
@@ -117,18 +117,19 @@ class Reads:
         if entry is None:
             return None
         # The card's script registers on the first read: before the key, which names it.
-        await registered_receipt(self._ctx.processor, entry, view if view is not None else self._ctx.ledger)
-        key = self._text_key(entry, parsed, view)
+        registration = await self._registration(entry, view)
+        key = self._text_key(entry, parsed, view, registration)
         known = self._texts.get(key) if key is not None else None
         if known is not None:
             await self._ctx.verifier.check(entry, logs)
             return known
-        text = RecordJson.of(await self.record(entry, parsed, logs, view))
+        text = RecordJson.of(await self._record(entry, parsed, logs, view, registration))
         if key is not None:
             self._texts.put(key, text)
         return text
 
-    def _text_key(self, entry: Entry, scope: Scope, view: SessionView | None) -> _TextKey | None:
+    def _text_key(self, entry: Entry, scope: Scope, view: SessionView | None,
+                  registration: dict[str, JsonValue] | None) -> _TextKey | None:
         """What a current record's text is made of, when it comes from the session's view (its
         row and head from one snapshot); None for the others (historical, legacy, not allocated)."""
         row = entry.row
@@ -136,7 +137,6 @@ class Reads:
                 or entry.initial is not None or view is None or not view.holds_head(entry.id)):
             return None
         # A row's other columns never change; its definition is content-addressed.
-        registration = receipt(self._ctx.processor, entry.id)
         return (entry.id, row.position, row.revision, row.head_key, row.head_hash, row.management_mode,
                 row.definition_hash, scope.session_id, self._ctx.management_mode(),
                 None if registration is None else f"{registration['registrationId']}/{registration['listenerCount']}")
@@ -172,8 +172,15 @@ class Reads:
                      view: SessionView | None = None) -> StateRecord:
         """The record of ``entry`` in ``scope`` (A: the record shape; A-2: historical reads);
         ``view``: the session's view ``entry`` was read from (its head state comes from there)."""
+        return await self._record(entry, scope, logs, view, await self._registration(entry, view))
+
+    async def _registration(self, entry: Entry, view: SessionView | None) -> dict[str, JsonValue] | None:
+        """The receipt the record shows (its card's script registered on the first read)."""
+        return await registered_receipt(self._ctx.processor, entry, view if view is not None else self._ctx.ledger)
+
+    async def _record(self, entry: Entry, scope: Scope, logs: Logs | None, view: SessionView | None,
+                      registration: dict[str, JsonValue] | None) -> StateRecord:
         ctx = self._ctx
-        registration = await registered_receipt(ctx.processor, entry, view if view is not None else ctx.ledger)
         common: dict[str, Any] = {
             "id": entry.id, "name": entry.name, "scope": scope.to_json(),
             "management_mode": ctx.management_mode(),
