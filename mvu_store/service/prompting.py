@@ -20,7 +20,6 @@ nothing, and a read is never ``applied`` (only the host knows what it finally se
 
 from __future__ import annotations
 
-import inspect
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -33,6 +32,7 @@ from mvu_store.prompt import expand_message_variables, has_macro
 from mvu_store.service.context import ServiceContext, Signal, check_signal
 from mvu_store.service.models import Scope, StateRecord, check_session_id, parse_scope
 from mvu_store.service.reads import Reads
+from mvu_store.service.usage import sync_lease
 from mvu_store.service.validation import CHAINS
 
 ADAPTER_ID = "tavern.mvu"
@@ -229,8 +229,8 @@ class PromptReads:
         for _, answer in answers:
             if answer is None or answer["enabled"] is not True:
                 return None
-            lease = answer.get("checkCurrent", answer.get("check_current"))
-            if not callable(lease) or inspect.iscoroutinefunction(lease) or not holds(lease):
+            lease = sync_lease(answer)
+            if lease is None or not holds(lease):
                 return None
             leases.append(lease)
             revision = answer.get("configRevision", answer.get("config_revision"))

@@ -118,9 +118,9 @@ class Usage:
         for provider_id, answer in answers:
             if answer is None:
                 continue
-            lease = answer.get("checkCurrent", answer.get("check_current"))
-            if lease is not None:
-                if not callable(lease) or inspect.iscoroutinefunction(lease):
+            if "checkCurrent" in answer or "check_current" in answer:
+                lease = sync_lease(answer)
+                if lease is None:
                     raise MvuError(Code.USAGE, "a decision's checkCurrent is a synchronous function")
                 leases.append(lease)
             decided = decided or mode != "managed" or provider_id == MANAGER_PROVIDER
@@ -193,6 +193,14 @@ class Usage:
                         task.add_done_callback(self._listening.discard)
                 except Exception as error:  # an observer can never fail what it observed
                     log.warning("observer failed: %r", error)
+
+
+def sync_lease(answer: dict[str, Any]) -> Lease | None:
+    """A handler's lease on its answer (``checkCurrent``), when it gives a synchronous function."""
+    lease = answer.get("checkCurrent", answer.get("check_current"))
+    if not callable(lease) or inspect.iscoroutinefunction(lease):
+        return None
+    return lease  # type: ignore[no-any-return]
 
 
 async def _unless_changed(answer: Awaitable[Any], changed: asyncio.Event, signal: asyncio.Event | None) -> Any:
