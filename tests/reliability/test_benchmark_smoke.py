@@ -115,3 +115,13 @@ def test_quick_serve_soak_prints_its_samples_and_growth_figures() -> None:
         assert all(sample[key] >= 0 for sample in figures["samples"]), key
     assert isinstance(figures["rssLevelsOff"], bool) and isinstance(figures["walLevelsOff"], bool)
     assert figures["budgetBytesPerEdit"] > 0 and figures["rssKib"]["peak"] >= figures["rssKib"]["start"]
+
+
+def test_quick_memory_benchmark_samples_what_resident_memory_is_made_of() -> None:
+    lines, figures = run_benchmark("memory.py", "--quick")
+    assert figures["quick"] is True and figures["edits"] == 80 and len(figures["samples"]) == 2
+    assert [sample["edits"] for sample in figures["samples"]] == [40, 80]
+    for sample in figures["samples"]:
+        assert sample["rssKib"] >= sample["anonKib"] > 0 and sample["gcObjects"] > 0
+        assert sample["pymallocArenas"] is not None and sample["pymallocArenas"] > 0
+    assert any("pymalloc arenas" in line for line in lines)
