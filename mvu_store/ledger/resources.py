@@ -326,6 +326,23 @@ class Resources(Store):
 
         return await self.read_rows(read)
 
+    async def last_message_seq(self, resource_id: str, session_id: str | None) -> int | None:
+        """The message sequence number of the latest version in the resource's history (its own,
+        then what it inherits) that a message of ``session_id`` (None: of no session) wrote, or
+        None. A search backwards by position that stops at the first match: an edit needs the
+        session's last message, not the whole history it would otherwise read."""
+
+        def read(rows: ReadRows) -> int | None:
+            owners = itertools.chain([(resource_id, None)], _ancestry(rows, resource_id))
+            for owner, cut in owners:
+                query = _last_message_query(session_id is not None, cut is not None)
+                row = rows.one(query, resource_id=owner, session_id=session_id, cut=cut)
+                if row is not None:
+                    return int(row["message_seq"])
+            return None
+
+        return await self.read_rows(read)
+
     async def own_version(self, resource_id: str, key: str) -> VersionRecord | None:
         """One of the resource's own versions (never an inherited one) by its key, by index."""
         row = await self.read_rows(lambda rows: rows.one(_VERSION_RECORD, resource_id=resource_id, key=key),
@@ -384,6 +401,21 @@ def _blobs_query(size: int) -> Query:
     """The blobs whose hash is one of ``:hash_0`` ... ``:hash_<size - 1>``."""
     return Query(f"blobs:{size}", lambda: select(_b.hash, _b.body).where(
         _b.ledger_id == LEDGER, _b.hash.in_([bindparam(f"hash_{n}") for n in range(size)])))
+
+
+@functools.cache
+def _last_message_query(by_session: bool, cut: bool) -> Query:
+    """The message_seq of a resource's latest version of ``:session_id`` (or of no session) that
+    has one, at or before ``:cut`` (inherited)."""
+
+    def build() -> Any:
+        session = _v.session_id == bindparam("session_id") if by_session else _v.session_id.is_(None)
+        query = select(_v.message_seq).where(
+            _v.ledger_id == LEDGER, _v.resource_id == bindparam("resource_id"), session, _v.message_seq.is_not(None)
+        ).order_by(_v.position.desc()).limit(1)
+        return query.where(_v.position <= bindparam("cut")) if cut else query
+
+    return Query(f"last-message:{by_session}:{cut}", build)
 
 
 @functools.cache

@@ -68,7 +68,7 @@ class Editing:
                 await ctx.ledger.head_version(entry.id)
             variables = edited_envelope(sent, head.variables, now_ms=now_ms())
             source, meta = _reply_edit_source(entry, previous) or _manual_source(
-                parsed, operation_id, await ctx.ledger.versions(entry.id))
+                parsed, operation_id, await ctx.ledger.last_message_seq(entry.id, parsed.session_id))
             result = {"id": entry.id, "type": "mvu-state", "content": variables, "revision": expected_revision + 1,
                       "scope": parsed.to_json(), "authority": "local"}
             facts = Facts(id=entry.id, eventId=operation_id, sessionId=parsed.session_id, on="manual_update")
@@ -207,13 +207,11 @@ def _reply_edit_source(entry: Entry, previous: VersionRecord | None) -> Source |
     return source, ({"sourceFingerprint": fingerprint} if isinstance(fingerprint, str) else {})
 
 
-def _manual_source(scope: Scope, operation_id: str, versions: list[VersionRecord]) -> Source:
-    """The source of any other edit: a ``manual:<operation id>`` coordinate after the session's
-    last message the history names."""
-    own = [v.source.get("messageSeq") for v in versions if v.source.get("sessionId") == scope.session_id]
-    last = next((s for s in reversed(own) if isinstance(s, int)), -1)
+def _manual_source(scope: Scope, operation_id: str, last: int | None) -> Source:
+    """The source of any other edit: a ``manual:<operation id>`` coordinate after ``last``, the
+    session's last message the history names (-1 when it names none)."""
     manual: dict[str, JsonValue] = {}
     if scope.session_id is not None:
         manual["sessionId"] = scope.session_id
-    manual.update(messageId=f"manual:{operation_id}", messageSeq=last, manual=True)
+    manual.update(messageId=f"manual:{operation_id}", messageSeq=-1 if last is None else last, manual=True)
     return manual, {}

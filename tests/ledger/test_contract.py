@@ -332,6 +332,36 @@ async def test_fork_links_ancestry_instead_of_copying(ledger: Ledger) -> None:
     assert await ledger.audit() == []
 
 
+async def test_the_last_message_of_a_session_is_found_backwards_through_lineage(ledger: Ledger) -> None:
+    def write(resource_id: str, revision: int, source: dict[str, object], *, error: str | None = None) -> CommitRequest:
+        kind = "failed" if error else "manual" if source.get("manual") else "reply"
+        return CommitRequest(resource_id, revision, kind, {"stat_data": {"r": revision}},
+                             f"fp-{resource_id}-{revision}", source, error=error)
+
+    await ledger.create_resource(new())
+    assert await ledger.last_message_seq("mvu:a", "s1") is None  # no history at all
+    steps = [{"sessionId": "s1", "messageSeq": 3}, {"sessionId": "s2", "messageSeq": 7},
+             {"sessionId": "s1", "manual": True},  # a version with no message names none
+             {"messageSeq": 11}]  # a message of no session
+    outcomes = [await ledger.commit(write("mvu:a", n, source)) for n, source in enumerate(steps)]
+    assert await ledger.last_message_seq("mvu:a", "s1") == 3
+    assert await ledger.last_message_seq("mvu:a", "s2") == 7
+    assert await ledger.last_message_seq("mvu:a", None) == 11
+    assert await ledger.last_message_seq("mvu:a", "s3") is None
+    # A failed version is history too, though it never moved the head.
+    await ledger.commit(write("mvu:a", 4, {"sessionId": "s1", "messageSeq": 5}, error="MVU_LIMIT"))
+    assert await ledger.last_message_seq("mvu:a", "s1") == 5
+    # A child reads what it inherits up to its fork point, its own versions first.
+    await ledger.fork("mvu:a", NewResource(id="mvu:child", kind="instance", initial=STATE, definition={}),
+                      at_key=outcomes[1].version_key)
+    await ledger.commit(write("mvu:a", 5, {"sessionId": "s2", "messageSeq": 9}))  # after the fork point
+    assert await ledger.last_message_seq("mvu:child", "s2") == 7
+    assert await ledger.last_message_seq("mvu:child", None) is None  # seq 11 is past the fork point
+    await ledger.commit(write("mvu:child", 0, {"sessionId": "s2", "messageSeq": 8}))
+    assert await ledger.last_message_seq("mvu:child", "s2") == 8
+    assert await ledger.last_message_seq("mvu:child", "s1") == 3
+
+
 async def test_management_mode_is_cas_and_idempotent(ledger: Ledger) -> None:
     await ledger.create_resource(new())
     changed = await ledger.set_management_mode("mvu:a", mode="managed", expected_revision=0, operation_id="m1",

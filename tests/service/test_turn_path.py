@@ -95,6 +95,29 @@ async def test_an_edit_takes_one_reader_round_trip_whatever_the_history(
     assert receipt.revision == current + 2
 
 
+async def test_an_edit_before_any_reply_finds_the_last_message_without_reading_the_history(
+        service: MvuService, host: MemoryHost, ledger: Ledger, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Edits of a head no reply wrote name the session's last message; reading the whole history
+    # for it made every such edit cost as much as the history was long (a soak of manual edits
+    # slowed down fourfold in 8,000 edits).
+    instance = await playing(service, host)
+    current = await revision(service, instance)
+    for n in range(3):
+        current = (await service.update(id=instance, scope=scope("s1"), content={"stat_data": {"hp": n, "gold": 1}},
+                                        expected_revision=current, operation_id=f"edit-{n}")).revision
+
+    async def whole_history(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("an edit read the whole history")
+
+    monkeypatch.setattr(ledger, "versions", whole_history)
+    await service.update(id=instance, scope=scope("s1"), content={"stat_data": {"hp": 9, "gold": 1}},
+                         expected_revision=current, operation_id="edit-last")
+
+    monkeypatch.undo()
+    last = (await service.history(id=instance, scope=scope("s1")))[-1]
+    assert (last.source["messageId"], last.source["messageSeq"]) == ("manual:edit-last", -1)
+
+
 async def test_the_commands_of_one_reply_share_a_validation_memo_and_replies_do_not(
         service: MvuService, host: MemoryHost, monkeypatch: pytest.MonkeyPatch) -> None:
     from mvu_store.service import initial
