@@ -10,7 +10,11 @@ temporary SQLite ledger. Every ``--every`` edits it samples, after a garbage col
 - ``sqliteBytes``: SQLite's own allocations, all connections (``sqlite3_memory_used``; None where
   the library cannot be loaded);
 - ``pymallocArenas`` / ``pymallocUnusedPools``: Python's small-object allocator (free space it
-  keeps shows as unused pools in arenas it cannot return).
+  keeps shows as unused pools in arenas it cannot return);
+- ``mallocInUseKib`` / ``mallocFreeKib``: the C allocator's bytes in use and free bytes it keeps
+  (glibc's ``mallinfo2``; None elsewhere);
+- ``seconds``: time since the first edit (an edit whose cost grows with the history shows as
+  intervals that lengthen: ``secondsPerThousandEdits`` for the first and the last interval).
 
 Human lines first; the LAST line is one JSON object. ``--quick`` makes a short run.
 
@@ -29,6 +33,7 @@ import os
 import re
 import sys
 import tempfile
+import time
 from pathlib import Path
 from typing import Any
 
@@ -42,6 +47,8 @@ from mvu_store.service import MvuService
 from mvu_store.store_host import StoreHost
 
 STATES = 32
+# Room for any run (the default 32 MiB is spent after about 40,000 edits of repeated states).
+BUDGET_BYTES = 1 << 30
 
 
 def _sqlite_bytes() -> int | None:
@@ -74,6 +81,22 @@ def _pymalloc() -> dict[str, int | None]:
             "pymallocUnusedPools": int(pools.group(1).replace(",", "")) if pools else None}
 
 
+class _MallInfo2(ctypes.Structure):
+    _fields_ = [(name, ctypes.c_size_t) for name in (
+        "arena", "ordblks", "smblks", "hblks", "hblkhd", "usmblks", "fsmblks", "uordblks", "fordblks", "keepcost")]
+
+
+def _malloc() -> dict[str, int | None]:
+    """glibc's bytes in use (its heap's and mmapped chunks) and free bytes it keeps, in KiB."""
+    try:
+        mallinfo2 = ctypes.CDLL(None).mallinfo2
+    except AttributeError:  # not glibc 2.33 or later
+        return {"mallocInUseKib": None, "mallocFreeKib": None}
+    mallinfo2.restype = _MallInfo2
+    info = mallinfo2()
+    return {"mallocInUseKib": (info.uordblks + info.hblkhd) // 1024, "mallocFreeKib": info.fordblks // 1024}
+
+
 def _status() -> dict[str, int]:
     wanted = {"VmRSS": "rssKib", "RssAnon": "anonKib", "RssFile": "fileKib"}
     found: dict[str, int] = {}
@@ -84,14 +107,14 @@ def _status() -> dict[str, int]:
     return found
 
 
-def sample(edits: int) -> dict[str, Any]:
+def sample(edits: int, seconds: float) -> dict[str, Any]:
     gc.collect()
-    return {"edits": edits, **_status(), "gcObjects": len(gc.get_objects()), "sqliteBytes": _sqlite_bytes(),
-            **_pymalloc()}
+    return {"edits": edits, "seconds": round(seconds, 2), **_status(), "gcObjects": len(gc.get_objects()),
+            "sqliteBytes": _sqlite_bytes(), **_pymalloc(), **_malloc()}
 
 
 async def run(url: str, edits: int, every: int, reads: bool) -> list[dict[str, Any]]:
-    ledger = await open_ledger(url)
+    ledger = await open_ledger(url, ledger_limit_bytes=BUDGET_BYTES)
     host = StoreHost(ledger)
     service = MvuService(ledger=ledger, host=host)
     try:
@@ -106,6 +129,7 @@ async def run(url: str, edits: int, every: int, reads: bool) -> list[dict[str, A
         revisions = dict.fromkeys(instances, 0)
         samples: list[dict[str, Any]] = []
         done = 0
+        started = time.monotonic()
         while done < edits:
             for writer, (session, instance) in enumerate(instances.items()):
                 scope = {"authority": "local", "session_id": session}
@@ -117,16 +141,22 @@ async def run(url: str, edits: int, every: int, reads: bool) -> list[dict[str, A
                     await service.read_json(id=instance, scope=scope)
                 done += 1
             if done % every < WRITERS:
-                samples.append(sample(done))
+                samples.append(sample(done, time.monotonic() - started))
                 taken = samples[-1]
-                print(f"{done:>7} edits  rss {taken['rssKib']:>7} KiB  anon {taken['anonKib']:>7} KiB  "
-                      f"gc objects {taken['gcObjects']:>7}  sqlite {taken['sqliteBytes']} B  "
-                      f"pymalloc arenas {taken['pymallocArenas']} (unused pools {taken['pymallocUnusedPools']})",
-                      flush=True)
+                print(f"{done:>7} edits  {taken['seconds']:>7} s  rss {taken['rssKib']:>7} KiB  "
+                      f"anon {taken['anonKib']:>7} KiB  gc objects {taken['gcObjects']:>7}  "
+                      f"sqlite {taken['sqliteBytes']} B  pymalloc arenas {taken['pymallocArenas']} "
+                      f"(unused pools {taken['pymallocUnusedPools']})  malloc in use {taken['mallocInUseKib']} KiB "
+                      f"(free {taken['mallocFreeKib']} KiB)", flush=True)
         return samples
     finally:
         await service.close()
         await ledger.close()
+
+
+def _pace(a: dict[str, Any], b: dict[str, Any]) -> float:
+    """Seconds per 1,000 edits between two samples."""
+    return round(1000 * (b["seconds"] - a["seconds"]) / (b["edits"] - a["edits"]), 2)
 
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
@@ -150,6 +180,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         "gcObjectsGrowth": last["gcObjects"] - first["gcObjects"],
         "sqliteBytesGrowth": None if last["sqliteBytes"] is None or first["sqliteBytes"] is None
         else last["sqliteBytes"] - first["sqliteBytes"],
+        "secondsPerThousandEdits": [_pace(samples[0], samples[1]) if len(samples) > 1 else None,
+                                    _pace(samples[-2], samples[-1]) if len(samples) > 1 else None],
         "samples": samples,
         "loadAverage1m": round(os.getloadavg()[0], 2),
     }

@@ -115,6 +115,7 @@ def test_quick_serve_soak_prints_its_samples_and_growth_figures() -> None:
         assert all(sample[key] >= 0 for sample in figures["samples"]), key
     assert isinstance(figures["rssLevelsOff"], bool) and isinstance(figures["walLevelsOff"], bool)
     assert figures["budgetBytesPerEdit"] > 0 and figures["rssKib"]["peak"] >= figures["rssKib"]["start"]
+    assert figures["writeFailures"] == [] and figures["budgetMib"] == 1024  # its own ledger, with room to write
 
 
 def test_quick_memory_benchmark_samples_what_resident_memory_is_made_of() -> None:
@@ -124,4 +125,6 @@ def test_quick_memory_benchmark_samples_what_resident_memory_is_made_of() -> Non
     for sample in figures["samples"]:
         assert sample["rssKib"] >= sample["anonKib"] > 0 and sample["gcObjects"] > 0
         assert sample["pymallocArenas"] is not None and sample["pymallocArenas"] > 0
+        assert sample["mallocInUseKib"] is None or sample["mallocInUseKib"] > 0
+    assert all(pace is not None and pace > 0 for pace in figures["secondsPerThousandEdits"])
     assert any("pymalloc arenas" in line for line in lines)
