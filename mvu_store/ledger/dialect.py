@@ -19,6 +19,7 @@ import psycopg
 from sqlalchemy import Table
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.exc import DBAPIError
+from sqlalchemy.exc import TimeoutError as PoolTimeout
 
 from mvu_store.errors import Code, MvuError
 
@@ -104,6 +105,9 @@ def translate(error: BaseException) -> BaseException:
     """
     if isinstance(error, MvuError):
         return error
+    if isinstance(error, PoolTimeout):
+        # Every connection of the pool stayed in use past its timeout: load that may pass.
+        return MvuError(Code.STORAGE_BUSY, "no database connection came free in time; nothing was written")
     cause = error.orig if isinstance(error, DBAPIError) and isinstance(error.orig, Exception) else error
     # Python reports SQLite's extended codes (SQLITE_BUSY_SNAPSHOT is 517): the primary code is
     # the low byte.

@@ -35,6 +35,10 @@ class EngineOptions:
     synchronous: Synchronous = "FULL"
     busy_timeout_ms: int = 5_000
     pool_size: int = 4
+    max_overflow: int = 10
+    """Connections each engine (the writer's, the readers') keeps open, and how many more it
+    opens under load (closed when returned): at most 14 each. A caller past that waits for one
+    (30 s, then ``MVU_STORAGE_BUSY``)."""
     # PostgreSQL: shown in pg_stat_activity, so operators see which ledger a session serves.
     application_name: str = "mvu-store"
     create_file: bool = True
@@ -82,6 +86,7 @@ def create_sync_engine(url: str | URL, options: EngineOptions, *, writer: bool =
         _with_connect_timeout(parsed, options),
         poolclass=QueuePool,
         pool_size=options.pool_size,
+        max_overflow=options.max_overflow,
         pool_pre_ping=True,
         connect_args={"application_name": f"{options.application_name} {role}"[:63]},
     )
@@ -192,6 +197,7 @@ def _sqlite_engine(url: URL, options: EngineOptions, *, writer: bool) -> Engine:
         url,
         poolclass=QueuePool,
         pool_size=options.pool_size,
+        max_overflow=options.max_overflow,
         # Named parameters, like psycopg's pyformat: the writer passes dicts on both dialects.
         paramstyle="named",
         connect_args=connect_args,

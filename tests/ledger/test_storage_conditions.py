@@ -48,6 +48,23 @@ def test_postgresql_conditions_are_named_for_what_happened(sqlstate: str, expect
     assert isinstance(mapped, MvuError) and mapped.code == expected
 
 
+def test_a_pool_with_no_free_connection_in_time_is_storage_busy() -> None:
+    from sqlalchemy import create_engine
+    from sqlalchemy.exc import TimeoutError as PoolTimeout
+    from sqlalchemy.pool import QueuePool
+
+    engine = create_engine("sqlite://", poolclass=QueuePool, pool_size=1, max_overflow=0, pool_timeout=0.01)
+    held = engine.connect()
+    try:
+        with pytest.raises(PoolTimeout) as waited:
+            engine.connect()
+    finally:
+        held.close()
+        engine.dispose()
+    mapped = translate(waited.value)
+    assert isinstance(mapped, MvuError) and mapped.code == "MVU_STORAGE_BUSY"
+
+
 async def test_a_full_database_refuses_the_write_with_storage_full_and_recovers(tmp_path: Path) -> None:
     """SQLite's own page limit gives the "database or disk is full" a full disk gives."""
     ledger = await open_ledger(f"sqlite:///{tmp_path / 'l.sqlite3'}")
