@@ -351,15 +351,23 @@ async def test_the_last_message_of_a_session_is_found_backwards_through_lineage(
     # A failed version is history too, though it never moved the head.
     await ledger.commit(write("mvu:a", 4, {"sessionId": "s1", "messageSeq": 5}, error="MVU_LIMIT"))
     assert await ledger.last_message_seq("mvu:a", "s1") == 5
+    # The latest version counts, not the highest number (a session's log can be rewound and replayed).
+    await ledger.commit(write("mvu:a", 5, {"sessionId": "s1", "messageSeq": 2}))
+    assert await ledger.last_message_seq("mvu:a", "s1") == 2
     # A child reads what it inherits up to its fork point, its own versions first.
     await ledger.fork("mvu:a", NewResource(id="mvu:child", kind="instance", initial=STATE, definition={}),
                       at_key=outcomes[1].version_key)
-    await ledger.commit(write("mvu:a", 5, {"sessionId": "s2", "messageSeq": 9}))  # after the fork point
+    await ledger.commit(write("mvu:a", 6, {"sessionId": "s2", "messageSeq": 9}))  # after the fork point
     assert await ledger.last_message_seq("mvu:child", "s2") == 7
     assert await ledger.last_message_seq("mvu:child", None) is None  # seq 11 is past the fork point
     await ledger.commit(write("mvu:child", 0, {"sessionId": "s2", "messageSeq": 8}))
     assert await ledger.last_message_seq("mvu:child", "s2") == 8
     assert await ledger.last_message_seq("mvu:child", "s1") == 3
+    # A grandchild forked at a version its parent inherits reads the grandparent up to that point.
+    await ledger.fork("mvu:child", NewResource(id="mvu:grand", kind="instance", initial=STATE, definition={}),
+                      at_key=outcomes[0].version_key)
+    assert await ledger.last_message_seq("mvu:grand", "s1") == 3
+    assert await ledger.last_message_seq("mvu:grand", "s2") is None  # seq 7 is past its fork point
 
 
 async def test_management_mode_is_cas_and_idempotent(ledger: Ledger) -> None:

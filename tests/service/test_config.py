@@ -64,6 +64,29 @@ async def test_a_shared_resource_is_one_state_for_its_sessions(ledger: Ledger, h
     assert {r.id for r in await service.list(scope=scope())} == {"mvu:campaign"}
 
 
+async def test_an_edit_of_a_shared_resource_names_its_own_session_s_last_reply(
+        ledger: Ledger, host: MemoryHost) -> None:
+    service = configured(ledger, host, CAMPAIGN)
+    host.create_session("s1", created_at=1000)
+    host.create_session("s2", created_at=2000)
+    await host.turn("s1", turn=1, user="a", reply="_.set('hp', 4);")
+    s1_last = await host.turn("s1", turn=2, user="b", reply="_.set('hp', 3);")
+    s2_last = await host.turn("s2", turn=1, user="c", reply="_.set('hp', 2);")  # the head: s2's reply
+    revision = (await read(service, "mvu:campaign", "s1")).revision
+
+    async def edit(session_id: str, operation_id: str, hp: int) -> Any:
+        nonlocal revision
+        revision = (await service.update(id="mvu:campaign", content={"stat_data": {"hp": hp}},
+                                         expected_revision=revision, operation_id=operation_id,
+                                         scope=scope(session_id))).revision
+        return (await service.history(id="mvu:campaign", scope=scope(session_id)))[-1].source
+
+    assert (await edit("s1", "e1", 9))["messageSeq"] == s1_last != s2_last
+    assert (await edit("s2", "e2", 8))["messageSeq"] == s2_last
+    assert (await edit("s1", "e3", 7)) == {"sessionId": "s1", "messageId": "manual:e3", "messageSeq": s1_last,
+                                            "manual": True}
+
+
 async def test_a_configuration_change_is_not_a_reset(ledger: Ledger, host: MemoryHost) -> None:
     host.create_session("s1", created_at=1000)
     first = configured(ledger, host, CAMPAIGN)
