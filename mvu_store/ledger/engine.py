@@ -37,8 +37,9 @@ class EngineOptions:
     pool_size: int = 4
     max_overflow: int = 10
     """Connections each engine (the writer's, the readers') keeps open, and how many more it
-    opens under load (closed when returned): at most 14 each. A caller past that waits for one
-    (30 s, then ``MVU_STORAGE_BUSY``)."""
+    opens under load (closed when returned): at most 14 each."""
+    pool_timeout_s: float = 30.0
+    """How long a caller that finds every connection in use waits for one (then ``MVU_STORAGE_BUSY``)."""
     # PostgreSQL: shown in pg_stat_activity, so operators see which ledger a session serves.
     application_name: str = "mvu-store"
     create_file: bool = True
@@ -87,6 +88,7 @@ def create_sync_engine(url: str | URL, options: EngineOptions, *, writer: bool =
         poolclass=QueuePool,
         pool_size=options.pool_size,
         max_overflow=options.max_overflow,
+        pool_timeout=options.pool_timeout_s,
         pool_pre_ping=True,
         connect_args={"application_name": f"{options.application_name} {role}"[:63]},
     )
@@ -198,6 +200,7 @@ def _sqlite_engine(url: URL, options: EngineOptions, *, writer: bool) -> Engine:
         poolclass=QueuePool,
         pool_size=options.pool_size,
         max_overflow=options.max_overflow,
+        pool_timeout=options.pool_timeout_s,
         # Named parameters, like psycopg's pyformat: the writer passes dicts on both dialects.
         paramstyle="named",
         connect_args=connect_args,

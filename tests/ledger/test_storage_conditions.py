@@ -12,8 +12,9 @@ import psycopg
 import pytest
 
 from mvu_store.errors import MvuError
-from mvu_store.ledger import CommitRequest, NewResource, open_ledger
+from mvu_store.ledger import CommitRequest, Ledger, NewResource, open_ledger
 from mvu_store.ledger.dialect import translate
+from mvu_store.ledger.engine import EngineOptions, create_sync_engine
 
 STATE = {"stat_data": {"hp": 1}}
 
@@ -48,21 +49,20 @@ def test_postgresql_conditions_are_named_for_what_happened(sqlstate: str, expect
     assert isinstance(mapped, MvuError) and mapped.code == expected
 
 
-def test_a_pool_with_no_free_connection_in_time_is_storage_busy() -> None:
-    from sqlalchemy import create_engine
-    from sqlalchemy.exc import TimeoutError as PoolTimeout
-    from sqlalchemy.pool import QueuePool
-
-    engine = create_engine("sqlite://", poolclass=QueuePool, pool_size=1, max_overflow=0, pool_timeout=0.01)
-    held = engine.connect()
+async def test_a_read_that_finds_no_free_connection_in_time_is_storage_busy(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'l.sqlite3'}"
+    await (await open_ledger(url)).close()
+    options = EngineOptions(create_file=False, pool_size=1, max_overflow=0, pool_timeout_s=0.05)
+    readers = create_sync_engine(url, options, writer=False)
+    ledger = Ledger(writer_engine=create_sync_engine(url, options, writer=True), reader_engine=readers,
+                    ledger_id="default", state_limit_bytes=1 << 20)
     try:
-        with pytest.raises(PoolTimeout) as waited:
-            engine.connect()
+        with readers.connect(), pytest.raises(MvuError) as refused:  # the pool's only connection, held
+            await ledger.versions("mvu:a")
+        assert refused.value.code == "MVU_STORAGE_BUSY"
+        assert await ledger.versions("mvu:a") == []  # served again once one is free
     finally:
-        held.close()
-        engine.dispose()
-    mapped = translate(waited.value)
-    assert isinstance(mapped, MvuError) and mapped.code == "MVU_STORAGE_BUSY"
+        await ledger.close()
 
 
 async def test_a_full_database_refuses_the_write_with_storage_full_and_recovers(tmp_path: Path) -> None:
