@@ -14,13 +14,17 @@ interval and overall:
   the WAL, which SQLite cuts back to 16 MiB when it restarts, also when it stays within that cut
   over the last third).
 
+With ``--turns`` the writers play whole turns instead (``POST /mvu/sessions/{id}/events``: a
+turn's start and user message, then a reply that sets ``hp`` and the turn's end), the way a host
+feeds a live chat; the figures then count turns where they say edits.
+
 Human lines first; the LAST line is one JSON object. ``--quick`` makes a short run.
 
 The ledger is made before the server starts, with a budget of ``--budget-mib`` (1 GiB by
 default; the default ledger's 32 MiB would be spent after about 40,000 edits, and a refused edit
 ends its writer: the run reports it under ``writeFailures``).
 
-    python benchmarks/soak_serve.py [--seconds 120] [--every 5] [--budget-mib 1024] [--quick]
+    python benchmarks/soak_serve.py [--seconds 120] [--every 5] [--budget-mib 1024] [--turns] [--quick]
 """
 
 from __future__ import annotations
@@ -35,6 +39,7 @@ import sqlite3
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -81,16 +86,68 @@ def _instances(address: tuple[str, int]) -> list[tuple[str, str]]:
         connection.close()
 
 
-class Load:
-    """The writers and readers, running until :meth:`stop`; ``edits`` counts acknowledged edits."""
+Writes = Callable[[Connection, int, str, str], Callable[[], None]]
+"""Given a writer's connection, number, session and instance: a function that makes one write."""
 
-    def __init__(self, address: tuple[str, int], instances: list[tuple[str, str]]) -> None:
+
+def _edits(connection: Connection, writer: int, session: str, instance: str) -> Callable[[], None]:
+    """Edits of the instance (``POST /mvu/update``), each with one of the writer's 32 states."""
+    scope = {"authority": "local", "sessionId": session}
+    revision = _json(connection, "GET", f"{MVU}/resource?id={instance}&scope={json.dumps(scope)}"
+                     .replace(" ", ""))["revision"]
+    edits = itertools.count(1)
+
+    def edit() -> None:
+        nonlocal revision
+        number = next(edits)
+        answer = _json(connection, "POST", f"{MVU}/update", {
+            "id": instance, "scope": scope, "content": {"stat_data": state(writer, number % STATES_PER_WRITER)},
+            "expectedRevision": revision, "operationId": f"soak-{writer}-{number}"})
+        revision = answer["revision"]
+
+    return edit
+
+
+def _turns(connection: Connection, writer: int, session: str, instance: str) -> Callable[[], None]:
+    """Whole turns of the session as a host sends them (``POST /sessions/{id}/events``: the turn's
+    start and user message, then the reply and its end), each reply setting ``hp`` to one of 32
+    values; every reply must be applied."""
+    seq = _json(connection, "GET", f"{MVU}/sessions/{session}")["lastSeq"] + 1
+    turns = itertools.count(1)
+
+    def send(*events: tuple[str, dict[str, Any]]) -> dict[str, Any]:
+        nonlocal seq
+        batch = [{"seq": seq + n, "type": kind, "data": data} for n, (kind, data) in enumerate(events)]
+        answer = _json(connection, "POST", f"{MVU}/sessions/{session}/events", {"events": batch})
+        assert answer["error"] is None, answer["error"]
+        seq += len(batch)
+        return answer
+
+    def turn() -> None:
+        number = next(turns)
+        send(("turn/start", {"turn": number}),
+             ("user/message", {"turn": number, "message": {"source": {"kind": "user"}, "content": "Onwards."}}))
+        reply = f"The road goes on. _.set('hp', {number % STATES_PER_WRITER});"
+        answer = send(("assistant/message", {"turn": number, "message": {"id": f"m{number}", "content": reply}}),
+                      ("turn/end", {"turn": number, "reason": {"kind": "completed"}}))
+        outcomes = answer["ingest"]["outcomes"]
+        assert [(o["resourceId"], o["status"]) for o in outcomes] == [(instance, "committed")], outcomes
+
+    return turn
+
+
+class Load:
+    """The writers and readers, running until :meth:`stop`; ``edits`` counts acknowledged writes
+    (edits, or with ``turns`` whole turns)."""
+
+    def __init__(self, address: tuple[str, int], instances: list[tuple[str, str]], *, turns: bool = False) -> None:
         self.edits = 0
         self.reads = 0
         self.failures: list[str] = []
         self._lock = threading.Lock()
         self._stop = threading.Event()
-        self._threads = [threading.Thread(target=self._write, args=(address, writer, *instances[writer]))
+        writes = _turns if turns else _edits
+        self._threads = [threading.Thread(target=self._write, args=(address, writes, writer, *instances[writer]))
                          for writer in range(WRITERS)]
         self._threads += [threading.Thread(target=self._read, args=(address, instances)) for _ in range(READERS)]
         for thread in self._threads:
@@ -101,19 +158,12 @@ class Load:
         for thread in self._threads:
             thread.join()
 
-    def _write(self, address: tuple[str, int], writer: int, session: str, instance: str) -> None:
+    def _write(self, address: tuple[str, int], writes: Writes, writer: int, session: str, instance: str) -> None:
         connection = Connection(address)
-        scope = {"authority": "local", "sessionId": session}
         try:
-            revision = _json(connection, "GET", f"{MVU}/resource?id={instance}&scope={json.dumps(scope)}"
-                             .replace(" ", ""))["revision"]
-            edit = 0
+            write = writes(connection, writer, session, instance)
             while not self._stop.is_set():
-                edit += 1
-                answer = _json(connection, "POST", f"{MVU}/update", {
-                    "id": instance, "scope": scope, "content": {"stat_data": state(writer, edit % STATES_PER_WRITER)},
-                    "expectedRevision": revision, "operationId": f"soak-{writer}-{edit}"})
-                revision = answer["revision"]
+                write()
                 with self._lock:
                     self.edits += 1
         except AssertionError as refused:  # an answer that is not a success ends this writer
@@ -187,6 +237,7 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=120.0)
     parser.add_argument("--every", type=float, default=5.0)
     parser.add_argument("--budget-mib", type=int, default=1024, help="the ledger's budget (default 1 GiB)")
+    parser.add_argument("--turns", action="store_true", help="the writers play whole turns instead of edits")
     parser.add_argument("--quick", action="store_true", help="a short run (a smoke test)")
     options = parser.parse_args()
     seconds, every = (6.0, 1.0) if options.quick else (options.seconds, options.every)
@@ -194,24 +245,26 @@ def main() -> None:
         db = Path(directory) / "ledger.sqlite3"
         asyncio.run(_make_ledger(db, options.budget_mib * 1024 * 1024))
         with served(Path(directory)) as running:
-            samples, load, tracebacks = _soak(running.address, running.pid, running.log, db, seconds, every)
-    _report(options.quick, samples, load, tracebacks, options.budget_mib)
+            samples, load, tracebacks = _soak(running.address, running.pid, running.log, db, seconds, every,
+                                              options.turns)
+    _report(options.quick, samples, load, tracebacks, options.budget_mib, options.turns)
 
 
 def _soak(address: tuple[str, int], pid: int, log: list[str], db: Path, seconds: float,
-          every: float) -> tuple[list[dict[str, Any]], Load, int]:
+          every: float, turns: bool) -> tuple[list[dict[str, Any]], Load, int]:
     """Run the load for ``seconds``, sampling every ``every``; the samples, the load and the
     number of tracebacks in the server's log."""
     instances = _instances(address)
     started = time.monotonic()
-    load = Load(address, instances)
+    load = Load(address, instances, turns=turns)
+    unit = "turns" if turns else "edits"
     samples = [_sample(pid, db, load, started)]
     try:
         while time.monotonic() - started < seconds:
             time.sleep(every)  # a sampling period: the figures, not a wait for an event
             samples.append(_sample(pid, db, load, started))
             previous, last = samples[-2], samples[-1]
-            print(f"{last['seconds']:7.1f}s  {last['edits']:7d} edits  rss {last['rssKib']:8d} KiB  "
+            print(f"{last['seconds']:7.1f}s  {last['edits']:7d} {unit}  rss {last['rssKib']:8d} KiB  "
                   f"wal {last['walBytes']:10,d}  db {last['dbBytes']:12,d}  "
                   f"budget/edit {_per_edit(previous, last, 'usedBytes')}  "
                   f"db/edit {_per_edit(previous, last, 'dbBytes')}", flush=True)
@@ -220,12 +273,13 @@ def _soak(address: tuple[str, int], pid: int, log: list[str], db: Path, seconds:
     return samples, load, sum("Traceback" in line for line in log)
 
 
-def _report(quick: bool, samples: list[dict[str, Any]], load: Load, tracebacks: int, budget_mib: int) -> None:
+def _report(quick: bool, samples: list[dict[str, Any]], load: Load, tracebacks: int, budget_mib: int,
+            turns: bool) -> None:
     first, last = samples[1] if len(samples) > 2 else samples[0], samples[-1]
     figures = {
         "quick": quick, "seconds": last["seconds"], "edits": last["edits"], "reads": last["reads"],
         "stateBytes": STATE_BYTES, "distinctStatesPerWriter": STATES_PER_WRITER, "writers": WRITERS, "readers": READERS,
-        "budgetMib": budget_mib, "writeFailures": load.failures,
+        "budgetMib": budget_mib, "writeFailures": load.failures, "writes": "turns" if turns else "edits",
         "rssKib": {"start": samples[0]["rssKib"], "peak": max(s["rssKib"] for s in samples), "end": last["rssKib"]},
         "walBytesPeak": max(s["walBytes"] for s in samples),
         "dbBytes": last["dbBytes"],

@@ -93,9 +93,9 @@ MISBEHAVING = BENCHMARK.with_name("misbehaving.py")
 SOAK_SERVE = BENCHMARK.with_name("soak_serve.py")
 
 
-def quick_figures(script: Path) -> dict[str, Any]:
+def quick_figures(script: Path, *args: str) -> dict[str, Any]:
     """``script --quick``'s figures, with no traceback in what it ran."""
-    _, figures = run_benchmark(script.name, "--quick")
+    _, figures = run_benchmark(script.name, "--quick", *args)
     assert figures["quick"] is True and figures["tracebacks"] == 0
     return figures
 
@@ -116,6 +116,14 @@ def test_quick_serve_soak_prints_its_samples_and_growth_figures() -> None:
     assert isinstance(figures["rssLevelsOff"], bool) and isinstance(figures["walLevelsOff"], bool)
     assert figures["budgetBytesPerEdit"] > 0 and figures["rssKib"]["peak"] >= figures["rssKib"]["start"]
     assert figures["writeFailures"] == [] and figures["budgetMib"] == 1024  # its own ledger, with room to write
+    assert figures["writes"] == "edits"
+
+
+def test_quick_serve_soak_can_play_whole_turns_each_applied() -> None:
+    figures = quick_figures(SOAK_SERVE, "--turns")
+    # A writer stops at the first batch refused or reply not committed, and says why.
+    assert figures["writes"] == "turns" and figures["writeFailures"] == []
+    assert figures["edits"] >= 1 and figures["budgetBytesPerEdit"] > 0
 
 
 def test_quick_memory_benchmark_samples_what_resident_memory_is_made_of() -> None:
