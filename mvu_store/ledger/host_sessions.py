@@ -12,7 +12,7 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from sqlalchemy import bindparam, select
+from sqlalchemy import bindparam, select, text
 
 from mvu_store.errors import Code, MvuError
 from mvu_store.host import SessionEvent, SessionHeader, chain_fingerprint, header_fingerprint
@@ -41,8 +41,11 @@ _EVENTS_BETWEEN = Query(
 )
 _TURN_MARK = Query(
     "host-turn-mark",
+    # The index's own predicate, spelled as it is: a planner uses a partial index only for a query
+    # that implies it, and `type = :type` alone does not, so each check searched every event of
+    # the session (a chat's turns grew slower the longer it ran).
     lambda: select(_e.seq).where(_e.ledger_id == LEDGER, _e.session_id == bindparam("session_id"),
-                                 _e.type == bindparam("type"), _e.turn == bindparam("turn")),
+                                 _e.type == bindparam("type"), _e.turn == bindparam("turn"), text(t.TURN_MARKS)),
 )
 _SESSION_IDS = Query("host-session-ids", lambda: select(_h.id).where(_h.ledger_id == LEDGER).order_by(_h.id))
 
