@@ -24,13 +24,15 @@ The ledger is made before the server starts, with a budget of ``--budget-mib`` (
 default; the default ledger's 32 MiB would be spent after about 40,000 edits, and a refused edit
 ends its writer: the run reports it under ``writeFailures``).
 
-    python benchmarks/soak_serve.py [--seconds 120] [--every 5] [--budget-mib 1024] [--turns] [--quick]
+    python benchmarks/soak_serve.py [--seconds 120] [--every 5] [--budget-mib 1024] [--turns]
+                                    [--session-memory-mib MIB] [--quick]
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import functools
 import hashlib
 import itertools
 import json
@@ -75,15 +77,16 @@ def _instances(address: tuple[str, int]) -> list[tuple[str, str]]:
     connection = Connection(address)
     try:
         _json(connection, "POST", f"{MVU}/cards?characterId=soak", CARD)
-        made = []
-        for writer in range(WRITERS):
-            session = f"soak-{writer}"
-            _json(connection, "POST", f"{MVU}/sessions", {"sessionId": session, "createdAt": 1000})
-            selected = _json(connection, "PUT", f"{MVU}/sessions/{session}/selection", {"characterId": "soak"})
-            made.append((session, selected["instanceId"]))
-        return made
+        return [_new_session(connection, f"soak-{writer}") for writer in range(WRITERS)]
     finally:
         connection.close()
+
+
+def _new_session(connection: Connection, session: str) -> tuple[str, str]:
+    """A new session that selected the card: (session id, instance id)."""
+    _json(connection, "POST", f"{MVU}/sessions", {"sessionId": session, "createdAt": 1000})
+    selected = _json(connection, "PUT", f"{MVU}/sessions/{session}/selection", {"characterId": "soak"})
+    return session, str(selected["instanceId"])
 
 
 Writes = Callable[[Connection, int, str, str], Callable[[], None]]
@@ -108,12 +111,15 @@ def _edits(connection: Connection, writer: int, session: str, instance: str) -> 
     return edit
 
 
-def _turns(connection: Connection, writer: int, session: str, instance: str) -> Callable[[], None]:
+def _turns(connection: Connection, writer: int, session: str, instance: str, *,
+           chat_turns: int = 0) -> Callable[[], None]:
     """Whole turns of the session as a host sends them (``POST /sessions/{id}/events``: the turn's
     start and user message, then the reply and its end), each reply setting ``hp`` to one of 32
-    values; every reply must be applied."""
+    values; every reply must be applied. With ``chat_turns``, a chat ends after that many turns
+    and the writer starts a new session (``soak-<writer>-<n>``)."""
     seq = _json(connection, "GET", f"{MVU}/sessions/{session}")["lastSeq"] + 1
     turns = itertools.count(1)
+    chats = itertools.count(1)
 
     def send(*events: tuple[str, dict[str, Any]]) -> dict[str, Any]:
         nonlocal seq
@@ -124,7 +130,12 @@ def _turns(connection: Connection, writer: int, session: str, instance: str) -> 
         return answer
 
     def turn() -> None:
+        nonlocal session, instance, seq, turns
         number = next(turns)
+        if chat_turns and number > chat_turns:
+            session, instance = _new_session(connection, f"soak-{writer}-{next(chats)}")
+            seq, turns = _json(connection, "GET", f"{MVU}/sessions/{session}")["lastSeq"] + 1, itertools.count(2)
+            number = 1
         send(("turn/start", {"turn": number}),
              ("user/message", {"turn": number, "message": {"source": {"kind": "user"}, "content": "Onwards."}}))
         reply = f"The road goes on. _.set('hp', {number % STATES_PER_WRITER});"
@@ -140,13 +151,14 @@ class Load:
     """The writers and readers, running until :meth:`stop`; ``edits`` counts acknowledged writes
     (edits, or with ``turns`` whole turns)."""
 
-    def __init__(self, address: tuple[str, int], instances: list[tuple[str, str]], *, turns: bool = False) -> None:
+    def __init__(self, address: tuple[str, int], instances: list[tuple[str, str]], *, turns: bool = False,
+                 chat_turns: int = 0) -> None:
         self.edits = 0
         self.reads = 0
         self.failures: list[str] = []
         self._lock = threading.Lock()
         self._stop = threading.Event()
-        writes = _turns if turns else _edits
+        writes: Writes = functools.partial(_turns, chat_turns=chat_turns) if turns else _edits
         self._threads = [threading.Thread(target=self._write, args=(address, writes, writer, *instances[writer]))
                          for writer in range(WRITERS)]
         self._threads += [threading.Thread(target=self._read, args=(address, instances)) for _ in range(READERS)]
@@ -238,30 +250,36 @@ def main() -> None:
     parser.add_argument("--every", type=float, default=5.0)
     parser.add_argument("--budget-mib", type=int, default=1024, help="the ledger's budget (default 1 GiB)")
     parser.add_argument("--turns", action="store_true", help="the writers play whole turns instead of edits")
+    parser.add_argument("--chat-turns", type=int, default=0, metavar="N",
+                        help="with --turns: a chat ends after N turns and its writer starts another "
+                             "(default 0: one chat per writer for the whole run)")
+    parser.add_argument("--session-memory-mib", type=int, default=None,
+                        help="mvu serve's bound on the sessions' copies (default: the server's)")
     parser.add_argument("--quick", action="store_true", help="a short run (a smoke test)")
     options = parser.parse_args()
-    seconds, every = (6.0, 1.0) if options.quick else (options.seconds, options.every)
+    if options.quick:
+        options.seconds, options.every = 6.0, 1.0
     with tempfile.TemporaryDirectory(prefix="mvu-soak-serve-") as directory:
         db = Path(directory) / "ledger.sqlite3"
         asyncio.run(_make_ledger(db, options.budget_mib * 1024 * 1024))
-        with served(Path(directory)) as running:
-            samples, load, tracebacks = _soak(running.address, running.pid, running.log, db, seconds, every,
-                                              options.turns)
-    _report(options.quick, samples, load, tracebacks, options.budget_mib, options.turns)
+        bound = () if options.session_memory_mib is None else ("--session-memory-mib", str(options.session_memory_mib))
+        with served(Path(directory), *bound) as running:
+            samples, load = _soak(running.address, running.pid, db, options)
+            tracebacks = sum("Traceback" in line for line in running.log)
+    _report(options, samples, load, tracebacks)
 
 
-def _soak(address: tuple[str, int], pid: int, log: list[str], db: Path, seconds: float,
-          every: float, turns: bool) -> tuple[list[dict[str, Any]], Load, int]:
-    """Run the load for ``seconds``, sampling every ``every``; the samples, the load and the
-    number of tracebacks in the server's log."""
+def _soak(address: tuple[str, int], pid: int, db: Path,
+          options: argparse.Namespace) -> tuple[list[dict[str, Any]], Load]:
+    """Run the load for ``options.seconds``, sampling every ``options.every``; the samples and the load."""
     instances = _instances(address)
     started = time.monotonic()
-    load = Load(address, instances, turns=turns)
-    unit = "turns" if turns else "edits"
+    load = Load(address, instances, turns=options.turns, chat_turns=options.chat_turns)
+    unit = "turns" if options.turns else "edits"
     samples = [_sample(pid, db, load, started)]
     try:
-        while time.monotonic() - started < seconds:
-            time.sleep(every)  # a sampling period: the figures, not a wait for an event
+        while time.monotonic() - started < options.seconds:
+            time.sleep(options.every)  # a sampling period: the figures, not a wait for an event
             samples.append(_sample(pid, db, load, started))
             previous, last = samples[-2], samples[-1]
             print(f"{last['seconds']:7.1f}s  {last['edits']:7d} {unit}  rss {last['rssKib']:8d} KiB  "
@@ -270,16 +288,17 @@ def _soak(address: tuple[str, int], pid: int, log: list[str], db: Path, seconds:
                   f"db/edit {_per_edit(previous, last, 'dbBytes')}", flush=True)
     finally:
         load.stop()
-    return samples, load, sum("Traceback" in line for line in log)
+    return samples, load
 
 
-def _report(quick: bool, samples: list[dict[str, Any]], load: Load, tracebacks: int, budget_mib: int,
-            turns: bool) -> None:
+def _report(options: argparse.Namespace, samples: list[dict[str, Any]], load: Load, tracebacks: int) -> None:
     first, last = samples[1] if len(samples) > 2 else samples[0], samples[-1]
     figures = {
-        "quick": quick, "seconds": last["seconds"], "edits": last["edits"], "reads": last["reads"],
+        "quick": options.quick, "seconds": last["seconds"], "edits": last["edits"], "reads": last["reads"],
         "stateBytes": STATE_BYTES, "distinctStatesPerWriter": STATES_PER_WRITER, "writers": WRITERS, "readers": READERS,
-        "budgetMib": budget_mib, "writeFailures": load.failures, "writes": "turns" if turns else "edits",
+        "budgetMib": options.budget_mib, "writeFailures": load.failures,
+        "writes": "turns" if options.turns else "edits", "chatTurns": options.chat_turns,
+        "sessionMemoryMib": options.session_memory_mib,
         "rssKib": {"start": samples[0]["rssKib"], "peak": max(s["rssKib"] for s in samples), "end": last["rssKib"]},
         "walBytesPeak": max(s["walBytes"] for s in samples),
         "dbBytes": last["dbBytes"],

@@ -260,7 +260,7 @@ async def cmd_serve(args: argparse.Namespace) -> int:
 
     return await serve(db=args.db, ledger_id=args.ledger_id, host=args.host, port=args.port, token=args.token,
                        body_timeout=args.body_timeout, head_timeout=args.head_timeout,
-                       cors_origins=args.cors_origin or ())
+                       cors_origins=args.cors_origin or (), session_memory_mib=args.session_memory_mib)
 
 
 async def cmd_sessions_import(args: argparse.Namespace) -> int:
@@ -352,6 +352,9 @@ def build_parser() -> argparse.ArgumentParser:
     served.add_argument("--cors-origin", action="append", default=None, metavar="ORIGIN",
                         help="let pages from ORIGIN (scheme://host[:port]) call the API from a browser; "
                              "repeatable (default: none)")
+    served.add_argument("--session-memory-mib", type=int, default=256, metavar="MIB",
+                        help="memory for the copies of the sessions in use; the least recently used beyond it "
+                             "are read again from the ledger when next used (default %(default)s)")
     return parser
 
 

@@ -133,8 +133,17 @@ def chain_fingerprint(previous: str, event: SessionEvent) -> str:
     The event is hashed as key-sorted JSON, so a host that stores events as JSON (and reads them
     back in another key order) computes the same chain as the service.
     """
-    text = json.dumps([event.seq, event.type, event.data], ensure_ascii=False, separators=(",", ":"),
+    return chain_link(previous, event_text(event))
+
+
+def event_text(event: SessionEvent) -> str:
+    """The text an event is hashed as in the fingerprint chain (key-sorted, compact JSON)."""
+    return json.dumps([event.seq, event.type, event.data], ensure_ascii=False, separators=(",", ":"),
                       sort_keys=True, default=str)
+
+
+def chain_link(previous: str, text: str) -> str:
+    """:func:`chain_fingerprint` for an event already written as :func:`event_text`."""
     return _sha256(previous + text)
 
 

@@ -47,10 +47,14 @@ from mvu_store.errors import Code, MvuError
 from mvu_store.ledger import open_ledger
 from mvu_store.ledger.database_file import refuse_a_lost_file
 from mvu_store.service import MvuService
+from mvu_store.service.sessions import DEFAULT_MEMORY_BYTES as DEFAULT_SESSION_MEMORY_BYTES
 from mvu_store.store_host import StoreHost
 
 GRACE_SECONDS = 30
 MIN_TOKEN_CHARS = 16
+
+# What the copies of the sessions in use may hold (``--session-memory-mib``; SessionCache).
+SESSION_MEMORY_MIB = DEFAULT_SESSION_MEMORY_BYTES // (1024 * 1024)
 
 
 @dataclass(frozen=True, slots=True)
@@ -234,18 +238,21 @@ def _say(line: str) -> None:
 
 async def serve(*, db: str, ledger_id: str, host: str, port: int, token: str | None,
                 body_timeout: float = BODY_TIMEOUT_SECONDS, head_timeout: float = HEAD_TIMEOUT_SECONDS,
-                cors_origins: Sequence[str] = ()) -> int:
+                cors_origins: Sequence[str] = (), session_memory_mib: int = SESSION_MEMORY_MIB) -> int:
     with nonblocking_logging(sys.stderr):
         return await _serve(db=db, ledger_id=ledger_id, host=host, port=port, token=token,
-                            body_timeout=body_timeout, head_timeout=head_timeout, cors_origins=cors_origins)
+                            body_timeout=body_timeout, head_timeout=head_timeout, cors_origins=cors_origins,
+                            session_memory_mib=session_memory_mib)
 
 
 async def _serve(*, db: str, ledger_id: str, host: str, port: int, token: str | None, body_timeout: float,
-                 head_timeout: float, cors_origins: Sequence[str]) -> int:
+                 head_timeout: float, cors_origins: Sequence[str], session_memory_mib: int) -> int:
     if not body_timeout > 0:
         raise MvuError(Code.CONFIG, "--body-timeout must be a positive number of seconds")
     if not head_timeout > 0:
         raise MvuError(Code.CONFIG, "--head-timeout must be a positive number of seconds")
+    if not session_memory_mib >= 1:
+        raise MvuError(Code.CONFIG, "--session-memory-mib must be a whole number of at least 1")
     origins = allowed_origins(cors_origins)
     resolved = _token_of_a_ledger_not_lost(db, token)
     # Bound before the ledger is opened or migrated: a port in use is one line, and touches nothing.
@@ -258,7 +265,7 @@ async def _serve(*, db: str, ledger_id: str, host: str, port: int, token: str | 
     signals = _Signals()
     try:
         store_host = StoreHost(ledger)
-        service = MvuService(ledger=ledger, host=store_host)
+        service = MvuService(ledger=ledger, host=store_host, session_memory_bytes=session_memory_mib * 1024 * 1024)
         stopping = asyncio.Event()
         sign_in = SignIn(resolved.value)
         app = create_app(service, token=resolved.value, host=store_host, body_timeout=body_timeout, stopping=stopping,

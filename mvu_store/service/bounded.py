@@ -17,11 +17,14 @@ V = TypeVar("V")
 
 class BoundedCache(Generic[K, V]):
     """At most ``capacity`` entries, or, with ``weigh``, entries weighing at most ``capacity`` in
-    all (an entry heavier than that alone is not kept)."""
+    all (an entry heavier than that alone is not kept) and, with ``max_entries``, no more entries
+    than that either."""
 
-    def __init__(self, capacity: int, *, weigh: Callable[[V], int] | None = None) -> None:
+    def __init__(self, capacity: int, *, weigh: Callable[[V], int] | None = None,
+                 max_entries: int | None = None) -> None:
         self._capacity = capacity
         self._weigh = weigh
+        self._max_entries = max_entries
         self._items: OrderedDict[K, tuple[V, int]] = OrderedDict()
         self._weight = 0
 
@@ -39,9 +42,18 @@ class BoundedCache(Generic[K, V]):
             return  # it would push out everything else, and then itself
         self._items[key] = (value, weight)
         self._weight += weight
-        while self._weight > self._capacity:
+        while self._weight > self._capacity or (self._max_entries is not None
+                                                and len(self._items) > self._max_entries):
             _, (_, dropped) = self._items.popitem(last=False)
             self._weight -= dropped
+
+    @property
+    def weight(self) -> int:
+        """What the entries kept weigh in all (their number, without ``weigh``)."""
+        return self._weight
+
+    def __len__(self) -> int:
+        return len(self._items)
 
     def pop(self, key: K) -> None:
         item = self._items.pop(key, None)

@@ -26,7 +26,7 @@ from mvu_store.service.identity import session_identity
 from mvu_store.service.models import ResourceConfig
 from mvu_store.service.processing import CommandProcessor
 from mvu_store.service.selection_views import ViewGenerations
-from mvu_store.service.sessions import SessionCache, SessionLog
+from mvu_store.service.sessions import DEFAULT_MEMORY_BYTES, SessionCache, SessionLog
 from mvu_store.service.usage import Usage
 from mvu_store.service.verification import Verifier
 
@@ -52,6 +52,8 @@ class ServiceContext:
     host: Host
     configs: list[ResourceConfig]
     processor: CommandProcessor
+    session_memory_bytes: int = DEFAULT_MEMORY_BYTES
+    """What the copies of the sessions in use may hold in memory (:class:`SessionCache`)."""
     catalog: Catalog = field(init=False)
     sessions: SessionCache = field(init=False)
     verifier: Verifier = field(init=False)
@@ -65,7 +67,7 @@ class ServiceContext:
 
     def __post_init__(self) -> None:
         self.catalog = Catalog(self.ledger)
-        self.sessions = SessionCache(self.host)
+        self.sessions = SessionCache(self.host, memory_bytes=self.session_memory_bytes)
         self.verifier = Verifier(self.ledger, self.sessions)
 
     def alive(self) -> None:

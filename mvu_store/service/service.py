@@ -56,6 +56,8 @@ from mvu_store.service.prompting import (
     StateAssembly,
 )
 from mvu_store.service.reads import Reads
+from mvu_store.service.sessions import DEFAULT_MEMORY_BYTES as DEFAULT_SESSION_MEMORY_BYTES
+from mvu_store.service.sessions import MIN_MEMORY_BYTES as MIN_SESSION_MEMORY_BYTES
 from mvu_store.service.usage import Dispose, Observer, UsageHandler
 from mvu_store.service.validation import validate_config
 
@@ -66,7 +68,11 @@ class MvuService:
     protocol_version = 1
 
     def __init__(self, *, ledger: Ledger, host: Host, resources: Sequence[ResourceConfig | dict[str, Any]] = (),
-                 processor: CommandProcessor | None = None) -> None:
+                 processor: CommandProcessor | None = None,
+                 session_memory_bytes: int = DEFAULT_SESSION_MEMORY_BYTES) -> None:
+        if type(session_memory_bytes) is not int or session_memory_bytes < MIN_SESSION_MEMORY_BYTES:
+            raise MvuError(Code.CONFIG, f"session_memory_bytes must be an integer of at least "
+                                        f"{MIN_SESSION_MEMORY_BYTES} (1 MiB)")
         configs = [parse_input(ResourceConfig, resource, Code.CONFIG) for resource in resources]
         ids = [config.id for config in configs]
         if len(set(ids)) != len(ids):
@@ -74,7 +80,8 @@ class MvuService:
         if processor is not None and not isinstance(processor, CommandProcessor):
             raise MvuError(Code.CONFIG, "processor must have an async process(commands, turn) method")
         self._ctx = ctx = ServiceContext(ledger=ledger, host=host, configs=configs,
-                                         processor=processor if processor is not None else CardProcessors())
+                                         processor=processor if processor is not None else CardProcessors(),
+                                         session_memory_bytes=session_memory_bytes)
         self._allocation = Allocation(ctx)
         self._pipeline = Pipeline(ctx, self._allocation)
         self._reads = Reads(ctx, self._allocation)

@@ -14,6 +14,7 @@ with a new ``generation``, and everything verified against the old one is verifi
 from __future__ import annotations
 
 import asyncio
+import sys
 import weakref
 from collections.abc import Callable
 from typing import Protocol, TypeVar, runtime_checkable
@@ -24,7 +25,8 @@ from mvu_store.host import (
     SessionEvent,
     SessionSnapshot,
     SessionTail,
-    chain_fingerprint,
+    chain_link,
+    event_text,
     header_fingerprint,
     tail_of,
 )
@@ -34,9 +36,16 @@ from mvu_store.ledger.query import ReadRows
 from mvu_store.service.bounded import BoundedCache
 from mvu_store.service.turns import Reply, ReplyParser, seed_boundary
 
-# Sessions whose copy is kept; the least recently used beyond this is dropped (and rebuilt from
+# Sessions whose copy is kept, and what their copies may weigh in all (about the memory they
+# hold: see SessionLog.weight); the least recently used beyond either is dropped (and rebuilt from
 # a full inspection, with a full re-check, if it is used again).
 DEFAULT_CAPACITY = 512
+DEFAULT_MEMORY_BYTES = 256 * 1024 * 1024
+MIN_MEMORY_BYTES = 1024 * 1024
+# What an event costs in memory beyond its text, as the log holds it (the decoded event, its
+# share of the parsed replies). Measured: a turn of four events held 4.8 KiB with short
+# messages and 8.9 KiB with a 4 KiB reply, which the weight puts at 4.5 and 8.6.
+EVENT_OVERHEAD_BYTES = 1024
 T = TypeVar("T")
 
 
@@ -53,11 +62,19 @@ class SessionLog:
         self._replies: list[Reply] = []
         self._last_start = self._last_end = -1
         self._snapshot: SessionSnapshot | None = None
+        self._weight = 0
         self._append(tail.events)
 
     @property
     def last_seq(self) -> int:
         return self._events[-1].seq if self._events else -1
+
+    @property
+    def weight(self) -> int:
+        """About the memory the log holds: the size of each event's text as Python holds it (a
+        decoded event keeps its strings, which the replies parsed from it share) and
+        :data:`EVENT_OVERHEAD_BYTES` an event."""
+        return self._weight
 
     @property
     def fingerprint(self) -> str:
@@ -105,7 +122,9 @@ class SessionLog:
     def _append(self, events: tuple[SessionEvent, ...]) -> None:
         for event in events:
             self._events.append(event)
-            self._fingerprint = chain_fingerprint(self._fingerprint, event)
+            text = event_text(event)
+            self._fingerprint = chain_link(self._fingerprint, text)
+            self._weight += sys.getsizeof(text) + EVENT_OVERHEAD_BYTES
             if event.type == "turn/start":
                 self._last_start = event.seq
             elif event.type == "turn/end":
@@ -130,14 +149,22 @@ class LedgerHost(Protocol):
 class SessionCache:
     """The :class:`SessionLog` of each session in use, kept in step with the host."""
 
-    def __init__(self, host: Host, *, capacity: int = DEFAULT_CAPACITY) -> None:
+    def __init__(self, host: Host, *, capacity: int = DEFAULT_CAPACITY,
+                 memory_bytes: int = DEFAULT_MEMORY_BYTES) -> None:
         self._host = host
         # Asked once: a runtime protocol check walks the protocol's members every time.
         self._incremental = host if isinstance(host, IncrementalHost) else None
         self._ledger_host = host if isinstance(host, LedgerHost) else None
-        self._logs: BoundedCache[str, SessionLog] = BoundedCache(capacity)
+        # A session heavier than ``memory_bytes`` alone is not kept: each use reads it whole.
+        self._logs: BoundedCache[str, SessionLog] = BoundedCache(memory_bytes, weigh=lambda log: log.weight,
+                                                                  max_entries=capacity)
         self._locks: weakref.WeakValueDictionary[str, asyncio.Lock] = weakref.WeakValueDictionary()
         self._generation = 0
+
+    @property
+    def held(self) -> tuple[int, int]:
+        """How many sessions' copies are kept, and what they weigh (:attr:`SessionLog.weight`)."""
+        return len(self._logs), self._logs.weight
 
     async def log(self, session_id: str) -> SessionLog | None:
         """The session as the host has it now (None when the host has no such session)."""

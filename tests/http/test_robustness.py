@@ -156,6 +156,14 @@ def test_an_empty_or_short_token_is_refused(tmp_path: Path, args: tuple[str, ...
     assert not (tmp_path / "ledger.sqlite3.token").exists()
 
 
+def test_a_session_memory_below_a_mebibyte_is_refused_before_the_ledger_is_touched(tmp_path: Path) -> None:
+    ledger = tmp_path / "ledger.sqlite3"
+    code, lines = _serve_fails("--db", f"sqlite:///{ledger}", "--port", "0", "--token", TOKEN,
+                               "--session-memory-mib", "0")
+    assert (code, lines[-1]) == (2, "MVU_CONFIG"), lines
+    assert "--session-memory-mib" in lines[-2] and not ledger.exists()
+
+
 def test_a_non_loopback_bind_warns_that_the_token_travels_in_clear(tmp_path: Path) -> None:
     server = _empty(tmp_path, "--host", "0.0.0.0")
     assert server.base.startswith("http://0.0.0.0:")

@@ -28,3 +28,13 @@ def test_a_weighed_cache_keeps_what_fits_its_weight() -> None:
     cache.pop("missing")
     cache.put("f", b"x" * 10)  # the popped weight was given back
     assert cache.get("f") == b"x" * 10
+
+
+def test_a_weighed_cache_can_bound_its_number_of_entries_too() -> None:
+    cache: BoundedCache[str, bytes] = BoundedCache(100, weigh=len, max_entries=2)
+    for key in "abc":
+        cache.put(key, b"x")
+    assert [cache.get(key) for key in "abc"] == [None, b"x", b"x"]  # light, but one too many
+    assert (len(cache), cache.weight) == (2, 2)
+    cache.put("d", b"x" * 99)  # too heavy with both others: the least recently used goes first
+    assert [cache.get(key) for key in "bcd"] == [None, b"x", b"x" * 99] and cache.weight == 100

@@ -17,7 +17,7 @@ from mvu_store.memory_host import MemoryHost
 from mvu_store.service import MvuService
 from mvu_store.service.processing import ProcessorTurn
 from mvu_store.service.sessions import SessionCache
-from tests.service.support import PLAIN, playing, scope, text_message
+from tests.service.support import PLAIN, playing, scope, stat_data, text_message
 
 # -- helpers ---------------------------------------------------------------------------------------
 
@@ -428,6 +428,36 @@ async def test_an_evicted_session_log_is_rebuilt_and_checked_again(host: MemoryH
     assert rebuilt.snapshot().events[0].data == {"turn": 9}
     host.truncate("a", 0)
     assert (await sessions.log("a")).last_seq == -1  # type: ignore[union-attr]
+
+
+async def test_session_copies_are_bounded_by_what_they_hold_and_a_heavier_session_still_plays(
+        ledger: Ledger, host: MemoryHost) -> None:
+    bound = 1024 * 1024
+    service = MvuService(ledger=ledger, host=host, session_memory_bytes=bound)
+    host.attach(service)
+    instances = {session: await playing(service, host, session, card=PLAIN, created_at=n)
+                 for n, session in enumerate(("s1", "s2"))}
+    prose = "The rain keeps on. " * 3000  # a 57 KB reply: a session passes the bound in about 18 turns
+    held = []
+    for turn in range(1, 25):
+        for session in ("s1", "s2") if turn <= 12 else ("s1",):
+            await host.turn(session, turn=turn, user="go", reply=f"{prose}_.set('hp', {turn});")
+            held.append(service._ctx.sessions.held)
+    assert all(weight <= bound for _, weight in held)
+    assert held[21] == (1, held[21][1])  # two 12-turn sessions do not fit together: the older went
+    assert held[-1] == (0, 0)  # s1 alone is now heavier than the bound: read whole at each use
+    assert (await stat_data(service, instances["s1"], "s1"))["hp"] == 24
+    assert (await stat_data(service, instances["s2"], "s2"))["hp"] == 12
+    history = await service.history(id=instances["s1"], scope=scope("s1"))
+    assert [entry.source["turn"] for entry in history] == list(range(1, 25))
+
+
+@pytest.mark.parametrize("memory", [0, 1024, True, 2.5e6, "64 MiB"])
+def test_a_session_memory_bound_is_an_integer_of_at_least_a_mebibyte(
+        ledger: Ledger, host: MemoryHost, memory: Any) -> None:
+    with pytest.raises(MvuError) as refused:
+        MvuService(ledger=ledger, host=host, session_memory_bytes=memory)
+    assert refused.value.code == Code.CONFIG
 
 
 # -- history pages -----------------------------------------------------------------------------------
