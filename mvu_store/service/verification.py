@@ -30,8 +30,13 @@ from mvu_store.service.turns import verify_recorded
 _AUDITED_KINDS = frozenset({"reply", "failed", "card", "initial", "inherited"})
 # Versions that are never a reply (an edit, a card write): the pipeline never asks for their keys.
 _NOT_REPLIES = frozenset({"manual", "card"})
-# Records whose checked state is remembered; one beyond this is checked in full when used again.
+# Records whose checked state is remembered, and what those states may hold in all (a record's
+# holds about KEY_BYTES a reply it wrote: its version key and text fingerprint, two 64-character
+# strings in a dict, measured at about 250 bytes); one beyond either is checked in full when used
+# again.
 DEFAULT_CAPACITY = 4096
+DEFAULT_MEMORY_BYTES = 64 * 1024 * 1024
+KEY_BYTES = 300
 
 Logs = dict[str, SessionLog | None]
 """Session logs already read in this call, by session id (each is read at most once a call)."""
@@ -53,10 +58,12 @@ class _Checked:
 
 
 class Verifier:
-    def __init__(self, ledger: Ledger, sessions: SessionCache, *, capacity: int = DEFAULT_CAPACITY) -> None:
+    def __init__(self, ledger: Ledger, sessions: SessionCache, *, capacity: int = DEFAULT_CAPACITY,
+                 memory_bytes: int = DEFAULT_MEMORY_BYTES) -> None:
         self._ledger = ledger
         self._sessions = sessions
-        self._checked: BoundedCache[str, _Checked] = BoundedCache(capacity)
+        self._checked: BoundedCache[str, _Checked] = BoundedCache(
+            memory_bytes, weigh=lambda state: KEY_BYTES * (len(state.keys) + 1), max_entries=capacity)
 
     async def check(self, entry: Entry, logs: Logs | None = None) -> Mapping[str, str | None]:
         """Check ``entry`` against durable history; returns its recorded version keys with their
@@ -138,6 +145,7 @@ class Verifier:
         if evidence is not None:  # a reply's version (an edit or a card write names no session log)
             state.keys[key] = fingerprint
             state.generations[evidence[0]] = evidence[1]
+            self._checked.put(entry.id, state)  # weighed again, with its new key
 
     @staticmethod
     def _session_of(version: VersionRecord, own: str | None) -> str | None:

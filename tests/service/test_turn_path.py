@@ -159,3 +159,20 @@ async def test_what_the_verifier_remembers_of_a_record_does_not_grow_with_its_ed
     history = await service.history(id=instance, scope=scope("s1"))
     assert sorted(remembered.keys) == sorted(entry.key for entry in history if entry.kind == "reply")
     assert (await stat_data(service, instance))["hp"] == 2  # type: ignore[index]
+
+
+async def test_what_the_verifier_remembers_is_bounded_by_weight_and_a_forgotten_record_is_checked_again(
+        service: MvuService, host: MemoryHost, ledger: Ledger) -> None:
+    from mvu_store.service.verification import KEY_BYTES, Verifier
+
+    ctx = service._ctx
+    ctx.verifier = Verifier(ledger, ctx.sessions, memory_bytes=KEY_BYTES * 4)  # three reply keys and the state
+    instance = await playing(service, host)
+    for turn in range(1, 4):
+        await host.turn("s1", turn=turn, user="a", reply=f"_.set('hp', {turn});")
+    assert ctx.verifier._checked.get(instance) is not None  # three keys: kept
+    await host.turn("s1", turn=4, user="a", reply="_.set('hp', 4);")
+    assert ctx.verifier._checked.get(instance) is None  # a fourth, noted as it was written: too heavy
+    await host.turn("s1", turn=5, user="a", reply="_.set('hp', 5);")  # checked in full, applied once
+    assert (await stat_data(service, instance))["hp"] == 5
+    assert [entry.kind for entry in await service.history(id=instance, scope=scope("s1"))].count("reply") == 5
