@@ -111,12 +111,12 @@ def _edits(connection: Connection, writer: int, session: str, instance: str) -> 
     return edit
 
 
-def _turns(connection: Connection, writer: int, session: str, instance: str, *,
-           chat_turns: int = 0) -> Callable[[], None]:
+def _turns(connection: Connection, writer: int, session: str, instance: str, *, chat_turns: int = 0,
+           moved: Callable[[int, str, str], None] | None = None) -> Callable[[], None]:
     """Whole turns of the session as a host sends them (``POST /sessions/{id}/events``: the turn's
     start and user message, then the reply and its end), each reply setting ``hp`` to one of 32
     values; every reply must be applied. With ``chat_turns``, a chat ends after that many turns
-    and the writer starts a new session (``soak-<writer>-<n>``)."""
+    and the writer starts a new session (``soak-<writer>-<n>``), and says so to ``moved``."""
     seq = _json(connection, "GET", f"{MVU}/sessions/{session}")["lastSeq"] + 1
     turns = itertools.count(1)
     chats = itertools.count(1)
@@ -134,6 +134,8 @@ def _turns(connection: Connection, writer: int, session: str, instance: str, *,
         number = next(turns)
         if chat_turns and number > chat_turns:
             session, instance = _new_session(connection, f"soak-{writer}-{next(chats)}")
+            if moved is not None:
+                moved(writer, session, instance)
             seq, turns = _json(connection, "GET", f"{MVU}/sessions/{session}")["lastSeq"] + 1, itertools.count(2)
             number = 1
         send(("turn/start", {"turn": number}),
@@ -158,10 +160,13 @@ class Load:
         self.failures: list[str] = []
         self._lock = threading.Lock()
         self._stop = threading.Event()
-        writes: Writes = functools.partial(_turns, chat_turns=chat_turns) if turns else _edits
+        # The chat each writer is playing, which the readers read (a writer that starts a new
+        # chat puts it here: one list item replaced, which the readers see whole).
+        self._current = list(instances)
+        writes: Writes = functools.partial(_turns, chat_turns=chat_turns, moved=self._moved) if turns else _edits
         self._threads = [threading.Thread(target=self._write, args=(address, writes, writer, *instances[writer]))
                          for writer in range(WRITERS)]
-        self._threads += [threading.Thread(target=self._read, args=(address, instances)) for _ in range(READERS)]
+        self._threads += [threading.Thread(target=self._read, args=(address,)) for _ in range(READERS)]
         for thread in self._threads:
             thread.start()
 
@@ -184,12 +189,15 @@ class Load:
         finally:
             connection.close()
 
-    def _read(self, address: tuple[str, int], instances: list[tuple[str, str]]) -> None:
+    def _moved(self, writer: int, session: str, instance: str) -> None:
+        self._current[writer] = (session, instance)
+
+    def _read(self, address: tuple[str, int]) -> None:
         connection = Connection(address)
         try:
             turn = 0
             while not self._stop.is_set():
-                session, instance = instances[turn % len(instances)]
+                session, instance = self._current[turn % len(self._current)]
                 scope = json.dumps({"authority": "local", "sessionId": session}).replace(" ", "")
                 _json(connection, "GET", f"{MVU}/resource?id={instance}&scope={scope}")
                 turn += 1

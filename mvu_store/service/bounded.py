@@ -55,6 +55,10 @@ class BoundedCache(Generic[K, V]):
     def __len__(self) -> int:
         return len(self._items)
 
+    def keys(self) -> list[K]:
+        """The keys kept, the least recently used first."""
+        return list(self._items)
+
     def pop(self, key: K) -> None:
         item = self._items.pop(key, None)
         if item is not None:

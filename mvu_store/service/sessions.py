@@ -162,9 +162,10 @@ class SessionCache:
         self._generation = 0
 
     @property
-    def held(self) -> tuple[int, int]:
-        """How many sessions' copies are kept, and what they weigh (:attr:`SessionLog.weight`)."""
-        return len(self._logs), self._logs.weight
+    def held(self) -> tuple[tuple[str, ...], int]:
+        """The sessions whose copies are kept (the least recently used first), and what they weigh
+        in all (:attr:`SessionLog.weight`)."""
+        return tuple(self._logs.keys()), self._logs.weight
 
     async def log(self, session_id: str) -> SessionLog | None:
         """The session as the host has it now (None when the host has no such session)."""

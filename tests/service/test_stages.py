@@ -444,12 +444,38 @@ async def test_session_copies_are_bounded_by_what_they_hold_and_a_heavier_sessio
             await host.turn(session, turn=turn, user="go", reply=f"{prose}_.set('hp', {turn});")
             held.append(service._ctx.sessions.held)
     assert all(weight <= bound for _, weight in held)
-    assert held[21] == (1, held[21][1])  # two 12-turn sessions do not fit together: the older went
-    assert held[-1] == (0, 0)  # s1 alone is now heavier than the bound: read whole at each use
+    assert held[1][0] == ("s1", "s2")  # both kept while they fit
+    assert held[21][0] == ("s2",)  # two 11-turn sessions do not: the least recently used went
+    assert held[22][0] == ("s1",)
+    assert held[-1] == ((), 0)  # s1 alone is now heavier than the bound: read whole at each use
     assert (await stat_data(service, instances["s1"], "s1"))["hp"] == 24
     assert (await stat_data(service, instances["s2"], "s2"))["hp"] == 12
     history = await service.history(id=instances["s1"], scope=scope("s1"))
     assert [entry.source["turn"] for entry in history] == list(range(1, 25))
+
+
+async def test_a_session_heavier_than_the_bound_is_still_checked_against_its_history(
+        ledger: Ledger, host: MemoryHost) -> None:
+    service = MvuService(ledger=ledger, host=host, session_memory_bytes=1024 * 1024)
+    host.attach(service)
+    instance = await playing(service, host)
+    prose = "The rain keeps on. " * 3000
+    for turn in range(1, 22):
+        await host.turn("s1", turn=turn, user="go", reply=f"{prose}_.set('hp', {turn});")
+    assert service._ctx.sessions.held == ((), 0)  # read whole at each use
+    snapshot = await host.inspect("s1")
+    assert snapshot is not None
+    old = next(e for e in snapshot.events if e.type == "assistant/message" and e.data["turn"] == 3)
+    host.replace_event("s1", old.seq, old.type, text_message(3, old.data["message"]["id"], "_.add('gold', 100);"))
+    for call in (service.read(id=instance, scope=scope("s1")), service.ingest(session_id="s1")):
+        with pytest.raises(MvuError) as error:
+            await call
+        assert error.value.code == Code.HISTORY_CHANGED
+    host.replace_event("s1", old.seq, old.type, dict(old.data))
+    await host.turn("s1", turn=22, user="go", reply=f"{prose}_.set('hp', 22);")
+    assert (await stat_data(service, instance))["hp"] == 22
+    history = await service.history(id=instance, scope=scope("s1"))
+    assert [entry.source["turn"] for entry in history if entry.kind == "reply"] == list(range(1, 23))
 
 
 @pytest.mark.parametrize("memory", [0, 1024, True, 2.5e6, "64 MiB"])
