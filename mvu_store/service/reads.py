@@ -46,7 +46,8 @@ def check_page(limit: Any, before: Any) -> None:
 
 
 # The texts of current records kept by what they are made of: a read of an unchanged record
-# writes no JSON (its content may be up to the state budget, 2 MiB).
+# writes no JSON (its content may be up to the state budget, 2 MiB). One text per record and
+# session: a record that changed replaces its text, so a chat's old revisions are not kept.
 RECORD_TEXT_BYTES = 32 * 1024 * 1024
 
 _TextKey = tuple[str, int, int, str | None, str, str | None, str, str, str, str | None]
@@ -56,8 +57,8 @@ class Reads:
     def __init__(self, ctx: ServiceContext, allocation: Allocation) -> None:
         self._ctx = ctx
         self._allocation = allocation
-        self._texts: BoundedCache[_TextKey, RecordJson] = BoundedCache(
-            RECORD_TEXT_BYTES, weigh=lambda text: len(text.body))
+        self._texts: BoundedCache[tuple[str, str], tuple[_TextKey, RecordJson]] = BoundedCache(
+            RECORD_TEXT_BYTES, weigh=lambda kept: len(kept[1].body))
 
     async def records(self, scope: Scope | dict[str, Any], signal: Signal | None) -> list[StateRecord]:
         check_signal(signal)
@@ -119,13 +120,14 @@ class Reads:
         # The card's script registers on the first read: before the key, which names it.
         registration = await self._registration(entry, view)
         key = self._text_key(entry, parsed, view, registration)
-        known = self._texts.get(key) if key is not None else None
-        if known is not None:
+        slot = (entry.id, str(parsed.session_id))
+        kept = self._texts.get(slot) if key is not None else None
+        if kept is not None and kept[0] == key:
             await self._ctx.verifier.check(entry, logs)
-            return known
+            return kept[1]
         text = RecordJson.of(await self._record(entry, parsed, logs, view, registration))
         if key is not None:
-            self._texts.put(key, text)
+            self._texts.put(slot, (key, text))
         return text
 
     def _text_key(self, entry: Entry, scope: Scope, view: SessionView | None,

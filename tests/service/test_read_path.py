@@ -145,6 +145,17 @@ async def test_the_text_of_a_record_follows_its_edits_and_who_manages_it(service
     assert (await text_of(service, instance))[0] == edited
 
 
+async def test_a_record_keeps_one_text_a_session_however_many_revisions_it_was_read_at(
+        service: MvuService, host: MemoryHost) -> None:
+    instance = await playing(service, host)
+    for turn in range(1, 21):
+        await host.turn("s1", turn=turn, user="a", reply=f"_.set('hp', {turn});")
+        _, shown = await text_of(service, instance)
+        assert shown["content"]["stat_data"]["hp"] == turn  # each read shows the new revision
+    texts = service._reads._texts
+    assert len(texts) == 1  # the record's old revisions were replaced, not kept beside it
+
+
 async def test_the_text_of_a_record_follows_edits_made_by_another_process(ledger: Ledger, ledger_url: str,
                                                                            ledger_id: str, host: MemoryHost) -> None:
     here = MvuService(ledger=ledger, host=host)
