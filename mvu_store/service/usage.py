@@ -118,7 +118,7 @@ class Usage:
         for provider_id, answer in answers:
             if answer is None:
                 continue
-            if "checkCurrent" in answer or "check_current" in answer:
+            if lease_of(answer) is not None:  # None, as no key, gives no lease
                 lease = sync_lease(answer)
                 if lease is None:
                     raise MvuError(Code.USAGE, "a decision's checkCurrent is a synchronous function")
@@ -195,9 +195,14 @@ class Usage:
                     log.warning("observer failed: %r", error)
 
 
+def lease_of(answer: dict[str, Any]) -> Any:
+    """A handler's ``checkCurrent`` (or ``check_current``) as it gave it; None: none."""
+    return answer.get("checkCurrent", answer.get("check_current"))
+
+
 def sync_lease(answer: dict[str, Any]) -> Lease | None:
     """A handler's lease on its answer (``checkCurrent``), when it gives a synchronous function."""
-    lease = answer.get("checkCurrent", answer.get("check_current"))
+    lease = lease_of(answer)
     if not callable(lease) or inspect.iscoroutinefunction(lease):
         return None
     return lease  # type: ignore[no-any-return]

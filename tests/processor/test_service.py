@@ -589,6 +589,14 @@ async def test_a_policy_lease_must_be_synchronous(ledger: Ledger, host: MemoryHo
     await service.close()
 
 
+async def test_a_policy_answer_whose_lease_is_none_gives_none(ledger: Ledger, host: MemoryHost) -> None:
+    service = make_service(ledger, host, None)
+    service.register_usage(lambda request: {"enabled": True, "checkCurrent": None}, provider_id="dsh-memory-manager")
+    await turn(host, 1, patch(8))
+    assert await hp(service) == 8
+    await service.close()
+
+
 # -- the card's declaration as the card carries it now (C-1) ----------------------------------------
 
 
