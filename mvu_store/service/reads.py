@@ -50,7 +50,8 @@ def check_page(limit: Any, before: Any) -> None:
 # session: a record that changed replaces its text, so a chat's old revisions are not kept.
 RECORD_TEXT_BYTES = 32 * 1024 * 1024
 
-_TextKey = tuple[str, int, int, str | None, str, str | None, str, str, str, str | None]
+_TextKey = tuple[int, int, str | None, str, str | None, str, str, str | None]
+"""What a kept text was made of, beside the record and session it is kept under."""
 
 
 class Reads:
@@ -139,8 +140,8 @@ class Reads:
                 or entry.initial is not None or view is None or not view.holds_head(entry.id)):
             return None
         # A row's other columns never change; its definition is content-addressed.
-        return (entry.id, row.position, row.revision, row.head_key, row.head_hash, row.management_mode,
-                row.definition_hash, scope.session_id, self._ctx.management_mode(),
+        return (row.position, row.revision, row.head_key, row.head_hash, row.management_mode,
+                row.definition_hash, self._ctx.management_mode(),
                 None if registration is None else f"{registration['registrationId']}/{registration['listenerCount']}")
 
     async def _accessible(self, resource_id: str, scope: Scope) -> tuple[Entry | None, Logs, SessionView | None]:
