@@ -39,7 +39,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from soak_serve import CARD, WRITERS, state  # the same card and states
+from soak_serve import CARD, WRITERS, resident_kib, state  # the same card, states and probe
 
 from mvu_store.cards import read_card
 from mvu_store.ledger import open_ledger
@@ -97,19 +97,9 @@ def _malloc() -> dict[str, int | None]:
     return {"mallocInUseKib": (info.uordblks + info.hblkhd) // 1024, "mallocFreeKib": info.fordblks // 1024}
 
 
-def _status() -> dict[str, int]:
-    wanted = {"VmRSS": "rssKib", "RssAnon": "anonKib", "RssFile": "fileKib"}
-    found: dict[str, int] = {}
-    for line in Path("/proc/self/status").read_text().splitlines():
-        name = line.split(":", 1)[0]
-        if name in wanted:
-            found[wanted[name]] = int(line.split()[1])
-    return found
-
-
 def sample(edits: int, seconds: float) -> dict[str, Any]:
     gc.collect()
-    return {"edits": edits, "seconds": round(seconds, 2), **_status(), "gcObjects": len(gc.get_objects()),
+    return {"edits": edits, "seconds": round(seconds, 2), **resident_kib(), "gcObjects": len(gc.get_objects()),
             "sqliteBytes": _sqlite_bytes(), **_pymalloc(), **_malloc()}
 
 

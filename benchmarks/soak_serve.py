@@ -207,11 +207,16 @@ class Load:
             connection.close()
 
 
-def _rss_kib(pid: int) -> int:
+def resident_kib(pid: int | str = "self") -> dict[str, int]:
+    """A process's resident memory in KiB (``/proc``): ``rssKib``, and its anonymous and
+    file-backed parts, ``anonKib`` and ``fileKib``."""
+    wanted = {"VmRSS": "rssKib", "RssAnon": "anonKib", "RssFile": "fileKib"}
+    found: dict[str, int] = {}
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1])
-    raise RuntimeError("no VmRSS")
+        name = line.split(":", 1)[0]
+        if name in wanted:
+            found[wanted[name]] = int(line.split()[1])
+    return found
 
 
 def _sample(pid: int, db: Path, load: Load, started: float) -> dict[str, Any]:
@@ -219,7 +224,7 @@ def _sample(pid: int, db: Path, load: Load, started: float) -> dict[str, Any]:
         used = int(connection.execute("SELECT used_bytes FROM ledger WHERE ledger_id = 'default'").fetchone()[0])
     wal = Path(f"{db}-wal")
     return {"seconds": round(time.monotonic() - started, 1), "edits": load.edits, "reads": load.reads,
-            "rssKib": _rss_kib(pid), "dbBytes": db.stat().st_size,
+            "rssKib": resident_kib(pid)["rssKib"], "dbBytes": db.stat().st_size,
             "walBytes": wal.stat().st_size if wal.exists() else 0, "usedBytes": used}
 
 
