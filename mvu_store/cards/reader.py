@@ -24,11 +24,11 @@ Choices that follow MagVarUpdate (``src/function/initvar/variable_init.ts``) and
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from mvu_store.cards.imports import imported_urls
 from mvu_store.cards.png import MAX_DECODED_BYTES, SIGNATURE, card_json_bytes
 from mvu_store.errors import Code, MvuError
 from mvu_store.processor.declaration import card_declaration
@@ -43,7 +43,6 @@ KEEP_OFF_MARKERS = ("勿开", "勿启", "别开", "不要开", "禁止开启", "
 SCHEMA_URL_MARKERS = ("schema", "变量结构")
 # Runtimes a schema script imports beside its declaration: never the declaration themselves.
 _RUNTIME_URL_MARKERS = ("mvu_zod", "magvarupdate")
-_IMPORTED_URL = re.compile(r"""\bimport\s*(?:\(\s*|[\w$*{}\s,]+?\sfrom\s*)?(['"`])(https?://[^'"`\s]+)\1""")
 _FOLDER_DEPTH = 8  # Tavern Helper nests folders one level; deeper trees are not a card we know
 
 
@@ -208,8 +207,8 @@ def _schema_import(scripts: list[tuple[str, str, str]]) -> SchemaImport | None:
     """The first enabled script that imports its declaration from a URL (path or script name
     naming the schema), when the card carries none of its own."""
     for where, name, content in scripts:
-        for found in _IMPORTED_URL.finditer(content):
-            url = found.group(2)
+        for found in imported_urls(content):
+            url = found.url
             lowered = url.lower()
             if any(marker in lowered for marker in _RUNTIME_URL_MARKERS):
                 continue

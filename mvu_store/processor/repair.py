@@ -29,7 +29,6 @@ from mvu_store.lang.jsonpatch import PATCH_TAG
 
 _WRAPPER = re.compile(r"<(/?)UpdateVariable>", re.IGNORECASE)
 _FENCE_START = re.compile(r"\A```(?:json)?\s*", re.IGNORECASE)
-_FENCE_END = re.compile(r"\s*```\Z")
 # An add/replace operation's opening up to the colon that should have been `,"value":`.
 _MISSING_VALUE = re.compile(r'\{\s*"op"\s*:\s*"(?:add|replace)"\s*,\s*"path"\s*:\s*"(?:\\.|[^"\\])*"\s*(:)(?=\s*[\[{])')
 _KEYS = {"add": {"op", "path", "value"}, "replace": {"op", "path", "value"}, "remove": {"op", "path"}}
@@ -50,7 +49,10 @@ def repairs(text: str) -> tuple[Repair, ...]:
     if found is None:
         return ()
     body, patch = found
-    body = _FENCE_END.sub("", _FENCE_START.sub("", body.strip())).strip()
+    body = _FENCE_START.sub("", body.strip())
+    # The closing fence and the spaces before it (`\s` is str.isspace), without the regex `\s*```\Z`
+    # that tried every start in a run of spaces (20,000 spaces: 1.5 s).
+    body = (body[:-3] if body.endswith("```") else body).strip()
     fixed = _with_values(body) if patch else body
     if fixed is None:
         return ()

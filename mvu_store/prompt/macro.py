@@ -13,19 +13,68 @@ contains is never expanded again: macro characters inside state stay literal.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
+from dataclasses import dataclass
 
 from mvu_store.jsonvalue import JsonValue
 from mvu_store.prompt.paths import get_path
 from mvu_store.prompt.units import LINE_TERMINATORS, js_length, js_trim_end
 from mvu_store.prompt.yaml_text import js_key_order, yaml_stringify
 
-_IN_LINE = f"[^{LINE_TERMINATORS}]"
-# Greedy text before the macro, so the match is the line's last macro; the path is lazy, so it ends
-# at the first `}}`. `^` means the start of a JavaScript line (any of its four line terminators).
-MACRO = re.compile(
-    f"(?<!{_IN_LINE})({_IN_LINE}*)\\{{\\{{format_message_variable::({_IN_LINE}*?)\\}}\\}}",
-    re.IGNORECASE | re.ASCII,
-)
+_OPENER = re.compile(r"\{\{format_message_variable::", re.IGNORECASE | re.ASCII)
+_OPENER_LENGTH = len("{{format_message_variable::")
+_LINE_END = re.compile(f"[{LINE_TERMINATORS}]")
+
+
+@dataclass(frozen=True, slots=True)
+class MacroLine:
+    """One line's macros, as the regular expression
+    ``^([^LT]*)\\{\\{format_message_variable::([^LT]*?)\\}\\}`` (LT: JavaScript's line
+    terminators; case-insensitive) and its repeated application to the text before each match
+    read them: the last opener on the line followed by a ``}}`` on it, its path ending at the first
+    ``}}``, then the same in the text before that opener. The regex rescanned a line from every
+    unclosed opener (160 KB: 16 s); :func:`macro_lines` looks at each character a bounded number
+    of times."""
+
+    start: int
+    end: int
+    head: str
+    """The line's text before its first macro."""
+    macros: tuple[tuple[str, str], ...]
+    """(path, text up to the next macro) of each macro in text order; the last one's text is empty."""
+
+
+def macro_lines(text: str) -> Iterator[MacroLine]:
+    """The lines of ``text`` that hold a macro, in order."""
+    line_start = 0
+    while line_start <= len(text):
+        terminator = _LINE_END.search(text, line_start)
+        line_end = len(text) if terminator is None else terminator.start()
+        line = _macro_line(text, line_start, line_end)
+        if line is not None:
+            yield line
+        line_start = line_end + 1
+
+
+def _macro_line(text: str, start: int, end: int) -> MacroLine | None:
+    openers = [found.start() for found in _OPENER.finditer(text, start, end)]
+    found: list[tuple[int, int]] = []  # (opener, close) from the last macro to the first
+    bound = end  # where a macro's "}}" must end: the line's end, then the opener of the macro found
+    scanned = bound  # [scanned, bound) holds no "}}" (openers never overlap, so each search is new text)
+    for opener in reversed(openers):
+        path_start = opener + _OPENER_LENGTH
+        close = text.find("}}", path_start, min(scanned + 1, bound))
+        scanned = path_start
+        if close != -1:
+            found.append((opener, close))
+            bound = scanned = opener
+    if not found:
+        return None
+    found.reverse()
+    ends = [opener for opener, _ in found[1:]] + [found[-1][1] + 2]
+    macros = tuple((text[opener + _OPENER_LENGTH:close], text[close + 2:following])
+                   for (opener, close), following in zip(found, ends, strict=True))
+    return MacroLine(start, found[-1][1] + 2, text[start:found[0][0]], macros)
 
 
 def format_message_variable(value: JsonValue, prefix: str = "") -> str:
@@ -46,38 +95,24 @@ def without_dollar_keys(value: JsonValue) -> JsonValue:
 
 def has_macro(text: str) -> bool:
     """Whether ``text`` holds a macro (text without one never needs the state)."""
-    return MACRO.search(text) is not None
+    return next(macro_lines(text), None) is not None
 
 
 def macro_paths(text: str) -> list[str]:
     """The paths the macros in ``text`` read, in text order (repeats kept)."""
-    paths: list[str] = []
-    for found in MACRO.finditer(text):
-        paths.extend(reversed(_line_paths(found)[0]))
-    return paths
+    return [path for line in macro_lines(text) for path, _ in line.macros]
 
 
 def expand_message_variables(text: str, variables: JsonValue) -> str:
     """``text`` with every macro replaced by the value its path reads in ``variables``."""
-    return MACRO.sub(lambda found: _expand_line(found, variables), text)
-
-
-def _line_paths(found: re.Match[str]) -> tuple[list[str], list[str], str]:
-    """The paths of one matched line from last to first, the text between them, the line's start."""
-    paths = [found.group(2)]
-    between: list[str] = []
-    prefix = found.group(1)
-    while (inner := MACRO.match(prefix)) is not None:
-        between.append(prefix[inner.end():])
-        paths.append(inner.group(2))
-        prefix = inner.group(1)
-    return paths, between, prefix
-
-
-def _expand_line(found: re.Match[str], variables: JsonValue) -> str:
-    paths, between, built = _line_paths(found)
-    for index in range(len(paths) - 1, -1, -1):
-        built += format_message_variable(get_path(variables, paths[index]), built)
-        if index:
-            built += between[index - 1]
-    return built
+    parts: list[str] = []
+    copied = 0
+    for line in macro_lines(text):
+        parts.append(text[copied:line.start])
+        built = line.head
+        for path, after in line.macros:
+            built += format_message_variable(get_path(variables, path), built) + after
+        parts.append(built)
+        copied = line.end
+    parts.append(text[copied:])
+    return "".join(parts)

@@ -17,6 +17,7 @@ again, exactly as switching characters does.
 
 from __future__ import annotations
 
+import bisect
 import copy
 import json
 import re
@@ -36,24 +37,74 @@ _INITVAR = re.compile(r"<initvar>", re.IGNORECASE)
 _UPDATE_TAG = re.compile(r"<(/?)(UpdateVariable|JSONPatch|json_patch|initvar)>", re.IGNORECASE)
 
 
-_ARRAY_BLOCK = re.compile(r"(<UpdateVariable>)\s*(?:```(?:json)?\s*)?(\[.*?\])\s*(?:```\s*)?(</UpdateVariable>)",
-                          re.IGNORECASE | re.DOTALL)
+_BLOCK_OPEN = re.compile("<UpdateVariable>", re.IGNORECASE)
+_BLOCK_CLOSE = re.compile("</UpdateVariable>", re.IGNORECASE)
+_JSON_WORD = re.compile("json", re.IGNORECASE)
+_SPACES = re.compile(r"\s*")
+_FENCE = "```"
 
 
 def _array_blocks_as_patches(text: str) -> str:
     """An ``<UpdateVariable>`` block whose whole body is a JSON array (in a ```json fence or not)
     is a JSON Patch, as the original reads an opening's blocks."""
-
-    def wrapped(found: re.Match[str]) -> str:
+    parts: list[str] = []
+    copied = 0
+    for start, body_start, body_end, end in _array_blocks(text):
+        body = text[body_start:body_end]
         try:
-            body = json.loads(found.group(2))
+            is_array = isinstance(json.loads(body), list)
         except ValueError:
-            return found.group(0)
-        if not isinstance(body, list):
-            return found.group(0)
-        return f"{found.group(1)}<JSONPatch>{found.group(2)}</JSONPatch>{found.group(3)}"
+            is_array = False
+        if is_array:
+            head, tail = text[start:start + len("<UpdateVariable>")], text[end - len("</UpdateVariable>"):end]
+            parts.extend((text[copied:start], f"{head}<JSONPatch>{body}</JSONPatch>{tail}"))
+            copied = end
+    parts.append(text[copied:])
+    return "".join(parts)
 
-    return _ARRAY_BLOCK.sub(wrapped, text)
+
+def _array_blocks(text: str) -> list[tuple[int, int, int, int]]:
+    """(start, body start, body end, end) of each block the regular expression
+    ``(<UpdateVariable>)\\s*(?:```(?:json)?\\s*)?(\\[.*?\\])\\s*(?:```\\s*)?(</UpdateVariable>)``
+    (case-insensitive, dot matching all) matches, left to right. The regex searched from each
+    opening tag to the text's end for a ``]`` (a greeting of 80 KB: 3 s); here every ``]`` that
+    can end a block is found once, and each opening tag takes the first one after its ``[``."""
+    ends = [found.start() for found in re.finditer(r"\]", text) if _block_end(text, found.start() + 1) != -1]
+    blocks: list[tuple[int, int, int, int]] = []
+    position = 0
+    while (opening := _BLOCK_OPEN.search(text, position)) is not None:
+        body_start = _body_start(text, opening.end())
+        index = bisect.bisect_left(ends, body_start + 1) if body_start != -1 else len(ends)
+        if index == len(ends):
+            position = opening.start() + 1
+            continue
+        end = _block_end(text, ends[index] + 1)
+        blocks.append((opening.start(), body_start, ends[index] + 1, end))
+        position = end
+    return blocks
+
+
+def _body_start(text: str, position: int) -> int:
+    """Where the ``[`` of a block's body is, after the spaces and an optional ```json fence."""
+    position = _spaces_end(text, position)
+    if text.startswith(_FENCE, position):
+        position += len(_FENCE)
+        word = _JSON_WORD.match(text, position)
+        position = _spaces_end(text, position if word is None else word.end())
+    return position if text.startswith("[", position) else -1
+
+
+def _block_end(text: str, position: int) -> int:
+    """The end of the closing tag after a body ending before ``position``, or -1."""
+    position = _spaces_end(text, position)
+    if text.startswith(_FENCE, position):
+        position = _spaces_end(text, position + len(_FENCE))
+    closing = _BLOCK_CLOSE.match(text, position)
+    return -1 if closing is None else closing.end()
+
+
+def _spaces_end(text: str, position: int) -> int:
+    return _SPACES.match(text, position).end()  # type: ignore[union-attr]  # \s* always matches
 
 
 def check_blocks(text: str) -> None:
