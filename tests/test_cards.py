@@ -299,3 +299,43 @@ FIELDS = st.sampled_from(["name", "first_mes", "alternate_greetings", "character
 def test_odd_card_shapes_only_ever_raise_mvu_error(data: dict[str, Any]) -> None:
     with contextlib.suppress(MvuError):
         summarize(read_card(raw({"spec": "chara_card_v2", "data": data})))
+
+
+def yaml_entry(index: int, chars: int) -> dict[str, Any]:
+    lines = [f"k{index}_{line}: {line}\n" for line in range(chars // 12)]
+    return entry(f"[initvar] part {index}", "".join(lines))
+
+
+def test_initvar_entries_share_one_slow_parse_budget(monkeypatch: pytest.MonkeyPatch) -> None:
+    from mvu_store.lang import initvar
+
+    parsed: list[int] = []
+    real_load = initvar.load_yaml
+    monkeypatch.setattr(initvar, "load_yaml", lambda text: parsed.append(len(text)) or real_load(text))
+    # Each entry is far under the one-document limit; together they are over the card's budget.
+    count = initvar.MAX_SLOW_PARSE_CHARS // 60_000 + 1
+    over = card(entries=[yaml_entry(index, 60_000) for index in range(count)])
+    with pytest.raises(MvuError) as caught:
+        read_card(raw(over))
+    assert caught.value.code == "MVU_LIMIT" and caught.value.details["limit"] == initvar.MAX_SLOW_PARSE_CHARS
+    assert parsed == []  # refused before any entry was read
+    with pytest.raises(MvuError) as merged:
+        initvar.merge_entries([str(item["content"]) for item in over["data"]["character_book"]["entries"]])
+    assert merged.value.code == "MVU_LIMIT" and parsed == []
+    # Strict JSON entries are not slow to read and do not count; the YAML under the budget is read.
+    json_entries = [entry(f"[initvar] json {index}", json.dumps({f"j{index}": ["x" * 40] * 2_000}))
+                    for index in range(count)]
+    found = read_card(raw(card(entries=[*json_entries, yaml_entry(99, 60_000)])))
+    assert summarize(found)["statData"]["j0"] == "array" and parsed
+
+
+def test_a_png_of_too_many_chunks_is_refused_at_the_cap() -> None:
+    from mvu_store.cards.png import MAX_CHUNKS
+
+    good = png(ccv3=card())
+    end = len(good) - len(chunk(b"IEND", b""))
+    empty = chunk(b"tEXt", b"")
+    assert read_card(good[:end] + empty * (MAX_CHUNKS - 10) + good[end:]).name == "Ann"
+    with pytest.raises(MvuError) as caught:
+        read_card(good[:end] + empty * MAX_CHUNKS + good[end:])
+    assert caught.value.code == "MVU_LIMIT" and caught.value.details == {"limit": MAX_CHUNKS, "kind": "chunks"}

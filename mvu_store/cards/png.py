@@ -16,6 +16,10 @@ SIGNATURE = b"\x89PNG\r\n\x1a\n"
 # Preferred first: a v3 exporter writes both, and `ccv3` is the one that carries v3 fields.
 CARD_KEYS = ("ccv3", "chara")
 MAX_DECODED_BYTES = 8 * 1024 * 1024
+MAX_CHUNKS = 65_536
+"""Chunks walked in one file. Image writers split pixel data into chunks of 8 KiB (libpng) or
+more, so a card image within the 32 MiB input limit has at most a few thousand; a file of
+millions of empty chunks cost seconds of walking on every upload."""
 
 
 def _bad(message: str) -> MvuError:
@@ -28,7 +32,7 @@ def card_text_chunks(data: bytes) -> dict[str, bytes]:
         raise _bad("missing PNG signature")
     found: dict[str, bytes] = {}
     position = len(SIGNATURE)
-    while True:
+    for _ in range(MAX_CHUNKS):
         if position + 8 > len(data):
             raise _bad("truncated before IEND")
         length = int.from_bytes(data[position : position + 4], "big")
@@ -49,6 +53,7 @@ def card_text_chunks(data: bytes) -> dict[str, bytes]:
             if separator and key in CARD_KEYS and key not in found:
                 found[key] = text
         position = body_end + 4
+    raise MvuError(Code.LIMIT, f"the PNG has more than {MAX_CHUNKS} chunks", limit=MAX_CHUNKS, kind="chunks")
 
 
 def card_json_bytes(data: bytes) -> tuple[str, bytes]:

@@ -31,6 +31,7 @@ from typing import Any
 from mvu_store.cards.imports import imported_urls
 from mvu_store.cards.png import MAX_DECODED_BYTES, SIGNATURE, card_json_bytes
 from mvu_store.errors import Code, MvuError
+from mvu_store.lang.initvar import check_parse_budget
 from mvu_store.processor.declaration import card_declaration
 
 MAX_INPUT_BYTES = 32 * 1024 * 1024
@@ -123,6 +124,7 @@ def _definition(card: Any, fallback_name: str | None, problems: list[str]) -> Ca
     entries = _lorebook_entries(data, problems)
     notes: list[str] = []
     initvar = tuple(_initvar_texts(entries, notes))
+    check_parse_budget(initvar)  # before any reader of the card parses them, entry by entry or merged
     scripts = list(_enabled_scripts(data.get("extensions"), problems))
     schema = _schema_source(scripts, entries, problems)
     imported = _schema_import(scripts) if schema is None else None

@@ -25,6 +25,9 @@ from mvu_store.lang.restricted_yaml import load_yaml
 from mvu_store.lang.slowparse import Unreadable, read_json5
 
 MAX_ENTRY_BYTES = 1024 * 1024
+MAX_SLOW_PARSE_CHARS = 256 * 1024
+"""Characters of all the entries of one card or template together that are not strict JSON (one
+YAML document's limit): what the slow readers may be asked to read for them."""
 
 _OPEN, _CLOSE = "<initvar>", "</initvar>"
 
@@ -48,10 +51,39 @@ def _unwrap(text: str) -> str:
     return body
 
 
+def _body(text: str) -> str:
+    return textwrap.dedent(_unwrap(text)).strip()  # an indented entry is still one YAML document
+
+
+def _is_json(body: str) -> bool:
+    if body[:1] not in ("{", "["):
+        return False
+    try:
+        json.loads(body)
+    except (ValueError, RecursionError):
+        return False
+    return True
+
+
+def check_parse_budget(entries: Sequence[str | dict[str, Any]]) -> None:
+    """Refuse entries whose texts together would feed the slow readers (JSON5, YAML) more than
+    :data:`MAX_SLOW_PARSE_CHARS` (``MVU_LIMIT``): each entry alone is bounded, but a card of many
+    entries near that bound cost seconds each, and every reader of the card parses them again."""
+    slow = 0
+    for entry in entries:
+        if isinstance(entry, str) and len(entry) <= MAX_ENTRY_BYTES:
+            body = _body(entry)
+            slow += 0 if _is_json(body) else len(body)
+    if slow > MAX_SLOW_PARSE_CHARS:
+        raise MvuError(Code.LIMIT, f"the [initvar] entries hold {slow} characters of YAML or JSON5 together; "
+                       f"at most {MAX_SLOW_PARSE_CHARS} are read (strict JSON is not counted)",
+                       limit=MAX_SLOW_PARSE_CHARS, kind="chars")
+
+
 def _parse_text(text: str) -> JsonValue:
     if len(utf8(text)) > MAX_ENTRY_BYTES:
         raise MvuError(Code.LIMIT, "an [initvar] entry is over 1 MiB", limit=MAX_ENTRY_BYTES, kind="bytes")
-    body = textwrap.dedent(_unwrap(text)).strip()  # an indented entry is still one YAML document
+    body = _body(text)
     if body[:1] in ("{", "["):
         try:
             return json.loads(body)
@@ -95,6 +127,7 @@ def _merge_entries(target: dict[str, Any], source: dict[str, Any]) -> dict[str, 
 
 def merge_entries(entries: Sequence[str | dict[str, Any]], *, label: str = "[initvar] entry") -> dict[str, Any]:
     """Parse the entries and merge them in order; ``label`` names a bad one in the error."""
+    check_parse_budget(entries)
     merged: dict[str, Any] = {}
     for index, entry in enumerate(entries):
         _merge_entries(merged, _entry(entry, index, label))
