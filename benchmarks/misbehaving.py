@@ -153,9 +153,12 @@ def wrong_tokens(address: Address, _token: str, *, requests: int = 10_000, conne
         connection = Connection(address)
         try:
             for index in range(count):
-                answer = answer_of(*connection.request("GET", f"{MVU}/sessions/s0", token=f"wrong-token-{index:08d}"))
+                status, fields, body = connection.request("GET", f"{MVU}/sessions/s0", token=f"wrong-token-{index:08d}")
                 with lock:
-                    answers[answer] += 1
+                    answers[answer_of(status, fields, body)] += 1
+                if fields.get("connection") == "close":  # a 401 closes its connection: connect again
+                    connection.close()
+                    connection = Connection(address)
         finally:
             connection.close()
 

@@ -20,6 +20,7 @@ from typing import Any
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from mvu_api.http.problems import UNAUTHORIZED, problem
+from mvu_api.http.protocol import AUTHENTICATED
 
 access_log = logging.getLogger("mvu.http")
 # nginx's "client closed request": logged for a client that left before its answer.
@@ -82,10 +83,12 @@ class BearerAuth:
                 given = _bearer(value)
                 break
         if not hmac.compare_digest(given or b"", self._expected) and not (self._admits and self._admits(scope)):
+            # Closed after the answer: a client without the token holds no connection between tries.
             response = problem(401, UNAUTHORIZED, "a valid bearer token is required",
-                               headers={"WWW-Authenticate": 'Bearer realm="mvu"'})
+                               headers={"WWW-Authenticate": 'Bearer realm="mvu"', "Connection": "close"})
             await response(scope, receive, send)
             return
+        scope[AUTHENTICATED] = True
         await self.app(scope, receive, send)
 
 

@@ -11,8 +11,13 @@
   that has not all arrived, so a large one that arrives in one read passed whole; here a head
   that does not end within the bound is answered 431 ``MVU_HEAD_TOO_LARGE`` and the connection
   closed, however it arrives.
-- **A bound on open connections**, :data:`MAX_CONNECTIONS`: one more is answered 503
-  ``MVU_TOO_MANY_CONNECTIONS`` (with ``Retry-After``) and closed at once.
+- **A bound on open connections**, :data:`MAX_CONNECTIONS`, that clients without the token cannot
+  fill: a connection is *unproven* until a request on it passed the bearer check (the middleware
+  marks the request's scope with :data:`AUTHENTICATED`; a 401 closes its connection). When one
+  more connection arrives at the bound, the oldest unproven connection that is waiting for a
+  request head is closed to make room; only when none is (every connection is proven or inside
+  a request) is the new one answered 503 ``MVU_TOO_MANY_CONNECTIONS`` (with ``Retry-After``) and
+  closed at once. So 512 connections sending a wrong token never keep a client with the token out.
 - **Typed answers to malformed requests**: what h11 cannot parse is a 400 ``MVU_BAD_REQUEST``
   problem instead of uvicorn's plain text.
 
@@ -36,6 +41,10 @@ MAX_HEAD_BYTES = 16 * 1024
 MAX_CONNECTIONS = 512
 """Open connections at once; the listening socket's backlog holds up to 2,048 more waiting."""
 
+AUTHENTICATED = "mvu.authenticated"
+"""The scope key :class:`~mvu_api.http.middleware.BearerAuth` sets on a request it let in by its
+credentials (not as a public read): its connection is proven."""
+
 # Transport-level codes, as in ``problems.py``.
 HEAD_TOO_LARGE = "MVU_HEAD_TOO_LARGE"
 BAD_REQUEST = "MVU_BAD_REQUEST"
@@ -51,16 +60,30 @@ def with_head_timeout(seconds: float, *, max_head_bytes: int = MAX_HEAD_BYTES,
                       max_connections: int = MAX_CONNECTIONS) -> type[H11Protocol]:
     """The protocol class for uvicorn's ``http=`` with this deadline for a request's head."""
 
+    unproven: dict[HeadDeadlineProtocol, None] = {}  # this server's, oldest first
+
     class HeadDeadlineProtocol(H11Protocol):
         _deadline: asyncio.TimerHandle | None = None
 
         def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
             super().connection_made(transport)
-            if len(self.connections) > max_connections:
+            unproven[self] = None
+            if len(self.connections) > max_connections and not self._make_room():
                 self._refuse(503, TOO_MANY_CONNECTIONS, f"the server holds {max_connections} connections, its "
                                                         "most: retry later")
                 return
             self._arm()
+
+        def _make_room(self) -> bool:
+            """Close the oldest unproven connection waiting for a request head, if there is one."""
+            waiting = next((other for other in unproven if other is not self and other._deadline is not None), None)
+            if waiting is None:
+                return False
+            waiting._disarm()
+            log.info("%s closed: no request with the token yet, and a new connection needs its slot", waiting._peer())
+            waiting.transport.close()
+            del unproven[waiting]
+            return True
 
         def data_received(self, data: bytes) -> None:
             # Only while a new request's head is awaited: after an early answer (a 413, say) the
@@ -90,11 +113,14 @@ def with_head_timeout(seconds: float, *, max_head_bytes: int = MAX_HEAD_BYTES,
                 self._disarm()
 
         def on_response_complete(self) -> None:
+            if self.scope.get(AUTHENTICATED):
+                unproven.pop(self, None)
             super().on_response_complete()
             if not self.transport.is_closing():
                 self._arm()  # the next request's head
 
         def connection_lost(self, exc: Exception | None) -> None:
+            unproven.pop(self, None)
             self._disarm()
             super().connection_lost(exc)
 

@@ -105,19 +105,53 @@ def test_a_malformed_request_is_a_400_problem(served: Served) -> None:
     served.events += 1
 
 
-def test_one_connection_over_the_bound_is_a_503_problem_and_the_rest_are_served(served: Served) -> None:
-    held = [socket.create_connection(served.address, timeout=bench.DEADLINE) for _ in range(MAX_CONNECTIONS + 4)]
-    served.events += len(held)
+def test_a_401_closes_its_connection(served: Served) -> None:
+    with contextlib.closing(socket.create_connection(served.address, timeout=bench.DEADLINE)) as raw:
+        status, fields, body = bench.Connection(over=raw).request("GET", f"{bench.MVU}/sessions/s0", token="wrong")
+        served.events += 1
+        assert (bench.answer_of(status, fields, body), fields["connection"]) == ("401 MVU_UNAUTHORIZED", "close")
+        assert raw.recv(1) == b""  # closed by the server (the socket's timeout only bounds a server that never does)
+
+
+def _closed_by_server(connection: socket.socket) -> bool:
     try:
-        # The last one is over the bound, whatever else is open.
-        status, fields, body = bench.Connection(over=held[-1]).response()
-        assert bench.answer_of(status, fields, body) == "503 MVU_TOO_MANY_CONNECTIONS"
-        assert fields["retry-after"] == "1"
-    finally:
-        for connection in held:
+        return connection.recv(1) == b""
+    except ConnectionResetError:
+        return True
+
+
+def test_connections_without_the_token_never_keep_a_client_with_it_out(served: Served) -> None:
+    """Connections that never sent the token fill every slot, twice over: each new one takes the
+    slot of the oldest of them waiting for a head, and the client with the token is served."""
+    first = [socket.create_connection(served.address, timeout=bench.DEADLINE) for _ in range(MAX_CONNECTIONS)]
+    served.events += 2 * len(first)  # each is opened, and closed to make room with one log line
+    try:
+        with good_client(served) as good:  # it connects with every slot held, and is answered
+            second = [socket.create_connection(served.address, timeout=bench.DEADLINE) for _ in range(MAX_CONNECTIONS)]
+            served.events += len(second)
+            before = len(good.latencies)
+            good.wait_for(before + 1)  # its proven connection was never the one closed
+            assert len(good.latencies) > before
+            assert all(_closed_by_server(connection) for connection in first)
+        for connection in second:
             connection.close()
-    with good_client(served):
-        pass
+    finally:
+        for connection in first:
+            connection.close()
+
+
+def test_a_503_only_when_every_connection_is_proven(tmp_path: Path) -> None:
+    with bench.served(tmp_path, "--head-timeout", "120") as running:
+        proven = [bench.Connection(running.address) for _ in range(MAX_CONNECTIONS)]
+        try:
+            assert {bench.answer_of(*connection.request("GET", f"{bench.MVU}/sessions/s0", token=bench.TOKEN))
+                    for connection in proven} == {"200"}
+            status, fields, body = bench.Connection(running.address).response()
+            assert bench.answer_of(status, fields, body) == "503 MVU_TOO_MANY_CONNECTIONS"
+            assert fields["retry-after"] == "1"
+        finally:
+            for connection in proven:
+                connection.close()
 
 
 @pytest.mark.parametrize("path", ["/docs", "/redoc", f"{bench.API}/docs", f"{bench.API}/redoc",
