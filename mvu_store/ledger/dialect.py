@@ -111,7 +111,12 @@ def translate(error: BaseException) -> BaseException:
     cause = error.orig if isinstance(error, DBAPIError) and isinstance(error.orig, Exception) else error
     # Python reports SQLite's extended codes (SQLITE_BUSY_SNAPSHOT is 517): the primary code is
     # the low byte.
-    if isinstance(cause, sqlite3.OperationalError) and (cause.sqlite_errorcode & 0xFF) in (
+    # Errors pysqlite raises itself (a stored text that is not UTF-8, a failing SQL function of
+    # ours) carry no SQLite code: they are never assumed to.
+    sqlite_code = getattr(cause, "sqlite_errorcode", None)
+    if isinstance(cause, sqlite3.OperationalError) and sqlite_code is None:
+        return MvuError(Code.STORAGE_CORRUPT, f"a stored value could not be read (run mvu audit): {_brief(cause)}")
+    if isinstance(cause, sqlite3.OperationalError) and sqlite_code is not None and (sqlite_code & 0xFF) in (
         sqlite3.SQLITE_BUSY,
         sqlite3.SQLITE_LOCKED,
     ):
@@ -131,17 +136,24 @@ def translate(error: BaseException) -> BaseException:
         return MvuError(Code.REVISION_CONFLICT, "another version already claims this revision; nothing was written")
     duplicate_key = sqlstate == "23505" or (
         isinstance(cause, sqlite3.IntegrityError)
-        and cause.sqlite_errorname in ("SQLITE_CONSTRAINT_PRIMARYKEY", "SQLITE_CONSTRAINT_UNIQUE")
+        and getattr(cause, "sqlite_errorname", None) in ("SQLITE_CONSTRAINT_PRIMARYKEY", "SQLITE_CONSTRAINT_UNIQUE")
     )
     if duplicate_key:
         # A concurrent writer stored the same key first (an import racing another, say).
         return MvuError(Code.ID_CONFLICT, "a row with this key already exists; nothing was written",
                         constraint=constraint)
     if isinstance(cause, sqlite3.IntegrityError) or (sqlstate or "").startswith("23"):
-        return MvuError(Code.STORAGE_CORRUPT, f"a stored row broke an integrity rule: {cause}", constraint=constraint)
-    if isinstance(cause, sqlite3.DatabaseError) or sqlstate is not None:
-        return MvuError(Code.STORAGE_CORRUPT, f"the database refused the statement: {cause}")
+        return MvuError(Code.STORAGE_CORRUPT, f"a stored row broke an integrity rule: {_brief(cause)}",
+                        constraint=constraint)
+    if isinstance(cause, sqlite3.Error) or sqlstate is not None:
+        return MvuError(Code.STORAGE_CORRUPT, f"the database refused the statement: {_brief(cause)}")
     return error
+
+
+def _brief(cause: BaseException) -> str:
+    """The driver's message, bounded: pysqlite's decode error quotes the whole damaged value."""
+    message = str(cause)
+    return message if len(message) <= 300 else message[:297] + "..."
 
 
 # SQLite's primary result codes and PostgreSQL's SQLSTATEs for conditions of the storage that may

@@ -31,6 +31,7 @@ from sqlalchemy import text
 
 from mvu_store.errors import Code, MvuError
 from mvu_store.ledger.commits import Commits
+from mvu_store.ledger.damage import damaged_rows
 from mvu_store.ledger.facts import Facts
 from mvu_store.ledger.host_sessions import HostSessions
 from mvu_store.ledger.query import Query
@@ -53,12 +54,31 @@ class Ledger(Commits, Views, Facts, HostSessions):
 
         On SQLite the file's structure is checked first (:meth:`integrity`): a damaged file is
         reported as ``integrity`` findings, and the views, whose answers over damaged pages
-        would mean nothing, are not run."""
-        damage = await self.integrity()
-        if damage:
-            return damage
-        rows = await self.read_all(_FINDINGS)
-        return [Finding(row["check_name"], row["ledger_id"], row["subject"], row["detail"]) for row in rows]
+        would mean nothing, are not run. Then each row's content (:meth:`damaged_rows`); when a
+        view cannot read past a damaged row, the rows found are the findings."""
+        structure = await self.integrity()
+        if structure:
+            return structure
+        damaged = await self.damaged_rows()
+        try:
+            rows = await self.read_all(_FINDINGS)
+        except MvuError as error:
+            if not damaged or error.code != Code.STORAGE_CORRUPT:
+                raise
+            return damaged  # a view read a damaged row: the rows found are the answer
+        return [*damaged, *(Finding(row["check_name"], row["ledger_id"], row["subject"], row["detail"])
+                            for row in rows)]
+
+    async def damage(self) -> list[Finding]:
+        """The file's structural damage (:meth:`integrity`), else its damaged rows; empty for a
+        sound ledger."""
+        return await self.integrity() or await self.damaged_rows()
+
+    async def damaged_rows(self) -> list[Finding]:
+        """Each row whose content is damaged (``damaged_row``: a text that is not UTF-8, a JSON
+        column that is not JSON, a state that does not match its hash; see ``damage.py``)."""
+        embedded = self._dialect.embedded
+        return await self.read(lambda connection: damaged_rows(connection, self.ledger_id, embedded=embedded))
 
     async def integrity(self) -> list[Finding]:
         """SQLite's ``PRAGMA integrity_check`` of an embedded ledger's file: one ``integrity``

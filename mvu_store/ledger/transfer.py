@@ -386,10 +386,11 @@ async def export_directory(ledger: Ledger, directory: str | os.PathLike[str], *,
     """
     tell = step or (lambda _: None)
     tell("checking the database file")
-    damage = await ledger.integrity()
+    damage = await ledger.damage()
     if damage:
         raise MvuError(Code.STORAGE_CORRUPT, f"{damage[0].subject} is damaged ({damage[0].detail.splitlines()[-1]}); "
-                                             "nothing was exported: run mvu audit", findings=len(damage))
+                                             "nothing was exported: run mvu audit", findings=len(damage),
+                       subject=damage[0].subject)
     tell("reading the ledger")
     content = await snapshot(ledger)
     files: dict[str, bytes] = {
