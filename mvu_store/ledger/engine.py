@@ -20,6 +20,7 @@ from sqlalchemy.engine import URL, make_url
 from sqlalchemy.pool import QueuePool
 
 from mvu_store.errors import Code, MvuError
+from mvu_store.ledger import pool_log
 from mvu_store.ledger.checkpointer import FALLBACK_AUTOCHECKPOINT_PAGES
 
 WAL_SIZE_LIMIT_BYTES = 16 * 1024 * 1024
@@ -83,6 +84,7 @@ def create_sync_engine(url: str | URL, options: EngineOptions, *, writer: bool =
     if parsed.get_backend_name() == "sqlite":
         return _sqlite_engine(parsed, options, writer=writer)
     role = "writer" if writer else "reader"
+    pool_log.install()  # a dead connection's failed reset is one log line, not a traceback
     engine = create_engine(
         _with_connect_timeout(parsed, options),
         poolclass=QueuePool,

@@ -22,8 +22,12 @@ A hold takes two locks, in this order:
      connection, and with it the release of every lock this process holds. The connections are
      not the reader pool's (a holder needs reader connections for its work: holds taking them
      could exhaust the pool with work waiting behind them); this part keeps a few idle ones for
-     the next holds. A connection lost during a hold releases the lock by itself (the server
-     ends the session), and the release then only logs a warning.
+     the next holds. At most :data:`MAX_LOCK_CONNECTIONS` are open at once in one process (held,
+     waiting or idle): a burst of holds on many sessions queues for one instead of taking the
+     database's last connections, and a hold that finds none free within
+     :data:`LOCK_CONNECTION_WAIT_S` is ``MVU_STORAGE_BUSY``. Holds never nest, so a queued hold
+     only waits for holds that end. A connection lost during a hold releases the lock by itself
+     (the server ends the session), and the release then only logs a warning.
    - **SQLite**: a write lock on one byte (at a 62-bit hash of the ledger id and session id) of
      a sidecar file beside the database, ``<database>.locks``, taken through its own open file
      description (Linux's ``F_OFD_SETLKW``), so that holds conflict whichever process or thread
@@ -134,16 +138,41 @@ def advisory_key(ledger_id: str, session_id: str) -> tuple[int, int]:
             int.from_bytes(_sha256(session_id)[:4], "big", signed=True))
 
 
-class AdvisoryLocks:
-    """PostgreSQL's session-level advisory locks, each on a connection of its own."""
+MAX_LOCK_CONNECTIONS = 16
+"""Session lock connections one process opens to PostgreSQL at most (one ledger's)."""
+LOCK_CONNECTION_WAIT_S = 30.0
+"""How long a hold queues for a lock connection before it is ``MVU_STORAGE_BUSY`` (the pools' timeout)."""
 
-    def __init__(self, conninfo: str, *, keep_idle: int = 16) -> None:
+
+class AdvisoryLocks:
+    """PostgreSQL's session-level advisory locks, each on a connection of its own, at most
+    ``max_connections`` of them open at once."""
+
+    def __init__(self, conninfo: str, *, max_connections: int = MAX_LOCK_CONNECTIONS,
+                 wait_s: float = LOCK_CONNECTION_WAIT_S) -> None:
         self._conninfo = conninfo
-        self._keep_idle = keep_idle
+        self._max_connections = max_connections
         self._idle: list[psycopg.AsyncConnection[Any]] = []
         self._closed = False
+        # A slot per hold under way. A hold opens a connection only when none is idle, and only a
+        # hold's release makes one idle, so held and idle connections together stay within the bound.
+        self._slots = asyncio.Semaphore(max_connections)
+        self._wait_s = wait_s
 
     async def acquire(self, ledger_id: str, session_id: str) -> Release:
+        try:
+            async with asyncio.timeout(self._wait_s):
+                await self._slots.acquire()
+        except TimeoutError:
+            raise MvuError(Code.STORAGE_BUSY, "no session lock connection came free in time; nothing was written",
+                           limit=self._max_connections) from None
+        try:
+            return await self._lock(ledger_id, session_id)
+        except BaseException:
+            self._slots.release()
+            raise
+
+    async def _lock(self, ledger_id: str, session_id: str) -> Release:
         key = advisory_key(ledger_id, session_id)
         with translated():
             while True:
@@ -176,11 +205,13 @@ class AdvisoryLocks:
         except psycopg.Error:
             pass  # the connection is gone, and the lock went with it
         finally:
-            if held and not self._closed and len(self._idle) < self._keep_idle \
-                    and connection.info.transaction_status == pq.TransactionStatus.IDLE:
-                self._idle.append(connection)
-            else:
-                await connection.close()
+            try:
+                if held and not self._closed and connection.info.transaction_status == pq.TransactionStatus.IDLE:
+                    self._idle.append(connection)
+                else:
+                    await connection.close()
+            finally:
+                self._slots.release()
         if not held:
             log.warning("a session lock's connection was lost while the lock was held; the server released "
                         "the lock with it")

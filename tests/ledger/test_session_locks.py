@@ -19,7 +19,8 @@ import pytest
 
 from mvu_store.errors import MvuError
 from mvu_store.ledger import Ledger, open_ledger
-from mvu_store.ledger.locks import FileLocks, advisory_key, lock_file
+from mvu_store.ledger.engine import EngineOptions, create_sync_engine
+from mvu_store.ledger.locks import MAX_LOCK_CONNECTIONS, AdvisoryLocks, FileLocks, advisory_key, lock_file
 from tests.conftest import POSTGRES_SERVER_URL, POSTGRES_URL, require_postgres
 from tests.lock_waits import file_waiters, until, until_waiting
 
@@ -181,6 +182,83 @@ async def test_closing_the_ledger_closes_its_lock_connections(postgres_pair: tup
     await ledger.close()
     # The server ends a closed connection's backend on its own time: wait for that, not a window.
     await asyncio.to_thread(until, lambda: lock_connections() == 0, "the lock connections gone")
+
+
+def _lock_connections(ledger_id: str) -> int:
+    count = _admin("SELECT count(*) FROM pg_stat_activity WHERE application_name = %s", f"mvu-store {ledger_id} locks")
+    return int(str(count[0][0]))
+
+
+@pytest.mark.postgres
+async def test_a_burst_of_holds_queues_for_a_bounded_number_of_lock_connections(
+        postgres_pair: tuple[Ledger, Ledger, str]) -> None:
+    ledger, _, ledger_id = postgres_pair
+    inside, most = 0, 0
+    full, leave = asyncio.Event(), asyncio.Event()
+
+    async def turn(n: int) -> None:
+        nonlocal inside, most
+        async with ledger.session_lock(f"s{n}"):
+            inside += 1
+            most = max(most, inside)
+            if inside == MAX_LOCK_CONNECTIONS:
+                full.set()
+            await leave.wait()
+            inside -= 1
+
+    burst = [asyncio.create_task(turn(n)) for n in range(120)]  # 120 turns on 120 sessions at once
+    try:
+        await asyncio.wait_for(full.wait(), SAFETY)
+        # The bound's worth hold their sessions; the others queue for a connection, opening none.
+        assert await asyncio.to_thread(_lock_connections, ledger_id) == MAX_LOCK_CONNECTIONS
+        leave.set()
+        await asyncio.wait_for(asyncio.gather(*burst), SAFETY)
+    finally:
+        leave.set()
+        for task in burst:
+            task.cancel()
+    assert most == MAX_LOCK_CONNECTIONS
+    assert await asyncio.to_thread(_lock_connections, ledger_id) <= MAX_LOCK_CONNECTIONS
+
+
+@pytest.mark.postgres
+async def test_a_hold_that_finds_no_lock_connection_in_time_is_storage_busy() -> None:
+    require_postgres()
+    locks = AdvisoryLocks(POSTGRES_SERVER_URL, max_connections=1, wait_s=0.05)
+    try:
+        release = await locks.acquire("l", "a")
+        with pytest.raises(MvuError) as refused:
+            await locks.acquire("l", "b")
+        assert refused.value.code == "MVU_STORAGE_BUSY" and refused.value.details == {"limit": 1}
+        pending = release()
+        assert pending is not None
+        await pending
+        await_release = await locks.acquire("l", "b")  # the slot came back with the release
+        pending = await_release()
+        assert pending is not None
+        await pending
+    finally:
+        await locks.close()
+
+
+@pytest.mark.postgres
+def test_a_dead_pooled_connection_is_one_log_line(caplog: pytest.LogCaptureFixture) -> None:
+    require_postgres()
+    engine = create_sync_engine(POSTGRES_SERVER_URL, EngineOptions())
+    try:
+        connection = engine.raw_connection()  # as the ledger's readers take theirs
+        cursor = connection.cursor()
+        cursor.execute("SELECT pg_backend_pid()")
+        [pid] = cursor.fetchone()  # type: ignore[misc]
+        assert _admin("SELECT pg_terminate_backend(%s)", pid) == [(True,)]
+        with caplog.at_level(logging.ERROR, logger="sqlalchemy.pool"):
+            connection.close()  # returned to the pool: its reset meets the dead connection
+    finally:
+        engine.dispose()
+    records = [record for record in caplog.records if record.name.startswith("sqlalchemy.pool")]
+    assert len(records) == 1 and records[0].exc_info is None
+    assert "Exception during reset or similar: " in records[0].getMessage()
+    assert "\n" not in records[0].getMessage() and "Traceback" not in caplog.text
 
 
 async def test_the_whole_file_lock_of_other_platforms_excludes_every_other_hold(tmp_path: Path) -> None:
