@@ -42,7 +42,7 @@ from mvu_api.http.cors import allowed_origins
 from mvu_api.http.logs import nonblocking_logging
 from mvu_api.http.protocol import HEAD_TIMEOUT_SECONDS, with_head_timeout
 from mvu_api.http.routes import API_PREFIX, MVU_PREFIX
-from mvu_api.inspector.signin import SIGNIN, SignIn
+from mvu_api.inspector.signin import CODE_LIFETIME_S, SIGNIN, SignIn
 from mvu_store.errors import Code, MvuError
 from mvu_store.ledger import open_ledger
 from mvu_store.ledger.database_file import refuse_a_lost_file
@@ -293,7 +293,8 @@ async def _serve(*, db: str, ledger_id: str, host: str, port: int, token: str | 
             _say(f"  token:    from {resolved.where}")
         if origins:
             _say(f"  cors:     {', '.join(origins)}")
-        _say(f"  inspector: {base}{SIGNIN}?code={sign_in.new_code()} (opens the page signed in; works once)")
+        _say(f"  inspector: {base}{SIGNIN}?code={sign_in.new_code()} (opens the page signed in; works once, "
+             f"for {CODE_LIFETIME_S // 60} minutes)")
         _say(f"  docs:     {base}{OPENAPI_PATH} (send 'Authorization: Bearer <token>')")
         try:
             await server.serve(sockets=[listener])

@@ -2,8 +2,10 @@
 
 ``mvu serve`` prints a one-time link (``/inspector/signin?code=…``, as Jupyter prints its own).
 Opening it sets a session cookie (HttpOnly: no script reads it; SameSite=Strict: no other site's
-page makes the browser send it) and sends the browser on to the page. The code works once; after
-that, or after a restart, the page's form takes the token instead and does the same.
+page makes the browser send it) and sends the browser on to the page. The code works once and
+for :data:`CODE_LIFETIME_S` (a link left in a terminal's scrollback or a log must not sign a
+browser in days later); after that, or after a restart, the page's form takes the token instead
+and does the same.
 
 A cookie is a weaker credential than the bearer token, since the browser attaches it by itself,
 so :meth:`SignIn.admits` takes it only from the page's own origin: a request whose ``Origin`` (or
@@ -17,14 +19,17 @@ from __future__ import annotations
 
 import hmac
 import secrets
+import time
 from collections import OrderedDict
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 from starlette.types import Scope
 
 SIGNIN = "/inspector/signin"
 COOKIE = "mvu_inspector"
 CSRF_HEADER = "x-mvu-csrf"
+CODE_LIFETIME_S = 10 * 60
+"""How long the one-time link's code works after it was printed."""
 MAX_SESSIONS = 64
 """Signed-in browsers kept in memory; past it the oldest is signed out (a restart signs out all)."""
 _SAFE = frozenset({"GET", "HEAD"})
@@ -61,23 +66,27 @@ def same_origin(scope: Scope, headers: Mapping[str, str]) -> bool:
 class SignIn:
     """The one-time link's code and the signed-in browsers (cookie value -> anti-forgery token)."""
 
-    def __init__(self, token: str) -> None:
+    def __init__(self, token: str, *, clock: Callable[[], float] = time.monotonic) -> None:
         self._token = token.encode()
+        self._clock = clock
         self._code: str | None = None
+        self._expires = 0.0
         self._sessions: OrderedDict[str, str] = OrderedDict()
 
     def new_code(self) -> str:
-        """A fresh one-time code (any earlier one stops working)."""
+        """A fresh one-time code (any earlier one stops working), good for :data:`CODE_LIFETIME_S`."""
         self._code = secrets.token_urlsafe(24)
+        self._expires = self._clock() + CODE_LIFETIME_S
         return self._code
 
     def redeem(self, code: str) -> str | None:
-        """A new session's cookie value for the pending one-time code, which is then spent."""
+        """A new session's cookie value for the pending one-time code, which is then spent; None
+        for another code or one past its lifetime (which is then spent too)."""
         pending = self._code
         if pending is None or not hmac.compare_digest(code.encode(), pending.encode()):
             return None
         self._code = None
-        return self._open()
+        return self._open() if self._clock() < self._expires else None
 
     def with_token(self, token: str) -> str | None:
         """A new session's cookie value for the bearer token, typed into the page's form."""

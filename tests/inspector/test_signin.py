@@ -56,7 +56,8 @@ def test_the_printed_link_signs_in_once_with_a_cookie_no_script_can_read(browser
     try:
         again = other.new_page()
         again.goto(link)
-        expect(again.locator("form.signin .alert")).to_have_text("That sign-in link was already used (it works once).")
+        expect(again.locator("form.signin .alert")).to_have_text(
+            "That sign-in link was already used or has expired (it works once, for 10 minutes).")
         assert other.cookies() == []
     finally:
         other.close()

@@ -154,7 +154,7 @@ async function start() {
   const session = await json('/inspector/session');
   if (!session.ok || !session.body?.signedIn) {
     const spent = new URLSearchParams(location.search).get('signin') === 'spent';
-    signInForm(spent ? 'That sign-in link was already used (it works once).' : '');
+    signInForm(spent ? 'That sign-in link was already used or has expired (it works once, for 10 minutes).' : '');
     return;
   }
   document.body.dataset.signedIn = 'true';
