@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import copy
 import itertools
+import json
 from collections.abc import Mapping
 from typing import Any
 
@@ -26,6 +27,11 @@ MAX_VARIANTS = 10_000
 """Variants of one playthrough, all nodes together."""
 MAX_GRANTS = 4_096
 MAX_ID = 200
+MAX_FACT_BYTES = 16 * 1024 * 1024
+"""What all the facts kept together may measure (:func:`fact_bytes`): the counts alone let 150
+reports of an 815 KB playthrough take 316 MiB of the process."""
+_ENTRY_BYTES = 48
+"""What a node or a variant adds to its ids as JSON (its keys, quotes, an event id)."""
 
 
 class HostFacts:
@@ -37,6 +43,9 @@ class HostFacts:
         self._grants: dict[str, tuple[CardGrant, int]] = {}
         self._current: dict[str, int] = {}
         """The token of each playthrough (``p:``) and grant (``g:``), removed ones included."""
+        self._sizes: dict[str, int] = {}
+        """What each kept playthrough (``p:``) and grant (``g:``) measures; ``_bytes`` their sum."""
+        self._bytes = 0
 
     # -- what the host reports --------------------------------------------------------------------
 
@@ -46,11 +55,13 @@ class HostFacts:
         if playthrough.id not in self._playthroughs and len(self._playthroughs) >= MAX_PLAYTHROUGHS:
             raise MvuError(Code.LIMIT, f"at most {MAX_PLAYTHROUGHS} playthroughs are reported",
                            limit=MAX_PLAYTHROUGHS)
+        self._resize("p:" + playthrough.id, playthrough_bytes(playthrough))
         self._playthroughs[playthrough.id] = (playthrough, self._bump("p:" + playthrough.id))
 
     def remove_playthrough(self, playthrough_id: str) -> bool:
         """Detach a playthrough: its leases end. False when there was none."""
         self._bump("p:" + playthrough_id)
+        self._resize("p:" + playthrough_id, 0)
         return self._playthroughs.pop(playthrough_id, None) is not None
 
     def grant(self, grant_id: str, *, source_identity: Mapping[str, Any], scope: Mapping[str, Any],
@@ -59,6 +70,7 @@ class HostFacts:
         _check_id("grantId", grant_id)
         if grant_id not in self._grants and len(self._grants) >= MAX_GRANTS:
             raise MvuError(Code.LIMIT, f"at most {MAX_GRANTS} card grants are held", limit=MAX_GRANTS)
+        self._resize("g:" + grant_id, len(grant_id) + _json_bytes(scope) + _json_bytes(source_identity))
         token = self._bump("g:" + grant_id)
         grant = CardGrant(grant_id, write, copy.deepcopy(dict(scope)), copy.deepcopy(dict(source_identity)),
                           self._lease("g:" + grant_id, token))
@@ -67,6 +79,7 @@ class HostFacts:
     def revoke_grant(self, grant_id: str) -> bool:
         """End a grant: bindings made under it can no longer write. False when there was none."""
         self._bump("g:" + grant_id)
+        self._resize("g:" + grant_id, 0)
         return self._grants.pop(grant_id, None) is not None
 
     # -- what the service asks (CardHost) ------------------------------------------------------------
@@ -84,6 +97,18 @@ class HostFacts:
             return None
         return found[0]
 
+    def _resize(self, key: str, size: int) -> None:
+        """Account ``key`` at ``size`` bytes (0: dropped), or refuse with ``MVU_LIMIT``, changing nothing."""
+        total = self._bytes - self._sizes.get(key, 0) + size
+        if size and total > MAX_FACT_BYTES:
+            raise MvuError(Code.LIMIT, f"the reported playthroughs and grants would measure {total} bytes; at most "
+                           f"{MAX_FACT_BYTES} are kept (remove some first)", limit=MAX_FACT_BYTES, kind="bytes")
+        self._bytes = total
+        if size:
+            self._sizes[key] = size
+        else:
+            self._sizes.pop(key, None)
+
     def _bump(self, key: str) -> int:
         token = self._current[key] = next(self._tokens)
         return token
@@ -95,6 +120,20 @@ class HostFacts:
             return current.get(key) == token
 
         return valid
+
+
+def playthrough_bytes(playthrough: Playthrough) -> int:
+    """What a playthrough measures: the UTF-8 bytes of its ids and :data:`_ENTRY_BYTES` a node and a variant."""
+    ids = [playthrough.id, playthrough.character_id, playthrough.root_session_id, *(playthrough.head or ())]
+    for node in playthrough.nodes:
+        ids.append(node.id)
+        ids.extend(text for variant in node.variants for text in (variant.id, variant.session_id))
+    entries = len(playthrough.nodes) + sum(len(node.variants) for node in playthrough.nodes)
+    return sum(len(text.encode("utf-8", "surrogatepass")) for text in ids) + _ENTRY_BYTES * (1 + entries)
+
+
+def _json_bytes(value: Mapping[str, Any]) -> int:
+    return len(json.dumps(value, ensure_ascii=False, default=str).encode("utf-8", "surrogatepass"))
 
 
 def _check_id(field: str, value: Any) -> str:
