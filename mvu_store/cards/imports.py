@@ -9,8 +9,9 @@ searched left to right without overlap, which the package used until a card of r
 ``import `` made it rescan to the end from every ``import`` (40 KB of script: 8 s). Here every
 ``\\sfrom <url>`` tail that can end a match is found once, in one pass; each ``import`` then
 asks for the first such tail inside its run of specifier characters (a binary search), and that
-run's end is shared by every ``import`` inside it, so no character is looked at more than a
-bounded number of times.
+run's end is shared by every ``import`` inside it, and the imports of a run that has no tail
+left are skipped to its end, so no character is looked at more than a bounded number of
+times.
 """
 
 from __future__ import annotations
@@ -51,6 +52,14 @@ def imported_urls(text: str) -> Iterator[ImportedUrl]:
         match = _at(text, spaced, after, run_end, tails, tail_starts)
         if match is None:
             position = found.start() + 1
+            if spaced < run_end:
+                # No tail lies between here and the run's end, so every later ``import`` whose spaces
+                # end inside the run fails too: only one whose spaces reach the run's end (and the
+                # quote or parenthesis there) can match, and it ends in the spaces before that end.
+                spaces_start = run_end
+                while spaces_start > spaced and text[spaces_start - 1].isspace():  # `\s` is str.isspace
+                    spaces_start -= 1
+                position = max(position, spaces_start - len("import"))
             continue
         yield ImportedUrl(found.start(), match[0], match[1])
         position = match[0]
