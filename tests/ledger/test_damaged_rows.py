@@ -15,6 +15,7 @@ from mvu_api.cli import main
 from mvu_store.errors import MvuError
 from mvu_store.ledger import CommitRequest, NewResource, open_ledger
 from mvu_store.ledger.dialect import translate
+from tests.http.support import MVU, Server
 
 MARKER = "bit-rot-lands-here"
 MARKER_OFFSET = len('{"stat_data":{"note":"')  # where it is in the state's canonical JSON
@@ -101,3 +102,18 @@ def test_driver_errors_without_a_sqlite_code_are_typed() -> None:
             connection.execute(statement).fetchall()
         mapped = translate(caught.value)
         assert isinstance(mapped, MvuError) and mapped.code == "MVU_STORAGE_CORRUPT"
+
+
+def test_a_read_over_http_meets_the_damage_as_a_typed_problem(tmp_path: Path) -> None:
+    path = tmp_path / "l.sqlite3"
+    asyncio.run(ledger_with_marker(path))
+    flip(path, b"\xff\xfe")
+    server = Server.start(f"sqlite:///{path}")
+    try:
+        with server.client() as client:
+            scope = json.dumps({"authority": "local", "sessionId": "s"})
+            answer = client.get(f"{MVU}/resource", params={"id": "mvu:a", "scope": scope})
+    finally:
+        code, _, log = server.stop()
+    assert (answer.status_code, answer.json()["code"]) == (500, "MVU_STORAGE_CORRUPT"), answer.text
+    assert code == 0 and "AttributeError" not in log
