@@ -15,7 +15,7 @@ from mvu_store.errors import Code, MvuError
 from mvu_store.jsonvalue import UNSAFE_KEYS
 from mvu_store.schema import builtins, dates
 from mvu_store.schema.operators import BINARY, UNARY, clip
-from mvu_store.schema.regex import compile_regex
+from mvu_store.schema.regex import REGEXP, compile_regex
 from mvu_store.schema.runtime import (
     BREAK,
     CONTINUE,
@@ -34,6 +34,7 @@ from mvu_store.schema.runtime import (
 from mvu_store.schema.syntax import Node, pattern_names
 from mvu_store.schema.values import (
     UNDEFINED,
+    Budget,
     Builtin,
     JsCallable,
     Namespace,
@@ -123,11 +124,20 @@ class Compiler:
 
     def e_regex(self, node: Node) -> Eval:
         pattern, flags = node.value
+        try:
+            compile_regex(pattern, flags, Budget())  # a literal JavaScript rejects is an early error
+        except ScriptError as error:
+            raise _refuse_at(node, to_string(error.value["message"])) from None
+        except MvuError as error:
+            # Refused only if it runs: a card whose rare branch needs lookaround still loads.
+            refusal = MvuError(error.code, f"{error.message} (line {node.line}, column {node.col})",
+                               **error.details, line=node.line, column=node.col)
 
-        def regex(frame: Frame) -> Any:
-            return compile_regex(pattern, flags, frame.budget)
+            def refused(frame: Frame) -> Any:
+                raise refusal
 
-        return regex
+            return refused
+        return lambda frame: compile_regex(pattern, flags, frame.budget)
 
     def e_array(self, node: Node) -> Eval:
         items = [(kid.kind == "spread", self.expression(kid.child(0) if kid.kind == "spread" else kid))
@@ -466,9 +476,10 @@ class Compiler:
         if name == "Set":
             items = self.expression(node.child(0)) if node.kids else _constant([])
             return lambda frame: builtins.JsSet(builtins.iterate(frame.budget, items(frame)))
-        if name == "Date":
+        if name in {"Date", "RegExp"}:
             parts = [self.expression(kid) for kid in node.kids if kid is not None]
-            return lambda frame: dates.construct(frame.budget, [part(frame) for part in parts])
+            construct = dates.construct if name == "Date" else REGEXP.fn
+            return lambda frame: construct(frame.budget, [part(frame) for part in parts])
         message = self.expression(node.child(0)) if node.kids else _constant("")
         return lambda frame: {"name": name, "message": to_string(message(frame))}
 
