@@ -14,8 +14,8 @@
   is fed with those as ``\\n`` when no atom of the pattern tells line terminators apart, and is
   ``MVU_UNSUPPORTED`` otherwise.
 
-Every compile pays the pattern's length and program size; every search pays the bytes it scans
-times a factor of the program's size, from the shared budget, cached or not.
+Every compile pays the pattern's length and program size; every search pays a fixed cost plus
+the bytes it scans times a factor of the program's size, from the shared budget, cached or not.
 """
 
 from __future__ import annotations
@@ -46,6 +46,9 @@ MAX_PATTERN_CHARS = 4096
 MAX_GROUP_DEPTH = 16
 MAX_PROGRAM = 20_000
 """RE2 instructions one pattern may compile to (a counted repetition multiplies its body)."""
+SEARCH_COST = 8
+"""Fuel of one search besides the bytes it scans: building its result costs about as much as
+eight interpreter steps, so a global loop over many small matches pays its Python work."""
 _CACHE_SIZE = 256
 _OPTIONS = Options()
 _OPTIONS.log_errors = False
@@ -203,7 +206,7 @@ def search(program: Program, subject: Subject, start: int, budget: Budget, *, st
         spans = program.engine.Match(_ANCHORED if sticky else _UNANCHORED, data, begin, len(data))
         whole = spans[0]
         scanned = (whole[1] if whole[0] >= 0 else len(data)) - begin
-        budget.charge(1 + scanned * (1 + program.size // 16))
+        budget.charge(SEARCH_COST + scanned * (1 + program.size // 16))
         if whole[0] < 0:
             return None
         if whole[0] == len(data) or not 0x80 <= data[whole[0]] <= 0xBF:

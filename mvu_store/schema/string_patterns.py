@@ -84,6 +84,8 @@ def search_in(budget: Budget, text: str, args: list[Any]) -> int:
 
 def substitution(template: str, matched: str, units: str, position: int, captures: list[Any], groups: Any) -> str:
     """GetSubstitution: ``template`` with its ``$`` references filled in."""
+    if "$" not in template:
+        return template
     out: list[str] = []
     index = 0
     tail = position + len(to_units(matched))

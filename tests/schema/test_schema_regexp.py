@@ -1,0 +1,132 @@
+"""RegExp inside declarations: literals and `new RegExp`, the String pattern methods, match
+arrays' fields, a constant regex's `lastIndex` per validation, Zod's `.regex()`, and the
+refusals (where they are, what they name) and budgets."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from mvu_store.errors import MvuError
+from mvu_store.schema import compile_schema, string_patterns, validate
+from mvu_store.schema.regex import compile_regex
+from mvu_store.schema.values import Budget
+
+
+def run(source: str, value: Any) -> Any:
+    result = validate(compile_schema(source), value, now_ms=0)
+    assert result.ok, result.issues
+    return result.value
+
+
+def refusal(source: str, value: Any) -> MvuError:
+    with pytest.raises(MvuError) as refused:
+        validate(compile_schema(source), value, now_ms=0)
+    return refused.value
+
+
+def test_cards_unanchored_flagged_patterns_work() -> None:
+    # A card's level suffix (`/级$/`), a case-insensitive tag and a global clean-up.
+    source = r"""
+export default z.object({ 等级: z.string(), 标签: z.string(), 描述: z.string() }).transform(v => ({
+  ...v,
+  等级: v.等级.replace(/级$/, ''),
+  高级: /^s/i.test(v.标签),
+  描述: v.描述.replace(/\s+/g, ' ').trim(),
+}));
+"""
+    assert run(source, {"等级": "3级", "标签": "S-rank", "描述": " a \u00a0\n b "}) == {
+        "等级": "3", "标签": "S-rank", "描述": "a b", "高级": True}
+
+
+def test_exec_loops_with_last_index_and_match_fields() -> None:
+    source = r"""
+export default z.string().transform(text => {
+  const found = [];
+  const re = /(?<name>[\u4e00-\u9fa5]+)(\d+)/g;
+  let m;
+  while ((m = re.exec(text)) !== null) found.push([m.index, m.groups.name, Number(m[2]), re.lastIndex]);
+  const first = text.match(/(\d+)/);
+  return { found, at: first.index, input: first.input === text, all: [...text.matchAll(/\d+/g)].map(x => x.index) };
+});
+"""
+    assert run(source, "😀金币12 经验300") == {
+        "found": [[2, "金币", 12, 6], [7, "经验", 300, 12]],  # UTF-16 offsets: the emoji counts twice
+        "at": 4, "input": True, "all": [4, 9]}
+
+
+def test_new_regexp_replace_templates_functions_and_split() -> None:
+    source = r"""
+export default z.string().transform(text => [
+  text.replace(new RegExp('(\\w+)@(\\w+)', 'g'), '$2 at $1 [$&]'),
+  text.replace(/(?<user>\w+)@/, (all, user, offset, whole, groups) => groups.user.toUpperCase() + offset + ':'),
+  text.split(/\s*(,)\s*/),
+  text.split(/,/, 1),
+  'a.b.c'.replaceAll('.', '$$'),
+  text.search(/@/),
+  String(/a\/b/gi) + RegExp('x', 'y').flags,
+]);
+"""
+    assert run(source, "ann@home , bob@work") == [
+        "home at ann [ann@home] , work at bob [bob@work]",
+        "ANN0:home , bob@work",
+        ["ann@home", ",", "bob@work"],
+        ["ann@home "],
+        "a$b$c",
+        3,
+        "/a\\/b/giy",
+    ]
+
+
+def test_a_constant_global_regex_starts_every_validation_from_its_own_state() -> None:
+    # `const RE = /x/g` at the top level, `RE.test()` in a transform: in JavaScript its lastIndex
+    # leaks from one call to the next; here each validation starts from the declaration's state,
+    # so the same input always gives the same answer.
+    source = r"""
+const RE = /\d+/g;
+export default z.string().transform(text => [RE.test(text), RE.lastIndex, RE.test(text), RE.test(text)]);
+"""
+    descriptor = compile_schema(source)
+    first = validate(descriptor, "a12", now_ms=0).value
+    assert first == [True, 0, False, True]  # the property read gives the declaration's value
+    assert validate(descriptor, "a12", now_ms=0).value == first
+
+
+def test_zod_regex_checks_use_the_same_engine_with_flags() -> None:
+    source = r"export default z.object({ id: z.string().regex(/^[a-z]\w*$/i), tag: z.string().regex(/级/g) });"
+    assert run(source, {"id": "Hero_1", "tag": "三级"}) == {"id": "Hero_1", "tag": "三级"}
+    result = validate(compile_schema(source), {"id": "1hero", "tag": "x"}, now_ms=0)
+    assert not result.ok
+    assert [issue.message for issue in result.issues] == [
+        "Invalid string: must match pattern /^[a-z]\\w*$/i", "Invalid string: must match pattern /级/g"]
+
+
+def test_lookaround_is_refused_only_when_it_runs_and_names_where_it_is() -> None:
+    source = "export default z.string().transform(s => s.length > 3 ? s.replace(/a(?=b)/g, '') : s);"
+    assert run(source, "ab") == "ab"  # the branch with the lookahead never ran
+    refused = refusal(source, "abab")
+    assert refused.code == "MVU_UNSUPPORTED"
+    assert refused.details["feature"] == "lookahead `(?=`"
+    assert (refused.details["line"], refused.details["offset"]) == (1, 1)
+
+
+def test_a_pattern_javascript_rejects_refuses_the_declaration_where_it_is() -> None:
+    with pytest.raises(MvuError) as refused:
+        compile_schema("export default z.string().transform(s => s.replace(/a(/, ''));")
+    assert refused.value.code == "MVU_SCHEMA_CODE"
+    assert "Unterminated group" in refused.value.message
+    caught = ("export default z.string().transform(s => { try { new RegExp(s) } catch (e) { return e.name } "
+              "return 'ok' });")
+    assert run(caught, "(") == "SyntaxError"
+    assert run(caught, "a+") == "ok"
+
+
+def test_hostile_patterns_and_huge_loops_stay_within_the_budget() -> None:
+    # Catastrophic for a backtracking engine; linear on RE2, and charged for what it scans.
+    hostile = "export default z.string().transform(s => /^(a+)+$/.test(s));"
+    assert run(hostile, "a" * 5000 + "b") is False
+    budget = Budget(fuel=50_000)  # a global loop pays for every match it makes
+    with pytest.raises(MvuError) as spent:
+        string_patterns.replace(every=True)(budget, "a" * 20_000, [compile_regex("a", "g", budget), "bb"])
+    assert spent.value.code == "MVU_LIMIT"
