@@ -69,6 +69,8 @@ class Program:
     translation: Translation
     engine: Any  # re2._re2.RE2
     size: int
+    slots: tuple[int, ...]  # RE2's group index of the match and of each JavaScript capture
+    resets: tuple[tuple[int, int, tuple[int, ...]], ...]  # Reset by index, outermost first
 
     @property
     def unicode(self) -> bool:
@@ -93,7 +95,11 @@ def compile_program(source: str, flags: str, budget: Budget) -> Program:
         engine = _re2.RE2(translation.re2.encode("utf-8", "surrogatepass"), _OPTIONS)
         if not engine.ok() or engine.ProgramSize() > MAX_PROGRAM:
             raise _refusal(source, flags, engine)
-        program = Program(source, flags, translation, engine, engine.ProgramSize())
+        index = {name.decode(): number for name, number in engine.NamedCapturingGroups()}
+        slots = (0, *(index[f"g{number}"] for number in range(1, translation.groups + 1)))
+        resets = tuple((index[reset.hidden], reset.minimum, tuple(index[name] for name in reset.inner))
+                       for reset in reversed(translation.resets))
+        program = Program(source, flags, translation, engine, engine.ProgramSize(), slots, resets)
         _programs[key] = program
         if len(_programs) > _CACHE_SIZE:
             _programs.popitem(last=False)
@@ -218,9 +224,24 @@ def search(program: Program, subject: Subject, start: int, budget: Budget, *, st
         begin = whole[0] + 1
         while begin < len(data) and 0x80 <= data[begin] <= 0xBF:
             begin += 1
+    if program.resets:
+        spans = _last_iteration_only(program, list(spans))
     first = subject.unit_of(whole[0])
     base = (first, whole[0])
-    return [None if low < 0 else (subject.unit_of(low, base), subject.unit_of(high, base)) for low, high in spans]
+    chosen = [spans[slot] for slot in program.slots]
+    return [None if low < 0 else (subject.unit_of(low, base), subject.unit_of(high, base)) for low, high in chosen]
+
+
+def _last_iteration_only(program: Program, spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """Captures as JavaScript reports them: a repeated atom's captures from its last iteration
+    only, and none from an empty iteration beyond a zero minimum (JavaScript rejects those)."""
+    unset = (-1, -1)
+    for hidden, minimum, inner in program.resets:
+        low, high = spans[hidden]
+        for group in inner:
+            if low < 0 or (low == high and minimum == 0) or spans[group][0] < low:
+                spans[group] = unset
+    return spans
 
 
 # -- match arrays --------------------------------------------------------------------------------

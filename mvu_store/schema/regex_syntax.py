@@ -7,7 +7,10 @@ JavaScript means by it, whatever RE2's own defaults are:
 
 - characters are written as ``\\x{…}`` code points; classes as explicit ranges (JavaScript's
   ``\\s`` is Unicode white space where RE2's is ASCII; ``.`` excludes the four line terminators);
-- capture groups stay numbered in order; names are kept here, RE2 never sees them;
+- capture group N is RE2's ``(?P<gN>…)`` (JavaScript's own names are kept here); a repeated
+  atom holding captures is wrapped in a hidden ``(?P<hK>…)``, the span of its last iteration:
+  JavaScript forgets captures of earlier iterations, RE2 keeps the last value each one took,
+  so ``regex.py`` drops those that start before it (see :class:`Reset`);
 - ``^``/``$`` are ``\\A``/``\\z`` without ``m`` and RE2's line anchors with it;
 - without ``u`` the subject is matched as UTF-16 code units (see ``regex.py``), so a pattern's
   own astral characters become their two surrogates, and ``i`` folds as JavaScript's
@@ -63,6 +66,15 @@ _SCRIPTS = frozenset({
 })
 
 
+@dataclass(frozen=True, slots=True)
+class Reset:
+    """A repeated atom holding captures: its hidden group, its minimum count, the groups inside."""
+
+    hidden: str
+    minimum: int
+    inner: tuple[str, ...]
+
+
 @dataclass(slots=True)
 class Translation:
     """An RE2 pattern and what JavaScript's result objects need from the source."""
@@ -72,6 +84,7 @@ class Translation:
     names: dict[str, int] = field(default_factory=dict)  # group name -> group number, in order
     line_anchors: bool = False  # `^`/`$` under `m`: RE2 knows only `\n` as a line end
     tells_lines_apart: bool = False  # some atom matches one line terminator but not another
+    resets: list[Reset] = field(default_factory=list)  # innermost first
 
 
 def syntax_error(message: str) -> ScriptError:
@@ -187,6 +200,8 @@ class _Parser:
         self.top = 0x10FFFF if self.unicode else 0xFFFF
         self.groups, self.names = self.scan_groups()
         self.group_count = 0
+        self.hidden = 0
+        self.resets: list[Reset] = []
         self.line_anchors = False
         self.tells_lines_apart = False
 
@@ -242,7 +257,8 @@ class _Parser:
         if self.pos < len(self.text):
             raise self.error("Unmatched ')'" if self.peek() == ")" else "Unexpected character")
         prefix = "(?i)" if "i" in self.flags and self.unicode else ""
-        return Translation(prefix + body, self.groups, self.names, self.line_anchors, self.tells_lines_apart)
+        return Translation(prefix + body, self.groups, self.names, self.line_anchors, self.tells_lines_apart,
+                           self.resets)
 
     def disjunction(self) -> str:
         options = [self.alternative()]
@@ -276,8 +292,17 @@ class _Parser:
             behind = self.peek(2) == "<"
             raise self.unsupported(("lookbehind" if behind else "lookahead") + " `" +
                                    self.text[start:start + (4 if behind else 3)] + "`", start)
+        groups, hidden = self.group_count, self.hidden
         atom = self.atom()
-        return atom + self.quantifier()
+        quantifier = self.quantifier()
+        if quantifier and self.group_count > groups:
+            self.hidden += 1
+            inner = [f"g{number}" for number in range(groups + 1, self.group_count + 1)]
+            inner += [f"h{number}" for number in range(hidden + 1, self.hidden)]
+            minimum = int(quantifier.strip("{}?").split(",")[0]) if quantifier[0] == "{" else int(quantifier[0] == "+")
+            self.resets.append(Reset(f"h{self.hidden}", minimum, tuple(inner)))
+            atom = f"(?P<h{self.hidden}>{atom})"
+        return atom + quantifier
 
     def no_quantifier(self) -> None:
         if self.peek() in {"*", "+", "?"} or (self.peek() == "{" and self.braced_quantifier() is not None):
@@ -369,10 +394,11 @@ class _Parser:
                 raise self.error("Invalid group")
         if capture:
             self.group_count += 1
+            number = self.group_count
         body = self.disjunction()
         if self.take() != ")":
             raise self.error("Unterminated group")
-        return f"({body})" if capture else f"(?:{body})"
+        return f"(?P<g{number}>{body})" if capture else f"(?:{body})"
 
     def literal(self, point: int) -> str:
         return self.emit_set(_ClassSet([(point, point)]), negated=False)

@@ -130,3 +130,14 @@ def test_hostile_patterns_and_huge_loops_stay_within_the_budget() -> None:
     with pytest.raises(MvuError) as spent:
         string_patterns.replace(every=True)(budget, "a" * 20_000, [compile_regex("a", "g", budget), "bb"])
     assert spent.value.code == "MVU_LIMIT"
+
+
+@pytest.mark.parametrize(("pattern", "text", "expected"), [
+    ("(?:(a)|b)+", "ab", ["ab", None]),  # JavaScript forgets captures of earlier iterations
+    ("(z)((a+)?(b+)?(c))*", "zaacbbbcac", ["zaacbbbcac", "z", "ac", "a", None, "c"]),
+    ("(a*)*", "b", ["", None]),  # an empty iteration beyond the minimum does not count
+    ("(a*)+", "b", ["", ""]),
+])
+def test_captures_of_repeated_groups_come_from_the_last_iteration(pattern: str, text: str, expected: list[Any]) -> None:
+    source = f"export default z.string().transform(s => /{pattern}/.exec(s).map(x => x === undefined ? null : x));"
+    assert run(source, text) == expected

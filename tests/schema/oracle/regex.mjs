@@ -140,6 +140,46 @@ while (cases.length < 700) {
   cases.push({ source, flags, compiled, runs: [...new Set(inputs)].map((input) => ({ input, ops: runCase(source, flags, input) })) });
 }
 
+// Dense patterns over a tiny alphabet, so that repeated groups, alternations inside them and
+// empty iterations actually match (captures of earlier iterations are where engines differ).
+function dense(depth) {
+  const parts = [];
+  const length = 1 + Math.floor(random() * 3);
+  for (let index = 0; index < length; index += 1) {
+    let part = depth < 3 && random() < 0.45
+      ? pick(['(', '(?:']) + dense(depth + 1) + (random() < 0.5 ? '|' + dense(depth + 1) : '') + ')'
+      : pick(['a', 'b', 'c', '', 'a*', '[ab]']);
+    if (random() < 0.5) part += pick(['*', '+', '?', '{0,2}', '{1,}', '*?', '+?']);
+    parts.push(part || 'a');
+  }
+  return parts.join('');
+}
+let denseCount = 0;
+while (denseCount < 200) {
+  const source = dense(0);
+  const flags = pick(['', 'g', 'i', 'y', 'gu']);
+  if (seen.has(source + '/' + flags)) continue;
+  seen.add(source + '/' + flags);
+  let compiled;
+  try {
+    const regex = new RegExp(source, flags);
+    compiled = { source: regex.source, flags: regex.flags, text: String(regex) };
+  } catch (error) {
+    cases.push({ source, flags, syntaxError: error.name });
+    denseCount += 1;
+    continue;
+  }
+  const inputs = [];
+  for (let index = 0; index < 4; index += 1) {
+    let input = '';
+    const length = Math.floor(random() * 8);
+    for (let char = 0; char < length; char += 1) input += pick(['a', 'b', 'c', 'A']);
+    inputs.push(input);
+  }
+  cases.push({ source, flags, compiled, runs: [...new Set(inputs)].map((input) => ({ input, ops: runCase(source, flags, input) })) });
+  denseCount += 1;
+}
+
 // String patterns: replace / replaceAll / split with a string, the same templates and replacer.
 const stringCases = [];
 for (const input of INPUTS) {
