@@ -11,8 +11,8 @@
 - ``lastIndex``, ``g`` and ``y`` live here: RE2 searches from a byte offset (``\\b`` and ``^``
   still see what precedes it) or anchors there (sticky).
 - With ``m``, RE2's ``^``/``$`` know only ``\\n``: a subject holding ``\\r``, U+2028 or U+2029
-  is fed with those as ``\\n`` when no atom of the pattern tells line terminators apart, and is
-  ``MVU_UNSUPPORTED`` otherwise.
+  is fed with those as ``\\n`` when no atom of the pattern tells line terminators apart, and to
+  the pattern's line form otherwise (``regex_syntax``), whose triples count as one code unit.
 
 Every compile pays the pattern's length and program size; every search pays a fixed cost plus
 the bytes it scans times a factor of the program's size, from the shared budget, cached or not.
@@ -29,7 +29,7 @@ from typing import Any
 from re2 import Options, _re2
 
 from mvu_store.errors import Code, MvuError
-from mvu_store.schema.regex_syntax import FLAGS, Translation, check_flags, to_units, translate
+from mvu_store.schema.regex_syntax import FLAGS, LINE_MARKERS, Translation, check_flags, to_units, translate
 from mvu_store.schema.values import (
     UNDEFINED,
     Budget,
@@ -56,6 +56,9 @@ _OPTIONS.max_mem = 8 << 20
 _UNANCHORED = _re2.RE2.Anchor.UNANCHORED
 _ANCHORED = _re2.RE2.Anchor.ANCHOR_START
 _OTHER_LINE_ENDS = ("\r", "\u2028", "\u2029")
+_AS_NEWLINE = str.maketrans(dict.fromkeys(_OTHER_LINE_ENDS, "\n"))
+_TRIPLES = str.maketrans({end: f"\n{marker}\n" for end, marker in LINE_MARKERS.items()})
+_MARKER_BYTES = frozenset(marker.encode() for marker in LINE_MARKERS.values())
 _FLAG_NAMES = {"hasIndices": "d", "global": "g", "ignoreCase": "i", "multiline": "m", "dotAll": "s",
                "unicode": "u", "unicodeSets": "v", "sticky": "y"}
 
@@ -77,21 +80,22 @@ class Program:
         return "u" in self.flags
 
 
-_programs: OrderedDict[tuple[str, str], Program] = OrderedDict()
+_programs: OrderedDict[tuple[str, str, bool], Program] = OrderedDict()
 
 
-def compile_program(source: str, flags: str, budget: Budget) -> Program:
-    """The program of ``/source/flags``: SyntaxError, ``MVU_UNSUPPORTED`` or ``MVU_LIMIT`` when none."""
+def compile_program(source: str, flags: str, budget: Budget, *, line_form: bool = False) -> Program:
+    """The program of ``/source/flags`` (or its line form, see ``regex_syntax``): SyntaxError,
+    ``MVU_UNSUPPORTED`` or ``MVU_LIMIT`` when none."""
     if len(source) > MAX_PATTERN_CHARS:
         raise MvuError(Code.LIMIT, f"regex is longer than {MAX_PATTERN_CHARS} characters",
                        limit=MAX_PATTERN_CHARS, kind="regex_length")
     budget.charge(1 + len(source))
-    key = (source, flags)
+    key = (source, flags, line_form)
     program = _programs.get(key)
     if program is None:
         check_flags(flags)
         _check_depth(source, flags)
-        translation = translate(source, flags)
+        translation = translate(source, flags, line_form=line_form)
         engine = _re2.RE2(translation.re2.encode("utf-8", "surrogatepass"), _OPTIONS)
         if not engine.ok() or engine.ProgramSize() > MAX_PROGRAM:
             raise _refusal(source, flags, engine)
@@ -145,7 +149,7 @@ def join_units(units: str) -> str:
 class Subject:
     """A string prepared for one program: its code units, the bytes RE2 reads and the map between."""
 
-    __slots__ = ("ascii", "data", "fed", "length", "mark", "text", "unicode", "units")
+    __slots__ = ("ascii", "data", "feed", "length", "line_form", "mark", "program", "text", "unicode", "units")
 
     def __init__(self, text: str, program: Program, budget: Budget) -> None:
         budget.charge(1 + len(text) // 16)
@@ -153,16 +157,23 @@ class Subject:
         self.units = to_units(text)
         self.length = len(self.units)
         self.unicode = program.unicode
-        self.ascii = text.isascii()
+        self.line_form = False
+        self.feed: dict[int, str] | None = None  # how line terminators are written for RE2, if rewritten
         fed = self.units
         if program.translation.line_anchors and any(end in fed for end in _OTHER_LINE_ENDS):
             if program.translation.tells_lines_apart:
-                raise MvuError(Code.UNSUPPORTED, f"regex /{program.source}/{program.flags}: `^`/`$` with the m flag "
-                               "on a text holding \\r, U+2028 or U+2029 while the pattern tells line terminators "
-                               "apart", feature="multiline anchors")
-            for end in _OTHER_LINE_ENDS:
-                fed = fed.replace(end, "\n")  # one unit for one unit: the map below stays true
-        self.fed = fed  # the code units RE2 reads (line terminators maybe folded), unit for unit
+                if any(marker in fed for marker in LINE_MARKERS.values()):
+                    raise MvuError(Code.UNSUPPORTED, f"regex /{program.source}/{program.flags}: `^`/`$` with the m "
+                                   "flag on a text holding both U+FDD0…U+FDD3 and \\r, U+2028 or U+2029",
+                                   feature="multiline anchors")
+                program = compile_program(program.source, program.flags, budget, line_form=True)
+                self.line_form = True
+                self.feed = _TRIPLES
+            else:  # nothing in the pattern tells them apart: one unit for one unit
+                self.feed = _AS_NEWLINE
+            fed = fed.translate(self.feed)
+        self.program = program
+        self.ascii = fed.isascii()
         self.data = (join_units(fed) if self.unicode else fed).encode("utf-8", "surrogatepass")
         self.mark = (0, 0)  # a known (unit, byte) pair: walks forward convert only what they pass
 
@@ -173,7 +184,9 @@ class Subject:
                 and 0xD800 <= ord(self.units[unit - 1]) <= 0xDBFF:
             unit -= 1  # inside a pair: JavaScript starts at the pair (as V8 does)
         from_unit, from_byte = self.mark if self.mark[0] <= unit else (0, 0)
-        segment = self.fed[from_unit:unit]
+        segment = self.units[from_unit:unit]
+        if self.feed is not None:
+            segment = segment.translate(self.feed)
         byte = from_byte + len((join_units(segment) if self.unicode else segment).encode("utf-8", "surrogatepass"))
         self.mark = (unit, byte)
         return byte
@@ -183,10 +196,25 @@ class Subject:
             return byte
         from_unit, from_byte = base or (self.mark if self.mark[1] <= byte else (0, 0))
         piece = self.data[from_byte:byte].decode("utf-8", "surrogatepass")
-        unit = from_unit + (len(piece.encode("utf-16-le", "surrogatepass")) // 2 if not piece.isascii() else len(piece))
+        units = len(piece.encode("utf-16-le", "surrogatepass")) // 2 if not piece.isascii() else len(piece)
+        if self.line_form:
+            units -= 2 * sum(piece.count(marker) for marker in LINE_MARKERS.values())  # a triple is one unit
+        unit = from_unit + units
         if base is None:
             self.mark = (unit, byte)
         return unit
+
+    def inside_line_end(self, byte: int) -> bool:
+        """Whether ``byte`` is inside a line terminator's triple (before or after its marker)."""
+        data = self.data
+        return self.line_form and (data[byte:byte + 3] in _MARKER_BYTES or data[max(0, byte - 3):byte] in _MARKER_BYTES)
+
+    def next_position(self, byte: int) -> int:
+        """The first byte after ``byte`` where a JavaScript position is."""
+        byte += 1
+        while byte < len(self.data) and (0x80 <= self.data[byte] <= 0xBF or self.inside_line_end(byte)):
+            byte += 1
+        return byte
 
     def piece(self, start: int, end: int) -> str:
         return join_units(self.units[start:end])
@@ -202,10 +230,11 @@ class Subject:
 Spans = list[tuple[int, int] | None]
 
 
-def search(program: Program, subject: Subject, start: int, budget: Budget, *, sticky: bool) -> Spans | None:
+def search(subject: Subject, start: int, budget: Budget, *, sticky: bool) -> Spans | None:
     """The leftmost match at or after code unit ``start`` (exactly at it when sticky), in code units."""
     if start > subject.length:
         return None
+    program = subject.program
     data = subject.data
     begin = subject.byte_of(start)
     while True:
@@ -215,15 +244,14 @@ def search(program: Program, subject: Subject, start: int, budget: Budget, *, st
         budget.charge(SEARCH_COST + scanned * (1 + program.size // 16))
         if whole[0] < 0:
             return None
-        if whole[0] == len(data) or not 0x80 <= data[whole[0]] <= 0xBF:
+        if whole[0] == len(data) or not (0x80 <= data[whole[0]] <= 0xBF or subject.inside_line_end(whole[0])):
             break
-        # RE2's `\B` holds between the bytes of one character: no JavaScript position is there,
-        # and every consuming atom takes whole characters, so only the start can be inside one.
+        # RE2's `\B` holds between the bytes of one character, its line anchors inside a line
+        # terminator's triple: no JavaScript position is there, and every consuming atom takes
+        # whole characters and triples, so only an empty match can be there.
         if sticky:
             return None
-        begin = whole[0] + 1
-        while begin < len(data) and 0x80 <= data[begin] <= 0xBF:
-            begin += 1
+        begin = subject.next_position(whole[0])
     if program.resets:
         spans = _last_iteration_only(program, list(spans))
     first = subject.unit_of(whole[0])
@@ -344,7 +372,7 @@ class Regex(PrimitiveObject):
         stateful = "g" in flags or "y" in flags
         start = _to_length(self.read_last_index(budget)) if stateful else 0
         subject = subject or Subject(text, self.program, budget)
-        spans = search(self.program, subject, start, budget, sticky="y" in flags)
+        spans = search(subject, start, budget, sticky="y" in flags)
         if stateful:
             self.write_last_index(budget, 0 if spans is None else spans[0][1])  # type: ignore[index]
         return subject, spans
@@ -352,7 +380,7 @@ class Regex(PrimitiveObject):
     def matches(self, text: str, budget: Budget) -> bool:
         """Zod's ``.regex()`` check: ``lastIndex = 0`` then ``test`` (the state is left alone)."""
         subject = Subject(text, self.program, budget)
-        return search(self.program, subject, 0, budget, sticky="y" in self.program.flags) is not None
+        return search(subject, 0, budget, sticky="y" in self.program.flags) is not None
 
     def _exec(self, budget: Budget, args: list[Any]) -> Any:
         subject, spans = self.exec(budget, to_string(arg(args, 0)))

@@ -11,7 +11,12 @@ JavaScript means by it, whatever RE2's own defaults are:
   atom holding captures is wrapped in a hidden ``(?P<hK>…)``, the span of its last iteration:
   JavaScript forgets captures of earlier iterations, RE2 keeps the last value each one took,
   so ``regex.py`` drops those that start before it (see :class:`Reset`);
-- ``^``/``$`` are ``\\A``/``\\z`` without ``m`` and RE2's line anchors with it;
+- ``^``/``$`` are ``\\A``/``\\z`` without ``m`` and RE2's line anchors with it. RE2 knows only
+  ``\\n`` as a line end, so for a subject holding ``\\r``, U+2028 or U+2029 the *line form*
+  of a pattern is matched against a subject whose four line terminators are each ``\\n``, a
+  marker (U+FDD0…U+FDD3, noncharacters) and ``\\n``: every atom takes such a triple whole or not
+  at all, RE2's anchors hold on its outer sides, and ``regex.py`` drops the empty matches RE2
+  finds inside one;
 - without ``u`` the subject is matched as UTF-16 code units (see ``regex.py``), so a pattern's
   own astral characters become their two surrogates, and ``i`` folds as JavaScript's
   ``Canonicalize`` does (upper case, never non-ASCII to ASCII), through explicit classes; with
@@ -36,6 +41,9 @@ Ranges = list[tuple[int, int]]
 FLAGS = "dgimsuvy"
 MAX_REPEAT = 1000  # RE2's own bound on a counted repetition
 LINE_TERMINATORS = (0x0A, 0x0D, 0x2028, 0x2029)
+LINE_MARKERS = {"\n": "\ufdd0", "\r": "\ufdd1", "\u2028": "\ufdd2", "\u2029": "\ufdd3"}
+"""The line form's middle rune of each line terminator (see the module's docstring)."""
+_MARKER_RANGE: Ranges = [(0xFDD0, 0xFDD3)]
 _DIGIT: Ranges = [(0x30, 0x39)]
 _WORD: Ranges = [(0x30, 0x39), (0x41, 0x5A), (0x5F, 0x5F), (0x61, 0x7A)]
 _SPACE: Ranges = [(0x09, 0x0D), (0x20, 0x20), (0xA0, 0xA0), (0x1680, 0x1680), (0x2000, 0x200A),
@@ -110,10 +118,11 @@ def check_flags(flags: str) -> None:
         raise MvuError(Code.UNSUPPORTED, "regex flag `v` (unicodeSets) is not supported", feature="regex flag v")
 
 
-def translate(source: str, flags: str) -> Translation:
-    """The RE2 pattern for ``new RegExp(source, flags)``, or SyntaxError / ``MVU_UNSUPPORTED``."""
+def translate(source: str, flags: str, *, line_form: bool = False) -> Translation:
+    """The RE2 pattern for ``new RegExp(source, flags)``, or SyntaxError / ``MVU_UNSUPPORTED``;
+    ``line_form`` for subjects whose line terminators are written as triples."""
     check_flags(flags)
-    return _Parser(source, flags).parse()
+    return _Parser(source, flags, line_form=line_form).parse()
 
 
 # -- case folding without `u` (Canonicalize: simple upper case, never non-ASCII -> ASCII) ---------
@@ -168,6 +177,15 @@ def _complement(ranges: Ranges, top: int) -> Ranges:
     return result
 
 
+def _subtract(ranges: Ranges, removed: Ranges) -> Ranges:
+    kept: Ranges = []
+    for low, high in _normalise(ranges):
+        for keep_low, keep_high in _complement(removed, 0x10FFFF):
+            if max(low, keep_low) <= min(high, keep_high):
+                kept.append((max(low, keep_low), min(high, keep_high)))
+    return kept
+
+
 def _point(code: int) -> str:
     if code < 128 and chr(code).isalnum():
         return chr(code)
@@ -190,7 +208,8 @@ class _ClassSet:
 
 
 class _Parser:
-    def __init__(self, source: str, flags: str) -> None:
+    def __init__(self, source: str, flags: str, *, line_form: bool = False) -> None:
+        self.line_form = line_form
         self.source = source
         self.flags = flags
         self.unicode = "u" in flags
@@ -356,8 +375,8 @@ class _Parser:
             return self.group(start)
         if char == ".":
             if "s" in self.flags:
-                return "(?s:.)"
-            return "[^\\x{A}\\x{D}\\x{2028}\\x{2029}]"
+                return self.emit_set(_ClassSet(), negated=True)
+            return self.emit_set(_ClassSet([(point, point) for point in LINE_TERMINATORS]), negated=True)
         if char == "[":
             return self.char_class()
         if char == "\\":
@@ -408,12 +427,28 @@ class _Parser:
         members = [_contains(ranges, point) for point in LINE_TERMINATORS]
         if chars.properties or (any(members) and not all(members)):
             self.tells_lines_apart = True
+        if self.line_form:
+            return self.line_form_set(ranges, chars.properties, negated=negated)
         body = _class_body(ranges) + "".join(chars.properties)
         if not body:
             return "(?s:.)" if negated else "[^\\x{0}-\\x{10FFFF}]"
         if not negated and len(ranges) == 1 and ranges[0][0] == ranges[0][1] and not chars.properties:
             return _point(ranges[0][0])
         return f"[{'^' if negated else ''}{body}]"
+
+    def line_form_set(self, ranges: Ranges, properties: list[str], *, negated: bool) -> str:
+        """A set for the line form: other characters as a class, line terminators as triples."""
+        if properties:
+            raise MvuError(Code.UNSUPPORTED, f"regex /{self.source}/{self.flags}: `^`/`$` with the m flag and a "
+                           "Unicode property on a text holding \\r, U+2028 or U+2029", feature="multiline anchors")
+        terminators = [point for point in LINE_TERMINATORS if _contains(ranges, point) != negated]
+        special = [(point, point) for point in LINE_TERMINATORS] + _MARKER_RANGE
+        plain = _complement(_normalise(ranges + special), self.top) if negated else _subtract(ranges, special)
+        options = [f"[{_class_body(plain)}]"] if plain else []
+        if terminators:
+            markers = "".join(_point(ord(LINE_MARKERS[chr(point)])) for point in terminators)
+            options.append(f"\\x{{A}}[{markers}]\\x{{A}}")
+        return f"(?:{'|'.join(options)})" if options else "[^\\x{0}-\\x{10FFFF}]"
 
     # -- escapes --
 

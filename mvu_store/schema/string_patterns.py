@@ -42,7 +42,7 @@ def _all_matches(budget: Budget, program: Program, subject: Subject, start: int)
     position = start
     sticky = "y" in program.flags
     while True:
-        spans = search(program, subject, position, budget, sticky=sticky)
+        spans = search(subject, position, budget, sticky=sticky)
         if spans is None:
             return found
         found.append(spans)
@@ -75,7 +75,7 @@ def match_all(budget: Budget, text: str, args: list[Any]) -> list[Any]:
 
 def search_in(budget: Budget, text: str, args: list[Any]) -> int:
     program = _regex_of(budget, arg(args, 0), "").program
-    spans = search(program, Subject(text, program, budget), 0, budget, sticky="y" in program.flags)
+    spans = search(Subject(text, program, budget), 0, budget, sticky="y" in program.flags)
     return -1 if spans is None else spans[0][0]  # type: ignore[index]
 
 
@@ -234,11 +234,11 @@ def _split_regex(budget: Budget, text: str, program: Program, limit: int) -> lis
     subject = Subject(text, program, budget)
     size = subject.length
     if size == 0:
-        return [] if search(program, subject, 0, budget, sticky=True) is not None else [text]
+        return [] if search(subject, 0, budget, sticky=True) is not None else [text]
     parts: list[Any] = []
     previous = position = 0
     while position < size:
-        spans = search(program, subject, position, budget, sticky=False)
+        spans = search(subject, position, budget, sticky=False)
         if spans is None or spans[0][0] >= size:  # type: ignore[index]
             break
         start, end = spans[0]  # type: ignore[misc]

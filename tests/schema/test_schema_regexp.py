@@ -141,3 +141,15 @@ def test_hostile_patterns_and_huge_loops_stay_within_the_budget() -> None:
 def test_captures_of_repeated_groups_come_from_the_last_iteration(pattern: str, text: str, expected: list[Any]) -> None:
     source = f"export default z.string().transform(s => /{pattern}/.exec(s).map(x => x === undefined ? null : x));"
     assert run(source, text) == expected
+
+
+def test_line_anchors_see_every_line_terminator_as_javascript_does() -> None:
+    # Windows line ends and U+2028 in a reply: `^`/`$` under `m` hold at each of them, while
+    # `\r?` and `[^:\n]` still tell them apart (RE2 itself knows only `\n` as a line end).
+    source = r"""
+export default z.string().transform(t => [t.match(/^[^:\n]+/gm), t.replace(/\r?$/gm, '|'), t.split(/$\r?\n?/m),
+  [...t.matchAll(/^(.+?):\s*(.*?)\r?$/gm)].map(m => [m.index, m[1], m[2]])]);
+"""
+    assert run(source, "名字: 甲\r\n等级: 3\r\n\u2028x") == [  # what node answers
+        ["名字", "等级", "\u2028x"], "名字: 甲||\n等级: 3||\n|\u2028x|", ["名字: 甲", "等级: 3", "\u2028x"],
+        [[0, "名字", "甲"], [7, "等级", "3"]]]

@@ -180,6 +180,31 @@ while (denseCount < 200) {
   denseCount += 1;
 }
 
+// Line anchors over texts with every line terminator (\n, \r, U+2028, U+2029) and atoms that
+// tell them apart: RE2 knows only \n as a line end, so these go through the line form.
+const LINE_ATOMS = ['^', '$', '.', '\\n', '\\r', '[^\\n]', '\\s', 'a', 'b', '\\r?', '.*', '[\\s\\S]', '(a|\\r)',
+  '[^a]', '\\u2028', '\\b', '(?:$|b)', '.+?'];
+let lineCount = 0;
+while (lineCount < 120) {
+  let source = '';
+  const length = 1 + Math.floor(random() * 4);
+  for (let index = 0; index < length; index += 1) source += pick(LINE_ATOMS);
+  const flags = pick(['m', 'gm', 'gms', 'gmu', 'gmi', 'gmy']);
+  if (seen.has(source + '/' + flags)) continue;
+  seen.add(source + '/' + flags);
+  const regex = new RegExp(source, flags);
+  const inputs = [];
+  for (let index = 0; index < 4; index += 1) {
+    let input = '';
+    const size = Math.floor(random() * 7);
+    for (let char = 0; char < size; char += 1) input += pick(['a', 'b', '\n', '\r', '\r\n', '\u2028', '\u2029', '中']);
+    inputs.push(input);
+  }
+  cases.push({ source, flags, compiled: { source: regex.source, flags: regex.flags, text: String(regex) },
+    runs: [...new Set(inputs)].map((input) => ({ input, ops: runCase(source, flags, input) })) });
+  lineCount += 1;
+}
+
 // String patterns: replace / replaceAll / split with a string, the same templates and replacer.
 const stringCases = [];
 for (const input of INPUTS) {
