@@ -21,6 +21,7 @@ the bytes it scans times a factor of the program's size, from the shared budget,
 from __future__ import annotations
 
 import math
+import sys
 import weakref
 from collections import OrderedDict
 from dataclasses import dataclass
@@ -276,7 +277,9 @@ def _last_iteration_only(program: Program, spans: list[tuple[int, int]]) -> list
 
 # `m.index`, `m.input`, `m.groups`, `m.indices` of a match array: the interpreter's arrays are
 # plain lists, so these live beside them, keyed by identity (the entry holds the list, so the id
-# cannot be reused while it is here), for the most recent matches.
+# cannot be reused while it is here). When the table grows past its bound, the entries of arrays
+# nothing else holds any more (none can read them again) go; only if more than that many match
+# arrays are alive at once do the oldest lose their fields.
 _MATCH_FIELDS_KEPT = 4096
 _match_fields: OrderedDict[int, tuple[list[Any], dict[str, Any]]] = OrderedDict()
 MATCH_FIELDS = frozenset({"index", "input", "groups", "indices"})
@@ -285,7 +288,11 @@ MATCH_FIELDS = frozenset({"index", "input", "groups", "indices"})
 def _keep_fields(items: list[Any], fields: dict[str, Any]) -> None:
     _match_fields[id(items)] = (items, fields)
     if len(_match_fields) > _MATCH_FIELDS_KEPT:
-        _match_fields.popitem(last=False)
+        # getrefcount counts its argument and the table's entry: 2 means unreachable elsewhere
+        for key in [key for key, entry in _match_fields.items() if sys.getrefcount(entry[0]) <= 2]:
+            del _match_fields[key]
+        while len(_match_fields) > _MATCH_FIELDS_KEPT:
+            _match_fields.popitem(last=False)
 
 
 def match_field(items: list[Any], name: str) -> Any:

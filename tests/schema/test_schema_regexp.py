@@ -10,7 +10,7 @@ import pytest
 
 from mvu_store.errors import MvuError
 from mvu_store.schema import compile_schema, string_patterns, validate
-from mvu_store.schema.regex import compile_regex
+from mvu_store.schema.regex import compile_regex, match_field
 from mvu_store.schema.values import Budget
 
 
@@ -153,3 +153,12 @@ export default z.string().transform(t => [t.match(/^[^:\n]+/gm), t.replace(/\r?$
     assert run(source, "名字: 甲\r\n等级: 3\r\n\u2028x") == [  # what node answers
         ["名字", "等级", "\u2028x"], "名字: 甲||\n等级: 3||\n|\u2028x|", ["名字: 甲", "等级: 3", "\u2028x"],
         [[0, "名字", "甲"], [7, "等级", "3"]]]
+
+
+def test_match_fields_stay_with_every_array_still_held() -> None:
+    budget = Budget(fuel=10**9)
+    regex = compile_regex("(?<x>a)", "", budget)
+    kept = [regex.get("exec").call(budget, ["xa"]) for _ in range(3_000)]
+    for _ in range(10_000):  # many more matches, each dropped at once
+        regex.get("exec").call(budget, ["ba"])
+    assert all(match_field(items, "index") == 1 and match_field(items, "groups") == {"x": "a"} for items in kept)
