@@ -257,8 +257,13 @@ def search(subject: Subject, start: int, budget: Budget, *, sticky: bool) -> Spa
         spans = _last_iteration_only(program, list(spans))
     first = subject.unit_of(whole[0])
     base = (first, whole[0])
-    chosen = [spans[slot] for slot in program.slots]
-    return [None if low < 0 else (subject.unit_of(low, base), subject.unit_of(high, base)) for low, high in chosen]
+    last = subject.unit_of(whole[1], base)
+    subject.mark = (last, whole[1])  # a global loop goes on from here
+    found: Spans = [(first, last)]
+    for slot in program.slots[1:]:
+        low, high = spans[slot]
+        found.append(None if low < 0 else (subject.unit_of(low, base), subject.unit_of(high, base)))
+    return found
 
 
 def _last_iteration_only(program: Program, spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
