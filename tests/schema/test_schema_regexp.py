@@ -12,18 +12,7 @@ from mvu_store.errors import MvuError
 from mvu_store.schema import compile_schema, string_patterns, validate
 from mvu_store.schema.regex import compile_regex, match_field
 from mvu_store.schema.values import Budget
-
-
-def run(source: str, value: Any) -> Any:
-    result = validate(compile_schema(source), value, now_ms=0)
-    assert result.ok, result.issues
-    return result.value
-
-
-def refusal(source: str, value: Any) -> MvuError:
-    with pytest.raises(MvuError) as refused:
-        validate(compile_schema(source), value, now_ms=0)
-    return refused.value
+from tests.schema.test_schema_loops import refusal, run  # one way to run a declaration
 
 
 def test_cards_unanchored_flagged_patterns_work() -> None:
