@@ -15,7 +15,7 @@ from mvu_store.errors import Code, MvuError
 from mvu_store.jsonvalue import UNSAFE_KEYS
 from mvu_store.schema import builtins, dates
 from mvu_store.schema.operators import BINARY, UNARY, clip
-from mvu_store.schema.regex import REGEXP, compile_regex
+from mvu_store.schema.regex import REGEXP, Regex, compile_regex
 from mvu_store.schema.runtime import (
     BREAK,
     CONTINUE,
@@ -196,12 +196,24 @@ class Compiler:
             except MvuError:
                 pass
         target = self.operand(holder)
+        if name == "lastIndex":
+            return self.last_index(target, optional)
 
         def member(frame: Frame) -> Any:
             obj = target(frame)
             if optional and (obj is None or obj is UNDEFINED):
                 raise _ShortCircuit
             return get_member(obj, name)
+
+        return member
+
+    def last_index(self, target: Eval, optional: bool) -> Eval:
+        """``x.lastIndex``: a constant regex keeps one per validation, so it reads the budget's."""
+        def member(frame: Frame) -> Any:
+            obj = target(frame)
+            if optional and (obj is None or obj is UNDEFINED):
+                raise _ShortCircuit
+            return obj.read_last_index(frame.budget) if isinstance(obj, Regex) else get_member(obj, "lastIndex")
 
         return member
 

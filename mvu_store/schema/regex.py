@@ -344,8 +344,8 @@ class Regex(PrimitiveObject):
 
     A regex among the declaration's constants keeps one ``lastIndex`` per validation (in
     ``_per_run``, keyed by the validation's budget), so every validation starts from the
-    declaration's own state, as with its other constants; reading ``lastIndex`` as a property
-    there gives that starting value.
+    declaration's own state, as with its other constants (``evaluate`` reads ``re.lastIndex``
+    through :meth:`read_last_index`).
     """
 
     __slots__ = ("_per_run", "last_index", "program")
