@@ -332,7 +332,8 @@ def groups_of(program: Program, items: list[Any]) -> Any:
 # -- RegExp objects ------------------------------------------------------------------------------
 
 
-def _to_length(value: Any) -> int:
+def to_length(value: Any) -> int:
+    """ECMAScript ToLength, as ``lastIndex`` is read."""
     number = to_number(value, explicit=True)
     if math.isnan(number) or number <= 0:
         return 0
@@ -382,7 +383,7 @@ class Regex(PrimitiveObject):
         """RegExpBuiltinExec: the match from ``lastIndex`` (``g``/``y``) or 0, updating ``lastIndex``."""
         flags = self.program.flags
         stateful = "g" in flags or "y" in flags
-        start = _to_length(self.read_last_index(budget)) if stateful else 0
+        start = to_length(self.read_last_index(budget)) if stateful else 0
         subject = subject or Subject(text, self.program, budget)
         spans = search(subject, start, budget, sticky="y" in flags)
         if stateful:

@@ -24,6 +24,7 @@ from mvu_store.schema.regex import (
     join_units,
     match_array,
     search,
+    to_length,
 )
 from mvu_store.schema.regex_syntax import to_units
 from mvu_store.schema.values import UNDEFINED, Budget, JsCallable, arg, fail, text_limit, to_number, to_string
@@ -69,8 +70,8 @@ def match_all(budget: Budget, text: str, args: list[Any]) -> list[Any]:
     regex = _regex_of(budget, pattern, "g")
     program = regex.program
     subject = Subject(text, program, budget)
-    start = int(to_number(regex.read_last_index(budget), explicit=True) or 0) if isinstance(pattern, Regex) else 0
-    return [match_array(program, subject, spans) for spans in _all_matches(budget, program, subject, max(0, start))]
+    start = to_length(regex.read_last_index(budget)) if isinstance(pattern, Regex) else 0
+    return [match_array(program, subject, spans) for spans in _all_matches(budget, program, subject, start)]
 
 
 def search_in(budget: Budget, text: str, args: list[Any]) -> int:

@@ -101,7 +101,7 @@ function runCase(source, flags, input) {
   ops.exec = attempt(() => {
     const regex = make();
     const records = [];
-    for (const start of [0, 1, 2, 5]) {
+    for (const start of [0, 1, 2, 5, -1, NaN, '1', 1.5, 1e20]) {
       regex.lastIndex = start;
       records.push(execRecord(regex.exec(input), regex));
     }
