@@ -129,8 +129,8 @@ def translate(source: str, flags: str, *, line_form: bool = False) -> Translatio
 
 
 @cache
-def _orbits() -> tuple[list[int], list[tuple[int, ...]]]:
-    """The code units that share a canonical form with another one, grouped: (first members, groups)."""
+def _orbits() -> list[tuple[int, ...]]:
+    """The code units that share a canonical form with another one, grouped."""
     groups: dict[int, list[int]] = {}
     for point in range(0x10000):
         if 0xD800 <= point <= 0xDFFF:
@@ -138,8 +138,7 @@ def _orbits() -> tuple[list[int], list[tuple[int, ...]]]:
         upper = chr(point).upper()
         canonical = ord(upper) if len(upper) == 1 and not (point >= 128 and ord(upper) < 128) else point
         groups.setdefault(canonical, []).append(point)
-    orbits = sorted(tuple(members) for members in groups.values() if len(members) > 1)
-    return [members[0] for members in orbits], orbits
+    return sorted(tuple(members) for members in groups.values() if len(members) > 1)
 
 
 def _contains(ranges: Ranges, point: int) -> bool:
@@ -150,7 +149,7 @@ def _contains(ranges: Ranges, point: int) -> bool:
 def _fold(ranges: Ranges) -> Ranges:
     """``ranges`` closed under JavaScript's non-Unicode case-insensitive equality."""
     ranges = _normalise(ranges)
-    extra = [(point, point) for members in _orbits()[1]
+    extra = [(point, point) for members in _orbits()
              if any(_contains(ranges, member) for member in members) for point in members]
     return _normalise(ranges + extra)
 
@@ -487,7 +486,7 @@ class _Parser:
             return ord(first)
         value = int(first)
         limit = 2 if first in "0123" else 1
-        while limit and self.peek() in set("01234567") and self.peek() != "":
+        while limit and self.peek() and self.peek() in "01234567":
             value = value * 8 + int(self.take())
             limit -= 1
         return value
