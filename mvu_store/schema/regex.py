@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import math
 import sys
+import threading
 import weakref
 from collections import OrderedDict
 from dataclasses import dataclass
@@ -82,6 +83,9 @@ class Program:
 
 
 _programs: OrderedDict[tuple[str, str, bool], Program] = OrderedDict()
+_shared = threading.Lock()
+"""Guards the process-wide tables here (programs, match fields, per-run lastIndex maps):
+validations on other threads compile and match too."""
 
 
 def compile_program(source: str, flags: str, budget: Budget, *, line_form: bool = False) -> Program:
@@ -105,9 +109,10 @@ def compile_program(source: str, flags: str, budget: Budget, *, line_form: bool 
         resets = tuple((index[reset.hidden], reset.minimum, tuple(index[name] for name in reset.inner))
                        for reset in reversed(translation.resets))
         program = Program(source, flags, translation, engine, engine.ProgramSize(), slots, resets)
-        _programs[key] = program
-        if len(_programs) > _CACHE_SIZE:
-            _programs.popitem(last=False)
+        with _shared:
+            _programs[key] = program
+            if len(_programs) > _CACHE_SIZE:
+                _programs.popitem(last=False)
     budget.charge(program.size)  # the same whether the program was cached or not
     return program
 
@@ -291,13 +296,14 @@ MATCH_FIELDS = frozenset({"index", "input", "groups", "indices"})
 
 
 def _keep_fields(items: list[Any], fields: dict[str, Any]) -> None:
-    _match_fields[id(items)] = (items, fields)
-    if len(_match_fields) > _MATCH_FIELDS_KEPT:
-        # getrefcount counts its argument and the table's entry: 2 means unreachable elsewhere
-        for key in [key for key, entry in _match_fields.items() if sys.getrefcount(entry[0]) <= 2]:
-            del _match_fields[key]
-        while len(_match_fields) > _MATCH_FIELDS_KEPT:
-            _match_fields.popitem(last=False)
+    with _shared:
+        _match_fields[id(items)] = (items, fields)
+        if len(_match_fields) > _MATCH_FIELDS_KEPT:
+            # getrefcount counts its argument and the table's entry: 2 means unreachable elsewhere
+            for key in [key for key, entry in _match_fields.items() if sys.getrefcount(entry[0]) <= 2]:
+                del _match_fields[key]
+            while len(_match_fields) > _MATCH_FIELDS_KEPT:
+                _match_fields.popitem(last=False)
 
 
 def match_field(items: list[Any], name: str) -> Any:
@@ -366,9 +372,10 @@ class Regex(PrimitiveObject):
 
     def write_last_index(self, budget: Budget, value: Any) -> None:
         if id(self) in budget.frozen:
-            if self._per_run is None:
-                self._per_run = weakref.WeakKeyDictionary()
-            self._per_run[budget] = value
+            with _shared:
+                if self._per_run is None:  # validations on two threads may come here at once
+                    self._per_run = weakref.WeakKeyDictionary()
+                self._per_run[budget] = value
         else:
             self.last_index = value
 

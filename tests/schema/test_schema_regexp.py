@@ -4,6 +4,7 @@ refusals (where they are, what they name) and budgets."""
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 import pytest
@@ -151,3 +152,26 @@ def test_match_fields_stay_with_every_array_still_held() -> None:
     for _ in range(10_000):  # many more matches, each dropped at once
         regex.get("exec").call(budget, ["ba"])
     assert all(match_field(items, "index") == 1 and match_field(items, "groups") == {"x": "a"} for items in kept)
+
+
+def test_validations_on_several_threads_keep_their_own_last_index() -> None:
+    source = r"""
+const RE = /(\d+)/g;
+export default z.string().transform(t => { const out = []; let m;
+  while ((m = RE.exec(t)) !== null) out.push([m.index, m[1], RE.lastIndex]); return out; });
+"""
+    descriptor = compile_schema(source)
+    text = " ".join(str(number) for number in range(100))
+    expected = validate(descriptor, text, now_ms=0).value
+    assert len(expected) == 100
+    results: list[Any] = []
+
+    def validate_repeatedly() -> None:
+        results.extend(validate(descriptor, text, now_ms=0).value for _ in range(10))
+
+    threads = [threading.Thread(target=validate_repeatedly) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert results == [expected] * 40
