@@ -186,6 +186,8 @@ class Subject:
     def byte_of(self, unit: int) -> int:
         if self.ascii:
             return unit
+        if unit == self.mark[0]:
+            return self.mark[1]  # a global loop's next search starts where the last match ended
         if self.unicode and 0 < unit < self.length and 0xDC00 <= ord(self.units[unit]) <= 0xDFFF \
                 and 0xD800 <= ord(self.units[unit - 1]) <= 0xDBFF:
             unit -= 1  # inside a pair: JavaScript starts at the pair (as V8 does)
