@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
@@ -26,20 +27,24 @@ from mvu_store.schema.values import UNDEFINED, Budget, Builtin, ScriptError, to_
 
 ORACLE = json.loads((Path(__file__).parent / "regex_oracle.json").read_text(encoding="utf-8"))
 REFUSABLE = ("lookahead", "lookbehind", "backreference", "property", "\\p", "\\P")
-# The cases that differ, each for a reason docs/schema.md states:
-KNOWN_DIFFERENCES = {
+# A lazy quantifier closing a group that is itself optional or repeated: `((?:a*?)?)`.
+_LAZY_IN_REPEATED = re.compile(r"(?:\*\?|\?\?|\}\?)\)+[?*+{]")
+_SYNTAX = set("\\^$.|?*+()[]{}")
+
+
+def known_difference(source: str, flags: str, name: str, expected: dict[str, Any], got: dict[str, Any]) -> bool:
+    """The differences docs/schema.md lists, recognised by what they are."""
+    if name in {"replaceFn", "replaceAll"} and "ok" in expected and "ok" in got:
+        # V8's global replace with a function passes "" for a capture that took no part in a
+        # match after an empty match; its exec and matchAll give undefined, as the spec says.
+        return bool(expected["ok"].replace("undefined", "") == got["ok"].replace("undefined", ""))
+    if name == "exec" and "u" in flags and not _SYNTAX & set(source):
+        # V8's fast path for a one-literal pattern ignores a lastIndex inside a surrogate pair
+        # under `u`; its general engine (and ours) starts at the pair, as the specification says.
+        return True
     # JavaScript rejects an empty iteration of a repeated atom and backtracks into the atom for a
     # longer one; RE2 takes the empty iteration (`(?:a*?)?` matches "" at "a", JavaScript "a").
-    ("((?:a*?)?)", "exec"), ("((?:a*?)?)", "split"),
-    # Where node departs from the specification we follow (and from its own `exec`):
-    # V8's global replace with a function passes "" for a capture that took no part in a match
-    # after an empty match; its exec and matchAll give undefined, as the specification does.
-    ("(?<g02>[😀]?文{0,}文)??", "replaceFn"), ("(?<g02>[😀]?文{0,}文)??", "replaceAll"),
-    ("(.{0,}(\\0c😀??)+?)*(([\\w-]|中 {2}))?", "replaceFn"), ("(.{0,}(\\0c😀??)+?)*(([\\w-]|中 {2}))?", "replaceAll"),
-    # V8's fast path for a pattern that is one literal ignores a lastIndex inside a surrogate
-    # pair under `u`; its general engine (and ours) starts at the pair, as the specification says.
-    ("😀", "exec"),
-}
+    return bool(_LAZY_IN_REPEATED.search(source))
 
 
 def encode(value: Any) -> Any:
@@ -138,7 +143,8 @@ def test_regex_cases_agree_with_node() -> None:
     templates = ORACLE["templates"]
     refused: Counter[str] = Counter()
     compared = refused_runs = 0
-    mismatches = []
+    mismatches: list[tuple[str, str, str, str]] = []
+    differences: list[tuple[str, str, str, str]] = []
     for case in ORACLE["cases"]:
         source, flags = case["source"], case["flags"]
         regex = compiled(source, flags)
@@ -160,12 +166,14 @@ def test_regex_cases_agree_with_node() -> None:
                 if "refused" in got[name]:
                     assert got[name]["refused"] == "multiline anchors", (source, flags, got[name])
                     refused_runs += 1
-                elif got[name] != expected and (source, name) not in KNOWN_DIFFERENCES:
-                    mismatches.append((source, flags, run["input"], name, expected, got[name]))
+                elif got[name] != expected:
+                    known = known_difference(source, flags, name, expected, got[name])
+                    (differences if known else mismatches).append((source, flags, run["input"], name))
     total = len(ORACLE["cases"])
     assert sum(refused.values()) <= total * 0.12, refused
     assert refused_runs == 0
     assert not mismatches, f"{len(mismatches)} of {compared} disagree, first: {mismatches[:3]}"
+    assert len(differences) <= compared // 1000, differences  # the documented ones stay rare
 
 
 @pytest.mark.parametrize("case", ORACLE["stringCases"], ids=lambda case: f"{case['input']!r}/{case['pattern']!r}")

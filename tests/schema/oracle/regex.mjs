@@ -136,7 +136,7 @@ while (cases.length < 700) {
     continue;
   }
   const inputs = [];
-  while (inputs.length < 6) inputs.push(pick(INPUTS));
+  while (inputs.length < 4) inputs.push(pick(INPUTS));
   cases.push({ source, flags, compiled, runs: [...new Set(inputs)].map((input) => ({ input, ops: runCase(source, flags, input) })) });
 }
 
