@@ -72,6 +72,14 @@ _SCRIPTS = frozenset({
     "Khmer", "Lao", "Latin", "Malayalam", "Mongolian", "Myanmar", "Oriya", "Sinhala", "Tamil",
     "Telugu", "Thaana", "Thai", "Tibetan", "Common", "Inherited", "Yi",
 })
+_SCRIPT_CODES = {  # ISO 15924 codes JavaScript also accepts (`\p{sc=Hani}`)
+    "Arab": "Arabic", "Armn": "Armenian", "Beng": "Bengali", "Bopo": "Bopomofo", "Cyrl": "Cyrillic",
+    "Deva": "Devanagari", "Ethi": "Ethiopic", "Geor": "Georgian", "Grek": "Greek", "Gujr": "Gujarati",
+    "Guru": "Gurmukhi", "Hani": "Han", "Hang": "Hangul", "Hebr": "Hebrew", "Hira": "Hiragana", "Knda": "Kannada",
+    "Kana": "Katakana", "Khmr": "Khmer", "Laoo": "Lao", "Latn": "Latin", "Mlym": "Malayalam", "Mong": "Mongolian",
+    "Mymr": "Myanmar", "Orya": "Oriya", "Sinh": "Sinhala", "Taml": "Tamil", "Telu": "Telugu", "Thaa": "Thaana",
+    "Tibt": "Tibetan", "Zyyy": "Common", "Zinh": "Inherited", "Qaai": "Inherited", "Yiii": "Yi",
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -510,8 +518,8 @@ class _Parser:
         key, _, value = body.partition("=")
         if value and key in {"General_Category", "gc"}:
             body = value
-        elif value and key in {"Script", "sc"} and value in _SCRIPTS:
-            return f"\\{letter}{{{value}}}"
+        elif value and key in {"Script", "sc"} and _SCRIPT_CODES.get(value, value) in _SCRIPTS:
+            return f"\\{letter}{{{_SCRIPT_CODES.get(value, value)}}}"
         elif value:
             raise MvuError(Code.UNSUPPORTED, f"regex /{self.source}/{self.flags}: property `\\{letter}{{{body}}}` "
                            "is not supported", feature=f"\\{letter}{{{body}}}")

@@ -175,3 +175,16 @@ export default z.string().transform(t => { const out = []; let m;
     for thread in threads:
         thread.join()
     assert results == [expected] * 40
+
+
+@pytest.mark.parametrize(("pattern", "text", "expected"), [  # what node answers
+    (r"\p{sc=Hani}+", "a中文b", "中文"), (r"\p{Script=Hira}+", "aひらがな", "ひらがな"),
+    (r"[\p{Script=Latn}\d]+", "中ab1", "ab1"), (r"\P{sc=Han}+", "中ab", "ab"), (r"\p{Lu}\p{Ll}+", "xAbc", "Abc"),
+])
+def test_unicode_property_escapes_with_u(pattern: str, text: str, expected: str) -> None:
+    assert run(f"export default z.string().transform(s => s.match(/{pattern}/u)[0]);", text) == expected
+
+
+def test_a_property_re2_lacks_is_refused_by_name() -> None:
+    refused = refusal(r"export default z.string().transform(s => /\p{Emoji}/u.test(s));", "x")
+    assert (refused.code, refused.details["feature"]) == ("MVU_UNSUPPORTED", r"\p{Emoji}")
