@@ -15,6 +15,7 @@ from typing import Any
 from mvu_store.errors import Code, MvuError
 from mvu_store.jsonvalue import UNSAFE_KEYS, loads
 from mvu_store.schema.dates import DATE, JsDate
+from mvu_store.schema.regex import REGEXP
 from mvu_store.schema.values import (
     MAX_SAFE_INTEGER,
     UNDEFINED,
@@ -507,6 +508,7 @@ GLOBALS: dict[str, Any] = {
     "Object": OBJECT,
     "JSON": Namespace("JSON", {"stringify": Builtin("stringify", _stringify), "parse": Builtin("parse", _json_parse)}),
     "Date": DATE,
+    "RegExp": REGEXP,
     "parseInt": Builtin("parseInt", _parse_int),
     "parseFloat": Builtin("parseFloat", _parse_float),
     "isNaN": Builtin("isNaN", lambda budget, args: math.isnan(to_num(arg(args, 0)))),

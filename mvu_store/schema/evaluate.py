@@ -15,7 +15,7 @@ from mvu_store.errors import Code, MvuError
 from mvu_store.jsonvalue import UNSAFE_KEYS
 from mvu_store.schema import builtins, dates
 from mvu_store.schema.operators import BINARY, UNARY, clip
-from mvu_store.schema.regex import compile_regex
+from mvu_store.schema.regex import REGEXP, Regex, compile_regex
 from mvu_store.schema.runtime import (
     BREAK,
     CONTINUE,
@@ -34,6 +34,7 @@ from mvu_store.schema.runtime import (
 from mvu_store.schema.syntax import Node, pattern_names
 from mvu_store.schema.values import (
     UNDEFINED,
+    Budget,
     Builtin,
     JsCallable,
     Namespace,
@@ -123,11 +124,20 @@ class Compiler:
 
     def e_regex(self, node: Node) -> Eval:
         pattern, flags = node.value
+        try:
+            compile_regex(pattern, flags, Budget())  # a literal JavaScript rejects is an early error
+        except ScriptError as error:
+            raise _refuse_at(node, to_string(error.value["message"])) from None
+        except MvuError as error:
+            # Refused only if it runs: a card whose rare branch needs lookaround still loads.
+            refusal = MvuError(error.code, f"{error.message} (line {node.line}, column {node.col})",
+                               **error.details, line=node.line, column=node.col)
 
-        def regex(frame: Frame) -> Any:
-            return compile_regex(pattern, flags, frame.budget)
+            def refused(frame: Frame) -> Any:
+                raise refusal
 
-        return regex
+            return refused
+        return lambda frame: compile_regex(pattern, flags, frame.budget)
 
     def e_array(self, node: Node) -> Eval:
         items = [(kid.kind == "spread", self.expression(kid.child(0) if kid.kind == "spread" else kid))
@@ -186,12 +196,24 @@ class Compiler:
             except MvuError:
                 pass
         target = self.operand(holder)
+        if name == "lastIndex":
+            return self.last_index(target, optional)
 
         def member(frame: Frame) -> Any:
             obj = target(frame)
             if optional and (obj is None or obj is UNDEFINED):
                 raise _ShortCircuit
             return get_member(obj, name)
+
+        return member
+
+    def last_index(self, target: Eval, optional: bool) -> Eval:
+        """``x.lastIndex``: a constant regex keeps one per validation, so it reads the budget's."""
+        def member(frame: Frame) -> Any:
+            obj = target(frame)
+            if optional and (obj is None or obj is UNDEFINED):
+                raise _ShortCircuit
+            return obj.read_last_index(frame.budget) if isinstance(obj, Regex) else get_member(obj, "lastIndex")
 
         return member
 
@@ -466,9 +488,10 @@ class Compiler:
         if name == "Set":
             items = self.expression(node.child(0)) if node.kids else _constant([])
             return lambda frame: builtins.JsSet(builtins.iterate(frame.budget, items(frame)))
-        if name == "Date":
+        if name in {"Date", "RegExp"}:
             parts = [self.expression(kid) for kid in node.kids if kid is not None]
-            return lambda frame: dates.construct(frame.budget, [part(frame) for part in parts])
+            construct = dates.construct if name == "Date" else REGEXP.fn
+            return lambda frame: construct(frame.budget, [part(frame) for part in parts])
         message = self.expression(node.child(0)) if node.kids else _constant("")
         return lambda frame: {"name": name, "message": to_string(message(frame))}
 

@@ -353,6 +353,8 @@ class FunctionCompiler:
     def x_member(self, node: Node) -> str:
         if node.value[1]:
             raise Unsupported  # optional chains short-circuit: the interpreter's
+        if node.value[0] == "lastIndex":
+            raise Unsupported  # a constant regex's is per validation: the interpreter reads the budget's
         known, value = self.constant(node)
         if known:
             return self.literal(value)

@@ -12,6 +12,7 @@ from functools import cmp_to_key
 from typing import Any
 
 from mvu_store.errors import Code, MvuError
+from mvu_store.schema import string_patterns
 from mvu_store.schema.builtins import call_fn, check_writable, js_compare, to_integer, to_num
 from mvu_store.schema.values import (
     UNDEFINED,
@@ -233,27 +234,6 @@ def _char_at(text: str, args: list[Any]) -> str:
     return text[index] if 0 <= index < len(text) else ""
 
 
-def _split(budget: Budget, text: str, args: list[Any]) -> list[str]:
-    separator = arg(args, 0)
-    budget.charge(len(text))
-    if separator is UNDEFINED:
-        return [text]
-    if type(separator) is not str:
-        raise MvuError(Code.UNSUPPORTED, "split needs a string separator")
-    return list(text) if separator == "" else text.split(separator)
-
-
-def _replace(every: bool) -> Method:
-    def replace(budget: Budget, text: str, args: list[Any]) -> str:
-        pattern, replacement = arg(args, 0), arg(args, 1)
-        if type(pattern) is not str or type(replacement) is not str:
-            raise MvuError(Code.UNSUPPORTED, "replace needs a string pattern and a string replacement")
-        budget.charge(len(text))
-        return text_limit(text.replace(pattern, replacement, -1 if every else 1))
-
-    return replace
-
-
 def _pad(at_start: bool) -> Method:
     def pad(budget: Budget, text: str, args: list[Any]) -> str:
         width = to_integer(arg(args, 0))
@@ -290,9 +270,12 @@ _STRING_METHODS: dict[str, Method] = {
     "substring": lambda budget, text, args: text[slice(*sorted(_slice_bounds(len(text), [
         max(0, to_num(arg(args, 0))) if arg(args, 0) is not UNDEFINED else 0,
         max(0, to_num(arg(args, 1))) if arg(args, 1) is not UNDEFINED else UNDEFINED])))],
-    "split": _split,
-    "replace": _replace(False),
-    "replaceAll": _replace(True),
+    "split": string_patterns.split,
+    "replace": string_patterns.replace(every=False),
+    "replaceAll": string_patterns.replace(every=True),
+    "match": string_patterns.match,
+    "matchAll": string_patterns.match_all,
+    "search": string_patterns.search_in,
     "padStart": _pad(True),
     "padEnd": _pad(False),
     "repeat": _repeat,

@@ -265,7 +265,7 @@ class StringSchema(SizedSchema):
         pattern = arg(args, 0)
         if not isinstance(pattern, Regex):
             raise MvuError(Code.UNSUPPORTED, "regex() needs a regex literal")
-        message = custom_message(arg(args, 1)) or f"Invalid string: must match pattern {pattern.source()}"
+        message = custom_message(arg(args, 1)) or f"Invalid string: must match pattern {pattern.text()}"
         return self.format(pattern.matches, message)
 
     def affix(self, args: list[Any], test: Callable[[str, str], bool], template: str) -> Schema:

@@ -19,6 +19,7 @@ from mvu_store.schema.dates import JsDate
 from mvu_store.schema.dsl import make_z
 from mvu_store.schema.evaluate import Compiler, hoisted
 from mvu_store.schema.lodash import LODASH
+from mvu_store.schema.regex import Regex
 from mvu_store.schema.runtime import Frame, JsFunction
 from mvu_store.schema.syntax import Node, parse_program, pattern_names
 from mvu_store.schema.types import Schema
@@ -181,6 +182,8 @@ def _freeze(top: Frame, registry: _Registry) -> Iterator[int]:
         elif isinstance(item, JsSet):
             yield id(item)
             stack.extend(item.items)
+        elif isinstance(item, Regex):
+            yield id(item)  # `const RE = /x/g`: each validation keeps its own lastIndex
         elif isinstance(item, JsDate):
             yield id(item)  # `const start = new Date(0)`: its setters would change it for later runs
         elif isinstance(item, (Schema, JsFunction)) and id(item) not in seen_opaque:

@@ -13,7 +13,7 @@ from typing import Any
 
 from mvu_store.errors import Code, MvuError
 from mvu_store.jsonvalue import UNSAFE_KEYS
-from mvu_store.schema import builtins, methods
+from mvu_store.schema import builtins, methods, regex
 from mvu_store.schema.values import (
     MAX_CALL_DEPTH,
     UNDEFINED,
@@ -233,6 +233,8 @@ def get_member(obj: Any, key: Any) -> Any:
         name = property_key(key)
         if name == "length":
             return len(obj) if kind is list else js_length(obj)
+        if kind is list and name in regex.MATCH_FIELDS and (field := regex.match_field(obj, name)) is not None:
+            return field
         if name in UNSAFE_KEYS:
             raise MvuError(Code.SCHEMA, f"access to `{name}` is not allowed", key=name)
         return methods.method_of(obj, name)
@@ -257,6 +259,9 @@ def set_member(budget: Budget, obj: Any, key: Any, value: Any) -> None:
     their runtime in one); a parsed value that still holds one is refused when it is output.
     """
     target: Any = obj
+    if isinstance(obj, regex.Regex):
+        obj.set(budget, property_key(key), value)
+        return
     if isinstance(obj, JsFunction):
         if id(obj) in budget.frozen:
             raise MvuError(Code.SCHEMA, "the declaration's constants are read-only")

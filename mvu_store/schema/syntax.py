@@ -43,7 +43,7 @@ UNARY_OPERATORS = frozenset({"!", "-", "+", "typeof", "void", "~"})
 ASSIGN_OPERATORS = frozenset(
     {"=", "+=", "-=", "*=", "/=", "%=", "**=", "&&=", "||=", "??=", "|=", "&=", "^=", "<<=", ">>="}
 )
-CONSTRUCTORS = frozenset({"Error", "TypeError", "RangeError", "Set", "Date"})
+CONSTRUCTORS = frozenset({"Error", "TypeError", "RangeError", "Set", "Date", "RegExp"})
 HOST_WAIT = "waitGlobalInitialized"  # the one host call a declaration may await (a no-op here)
 _ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "b": "\b", "f": "\f", "v": "\v", "0": "\0"}
 
@@ -556,7 +556,7 @@ class _Lowerer:
             raise refuse(cst, "classes and `new` are not supported")
         arguments = cst.child_by_field_name("arguments")
         args = [] if arguments is None else [self.expression(child) for child in self.children(arguments)]
-        return self.node(cst, "new", name, *(args if name == "Date" else args[:1]))
+        return self.node(cst, "new", name, *(args if name in {"Date", "RegExp"} else args[:1]))
 
     def x_unary_expression(self, cst: CstNode) -> Node:
         operator = self.text(self.field(cst, "operator"))

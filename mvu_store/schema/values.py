@@ -44,7 +44,8 @@ UNDEFINED: Any = _Undefined()
 class Budget:
     """The shared fuel of one compile or one validation, the call depth and the fixed clock."""
 
-    __slots__ = ("depth", "frozen", "fuel", "now_ms")
+    # weakly referenceable: a constant regex keys its per-validation lastIndex by the budget
+    __slots__ = ("__weakref__", "depth", "frozen", "fuel", "now_ms")
 
     def __init__(self, now_ms: int | None = None, fuel: int = FUEL, frozen: frozenset[int] = frozenset()) -> None:
         self.fuel = fuel
