@@ -29,6 +29,7 @@ from mvu_store.lang import parse_commands
 from mvu_store.lang.apply import private_envelope, run_commands
 from mvu_store.ledger.records import CommitRequest, Head, VersionRecord
 from mvu_store.ledger.rules import operation_key
+from mvu_store.schema.allowance import Allowance
 from mvu_store.service.allocation import Allocation
 from mvu_store.service.card_scopes import HEX64, CardScope, Evidence, parse_card_scope, read_only, resolve
 from mvu_store.service.catalog import Entry
@@ -37,6 +38,7 @@ from mvu_store.service.edits import edit_content, edited_envelope
 from mvu_store.service.facts import Facts
 from mvu_store.service.initial import DeclaredSchema
 from mvu_store.service.models import Scope, check_operation_id, check_revision
+from mvu_store.service.offload import off_loop
 from mvu_store.service.processing import registered_receipt
 from mvu_store.service.reads import Reads
 
@@ -352,7 +354,8 @@ class Cards:
             if scope.mode is None and not _is_reply_at(version, scope, evidence):
                 raise read_only("the state is no longer this message's")
         _no_config(facts, "triggered")
-        variables = _candidate(operation, value, head.variables) if previous is None else head.variables
+        variables = await off_loop(lambda: _candidate(operation, value, head.variables)) if previous is None \
+            else head.variables
         revision = expected_revision + 1
         result = {"version": 1, "scope": scope.raw, "revision": revision, "currentRevision": revision,
                   "status": "available", "variables": variables, "resourceId": entry.id}
@@ -411,13 +414,14 @@ def _check_identity(identity: Any, scope: CardScope) -> None:
 
 
 def _candidate(operation: str, value: Any, current: JsonValue) -> dict[str, Any]:
-    """The state after a card write, checked by the source (all or nothing)."""
+    """The state after a card write, checked by the source (all or nothing; every operation of a
+    patch within one allowance)."""
     if operation == "replace":
         return edited_envelope(edit_content(value), current, now_ms=now_ms())
     if not isinstance(value, list):
         raise MvuError(Code.PARSE, "a patch is a JSON Patch array")
     envelope = private_envelope(current)
-    declared = DeclaredSchema.of(envelope, now_ms())
+    declared = DeclaredSchema.of(envelope, now_ms(), allowance=Allowance("the card write's declaration work"))
     commands = parse_commands(f"<JSONPatch>{json.dumps(value, ensure_ascii=False)}</JSONPatch>")
     result = run_commands(envelope, commands, declared, declared.check if declared is not None else None)
     if result.diagnostics:
