@@ -9,7 +9,8 @@ declaration, each checked again synchronously just before the commit. Card write
 script's own: they never ask the usage policy, and their facts carry ``configRevision: null``.
 
 A capability has no time limit: it lives until it is revoked, its grant or scope stops being
-current, or the service stops (bindings are kept in memory only).
+current (for a message: a selection call for the session or a new report of the playthrough;
+checked at every write), or the service stops (bindings are kept in memory only).
 """
 
 from __future__ import annotations
@@ -69,7 +70,10 @@ class Binding:
     grant_lease: Lease
     resource_id: str
     scope_lease: Lease | None = None
+    """Ends with the scope as it was bound (:attr:`Evidence.binding_lease`)."""
     initial_source: dict[str, JsonValue] | None = None
+    selection: tuple[bool, str | None] | None = None
+    """A message scope's session's selection when it was bound: a write checks it is still that."""
 
 
 @dataclass(slots=True)
@@ -266,9 +270,8 @@ class Cards:
         if pending.cancelled:
             raise _denied("the binding was revoked while it was made")
         self._live[capability] = Binding(capability, scope, grant_id, dict(source_identity), fingerprint,
-                                         grant.check_current, heads[0][0].id,
-                                         evidence.check_current if scope.mode == "initial" else None,
-                                         evidence.initial_source)
+                                         grant.check_current, heads[0][0].id, evidence.binding_lease,
+                                         evidence.initial_source, evidence.selection)
         return {"capability": capability, "snapshot": snapshot}
 
     def revoke(self, capability: Any) -> None:
@@ -388,11 +391,17 @@ class Cards:
         return dict(stored)
 
     async def _evidence(self, binding: Binding) -> Evidence:
-        """The bound scope's evidence now; an initial binding must still be the one it was made on."""
+        """The bound scope's evidence now; the binding must still stand on the scope it was made
+        on: a message's with the session's selection and the playthrough's report it was bound
+        under, an initial scope's with the same opening."""
         scope = binding.scope
         evidence = await resolve(self._ctx, scope)
         if not evidence.writable_head:
             raise read_only("the scope is no longer writable")
+        if scope.mode is None:
+            assert binding.scope_lease is not None
+            if binding.scope_lease() is not True or evidence.selection != binding.selection:
+                raise read_only("the session's selection or the playthrough changed since the card bound it")
         if scope.mode == "initial":
             assert binding.scope_lease is not None
             if binding.scope_lease() is not True or evidence.check_current() is not True \
