@@ -15,7 +15,7 @@ from mvu_store.host import Playthrough, TimelineNode, Variant
 from mvu_store.ledger import Ledger
 from mvu_store.memory_host import MemoryHost
 from mvu_store.service import MvuService
-from tests.cards.card_support import HP_SCHEMA, patch
+from tests.cards.card_support import HP_SCHEMA, patch, selecting
 
 CARD: dict[str, Any] = {"character_id": "c", "name": "C", "initvar": ["hp: 10\n"], "schema_source": HP_SCHEMA}
 OTHER: dict[str, Any] = {"character_id": "d", "initvar": ["hp: 1\n"]}
@@ -54,15 +54,10 @@ class Played:
 
 @pytest.fixture
 async def played(ledger: Ledger, host: MemoryHost) -> Played:
-    service = MvuService(ledger=ledger, host=host)
-    host.attach(service)
-    await service.discover(definition=CARD)
-    await service.discover(definition=OTHER)
-    host.create_session("s", created_at=1000)
-    selected = await service.select_character(session_id="s", character_id="c")
-    assert selected.instance_id is not None
+    service, instance = await selecting(ledger, host, CARD, OTHER)
+    assert instance is not None
     seq = await host.turn("s", turn=1, user="go", reply="_.add('hp', -1);", message_id="reply")
-    return Played(service, host, selected.instance_id, seq)
+    return Played(service, host, instance, seq)
 
 
 async def _refused(call: Awaitable[Any]) -> str:
