@@ -262,7 +262,8 @@ class PromptReads:
         if not isinstance(entries, list) or not all(_is_entry(entry) for entry in entries):
             raise MvuError(Code.OPERATION, "entries are [{text: string, active?: boolean}]")
         active = [entry.get("active", True) for entry in entries]
-        if not any(is_active and has_macro(entry["text"]) for entry, is_active in zip(entries, active, strict=True)):
+        if not await off_loop(lambda: any(is_active and has_macro(entry["text"])
+                                          for entry, is_active in zip(entries, active, strict=True))):
             check_signal(signal)
             return RenderedPrompt([entry["text"] if is_active else None
                                    for entry, is_active in zip(entries, active, strict=True)],
