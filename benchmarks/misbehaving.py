@@ -217,6 +217,8 @@ class GoodClient:
         self._token = token
         self._path = path
         self.latencies: list[float] = []
+        self.started: list[float] = []
+        """When each request of :attr:`latencies` was sent (``time.perf_counter()``)."""
         self.answers: collections.Counter[str] = collections.Counter()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
@@ -236,6 +238,7 @@ class GoodClient:
                 started = time.perf_counter()
                 answer = answer_of(*connection.request("GET", self._path, token=self._token))
                 self.latencies.append(time.perf_counter() - started)
+                self.started.append(started)
                 self.answers[answer] += 1
         finally:
             connection.close()

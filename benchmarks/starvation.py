@@ -7,7 +7,10 @@ another session (``GET /mvu/resource``, one request at a time on one keep-alive 
 
 - ``reply``: a turn whose reply is ``--commands`` ``_.set('hp', n)`` commands (a check after each);
 - ``greeting``: a selection of the card's second greeting, an ``<UpdateVariable>`` block of as
-  many commands.
+  many commands;
+- ``prompt``: a prompt request (``POST /mvu/prompt``) whose text is ``--macro-kib`` KiB of an
+  unclosed ``{{format_message_variable::`` over and over (a pattern that scans it in quadratic
+  time where the macro scanner is a backtracking regular expression).
 
 For each it prints the hostile request's time and answer (the reply's receipt as the server
 records it) and the reader's requests, median and worst latency. With ``--before DIR`` (a
@@ -19,7 +22,7 @@ both ways), the alternative to the worker threads the service uses (``mvu_store/
 
 Human lines first; the LAST line is one JSON object.
 
-    python benchmarks/starvation.py [--commands 40] [--before DIR] [--quick]
+    python benchmarks/starvation.py [--commands 40] [--macro-kib 48] [--before DIR] [--quick]
 """
 
 from __future__ import annotations
@@ -73,18 +76,21 @@ def _session(connection: Connection, session: str, character: str) -> str:
 
 
 def _timed(reader: GoodClient, hostile: Any) -> dict[str, Any]:
-    """Run ``hostile()`` while ``reader`` reads; its time, its answer and the reader's latencies."""
-    before = len(reader.latencies)
+    """Run ``hostile()`` while ``reader`` reads; its time, its answer and the latencies of the
+    reader's requests that were under way at some moment of it (one held up by the hostile
+    request may end after it: it counts)."""
     started = time.perf_counter()
     answer = hostile()
-    seconds = time.perf_counter() - started
-    during = reader.latencies[before:]
-    return {"seconds": round(seconds, 2), "answer": answer, "readerRequests": len(during),
+    ended = time.perf_counter()
+    reader.wait_for(len(reader.latencies) + 2)  # whatever was under way at the end has ended
+    during = [latency for sent, latency in zip(reader.started, reader.latencies, strict=False)
+              if sent < ended and sent + latency > started]
+    return {"seconds": round(ended - started, 2), "answer": answer, "readerRequests": len(during),
             "readerMedianMs": round(statistics.median(during) * 1000, 1) if during else None,
             "readerWorstMs": round(max(during) * 1000, 1) if during else None}
 
 
-def run(commands: int, source: Path | None) -> dict[str, Any]:
+def run(commands: int, macro_kib: int, source: Path | None) -> dict[str, Any]:
     with tempfile.TemporaryDirectory() as directory, served(Path(directory), source=source) as server:
         connection = Connection(server.address)
         try:
@@ -119,8 +125,15 @@ def run(commands: int, source: Path | None) -> dict[str, Any]:
                                            {"characterId": "burner", "greetingIndex": 1})
                     return answer.get("answer") or status
 
+                def prompt() -> Any:
+                    text = "{{format_message_variable::" * (macro_kib * 1024 // 28)
+                    status, answer = _call(connection, "POST", f"{MVU}/prompt", {
+                        "scope": {"authority": "local", "sessionId": "good"}, "id": good, "text": text})
+                    return answer.get("answer") or status
+
                 figures["reply"] = _timed(reader, reply)
                 figures["greeting"] = _timed(reader, greeting)
+                figures["prompt"] = _timed(reader, prompt)
             figures["readerAnswers"] = dict(reader.answers)
             figures["tracebacks"] = sum("Traceback" in line for line in server.log)
             return figures
@@ -143,19 +156,21 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--commands", type=int, default=40, help="commands of the hostile reply and greeting")
     parser.add_argument("--before", type=Path, help="a checkout of the code to compare with")
-    parser.add_argument("--quick", action="store_true", help="12 commands (past the allowance all the same)")
+    parser.add_argument("--macro-kib", type=int, default=48, help="KiB of the hostile prompt's text")
+    parser.add_argument("--quick", action="store_true", help="12 commands (past the allowance all the same), "
+                                                             "a prompt of 8 KiB")
     options = parser.parse_args()
     if options.quick:
-        options.commands = 12
-    figures: dict[str, Any] = {"commands": options.commands, "quick": options.quick}
+        options.commands, options.macro_kib = 12, 8
+    figures: dict[str, Any] = {"commands": options.commands, "macroKib": options.macro_kib, "quick": options.quick}
     if options.before is not None:
-        figures["before"] = run(options.commands, options.before.resolve())
+        figures["before"] = run(options.commands, options.macro_kib, options.before.resolve())
         print(f"before: {figures['before']}")
-    figures["after"] = run(options.commands, None)
+    figures["after"] = run(options.commands, options.macro_kib, None)
     print(f"after:  {figures['after']}")
     figures["tracebacks"] = figures["after"]["tracebacks"]
     if options.before is not None:
-        for kind in ("reply", "greeting"):
+        for kind in ("reply", "greeting", "prompt"):
             was, now = figures["before"][kind], figures["after"][kind]
             print(f"{kind}: hostile {was['seconds']} s -> {now['seconds']} s ({was['answer']} -> {now['answer']}); "
                   f"reader worst {was['readerWorstMs']} -> {now['readerWorstMs']} ms "

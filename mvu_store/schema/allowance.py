@@ -22,7 +22,7 @@ from mvu_store.schema.values import FUEL, Budget
 
 REQUEST_FUEL = 8 * FUEL
 """What all the declaration work of one request may spend: eight validations at their limit."""
-REQUEST_SECONDS = 4.0
+REQUEST_SECONDS = 3.0
 """The wall-clock backstop of one request's declaration work."""
 
 
@@ -31,10 +31,10 @@ class Allowance:
 
     __slots__ = ("_deadline", "_lock", "fuel", "what")
 
-    def __init__(self, what: str, *, fuel: int = REQUEST_FUEL, seconds: float = REQUEST_SECONDS) -> None:
+    def __init__(self, what: str, *, fuel: int | None = None, seconds: float | None = None) -> None:
         self.what = what
-        self.fuel = fuel
-        self._deadline = time.monotonic() + seconds
+        self.fuel = REQUEST_FUEL if fuel is None else fuel
+        self._deadline = time.monotonic() + (REQUEST_SECONDS if seconds is None else seconds)
         self._lock = threading.Lock()
 
     def grant(self) -> int:

@@ -5,7 +5,9 @@ card take from milliseconds to seconds (each bounded by its request's allowance,
 :mod:`mvu_store.schema.allowance`). On the event loop, such work would stop the server from
 answering every other session meanwhile; in a worker thread the loop still gets the
 interpreter at least every switch interval (5 ms) while the work runs, so other sessions are
-answered. Threads, not processes: the work reads states and compiled declarations the service
+answered. That is true of Python code only: one long call into C that keeps the interpreter lock
+(a regular expression backtracking over a long text) stops the loop from a thread as well, so
+such scans must be linear. Threads, not processes: the work reads states and compiled declarations the service
 already holds (a process would copy them in and out at every call and compile each declaration
 again), and the allowance, not isolation, is what bounds it (``benchmarks/starvation.py``
 measures both).

@@ -115,6 +115,7 @@ def test_quick_starvation_benchmark_ends_each_hostile_request_typed_while_the_re
     after = figures["after"]
     assert after["reply"]["answer"] == [["failed", "MVU_LIMIT"]]
     assert after["greeting"]["answer"] == "400 MVU_LIMIT"
+    assert after["prompt"]["answer"] == 200
     assert after["reply"]["readerRequests"] >= 1 and after["greeting"]["readerRequests"] >= 1
     assert list(after["readerAnswers"]) == ["200"]
     assert figures["processPool"]["roundTripMs"] > 0
