@@ -212,12 +212,16 @@ ABUSES: dict[str, Callable[[Address, str], dict[str, Any]]] = {
 
 
 class GoodClient:
-    """Reads one session over and over on one connection, noting each answer and its latency."""
+    """Reads one session (or ``path``) over and over on one connection, noting each answer and its
+    latency."""
 
-    def __init__(self, address: Address, token: str) -> None:
+    def __init__(self, address: Address, token: str, path: str = f"{MVU}/sessions/s0") -> None:
         self._address = address
         self._token = token
+        self._path = path
         self.latencies: list[float] = []
+        self.started: list[float] = []
+        """When each request of :attr:`latencies` was sent (``time.perf_counter()``)."""
         self.answers: collections.Counter[str] = collections.Counter()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
@@ -235,8 +239,9 @@ class GoodClient:
         try:
             while not self._stop.is_set():
                 started = time.perf_counter()
-                answer = answer_of(*connection.request("GET", f"{MVU}/sessions/s0", token=self._token))
+                answer = answer_of(*connection.request("GET", self._path, token=self._token))
                 self.latencies.append(time.perf_counter() - started)
+                self.started.append(started)
                 self.answers[answer] += 1
         finally:
             connection.close()
@@ -266,13 +271,17 @@ class Running:
 
 
 @contextlib.contextmanager
-def served(directory: Path, *args: str) -> Iterator[Running]:
-    """``mvu serve`` on a new ledger in ``directory``, with a session ``s0``."""
+def served(directory: Path, *args: str, source: Path | None = None) -> Iterator[Running]:
+    """``mvu serve`` on a new ledger in ``directory``, with a session ``s0``; ``source``: the
+    checkout whose code serves (this one by default)."""
     command = [sys.executable, "-m", "mvu_api.cli", "serve", "--db", f"sqlite:///{directory / 'ledger.sqlite3'}",
                "--port", "0", "--token", TOKEN, *args]
     environment = {key: value for key, value in os.environ.items() if key != "MVU_TOKEN"}
+    root = source or Path(__file__).resolve().parents[1]
+    if source is not None:
+        environment["PYTHONPATH"] = str(source)
     process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=environment,
-                               cwd=Path(__file__).resolve().parents[1])
+                               cwd=root)
     assert process.stdout is not None and process.stderr is not None
     log: list[str] = []
     stderr = process.stderr

@@ -36,6 +36,7 @@ from mvu_store.ledger.host_sessions import StoredSession
 from mvu_store.schema.values import MAX_SAFE_INTEGER
 from mvu_store.service import MvuService
 from mvu_store.service.models import MAX_SESSION_ID
+from mvu_store.service.offload import off_loop
 from mvu_store.store_host import StoreHost, feed
 from mvu_store.store_host.host import check_store_session_id
 
@@ -139,7 +140,7 @@ def hosting_router(service: MvuService, host: StoreHost, *, body_timeout: float,
         body = await body_of(request, MAX_INPUT_BYTES)
         if isinstance(body, Response):
             return body
-        card = read_card(body, name=character_id)
+        card = await off_loop(lambda: read_card(body, name=character_id))  # parsing is CPU work
         template = await service.discover(definition={**card.definition(character_id), "at": at},
                                           session_id=session_id)
         return json_response({**template.to_json(), "problems": list(card.problems), "notes": list(card.notes)})

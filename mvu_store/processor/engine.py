@@ -5,8 +5,12 @@ its process on some out-of-memory paths, and a crash there must cost a turn, not
 The event loop talks to the child itself, with no thread in between: it writes a request to the
 child's stdin and a reader callback on the child's stdout resolves the request's future, so a
 round trip costs two wake-ups (the child's and the loop's), not four. One request is in the
-child at a time; the others wait in order in :class:`Worker`'s queue, so a child that ends costs
-only the request it was running. Cancellation does not wait for the child: the loop writes the
+child at a time; the others wait in :class:`Worker`'s queues, one per *share* (a card's script:
+its declaration's hash), taken in turn: each share's requests in their order, and one of each
+waiting share before a second of any. A card whose script spends its whole budget on every reply
+then delays another card's request by at most one of its own (the one running), however many of
+its replies wait, instead of by all of them. A child that ends costs only the request it was
+running. Cancellation does not wait for the child: the loop writes the
 cancelled request's number into a shared 8-byte file the child's interrupt handler reads, and
 the entry stops at the next interrupt poll.
 
@@ -28,7 +32,7 @@ import struct
 import subprocess
 import sys
 import tempfile
-from collections import deque
+from collections import OrderedDict, deque
 from pathlib import Path
 from typing import Any
 
@@ -167,13 +171,19 @@ class _Child:
         self.process.stdout.close()
 
 
+_Queued = tuple[bytes, int, "asyncio.Future[dict[str, Any]] | None"]
+"""A request's frame, its number and the future its answer settles (None: it has no answer)."""
+
+
 class Worker:
     def __init__(self) -> None:
         self._child: _Child | None = None
         self._next = 0
-        # Requests not yet sent, in order (a request with no future has no answer), and the one
-        # the child is running: its number, its future and its watchdog.
-        self._queue: deque[tuple[bytes, int, asyncio.Future[dict[str, Any]] | None]] = deque()
+        # Requests not yet sent, per share in order (a request with no future has no answer), the
+        # shares in the order they are served next, and the one the child is running: its
+        # number, its future and its watchdog.
+        self._queues: OrderedDict[str, deque[_Queued]] = OrderedDict()
+        self._served: str | None = None
         self._running: tuple[int, asyncio.Future[dict[str, Any]], asyncio.TimerHandle] | None = None
         # The shared file has no name once made: the child gets its descriptor, and nothing is
         # left behind however the service ends.
@@ -189,9 +199,9 @@ class Worker:
         """The engine process, while one runs."""
         return self._child.process if self._child is not None and self._child.alive else None
 
-    async def call(self, request: dict[str, Any], body: str, cancel: Cancel) -> Any:
-        """Send ``request`` with its ``body`` text, wait for its answer (a failure is a fresh
-        ``MvuError``)."""
+    async def call(self, request: dict[str, Any], body: str, cancel: Cancel, share: str = "") -> Any:
+        """Send ``request`` with its ``body`` text in its turn among ``share``'s, wait for its
+        answer (a failure is a fresh ``MvuError``)."""
         if self._closed:
             raise MvuError(Code.COMMAND_HOOK_DISPOSED, "the service's command processors were disposed")
         loop = asyncio.get_running_loop()
@@ -202,7 +212,7 @@ class Worker:
             # The loop the child answered on is gone, and with it whatever waited there.
             self._abandon(_failure(Code.COMMAND_HOOK_DISPOSED, "the event loop of this request ended"))
         future: asyncio.Future[dict[str, Any]] = loop.create_future()
-        self._queue.append((frame({**request, "n": number}, body), number, future))
+        self._enqueue(share, (frame({**request, "n": number}, body), number, future))
         self._pump(loop)
         try:
             answer = await future
@@ -218,11 +228,11 @@ class Worker:
             raise MvuError(code, message, **details)
         return answer["ok"]
 
-    def send(self, request: dict[str, Any]) -> None:
-        """Send a request that has no answer (forgetting a script), in order with the others."""
+    def send(self, request: dict[str, Any], share: str = "") -> None:
+        """Send a request that has no answer (forgetting a script), in order with ``share``'s others."""
         if self._closed or self._child is None or not self._child.alive or self._child.loop.is_closed():
             return  # no engine process knows any script
-        self._queue.append((frame(request, ""), 0, None))
+        self._enqueue(share, (frame(request, ""), 0, None))
         self._pump(self._child.loop)
 
     def cancel(self, request: int) -> None:
@@ -233,7 +243,7 @@ class Worker:
             if not self._shared.closed and struct.unpack_from("<q", self._shared)[0] < request:
                 struct.pack_into("<q", self._shared, 0, request)
             return
-        for _, number, future in self._queue:
+        for _, number, future in self._waiting():
             if number == request:
                 _settle(future, _failure(Code.COMMAND_HOOK_DISPOSED, "the command processor was cancelled"))
 
@@ -252,9 +262,9 @@ class Worker:
         """End the child, answering its running request and every queued one with ``answer``."""
         if self._running is not None:
             self._finish(answer)
-        for _, _, future in self._queue:
+        for _, _, future in self._waiting():
             _settle(future, answer)
-        self._queue.clear()
+        self._queues.clear()
         if self._child is not None:
             self._child.end()
             self._child = None
@@ -267,10 +277,34 @@ class Worker:
             child = self._child = _Child(loop, self._descriptor, self._answered, self._child_ended)
         return child
 
+    def _enqueue(self, share: str, queued: _Queued) -> None:
+        queue = self._queues.get(share)
+        if queue is None:
+            queue = self._queues[share] = deque()
+            served = self._served
+            if served is not None and served in self._queues:
+                # The share served last waits behind one that arrives while its request runs.
+                self._queues.move_to_end(served)
+        queue.append(queued)
+
+    def _waiting(self) -> list[_Queued]:
+        return [queued for queue in self._queues.values() for queued in queue]
+
+    def _next_queued(self) -> _Queued:
+        """The next share's oldest request; the share then waits behind every other one."""
+        share, queue = next(iter(self._queues.items()))
+        self._served = share
+        queued = queue.popleft()
+        if queue:
+            self._queues.move_to_end(share)
+        else:
+            del self._queues[share]
+        return queued
+
     def _pump(self, loop: asyncio.AbstractEventLoop) -> None:
-        """Send queued requests until one that waits for its answer is running."""
-        while self._running is None and self._queue:
-            data, number, future = self._queue.popleft()
+        """Send queued requests, each share in its turn, until one that waits for its answer is running."""
+        while self._running is None and self._queues:
+            data, number, future = self._next_queued()
             if future is not None and future.done():
                 continue  # its caller was cancelled before it was sent
             try:

@@ -120,11 +120,11 @@ class CardProcessors:
         try:
             self._still_starting(resource_id, generation)
         except MvuError:
-            self._release(key)
+            self._release(key, made)
             raise
         registration = Registration(resource_id, made, origin, count, key, lease)
         if not registration.current():
-            self._release(key)
+            self._release(key, made)
             raise MvuError(Code.USAGE_CANCELLED, "the command processor's source lease ended while it started",
                            id=resource_id)
         old = self._current.get(resource_id)
@@ -144,15 +144,15 @@ class CardProcessors:
         if self._current.get(registration.resource_id) is registration:
             del self._current[registration.resource_id]
         registration.active = False
-        self._release(registration.id)
+        self._release(registration.id, registration.declaration)
 
-    def _release(self, key: str) -> None:
+    def _release(self, key: str, made: Declaration) -> None:
         if self._worker is not None:
-            self._worker.send({"op": "drop", "key": key})
+            self._worker.send({"op": "drop", "key": key}, made.sha256)
 
     async def _begin(self, key: str, made: Declaration) -> int:
         """Start ``made`` in the engine process under ``key``; its listener count."""
-        count: int = await self._call({"op": "start", "key": key, "gate": made.gate_global}, made.source)
+        count: int = await self._call({"op": "start", "key": key, "gate": made.gate_global}, made.source, made)
         return count
 
     def receipt(self, resource_id: str) -> dict[str, JsonValue] | None:
@@ -188,12 +188,12 @@ class CardProcessors:
         try:
             request = {"op": "process", "key": registration.id}
             try:
-                result = await self._call(request, payload)
+                result = await self._call(request, payload, registration.declaration)
             except Unknown:
                 # The engine process was replaced (the old one ended): the script starts again there.
                 registration.listener_count = await self._begin(registration.id, registration.declaration)
                 self._check(registration)
-                result = await self._call(request, payload)
+                result = await self._call(request, payload, registration.declaration)
         except MvuError:
             self._check(registration)  # a revoked registration turns any failure into a cancellation
             raise
@@ -253,13 +253,15 @@ class CardProcessors:
         if self.disposed:
             raise MvuError(Code.COMMAND_HOOK_DISPOSED, "the service's command processors were disposed")
 
-    async def _call(self, request: dict[str, Any], body: str) -> Any:
+    async def _call(self, request: dict[str, Any], body: str, made: Declaration) -> Any:
+        """``request`` in the engine process, in its turn among the requests of ``made``'s
+        script (every card's script gets its share of the engine, :mod:`~mvu_store.processor.engine`)."""
         if self._worker is None:
             self._worker = Worker()
         cancel = Cancel()
         self._running.add(cancel)
         try:
-            return await self._worker.call(request, body, cancel)
+            return await self._worker.call(request, body, cancel, made.sha256)
         finally:
             self._running.discard(cancel)
 

@@ -15,11 +15,11 @@ from typing import Any
 
 from mvu_store.errors import Code, MvuError
 from mvu_store.jsonvalue import MAX_DEPTH, MAX_NODES, JsonValue, sha256_hex
+from mvu_store.schema.allowance import Allowance, metered
 from mvu_store.schema.issues import Issue
 from mvu_store.schema.native import Native, ValidationMemo, to_json
 from mvu_store.schema.program import Compiled, build
 from mvu_store.schema.types import ParseCtx
-from mvu_store.schema.values import Budget
 
 INTERPRETER_VERSIONS = (1, 2)
 CURRENT_VERSION = 2
@@ -44,7 +44,7 @@ def compile_schema(source: str, *, interpreter_version: int = CURRENT_VERSION) -
 
 
 def validate(descriptor: dict[str, Any], value: JsonValue, *, now_ms: int | None = None,
-             memo: ValidationMemo | None = None) -> ValidationResult:
+             memo: ValidationMemo | None = None, allowance: Allowance | None = None) -> ValidationResult:
     """Parse ``value`` with the descriptor's schema, as Zod's ``safeParse`` would.
 
     ``now_ms`` is the clock ``Date.now()`` reads inside the declaration (the caller's commit
@@ -59,6 +59,10 @@ def validate(descriptor: dict[str, Any], value: JsonValue, *, now_ms: int | None
 
     The compiled fast path (mvu_store.schema.native) answers values that pass; any other value
     (an issue, a refusal, a budget) is decided by the interpreter from the start.
+
+    ``allowance`` (an :class:`~mvu_store.schema.allowance.Allowance`) is the fuel of the request
+    this validation belongs to: both runs are charged to it, and a validation it cannot pay for
+    is refused with ``MVU_LIMIT``.
     """
     if type(descriptor) is not dict or descriptor.get("mvuSchema") != 1 or type(descriptor.get("source")) is not str:
         raise MvuError(Code.SCHEMA, "not a schema descriptor ({mvuSchema:1, interpreterVersion, source})")
@@ -66,17 +70,19 @@ def validate(descriptor: dict[str, Any], value: JsonValue, *, now_ms: int | None
     key = _key(source, version)
     compiled = _compiled(source, version, key)
     native = _native(key, compiled)
-    if native is not None:
-        try:
-            return ValidationResult(True, native.run(value, Budget(now_ms, frozen=compiled.frozen), memo), ())
-        except Exception:
-            pass
-    _check_input(value, 1, MAX_NODES)
-    ctx = ParseCtx(Budget(now_ms, frozen=compiled.frozen))
-    output = _guarded(lambda: compiled.root.run(value, ctx))
-    if ctx.issues:
-        return ValidationResult(False, None, tuple(ctx.issues))
-    return ValidationResult(True, _guarded(lambda: to_json(output, 1)), ())
+    with metered(allowance, now_ms, compiled.frozen) as budget:
+        if native is not None:
+            fast = budget()
+            try:
+                return ValidationResult(True, native.run(value, fast, memo), ())
+            except Exception:
+                pass
+        _check_input(value, 1, MAX_NODES)
+        ctx = ParseCtx(budget())
+        output = _guarded(lambda: compiled.root.run(value, ctx))
+        if ctx.issues:
+            return ValidationResult(False, None, tuple(ctx.issues))
+        return ValidationResult(True, _guarded(lambda: to_json(output, 1)), ())
 
 
 def _version(version: Any) -> int:

@@ -17,6 +17,7 @@ from mvu_store.host import Lease, SessionSnapshot
 from mvu_store.jsonvalue import JsonValue, json_equal, measure_state
 from mvu_store.lang.macros import Names
 from mvu_store.ledger.records import NewResource, ResourceRecord
+from mvu_store.schema.allowance import Allowance
 from mvu_store.service.catalog import Entry
 from mvu_store.service.context import ServiceContext, Signal, check_signal
 from mvu_store.service.identity import character_template_id, instance_id, session_identity
@@ -29,6 +30,7 @@ from mvu_store.service.models import (
     check_session_id,
     parse_input,
 )
+from mvu_store.service.offload import off_loop
 from mvu_store.service.openings import (
     card_template_id_of,
     check_greeting_index,
@@ -66,12 +68,18 @@ def _healthy(template: JsonValue) -> bool:
     return isinstance(template, dict) and "sourceError" not in template
 
 
+async def _opening(template: dict[str, Any], names: Names) -> dict[str, Any]:
+    """A new instance's initial data: the template's with the session's ``names``, its opening
+    greeting applied (``MVU_INITIALIZATION_INVALID`` when that greeting fails), in a worker
+    thread and within one allowance."""
+    return await off_loop(lambda: opening_envelope(template, names, Allowance("the greeting's declaration work")))
+
+
 def _new_instance(template: dict[str, Any], resource_id: str, identity: dict[str, JsonValue],
-                  names: Names) -> NewResource:
-    """The session's instance of ``template``: its initial data with the session's ``names``, its
-    opening greeting applied (``MVU_INITIALIZATION_INVALID`` when that greeting fails)."""
+                  initial: dict[str, Any]) -> NewResource:
+    """The session's instance of ``template``, starting from ``initial`` (:func:`_opening`)."""
     return NewResource(
-        id=resource_id, kind="instance", initial=opening_envelope(template, names),
+        id=resource_id, kind="instance", initial=initial,
         definition=instance_definition(template, resource_id, identity), template_id=template["id"],
         session_id=str(identity["sessionId"]), session_created_at=identity["createdAt"],
         management_mode=template.get("managementMode") or "native",
@@ -95,7 +103,7 @@ class Allocation:
         # The card is read once, here; what the stored template contributes (the sessions it
         # names, whether it is healthy) is read in the unit that writes, so a discovery racing in
         # another process can neither lose a session nor replace a healthy card by a failing one.
-        fresh = discovered_definition(card, [])
+        fresh = await off_loop(lambda: discovered_definition(card, []))
 
         def revise(existing: JsonValue) -> JsonValue:
             if isinstance(existing, dict) and (existing.get("discovered") is not True
@@ -144,6 +152,7 @@ class Allocation:
             log, identity = await ctx.durable(session_id)
             selected, previous = await ctx.ledger.selection(session_id)
             chosen_template = None
+            opened: dict[str, dict[str, Any]] = {}
             if isinstance(card, dict):
                 chosen_template = await self._greeting_choice(card, previous, greeting_index, log)
             template_id = chosen_template["id"] if chosen_template is not None else None
@@ -153,7 +162,8 @@ class Allocation:
                 if chosen_template is not None and not await ctx.ledger.resource(instance_id(chosen_id, identity)):
                     # Refused before anything is stored: a refused selection must not stick (L-1, F-5).
                     self.check_allocatable(chosen_id, log.snapshot(), await ctx.catalog.legacy())
-                    opening_envelope(chosen_template, (names or Names()).over(log.names))
+                    # Kept for the allocation below: the greeting is opened once per selection.
+                    opened[chosen_id] = await _opening(chosen_template, (names or Names()).over(log.names))
                 try:
                     # Replies of the outgoing character are applied before its boundary moves.
                     await ingest(session_id, log, signal, lease)
@@ -170,7 +180,7 @@ class Allocation:
                 await ctx.ledger.write(lambda tx: self._select(tx, session_id, template_id, identity, boundary))
             # Every selection call starts a new generation: a greeting view read before it is old.
             ctx.views.bump(session_id)
-            instances = await self.instances(session_id, log, allocate=True, names=names)
+            instances = await self.instances(session_id, log, allocate=True, names=names, opened=opened)
             chosen = next((entry for entry in instances if entry.row and entry.row.template_id == template_id), None)
             boundaries = await ctx.ledger.activations(session_id)
             return SelectionResult(session_id=session_id, template_id=template_id,
@@ -233,11 +243,13 @@ class Allocation:
     # -- instances (I-2, I-3, L-1, F-5) -------------------------------------------------------------
 
     async def instances(self, session_id: str, log: SessionLog, *, allocate: bool,
-                        view: SessionView | None = None, names: Names | None = None) -> list[Entry]:
+                        view: SessionView | None = None, names: Names | None = None,
+                        opened: dict[str, dict[str, Any]] | None = None) -> list[Entry]:
         """The session's instances. With ``allocate`` the missing ones are created, exactly once;
         without, nothing is written, but the refusals an allocation would meet are raised.
         ``view``: where to look rows up (the ledger by default); told when this wrote. A new
-        instance's initial data gets the session's names (``names`` of the call over the log's)."""
+        instance's initial data gets the session's names (``names`` of the call over the log's);
+        ``opened``: initial data the caller already opened, by template id."""
         ctx = self._ctx
         ledger: LedgerReads = view or ctx.ledger
         if await ledger.seed_pending(session_id):
@@ -266,14 +278,13 @@ class Allocation:
                 legacy = await ctx.catalog.legacy(view)
                 boundaries = await ledger.activations(session_id)
             self.check_allocatable(template["id"], snapshot, legacy)
+            initial = (opened or {}).get(template["id"]) or await _opening(template, (names or Names()).over(log.names))
             if allocate:
                 boundary = boundaries.get(template["id"], log.allocation_boundary())
-                await self._create_instance(template, resource_id, identity, boundary,
-                                            (names or Names()).over(log.names))
+                await self._create_instance(template, resource_id, identity, boundary, initial)
                 known.add(resource_id)
             else:
-                planned.append(_unallocated(_new_instance(template, resource_id, identity,
-                                                          (names or Names()).over(log.names))))
+                planned.append(_unallocated(_new_instance(template, resource_id, identity, initial)))
         if allocate and legacy is not None:  # something was allocated (here or by a concurrent writer)
             if view is not None:
                 view.wrote()
@@ -329,10 +340,10 @@ class Allocation:
                            session_id=snapshot.header.id, parent_session=snapshot.header.parent_session)
 
     async def _create_instance(self, template: dict[str, Any], resource_id: str, identity: dict[str, JsonValue],
-                               boundary: int, names: Names) -> None:
+                               boundary: int, initial: dict[str, Any]) -> None:
         ledger = self._ctx.ledger
         session_id = str(identity["sessionId"])
-        new = _new_instance(template, resource_id, identity, names)
+        new = _new_instance(template, resource_id, identity, initial)
         if template.get("discovered") is not True:
             # A configured template is stored when first used, so an export carries it.
             await ledger.put_template(template["id"], template)

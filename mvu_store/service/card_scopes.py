@@ -22,7 +22,7 @@ from __future__ import annotations
 import copy
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from mvu_store.errors import Code, MvuError
@@ -138,6 +138,11 @@ class Evidence:
     """A greeting scope's first turn, once the session started one (its checkpoint is the opening)."""
     selected_template: str | None = None
     identity: dict[str, JsonValue] = field(default_factory=dict)
+    selection: tuple[bool, str | None] | None = None
+    """A message scope's session's selection (selected, template id) when it was resolved."""
+    binding_lease: Lease | None = None
+    """What a capability bound on this evidence lives by: the playthrough's report and the
+    session's selection (an initial scope: its whole ``check_current``)."""
 
 
 def _card_host(ctx: ServiceContext) -> CardHost:
@@ -162,7 +167,17 @@ async def resolve(ctx: ServiceContext, scope: CardScope) -> Evidence:
     if scope.session_format_version is not None and scope.session_format_version != snapshot.header.version:
         raise read_only("the session's format version differs", session_id=scope.session_id)
     if scope.mode is None:
-        return _message(scope, playthrough, snapshot, Leases(membership.lease, session_lease))
+        # A capability on a message ends with the session's selection as it was bound: every
+        # selection call (another character, none, the same again) starts a new generation.
+        generation = ctx.views.generation(scope.session_id)
+
+        def same_selection() -> bool:
+            return ctx.views.generation(scope.session_id) == generation
+
+        selection = await ctx.ledger.selection(scope.session_id)
+        binding = Leases(membership.lease, same_selection)
+        return replace(_message(scope, playthrough, snapshot, Leases(binding, session_lease)),
+                       selection=selection, binding_lease=binding)
     return await _opening(ctx, scope, playthrough, snapshot, membership.lease, session_lease)
 
 
@@ -239,8 +254,9 @@ async def _opening(ctx: ServiceContext, scope: CardScope, playthrough: Playthrou
                                     "characterId": scope.character_id, "sessionFormatVersion": header.version}
     if header.created_at is not None:
         source["sessionCreatedAt"] = header.created_at
-    return Evidence(mode="initial", writable_head=True, check_current=Leases(membership, session_lease, same_view),
-                    initial_source=source, **common)
+    current = Leases(membership, session_lease, same_view)
+    return Evidence(mode="initial", writable_head=True, check_current=current, initial_source=source,
+                    binding_lease=current, **common)
 
 
 def _check_empty(snapshot: SessionSnapshot) -> None:

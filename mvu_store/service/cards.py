@@ -9,7 +9,8 @@ declaration, each checked again synchronously just before the commit. Card write
 script's own: they never ask the usage policy, and their facts carry ``configRevision: null``.
 
 A capability has no time limit: it lives until it is revoked, its grant or scope stops being
-current, or the service stops (bindings are kept in memory only).
+current (for a message: a selection call for the session or a new report of the playthrough;
+checked at every write), or the service stops (bindings are kept in memory only).
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from mvu_store.lang import parse_commands
 from mvu_store.lang.apply import private_envelope, run_commands
 from mvu_store.ledger.records import CommitRequest, Head, VersionRecord
 from mvu_store.ledger.rules import operation_key
+from mvu_store.schema.allowance import Allowance
 from mvu_store.service.allocation import Allocation
 from mvu_store.service.card_scopes import HEX64, CardScope, Evidence, parse_card_scope, read_only, resolve
 from mvu_store.service.catalog import Entry
@@ -37,6 +39,7 @@ from mvu_store.service.edits import edit_content, edited_envelope
 from mvu_store.service.facts import Facts
 from mvu_store.service.initial import DeclaredSchema
 from mvu_store.service.models import Scope, check_operation_id, check_revision
+from mvu_store.service.offload import off_loop
 from mvu_store.service.processing import registered_receipt
 from mvu_store.service.reads import Reads
 
@@ -67,7 +70,10 @@ class Binding:
     grant_lease: Lease
     resource_id: str
     scope_lease: Lease | None = None
+    """Ends with the scope as it was bound (:attr:`Evidence.binding_lease`)."""
     initial_source: dict[str, JsonValue] | None = None
+    selection: tuple[bool, str | None] | None = None
+    """A message scope's session's selection when it was bound: a write checks it is still that."""
 
 
 @dataclass(slots=True)
@@ -264,9 +270,8 @@ class Cards:
         if pending.cancelled:
             raise _denied("the binding was revoked while it was made")
         self._live[capability] = Binding(capability, scope, grant_id, dict(source_identity), fingerprint,
-                                         grant.check_current, heads[0][0].id,
-                                         evidence.check_current if scope.mode == "initial" else None,
-                                         evidence.initial_source)
+                                         grant.check_current, heads[0][0].id, evidence.binding_lease,
+                                         evidence.initial_source, evidence.selection)
         return {"capability": capability, "snapshot": snapshot}
 
     def revoke(self, capability: Any) -> None:
@@ -352,7 +357,8 @@ class Cards:
             if scope.mode is None and not _is_reply_at(version, scope, evidence):
                 raise read_only("the state is no longer this message's")
         _no_config(facts, "triggered")
-        variables = _candidate(operation, value, head.variables) if previous is None else head.variables
+        variables = await off_loop(lambda: _candidate(operation, value, head.variables)) if previous is None \
+            else head.variables
         revision = expected_revision + 1
         result = {"version": 1, "scope": scope.raw, "revision": revision, "currentRevision": revision,
                   "status": "available", "variables": variables, "resourceId": entry.id}
@@ -385,11 +391,17 @@ class Cards:
         return dict(stored)
 
     async def _evidence(self, binding: Binding) -> Evidence:
-        """The bound scope's evidence now; an initial binding must still be the one it was made on."""
+        """The bound scope's evidence now; the binding must still stand on the scope it was made
+        on: a message's with the session's selection and the playthrough's report it was bound
+        under, an initial scope's with the same opening."""
         scope = binding.scope
         evidence = await resolve(self._ctx, scope)
         if not evidence.writable_head:
             raise read_only("the scope is no longer writable")
+        if scope.mode is None:
+            assert binding.scope_lease is not None
+            if binding.scope_lease() is not True or evidence.selection != binding.selection:
+                raise read_only("the session's selection or the playthrough changed since the card bound it")
         if scope.mode == "initial":
             assert binding.scope_lease is not None
             if binding.scope_lease() is not True or evidence.check_current() is not True \
@@ -411,13 +423,14 @@ def _check_identity(identity: Any, scope: CardScope) -> None:
 
 
 def _candidate(operation: str, value: Any, current: JsonValue) -> dict[str, Any]:
-    """The state after a card write, checked by the source (all or nothing)."""
+    """The state after a card write, checked by the source (all or nothing; every operation of a
+    patch within one allowance)."""
     if operation == "replace":
         return edited_envelope(edit_content(value), current, now_ms=now_ms())
     if not isinstance(value, list):
         raise MvuError(Code.PARSE, "a patch is a JSON Patch array")
     envelope = private_envelope(current)
-    declared = DeclaredSchema.of(envelope, now_ms())
+    declared = DeclaredSchema.of(envelope, now_ms(), allowance=Allowance("the card write's declaration work"))
     commands = parse_commands(f"<JSONPatch>{json.dumps(value, ensure_ascii=False)}</JSONPatch>")
     result = run_commands(envelope, commands, declared, declared.check if declared is not None else None)
     if result.diagnostics:

@@ -33,6 +33,7 @@ from mvu_store.service.models import (
     parse_scope,
     shown,
 )
+from mvu_store.service.offload import off_loop
 from mvu_store.service.reads import Reads
 
 T = TypeVar("T")
@@ -66,7 +67,7 @@ class Editing:
             # built on a head other than the one the CAS expects.
             head, previous = seen if seen is not None and seen[0].revision == expected_revision else \
                 await ctx.ledger.head_version(entry.id)
-            variables = edited_envelope(sent, head.variables, now_ms=now_ms())
+            variables = await off_loop(lambda: edited_envelope(sent, head.variables, now_ms=now_ms()))
             source, meta = _reply_edit_source(entry, previous) or _manual_source(
                 parsed, operation_id, await ctx.ledger.last_message_seq(entry.id, parsed.session_id))
             result = {"id": entry.id, "type": "mvu-state", "content": variables, "revision": expected_revision + 1,

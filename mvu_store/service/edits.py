@@ -24,6 +24,7 @@ from mvu_store.jsonvalue import (
     normalize,
 )
 from mvu_store.lang.meta import clean_metadata, reconcile
+from mvu_store.schema.allowance import Allowance
 from mvu_store.schema.values import MAX_SAFE_INTEGER
 from mvu_store.service.initial import DeclaredSchema
 
@@ -69,7 +70,8 @@ def _check_data(stat_data: JsonValue) -> None:
 
 
 def edited_envelope(sent: dict[str, Any], current: JsonValue, *, now_ms: int) -> dict[str, Any]:
-    """The new envelope: the current one with the sent ``stat_data``, validated by the source.
+    """The new envelope: the current one with the sent ``stat_data``, validated by the source
+    (one validation, within the edit's allowance).
 
     Takes ``sent`` over (its ``stat_data`` becomes the new state's); ``current`` is only read:
     the new envelope is a shallow copy that replaces, never changes, what it shares with it."""
@@ -78,7 +80,7 @@ def edited_envelope(sent: dict[str, Any], current: JsonValue, *, now_ms: int) ->
         if key in sent and not json_equal(sent[key], envelope.get(key)):
             raise MvuError(Code.SCHEMA_CODE, f"the source owns {key}: an edit cannot remove or replace it", field=key)
     stat_data = sent["stat_data"]
-    declared = DeclaredSchema.of(envelope, now_ms)
+    declared = DeclaredSchema.of(envelope, now_ms, allowance=Allowance("the edit's declaration work"))
     if declared is not None:
         checked = declared.check(stat_data)
         if not isinstance(checked, dict):

@@ -19,19 +19,22 @@ from mvu_store.jsonvalue import JsonValue
 from mvu_store.lang import Validation, initialize_variables
 from mvu_store.lang.macros import Names, initialize_keeping_macros, substitute_data
 from mvu_store.schema import ValidationMemo, ValidationResult, compile_schema, validate
+from mvu_store.schema.allowance import Allowance
 
 OPEN_SCHEMA: dict[str, JsonValue] = {"type": "object", "properties": {}, "extensible": True, "strictSet": True}
 """The native schema of a state whose declaration decides (the original's, verbatim)."""
 
 
 def initial_envelope(
-    entries: Sequence[str | dict[str, Any]], schema_sources: Sequence[str], *, now_ms: int | None
+    entries: Sequence[str | dict[str, Any]], schema_sources: Sequence[str], *, now_ms: int | None,
+    allowance: Allowance | None = None,
 ) -> dict[str, Any]:
     """The envelope of a new template; ``MvuError`` (the template's ``sourceError``) when it can't be.
 
     Name macros in the texts are kept as written (:func:`~mvu_store.lang.macros.initialize_keeping_macros`):
     each session's copy gets its names (:func:`with_names`). ``now_ms`` is the registration's
-    clock, or None (a declaration that reads the clock is then refused)."""
+    clock, or None (a declaration that reads the clock is then refused); ``allowance``: the
+    registration's fuel."""
     distinct = list(dict.fromkeys(schema_sources))
     if not entries and not distinct:
         raise MvuError(Code.INITIALIZATION_MISSING, "the card has neither [initvar] entries nor a schema declaration")
@@ -40,18 +43,18 @@ def initial_envelope(
                        count=len(distinct))
     envelope = initialize_keeping_macros(list(entries))
     if distinct:
-        envelope = with_declaration(envelope, compile_schema(distinct[0]), now_ms=now_ms)
+        envelope = with_declaration(envelope, compile_schema(distinct[0]), now_ms=now_ms, allowance=allowance)
     return envelope
 
 
 def with_declaration(envelope: dict[str, Any], descriptor: dict[str, Any], *,
-                     now_ms: int | None) -> dict[str, Any]:
+                     now_ms: int | None, allowance: Allowance | None = None) -> dict[str, Any]:
     """``envelope`` governed by ``descriptor``: its ``stat_data`` parsed (and transformed) once.
 
     Interpreter v2 merges the parsed data over the raw data at the top level, as the card's
     helper does, so a top-level key that a stripping root drops is kept."""
     raw = envelope["stat_data"]
-    stat_data = DeclaredSchema(descriptor, now_ms).check(raw, code=Code.INITIALIZATION_INVALID)
+    stat_data = DeclaredSchema(descriptor, now_ms, allowance=allowance).check(raw, code=Code.INITIALIZATION_INVALID)
     if descriptor.get("interpreterVersion") == 2 and isinstance(raw, dict) and isinstance(stat_data, dict):
         stat_data = {**raw, **stat_data}
     return {**envelope, "stat_data": stat_data, "display_data": copy.deepcopy(stat_data), "mvu_schema": descriptor,
@@ -93,25 +96,29 @@ def describe(result: ValidationResult) -> str:
 
 class DeclaredSchema:
     """A state's declaration (``mvu_schema``) at one moment: ``now_ms`` is the commit's clock
-    (the turn's time; None when there is none, and a declaration that reads it is refused).
+    (the turn's time; None when there is none, and a declaration that reads it is refused);
+    ``allowance``: the request's fuel, which every check of this declaration spends.
 
     With a ``memo``, :meth:`check` re-parses only what changed since its previous calls (see
     :class:`~mvu_store.schema.ValidationMemo`): for a reply's commands, whose states are never
     mutated once checked (:data:`mvu_store.lang.apply.StateCheck`)."""
 
-    def __init__(self, descriptor: dict[str, Any], now_ms: int | None, memo: ValidationMemo | None = None) -> None:
+    def __init__(self, descriptor: dict[str, Any], now_ms: int | None, memo: ValidationMemo | None = None,
+                 allowance: Allowance | None = None) -> None:
         self.descriptor = descriptor
         self.now_ms = now_ms
         self._memo = memo
+        self.allowance = allowance
 
     @staticmethod
-    def of(envelope: JsonValue, now_ms: int | None, memo: ValidationMemo | None = None) -> DeclaredSchema | None:
+    def of(envelope: JsonValue, now_ms: int | None, memo: ValidationMemo | None = None,
+           allowance: Allowance | None = None) -> DeclaredSchema | None:
         descriptor = envelope.get("mvu_schema") if isinstance(envelope, dict) else None
-        return DeclaredSchema(descriptor, now_ms, memo) if isinstance(descriptor, dict) else None
+        return DeclaredSchema(descriptor, now_ms, memo, allowance) if isinstance(descriptor, dict) else None
 
     def check(self, stat_data: JsonValue, *, code: Code = Code.SCHEMA) -> JsonValue:
         """The parsed (possibly transformed) ``stat_data``, or ``MvuError(code)`` with the issues."""
-        result = validate(self.descriptor, stat_data, now_ms=self.now_ms, memo=self._memo)
+        result = validate(self.descriptor, stat_data, now_ms=self.now_ms, memo=self._memo, allowance=self.allowance)
         if not result.ok:
             raise MvuError(code, describe(result),
                            issues=[{"code": i.code, "path": list(i.path), "message": i.message}
@@ -120,5 +127,5 @@ class DeclaredSchema:
 
     def validate(self, stat_data: JsonValue) -> Validation:
         """The update language's :class:`~mvu_store.lang.CandidateValidator` (v2 path creation)."""
-        result = validate(self.descriptor, stat_data, now_ms=self.now_ms)
+        result = validate(self.descriptor, stat_data, now_ms=self.now_ms, allowance=self.allowance)
         return Validation(result.ok, result.value, tuple(issue.message for issue in result.issues))

@@ -27,6 +27,7 @@ from mvu_store.errors import Code, MvuError
 from mvu_store.host import SessionSnapshot
 from mvu_store.lang import apply_greeting
 from mvu_store.lang.macros import Names, substitute
+from mvu_store.schema.allowance import Allowance
 from mvu_store.service.initial import DeclaredSchema, with_declaration, with_names
 
 MAX_GREETING_BYTES = 1024 * 1024
@@ -173,10 +174,11 @@ def opening_text(template: dict[str, Any]) -> str | None:
     return None
 
 
-def opening_envelope(template: dict[str, Any], names: Names) -> dict[str, Any]:
+def opening_envelope(template: dict[str, Any], names: Names, allowance: Allowance | None = None) -> dict[str, Any]:
     """A new instance's initial content: the template's envelope with the session's names, its
     opening greeting applied. ``MVU_INITIALIZATION_INVALID`` (``MVU_LIMIT`` for a greeting over
-    1 MiB) refuses the opening; nothing of it is kept."""
+    1 MiB, or one whose declaration work spends ``allowance``) refuses the opening; nothing of it
+    is kept."""
     envelope = with_names(template["initial"], names)
     text = opening_text(template) if template.get("discovered") is True else None
     if not text or "sourceError" in template:
@@ -184,7 +186,7 @@ def opening_envelope(template: dict[str, Any], names: Names) -> dict[str, Any]:
     if len(text.encode("utf-8", "surrogatepass")) > MAX_GREETING_BYTES:
         raise MvuError(Code.LIMIT, f"a greeting is at most {MAX_GREETING_BYTES} bytes", limit=MAX_GREETING_BYTES)
     check_blocks(text)
-    declared = DeclaredSchema.of(envelope, None)
+    declared = DeclaredSchema.of(envelope, None, allowance=allowance)
     result = apply_greeting(envelope, _array_blocks_as_patches(substitute(text, names)), validator=declared,
                             check=declared.check if declared is not None else None)
     variables: dict[str, Any] = dict(result.variables)
@@ -192,7 +194,7 @@ def opening_envelope(template: dict[str, Any], names: Names) -> dict[str, Any]:
         # An <initvar> block replaces the data unparsed: the declaration parses it as it parsed
         # the card's (a command after it was checked on the replaced data; parsing the result
         # again is what the card's own helper does on load).
-        variables = with_declaration(variables, declared.descriptor, now_ms=None)
+        variables = with_declaration(variables, declared.descriptor, now_ms=None, allowance=allowance)
     return variables
 
 

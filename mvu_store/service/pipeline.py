@@ -33,6 +33,7 @@ from mvu_store.ledger.records import CommitRequest, Head
 from mvu_store.processor.registry import CardProcessors
 from mvu_store.processor.repair import repairs
 from mvu_store.schema import ValidationMemo
+from mvu_store.schema.allowance import Allowance
 from mvu_store.service.allocation import Allocation
 from mvu_store.service.bounded import BoundedCache
 from mvu_store.service.cas import on_head
@@ -42,6 +43,7 @@ from mvu_store.service.facts import Facts
 from mvu_store.service.identity import session_identity
 from mvu_store.service.initial import DeclaredSchema
 from mvu_store.service.models import CheckpointInfo, IngestReport, TurnOutcome, check_session_id
+from mvu_store.service.offload import off_loop
 from mvu_store.service.processing import CommandProcessor, ProcessorTurn, check_current, claims, processed
 from mvu_store.service.processing import command_source as declared_source
 from mvu_store.service.sessions import SessionLog
@@ -217,7 +219,7 @@ class Pipeline:
         facts = Facts(id=entry.id, eventId=reply.key, sessionId=reply.source["sessionId"], turn=reply.turn,
                       turnKind="human" if reply.human else "unknown", on="assistant_message_committed")
         facts.add("started")
-        text, commands, parse_error = _read(reply.text, names.over(reply.names))
+        text, commands, parse_error = await off_loop(lambda: _read(reply.text, names.over(reply.names)))
         has_update = bool(commands) if parse_error is None else contains_update(text)
         command_source, refused_source = await declared_source(entry, reads)
         if not has_update and parse_error is None and claims(ctx.processor, entry.id, command_source):
@@ -234,10 +236,14 @@ class Pipeline:
             facts.add("skipped", detail="no-update" if decision.enabled else "usage-policy",
                       configRevision=decision.config_revision)
 
+        # One allowance for all the declaration work of this reply: every command's check, on
+        # every compare-and-swap attempt and while a card's script chooses.
+        allowance = Allowance("the reply's declaration work")
+
         def applied(head: Head, chosen: list[Command]) -> UpdateResult:
             # The declaration, at the turn's time; after the first command it parses only what
             # each command changed.
-            declared = DeclaredSchema.of(head.variables, reply.at, ValidationMemo())
+            declared = DeclaredSchema.of(head.variables, reply.at, ValidationMemo(), allowance)
             return run_commands(private_envelope(head.variables), chosen, declared,
                                 declared.check if declared is not None else None)
 
@@ -290,7 +296,7 @@ class Pipeline:
             if run:
                 kept_all = head is seen and len(chosen) == len(commands) and all(
                     mine is theirs for mine, theirs in zip(chosen, commands, strict=True))
-                result = ahead if ahead is not None and kept_all else applied(head, chosen)
+                result = ahead if ahead is not None and kept_all else await off_loop(lambda: applied(head, chosen))
                 variables, changed, encoded = result.variables, result.changed, result.encoded
                 diagnostics = [dict(item) for item in result.diagnostics]
             ended = facts.copy()
@@ -407,20 +413,19 @@ def _check_seen(seen: Head | None, head: Head) -> None:
 
 async def _processed_ahead(processor: CommandProcessor, commands: tuple[Command, ...], turn: ProcessorTurn,
                            apply_all: Callable[[], UpdateResult]) -> tuple[list[Command], UpdateResult | None]:
-    """A card's script's choice of ``commands`` and, computed while the script runs in its engine
-    process, all of them applied to the baseline (None: the script answered first, or a command
-    failed fatally, which is left to the application of what it chose). The script keeps every
-    command on most turns; then that result is the turn's, and the script costs the turn only the
-    part of its round trip the application did not cover."""
+    """A card's script's choice of ``commands`` and, computed in a worker thread while the script
+    runs in its engine process, all of them applied to the baseline (None: there were none, or a
+    command failed fatally, which is left to the application of what it chose). The script keeps
+    every command on most turns; then that result is the turn's, and the script costs the turn
+    only the part of its round trip the application did not cover."""
     choosing = asyncio.ensure_future(processed(processor, commands, turn))
     try:
-        await asyncio.sleep(0)  # the processor sends its request before the loop is kept busy
         ahead: UpdateResult | None = None
-        if not choosing.done() and commands:
+        if commands:
             # Optional: whatever fails here fails again where the chosen commands are applied, if
             # the script keeps the command that failed.
             with suppress(Exception):
-                ahead = apply_all()
+                ahead = await off_loop(apply_all)
         return await choosing, ahead
     except BaseException:
         choosing.cancel()

@@ -31,6 +31,7 @@ from mvu_store.jsonvalue import JsonValue, copy_json, js_json, sha256_hex
 from mvu_store.prompt import expand_message_variables, has_macro
 from mvu_store.service.context import ServiceContext, Signal, check_signal
 from mvu_store.service.models import Scope, StateRecord, check_session_id, parse_scope
+from mvu_store.service.offload import off_loop
 from mvu_store.service.reads import Reads
 from mvu_store.service.usage import sync_lease
 from mvu_store.service.validation import CHAINS
@@ -261,7 +262,8 @@ class PromptReads:
         if not isinstance(entries, list) or not all(_is_entry(entry) for entry in entries):
             raise MvuError(Code.OPERATION, "entries are [{text: string, active?: boolean}]")
         active = [entry.get("active", True) for entry in entries]
-        if not any(is_active and has_macro(entry["text"]) for entry, is_active in zip(entries, active, strict=True)):
+        if not await off_loop(lambda: any(is_active and has_macro(entry["text"])
+                                          for entry, is_active in zip(entries, active, strict=True))):
             check_signal(signal)
             return RenderedPrompt([entry["text"] if is_active else None
                                    for entry, is_active in zip(entries, active, strict=True)],
@@ -273,8 +275,9 @@ class PromptReads:
         if found is None or not found.check_current():
             raise MvuError(Code.USAGE_DENIED, "the state these entries name cannot be given to the model now",
                            id=resource_id if isinstance(resource_id, str) else None)
-        texts = [expand_message_variables(entry["text"], found.content) if is_active else None
-                 for entry, is_active in zip(entries, active, strict=True)]
+        content = found.content
+        texts = await off_loop(lambda: [expand_message_variables(entry["text"], content) if is_active else None
+                                        for entry, is_active in zip(entries, active, strict=True)])
         return RenderedPrompt(texts, found.id, found.revision, found.config_revision, found.check_current)
 
     # -- the state source ---------------------------------------------------------------------------

@@ -17,6 +17,7 @@ from typing import Any
 from mvu_store.errors import Code, MvuError
 from mvu_store.jsonvalue import JsonValue
 from mvu_store.schema import compile_schema
+from mvu_store.schema.allowance import Allowance
 from mvu_store.service.identity import character_template_id
 from mvu_store.service.initial import configured_envelope, initial_envelope, with_declaration
 from mvu_store.service.models import CharacterDefinition, ResourceConfig, TemplateRecord
@@ -38,7 +39,8 @@ def discovered_definition(card: CharacterDefinition, session_ids: list[str]) -> 
                       discovered=True)
     sources = [card.schema_source] if isinstance(card.schema_source, str) else list(card.schema_source or [])
     try:
-        definition["initial"] = initial_envelope(card.initvar, sources, now_ms=card.at)
+        definition["initial"] = initial_envelope(card.initvar, sources, now_ms=card.at,
+                                                 allowance=Allowance("the card's declaration work"))
     except MvuError as error:
         definition.update(sourceError=error.code, initial=copy.deepcopy(EMPTY_ENVELOPE))
     if card.greetings:

@@ -10,6 +10,7 @@ import json
 from typing import Any
 
 from mvu_store.host import Playthrough, TimelineNode, Variant
+from mvu_store.ledger import Ledger
 from mvu_store.memory_host import MemoryHost
 from mvu_store.service import MvuService
 
@@ -38,6 +39,18 @@ async def played(service: MvuService, host: MemoryHost) -> None:
     host.create_session("s", created_at=1000)
     await host.turn("s", turn=1, user="go", reply="_.add('hp',-1);", message_id="reply")
     host.facts.report_playthrough(timeline())
+
+
+async def selecting(ledger: Ledger, host: MemoryHost, *cards: dict[str, Any]) -> tuple[MvuService, str | None]:
+    """A service over ``ledger`` that discovered ``cards`` and a session ``s`` that selected the
+    first; the service and the session's instance id."""
+    service = MvuService(ledger=ledger, host=host)
+    host.attach(service)
+    for card in cards:
+        await service.discover(definition=card)
+    host.create_session("s", created_at=1000)
+    selected = await service.select_character(session_id="s", character_id=cards[0]["character_id"])
+    return service, selected.instance_id
 
 
 def grant(host: MemoryHost, identity: dict[str, Any] = IDENTITY) -> None:

@@ -17,7 +17,7 @@ from mvu_store.host import Playthrough, TimelineNode, Variant
 from mvu_store.ledger import Ledger
 from mvu_store.memory_host import MemoryHost
 from mvu_store.service import MvuService
-from tests.cards.card_support import HP_SCHEMA, Held
+from tests.cards.card_support import HP_SCHEMA, Held, selecting
 
 CARD: dict[str, Any] = {"character_id": "c", "name": "C", "initvar": ["hp: 10\n"], "schema_source": HP_SCHEMA,
                         "greetings": ["Hello.", "<UpdateVariable>_.set('hp', 3);</UpdateVariable>Hi."]}
@@ -34,12 +34,7 @@ def _playthrough(root: str = "s", nodes: tuple[TimelineNode, ...] = ()) -> Playt
 
 @pytest.fixture
 async def opened(ledger: Ledger, host: MemoryHost) -> MvuService:
-    service = MvuService(ledger=ledger, host=host)
-    host.attach(service)
-    await service.discover(definition=CARD)
-    await service.discover(definition=OTHER)
-    host.create_session("s", created_at=1000)
-    await service.select_character(session_id="s", character_id="c")
+    service, _ = await selecting(ledger, host, CARD, OTHER)
     host.facts.report_playthrough(_playthrough())
     host.facts.grant("grant", source_identity=IDENTITY, scope=INITIAL)
     return service

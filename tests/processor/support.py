@@ -14,8 +14,10 @@ from typing import Any
 from mvu_store.errors import MvuError
 from mvu_store.ledger import Ledger
 from mvu_store.memory_host import MemoryHost
+from mvu_store.processor.declaration import Declaration
 from mvu_store.processor.registry import CardProcessors
 from mvu_store.service import MvuService
+from mvu_store.service.processing import ProcessorTurn
 
 RESOURCE = "mvu:test"
 SESSION = "s"
@@ -37,6 +39,12 @@ def helper(body: str) -> str:
 PASS = helper("")
 
 
+def processor_turn(resource_id: str, seq: int, text: str) -> ProcessorTurn:
+    """A reply of session ``s`` to ``resource_id`` at ``seq``, as the pipeline hands it over."""
+    return ProcessorTurn(resource_id=resource_id, session_id="s", turn=1, message_seq=seq, text=text,
+                         variables={"stat_data": {"hp": 1, "name": "a"}})
+
+
 def code_of(error: BaseException) -> str:
     assert isinstance(error, MvuError)
     return error.code
@@ -51,9 +59,9 @@ class Interposed(CardProcessors):
         self.after: Callable[[], Awaitable[None] | None] | None = None
         self.turns = 0
 
-    async def _call(self, request: dict[str, Any], body: str) -> Any:
+    async def _call(self, request: dict[str, Any], body: str, made: Declaration) -> Any:
         try:
-            return await super()._call(request, body)
+            return await super()._call(request, body, made)
         finally:
             if request["op"] == "process":
                 self.turns += 1

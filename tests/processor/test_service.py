@@ -14,9 +14,9 @@ from mvu_store.lang import parse_commands
 from mvu_store.ledger import Ledger
 from mvu_store.memory_host import MemoryHost
 from mvu_store.processor import engine
+from mvu_store.processor.declaration import Declaration
 from mvu_store.processor.registry import CardProcessors
 from mvu_store.service import MvuService
-from mvu_store.service.processing import ProcessorTurn
 from tests.processor.support import (
     PASS,
     RESOURCE,
@@ -26,6 +26,7 @@ from tests.processor.support import (
     hp,
     make_service,
     patch,
+    processor_turn,
     revision,
 )
 
@@ -254,9 +255,9 @@ async def test_a_revoked_start_is_a_cancellation_not_a_failure(ledger: Ledger, h
     started = asyncio.Event()
     original = processors._call
 
-    async def call(request: dict[str, Any], body: str) -> Any:
+    async def call(request: dict[str, Any], body: str, made: Declaration) -> Any:
         try:
-            return await original(request, body)
+            return await original(request, body, made)
         finally:
             if request["op"] == "start" and not started.is_set():
                 started.set()
@@ -671,11 +672,6 @@ async def test_repaired_operations_may_only_be_pushed_in_their_order_and_once(
 
 
 # -- the engine process's queue ------------------------------------------------------------------
-
-
-def processor_turn(resource_id: str, seq: int, text: str) -> ProcessorTurn:
-    return ProcessorTurn(resource_id=resource_id, session_id="s", turn=1, message_seq=seq, text=text,
-                         variables={"stat_data": {"hp": 1, "name": "a"}})
 
 
 async def test_cancelling_a_queued_reply_leaves_the_running_one_alone() -> None:

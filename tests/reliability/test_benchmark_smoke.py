@@ -91,6 +91,7 @@ def test_growth_windows_scale_with_the_session() -> None:
 
 MISBEHAVING = BENCHMARK.with_name("misbehaving.py")
 SOAK_SERVE = BENCHMARK.with_name("soak_serve.py")
+STARVATION = BENCHMARK.with_name("starvation.py")
 
 
 def quick_figures(script: Path, *args: str) -> dict[str, Any]:
@@ -106,6 +107,18 @@ def test_quick_misbehaving_benchmark_prints_each_abuse_beside_the_quiet_figures(
         good = figures[name] if name == "quiet" else figures[name]["goodClient"]
         assert good["requests"] >= 1 and good["median_ms"] > 0 and good["p99_ms"] >= good["median_ms"], name
     assert figures["logLines"] > 0
+
+
+def test_quick_starvation_benchmark_ends_each_hostile_request_typed_while_the_reader_is_answered() -> None:
+    """The reader's requests counted while a hostile request ran were answered during it."""
+    figures = quick_figures(STARVATION)
+    after = figures["after"]
+    assert after["reply"]["answer"] == [["failed", "MVU_LIMIT"]]
+    assert after["greeting"]["answer"] == "400 MVU_LIMIT"
+    assert after["prompt"]["answer"] == 200
+    assert after["reply"]["readerRequests"] >= 1 and after["greeting"]["readerRequests"] >= 1
+    assert list(after["readerAnswers"]) == ["200"]
+    assert figures["processPool"]["roundTripMs"] > 0
 
 
 def test_quick_serve_soak_prints_its_samples_and_growth_figures() -> None:
