@@ -36,7 +36,8 @@ def test_a_generated_chat_reads_with_its_swipes_gaps_and_hidden_messages() -> No
     assert typed[0].variables is None and typed[1].variables is None and typed[2].variables is None
     swiped = typed[4]  # turn 2's reply
     assert len(swiped.swipes) == 3 and swiped.selected == 2 and swiped.text == swiped.swipes[2]
-    assert swiped.state(0) is not None and swiped.state(0)["schema"] == ZOD_PLACEHOLDER
+    state = swiped.state(0)
+    assert state is not None and state["schema"] == ZOD_PLACEHOLDER
     assert typed[5].is_user and typed[6].is_system
     assert swiped.sent_at == sent_at("2024-05-01T10:02:30.000Z")
 
