@@ -7,7 +7,7 @@ from typing import Literal
 
 from mvu_store.jsonvalue import JsonValue
 
-VersionKind = Literal["reply", "manual", "card", "initial", "failed", "inherited"]
+VersionKind = Literal["reply", "manual", "card", "initial", "import", "failed", "inherited"]
 ResourceKind = Literal["instance", "shared", "configured", "copy"]
 
 STORED_AS_JSON = {"stored_as": "json"}
