@@ -22,7 +22,7 @@ MAX_LINE_BYTES = 64 * 1024 * 1024
 """One line: a message with its swipes and one state per swipe (each at most 2 MiB)."""
 
 
-def line_error(line: int, message: str, code: Code = Code.JSON, **details: Any) -> MvuError:
+def line_error(line: int, message: str, code: Code | str = Code.JSON, **details: Any) -> MvuError:
     return MvuError(code, f"line {line}: {message}", line=line, **details)
 
 
