@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from mvu_store.cards.reader import CardDefinition
-from mvu_store.chats.importer import FROM_FIRST_STATE, import_chat
+from mvu_store.chats.importer import FROM_FIRST_STATE, ChatImport, import_chat
 from mvu_store.errors import MvuError
 from mvu_store.ledger import Ledger, open_ledger
 from mvu_store.service import MvuService
@@ -19,6 +19,19 @@ from tests.chats.synthetic import ChatSpec, chat_lines, chat_text, write_chat
 
 def scope(session_id: str) -> dict[str, str]:
     return {"authority": "local", "session_id": session_id}
+
+
+async def content(service: MvuService, summary: ChatImport) -> dict[str, Any]:
+    """The stored state of the imported chat's instance."""
+    assert summary.instance_id is not None
+    record = await service.read(id=summary.instance_id, scope=scope(summary.session_id))
+    assert record is not None
+    return dict(record.content)
+
+
+async def kinds(service: MvuService, summary: ChatImport) -> list[str]:
+    assert summary.instance_id is not None
+    return [entry.kind for entry in await service.history(id=summary.instance_id, scope=scope(summary.session_id))]
 
 
 async def test_a_chat_imports_every_recorded_state_and_checks_each_reply(ledger: Ledger, tmp_path: Path) -> None:
@@ -40,11 +53,9 @@ async def test_a_chat_imports_every_recorded_state_and_checks_each_reply(ledger:
 
     host = StoreHost(ledger)
     service = MvuService(ledger=ledger, host=host)
-    record = await service.read(id=summary.instance_id, scope=scope(summary.session_id))
     last = chat_lines(spec)[-1]["variables"][-1]
-    assert record.content["stat_data"] == last["stat_data"]
-    history = await service.history(id=summary.instance_id, scope=scope(summary.session_id))
-    assert [entry.kind for entry in history] == ["import"] * 10
+    assert (await content(service, summary))["stat_data"] == last["stat_data"]
+    assert await kinds(service, summary) == ["import"] * 10
 
 
 async def test_the_same_file_twice_is_one_session(ledger: Ledger, tmp_path: Path) -> None:
@@ -70,11 +81,9 @@ async def test_a_host_continues_the_imported_chat_from_its_last_state(ledger: Le
     result = await play_turn(service, host, session, turn=summary.next_turn, user="More.",
                              reply="_.add('Erin.gold', 10);//tip")
     assert result.error is None
-    record = await service.read(id=summary.instance_id, scope=scope(session))
     before = chat_lines(spec)[-1]["variables"][-1]["stat_data"]
-    assert record.content["stat_data"]["Erin"]["gold"] == before["Erin"]["gold"] + 10
-    history = await service.history(id=summary.instance_id, scope=scope(session))
-    assert [entry.kind for entry in history][-2:] == ["import", "reply"]
+    assert (await content(service, summary))["stat_data"]["Erin"]["gold"] == before["Erin"]["gold"] + 10
+    assert (await kinds(service, summary))[-2:] == ["import", "reply"]
 
 
 ERIN_SCHEMA = """
@@ -107,8 +116,7 @@ async def test_with_a_card_its_declaration_checks_and_governs_the_continued_chat
     result = await play_turn(service, host, summary.session_id, turn=summary.next_turn, user="Flirt.",
                              reply="_.set('Erin.affection[0]', 500);//smitten")
     assert result.error is None
-    record = await service.read(id=summary.instance_id, scope=scope(summary.session_id))
-    assert record.content["stat_data"]["Erin"]["affection"][0] == 100  # the card's clamp
+    assert (await content(service, summary))["stat_data"]["Erin"]["affection"][0] == 100  # the card's clamp
 
 
 async def _nothing_written(ledger: Ledger, session_id: str, used: int) -> None:
