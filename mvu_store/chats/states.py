@@ -64,7 +64,9 @@ def continued(variables: dict[str, Any], previous: dict[str, Any] | None) -> dic
     initialised) carried over from that element."""
     own: dict[str, Any] = {key: variables[key] for key in ("stat_data", "display_data", "delta_data")
                            if key in variables}
-    if isinstance(variables.get("schema"), dict):
+    # A native schema the service derived stands in for a native one, never for the placeholder
+    # of a chat a Zod declaration governs.
+    if isinstance(variables.get("schema"), dict) and (previous is None or isinstance(previous.get("schema"), dict)):
         own["schema"] = variables["schema"]
     if previous is None:
         return own

@@ -1,0 +1,76 @@
+"""Import -> export gives the chat file back; the turns played since follow as new messages."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from mvu_store.chats.exporter import export_chat
+from mvu_store.chats.importer import import_chat
+from mvu_store.errors import MvuError
+from mvu_store.ledger import Ledger
+from mvu_store.service import MvuService
+from mvu_store.store_host import StoreHost, play_turn
+from tests.chats.synthetic import ChatSpec, write_chat
+from tests.chats.test_import import erin_card
+
+
+def _variables(path: Path) -> list[list[object] | None]:
+    return [json.loads(line).get("variables") for line in path.read_bytes().splitlines()[1:]]
+
+
+@pytest.mark.parametrize("spec", [
+    ChatSpec(language="zh", turns=7, swipes=3, hidden=(2, 5), gap=2, edited=(4,)),
+    ChatSpec(language="en", turns=5, swipes=2, hidden=(), gap=0, placeholder_schema=False, metadata_variables=False),
+    ChatSpec(language="en", turns=3, extra_keys={"initialized_lorebooks": {"a": ["b"]}, "card_notes": "kept"}),
+])
+async def test_import_then_export_gives_the_same_file(ledger: Ledger, tmp_path: Path, spec: ChatSpec) -> None:
+    original = write_chat(tmp_path / "chat.jsonl", spec)
+    summary = await import_chat(ledger, original)
+    exported = tmp_path / "back.jsonl"
+    assert await export_chat(ledger, summary.session_id, exported) == summary.messages
+    assert exported.read_bytes() == original.read_bytes()
+
+
+async def test_with_a_card_the_declaration_added_to_each_state_is_not_exported(ledger: Ledger,
+                                                                               tmp_path: Path) -> None:
+    original = write_chat(tmp_path / "chat.jsonl", ChatSpec(language="en", turns=4, gap=0))
+    summary = await import_chat(ledger, original, card=erin_card())
+    exported = tmp_path / "back.jsonl"
+    await export_chat(ledger, summary.session_id, exported)
+    assert exported.read_bytes() == original.read_bytes()
+
+
+async def test_turns_played_after_the_import_are_exported_with_their_states(ledger: Ledger, tmp_path: Path) -> None:
+    original = write_chat(tmp_path / "chat.jsonl", ChatSpec(language="en", turns=2))
+    summary = await import_chat(ledger, original)
+    host = StoreHost(ledger)
+    service = MvuService(ledger=ledger, host=host)
+    await play_turn(service, host, summary.session_id, turn=summary.next_turn, user="Tip her.",
+                    reply="_.add('Erin.gold', 10);//tip")
+    exported = tmp_path / "back.jsonl"
+    assert await export_chat(ledger, summary.session_id, exported) == summary.messages + 2
+    lines = exported.read_bytes().splitlines()
+    assert lines[:-2] == original.read_bytes().splitlines()
+    user, reply = json.loads(lines[-2]), json.loads(lines[-1])
+    before = json.loads(lines[-3])["variables"][-1]
+    assert user["is_user"] and user["mes"] == "Tip her." and user["variables"] == [before]
+    assert reply["mes"] == "_.add('Erin.gold', 10);//tip" and reply["swipes"] == [reply["mes"]]
+    [after] = reply["variables"]
+    assert list(after) == list(before)  # the chat's own shape: its keys in its order
+    assert after["stat_data"]["Erin"]["gold"] == before["stat_data"]["Erin"]["gold"] + 10
+    assert after["schema"] == before["schema"] and after["initialized_lorebooks"] == before["initialized_lorebooks"]
+    # The exported file imports again, as a chat of its own, with every state it carries.
+    again = await import_chat(ledger, exported)
+    assert again.session_id != summary.session_id and again.states == summary.states + 2
+
+
+async def test_an_unknown_session_is_missing(ledger: Ledger, tmp_path: Path) -> None:
+    folder = tmp_path / "out"
+    folder.mkdir()
+    with pytest.raises(MvuError) as refused:
+        await export_chat(ledger, "nope", folder / "x.jsonl")
+    assert refused.value.code == "MVU_MISSING"
+    assert not any(folder.iterdir())  # not even the temporary file
