@@ -132,14 +132,25 @@ def card_template(card: CardDefinition, character_id: str | None = None) -> dict
     return definition
 
 
+async def _discovered(ledger: Ledger, character_id: str | None) -> dict[str, Any] | None:
+    if character_id is None:
+        return None
+    template = await ledger.template(character_template_id(character_id))
+    if not isinstance(template, dict) or template.get("discovered") is not True or "sourceError" in template:
+        raise MvuError(Code.MISSING, f"character {character_id!r} was not discovered (or its card fails)",
+                       character_id=character_id)
+    return template
+
+
 async def import_chat(ledger: Ledger, path: str | Path, *, card: CardDefinition | None = None,
                       character_id: str | None = None, session_id: str | None = None,
                       progress: Progress | None = None) -> ChatImport:
     """Import the chat file at ``path`` (see the module docstring). ``card``: the character's card
-    (``mvu_store.cards.read_card``), discovered under ``character_id`` (default: its name);
-    ``session_id``: the session to create (default: ``st-`` and the file's digest)."""
+    (``mvu_store.cards.read_card``), discovered under ``character_id`` (default: its name); without
+    a card, ``character_id`` names a card discovered before (``MvuService.discover``, ``POST
+    /cards``); ``session_id``: the session to create (default: ``st-`` and the file's digest)."""
     file = Path(path)
-    template = card_template(card, character_id) if card is not None else None
+    template = card_template(card, character_id) if card is not None else await _discovered(ledger, character_id)
     digest, size = await asyncio.to_thread(_digest, file)
     session = session_id if session_id is not None else f"st-{digest[:24]}"
     check_store_session_id(session)
