@@ -41,7 +41,7 @@ from mvu_store.chats.turns import Event, Turns, end_event, message_id, reply_eve
 from mvu_store.chats.verify import check_transition
 from mvu_store.errors import Code, MvuError
 from mvu_store.host import SessionEvent
-from mvu_store.jsonvalue import JsonValue, canonical_text, js_json, sha256_hex
+from mvu_store.jsonvalue import JsonValue, canonical_text, js_json, measure_state, sha256_hex
 from mvu_store.lang.macros import Names
 from mvu_store.ledger import Ledger
 from mvu_store.ledger import tables as t
@@ -144,11 +144,12 @@ async def _discovered(ledger: Ledger, character_id: str | None) -> dict[str, Any
 
 async def import_chat(ledger: Ledger, path: str | Path, *, card: CardDefinition | None = None,
                       character_id: str | None = None, session_id: str | None = None,
-                      progress: Progress | None = None) -> ChatImport:
+                      progress: Progress | None = None, verify: bool = True) -> ChatImport:
     """Import the chat file at ``path`` (see the module docstring). ``card``: the character's card
     (``mvu_store.cards.read_card``), discovered under ``character_id`` (default: its name); without
     a card, ``character_id`` names a card discovered before (``MvuService.discover``, ``POST
-    /cards``); ``session_id``: the session to create (default: ``st-`` and the file's digest)."""
+    /cards``); ``session_id``: the session to create (default: ``st-`` and the file's digest);
+    ``verify``: re-apply each reply (off, every transition is counted ``unchecked``)."""
     file = Path(path)
     template = card_template(card, character_id) if card is not None else await _discovered(ledger, character_id)
     digest, size = await asyncio.to_thread(_digest, file)
@@ -159,7 +160,7 @@ async def import_chat(ledger: Ledger, path: str | Path, *, card: CardDefinition 
                                    "(its branches add to it)", field="sessionId")
     summary = ChatImport(session, digest, size)
     async with ledger.session_lock(session):
-        return await ledger.write(lambda tx: _Import(ledger, tx, summary, template, progress).run(file))
+        return await ledger.write(lambda tx: _Import(ledger, tx, summary, template, progress, verify).run(file))
 
 
 @dataclass(slots=True)
@@ -178,8 +179,9 @@ class _Import:
     """One import, inside its unit of work."""
 
     def __init__(self, ledger: Ledger, tx: WriteTx, summary: ChatImport, template: dict[str, Any] | None,
-                 progress: Progress | None) -> None:
+                 progress: Progress | None, verify: bool) -> None:
         self._ledger, self._tx, self._summary = ledger, tx, summary
+        self._checks = verify
         self._template = template
         self._progress = progress
         self._turns = Turns()
@@ -188,6 +190,8 @@ class _Import:
         self._names = Names()
         self._created_at: JsonValue = None
         self._main: _Head | None = None
+        self._initial: tuple[JsonValue, bytes] | None = None
+        """The instances' initial data and its stored bytes, once the first is created."""
         self._previous: dict[str, Any] | None = None
         """The last recorded state of the shown swipes, as stored."""
         usage = tx.one(USAGE)
@@ -262,7 +266,7 @@ class _Import:
 
     def _verify(self, message: ChatMessage, swipe: int, before: dict[str, Any] | None, after: dict[str, Any]) -> None:
         summary = self._summary
-        if before is None:
+        if before is None or not self._checks:
             summary.unchecked += 1
             return
         difference = check_transition(before, message.swipes[swipe], after, names=self._names, at=message.sent_at)
@@ -327,10 +331,17 @@ class _Import:
         return self._main
 
     def _new(self, template: dict[str, Any], resource: str, session_id: str) -> NewResource:
+        """An instance of ``template`` for ``session_id``: the chat's or a branch's. Their initial
+        data is the same: measured and encoded once."""
+        if self._initial is None:
+            initial, encoded, _ = measure_state(with_names(template["initial"], self._names))
+            self._initial = initial, encoded
+        initial, encoded = self._initial
         identity = self._identity(session_id)
-        return NewResource(id=resource, kind="instance", initial=with_names(template["initial"], self._names),
+        return NewResource(id=resource, kind="instance", initial=initial,
                            definition=instance_definition(template, resource, identity), template_id=template["id"],
-                           session_id=session_id, session_created_at=self._created_at, management_mode="native")
+                           session_id=session_id, session_created_at=self._created_at, management_mode="native",
+                           encoded_initial=encoded)
 
     def _version(self, head: _Head, session: str, stored: StoredState, message: ChatMessage, swipe: int,
                  seq: int) -> None:

@@ -70,6 +70,16 @@ def _refuse_constant(name: str) -> None:
     raise ValueError(f"{name} is not JSON")
 
 
+def _number(text: str) -> int | float:
+    """A JSON number with a fraction or exponent as JavaScript holds it: integral ones are
+    integers (``5.0`` and ``1e2`` print as ``5`` and ``100``), as the store keeps every value
+    (``mvu_store.jsonvalue.normalize``); one out of range is refused."""
+    value = float(text)
+    if value != value or value in (float("inf"), float("-inf")):
+        raise ValueError(f"{text} is out of range")
+    return int(value) if value.is_integer() else value
+
+
 def parse_line(data: bytes, line: int) -> Any:
     """One line's JSON value: UTF-8, strict JSON, no key named twice in an object."""
     try:
@@ -77,7 +87,7 @@ def parse_line(data: bytes, line: int) -> Any:
     except UnicodeDecodeError as error:
         raise line_error(line, f"is not UTF-8 (byte {error.start})") from None
     try:
-        return json.loads(text, object_pairs_hook=unique_keys, parse_constant=_refuse_constant)
+        return json.loads(text, object_pairs_hook=unique_keys, parse_constant=_refuse_constant, parse_float=_number)
     except MvuError as error:
         raise line_error(line, error.message, **error.details) from None
     except (ValueError, RecursionError) as error:

@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from mvu_store.jsonvalue import JsonValue, js_json, normalize
+from mvu_store.jsonvalue import JsonValue, js_json
 
 DECLARATION = "mvu_schema"
 
@@ -31,10 +31,10 @@ class StoredState:
 
 
 def stored_state(element: dict[str, Any], declaration: JsonValue | None) -> StoredState:
-    """The envelope a version keeps for a recorded ``element`` (``MVU_LIMIT`` past the node or
-    depth bounds; the byte bound is the ledger's to check)."""
-    normalized, _, _ = normalize(element)
-    assert isinstance(normalized, dict)
+    """The envelope a version keeps for a recorded ``element``, parsed by
+    :func:`mvu_store.chats.reader.parse_line` (so already JSON as the store holds it: integral
+    numbers as integers); the byte bound is the ledger's to check. ``element`` is not changed."""
+    normalized = dict(element)
     restore: dict[str, JsonValue] = {}
     placeholder = normalized.get("schema")
     if placeholder is not None and not isinstance(placeholder, dict):

@@ -14,6 +14,7 @@ Lines are written as SillyTavern writes them: ``JSON.stringify`` of each object,
 from __future__ import annotations
 
 import copy
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -80,20 +81,24 @@ def _reply(spec: ChatSpec, stat: dict[str, Any], turn: int, swipe: int) -> tuple
     return text, after
 
 
-def chat_lines(spec: ChatSpec) -> list[dict[str, Any]]:
-    """The chat's lines as objects: the header, then the messages."""
+def _header(spec: ChatSpec) -> dict[str, Any]:
+    words = _WORDS[spec.language]
+    return {"user_name": words[0], "character_name": words[1], "create_date": "2024-05-01T10:00:00.000Z",
+            "chat_metadata": {"note_prompt": ""}}
+
+
+def messages(spec: ChatSpec, last: dict[str, Any] | None = None) -> Iterator[dict[str, Any]]:
+    """The chat's messages, one at a time (a benchmark writes a large chat without holding it);
+    ``last``, when given, holds the final ``stat_data`` once they are all out."""
     words = _WORDS[spec.language]
     stat = _initial(spec)
-    header: dict[str, Any] = {"user_name": words[0], "character_name": words[1],
-                              "create_date": "2024-05-01T10:00:00.000Z", "chat_metadata": {"note_prompt": ""}}
-    lines: list[dict[str, Any]] = [header]
     greeting = words[2].format(n=7)
     message: dict[str, Any] = {"name": words[1], "is_user": False, "is_system": False,
                                "send_date": "2024-05-01T10:00:01.000Z", "mes": greeting, "swipes": [greeting],
                                "swipe_id": 0, "swipe_info": [{}], "extra": {}}
     if spec.gap == 0:
         message["variables"] = [_element(spec, stat, [])]
-    lines.append(message)
+    yield message
     for turn in range(1, spec.turns + 1):
         tracked = turn > spec.gap
         minute = f"2024-05-01T10:{turn % 60:02d}:00.000Z"
@@ -101,7 +106,7 @@ def chat_lines(spec: ChatSpec) -> list[dict[str, Any]]:
                                 "mes": words[3], "extra": {}}
         if tracked:
             user["variables"] = [_element(spec, stat, [])]
-        lines.append(user)
+        yield user
         count = spec.swipes if turn % 2 == 0 else 1
         texts, states = [], []
         for swipe in range(count):
@@ -117,10 +122,19 @@ def chat_lines(spec: ChatSpec) -> list[dict[str, Any]]:
                                  "extra": {"model": "synthetic"}}
         if tracked:
             reply["variables"] = [_element(spec, state, [f"turn {turn}"]) for state in states]
-        lines.append(reply)
+        yield reply
         stat = states[chosen]
+    if last is not None:
+        last.update(stat)
+
+
+def chat_lines(spec: ChatSpec) -> list[dict[str, Any]]:
+    """The chat's lines as objects: the header, then the messages."""
+    header = _header(spec)
+    last: dict[str, Any] = {}
+    lines = [header, *messages(spec, last)]
     if spec.metadata_variables:
-        header["chat_metadata"]["variables"] = {"stat_data": copy.deepcopy(stat)}
+        header["chat_metadata"]["variables"] = {"stat_data": last}
     return lines
 
 
@@ -132,3 +146,13 @@ def chat_text(lines: list[dict[str, Any]]) -> bytes:
 def write_chat(path: Path, spec: ChatSpec) -> Path:
     path.write_bytes(chat_text(chat_lines(spec)))
     return path
+
+
+def write_large_chat(path: Path, spec: ChatSpec) -> int:
+    """Write a chat a message at a time (no ``chat_metadata.variables``: the header comes first);
+    returns its size in bytes."""
+    with path.open("w", encoding="utf-8", newline="\n") as out:
+        out.write(js_json(_header(spec)) + "\n")
+        for message in messages(spec):
+            out.write(js_json(message) + "\n")
+    return path.stat().st_size
