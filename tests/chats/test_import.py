@@ -157,3 +157,20 @@ async def test_a_chat_over_the_ledgers_budget_is_refused_whole(ledger_url: str, 
         await _nothing_written(small, "big", 0)
     finally:
         await small.close()
+
+
+async def test_an_imported_chat_survives_the_original_json_export_and_import(ledger: Ledger, ledger_url: str,
+                                                                             tmp_path: Path) -> None:
+    from mvu_store.ledger.transfer import export_directory, import_directory
+
+    summary = await import_chat(ledger, write_chat(tmp_path / "chat.jsonl", ChatSpec(language="en", turns=4)))
+    await export_directory(ledger, tmp_path / "out")
+    other = await open_ledger(ledger_url, ledger_id=f"copy-{uuid.uuid4().hex[:8]}")
+    try:
+        await import_directory(other, tmp_path / "out")
+        assert summary.instance_id is not None
+        versions = await other.versions(summary.instance_id)
+        assert [version.kind for version in versions] == ["import"] * len(versions) and versions
+        assert await other.audit() == []
+    finally:
+        await other.close()
