@@ -22,6 +22,7 @@ from typing import IO, Any
 
 from sqlalchemy import and_, bindparam, select
 
+from mvu_store.chats.reader import slot
 from mvu_store.chats.states import continued, recorded
 from mvu_store.errors import Code, MvuError
 from mvu_store.host import SessionEvent, message_text
@@ -93,8 +94,9 @@ class _Export:
                 line = json.loads(row["body"])
                 if row["states"] is not None:
                     for swipe, resource, key in json.loads(row["states"]):
-                        line["variables"][swipe] = self._state(resource, key)
-                        self._last = line["variables"][swipe]
+                        state = self._state(resource, key)
+                        line["variables"][slot(line["variables"], swipe)] = state
+                        self._last = state
                 if row["position"] == 0:
                     header = line
                 else:

@@ -35,7 +35,7 @@ from typing import Any
 from sqlalchemy import bindparam, select
 
 from mvu_store.cards.reader import CardDefinition
-from mvu_store.chats.reader import ChatHeader, ChatMessage, line_error, read_chat
+from mvu_store.chats.reader import ChatHeader, ChatMessage, line_error, read_chat, slot
 from mvu_store.chats.states import StoredState, stored_state
 from mvu_store.chats.turns import Event, Turns, end_event, message_id, reply_event, user_event
 from mvu_store.chats.verify import check_transition
@@ -258,6 +258,11 @@ class _Import:
             else:
                 branch = self._branch(message, swipe, user, stored)
                 refs.append([swipe, branch.id, branch.key])
+        if not message.is_user and message.state(message.selected) is None:
+            # A reply whose state was not recorded (MagVarUpdate off, or its floor's variables
+            # cleaned): the next recorded state follows more than one reply, which one reply
+            # applied to the state before cannot check.
+            self._previous = None
         self._line(message.index + 1, message.raw, refs or None)
 
     def _declaration(self) -> JsonValue | None:
@@ -294,10 +299,11 @@ class _Import:
     def _line(self, position: int, raw: dict[str, Any], refs: list[list[JsonValue]] | None) -> None:
         body = raw
         if refs:
-            variables = list(raw["variables"])
+            variables = raw["variables"]
+            variables = dict(variables) if isinstance(variables, dict) else list(variables)
             for swipe, _, _ in refs:
                 assert isinstance(swipe, int)
-                variables[swipe] = None
+                variables[slot(variables, swipe)] = None  # type: ignore[index]
             body = {**raw, "variables": variables}
         self._ledger.insert_row(self._tx, t.chat_lines, {
             "session_id": self._summary.session_id, "position": position, "body": js_json(body),

@@ -165,20 +165,35 @@ def _swipes(raw: dict[str, Any], mes: str, line: int) -> tuple[tuple[str, ...], 
     return tuple(swipes), swipe_id
 
 
+def slot(variables: list[Any] | dict[str, Any], swipe: int) -> int | str:
+    """Where swipe ``swipe``'s element is in a message's ``variables``: its index in the list, or
+    its key in the older object form (``{"0": {...}}``, which Tavern Helper turns into a list the
+    next time it writes the message)."""
+    return str(swipe) if isinstance(variables, dict) else swipe
+
+
 def _variables(raw: dict[str, Any], swipes: int, line: int) -> tuple[dict[str, Any], ...] | None:
     variables = raw.get("variables")
     if variables is None:
         return None
-    if not isinstance(variables, list):
+    if isinstance(variables, dict):
+        keys = {str(swipe) for swipe in range(swipes)}
+        stray = next((key for key in variables if key not in keys), None)
+        if stray is not None:
+            raise line_error(line, f"variables names swipe {stray!r}: the message has {swipes} swipes")
+        elements = [variables.get(str(swipe), {}) for swipe in range(swipes)]
+    elif isinstance(variables, list):
+        if len(variables) > swipes:
+            raise line_error(line, f"variables has {len(variables)} elements for {swipes} swipes")
+        elements = variables
+    else:
         raise line_error(line, "variables must be a list (one element per swipe)")
-    if len(variables) > swipes:
-        raise line_error(line, f"variables has {len(variables)} elements for {swipes} swipes")
-    for swipe, element in enumerate(variables):
+    for swipe, element in enumerate(elements):
         if not isinstance(element, dict):
             raise line_error(line, f"variables[{swipe}] must be an object", swipe=swipe)
         if "stat_data" in element and not isinstance(element["stat_data"], dict):
             raise line_error(line, f"variables[{swipe}].stat_data must be an object", swipe=swipe)
-    return tuple(variables)
+    return tuple(elements)
 
 
 def read_message(raw: Any, line: int, index: int) -> ChatMessage:

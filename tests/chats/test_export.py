@@ -74,3 +74,29 @@ async def test_an_unknown_session_is_missing(ledger: Ledger, tmp_path: Path) -> 
         await export_chat(ledger, "nope", folder / "x.jsonl")
     assert refused.value.code == "MVU_MISSING"
     assert not any(folder.iterdir())  # not even the temporary file
+
+
+async def test_the_object_form_of_variables_and_unrecorded_replies(ledger: Ledger, tmp_path: Path) -> None:
+    header = {"user_name": "A", "character_name": "B", "create_date": "2024-01-01", "chat_metadata": {}}
+
+    def state(gold: int) -> dict[str, object]:
+        return {"stat_data": {"gold": gold}, "schema": "zod"}
+
+    lines = [header,
+             {"mes": "hi", "is_user": True, "variables": [state(1)]},
+             {"mes": "_.add('gold', 1);", "swipes": ["_.add('gold', 2);", "_.add('gold', 1);"], "swipe_id": 1,
+              "variables": {"0": state(3), "1": state(2)}},
+             {"mes": "more", "is_user": True, "variables": [state(2)]},
+             {"mes": "_.add('gold', 5);"},  # its floor's variables were cleaned: no state
+             {"mes": "again", "is_user": True},
+             {"mes": "_.add('gold', 1);", "variables": [state(8)]}]
+    original = tmp_path / "chat.jsonl"
+    original.write_bytes("".join(json.dumps(line, ensure_ascii=False, separators=(",", ":")) + "\n"
+                                 for line in lines).encode())
+    summary = await import_chat(ledger, original)
+    # Both swipes of the first reply agree; the last one follows an unrecorded reply: unchecked.
+    assert (summary.agreed, summary.differed, summary.unchecked) == (2, 0, 1)
+    assert summary.states == 5 and len(summary.branches) == 1
+    exported = tmp_path / "back.jsonl"
+    await export_chat(ledger, summary.session_id, exported)
+    assert exported.read_bytes() == original.read_bytes()

@@ -62,7 +62,8 @@ def test_a_human_readable_send_date_gives_no_time() -> None:
     ([HEADER, {"mes": "a", "swipe_id": 1}], 2, "out of range"),
     ([HEADER, {"mes": "a", "swipes": ["a"], "swipe_id": -1}], 2, "out of range"),
     ([HEADER, {"mes": "a"}, {"mes": "b", "variables": [5]}], 3, "variables[0] must be an object"),
-    ([HEADER, {"mes": "a", "variables": {"stat_data": {}}}], 2, "variables must be a list"),
+    ([HEADER, {"mes": "a", "variables": {"stat_data": {}}}], 2, "names swipe 'stat_data'"),
+    ([HEADER, {"mes": "a", "variables": 5}], 2, "variables must be a list"),
     ([HEADER, {"mes": "a", "variables": [{"stat_data": []}]}], 2, "stat_data must be an object"),
     ([HEADER, {"mes": "a", "variables": [{}, {}]}], 2, "2 elements for 1 swipes"),
     ([HEADER, {"mes": 5}], 2, "mes must be a string"),
@@ -104,3 +105,13 @@ def test_an_empty_file_and_an_overlong_line_are_refused() -> None:
 def test_blank_lines_are_skipped_and_line_numbers_still_count_them() -> None:
     items = _read(json.dumps(HEADER).encode() + b"\n\n" + b'{"mes": "a"}')
     assert isinstance(items[1], ChatMessage) and items[1].line == 3 and items[1].index == 0
+
+
+def test_the_older_object_form_of_variables_reads_per_swipe() -> None:
+    state = {"stat_data": {"hp": 1}}
+    items = _read(_lines(HEADER, {"mes": "b", "swipes": ["a", "b"], "swipe_id": 1, "variables": {"1": state}}))
+    message = items[1]
+    assert isinstance(message, ChatMessage) and message.state(0) is None and message.state(1) == state
+    with pytest.raises(MvuError) as caught:
+        _read(_lines(HEADER, {"mes": "a", "variables": {"1": state}}))
+    assert caught.value.details["line"] == 2 and "swipe '1'" in caught.value.message
