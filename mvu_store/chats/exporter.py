@@ -8,14 +8,12 @@ messages: the user's with the state before the reply, the character's with the s
 left (shaped as the chat's last recorded element, :func:`mvu_store.chats.states.continued`).
 
 The export reads one snapshot of the ledger and writes the file as it goes (a page of lines at a
-time), to a temporary file renamed into place at the end.
+time), to a temporary file renamed into place at the end (``transfer.atomic_file``).
 """
 
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO, Any
@@ -30,6 +28,7 @@ from mvu_store.jsonvalue import js_json
 from mvu_store.ledger import Ledger
 from mvu_store.ledger import tables as t
 from mvu_store.ledger.query import LEDGER, Query, ReadRows
+from mvu_store.ledger.transfer import atomic_file
 from mvu_store.service.identity import instance_id
 
 _PAGE = 512
@@ -59,7 +58,7 @@ def _date(at: Any) -> str:
 class _Export:
     """One export, inside its read snapshot."""
 
-    def __init__(self, rows: ReadRows, session_id: str, out: IO[str]) -> None:
+    def __init__(self, rows: ReadRows, session_id: str, out: IO[bytes]) -> None:
         self._rows, self._session, self._out = rows, session_id, out
         self._last: dict[str, Any] | None = None
         """The last recorded element written: the shape of the states played since."""
@@ -81,8 +80,8 @@ class _Export:
         self._played(header, [event for event in tail.events if event.seq > after], resource, after)
 
     def _write(self, line: dict[str, Any]) -> None:
-        self._out.write(js_json(line))
-        self._out.write("\n")
+        self._out.write(js_json(line).encode())
+        self._out.write(b"\n")
 
     def _imported(self) -> dict[str, Any]:
         """Write the imported lines; returns the header line."""
@@ -154,17 +153,9 @@ async def export_chat(ledger: Ledger, session_id: str, path: str | Path) -> int:
     target = Path(path)
 
     def work(rows: ReadRows) -> int:
-        handle, temporary = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent or Path("."))
-        try:
-            with os.fdopen(handle, "w", encoding="utf-8", newline="\n") as out:
-                export = _Export(rows, session_id, out)
-                export.run()
-                out.flush()
-                os.fsync(out.fileno())
-            os.replace(temporary, target)
-        except BaseException:
-            Path(temporary).unlink(missing_ok=True)
-            raise
+        with atomic_file(target) as out:
+            export = _Export(rows, session_id, out)
+            export.run()
         return export.messages
 
     return await ledger.read_rows(work)

@@ -4,35 +4,18 @@ routes, the inspector's reads, export; refusals as problems, nothing written."""
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
-from pathlib import Path
 from typing import Any
 
 import httpx
-import pytest
 
-from mvu_api.http import create_app
 from mvu_api.http.app import OPENAPI_PATH
-from mvu_store.ledger import open_ledger
-from mvu_store.service import MvuService
-from mvu_store.store_host import StoreHost
 from tests.chats.synthetic import ChatSpec, chat_lines, chat_text
+from tests.http import test_hosting
 from tests.http.support import MVU
 
 JSONL = {"Content-Type": "application/jsonl"}
-
-
-@pytest.fixture
-async def client(tmp_path: Path) -> AsyncIterator[httpx.AsyncClient]:
-    ledger = await open_ledger(f"sqlite:///{tmp_path / 'ledger.sqlite3'}")
-    host = StoreHost(ledger)
-    app = create_app(MvuService(ledger=ledger, host=host), token="t", host=host)
-    try:
-        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://test",
-                                     headers={"Authorization": "Bearer t"}) as http:
-            yield http
-    finally:
-        await ledger.close()
+client = test_hosting.client
+"""The fixture of the host routes' tests: the app in-process over a real service and StoreHost."""
 
 
 async def _get(client: httpx.AsyncClient, path: str, **params: str) -> Any:
