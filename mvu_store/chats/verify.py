@@ -52,9 +52,10 @@ def check_transition(before: dict[str, Any], text: str, after: dict[str, Any], *
     """None when ``text`` applied to ``before`` gives ``after``'s ``stat_data``; else what
     differs: ``paths`` and ``count``, or ``error`` (the code of a reply refused whole)."""
     try:
-        # ``before`` is a state the import stored (checked then): a shallow copy is the private
-        # envelope, since commands never change a state, they build the next one.
-        envelope = dict(before)
+        # ``before`` is a state the import stored (checked then): the parts commands read are the
+        # private envelope, since commands never change a state, they build the next one. The rest
+        # (display_data, delta_data, the card's own keys) is left out: the run would only measure it.
+        envelope = {key: before[key] for key in ("stat_data", "schema", "mvu_schema") if key in before}
         declared = DeclaredSchema.of(envelope, at)
         result = run_commands(envelope, parse_commands(substitute(text, names)), declared,
                               declared.check if declared is not None else None)
