@@ -66,6 +66,8 @@ FROM_FIRST_STATE = "first-recorded-state"
 _c = t.chat_imports.c
 _IMPORT = Query("chat-import", lambda: select(_c.sha256, _c.summary).where(
     _c.ledger_id == LEDGER, _c.session_id == bindparam("session_id")))
+_SAME_FILE = Query("chat-import-by-digest", lambda: select(_c.summary).where(
+    _c.ledger_id == LEDGER, _c.sha256 == bindparam("sha256")).order_by(_c.session_id).limit(1))
 
 Progress = Callable[[int], None]
 """Told the bytes of the file read so far (from the unit of work's thread)."""
@@ -160,7 +162,8 @@ async def import_chat(ledger: Ledger, path: str | Path, *, card: CardDefinition 
                                    "(its branches add to it)", field="sessionId")
     summary = ChatImport(session, digest, size)
     async with ledger.session_lock(session):
-        return await ledger.write(lambda tx: _Import(ledger, tx, summary, template, progress, verify).run(file))
+        return await ledger.write(lambda tx: _Import(ledger, tx, summary, template, progress, verify).run(
+            file, any_session=session_id is None))
 
 
 @dataclass(slots=True)
@@ -199,8 +202,13 @@ class _Import:
 
     # -- the file ---------------------------------------------------------------------------
 
-    def run(self, file: Path) -> ChatImport:
+    def run(self, file: Path, *, any_session: bool) -> ChatImport:
+        """``any_session``: the same file imported under any session id is this import's answer
+        (no session was named)."""
         summary = self._summary
+        same = self._tx.one(_SAME_FILE, sha256=summary.sha256) if any_session else None
+        if same is not None:
+            return ChatImport.from_dict(json.loads(same["summary"]), imported=False)
         stored = self._tx.one(_IMPORT, session_id=summary.session_id)
         if stored is not None:
             if stored["sha256"] != summary.sha256:

@@ -174,3 +174,13 @@ async def test_an_imported_chat_survives_the_original_json_export_and_import(led
         assert await other.audit() == []
     finally:
         await other.close()
+
+
+async def test_the_same_file_without_a_session_id_is_the_session_it_was_imported_as(ledger: Ledger,
+                                                                                   tmp_path: Path) -> None:
+    path = write_chat(tmp_path / "chat.jsonl", ChatSpec(language="zh", turns=2))
+    first = await import_chat(ledger, path, session_id="named")
+    again = await import_chat(ledger, path)
+    assert again.session_id == "named" and not again.imported
+    other = await import_chat(ledger, path, session_id="copy")  # a named session is a new one
+    assert other.imported and other.session_id == "copy" and other.states == first.states
