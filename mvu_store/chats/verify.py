@@ -55,7 +55,7 @@ def check_transition(before: dict[str, Any], text: str, after: dict[str, Any], *
         # ``before`` is a state the import stored (checked then): the parts commands read are the
         # private envelope, since commands never change a state, they build the next one. The rest
         # (display_data, delta_data, the card's own keys) is left out: the run would only measure it.
-        envelope = {key: before[key] for key in ("stat_data", "schema", "mvu_schema") if key in before}
+        envelope: dict[str, Any] = {key: before[key] for key in ("stat_data", "schema", "mvu_schema") if key in before}
         declared = DeclaredSchema.of(envelope, at)
         result = run_commands(envelope, parse_commands(substitute(text, names)), declared,
                               declared.check if declared is not None else None)
