@@ -46,6 +46,10 @@ _REPLIES = Query("chat-export-replies", lambda: select(_v.message_seq, _b.body).
     t.versions.join(t.blobs, and_(_b.ledger_id == _v.ledger_id, _b.hash == _v.variables_hash))).where(
     _v.ledger_id == LEDGER, _v.resource_id == bindparam("resource_id"), _v.kind == "reply",
     _v.message_seq > bindparam("after")).order_by(_v.position))
+_r = t.resources.c
+_INITIAL = Query("chat-export-initial", lambda: select(_b.body).select_from(
+    t.resources.join(t.blobs, and_(_b.ledger_id == _r.ledger_id, _b.hash == _r.initial_hash))).where(
+    _r.ledger_id == LEDGER, _r.id == bindparam("resource_id")))
 _SELECTED = Query("chat-export-selection", lambda: select(_s.template_id).where(
     _s.ledger_id == LEDGER, _s.session_id == bindparam("session_id")))
 
@@ -123,6 +127,10 @@ class _Export:
         """The turns played after the import (or every turn), a message per user's message and
         per reply, each reply's state where the service applied one."""
         states: dict[int, dict[str, Any]] = {}
+        if resource is not None and self._last is None:
+            # A session never imported: its first user's message carries the instance's initial data.
+            initial = self._rows.one(_INITIAL, resource_id=resource)
+            self._last = continued(json.loads(initial["body"]), None) if initial is not None else None
         if resource is not None:
             for row in self._rows.all(_REPLIES, resource_id=resource, after=after):
                 states[int(row["message_seq"])] = json.loads(row["body"])

@@ -100,3 +100,25 @@ async def test_the_object_form_of_variables_and_unrecorded_replies(ledger: Ledge
     exported = tmp_path / "back.jsonl"
     await export_chat(ledger, summary.session_id, exported)
     assert exported.read_bytes() == original.read_bytes()
+
+
+async def test_a_session_never_imported_exports_its_turns(ledger: Ledger, tmp_path: Path) -> None:
+    host = StoreHost(ledger)
+    service = MvuService(ledger=ledger, host=host)
+    await service.discover(definition={"character_id": "hero", "name": "Hero", "initvar": ["hp: 50\ngold: 10\n"]})
+    await host.create_session("plain", created_at=1_700_000_000_000)
+    await service.select_character(session_id="plain", character_id="hero")
+    await play_turn(service, host, "plain", turn=1, user="Rest.", reply="_.set('hp', 60);//rested")
+    exported = tmp_path / "plain.jsonl"
+    assert await export_chat(ledger, "plain", exported) == 2
+    header, user, reply = (json.loads(line) for line in exported.read_bytes().splitlines())
+    assert header["create_date"] == 1_700_000_000_000 and header["chat_metadata"] == {}
+    assert user["is_user"] and user["mes"] == "Rest."
+    assert user["variables"][0]["stat_data"] == {"hp": 50, "gold": 10}  # the instance's initial data
+    assert reply["swipes"] == [reply["mes"]] and reply["swipe_id"] == 0
+    [state] = reply["variables"]
+    assert state["stat_data"] == {"hp": 60, "gold": 10}
+    assert set(state) <= {"stat_data", "display_data", "delta_data", "schema"}
+    # It imports as a chat of its own, its one reply checked against the state before it.
+    summary = await import_chat(ledger, exported)
+    assert summary.states == 2 and (summary.agreed, summary.differed, summary.unchecked) == (1, 0, 0)
