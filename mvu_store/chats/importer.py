@@ -42,7 +42,7 @@ from mvu_store.chats.verify import check_transition
 from mvu_store.errors import Code, MvuError
 from mvu_store.host import SessionEvent
 from mvu_store.jsonvalue import JsonValue, canonical_text, js_json, measure_state, sha256_hex
-from mvu_store.lang.macros import Names
+from mvu_store.lang.macros import MAX_NAME_CHARS, Names
 from mvu_store.ledger import Ledger
 from mvu_store.ledger import tables as t
 from mvu_store.ledger.query import LEDGER, Query
@@ -132,6 +132,11 @@ def card_template(card: CardDefinition, character_id: str | None = None) -> dict
         raise MvuError(str(definition["sourceError"]), "the card's initial data or declaration fails: "
                                                        "`mvu cards CARD` says why", id=definition["id"])
     return definition
+
+
+def _name(name: str | None) -> str | None:
+    """A header's name as a macro's value: one of 1 to 200 characters, else none."""
+    return name if name and len(name) <= MAX_NAME_CHARS else None
 
 
 async def _discovered(ledger: Ledger, character_id: str | None) -> dict[str, Any] | None:
@@ -237,10 +242,17 @@ class _Import:
 
     def _header(self, header: ChatHeader) -> None:
         summary = self._summary
-        self._names = Names(user=header.user_name or None, char=header.character_name or None)
+        self._names = Names(user=_name(header.user_name), char=_name(header.character_name))
         self._created_at = header.create_date if header.create_date not in (None, "") else f"sha256:{summary.sha256}"
         self._ledger.insert_host_session(self._tx, session_header(summary.session_id, created_at=self._created_at))
+        self._queue(self._names_event())
         self._line(0, header.raw, None)
+
+    def _names_event(self) -> list[Event]:
+        """The header's names as the session's (``session/names``): a host going on with the chat
+        gets its ``{{user}}``/``{{char}}`` macros read as SillyTavern read them."""
+        names = {role: name for role, name in (("user", self._names.user), ("char", self._names.char)) if name}
+        return [("session/names", names)] if names else []
 
     def _message(self, message: ChatMessage) -> None:
         summary = self._summary
@@ -387,7 +399,7 @@ class _Import:
         ledger.insert_host_session(tx, session_header(child, created_at=self._created_at,
                                                       parent_session=summary.session_id, inherited_event_count=0))
         turn = self._turns.turn
-        events: list[Event] = [("turn/start", {"turn": turn})]
+        events: list[Event] = [*self._names_event(), ("turn/start", {"turn": turn})]
         if user is not None:
             events.append(user_event(turn, user.text))
         events += [reply_event(turn, message.swipes[swipe], message_id(message.index, swipe)),

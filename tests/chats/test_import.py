@@ -184,3 +184,13 @@ async def test_the_same_file_without_a_session_id_is_the_session_it_was_imported
     assert again.session_id == "named" and not again.imported
     other = await import_chat(ledger, path, session_id="copy")  # a named session is a new one
     assert other.imported and other.session_id == "copy" and other.states == first.states
+
+
+async def test_the_headers_names_are_the_sessions_for_the_turns_played_later(ledger: Ledger, tmp_path: Path) -> None:
+    summary = await import_chat(ledger, write_chat(tmp_path / "chat.jsonl", ChatSpec(language="en", turns=2)))
+    host = StoreHost(ledger)
+    service = MvuService(ledger=ledger, host=host)
+    result = await play_turn(service, host, summary.session_id, turn=summary.next_turn, user="Hi.",
+                             reply="_.set('{{char}}.gold', 42);//a name in a path")
+    assert result.error is None
+    assert (await content(service, summary))["stat_data"]["Erin"]["gold"] == 42
