@@ -56,12 +56,15 @@ def check_transition(before: dict[str, Any], text: str, after: dict[str, Any], *
         # private envelope, since commands never change a state, they build the next one. The rest
         # (display_data, delta_data, the card's own keys) is left out: the run would only measure it.
         envelope: dict[str, Any] = {key: before[key] for key in ("stat_data", "schema", "mvu_schema") if key in before}
-        declared = DeclaredSchema.of(envelope, at)
-        result = run_commands(envelope, parse_commands(substitute(text, names)), declared,
-                              declared.check if declared is not None else None)
+        commands = parse_commands(substitute(text, names))
+        got = before["stat_data"]
+        if commands:  # a reply without commands leaves the state as it was
+            declared = DeclaredSchema.of(envelope, at)
+            got = run_commands(envelope, commands, declared,
+                               declared.check if declared is not None else None).variables["stat_data"]
     except MvuError as error:
         return {"paths": [], "count": 0, "error": error.code}
-    got, recorded = result.variables["stat_data"], after.get("stat_data")
+    recorded = after.get("stat_data")
     # Equal canonical texts are equal JSON: a comparison at the encoder's speed for the usual case.
     if dumps(got) == dumps(recorded):
         return None

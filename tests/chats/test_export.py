@@ -122,3 +122,15 @@ async def test_a_session_never_imported_exports_its_turns(ledger: Ledger, tmp_pa
     # It imports as a chat of its own, its one reply checked against the state before it.
     summary = await import_chat(ledger, exported)
     assert summary.states == 2 and (summary.agreed, summary.differed, summary.unchecked) == (1, 0, 0)
+
+
+async def test_a_reply_without_commands_agrees_only_with_an_unchanged_state(ledger: Ledger, tmp_path: Path) -> None:
+    lines = [{"user_name": "A", "character_name": "B", "create_date": "2024-01-01", "chat_metadata": {}},
+             {"mes": "hi", "is_user": True, "variables": [{"stat_data": {"gold": 1}}]},
+             {"mes": "Nothing happens.", "swipes": ["Nothing happens.", "Still nothing."], "swipe_id": 0,
+              "variables": [{"stat_data": {"gold": 1}}, {"stat_data": {"gold": 2}}]}]
+    path = tmp_path / "chat.jsonl"
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    summary = await import_chat(ledger, path)
+    assert (summary.agreed, summary.differed) == (1, 1)
+    assert summary.differences == [{"message": 1, "line": 3, "swipe": 1, "paths": ["/gold"], "count": 1}]
