@@ -4,12 +4,14 @@ routes, the inspector's reads, export; refusals as problems, nothing written."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import httpx
 
 from mvu_api.http.app import OPENAPI_PATH
 from tests.chats.synthetic import ChatSpec, chat_lines, chat_text
+from tests.chats.test_cli import card_file
 from tests.http import test_hosting
 from tests.http.support import MVU
 
@@ -90,3 +92,18 @@ async def test_the_openapi_document_names_the_chat_routes(client: httpx.AsyncCli
     document = response.json()
     paths = document["paths"]
     assert "post" in paths[f"{MVU}/chats/import"] and "get" in paths[f"{MVU}/chats/{{sessionId}}/export"]
+
+
+async def test_a_registered_card_checks_and_governs_an_imported_chat(client: httpx.AsyncClient,
+                                                                      tmp_path: Path) -> None:
+    card = json.loads(card_file(tmp_path / "erin.json").read_text())
+    registered = await client.post(f"{MVU}/cards?characterId=erin", content=json.dumps(card),
+                                   headers={"Content-Type": "application/json"})
+    assert registered.status_code == 200, registered.text
+    chat = chat_text(chat_lines(ChatSpec(language="en", turns=2, gap=0)))
+    response = await client.post(f"{MVU}/chats/import", params={"characterId": "erin", "sessionId": "carded"},
+                                 content=chat, headers=JSONL)
+    assert response.status_code == 200, response.text
+    summary = response.json()
+    assert summary["templateFrom"] == "card" and summary["templateId"] == registered.json()["id"]
+    assert summary["transitions"] == {"agreed": 3, "differed": 0, "unchecked": 1}
