@@ -220,8 +220,10 @@ class _Import:
                 raise MvuError(Code.ID_CONFLICT, f"session {summary.session_id!r} holds another imported chat",
                                session_id=summary.session_id, sha256=stored["sha256"])
             return ChatImport.from_dict(json.loads(stored["summary"]), imported=False)
+        line = 1
         with file.open("rb") as stream:
             for item in read_chat(stream):
+                line = item.line
                 try:
                     if isinstance(item, ChatHeader):
                         self._header(item)
@@ -230,15 +232,20 @@ class _Import:
                 except MvuError as error:
                     if "line" in error.details:
                         raise
-                    raise line_error(item.line, error.message, error.code, **error.details) from None
-                if self._tx.charged > self._room:
-                    raise line_error(item.line, f"the ledger has no room for the chat: {self._room} bytes are "
-                                                "free", Code.STORAGE_LIMIT, limit=self._room,
-                                     requested=self._tx.charged)
+                    raise line_error(line, error.message, error.code, **error.details) from None
+                self._check_room(line)
                 if self._progress is not None:
                     self._progress(stream.tell())
         self._finish()
+        self._check_room(line)
         return summary
+
+    def _check_room(self, line: int) -> None:
+        """``PLAY_STORAGE_LIMIT`` naming the line once the rows written so far pass the budget
+        (the commit would refuse them anyway, without saying where)."""
+        if self._tx.charged > self._room:
+            raise line_error(line, f"the ledger has no room for the chat: {self._room} bytes are free",
+                             Code.STORAGE_LIMIT, limit=self._room, requested=self._tx.charged)
 
     def _header(self, header: ChatHeader) -> None:
         summary = self._summary
@@ -270,6 +277,8 @@ class _Import:
             stored = stored_state(state, self._declaration())
             if not message.is_user:
                 self._verify(message, swipe, before, state)
+            if swipe != message.selected and message.is_user:
+                continue  # a user's message has no reply to branch on: the state stays in its line
             if swipe == message.selected:
                 head = self._instance(stored)
                 self._version(head, self._summary.session_id, stored, message, swipe, seq)

@@ -134,3 +134,17 @@ async def test_a_reply_without_commands_agrees_only_with_an_unchanged_state(ledg
     summary = await import_chat(ledger, path)
     assert (summary.agreed, summary.differed) == (1, 1)
     assert summary.differences == [{"message": 1, "line": 3, "swipe": 1, "paths": ["/gold"], "count": 1}]
+
+
+async def test_a_user_messages_swipes_keep_their_states_in_the_line(ledger: Ledger, tmp_path: Path) -> None:
+    lines = [{"user_name": "A", "character_name": "B", "create_date": "2024-01-01", "chat_metadata": {}},
+             {"mes": "b", "is_user": True, "swipes": ["a", "b"], "swipe_id": 1,
+              "variables": [{"stat_data": {"gold": 0}}, {"stat_data": {"gold": 1}}]},
+             {"mes": "_.add('gold', 1);", "variables": [{"stat_data": {"gold": 2}}]}]
+    path = tmp_path / "chat.jsonl"
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    summary = await import_chat(ledger, path)
+    assert summary.states == 2 and summary.branches == [] and summary.agreed == 1
+    exported = tmp_path / "back.jsonl"
+    await export_chat(ledger, summary.session_id, exported)
+    assert [json.loads(line) for line in exported.read_bytes().splitlines()] == lines
