@@ -18,7 +18,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO, Any
 
-from sqlalchemy import and_, bindparam, select
+from sqlalchemy import and_, bindparam, select, text
 
 from mvu_store.chats.reader import slot
 from mvu_store.chats.states import continued, recorded
@@ -44,7 +44,7 @@ _STATE = Query("chat-export-state", lambda: select(_v.meta, _b.body).select_from
     _v.ledger_id == LEDGER, _v.resource_id == bindparam("resource_id"), _v.key == bindparam("key")))
 _REPLIES = Query("chat-export-replies", lambda: select(_v.message_seq, _b.body).select_from(
     t.versions.join(t.blobs, and_(_b.ledger_id == _v.ledger_id, _b.hash == _v.variables_hash))).where(
-    _v.ledger_id == LEDGER, _v.resource_id == bindparam("resource_id"), _v.kind == "reply",
+    _v.ledger_id == LEDGER, _v.resource_id == bindparam("resource_id"), text("kind IN ('reply', 'import')"),
     _v.message_seq > bindparam("after")).order_by(_v.position))
 _r = t.resources.c
 _INITIAL = Query("chat-export-initial", lambda: select(_b.body).select_from(
@@ -125,7 +125,8 @@ class _Export:
 
     def _played(self, header: dict[str, Any], events: list[SessionEvent], resource: str | None, after: int) -> None:
         """The turns played after the import (or every turn), a message per user's message and
-        per reply, each reply's state where the service applied one."""
+        per reply, each reply's state where the service applied one (or an import recorded it: a
+        swipe's branch)."""
         states: dict[int, dict[str, Any]] = {}
         if resource is not None and self._last is None:
             # A session never imported: its first user's message carries the instance's initial data.

@@ -13,7 +13,7 @@ from mvu_store.errors import MvuError
 from mvu_store.ledger import Ledger
 from mvu_store.service import MvuService
 from mvu_store.store_host import StoreHost, play_turn
-from tests.chats.synthetic import ChatSpec, write_chat
+from tests.chats.synthetic import ChatSpec, chat_lines, write_chat
 from tests.chats.test_import import erin_card
 
 
@@ -148,3 +148,15 @@ async def test_a_user_messages_swipes_keep_their_states_in_the_line(ledger: Ledg
     exported = tmp_path / "back.jsonl"
     await export_chat(ledger, summary.session_id, exported)
     assert [json.loads(line) for line in exported.read_bytes().splitlines()] == lines
+
+
+async def test_a_swipe_branch_exports_as_a_chat_with_the_swipes_state(ledger: Ledger, tmp_path: Path) -> None:
+    spec = ChatSpec(language="en", turns=2, swipes=2, gap=0)
+    summary = await import_chat(ledger, write_chat(tmp_path / "chat.jsonl", spec))
+    [branch] = summary.branches
+    exported = tmp_path / "branch.jsonl"
+    assert await export_chat(ledger, branch, exported) == 2
+    user, reply = (json.loads(line) for line in exported.read_bytes().splitlines()[1:])
+    swiped = next(line for line in chat_lines(spec) if len(line.get("swipes", [])) == 2)
+    assert user["mes"] == "I sit down and order a drink." and reply["mes"] == swiped["swipes"][0]
+    assert reply["variables"][0]["stat_data"] == swiped["variables"][0]["stat_data"]
