@@ -194,3 +194,23 @@ async def test_the_headers_names_are_the_sessions_for_the_turns_played_later(led
                              reply="_.set('{{char}}.gold', 42);//a name in a path")
     assert result.error is None
     assert (await content(service, summary))["stat_data"]["Erin"]["gold"] == 42
+
+
+async def test_a_swipe_branch_reads_as_its_own_session_and_goes_on(ledger: Ledger, tmp_path: Path) -> None:
+    spec = ChatSpec(language="en", turns=2, swipes=2, gap=0)
+    summary = await import_chat(ledger, write_chat(tmp_path / "chat.jsonl", spec))
+    [branch] = summary.branches
+    host = StoreHost(ledger)
+    service = MvuService(ledger=ledger, host=host)
+    [record] = await service.list(scope=scope(branch))
+    swiped = next(line for line in chat_lines(spec) if len(line.get("swipes", [])) == 2)
+    assert record.content["stat_data"] == swiped["variables"][0]["stat_data"]
+    history = await service.history(id=record.id, scope=scope(branch))
+    assert [entry.kind for entry in history][-1] == "import"
+    stored = await host.session(branch)
+    assert stored is not None and stored.header.parent_session == summary.session_id
+    result = await play_turn(service, host, branch, turn=3, user="Go on.", reply="_.add('Erin.gold', 1);//go")
+    assert result.error is None
+    after = await service.read(id=record.id, scope=scope(branch))
+    assert after is not None
+    assert after.content["stat_data"]["Erin"]["gold"] == swiped["variables"][0]["stat_data"]["Erin"]["gold"] + 1
