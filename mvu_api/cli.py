@@ -17,6 +17,8 @@ import sys
 from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from mvu_api import chat_cli
+
 if TYPE_CHECKING:
     from rich.console import Console
     from rich.table import Table
@@ -335,6 +337,7 @@ def build_parser() -> argparse.ArgumentParser:
                     "MvuService on a fresh ledger (a temporary SQLite file unless --db names an empty one), and "
                     "print the state after each turn, a failed reply's receipt, a refused stale edit, the history and "
                     "the audit.")
+    chat_cli.register(commands, _command)
     sessions = _command(commands, "sessions", cmd_sessions_import, help="the sessions the store keeps for hosts")
     sessions.add_argument("action", choices=["import"])
     sessions.add_argument("directory", help="a folder of <session id>.jsonl logs (MemoryHost(path=DIR)'s format)")

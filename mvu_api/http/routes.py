@@ -15,6 +15,7 @@ from fastapi import APIRouter
 from mvu_api.http.bodies import BODY_TIMEOUT_SECONDS
 from mvu_api.http.card_facts import card_facts_router
 from mvu_api.http.cards import cards_router
+from mvu_api.http.chats import chats_router
 from mvu_api.http.hosting import hosting_router
 from mvu_api.http.prompt import prompt_router
 from mvu_api.http.reads import reads_router
@@ -40,4 +41,5 @@ def build_router(service: MvuService, *, host: StoreHost | None = None, body_tim
                               tags=["host"])
         router.include_router(card_facts_router(host, body_timeout=body_timeout, stopping=stopping))
         router.include_router(inspector_router(host))
+        router.include_router(chats_router(host.ledger, body_timeout=body_timeout))
     return router

@@ -46,7 +46,7 @@ def row_bytes(table: Table, values: dict[str, object]) -> int:
 
 
 CHARGED_TABLES = (t.templates, t.resources, t.versions, t.checkpoints, t.seeds, t.receipts, t.activations,
-                  t.selections)
+                  t.selections, t.chat_imports, t.chat_lines)
 
 
 def _views(dialect: Dialect) -> dict[str, str]:

@@ -151,67 +151,68 @@ class HostSessions(Store):
     async def create_host_session(self, header: SessionHeader) -> tuple[StoredSession, bool]:
         """Create a session (``True``), or find the identical one (``False``); another header
         under the id is ``MVU_ID_CONFLICT``."""
-        created_at = None if header.created_at is None else canonical_text(header.created_at)
+        return await self.write(lambda tx: self.insert_host_session(tx, header))
 
-        def work(tx: WriteTx) -> tuple[StoredSession, bool]:
-            row = tx.one(_HEADER, session_id=header.id)
-            if row is not None:
-                stored = _stored(row)
-                if stored.header != header:
-                    raise MvuError(Code.ID_CONFLICT, f"session {header.id!r} exists with another header",
-                                   session_id=header.id)
-                return stored, False
-            fingerprint = header_fingerprint(header)
-            self.insert_row(tx, t.host_sessions, {
-                "id": header.id, "format_version": header.version, "created_at": created_at,
-                "parent_session": header.parent_session, "origin": header.origin,
-                "inherited_event_count": header.inherited_event_count, "last_seq": -1,
-                "fingerprint": fingerprint, "open_turn": None, "end_seed": None, "recorded_at": now_ms()})
-            return StoredSession(header, -1, fingerprint), True
-
-        return await self.write(work)
+    def insert_host_session(self, tx: WriteTx, header: SessionHeader) -> tuple[StoredSession, bool]:
+        """:meth:`create_host_session` inside a unit of work (an import writes a session whole)."""
+        row = tx.one(_HEADER, session_id=header.id)
+        if row is not None:
+            stored = _stored(row)
+            if stored.header != header:
+                raise MvuError(Code.ID_CONFLICT, f"session {header.id!r} exists with another header",
+                               session_id=header.id)
+            return stored, False
+        fingerprint = header_fingerprint(header)
+        self.insert_row(tx, t.host_sessions, {
+            "id": header.id, "format_version": header.version,
+            "created_at": None if header.created_at is None else canonical_text(header.created_at),
+            "parent_session": header.parent_session, "origin": header.origin,
+            "inherited_event_count": header.inherited_event_count, "last_seq": -1,
+            "fingerprint": fingerprint, "open_turn": None, "end_seed": None, "recorded_at": now_ms()})
+        return StoredSession(header, -1, fingerprint), True
 
     async def append_host_events(self, session_id: str, events: Sequence[tuple[SessionEvent, str]]) -> Appended:
         """Append consecutive events (each with its canonical data text): those at stored seqs
         must equal the stored ones, the rest must follow the last stored event."""
+        return await self.write(lambda tx: self.insert_host_events(tx, session_id, events))
 
-        def work(tx: WriteTx) -> Appended:
-            row = tx.one(_HEADER, session_id=session_id)
-            if row is None:
-                raise MvuError(Code.MISSING, f"no session {session_id!r}", session_id=session_id)
-            stored = _stored(row)
-            first = events[0][0].seq
-            if first > stored.last_seq + 1:
-                raise MvuError(Code.EVENT_GAP, f"session {session_id!r} ends at event {stored.last_seq}: the next "
-                                               f"event is {stored.last_seq + 1}, not {first}",
-                               session_id=session_id, last_seq=stored.last_seq)
-            overlap = [pair for pair in events if pair[0].seq <= stored.last_seq]
-            if overlap:
-                kept = tx.all(_EVENTS_BETWEEN, session_id=session_id, first=first, last=overlap[-1][0].seq)
-                for (event, text), old in zip(overlap, kept, strict=True):
-                    if old["type"] != event.type or old["data"] != text:
-                        raise MvuError(Code.EVENT_CONFLICT, f"session {session_id!r} holds another event {event.seq}: "
-                                                            "stored history is never rewritten (branch instead)",
-                                       session_id=session_id, seq=event.seq, last_seq=stored.last_seq)
-            fresh = events[len(overlap):]
-            if not fresh:
-                return Appended(stored, 0, len(overlap))
-            link = stored.fingerprint
-            order = _Order(stored.header, row["open_turn"], row["end_seed"])
-            for event, text in fresh:
-                turn = _turn_of(event)
-                order.take(event, turn)
-                if event.type in TURN_MARKS:
-                    _check_marks_turn_once(tx, session_id, event, turn)
-                link = chain_fingerprint(link, event)
-                self.insert_row(tx, t.host_events, {"session_id": session_id, "seq": event.seq, "type": event.type,
-                                                    "turn": turn, "data": text, "fingerprint": link})
-            last = fresh[-1][0].seq
-            self.update_row(tx, t.host_sessions, {"id": session_id}, {
-                "last_seq": last, "fingerprint": link, "open_turn": order.open_turn, "end_seed": order.end_seed})
-            return Appended(StoredSession(stored.header, last, link), len(fresh), len(overlap))
-
-        return await self.write(work)
+    def insert_host_events(self, tx: WriteTx, session_id: str,
+                           events: Sequence[tuple[SessionEvent, str]]) -> Appended:
+        """:meth:`append_host_events` inside a unit of work."""
+        row = tx.one(_HEADER, session_id=session_id)
+        if row is None:
+            raise MvuError(Code.MISSING, f"no session {session_id!r}", session_id=session_id)
+        stored = _stored(row)
+        first = events[0][0].seq
+        if first > stored.last_seq + 1:
+            raise MvuError(Code.EVENT_GAP, f"session {session_id!r} ends at event {stored.last_seq}: the next "
+                                           f"event is {stored.last_seq + 1}, not {first}",
+                           session_id=session_id, last_seq=stored.last_seq)
+        overlap = [pair for pair in events if pair[0].seq <= stored.last_seq]
+        if overlap:
+            kept = tx.all(_EVENTS_BETWEEN, session_id=session_id, first=first, last=overlap[-1][0].seq)
+            for (event, text), old in zip(overlap, kept, strict=True):
+                if old["type"] != event.type or old["data"] != text:
+                    raise MvuError(Code.EVENT_CONFLICT, f"session {session_id!r} holds another event {event.seq}: "
+                                                        "stored history is never rewritten (branch instead)",
+                                   session_id=session_id, seq=event.seq, last_seq=stored.last_seq)
+        fresh = events[len(overlap):]
+        if not fresh:
+            return Appended(stored, 0, len(overlap))
+        link = stored.fingerprint
+        order = _Order(stored.header, row["open_turn"], row["end_seed"])
+        for event, text in fresh:
+            turn = _turn_of(event)
+            order.take(event, turn)
+            if event.type in TURN_MARKS:
+                _check_marks_turn_once(tx, session_id, event, turn)
+            link = chain_fingerprint(link, event)
+            self.insert_row(tx, t.host_events, {"session_id": session_id, "seq": event.seq, "type": event.type,
+                                                "turn": turn, "data": text, "fingerprint": link})
+        last = fresh[-1][0].seq
+        self.update_row(tx, t.host_sessions, {"id": session_id}, {
+            "last_seq": last, "fingerprint": link, "open_turn": order.open_turn, "end_seed": order.end_seed})
+        return Appended(StoredSession(stored.header, last, link), len(fresh), len(overlap))
 
     async def host_session(self, session_id: str) -> StoredSession | None:
         row = await self.read_one(_HEADER, session_id=session_id)

@@ -282,7 +282,8 @@ def _version_kind(version: dict[str, Any]) -> VersionKind:
     ``inheritedFrom`` wins: inherited copies carry the parent's source flags but never move
     this resource's head (and all sit at revision 0). A failed reply carries ``error``. Card
     writes are manual edits flagged ``card``; opening card writes also carry ``initial``, which
-    alone (an initial write outside a card) is the ``initial`` kind.
+    alone (an initial write outside a card) is the ``initial`` kind. A recorded state imported
+    from another host's chat names its format in ``import`` (``mvu_store.chats``).
     """
     source = version.get("source")
     flags = source if isinstance(source, dict) else {}
@@ -296,6 +297,8 @@ def _version_kind(version: dict[str, Any]) -> VersionKind:
         return "manual"
     if flags.get("initial") is True:
         return "initial"
+    if isinstance(flags.get("import"), str):
+        return "import"
     return "reply"
 
 

@@ -7,7 +7,7 @@ from typing import Literal
 
 from mvu_store.jsonvalue import JsonValue
 
-VersionKind = Literal["reply", "manual", "card", "initial", "failed", "inherited"]
+VersionKind = Literal["reply", "manual", "card", "initial", "import", "failed", "inherited"]
 ResourceKind = Literal["instance", "shared", "configured", "copy"]
 
 STORED_AS_JSON = {"stored_as": "json"}
@@ -38,6 +38,9 @@ class NewResource:
     session_created_at: JsonValue = None
     management_mode: str | None = None
     meta: dict[str, JsonValue] = field(default_factory=dict)
+    encoded_initial: bytes | None = None
+    """``initial`` as stored (JSON bytes), when the caller has them: it is not encoded again (an
+    import creates many instances of one large initial state)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -141,7 +141,7 @@ class Resources(Store):
             raise MvuError(Code.OPERATION, f"unknown resource kind {new.kind!r}", kind=new.kind)
         if self.resource_exists(tx, new.id):
             raise MvuError(Code.ID_CONFLICT, f"resource {new.id!r} already exists", id=new.id)
-        initial = self.prepare_state(new.initial)
+        initial = self.prepare_state(new.initial, new.encoded_initial)
         initial_hash = self.put_blob(tx, initial)
         definition_hash = self.put_blob(tx, Blob.of(new.definition))
         head_key, head_hash = head if head else (None, initial_hash)

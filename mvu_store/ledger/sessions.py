@@ -85,6 +85,18 @@ class Sessions(Store):
 
         return await self.write(work)
 
+    def keep_template(self, tx: WriteTx, template_id: str, definition: JsonValue) -> JsonValue:
+        """The stored template ``template_id``, or ``definition`` stored as it when there is none
+        (inside a unit of work: an import uses a card discovered before as it stands)."""
+        check_text("template id", template_id, t.ID)
+        row = tx.one(_TEMPLATE, id=template_id)
+        if row is not None:
+            return json.loads(row["body"])
+        position = self.next_position(tx, t.templates, None, None)
+        self.insert_row(tx, t.templates, {"id": template_id, "position": position,
+                                          "definition_hash": self.put_blob(tx, Blob.of(definition))})
+        return definition
+
     async def templates(self) -> dict[str, JsonValue]:
         rows = await self.read_all(_TEMPLATES)
         return {row["id"]: json.loads(row["body"]) for row in rows}

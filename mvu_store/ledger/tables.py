@@ -53,8 +53,9 @@ FORMAT_VERSION = 1
 HASH = 64  # sha256 hex
 ID = 200  # resource ids are `mvu:` + up to 160 characters in the original; keep headroom
 
-# Version kinds that move the resource's head (``head_key``/``head_hash``).
-COMMITTED_KINDS = ("reply", "manual", "card", "initial")
+# Version kinds that move the resource's head (``head_key``/``head_hash``); ``import`` is a state
+# recorded by another host (a SillyTavern chat's, ``mvu_store.chats``), kept as that host showed it.
+COMMITTED_KINDS = ("reply", "manual", "card", "initial", "import")
 # Version kinds that claim a revision (one per revision per resource): the head-moving ones and
 # failed replies, whose "poison" receipt moves the CAS counter but not the head, as the
 # original's does (``revision: record.revision + 1``, ``currentKey`` unchanged).
@@ -356,5 +357,41 @@ host_events = Table(
     # version key names the end event) and apply it again.
     Index("uq_host_events_turn", "ledger_id", "session_id", "type", "turn", unique=True,
           sqlite_where=text(TURN_MARKS), postgresql_where=text(TURN_MARKS)),
+    sqlite_with_rowid=False,
+)
+
+
+# -- SillyTavern chats imported (``mvu_store.chats``) ----------------------------------------------
+# What a chat file holds beyond the session's events and the instance's versions, so that an
+# export gives the file back: each line as it was read (its recorded states left out: they are
+# versions, named in ``states``), and per imported session the file's digest and the summary.
+# Charged to the budget like the states.
+
+chat_imports = Table(
+    "chat_imports",
+    metadata,
+    Column("ledger_id", String(64), primary_key=True),
+    Column("session_id", String(ID), primary_key=True),
+    Column("sha256", String(HASH), nullable=False),
+    Column("size", BigInteger, nullable=False),
+    Column("summary", Text, nullable=False),
+    Column("bytes", Integer, nullable=False),
+    ForeignKeyConstraint(["ledger_id", "session_id"], ["host_sessions.ledger_id", "host_sessions.id"]),
+    sqlite_with_rowid=False,
+)
+
+chat_lines = Table(
+    "chat_lines",
+    metadata,
+    Column("ledger_id", String(64), primary_key=True),
+    Column("session_id", String(ID), primary_key=True),
+    # 0 for the header, then one per message in file order.
+    Column("position", Integer, primary_key=True),
+    # The line as JSON text in its own key order, each recorded state replaced by null.
+    Column("body", Text, nullable=False),
+    # JSON: [[swipe, resource id, version key], ...] of the states taken out; NULL without any.
+    Column("states", Text),
+    Column("bytes", Integer, nullable=False),
+    ForeignKeyConstraint(["ledger_id", "session_id"], ["host_sessions.ledger_id", "host_sessions.id"]),
     sqlite_with_rowid=False,
 )

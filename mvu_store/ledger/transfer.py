@@ -40,15 +40,16 @@ copies, whose export is the same file.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import tempfile
 import time
 from collections import defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from sqlalchemy import Table, select
 
@@ -414,13 +415,15 @@ def _encode(document: JsonValue) -> bytes:
     return js_json(document).encode()
 
 
-def write_atomically(path: Path, data: bytes) -> None:
-    """Replace ``path`` with ``data`` so a crash leaves the old file or the new one, never half."""
+@contextlib.contextmanager
+def atomic_file(path: Path) -> Iterator[IO[bytes]]:
+    """A stream whose bytes replace ``path`` when the block ends (a block that raises leaves the
+    old file, and no temporary one): a crash leaves the old file or the new one, never half."""
     path.parent.mkdir(parents=True, exist_ok=True)
     handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(handle, "wb") as stream:
-            stream.write(data)
+            yield stream
             stream.flush()
             os.fsync(stream.fileno())
         os.replace(temporary, path)
@@ -432,3 +435,9 @@ def write_atomically(path: Path, data: bytes) -> None:
         os.fsync(directory)  # the rename itself is durable only once the directory is
     finally:
         os.close(directory)
+
+
+def write_atomically(path: Path, data: bytes) -> None:
+    """Replace ``path`` with ``data`` (:func:`atomic_file`)."""
+    with atomic_file(path) as stream:
+        stream.write(data)

@@ -236,7 +236,7 @@ def test_the_openapi_document_is_published_with_examples(client: httpx.Client) -
         "sessions/{sessionId}/events", "sessions/{sessionId}/selection", "seeds", "seeds/install",
         "inspector/sessions", "inspector/sessions/{sessionId}/turns", "prompt", "prompt/current",
         "snapshot", "card-binding", "card-write", "card-binding/revoke", "playthroughs/{playthroughId}",
-        "card-grants/{grantId}")}
+        "card-grants/{grantId}", "chats/import", "chats/{sessionId}/export")}
     for removal in ("playthroughs/{playthroughId}", "card-grants/{grantId}"):  # a path id over its bound
         assert "400" in paths[f"{MVU}/{removal}"]["delete"]["responses"]
     events = paths[f"{MVU}/sessions/{{sessionId}}/events"]["post"]

@@ -1,0 +1,120 @@
+"""``mvu chat import`` / ``mvu chat export``: SillyTavern chat files in and out (docs/sillytavern.md).
+
+Registered by ``mvu_api.cli.build_parser``; like every command it imports the store only when it
+runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from mvu_store.chats.importer import ChatImport, Progress
+
+SHOWN_DIFFERENCES = 20
+
+
+def register(commands: Any, command: Callable[..., argparse.ArgumentParser]) -> None:
+    """Add ``chat`` to the ``mvu`` parser (``command`` is ``cli._command``)."""
+    chat = command(commands, "chat", cmd_chat, help="SillyTavern chat files (.jsonl) in and out of the ledger",
+                   description="import: one session per chat file, every recorded MagVarUpdate state a version, each "
+                               "reply checked against the states around it. export: a session as a chat file, each "
+                               "message with its variables.")
+    chat.add_argument("action", choices=["import", "export"])
+    chat.add_argument("target", metavar="FILE | SESSION", help="import: the chat file; export: the session id")
+    chat.add_argument("file", nargs="?", help="export: the chat file to write")
+    chat.add_argument("--card", metavar="CARD", help="import: the character's card (.png or .json); its declaration "
+                                                     "checks each reply and governs the chat from then on")
+    chat.add_argument("--session", metavar="ID", help="import: the session to create (default: st- and the file's "
+                                                      "digest, so the same file is one session)")
+
+
+async def cmd_chat(args: argparse.Namespace) -> int:
+    from mvu_store.errors import Code, MvuError
+
+    if args.action == "export":
+        if args.file is None or args.card is not None or args.session is not None:
+            raise MvuError(Code.CONFIG, "usage: mvu chat export SESSION FILE.jsonl")
+        return await _export(args)
+    if args.file is not None:
+        raise MvuError(Code.CONFIG, "usage: mvu chat import FILE.jsonl [--card CARD] [--session ID]")
+    return await _import(args)
+
+
+async def _import(args: argparse.Namespace) -> int:
+    import asyncio
+
+    from mvu_api.cli import _emit, _open
+    from mvu_store.cards import read_card
+    from mvu_store.chats.importer import import_chat
+
+    path = Path(args.target)
+    card = None
+    if args.card is not None:
+        card_path = Path(args.card)
+        card = read_card(await asyncio.to_thread(card_path.read_bytes), name=card_path.stem)
+    ledger = await _open(args, writes=True)
+    try:
+        size = await asyncio.to_thread(lambda: path.stat().st_size if path.is_file() else 0)
+        summary = await _with_bar(args, size, lambda progress: import_chat(
+            ledger, path, card=card, session_id=args.session, progress=progress))
+    finally:
+        await ledger.close()
+    _emit(args, summary.to_dict(), lambda console: _render(console, summary))
+    return 0
+
+
+async def _with_bar(args: argparse.Namespace, size: int, work: Callable[[Progress | None], Any]) -> ChatImport:
+    """A progress bar of the bytes read, on stderr (never with --json)."""
+    if args.json:
+        result: ChatImport = await work(None)
+        return result
+    from rich.console import Console
+    from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn, TransferSpeedColumn
+
+    columns = (TextColumn("importing"), BarColumn(), DownloadColumn(), TransferSpeedColumn(), TimeRemainingColumn())
+    with Progress(*columns, console=Console(stderr=True), transient=True) as bar:
+        task = bar.add_task("import", total=size)
+        result = await work(lambda done: bar.update(task, completed=done))
+        return result
+
+
+def _render(console: Console, summary: ChatImport) -> None:
+    from rich.table import Table
+    from rich.text import Text
+
+    verb = "imported" if summary.imported else "already imported (nothing written)"
+    table = Table(show_header=False, title=Text(f"chat {verb}: session {summary.session_id}"))
+    table.add_row("template", Text(f"{summary.template_id} (from {summary.template_from})"))
+    table.add_row("instance", Text(str(summary.instance_id)))
+    table.add_row("messages / states", f"{summary.messages} / {summary.states}")
+    table.add_row("branches (swipes)", str(len(summary.branches)))
+    table.add_row("transitions", f"{summary.agreed} agreed, {summary.differed} differed, "
+                                 f"{summary.unchecked} with no state before them")
+    table.add_row("next turn", f"{summary.next_turn} (events from seq {summary.last_seq + 1})")
+    console.print(table)
+    for difference in summary.differences[:SHOWN_DIFFERENCES]:
+        where = difference.get("error") or ", ".join(difference["paths"])
+        console.print(Text(f"message {difference['message']} (line {difference['line']}), swipe "
+                           f"{difference['swipe']}: {where}"))
+    if len(summary.differences) > SHOWN_DIFFERENCES:
+        console.print(f"... and {len(summary.differences) - SHOWN_DIFFERENCES} more (--json lists them all)")
+
+
+async def _export(args: argparse.Namespace) -> int:
+    from mvu_api.cli import _emit, _open
+    from mvu_store.chats.exporter import export_chat
+
+    ledger = await _open(args)
+    try:
+        messages = await export_chat(ledger, args.target, args.file)
+    finally:
+        await ledger.close()
+    payload = {"sessionId": args.target, "file": str(args.file), "messages": messages}
+    _emit(args, payload, lambda console: console.print(f"wrote {messages} messages of {args.target} to {args.file}"))
+    return 0

@@ -1,0 +1,75 @@
+"""A recorded state as the store keeps it, and back as MagVarUpdate wrote it.
+
+A SillyTavern message's ``variables`` element is MagVarUpdate's data after that swipe:
+``stat_data``, ``display_data``, ``delta_data``, ``schema`` (a native schema object, or a
+placeholder string when a Zod declaration governs), ``initialized_lorebooks`` and whatever else
+the card keeps there. The store keeps it as a version's state, with two changes so that the chat
+can go on under the service: a placeholder ``schema`` (no schema the update language can read)
+is left out, and the card's declaration (``mvu_schema``) is added when a card was given. What was
+changed is noted (``restore``), so the element comes back exactly, in its own key order: the
+state is stored as ``JSON.stringify`` writes it, not with sorted keys.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from mvu_store.jsonvalue import JsonValue, js_json
+
+DECLARATION = "mvu_schema"
+
+
+@dataclass(frozen=True, slots=True)
+class StoredState:
+    variables: dict[str, Any]
+    encoded: bytes
+    """``variables`` as the version's blob holds them (insertion order, compact)."""
+    restore: dict[str, JsonValue]
+    """What :func:`recorded` needs to give the element back: ``schema`` [its key's index, the
+    placeholder], ``declared`` (true when ``mvu_schema`` was added)."""
+
+
+def stored_state(element: dict[str, Any], declaration: JsonValue | None) -> StoredState:
+    """The envelope a version keeps for a recorded ``element``, parsed by
+    :func:`mvu_store.chats.reader.parse_line` (so already JSON as the store holds it: integral
+    numbers as integers); the byte bound is the ledger's to check. ``element`` is not changed."""
+    normalized = dict(element)
+    restore: dict[str, JsonValue] = {}
+    placeholder = normalized.get("schema")
+    if placeholder is not None and not isinstance(placeholder, dict):
+        restore["schema"] = [list(normalized).index("schema"), placeholder]
+        del normalized["schema"]
+    if declaration is not None and DECLARATION not in normalized:
+        normalized[DECLARATION] = declaration
+        restore["declared"] = True
+    return StoredState(normalized, js_json(normalized).encode(), restore)
+
+
+def recorded(variables: dict[str, Any], restore: JsonValue) -> dict[str, Any]:
+    """The element :func:`stored_state` was given, from what the version keeps."""
+    restore = restore if isinstance(restore, dict) else {}
+    items = [(key, value) for key, value in variables.items()
+             if not (key == DECLARATION and restore.get("declared") is True)]
+    schema = restore.get("schema")
+    if isinstance(schema, list) and len(schema) == 2 and isinstance(schema[0], int):
+        items.insert(schema[0], ("schema", schema[1]))
+    return dict(items)
+
+
+def continued(variables: dict[str, Any], previous: dict[str, Any] | None) -> dict[str, Any]:
+    """The element of a state the service wrote after the import (a turn played since), shaped
+    as the chat's last recorded element: its keys in its order, the state's own values for the
+    data MagVarUpdate writes per message, the rest (a placeholder schema, the lorebooks it
+    initialised) carried over from that element."""
+    own: dict[str, Any] = {key: variables[key] for key in ("stat_data", "display_data", "delta_data")
+                           if key in variables}
+    # A native schema the service derived stands in for a native one, never for the placeholder
+    # of a chat a Zod declaration governs.
+    if isinstance(variables.get("schema"), dict) and (previous is None or isinstance(previous.get("schema"), dict)):
+        own["schema"] = variables["schema"]
+    if previous is None:
+        return own
+    shaped = {key: own.pop(key, value) for key, value in previous.items()}
+    shaped.update(own)
+    return shaped

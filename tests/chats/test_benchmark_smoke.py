@@ -1,0 +1,18 @@
+"""Smoke test of ``benchmarks/chat_import.py`` on a small file: it runs and its last line carries
+the figures it says it measured (never a timing)."""
+
+from __future__ import annotations
+
+from tests.benchmark_runs import run_benchmark
+
+
+def test_the_chat_import_benchmark_prints_its_figures_as_json_on_its_last_line() -> None:
+    lines, figures = run_benchmark("chat_import.py", "--mib", "0.3", "--padding", "20")
+    assert lines[0].startswith("chat file:")
+    for kind in ("json_loads", "import", "import_unverified"):
+        assert figures[f"{kind}_mb_s"] > 0 and figures[f"{kind}_peak_rss_mib"] > 0, kind
+    # Both imports stored every state; only the verified one checked the replies, all agreeing.
+    verified, unverified = figures["import_summary"], figures["import_unverified_summary"]
+    assert verified["states"] == unverified["states"] > 0
+    assert verified["agreed"] > 0 and verified["differed"] == 0 and unverified["agreed"] == 0
+    assert figures["ratio_import_vs_json_loads"] > 0 and figures["ratio_unverified_vs_json_loads"] > 0
