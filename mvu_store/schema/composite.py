@@ -17,10 +17,15 @@ from mvu_store.schema.issues import (
 )
 from mvu_store.schema.primitives import LiteralSchema, SizedSchema, StringSchema
 from mvu_store.schema.types import (
+    Catch,
     Check,
+    Default,
     NonOptional,
+    Nullable,
     Optional,
     ParseCtx,
+    Pipe,
+    Readonly,
     Schema,
     SizeCheck,
     as_schema,
@@ -228,6 +233,9 @@ class ArraySchema(SizedSchema):
     def p_element(self) -> Any:
         return self.item
 
+    def m_unwrap(self, budget: Budget, args: list[Any]) -> Schema:
+        return self.item
+
 
 class TupleSchema(Schema):
     kind = "tuple"
@@ -297,11 +305,12 @@ class RecordSchema(Schema):
 
     kind = "record"
 
-    def __init__(self, key: Schema, value: Schema, *, partial: bool = False) -> None:
+    def __init__(self, key: Schema, value: Schema, *, partial: bool = False, loose: bool = False) -> None:
         self.key = key
         self.value = value
         self.value_run = runner(value)
         self.partial = partial
+        self.loose = loose  # z.looseRecord: a key the key schema refuses is kept as given
         # Keys are strings already: a bare z.string() key schema cannot refuse or change one.
         self.any_key = type(key) is StringSchema and not key.checks and not key.coerce
         values = finite_values(key)
@@ -337,6 +346,9 @@ class RecordSchema(Schema):
                     number_key = self.key.run(to_number(key), retry)
                     if not retry.issues:
                         trial, out_key = retry, number_key
+                if trial.issues and self.loose:
+                    out[key] = json_copy(item)
+                    continue
                 if trial.issues:
                     if self.enum_keys is not None:
                         unknown.append(key)
@@ -352,6 +364,12 @@ class RecordSchema(Schema):
         if unknown:
             issues.append(unrecognized_keys(unknown))
         return out
+
+    def p_keyType(self) -> Any:
+        return self.key
+
+    def p_valueType(self) -> Any:
+        return self.value
 
 
 def finite_values(schema: Schema) -> list[Any] | None:
@@ -398,6 +416,26 @@ class UnionSchema(Schema):
         return list(self.options)
 
 
+def prop_values(schema: Schema) -> list[Any] | None:
+    """The discriminator values that select an option (Zod's ``propValues``): a literal's or
+    enum's values, through the wrappers Zod looks through; a wrapper that lets the key be absent
+    (optional, default, prefault, catch) adds ``undefined``, as a nullable adds ``null``."""
+    if isinstance(schema, (Optional, Default, Catch)):
+        inner = prop_values(schema.inner)
+        return None if inner is None else [*inner, UNDEFINED]
+    if isinstance(schema, Nullable):
+        inner = prop_values(schema.inner)
+        return None if inner is None else [*inner, None]
+    if isinstance(schema, NonOptional):
+        inner = prop_values(schema.inner)
+        return None if inner is None else [value for value in inner if value is not UNDEFINED]
+    if isinstance(schema, Readonly):
+        return prop_values(schema.inner)
+    if isinstance(schema, Pipe):
+        return prop_values(schema.left)
+    return finite_values(schema)
+
+
 class DiscriminatedUnionSchema(Schema):
     kind = "discriminatedUnion"
 
@@ -406,13 +444,15 @@ class DiscriminatedUnionSchema(Schema):
         self.options = options
         self.by_value: dict[tuple[str, Any], Schema] = {}
         self.labels: list[str] = []
-        for option in options:
+        for index, option in enumerate(options):
             tag = option.shape.get(key) if isinstance(option, ObjectSchema) else None
-            values = None if tag is None else finite_values(tag)
-            if values is None:
-                raise MvuError(Code.SCHEMA, f"discriminatedUnion option has no literal `{key}`")
+            values = None if tag is None else prop_values(tag)
+            if not values:
+                raise MvuError(Code.SCHEMA, f'Invalid discriminated union option at index "{index}"')
             for item in values:
-                self.by_value.setdefault(same_value_key(item), option)
+                if same_value_key(item) in self.by_value:
+                    raise MvuError(Code.SCHEMA, f'Duplicate discriminator value "{to_string(item)}"')
+                self.by_value[same_value_key(item)] = option
                 self.labels.append(to_string(item))
 
     def parse(self, value: Any, ctx: ParseCtx) -> Any:
@@ -428,6 +468,25 @@ class DiscriminatedUnionSchema(Schema):
 
     def p_options(self) -> Any:
         return list(self.options)
+
+
+class XorSchema(UnionSchema):
+    """``z.xor([...])``: exactly one option may accept the value."""
+
+    kind = "xor"
+
+    def parse(self, value: Any, ctx: ParseCtx) -> Any:
+        results = []
+        for option in self.options:
+            trial = ParseCtx(ctx.budget)
+            result = option.run(value, trial)
+            if not trial.issues:
+                results.append(result)
+        if len(results) == 1:
+            return results[0]
+        message = "Invalid input: more than one option matched" if results else "Invalid input"
+        ctx.issues.append(Issue("invalid_union", [], message))
+        return value
 
 
 class IntersectionSchema(Schema):

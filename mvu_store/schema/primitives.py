@@ -5,18 +5,34 @@ from __future__ import annotations
 
 import math
 import operator
+import unicodedata
 from collections.abc import Callable
 from typing import Any
 
+import re2
+
 from mvu_store.errors import Code, MvuError
+from mvu_store.schema import formats
+from mvu_store.schema.dates import JsDate
 from mvu_store.schema.issues import Issue, invalid_type, invalid_value, size_issue
 from mvu_store.schema.regex import Regex
-from mvu_store.schema.types import Check, ParseCtx, Schema, SizeCheck, custom_message, json_copy
+from mvu_store.schema.types import (
+    Check,
+    Nullable,
+    Optional,
+    ParseCtx,
+    Schema,
+    SizeCheck,
+    custom_message,
+    function_arg,
+    json_copy,
+)
 from mvu_store.schema.values import (
     MAX_SAFE_INTEGER,
     UNDEFINED,
     Budget,
     arg,
+    number_to_string,
     same_value_key,
     to_number,
     to_string,
@@ -41,6 +57,89 @@ class NeverSchema(Schema):
 
     def parse(self, value: Any, ctx: ParseCtx) -> Any:
         ctx.issues.append(invalid_type("never", value))
+        return value
+
+
+class JsonSchema(AnySchema):
+    """``z.json()``: any JSON value, which every input here is; only ``undefined`` is refused."""
+
+    def __init__(self) -> None:
+        super().__init__("json")
+
+    def parse(self, value: Any, ctx: ParseCtx) -> Any:
+        if value is UNDEFINED:
+            ctx.issues.append(Issue("invalid_union", [], "Invalid input"))
+            return value
+        return super().parse(value, ctx)
+
+
+class ExactSchema(Schema):
+    """``z.nan()``, ``z.void()`` and ``z.date()``: one kind of value, which JSON input never is
+    (a declaration's own code may still make one: NaN, undefined or a Date)."""
+
+    def __init__(self, kind: str, accepts: Callable[[Any], bool]) -> None:
+        self.kind = kind
+        self.accepts_value = accepts
+
+    def parse(self, value: Any, ctx: ParseCtx) -> Any:
+        if not self.accepts_value(value):
+            ctx.issues.append(invalid_type({"nan": "NaN"}.get(self.kind, self.kind), value))
+        return value
+
+
+def nan_schema() -> Schema:
+    return ExactSchema("nan", lambda value: type(value) is float and math.isnan(value))
+
+
+def void_schema() -> Schema:
+    return ExactSchema("void", lambda value: value is UNDEFINED)
+
+
+def date_schema() -> Schema:
+    return ExactSchema("date", lambda value: isinstance(value, JsDate) and not math.isnan(value.time))
+
+
+class CustomSchema(Schema):
+    """``z.custom(fn?, message?)``: whatever ``fn`` calls truthy (everything without ``fn``)."""
+
+    kind = "custom"
+
+    def __init__(self, fn: Any, message: str | None) -> None:
+        self.fn = None if fn is UNDEFINED else function_arg(fn, "z.custom")
+        self.message = message or "Invalid input"
+
+    def parse(self, value: Any, ctx: ParseCtx) -> Any:
+        if self.fn is not None and not truthy(self.fn.call(ctx.budget, [value])):
+            ctx.issues.append(Issue("custom", [], self.message))
+        return value
+
+
+_STRINGBOOL_TRUE = ["true", "1", "yes", "on", "y", "enabled"]
+_STRINGBOOL_FALSE = ["false", "0", "no", "off", "n", "disabled"]
+
+
+class StringBoolSchema(Schema):
+    """``z.stringbool({truthy, falsy, case})``: a string read as a boolean."""
+
+    kind = "stringbool"
+
+    def __init__(self, options: Any) -> None:
+        given = options if type(options) is dict else {}
+        self.truthy = [to_string(item) for item in list_arg(given.get("truthy", _STRINGBOOL_TRUE))]
+        self.falsy = [to_string(item) for item in list_arg(given.get("falsy", _STRINGBOOL_FALSE))]
+        self.sensitive = given.get("case") == "sensitive"
+
+    def parse(self, value: Any, ctx: ParseCtx) -> Any:
+        if type(value) is not str:
+            ctx.issues.append(invalid_type("string", value))
+            return value
+        fold = (lambda text: text) if self.sensitive else str.lower
+        word = fold(value)
+        if word in map(fold, self.truthy):
+            return True
+        if word in map(fold, self.falsy):
+            return False
+        ctx.issues.append(invalid_value([*self.truthy, *self.falsy]))
         return value
 
 
@@ -119,6 +218,7 @@ _BOUND_FAILS: dict[tuple[str, bool], Callable[[Any, Any], bool]] = {
 
 class NumberSchema(Schema):
     kind = "number"
+    integer = False  # has an integer check: a template literal then reads digits only
 
     def __init__(self, coerce: bool = False) -> None:
         self.coerce = coerce
@@ -179,12 +279,17 @@ class NumberSchema(Schema):
         return self.bound("too_big", [0, *args[:1]], inclusive=True)
 
     def m_int(self, budget: Budget, args: list[Any]) -> Schema:
-        message = custom_message(arg(args, 0))
+        result = self.integral(custom_message(arg(args, 0)))
+        assert isinstance(result, NumberSchema)
+        result.integer = True
+        return result
+
+    def integral(self, message: str | None, *, safe_range: bool = True) -> Schema:
 
         def integer(value: Any, ctx: ParseCtx) -> Any:
             if type(value) is float and not value.is_integer():
                 issue = invalid_type("int", value)  # aborting, as Zod's is
-            elif abs(value) > MAX_SAFE_INTEGER:
+            elif safe_range and abs(value) > MAX_SAFE_INTEGER:
                 # an integer outside the safe range is a bound (which lets later checks run), not a type
                 code = "too_big" if value > 0 else "too_small"
                 issue = size_issue(code, "int", MAX_SAFE_INTEGER if value > 0 else -MAX_SAFE_INTEGER, inclusive=True)
@@ -197,7 +302,15 @@ class NumberSchema(Schema):
 
         return self.with_check(integer)
 
-    m_safe = m_int
+    m_safe = m_int  # Zod 4: `.safe()` is the safe-integer format, as `.int()` is
+
+    def ranged(self, low: float, high: float, integer: bool) -> Schema:
+        """``z.int32()``, ``z.uint32()``, ``z.float32()``, ``z.float64()``: a type with its range."""
+        schema = self.integral(None, safe_range=False) if integer else self
+        assert isinstance(schema, NumberSchema)
+        lowest = schema.bound("too_small", [low], inclusive=True)
+        assert isinstance(lowest, NumberSchema)
+        return lowest.bound("too_big", [high], inclusive=True)
 
     def m_multipleOf(self, budget: Budget, args: list[Any]) -> Schema:
         step = number_arg(arg(args, 0), "multipleOf")
@@ -241,6 +354,7 @@ class SizedSchema(Schema):
 
 class StringSchema(SizedSchema):
     kind = "string"
+    formatted = False  # has a format or pattern check (which a template literal cannot compose)
 
     def __init__(self, coerce: bool = False) -> None:
         self.coerce = coerce
@@ -259,7 +373,10 @@ class StringSchema(SizedSchema):
                 ctx.issues.append(Issue("invalid_format", [], message, continues=True))
             return value
 
-        return self.with_check(check)
+        result = self.with_check(check)
+        assert isinstance(result, StringSchema)
+        result.formatted = True
+        return result
 
     def m_regex(self, budget: Budget, args: list[Any]) -> Schema:
         pattern = arg(args, 0)
@@ -293,4 +410,89 @@ class StringSchema(SizedSchema):
 
     def m_toUpperCase(self, budget: Budget, args: list[Any]) -> Schema:
         return self.rewrite(str.upper)
+
+    def m_normalize(self, budget: Budget, args: list[Any]) -> Schema:
+        form = "NFC" if arg(args, 0) is UNDEFINED else to_string(arg(args, 0))
+        if form not in {"NFC", "NFD", "NFKC", "NFKD"}:
+            raise MvuError(Code.SCHEMA, f"normalize() form must be NFC, NFD, NFKC or NFKD, not {form!r}")
+        return self.rewrite(lambda text: unicodedata.normalize(form, text))  # type: ignore[arg-type]
+
+    def m_minLength(self, budget: Budget, args: list[Any]) -> Schema:
+        return self.m_min(budget, args)
+
+    def m_maxLength(self, budget: Budget, args: list[Any]) -> Schema:
+        return self.m_max(budget, args)
+
+    def pattern(self, name: str, source: str, message: Any) -> Schema:
+        compiled = formats.matcher(source)
+        text = custom_message(message) or f"Invalid {formats.FORMATS[name][0]}"
+        return self.format(lambda value, budget: compiled.fullmatch(value) is not None, text)
+
+    def named_format(self, name: str, args: list[Any]) -> Schema:
+        return self.pattern(name, formats.FORMATS[name][1], arg(args, 0))
+
+    def m_datetime(self, budget: Budget, args: list[Any]) -> Schema:
+        return self.pattern("datetime", formats.iso_datetime(arg(args, 0)), arg(args, 0))
+
+    def m_time(self, budget: Budget, args: list[Any]) -> Schema:
+        return self.pattern("time", formats.iso_time(arg(args, 0)), arg(args, 0))
+
+    def length_bounds(self) -> tuple[int, int | None]:
+        """The length range a template literal part allows (its other checks it cannot express)."""
+        low, high = 0, None
+        for check in self.checks:
+            if type(check) is not SizeCheck or self.formatted:
+                raise MvuError(Code.UNSUPPORTED, "a string part of z.templateLiteral may only check its length")
+            if check.code == "too_small":
+                low = max(low, int(check.limit))
+            else:
+                high = int(check.limit) if high is None else min(high, int(check.limit))
+        return low, high
+
+
+def _format_method(name: str) -> Callable[[StringSchema, Budget, list[Any]], Schema]:
+    return lambda self, budget, args: self.named_format(name, args)
+
+
+for _name in ("email", "uuid", "uuidv4", "uuidv6", "uuidv7", "guid", "nanoid", "cuid", "cuid2", "ulid", "xid", "ksuid",
+              "ipv4", "cidrv4", "e164", "lowercase", "uppercase", "date", "duration"):
+    setattr(StringSchema, "m_" + _name, _format_method(_name))
+
+
+class TemplateLiteralSchema(Schema):
+    """``z.templateLiteral([...])``: strings made of the parts in order, matched by RE2."""
+
+    kind = "templateLiteral"
+
+    def __init__(self, parts: list[Any]) -> None:
+        self.engine = re2.compile("^" + "".join(_template_part(part) for part in parts) + "$")
+
+    def parse(self, value: Any, ctx: ParseCtx) -> Any:
+        if type(value) is not str:
+            ctx.issues.append(invalid_type("string", value))
+        elif self.engine.search(value) is None:
+            ctx.issues.append(Issue("invalid_format", [], "Invalid input", continues=True))
+        return value
+
+
+def _template_part(part: Any) -> str:
+    """One part's pattern, as Zod composes it."""
+    if not isinstance(part, Schema):
+        if part is None or part is UNDEFINED or type(part) in (str, int, float, bool):
+            return str(re2.escape(number_to_string(part) if type(part) is float else to_string(part)))
+        raise MvuError(Code.SCHEMA, "a template literal part must be a schema or a primitive")
+    if isinstance(part, Optional):
+        return f"({_template_part(part.inner)})?"
+    if isinstance(part, Nullable):
+        return f"(({_template_part(part.inner)})|null)"
+    if isinstance(part, LiteralSchema):
+        return "(" + "|".join(str(re2.escape(to_string(value))) for value in part.values) + ")"
+    if type(part) is BooleanSchema and not part.coerce:
+        return "(?:true|false)"
+    if type(part) is NumberSchema and not part.coerce:
+        return r"-?\d+" if part.integer else r"-?\d+(?:\.\d+)?"
+    if type(part) is StringSchema and not part.coerce:
+        low, high = part.length_bounds()
+        return rf"[\s\S]{{{low},{'' if high is None else high}}}"
+    raise MvuError(Code.UNSUPPORTED, f"{part.describe()} in z.templateLiteral is not supported")
 

@@ -1,0 +1,92 @@
+"""Zod 4's string formats (``z.email()``, ``z.uuid()``, ``z.iso.datetime()``...) and
+``z.templateLiteral``: which strings each accepts and the issue a refused one gets.
+
+The format patterns are fixed here (written from Zod's definitions and checked against real
+Zod by tests/schema/zod_api_parity.json); none nests an unbounded repetition, so Python's
+engine runs them in time linear in the input (a template literal, which composes patterns from
+the declaration, runs on RE2 instead: primitives.TemplateLiteralSchema).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from mvu_store.errors import Code, MvuError
+from mvu_store.schema.values import UNDEFINED
+
+_HHMM = r"(?:[01]\d|2[0-3]):[0-5]\d"
+_DATE = (r"(?:(?:\d\d[2468][048]|\d\d[13579][26]|\d\d0[48]|[02468][048]00|[13579][26]00)-02-29|\d{4}-(?:"
+         r"(?:0[13578]|1[02])-(?:0[1-9]|[12]\d|3[01])|(?:0[469]|11)-(?:0[1-9]|[12]\d|30)|(?:02)-(?:0[1-9]|1\d|2[0-8])))")
+_UUID = r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-{}[0-9a-fA-F]{{3}}-[89abAB][0-9a-fA-F]{{3}}-[0-9a-fA-F]{{12}}"
+_IPV4_PART = r"(?:25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9][0-9]|[0-9])"
+
+# format name -> (the noun of Zod's message "Invalid <noun>", the pattern a value must match whole)
+FORMATS: dict[str, tuple[str, str]] = {
+    "email": ("email address", r"(?:[A-Za-z0-9_'+\-]+\.)*[A-Za-z0-9_'+\-]*[A-Za-z0-9_+-]@"
+                               r"(?:[A-Za-z0-9][A-Za-z0-9\-]*\.)+[A-Za-z]{2,}"),
+    "uuid": ("UUID", "(?:" + _UUID.replace("{}", "[1-8]") + "|00000000-0000-0000-0000-000000000000|"
+                     "ffffffff-ffff-ffff-ffff-ffffffffffff)"),
+    "uuidv4": ("UUID", _UUID.replace("{}", "4")),
+    "uuidv6": ("UUID", _UUID.replace("{}", "6")),
+    "uuidv7": ("UUID", _UUID.replace("{}", "7")),
+    "guid": ("GUID", r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}"),
+    "nanoid": ("nanoid", r"[a-zA-Z0-9_-]{21}"),
+    "cuid": ("cuid", r"[cC][0-9a-z]{6,}"),
+    "cuid2": ("cuid2", r"[0-9a-z]+"),
+    "ulid": ("ULID", r"[0-7][0-9A-HJKMNP-TV-Za-hjkmnp-tv-z]{25}"),
+    "xid": ("XID", r"[0-9a-vA-V]{20}"),
+    "ksuid": ("KSUID", r"[A-Za-z0-9]{27}"),
+    "ipv4": ("IPv4 address", rf"(?:{_IPV4_PART}\.){{3}}{_IPV4_PART}"),
+    "cidrv4": ("IPv4 range", rf"(?:{_IPV4_PART}\.){{3}}{_IPV4_PART}/(?:[0-9]|[1-2][0-9]|3[0-2])"),
+    "e164": ("E.164 number", r"\+[1-9]\d{6,14}"),
+    "hex": ("hex", r"[0-9a-fA-F]*"),
+    "hostname": ("hostname", r"(?=[^\n\r\u2028\u2029]{1,253}\.?\Z)[a-zA-Z0-9](?:[a-zA-Z0-9-]{0,61}[a-zA-Z0-9])?"
+                             r"(?:\.[a-zA-Z0-9](?:[-0-9a-zA-Z]{0,61}[0-9a-zA-Z])?)*\.?"),
+    "date": ("ISO date", _DATE),
+    "duration": ("ISO duration", r"P(?:(\d+W)|(?![^\n\r\u2028\u2029]*W)(?=\d|T\d)(\d+Y)?(\d+M)?(\d+D)?"
+                                 r"(T(?=\d)(\d+H)?(\d+M)?(\d+([.,]\d+)?S)?)?)"),
+    "lowercase": ("lowercase", r"[^A-Z]*"),
+    "datetime": ("ISO datetime", ""),  # patterns built from the options: iso_datetime, iso_time
+    "time": ("ISO time", ""),
+    "uppercase": ("uppercase", r"[^a-z]*"),
+}
+
+_COMPILED: dict[str, re.Pattern[str]] = {}
+
+
+def matcher(source: str) -> re.Pattern[str]:
+    pattern = _COMPILED.get(source)
+    if pattern is None:
+        pattern = _COMPILED[source] = re.compile(source, re.ASCII)
+    return pattern
+
+
+def _precision(options: Any) -> Any:
+    value = options.get("precision", UNDEFINED) if type(options) is dict else UNDEFINED
+    if value is not UNDEFINED and value is not None and not (type(value) is int and value >= -1):
+        raise MvuError(Code.SCHEMA, "a time precision must be an integer >= -1")
+    return value
+
+
+def _time(precision: Any, *, seconds_optional: bool) -> str:
+    if precision == -1:
+        return _HHMM
+    if precision == 0:
+        return _HHMM + r":[0-5]\d"
+    if type(precision) is int:
+        return _HHMM + rf":[0-5]\d\.\d{{{precision}}}"
+    return _HHMM + (r"(?::[0-5]\d(?:\.\d+)?)?" if seconds_optional else r":[0-5]\d(?:\.\d+)?")
+
+
+def iso_time(options: Any) -> str:
+    return _time(_precision(options), seconds_optional=True)
+
+
+def iso_datetime(options: Any) -> str:
+    """Zod's datetime pattern: Z always, an offset if ``offset``, no zone at all if ``local``."""
+    flags = options if type(options) is dict else {}
+    time = _time(_precision(options), seconds_optional=False)
+    zones = "Z" + (r"|(?:[+-](?:[01]\d|2[0-3]):[0-5]\d)" if flags.get("offset") is True else "")
+    local = f"|{time}" if flags.get("local") is True else ""
+    return f"{_DATE}T(?:{time}(?:{zones}){local})"
