@@ -119,7 +119,12 @@ def _make(factory: Any) -> Builtin:
 
 def _string_format(name: str) -> Builtin:
     """``z.email()``, ``z.uuid()``...: a string with that format check (Zod's own shorthand)."""
-    return Builtin(name, lambda budget, args: StringSchema().named_format(name, args))
+    def make(budget: Budget, args: list[Any]) -> Schema:
+        base = StringSchema()
+        base.message = custom_message(arg(args, 0))
+        return base.named_format(name, args)
+
+    return Builtin(name, make)
 
 
 _FORMATS = ("email", "uuid", "uuidv4", "uuidv6", "uuidv7", "guid", "nanoid", "cuid", "cuid2", "ulid", "xid", "ksuid",

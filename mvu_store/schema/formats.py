@@ -18,18 +18,18 @@ from mvu_store.schema.values import UNDEFINED
 _HHMM = r"(?:[01]\d|2[0-3]):[0-5]\d"
 _DATE = (r"(?:(?:\d\d[2468][048]|\d\d[13579][26]|\d\d0[48]|[02468][048]00|[13579][26]00)-02-29|\d{4}-(?:"
          r"(?:0[13578]|1[02])-(?:0[1-9]|[12]\d|3[01])|(?:0[469]|11)-(?:0[1-9]|[12]\d|30)|(?:02)-(?:0[1-9]|1\d|2[0-8])))")
-_UUID = r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-{}[0-9a-fA-F]{{3}}-[89abAB][0-9a-fA-F]{{3}}-[0-9a-fA-F]{{12}}"
+_UUID = r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-VERSION[0-9a-fA-F]{3}-[89abAB][0-9a-fA-F]{3}-[0-9a-fA-F]{12}"
 _IPV4_PART = r"(?:25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9][0-9]|[0-9])"
 
 # format name -> (the noun of Zod's message "Invalid <noun>", the pattern a value must match whole)
 FORMATS: dict[str, tuple[str, str]] = {
     "email": ("email address", r"(?:[A-Za-z0-9_'+\-]+\.)*[A-Za-z0-9_'+\-]*[A-Za-z0-9_+-]@"
                                r"(?:[A-Za-z0-9][A-Za-z0-9\-]*\.)+[A-Za-z]{2,}"),
-    "uuid": ("UUID", "(?:" + _UUID.replace("{}", "[1-8]") + "|00000000-0000-0000-0000-000000000000|"
+    "uuid": ("UUID", "(?:" + _UUID.replace("VERSION", "[1-8]") + "|00000000-0000-0000-0000-000000000000|"
                      "ffffffff-ffff-ffff-ffff-ffffffffffff)"),
-    "uuidv4": ("UUID", _UUID.replace("{}", "4")),
-    "uuidv6": ("UUID", _UUID.replace("{}", "6")),
-    "uuidv7": ("UUID", _UUID.replace("{}", "7")),
+    "uuidv4": ("UUID", _UUID.replace("VERSION", "4")),
+    "uuidv6": ("UUID", _UUID.replace("VERSION", "6")),
+    "uuidv7": ("UUID", _UUID.replace("VERSION", "7")),
     "guid": ("GUID", r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}"),
     "nanoid": ("nanoid", r"[a-zA-Z0-9_-]{21}"),
     "cuid": ("cuid", r"[cC][0-9a-z]{6,}"),

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 import operator
+import sys
 import unicodedata
 from collections.abc import Callable
 from typing import Any
@@ -305,20 +306,32 @@ class NumberSchema(Schema):
     m_safe = m_int  # Zod 4: `.safe()` is the safe-integer format, as `.int()` is
 
     def ranged(self, low: float, high: float, integer: bool) -> Schema:
-        """``z.int32()``, ``z.uint32()``, ``z.float32()``, ``z.float64()``: a type with its range."""
-        schema = self.integral(None, safe_range=False) if integer else self
-        assert isinstance(schema, NumberSchema)
-        lowest = schema.bound("too_small", [low], inclusive=True)
-        assert isinstance(lowest, NumberSchema)
-        return lowest.bound("too_big", [high], inclusive=True)
+        """``z.int32()``, ``z.uint32()``, ``z.float32()``, ``z.float64()``: one format check, as
+        Zod's: an integer type first (its safe range included), then the range."""
+        safe = self.integral(None) if integer else self
+        assert isinstance(safe, NumberSchema)
+        within = safe.checks[-1] if integer else None
+
+        def in_range(value: Any, ctx: ParseCtx) -> Any:
+            start = len(ctx.issues)
+            if within is not None:
+                within(value, ctx)
+            if len(ctx.issues) == start and not low <= value <= high:
+                code, limit = ("too_small", low) if value < low else ("too_big", high)
+                ctx.issues.append(size_issue(code, "number", limit, inclusive=True))
+            return value
+
+        result = self.with_check(in_range)
+        assert isinstance(result, NumberSchema)
+        result.integer = integer
+        return result
 
     def m_multipleOf(self, budget: Budget, args: list[Any]) -> Schema:
         step = number_arg(arg(args, 0), "multipleOf")
         message = custom_message(arg(args, 1))
 
         def multiple(value: Any, ctx: ParseCtx) -> Any:
-            ratio = value / step if step else math.nan
-            if not math.isfinite(ratio) or abs(ratio - round(ratio)) > 1e-9 * max(1, abs(ratio)):
+            if not _multiple_of(value, step):
                 text = message or f"Invalid number: must be a multiple of {to_string(step)}"
                 ctx.issues.append(Issue("not_multiple_of", [], text, continues=True))
             return value
@@ -329,6 +342,14 @@ class NumberSchema(Schema):
 
     def m_finite(self, budget: Budget, args: list[Any]) -> Schema:
         return self
+
+
+def _multiple_of(value: float, step: float) -> bool:
+    """Zod 4's test: the quotient is within a few ulps of an integer (rounded as Math.round)."""
+    ratio = value / step if step else math.nan
+    if not math.isfinite(ratio):
+        return False
+    return abs(ratio - math.floor(ratio + 0.5)) < 4 * sys.float_info.epsilon * max(abs(ratio), 1)
 
 
 class SizedSchema(Schema):
@@ -355,6 +376,7 @@ class SizedSchema(Schema):
 class StringSchema(SizedSchema):
     kind = "string"
     formatted = False  # has a format or pattern check (which a template literal cannot compose)
+    message: str | None = None
 
     def __init__(self, coerce: bool = False) -> None:
         self.coerce = coerce
@@ -363,7 +385,10 @@ class StringSchema(SizedSchema):
         if self.coerce:
             value = to_string(value)
         if type(value) is not str:
-            ctx.issues.append(invalid_type("string", value))
+            issue = invalid_type("string", value)
+            if self.message is not None:  # z.email('text'): the text is every issue's message
+                issue.message = self.message
+            ctx.issues.append(issue)
         return value
 
 
@@ -417,12 +442,6 @@ class StringSchema(SizedSchema):
             raise MvuError(Code.SCHEMA, f"normalize() form must be NFC, NFD, NFKC or NFKD, not {form!r}")
         return self.rewrite(lambda text: unicodedata.normalize(form, text))  # type: ignore[arg-type]
 
-    def m_minLength(self, budget: Budget, args: list[Any]) -> Schema:
-        return self.m_min(budget, args)
-
-    def m_maxLength(self, budget: Budget, args: list[Any]) -> Schema:
-        return self.m_max(budget, args)
-
     def pattern(self, name: str, source: str, message: Any) -> Schema:
         compiled = formats.matcher(source)
         text = custom_message(message) or f"Invalid {formats.FORMATS[name][0]}"
@@ -471,7 +490,7 @@ class TemplateLiteralSchema(Schema):
         if type(value) is not str:
             ctx.issues.append(invalid_type("string", value))
         elif self.engine.search(value) is None:
-            ctx.issues.append(Issue("invalid_format", [], "Invalid input", continues=True))
+            ctx.issues.append(Issue("invalid_format", [], "Invalid input"))  # aborting, as Zod's
         return value
 
 
