@@ -62,7 +62,7 @@ ZOD_PLACEHOLDER = "没有用别管这个"
 
 
 def native_schema(envelope: dict[str, Any]) -> dict[str, Any] | None:
-    """The stored ``$meta`` schema, or None: MagVarUpdate ignores a ``schema`` that is not an object
+    """The stored ``$meta`` schema, or None (U-8): MagVarUpdate ignores a ``schema`` that is not an object
     (newer versions store a placeholder string under a Zod schema), so it refuses nothing here."""
     schema = envelope.get("schema")
     return schema if isinstance(schema, dict) else None
