@@ -1,5 +1,8 @@
 """Our stat_data against real MagVarUpdate's, on replies written for this test.
 
+Both corpora are answered again by the generators in tests/lang/oracle/ from checkouts of
+MagVarUpdate and of StageDog's tavern_resource (``--check`` reproduces every recorded answer).
+
 mvu_zod_parity.json: cards with a Zod declaration registered through the mvu_zod helper, run by
 MagVarUpdate (master b4281792) with StageDog's mvu_zod (tavern_resource 61e30e9) and Zod 4.6.7
 under node, the clock fixed at NOW_MS and the time zone UTC. Each case is a chain of replies: a

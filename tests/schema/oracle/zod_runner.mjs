@@ -78,18 +78,20 @@ export function loadOracle() {
 
 let serial = 0;
 
-/** The root schema of `source`, or throws what the declaration throws. */
-export async function declare(oracle, source) {
+/** The root schema of `source`, or throws what the declaration throws. `register`, if given,
+ * is the registerMvuSchema a declaration's helper import calls (the real helper, for one). */
+export async function declare(oracle, source, { register } = {}) {
   const { z, esbuild } = oracle;
   const registered = [];
   const ready = [];
   globalThis.__oracleRegister = (schema, verified) => {
     registered.push([schema, verified]);
+    register?.(schema);
   };
   globalThis.registerMvuSchema = schema => registered.push([schema, false]);
   const $ = fn => {
     if (typeof fn === 'function') ready.push(fn);
-    return { ready: cb => ready.push(cb) };
+    return { ready: cb => ready.push(cb), prop: () => false }; // the helper reads a checkbox: off
   };
   globalThis.$ = $;
   globalThis.document = {};
