@@ -9,6 +9,9 @@ the declaration, runs on RE2 instead: primitives.TemplateLiteralSchema).
 
 from __future__ import annotations
 
+import base64
+import ipaddress
+import json
 import re
 from typing import Any
 
@@ -47,6 +50,12 @@ FORMATS: dict[str, tuple[str, str]] = {
     "duration": ("ISO duration", r"P(?:(\d+W)|(?![^\n\r\u2028\u2029]*W)(?=\d|T\d)(\d+Y)?(\d+M)?(\d+D)?"
                                  r"(T(?=\d)(\d+H)?(\d+M)?(\d+([.,]\d+)?S)?)?)"),
     "lowercase": ("lowercase", r"[^A-Z]*"),
+    "base64": ("base64-encoded string", ""),  # tested by code: TESTS
+    "base64url": ("base64url-encoded string", ""),
+    "ipv6": ("IPv6 address", ""),
+    "cidrv6": ("IPv6 range", ""),
+    "jwt": ("JWT", ""),
+    "mac": ("MAC address", ""),
     "datetime": ("ISO datetime", ""),  # patterns built from the options: iso_datetime, iso_time
     "time": ("ISO time", ""),
     "uppercase": ("uppercase", r"[^a-z]*"),
@@ -90,3 +99,110 @@ def iso_datetime(options: Any) -> str:
     zones = "Z" + (r"|(?:[+-](?:[01]\d|2[0-3]):[0-5]\d)" if flags.get("offset") is True else "")
     local = f"|{time}" if flags.get("local") is True else ""
     return f"{_DATE}T(?:{time}(?:{zones}){local})"
+
+
+# -- formats Zod checks with code, not a pattern -------------------------------------------------
+
+_BASE64_ALPHABET = re.compile(r"[A-Za-z0-9+/]*")
+_BASE64URL_ALPHABET = re.compile(r"[A-Za-z0-9_-]*")
+_IPV6_ALPHABET = re.compile(r"[0-9a-fA-F:.]+")
+
+
+def _atob(text: str) -> bytes | None:
+    """The bytes ``atob`` decodes (its forgiving base64: whitespace dropped, padding optional)."""
+    data = "".join(char for char in text if char not in " \t\n\f\r")
+    if len(data) % 4 == 0:
+        data = data[:-2] if data.endswith("==") else data[:-1] if data.endswith("=") else data
+    if len(data) % 4 == 1 or not _BASE64_ALPHABET.fullmatch(data):
+        return None
+    return base64.b64decode(data + "=" * (-len(data) % 4))
+
+
+def is_base64(text: str) -> bool:
+    """Zod's base64: empty, or no whitespace, a length that is a multiple of 4 and atob's rules."""
+    if text == "":
+        return True
+    return not any(char.isspace() for char in text) and len(text) % 4 == 0 and _atob(text) is not None
+
+
+def is_base64url(text: str) -> bool:
+    if not _BASE64URL_ALPHABET.fullmatch(text):
+        return False
+    padded = text.replace("-", "+").replace("_", "/")
+    return is_base64(padded + "=" * (-len(padded) % 4))
+
+
+def is_ipv6(text: str) -> bool:
+    """An IPv6 address in hex digits, colons and dots that the URL parser reads as one."""
+    if not _IPV6_ALPHABET.fullmatch(text):
+        return False
+    try:
+        ipaddress.IPv6Address(text)
+    except ValueError:
+        return False
+    return True
+
+
+def is_cidrv6(text: str) -> bool:
+    parts = text.split("/")
+    if len(parts) != 2 or not parts[1].isascii() or not parts[1].isdigit():
+        return False
+    address, prefix = parts
+    return str(int(prefix)) == prefix and int(prefix) <= 128 and is_ipv6(address)
+
+
+def _jwt_header(text: str) -> Any:
+    decoded = _atob(text)
+    if decoded is None:
+        return None
+    try:
+        return json.loads(decoded.decode("latin-1"), parse_constant=_no_constant)
+    except ValueError:
+        return None
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(name)  # JSON.parse has no NaN or Infinity
+
+
+def jwt_test(algorithm: Any) -> Any:
+    """Zod's JWT: three dot-separated parts whose first is base64 JSON naming an ``alg`` (the
+    given one, if any), with ``typ`` absent or "JWT"."""
+
+    def test(text: str) -> bool:
+        parts = text.split(".")
+        if len(parts) != 3 or not parts[0]:
+            return False
+        header = _jwt_header(parts[0])
+        if type(header) is list:
+            return False
+        if type(header) is not dict or ("typ" in header and header["typ"] != "JWT"):
+            return False
+        alg = header.get("alg")
+        if alg in (None, False, 0, "") or (type(alg) is float and alg != alg):
+            return False
+        return algorithm is UNDEFINED or algorithm is None or alg == algorithm
+
+    return test
+
+
+HASH_LENGTHS = {"md5": (32, 22, 2), "sha1": (40, 27, 1), "sha256": (64, 43, 1), "sha384": (96, 64, 0),
+                "sha512": (128, 86, 2)}
+"""A digest's length in hex digits, in base64 characters before padding, and its padding."""
+
+
+def hash_pattern(algorithm: str, encoding: str) -> str:
+    hex_digits, base64_chars, padding = HASH_LENGTHS[algorithm]
+    if encoding == "hex":
+        return f"[0-9a-fA-F]{{{hex_digits}}}"
+    if encoding == "base64":
+        return f"[A-Za-z0-9+/]{{{base64_chars}}}" + "=" * padding
+    return f"[A-Za-z0-9_-]{{{base64_chars}}}"
+
+
+def mac_pattern(delimiter: str) -> str:
+    sep = re.escape(delimiter)
+    return f"(?:[0-9A-F]{{2}}{sep}){{5}}[0-9A-F]{{2}}|(?:[0-9a-f]{{2}}{sep}){{5}}[0-9a-f]{{2}}"
+
+
+TESTS = {"base64": is_base64, "base64url": is_base64url, "ipv6": is_ipv6, "cidrv6": is_cidrv6}

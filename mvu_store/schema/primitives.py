@@ -442,19 +442,45 @@ class StringSchema(SizedSchema):
             raise MvuError(Code.SCHEMA, f"normalize() form must be NFC, NFD, NFKC or NFKD, not {form!r}")
         return self.rewrite(lambda text: unicodedata.normalize(form, text))  # type: ignore[arg-type]
 
-    def pattern(self, name: str, source: str, message: Any) -> Schema:
+    def tested(self, noun: str, test: Callable[[str], bool], message: Any) -> Schema:
+        """A format check: ``Invalid <noun>`` (or the declaration's message) when ``test`` fails."""
+        text = custom_message(message) or f"Invalid {noun}"
+        return self.format(lambda value, budget: test(value), text)
+
+    def pattern(self, noun: str, source: str, message: Any) -> Schema:
         compiled = formats.matcher(source)
-        text = custom_message(message) or f"Invalid {formats.FORMATS[name][0]}"
-        return self.format(lambda value, budget: compiled.fullmatch(value) is not None, text)
+        return self.tested(noun, lambda value: compiled.fullmatch(value) is not None, message)
 
     def named_format(self, name: str, args: list[Any]) -> Schema:
-        return self.pattern(name, formats.FORMATS[name][1], arg(args, 0))
+        noun, source = formats.FORMATS[name]
+        test = formats.TESTS.get(name)
+        if test is not None:
+            return self.tested(noun, test, arg(args, 0))
+        return self.pattern(noun, source, arg(args, 0))
 
     def m_datetime(self, budget: Budget, args: list[Any]) -> Schema:
-        return self.pattern("datetime", formats.iso_datetime(arg(args, 0)), arg(args, 0))
+        return self.pattern("ISO datetime", formats.iso_datetime(arg(args, 0)), arg(args, 0))
 
     def m_time(self, budget: Budget, args: list[Any]) -> Schema:
-        return self.pattern("time", formats.iso_time(arg(args, 0)), arg(args, 0))
+        return self.pattern("ISO time", formats.iso_time(arg(args, 0)), arg(args, 0))
+
+    def m_jwt(self, budget: Budget, args: list[Any]) -> Schema:
+        options = arg(args, 0)
+        algorithm = options.get("alg", UNDEFINED) if type(options) is dict else UNDEFINED
+        return self.tested("JWT", formats.jwt_test(algorithm), options)
+
+    def mac(self, args: list[Any]) -> Schema:
+        options = arg(args, 0)
+        delimiter = options.get("delimiter", ":") if type(options) is dict else ":"
+        return self.pattern("MAC address", formats.mac_pattern(to_string(delimiter)), options)
+
+    def digest(self, args: list[Any]) -> Schema:
+        """``z.hash(algorithm, {enc})``: a digest's text in hex, base64 or base64url."""
+        algorithm, options = to_string(arg(args, 0)), arg(args, 1)
+        encoding = to_string(options.get("enc", "hex")) if type(options) is dict else "hex"
+        if algorithm not in formats.HASH_LENGTHS or encoding not in {"hex", "base64", "base64url"}:
+            raise MvuError(Code.SCHEMA, f"z.hash() knows no {algorithm} in {encoding}")
+        return self.pattern(f"{algorithm}_{encoding}", formats.hash_pattern(algorithm, encoding), options)
 
     def length_bounds(self) -> tuple[int, int | None]:
         """The length range a template literal part allows (its other checks it cannot express)."""
@@ -474,7 +500,8 @@ def _format_method(name: str) -> Callable[[StringSchema, Budget, list[Any]], Sch
 
 
 for _name in ("email", "uuid", "uuidv4", "uuidv6", "uuidv7", "guid", "nanoid", "cuid", "cuid2", "ulid", "xid", "ksuid",
-              "ipv4", "cidrv4", "e164", "lowercase", "uppercase", "date", "duration"):
+              "ipv4", "cidrv4", "e164", "lowercase", "uppercase", "date", "duration", "base64", "base64url", "ipv6",
+              "cidrv6"):
     setattr(StringSchema, "m_" + _name, _format_method(_name))
 
 

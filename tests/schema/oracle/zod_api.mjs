@@ -30,7 +30,11 @@ const STRINGS = ['', 'a', 'abc', ' A b ', 'ABC', 'Hello', 'test@example.com', 'f
   '25:00', 'P1D', 'PT1H30M', 'P1W', 'P', '192.168.0.1', '256.1.1.1', '10.0.0.0/8', '10.0.0.0/33', '+14155552671',
   '12345', 'deadBEEF', 'xyz', 'example.com', 'sub.example.com.', '-bad.com', 'true', 'false', 'TRUE', 'yes', 'no',
   'on', 'off', '1', '0', 'y', 'N', 'enabled', 'disabled', 'a1b', 'a-1.5b', 'a1.b', 'red-3', 'green-x', 'hp:10',
-  'lv1', 'null', 'undefined', 'Ａ', 'e\u0301', '\ufb01', '火球术', '甲乙'];
+  'lv1', 'null', 'undefined', 'Ａ', 'e\u0301', '\ufb01', '火球术', '甲乙', 'aGVsbG8=', 'aGVsbG8', 'aGk', 'a===',
+  'aGk-_w', '::1', '2001:db8::1', '1:2:3:4:5:6:7:8', '::ffff:1.2.3.4', '1::2::3', '::1.2.3.04', '2001:db8::/32',
+  '::1/129', '::1/01', 'eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiIxIn0.sig', 'eyJ0eXAiOiJKV1QifQ.e30.x',
+  'eyJhbGciOiJub25lIiwidHlwIjoiand0In0.e30.', '00:1A:2B:3C:4D:5E', '00:1a:2b:3c:4d:5e', '00:1A:2b:3C:4D:5E',
+  '00-1A-2B-3C-4D-5E', 'd41d8cd98f00b204e9800998ecf8427e', '1B2M2Y8AsgTpgAmY7PhCfg==', '1B2M2Y8AsgTpgAmY7PhCfg'];
 const OTHERS = [0, 1, -1, 2.5, 3, 10, 100, -7, 255, 2147483648, 4294967296, 9007199254740993, 1e21, 0.1, null, true,
   false, [], ['a'], [1, 2], {}, { a: 1 }];
 const OBJECTS = [{}, { a: 'x' }, { a: 'x', b: 1 }, { a: 1, b: 'y' }, { a: 'x', b: 2, c: true }, { b: 3 },
@@ -39,7 +43,10 @@ const OBJECTS = [{}, { a: 'x' }, { a: 'x', b: 1 }, { a: 1, b: 'y' }, { a: 'x', b
 
 const STRING_FORMS = ['z.email()', 'z.string().email()', 'z.uuid()', 'z.string().uuid()', 'z.uuidv4()', 'z.uuidv7()',
   'z.guid()', 'z.nanoid()', 'z.cuid()', 'z.cuid2()', 'z.ulid()', 'z.xid()', 'z.ksuid()', 'z.ipv4()', 'z.cidrv4()',
-  'z.e164()', 'z.hex()', 'z.hostname()', 'z.iso.date()', 'z.iso.time()', 'z.iso.time({ precision: -1 })',
+  'z.e164()', 'z.hex()', 'z.hostname()', 'z.base64()', 'z.base64url()', 'z.string().base64()', 'z.ipv6()',
+  'z.string().ipv6()', 'z.cidrv6()', 'z.jwt()', 'z.jwt({ alg: "HS256" })', 'z.string().jwt()', 'z.mac()',
+  'z.mac({ delimiter: "-" })', 'z.hash("md5")', 'z.hash("md5", { enc: "base64" })', 'z.hash("md5", { enc: "base64url" })',
+  'z.hash("sha256")', 'z.iso.date()', 'z.iso.time()', 'z.iso.time({ precision: -1 })',
   'z.iso.time({ precision: 0 })', 'z.iso.datetime()', 'z.iso.datetime({ offset: true })',
   'z.iso.datetime({ local: true })', 'z.iso.datetime({ precision: 3 })', 'z.iso.datetime({ offset: true, local: true })',
   'z.iso.duration()', 'z.string().datetime()', 'z.string().date()', 'z.string().time()', 'z.string().duration()',
