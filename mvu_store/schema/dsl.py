@@ -25,6 +25,7 @@ from mvu_store.schema.primitives import (
     AnySchema,
     BooleanSchema,
     CustomSchema,
+    DateSchema,
     JsonSchema,
     LiteralSchema,
     NeverSchema,
@@ -32,7 +33,6 @@ from mvu_store.schema.primitives import (
     StringBoolSchema,
     StringSchema,
     TemplateLiteralSchema,
-    date_schema,
     list_arg,
     nan_schema,
     void_schema,
@@ -186,6 +186,7 @@ def _coerce() -> Namespace:
         "number": _make(lambda: NumberSchema(coerce=True)),
         "string": _make(lambda: StringSchema(coerce=True)),
         "boolean": _make(lambda: BooleanSchema(coerce=True)),
+        "date": _make(lambda: DateSchema(coerce=True)),
         "bigint": _refused("bigint"),
     })
 
@@ -225,7 +226,7 @@ def make_z(version: int) -> Namespace:
         "stringbool": Builtin("stringbool", lambda budget, args: StringBoolSchema(arg(args, 0))),
         "nan": _make(nan_schema),
         "void": _make(void_schema),
-        "date": _make(date_schema),
+        "date": _make(DateSchema),
         "json": _make(JsonSchema),
         "custom": Builtin("custom", _custom),
         "iso": _iso(),

@@ -14,7 +14,7 @@ import re2
 
 from mvu_store.errors import Code, MvuError
 from mvu_store.schema import formats
-from mvu_store.schema.dates import JsDate
+from mvu_store.schema.dates import JsDate, construct
 from mvu_store.schema.issues import Issue, invalid_type, invalid_value, size_issue
 from mvu_store.schema.regex import Regex
 from mvu_store.schema.types import (
@@ -75,8 +75,8 @@ class JsonSchema(AnySchema):
 
 
 class ExactSchema(Schema):
-    """``z.nan()``, ``z.void()`` and ``z.date()``: one kind of value, which JSON input never is
-    (a declaration's own code may still make one: NaN, undefined or a Date)."""
+    """``z.nan()`` and ``z.void()``: one value, which JSON input never is (a declaration's own
+    code may still make one: NaN or undefined)."""
 
     def __init__(self, kind: str, accepts: Callable[[Any], bool]) -> None:
         self.kind = kind
@@ -96,8 +96,23 @@ def void_schema() -> Schema:
     return ExactSchema("void", lambda value: value is UNDEFINED)
 
 
-def date_schema() -> Schema:
-    return ExactSchema("date", lambda value: isinstance(value, JsDate) and not math.isnan(value.time))
+class DateSchema(Schema):
+    """``z.date()`` (no JSON value is a Date: only one a declaration's code made passes) and
+    ``z.coerce.date()`` (``new Date(value)``; stored as its ISO text, as JSON.stringify writes it)."""
+
+    kind = "date"
+
+    def __init__(self, coerce: bool = False) -> None:
+        self.coerce = coerce
+
+    def parse(self, value: Any, ctx: ParseCtx) -> Any:
+        if self.coerce:  # undefined too: `new Date(undefined)` is an invalid date
+            value = construct(ctx.budget, [value])
+        if not isinstance(value, JsDate):
+            ctx.issues.append(invalid_type("date", value))
+        elif math.isnan(value.time):
+            ctx.issues.append(Issue("invalid_type", [], "Invalid input: expected date, received Date"))
+        return value
 
 
 class CustomSchema(Schema):

@@ -259,6 +259,15 @@ class Schema(Opaque):
     def p_description(self) -> Any:
         return UNDEFINED if self.description is None else self.description
 
+    def p_type(self) -> Any:
+        """Zod's ``schema.type``: the name of its definition's type."""
+        return _ZOD_TYPES.get(self.kind, self.kind)
+
+
+_ZOD_TYPES = {"discriminatedUnion": "union", "xor": "union", "templateLiteral": "template_literal",
+              "stringbool": "pipe", "json": "lazy"}
+"""Our node kinds that Zod's ``.type`` names otherwise."""
+
 
 def runner(schema: Schema) -> Callable[[Any, ParseCtx], Any]:
     """The fastest entry of ``schema``: its ``parse`` when it has no checks (most fields are so).

@@ -22,6 +22,18 @@ from mvu_store.schema.dsl import REFUSED
 CASES = json.loads((Path(__file__).parent / "zod_api_parity.json").read_text(encoding="utf-8"))
 
 
+# (case, input) -> why we answer otherwise; the test fails if one of them starts to agree.
+# V8's fallback date parser reads bare numbers and lists as dates (`new Date('1')` is 2001,
+# '12345' the year 12345, '1,2' January 2nd 2001); ours reads the forms docs/schema.md lists.
+_V8_DATES = "V8's fallback date parser"
+DIVERGENT = {
+    ("number-31", "[1, 2]"): _V8_DATES, ("number-33", "[1, 2]"): _V8_DATES, ("number-33", '"12345"'): _V8_DATES,
+    ("number-33", '"0"'): _V8_DATES, ("composed-2", '{"f": ["12345"]}'): _V8_DATES,
+    ("composed-2", '{"f": ["::1"]}'): _V8_DATES, ("composed-24", '{"f": "1"}'): _V8_DATES,
+    ("composed-24", '{"f": ["1"]}'): _V8_DATES, ("composed-54", '{"f": {"k": "12345"}}'): _V8_DATES,
+}
+
+
 def _refused_name(source: str) -> str | None:
     return next((name for name in REFUSED if re.search(rf"\bz\.{name}\(", source)), None)
 
@@ -42,7 +54,11 @@ def test_matches_real_zod(case: dict[str, Any]) -> None:
         return
     descriptor = compile_schema(case["source"])
     for value, expected in zip(case["inputs"], case["expected"], strict=True):
-        assert ours(descriptor, value, messages=True) == expected, json.dumps(value, ensure_ascii=False)
+        text = json.dumps(value, ensure_ascii=False)
+        if (case["name"], text) in DIVERGENT:
+            assert ours(descriptor, value, messages=True) != expected, f"now agrees: drop it from DIVERGENT ({text})"
+        else:
+            assert ours(descriptor, value, messages=True) == expected, text
 
 
 def test_the_corpus_covers_every_outcome() -> None:

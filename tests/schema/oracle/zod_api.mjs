@@ -69,7 +69,8 @@ const NUMBER_FORMS = ['z.int32()', 'z.uint32()', 'z.float32()', 'z.float64()', '
   'z.date()', 'z.number().isInt', 'z.literal([1, "1", true])', 'z.enum(["a", "b", "c"]).extract(["a", "b"])',
   'z.enum(["a", "b", "c"]).exclude(["a"])', 'z.enum({ A: "a", B: "b" })', 'z.literal("a").or(z.literal(1))',
   'z.xor([z.string(), z.number()])', 'z.xor([z.string(), z.string().min(2)])', 'z.any().isOptional()',
-  'z.number().optional().isOptional() ? z.string() : z.number()', 'z.number().nullable().isNullable() ? z.any() : z.never()'];
+  'z.number().optional().isOptional() ? z.string() : z.number()', 'z.coerce.date()', 'z.object({ d: z.coerce.date() })',
+  'z.coerce.date().optional()', '[z.xor([z.any()]).type, z.templateLiteral(["a"]).type, z.stringbool().type, z.json().type, z.string().prefault("").type].join() === "union,template_literal,pipe,lazy,prefault" ? z.any() : z.never()', 'z.number().nullable().isNullable() ? z.any() : z.never()'];
 
 // Object helpers, applied to an object and to it under every wrapper.
 const BASE = 'z.object({ a: z.string(), b: z.number().optional() })';
