@@ -121,8 +121,17 @@ class ObjectSchema(Schema):
             out[key] = self.rest.run(value[key], ctx)
             prefix(ctx.issues, start, key)
 
-    def reshape(self, shape: dict[str, Schema], mode: str | None = None) -> ObjectSchema:
-        return ObjectSchema(shape, self.mode if mode is None else mode, self.rest)
+    def reshape(self, shape: dict[str, Schema], mode: str | None = None, rest: Schema | None = None) -> ObjectSchema:
+        """The object with another shape or mode; its refinements stay, as Zod keeps them."""
+        result = ObjectSchema(shape, self.mode if mode is None else mode, self.rest if rest is None else rest)
+        result.checks = self.checks
+        return result
+
+    def unrefined(self, method: str, advice: str = "") -> None:
+        """Zod refuses to take keys out of, or loosen, a refined object (the refinement could
+        read them): ``.pick`` / ``.omit`` / ``.partial`` / ``.merge`` throw."""
+        if self.checks:
+            raise MvuError(Code.SCHEMA, f".{method}() cannot be used on object schemas containing refinements{advice}")
 
     def p_shape(self) -> Any:
         return dict(self.shape)
@@ -134,6 +143,7 @@ class ObjectSchema(Schema):
 
     def m_merge(self, budget: Budget, args: list[Any]) -> Schema:
         other = as_schema(arg(args, 0), "merge()'s argument")
+        self.unrefined("merge", ". Use .safeExtend() instead.")
         if not isinstance(other, ObjectSchema):
             raise MvuError(Code.SCHEMA, "merge() needs an object schema")
         return ObjectSchema({**self.shape, **other.shape}, other.mode, other.rest)
@@ -144,14 +154,17 @@ class ObjectSchema(Schema):
         return {key for key, flag in value.items() if truthy(flag)}
 
     def m_pick(self, budget: Budget, args: list[Any]) -> Schema:
+        self.unrefined("pick")
         keys = self.mask(arg(args, 0))
         return self.reshape({key: schema for key, schema in self.shape.items() if key in keys})
 
     def m_omit(self, budget: Budget, args: list[Any]) -> Schema:
+        self.unrefined("omit")
         keys = self.mask(arg(args, 0))
         return self.reshape({key: schema for key, schema in self.shape.items() if key not in keys})
 
     def m_partial(self, budget: Budget, args: list[Any]) -> Schema:
+        self.unrefined("partial")
         keys = set(self.shape) if arg(args, 0) is UNDEFINED else self.mask(arg(args, 0))
         return self.reshape({key: Optional(schema) if key in keys else schema for key, schema in self.shape.items()})
 
@@ -174,7 +187,7 @@ class ObjectSchema(Schema):
         return self.reshape(self.shape, "strip")
 
     def m_catchall(self, budget: Budget, args: list[Any]) -> Schema:
-        return ObjectSchema(self.shape, "catchall", as_schema(arg(args, 0), "catchall()'s argument"))
+        return self.reshape(self.shape, "catchall", as_schema(arg(args, 0), "catchall()'s argument"))
 
 
 def shape_arg(value: Any) -> dict[str, Schema]:

@@ -75,7 +75,8 @@ const NUMBER_FORMS = ['z.int32()', 'z.uint32()', 'z.float32()', 'z.float64()', '
 // Object helpers, applied to an object and to it under every wrapper.
 const BASE = 'z.object({ a: z.string(), b: z.number().optional() })';
 const WRAPS = ['', '.prefault({ a: "p" })', '.default({ a: "d" })', '.optional()', '.nullable()', '.readonly()',
-  '.catch({ a: "c" })', '.describe("x")', '.meta({ k: 1 })', '.brand("B")', '.transform(v => v)'];
+  '.catch({ a: "c" })', '.describe("x")', '.meta({ k: 1 })', '.brand("B")', '.transform(v => v)',
+  '.refine(v => v.a !== "x", { message: "no x" })', '.check(ctx => { if (ctx.value.b === 3) ctx.issues.push({ code: "custom", message: "b3", input: ctx.value }); })'];
 const OBJECT_OPS = ['z.object({ ...W.shape, c: z.boolean().default(true) })', 'W.extend({ c: z.boolean() })',
   'W.safeExtend({ c: z.boolean() })', 'W.pick({ a: true })', 'W.omit({ a: true })', 'W.partial()',
   'W.partial({ a: true })', 'W.required()', 'W.keyof()', 'W.strict()', 'W.passthrough()', 'W.loose()', 'W.strip()',
