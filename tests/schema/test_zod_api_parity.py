@@ -28,9 +28,7 @@ CASES = json.loads((Path(__file__).parent / "zod_api_parity.json").read_text(enc
 _V8_DATES = "V8's fallback date parser"
 DIVERGENT = {
     ("number-31", "[1, 2]"): _V8_DATES, ("number-33", "[1, 2]"): _V8_DATES, ("number-33", '"12345"'): _V8_DATES,
-    ("number-33", '"0"'): _V8_DATES, ("composed-2", '{"f": ["12345"]}'): _V8_DATES,
-    ("composed-2", '{"f": ["::1"]}'): _V8_DATES, ("composed-24", '{"f": "1"}'): _V8_DATES,
-    ("composed-24", '{"f": ["1"]}'): _V8_DATES, ("composed-54", '{"f": {"k": "12345"}}'): _V8_DATES,
+    ("number-33", '"0"'): _V8_DATES,
 }
 
 
@@ -59,6 +57,12 @@ def test_matches_real_zod(case: dict[str, Any]) -> None:
             assert ours(descriptor, value, messages=True) != expected, f"now agrees: drop it from DIVERGENT ({text})"
         else:
             assert ours(descriptor, value, messages=True) == expected, text
+
+
+def test_every_divergence_is_in_the_corpus() -> None:
+    # A regenerated corpus may move inputs: a divergence no case holds any more would hide nothing.
+    present = {(case["name"], json.dumps(value, ensure_ascii=False)) for case in CASES for value in case["inputs"]}
+    assert set(DIVERGENT) <= present
 
 
 def test_the_corpus_covers_every_outcome() -> None:

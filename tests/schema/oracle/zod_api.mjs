@@ -127,6 +127,19 @@ for (const [index, tag] of DISCRIMINATORS.entries()) {
   add(`discriminator-field-${index}`, `z.object({ u: ${union}.optional() })`, OBJECTS.map(item => ({ u: item })));
 }
 MISC.forEach((form, index) => add(`misc-${index}`, form, [...sample(STRINGS, 6), ...OTHERS, ...OBJECTS]));
+// Methods of one class read from another, through each wrapper (Zod: undefined, so calling throws).
+const INNERS = ['z.string()', 'z.number()', 'z.array(z.string())', 'z.enum(["a", "b"])', 'z.tuple([z.string()])'];
+const INNER_WRAPS = ['', '.optional()', '.default("a")', '.prefault("a")', '.nullable()', '.catch("a")', '.readonly()',
+  '.transform(v => v)', '.nonoptional()', '.or(z.null())'];
+const METHODS = ['.min(1)', '.max(3)', '.int()', '.trim()', '.email()', '.element', '.options', '.unwrap()',
+  '.removeDefault()', '.removeCatch()', '.in', '.out', '.describe("x")', '.meta({ a: 1 })', '.brand()',
+  '.extract(["a"])', '.rest(z.number())', '.nonempty()', '.length(1)', '.positive()'];
+for (const [innerIndex, inner] of INNERS.entries()) {
+  for (const [wrapIndex, wrap] of INNER_WRAPS.entries()) {
+    const method = pick(METHODS);
+    add(`member-${innerIndex}-${wrapIndex}`, `${inner}${wrap}${method}`, [...sample(STRINGS, 5), ...OTHERS]);
+  }
+}
 // Random compositions: a form from the families under a wrapper inside an object.
 const LEAVES = [...STRING_FORMS, ...NUMBER_FORMS.filter(form => !/isOptional|isInt|\?/.test(form)), ...DISCRIMINATORS];
 const FIELD_WRAPS = ['X', 'X.optional()', 'X.nullable()', 'X.catch(null)', 'z.array(X)', 'X.or(z.number())',
