@@ -20,6 +20,7 @@ from mvu_store.schema.types import (
     Catch,
     Check,
     Default,
+    ExactOptional,
     NonOptional,
     Nullable,
     Optional,
@@ -168,6 +169,12 @@ class ObjectSchema(Schema):
         keys = set(self.shape) if arg(args, 0) is UNDEFINED else self.mask(arg(args, 0))
         return self.reshape({key: Optional(schema) if key in keys else schema for key, schema in self.shape.items()})
 
+    def m_exactPartial(self, budget: Budget, args: list[Any]) -> Schema:
+        self.unrefined("exactPartial")
+        keys = set(self.shape) if arg(args, 0) is UNDEFINED else self.mask(arg(args, 0))
+        return self.reshape({key: ExactOptional(schema) if key in keys else schema
+                             for key, schema in self.shape.items()})
+
     def m_required(self, budget: Budget, args: list[Any]) -> Schema:
         keys = set(self.shape) if arg(args, 0) is UNDEFINED else self.mask(arg(args, 0))
         return self.reshape({key: NonOptional(schema) if key in keys else schema for key, schema in self.shape.items()})
@@ -298,6 +305,9 @@ class TupleSchema(Schema):
 
     def m_rest(self, budget: Budget, args: list[Any]) -> Schema:
         return TupleSchema(self.items, as_schema(arg(args, 0), "rest()'s argument"))
+
+    def m_partial(self, budget: Budget, args: list[Any]) -> Schema:
+        return TupleSchema([Optional(item) for item in self.items], self.rest)
 
 
 def _opt_start(omittable: list[bool]) -> int:

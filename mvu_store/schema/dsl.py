@@ -39,6 +39,7 @@ from mvu_store.schema.primitives import (
 )
 from mvu_store.schema.types import (
     NEVER,
+    ExactOptional,
     Lazy,
     NonOptional,
     Nullable,
@@ -154,7 +155,7 @@ REFUSED: dict[str, str] = {
     "function": "a function is no JSON value", "instanceof": "classes are not available",
     "codec": "encoding is not part of validation", "url": "needs the WHATWG URL parser",
     "httpUrl": "needs the WHATWG URL parser", "emoji": "needs Unicode's emoji properties",
-    "stringFormat": "custom formats run arbitrary checks", "exactOptional": "not implemented: no card uses it",
+    "stringFormat": "custom formats run arbitrary checks",
     "success": "not implemented: no card uses it", "creditCard": "not implemented: no card uses it",
     "iban": "not implemented: no card uses it", "currencyCode": "not implemented: no card uses it",
     "mime": "not implemented: no card uses it",
@@ -235,6 +236,7 @@ def make_z(version: int) -> Namespace:
         "float32": _ranged(-_FLOAT32, _FLOAT32, False),
         "float64": _ranged(-_FLOAT64, _FLOAT64, False),
         "nonoptional": Builtin("nonoptional", _wrap_first(NonOptional)),
+        "exactOptional": Builtin("exactOptional", _wrap_first(ExactOptional)),
         "readonly": Builtin("readonly", _wrap_first(Readonly)),
         **{name: _string_format(name) for name in _FORMATS},
         "jwt": Builtin("jwt", lambda budget, args: StringSchema().m_jwt(budget, args)),

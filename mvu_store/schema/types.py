@@ -132,6 +132,9 @@ class Schema(Opaque):
     def m_nullable(self, budget: Budget, args: list[Any]) -> Schema:
         return Nullable(self)
 
+    def m_exactOptional(self, budget: Budget, args: list[Any]) -> Schema:
+        return ExactOptional(self)
+
     def m_nonoptional(self, budget: Budget, args: list[Any]) -> Schema:
         return NonOptional(self)
 
@@ -396,6 +399,17 @@ class Optional(Schema):
 
     def m_unwrap(self, budget: Budget, args: list[Any]) -> Schema:
         return self.inner
+
+
+class ExactOptional(Optional):
+    """``.exactOptional()``: the key may be absent, but a present ``undefined`` is parsed by the
+    inner schema (JSON never has one; a transform's result may)."""
+
+    def parse(self, value: Any, ctx: ParseCtx) -> Any:
+        return self.inner_run(value, ctx)
+
+    def describe(self) -> str:
+        return "z.exactOptional()"
 
 
 class NonOptional(Schema):

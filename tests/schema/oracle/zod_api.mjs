@@ -82,7 +82,7 @@ const OBJECT_OPS = ['z.object({ ...W.shape, c: z.boolean().default(true) })', 'W
   'W.partial({ a: true })', 'W.required()', 'W.keyof()', 'W.strict()', 'W.passthrough()', 'W.loose()', 'W.strip()',
   'W.catchall(z.number())', 'W.unwrap()', 'W', 'z.object({ nested: W })', 'W.shape === undefined ? z.any() : z.never()',
   'W.merge(z.object({ c: z.boolean() }))', 'z.object(W.shape)', 'W.removeDefault()', 'W.removeCatch()',
-  'W.in', 'W.array().min(1)', 'W.or(z.string())'];
+  'W.in', 'W.array().min(1)', 'W.or(z.string())', 'W.exactPartial()', 'W.exactPartial({ b: true })'];
 
 const DISCRIMINATORS = ['z.literal("a")', 'z.literal("a").prefault("a")', 'z.literal("a").default("a")',
   'z.literal("a").optional()', 'z.literal("a").nullable()', 'z.literal("a").catch("a")', 'z.literal("a").readonly()',
@@ -106,7 +106,9 @@ const MISC = ['z.record(z.enum(["a", "b"]), z.number())', 'z.partialRecord(z.enu
   'z.string().transform(v => v + "!").in', 'z.string().pipe(z.string().min(2)).out', 'z.coerce.boolean()',
   'z.object({ a: z.string() }).keyof().options', 'z.enum(["x", "y"]).enum', 'z.literal("q").value',
   'z.literal(["q", "r"]).values', 'z.bigint()', 'z.symbol()', 'z.map(z.string(), z.number())', 'z.set(z.string())',
-  'z.url()', 'z.function()', 'z.instanceof(Date)'];
+  'z.url()', 'z.function()', 'z.instanceof(Date)', 'z.object({ a: z.string().exactOptional(), b: z.number() })',
+  'z.object({ a: z.exactOptional(z.string()), b: z.number().optional() })', 'z.tuple([z.string(), z.number()]).partial()',
+  'z.tuple([z.string()], z.number()).partial()', 'z.object({ a: z.string().transform(() => undefined).exactOptional() })'];
 
 const cases = [];
 const add = (name, expression, inputs) => cases.push({ name, source: `export default ${expression};`, inputs });
