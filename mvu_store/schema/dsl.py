@@ -7,6 +7,7 @@ reaches it, never silently accepted.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from mvu_store.errors import Code, MvuError
@@ -118,12 +119,14 @@ def _make(factory: Any) -> Builtin:
     return Builtin("schema", lambda budget, args: factory())
 
 
-def _string_format(name: str) -> Builtin:
-    """``z.email()``, ``z.uuid()``...: a string with that format check (Zod's own shorthand)."""
+def _string_format(name: str, build: Callable[[StringSchema, Any], Schema] | None = None) -> Builtin:
+    """``z.email()``, ``z.uuid()``...: a string with that format check (Zod's own shorthand);
+    a message given there is also the message of a value that is no string."""
+
     def make(budget: Budget, args: list[Any]) -> Schema:
         base = StringSchema()
         base.message = custom_message(arg(args, 0))
-        return base.named_format(name, args)
+        return base.named_format(name, args) if build is None else build(base, arg(args, 0))
 
     return Builtin(name, make)
 
@@ -153,8 +156,7 @@ REFUSED: dict[str, str] = {
     "symbol": "a symbol is no JSON value", "map": "a Map is no JSON value", "set": "a Set is no JSON value",
     "file": "a File is no JSON value", "promise": "validation is synchronous",
     "function": "a function is no JSON value", "instanceof": "classes are not available",
-    "codec": "encoding is not part of validation", "url": "needs the WHATWG URL parser",
-    "httpUrl": "needs the WHATWG URL parser", "emoji": "needs Unicode's emoji properties",
+    "codec": "encoding is not part of validation", "emoji": "needs Unicode's emoji properties",
     "stringFormat": "custom formats run arbitrary checks",
     "success": "not implemented: no card uses it", "creditCard": "not implemented: no card uses it",
     "iban": "not implemented: no card uses it", "currencyCode": "not implemented: no card uses it",
@@ -241,6 +243,8 @@ def make_z(version: int) -> Namespace:
         **{name: _string_format(name) for name in _FORMATS},
         "jwt": Builtin("jwt", lambda budget, args: StringSchema().m_jwt(budget, args)),
         "mac": Builtin("mac", lambda budget, args: StringSchema().mac(args)),
+        "url": _string_format("url", lambda base, options: base.url(options, http=False)),
+        "httpUrl": _string_format("httpUrl", lambda base, options: base.url(options, http=True)),
         "hash": Builtin("hash", lambda budget, args: StringSchema().digest(args)),
         **{name: _refused(name) for name in REFUSED},
         "intersection": Builtin("intersection", lambda budget, args: IntersectionSchema(

@@ -206,3 +206,85 @@ def mac_pattern(delimiter: str) -> str:
 
 
 TESTS = {"base64": is_base64, "base64url": is_base64url, "ipv6": is_ipv6, "cidrv6": is_cidrv6}
+
+
+# -- URLs --------------------------------------------------------------------------------------
+
+_SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+\-.]*:")
+_SPECIAL = frozenset({"http", "https", "ws", "wss", "ftp"})
+_FORBIDDEN_HOST = frozenset(" #/:<>?@[\\]^|%\x7f") | frozenset(chr(code) for code in range(0x20))
+_OPAQUE_FORBIDDEN = _FORBIDDEN_HOST - frozenset("%")
+
+
+def _ipv4_number(part: str) -> int | None:
+    """One part of a WHATWG IPv4 host: decimal, 0x hex or 0 octal."""
+    try:
+        if part[:2].lower() == "0x":
+            return int(part[2:] or "0", 16)
+        if len(part) > 1 and part.startswith("0"):
+            return int(part[1:], 8)
+        return int(part, 10) if part.isascii() and part.isdigit() else None
+    except ValueError:
+        return None
+
+
+def _host_ok(host: str, special: bool) -> bool:
+    if host.startswith("["):
+        return host.endswith("]") and is_ipv6(host[1:-1])
+    if not special:
+        return not any(char in _OPAQUE_FORBIDDEN for char in host)
+    if not host or any(char in _FORBIDDEN_HOST for char in host):
+        return False
+    parts = host.split(".")
+    if parts[-1] == "" and len(parts) > 1:
+        parts = parts[:-1]
+    last = parts[-1]
+    numeric = (last.isascii() and last.isdigit()) or (last[:2].lower() == "0x" and _ipv4_number(last) is not None)
+    if last and numeric:
+        numbers = [_ipv4_number(part) for part in parts]  # a host that ends in a number is IPv4
+        if len(numbers) > 4 or any(number is None for number in numbers):
+            return False
+        *head, tail = numbers
+        return all(number <= 255 for number in head) and tail < 256 ** (5 - len(numbers))  # type: ignore[operator]
+    return True
+
+
+def url_text(text: str) -> str:
+    """The text ``new URL`` reads: trimmed, tabs and newlines removed (what z.url() keeps)."""
+    return "".join(char for char in text.strip() if char not in "\t\n\r")
+
+
+def parse_url(text: str) -> tuple[str, str] | None:
+    """The scheme and host ``new URL(text)`` finds in an absolute URL, or None when it throws.
+
+    For the web's schemes (http, https, ws, wss, ftp) the host must be a name without forbidden
+    characters, IPv4 in any of its number forms or [IPv6], with a port up to 65535; ``file:``
+    and other schemes take almost anything, as the URL standard has it. Names are lowercased
+    (a non-ASCII name is compared as IDNA), not fully normalised."""
+    text = url_text(text)
+    scheme = _SCHEME.match(text)
+    if scheme is None:
+        return None
+    name = scheme.group()[:-1].lower()
+    rest = text[scheme.end():]
+    special = name in _SPECIAL
+    if name == "file" or (not special and not rest.startswith("//")):
+        return name, ""  # a file path or an opaque path: anything goes
+    after = rest.lstrip("/\\") if special else rest[2:]
+    authority = re.split(r"[/\\?#]" if special else r"[/?#]", after, maxsplit=1)[0]
+    host = authority.rsplit("@", 1)[-1]
+    port = ""
+    if ":" in host and (not host.startswith("[") or "]:" in host):
+        host, _, port = host.rpartition(":")
+    if port and not (port.isascii() and port.isdigit() and int(port) <= 65535):
+        return None
+    if not _host_ok(host, special):
+        return None
+    try:
+        return name, host.encode("idna").decode("ascii").lower() if not host.isascii() else host.lower()
+    except UnicodeError:
+        return None
+
+
+HTTP_HOST = (r"(?=[^\n]{1,253}\Z)(?:[a-zA-Z0-9](?:[a-zA-Z0-9-]{0,61}[a-zA-Z0-9])?\.)+[a-zA-Z]{2,63}")
+"""The host ``z.httpUrl()`` takes: a domain name with a top-level name."""

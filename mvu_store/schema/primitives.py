@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 import operator
+import re
 import sys
 import unicodedata
 from collections.abc import Callable
@@ -407,11 +408,15 @@ class StringSchema(SizedSchema):
         return value
 
 
-    def format(self, test: Callable[[str, Budget], bool], message: str) -> Schema:
+    def format(self, test: Callable[[str, Budget], bool], message: str,
+               accepted: Callable[[str], str] | None = None) -> Schema:
+        """A format check; ``accepted`` rewrites a value that passes (z.url() keeps it trimmed)."""
+
         def check(value: Any, ctx: ParseCtx) -> Any:
             if not test(value, ctx.budget):
                 ctx.issues.append(Issue("invalid_format", [], message, continues=True))
-            return value
+                return value
+            return value if accepted is None else accepted(value)
 
         result = self.with_check(check)
         assert isinstance(result, StringSchema)
@@ -478,6 +483,36 @@ class StringSchema(SizedSchema):
 
     def m_time(self, budget: Budget, args: list[Any]) -> Schema:
         return self.pattern("ISO time", formats.iso_time(arg(args, 0)), arg(args, 0))
+
+    def m_url(self, budget: Budget, args: list[Any]) -> Schema:
+        return self.url(arg(args, 0), http=False)
+
+    def url(self, options: Any, *, http: bool) -> Schema:
+        """``z.url({protocol, hostname})`` and ``z.httpUrl()``: what ``new URL`` reads, given as
+        trimmed (tabs and newlines removed), with the protocol and host the patterns allow."""
+        given = options if type(options) is dict else {}
+        if "normalize" in given:
+            raise MvuError(Code.UNSUPPORTED, "z.url()'s normalize is not supported: it needs the URL serializer")
+        protocol, hostname = given.get("protocol"), given.get("hostname")
+        for pattern in (protocol, hostname):
+            if pattern is not None and not isinstance(pattern, Regex):
+                raise MvuError(Code.SCHEMA, "z.url()'s protocol and hostname must be regular expressions")
+        message = custom_message(options) or "Invalid URL"
+        http_host = formats.matcher(formats.HTTP_HOST)
+
+        def allowed(value: str, budget: Budget) -> bool:
+            if http and not re.match(r"https?://", formats.url_text(value), re.IGNORECASE):
+                return False  # z.httpUrl() wants the slashes written, not supplied by the parser
+            parts = formats.parse_url(value)
+            if parts is None:
+                return False
+            scheme, host = parts
+            if http and (scheme not in {"http", "https"} or http_host.fullmatch(host) is None):
+                return False
+            return ((protocol is None or bool(protocol.matches(scheme, budget)))
+                    and (hostname is None or bool(hostname.matches(host, budget))))
+
+        return self.format(allowed, message, formats.url_text)
 
     def m_jwt(self, budget: Budget, args: list[Any]) -> Schema:
         options = arg(args, 0)

@@ -34,7 +34,12 @@ const STRINGS = ['', 'a', 'abc', ' A b ', 'ABC', 'Hello', 'test@example.com', 'f
   'aGk-_w', '::1', '2001:db8::1', '1:2:3:4:5:6:7:8', '::ffff:1.2.3.4', '1::2::3', '::1.2.3.04', '2001:db8::/32',
   '::1/129', '::1/01', 'eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiIxIn0.sig', 'eyJ0eXAiOiJKV1QifQ.e30.x',
   'eyJhbGciOiJub25lIiwidHlwIjoiand0In0.e30.', '00:1A:2B:3C:4D:5E', '00:1a:2b:3c:4d:5e', '00:1A:2b:3C:4D:5E',
-  '00-1A-2B-3C-4D-5E', 'd41d8cd98f00b204e9800998ecf8427e', '1B2M2Y8AsgTpgAmY7PhCfg==', '1B2M2Y8AsgTpgAmY7PhCfg'];
+  '00-1A-2B-3C-4D-5E', 'd41d8cd98f00b204e9800998ecf8427e', '1B2M2Y8AsgTpgAmY7PhCfg==', '1B2M2Y8AsgTpgAmY7PhCfg',
+  'https://example.com/a?b=1', 'http://localhost:8080', 'ftp://x', 'a:b', 'mailto:x@y', 'http://', 'http:example.com',
+  'https:/path', 'http://[::1]:80/', 'http://1.2.3.256', 'http://0x7f.1', 'http://a b', 'http://x:99999', '//x',
+  'file:///c:/x', 'javascript:alert(1)', 'http://例子.测试', '  https://x.io  ', 'http://@x', 'http://x@', 'ws://a.b/c',
+  'data:text/plain,hi', 'https://user:pw@HOST.com:443/p#f', 'http://x.com\t/a', 'https://cdn.example.com/img/头像.png',
+  'HTTPS://EXAMPLE.COM', 'http://1.2.3', 'http://a..b', 'x://a b'];
 const OTHERS = [0, 1, -1, 2.5, 3, 10, 100, -7, 255, 2147483648, 4294967296, 9007199254740993, 1e21, 0.1, null, true,
   false, [], ['a'], [1, 2], {}, { a: 1 }];
 const OBJECTS = [{}, { a: 'x' }, { a: 'x', b: 1 }, { a: 1, b: 'y' }, { a: 'x', b: 2, c: true }, { b: 3 },
@@ -46,7 +51,8 @@ const STRING_FORMS = ['z.email()', 'z.string().email()', 'z.uuid()', 'z.string()
   'z.e164()', 'z.hex()', 'z.hostname()', 'z.base64()', 'z.base64url()', 'z.string().base64()', 'z.ipv6()',
   'z.string().ipv6()', 'z.cidrv6()', 'z.jwt()', 'z.jwt({ alg: "HS256" })', 'z.string().jwt()', 'z.mac()',
   'z.mac({ delimiter: "-" })', 'z.hash("md5")', 'z.hash("md5", { enc: "base64" })', 'z.hash("md5", { enc: "base64url" })',
-  'z.hash("sha256")', 'z.iso.date()', 'z.iso.time()', 'z.iso.time({ precision: -1 })',
+  'z.hash("sha256")', 'z.url()', 'z.string().url()', 'z.httpUrl()', 'z.url({ protocol: /^https$/ })',
+  'z.url({ hostname: /^[a-z]{1,20}\\.com$/ })', 'z.url("bad url")', 'z.iso.date()', 'z.iso.time()', 'z.iso.time({ precision: -1 })',
   'z.iso.time({ precision: 0 })', 'z.iso.datetime()', 'z.iso.datetime({ offset: true })',
   'z.iso.datetime({ local: true })', 'z.iso.datetime({ precision: 3 })', 'z.iso.datetime({ offset: true, local: true })',
   'z.iso.duration()', 'z.string().datetime()', 'z.string().date()', 'z.string().time()', 'z.string().duration()',
@@ -106,7 +112,7 @@ const MISC = ['z.record(z.enum(["a", "b"]), z.number())', 'z.partialRecord(z.enu
   'z.string().transform(v => v + "!").in', 'z.string().pipe(z.string().min(2)).out', 'z.coerce.boolean()',
   'z.object({ a: z.string() }).keyof().options', 'z.enum(["x", "y"]).enum', 'z.literal("q").value',
   'z.literal(["q", "r"]).values', 'z.bigint()', 'z.symbol()', 'z.map(z.string(), z.number())', 'z.set(z.string())',
-  'z.url()', 'z.function()', 'z.instanceof(Date)', 'z.object({ a: z.string().exactOptional(), b: z.number() })',
+  'z.function()', 'z.instanceof(Date)', 'z.object({ a: z.string().exactOptional(), b: z.number() })',
   'z.object({ a: z.exactOptional(z.string()), b: z.number().optional() })', 'z.tuple([z.string(), z.number()]).partial()',
   'z.tuple([z.string()], z.number()).partial()', 'z.object({ a: z.string().transform(() => undefined).exactOptional() })'];
 
