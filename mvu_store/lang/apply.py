@@ -54,10 +54,18 @@ def private_envelope(variables: JsonValue) -> dict[str, Any]:
     unsafe = find_unsafe_key(stat_data)
     if unsafe is not None:
         raise MvuError(Code.PATH, "stat_data carries a prototype key", path=json_pointer(unsafe))
-    schema = envelope.get("schema")
-    if schema is not None and not isinstance(schema, dict):
-        raise MvuError(Code.JSON, "schema must be an object")
     return envelope
+
+
+ZOD_PLACEHOLDER = "没有用别管这个"
+"""What newer MagVarUpdate stores as ``schema`` while a card's Zod schema governs; it keeps it as is."""
+
+
+def native_schema(envelope: dict[str, Any]) -> dict[str, Any] | None:
+    """The stored ``$meta`` schema, or None (U-8): MagVarUpdate ignores a ``schema`` that is not an object
+    (newer versions store a placeholder string under a Zod schema), so it refuses nothing here."""
+    schema = envelope.get("schema")
+    return schema if isinstance(schema, dict) else None
 
 
 def _interpreter_version(envelope: dict[str, Any]) -> int:
@@ -117,7 +125,7 @@ def run_commands(
 ) -> UpdateResult:
     """Apply ``commands`` to a private envelope (see :func:`apply_update`)."""
     before = envelope["stat_data"]  # states are persistent: nothing mutates it
-    run = Run(envelope["stat_data"], envelope.get("schema"))
+    run = Run(envelope["stat_data"], native_schema(envelope))
     # With a declaration (mvu_schema) the declaration decides, as in the original: the native
     # $meta schema is neither checked nor re-derived (its root flags, strictSet..., still apply).
     declared = isinstance(envelope.get("mvu_schema"), dict)
@@ -146,7 +154,8 @@ def run_commands(
             diagnostics.append(_diagnostic(command, index, error))
     changed = not same(before, run.stat_data)
     envelope["stat_data"] = run.stat_data
-    if not declared and changed:
+    if not declared and changed and envelope.get("schema") != ZOD_PLACEHOLDER:
+        # MagVarUpdate regenerates the schema after a change, except over its placeholder.
         envelope["schema"] = reconcile(run.stat_data, run.schema)
     elif not declared and run.schema is not None:
         envelope["schema"] = run.schema

@@ -214,8 +214,10 @@ def execute_insert(run: Run, command: Command) -> None:
     if keyed and js_string(key) in UNSAFE_KEYS:
         raise MvuError(Code.PATH, f"the key {js_string(key)!r} is refused")
     value = parse_value(command.args[2] if keyed else command.args[1], run.budget)
-    if not found and keyed:
-        raise _missing(path)  # undefined counts as a primitive target in MagVarUpdate
+    if not found:
+        # undefined counts as a primitive target in MagVarUpdate, in both forms: an insert never
+        # creates its target (`_.assign('list[0]', {...})` on an empty list leaves it empty).
+        raise _missing(path)
     node = schema_at(run.schema, path) if run.schema is not None else None
     _check_insert_schema(run, node, path, key, keyed)
     if has_metadata(existing):
@@ -242,23 +244,9 @@ def execute_insert(run: Run, command: Command) -> None:
     if schema is not None and node is not None:
         schema = merge_schema(schema, path, updated)  # before cleaning: the value's $meta counts
     clean_metadata(updated)
-    if found or path == ():
-        _write(run, path, updated)
-    else:
-        _create_in_parent(run, path, updated)
+    _write(run, path, updated)
     run.schema = schema
     run.record(command, path, value=filled, **({"key": key} if keyed else {}))
-
-
-def _create_in_parent(run: Run, path: Path, value: JsonValue) -> None:
-    parent = lookup(run.stat_data, path[:-1])[1]
-    key = path[-1]
-    if isinstance(parent, dict):
-        _write(run, path[:-1], {**parent, key: value})
-    elif isinstance(parent, list) and is_index(key) and int(key) == len(parent):
-        _write(run, path[:-1], [*parent, value])
-    else:
-        raise _missing(path, "cannot be created here (arrays stay dense)")
 
 
 def _check_delete_schema(run: Run, container_path: Path, key: JsonValue) -> None:

@@ -17,10 +17,16 @@ from mvu_store.schema.issues import (
 )
 from mvu_store.schema.primitives import LiteralSchema, SizedSchema, StringSchema
 from mvu_store.schema.types import (
+    Catch,
     Check,
+    Default,
+    ExactOptional,
     NonOptional,
+    Nullable,
     Optional,
     ParseCtx,
+    Pipe,
+    Readonly,
     Schema,
     SizeCheck,
     as_schema,
@@ -116,8 +122,17 @@ class ObjectSchema(Schema):
             out[key] = self.rest.run(value[key], ctx)
             prefix(ctx.issues, start, key)
 
-    def reshape(self, shape: dict[str, Schema], mode: str | None = None) -> ObjectSchema:
-        return ObjectSchema(shape, self.mode if mode is None else mode, self.rest)
+    def reshape(self, shape: dict[str, Schema], mode: str | None = None, rest: Schema | None = None) -> ObjectSchema:
+        """The object with another shape or mode; its refinements stay, as Zod keeps them."""
+        result = ObjectSchema(shape, self.mode if mode is None else mode, self.rest if rest is None else rest)
+        result.checks = self.checks
+        return result
+
+    def unrefined(self, method: str, advice: str = "") -> None:
+        """Zod refuses to take keys out of, or loosen, a refined object (the refinement could
+        read them): ``.pick`` / ``.omit`` / ``.partial`` / ``.merge`` throw."""
+        if self.checks:
+            raise MvuError(Code.SCHEMA, f".{method}() cannot be used on object schemas containing refinements{advice}")
 
     def p_shape(self) -> Any:
         return dict(self.shape)
@@ -129,6 +144,7 @@ class ObjectSchema(Schema):
 
     def m_merge(self, budget: Budget, args: list[Any]) -> Schema:
         other = as_schema(arg(args, 0), "merge()'s argument")
+        self.unrefined("merge", ". Use .safeExtend() instead.")
         if not isinstance(other, ObjectSchema):
             raise MvuError(Code.SCHEMA, "merge() needs an object schema")
         return ObjectSchema({**self.shape, **other.shape}, other.mode, other.rest)
@@ -139,16 +155,25 @@ class ObjectSchema(Schema):
         return {key for key, flag in value.items() if truthy(flag)}
 
     def m_pick(self, budget: Budget, args: list[Any]) -> Schema:
+        self.unrefined("pick")
         keys = self.mask(arg(args, 0))
         return self.reshape({key: schema for key, schema in self.shape.items() if key in keys})
 
     def m_omit(self, budget: Budget, args: list[Any]) -> Schema:
+        self.unrefined("omit")
         keys = self.mask(arg(args, 0))
         return self.reshape({key: schema for key, schema in self.shape.items() if key not in keys})
 
     def m_partial(self, budget: Budget, args: list[Any]) -> Schema:
+        self.unrefined("partial")
         keys = set(self.shape) if arg(args, 0) is UNDEFINED else self.mask(arg(args, 0))
         return self.reshape({key: Optional(schema) if key in keys else schema for key, schema in self.shape.items()})
+
+    def m_exactPartial(self, budget: Budget, args: list[Any]) -> Schema:
+        self.unrefined("exactPartial")
+        keys = set(self.shape) if arg(args, 0) is UNDEFINED else self.mask(arg(args, 0))
+        return self.reshape({key: ExactOptional(schema) if key in keys else schema
+                             for key, schema in self.shape.items()})
 
     def m_required(self, budget: Budget, args: list[Any]) -> Schema:
         keys = set(self.shape) if arg(args, 0) is UNDEFINED else self.mask(arg(args, 0))
@@ -169,7 +194,7 @@ class ObjectSchema(Schema):
         return self.reshape(self.shape, "strip")
 
     def m_catchall(self, budget: Budget, args: list[Any]) -> Schema:
-        return ObjectSchema(self.shape, "catchall", as_schema(arg(args, 0), "catchall()'s argument"))
+        return self.reshape(self.shape, "catchall", as_schema(arg(args, 0), "catchall()'s argument"))
 
 
 def shape_arg(value: Any) -> dict[str, Schema]:
@@ -228,6 +253,9 @@ class ArraySchema(SizedSchema):
     def p_element(self) -> Any:
         return self.item
 
+    def m_unwrap(self, budget: Budget, args: list[Any]) -> Schema:
+        return self.item
+
 
 class TupleSchema(Schema):
     kind = "tuple"
@@ -278,6 +306,9 @@ class TupleSchema(Schema):
     def m_rest(self, budget: Budget, args: list[Any]) -> Schema:
         return TupleSchema(self.items, as_schema(arg(args, 0), "rest()'s argument"))
 
+    def m_partial(self, budget: Budget, args: list[Any]) -> Schema:
+        return TupleSchema([Optional(item) for item in self.items], self.rest)
+
 
 def _opt_start(omittable: list[bool]) -> int:
     for index in range(len(omittable) - 1, -1, -1):
@@ -297,11 +328,12 @@ class RecordSchema(Schema):
 
     kind = "record"
 
-    def __init__(self, key: Schema, value: Schema, *, partial: bool = False) -> None:
+    def __init__(self, key: Schema, value: Schema, *, partial: bool = False, loose: bool = False) -> None:
         self.key = key
         self.value = value
         self.value_run = runner(value)
         self.partial = partial
+        self.loose = loose  # z.looseRecord: a key the key schema refuses is kept as given
         # Keys are strings already: a bare z.string() key schema cannot refuse or change one.
         self.any_key = type(key) is StringSchema and not key.checks and not key.coerce
         values = finite_values(key)
@@ -337,6 +369,9 @@ class RecordSchema(Schema):
                     number_key = self.key.run(to_number(key), retry)
                     if not retry.issues:
                         trial, out_key = retry, number_key
+                if trial.issues and self.loose:
+                    out[key] = json_copy(item)
+                    continue
                 if trial.issues:
                     if self.enum_keys is not None:
                         unknown.append(key)
@@ -352,6 +387,12 @@ class RecordSchema(Schema):
         if unknown:
             issues.append(unrecognized_keys(unknown))
         return out
+
+    def p_keyType(self) -> Any:
+        return self.key
+
+    def p_valueType(self) -> Any:
+        return self.value
 
 
 def finite_values(schema: Schema) -> list[Any] | None:
@@ -398,6 +439,26 @@ class UnionSchema(Schema):
         return list(self.options)
 
 
+def prop_values(schema: Schema) -> list[Any] | None:
+    """The discriminator values that select an option (Zod's ``propValues``): a literal's or
+    enum's values, through the wrappers Zod looks through; a wrapper that lets the key be absent
+    (optional, default, prefault, catch) adds ``undefined``, as a nullable adds ``null``."""
+    if isinstance(schema, (Optional, Default, Catch)):
+        inner = prop_values(schema.inner)
+        return None if inner is None else [*inner, UNDEFINED]
+    if isinstance(schema, Nullable):
+        inner = prop_values(schema.inner)
+        return None if inner is None else [*inner, None]
+    if isinstance(schema, NonOptional):
+        inner = prop_values(schema.inner)
+        return None if inner is None else [value for value in inner if value is not UNDEFINED]
+    if isinstance(schema, Readonly):
+        return prop_values(schema.inner)
+    if isinstance(schema, Pipe):
+        return prop_values(schema.left)
+    return finite_values(schema)
+
+
 class DiscriminatedUnionSchema(Schema):
     kind = "discriminatedUnion"
 
@@ -406,13 +467,15 @@ class DiscriminatedUnionSchema(Schema):
         self.options = options
         self.by_value: dict[tuple[str, Any], Schema] = {}
         self.labels: list[str] = []
-        for option in options:
+        for index, option in enumerate(options):
             tag = option.shape.get(key) if isinstance(option, ObjectSchema) else None
-            values = None if tag is None else finite_values(tag)
-            if values is None:
-                raise MvuError(Code.SCHEMA, f"discriminatedUnion option has no literal `{key}`")
+            values = None if tag is None else prop_values(tag)
+            if not values:
+                raise MvuError(Code.SCHEMA, f'Invalid discriminated union option at index "{index}"')
             for item in values:
-                self.by_value.setdefault(same_value_key(item), option)
+                if same_value_key(item) in self.by_value:
+                    raise MvuError(Code.SCHEMA, f'Duplicate discriminator value "{to_string(item)}"')
+                self.by_value[same_value_key(item)] = option
                 self.labels.append(to_string(item))
 
     def parse(self, value: Any, ctx: ParseCtx) -> Any:
@@ -428,6 +491,25 @@ class DiscriminatedUnionSchema(Schema):
 
     def p_options(self) -> Any:
         return list(self.options)
+
+
+class XorSchema(UnionSchema):
+    """``z.xor([...])``: exactly one option may accept the value."""
+
+    kind = "xor"
+
+    def parse(self, value: Any, ctx: ParseCtx) -> Any:
+        results = []
+        for option in self.options:
+            trial = ParseCtx(ctx.budget)
+            result = option.run(value, trial)
+            if not trial.issues:
+                results.append(result)
+        if len(results) == 1:
+            return results[0]
+        message = "Invalid input: more than one option matched" if results else "Invalid input"
+        ctx.issues.append(Issue("invalid_union", [], message))
+        return value
 
 
 class IntersectionSchema(Schema):

@@ -7,6 +7,7 @@ reaches it, never silently accepted.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from mvu_store.errors import Code, MvuError
@@ -18,18 +19,40 @@ from mvu_store.schema.composite import (
     RecordSchema,
     TupleSchema,
     UnionSchema,
+    XorSchema,
     shape_arg,
 )
 from mvu_store.schema.primitives import (
     AnySchema,
     BooleanSchema,
+    CustomSchema,
+    DateSchema,
+    JsonSchema,
     LiteralSchema,
     NeverSchema,
     NumberSchema,
+    StringBoolSchema,
     StringSchema,
+    TemplateLiteralSchema,
     list_arg,
+    nan_schema,
+    void_schema,
 )
-from mvu_store.schema.types import NEVER, Lazy, Nullable, Optional, Pipe, Schema, Transform, as_schema, function_arg
+from mvu_store.schema.types import (
+    NEVER,
+    ExactOptional,
+    Lazy,
+    NonOptional,
+    Nullable,
+    Optional,
+    Pipe,
+    Readonly,
+    Schema,
+    Transform,
+    as_schema,
+    custom_message,
+    function_arg,
+)
 from mvu_store.schema.values import UNDEFINED, Budget, Builtin, Namespace, arg
 
 _V2_ONLY = frozenset({"looseObject", "strictObject"})
@@ -52,6 +75,9 @@ def _literal(budget: Budget, args: list[Any]) -> Schema:
 
 
 def _record(partial: bool) -> Any:
+    """``z.record`` and ``z.partialRecord``; ``z.looseRecord`` is a partial one here, as a key
+    its key schema refuses is kept there: see _loose_record."""
+
     def record(budget: Budget, args: list[Any]) -> Schema:
         if len(args) == 1:  # Zod 3's z.record(values) shape: string keys
             return RecordSchema(StringSchema(), as_schema(args[0], "record's values"), partial=partial)
@@ -61,8 +87,14 @@ def _record(partial: bool) -> Any:
     return record
 
 
-def _union(budget: Budget, args: list[Any]) -> Schema:
-    return UnionSchema([as_schema(option, "a union option") for option in list_arg(arg(args, 0))])
+def _loose_record(budget: Budget, args: list[Any]) -> Schema:
+    """``z.looseRecord(keys, values)``: keys the key schema refuses pass through unchanged."""
+    return RecordSchema(as_schema(arg(args, 0), "record's keys"), as_schema(arg(args, 1), "record's values"),
+                        partial=True, loose=True)
+
+
+def _union(kind: type[UnionSchema]) -> Any:
+    return lambda budget, args: kind([as_schema(option, "a union option") for option in list_arg(arg(args, 0))])
 
 
 def _discriminated(budget: Budget, args: list[Any]) -> Schema:
@@ -87,6 +119,67 @@ def _make(factory: Any) -> Builtin:
     return Builtin("schema", lambda budget, args: factory())
 
 
+def _string_format(name: str, build: Callable[[StringSchema, Any], Schema] | None = None) -> Builtin:
+    """``z.email()``, ``z.uuid()``...: a string with that format check (Zod's own shorthand);
+    a message given there is also the message of a value that is no string."""
+
+    def make(budget: Budget, args: list[Any]) -> Schema:
+        base = StringSchema()
+        base.message = custom_message(arg(args, 0))
+        return base.named_format(name, args) if build is None else build(base, arg(args, 0))
+
+    return Builtin(name, make)
+
+
+_FORMATS = ("email", "uuid", "uuidv4", "uuidv6", "uuidv7", "guid", "nanoid", "cuid", "cuid2", "ulid", "xid", "ksuid",
+            "ipv4", "cidrv4", "e164", "hex", "hostname", "base64", "base64url", "ipv6", "cidrv6")
+
+
+def _iso() -> Namespace:
+    return Namespace("z.iso", {
+        "date": _string_format("date"),
+        "duration": _string_format("duration"),
+        "datetime": Builtin("datetime", lambda budget, args: StringSchema().m_datetime(budget, args)),
+        "time": Builtin("time", lambda budget, args: StringSchema().m_time(budget, args)),
+    })
+
+
+def _ranged(low: float, high: float, integer: bool) -> Builtin:
+    return Builtin("number", lambda budget, args: NumberSchema().ranged(low, high, integer))
+
+
+_FLOAT32 = 3.4028234663852886e38
+_FLOAT64 = 1.7976931348623157e308
+
+REFUSED: dict[str, str] = {
+    "bigint": "a bigint is no JSON value", "int64": "a bigint is no JSON value", "uint64": "a bigint is no JSON value",
+    "symbol": "a symbol is no JSON value", "map": "a Map is no JSON value", "set": "a Set is no JSON value",
+    "file": "a File is no JSON value", "promise": "validation is synchronous",
+    "function": "a function is no JSON value", "instanceof": "classes are not available",
+    "codec": "encoding is not part of validation", "emoji": "needs Unicode's emoji properties",
+    "stringFormat": "custom formats run arbitrary checks",
+    "success": "not implemented: no card uses it", "creditCard": "not implemented: no card uses it",
+    "iban": "not implemented: no card uses it", "currencyCode": "not implemented: no card uses it",
+    "mime": "not implemented: no card uses it",
+}
+"""Zod constructors a declaration may name but not use, with the reason (docs/schema.md lists them)."""
+
+
+def _refused(name: str) -> Builtin:
+    def refuse(budget: Budget, args: list[Any]) -> Any:
+        raise MvuError(Code.UNSUPPORTED, f"z.{name}() is not supported: {REFUSED[name]}", member=name)
+
+    return Builtin(name, refuse)
+
+
+def _custom(budget: Budget, args: list[Any]) -> Schema:
+    return CustomSchema(arg(args, 0), custom_message(arg(args, 1)))
+
+
+def _template_literal(budget: Budget, args: list[Any]) -> Schema:
+    return TemplateLiteralSchema(list_arg(arg(args, 0)))
+
+
 def _wrap_first(kind: type[Schema]) -> Any:
     return lambda budget, args: kind(as_schema(arg(args, 0), "the wrapped schema"))  # type: ignore[call-arg]
 
@@ -96,6 +189,8 @@ def _coerce() -> Namespace:
         "number": _make(lambda: NumberSchema(coerce=True)),
         "string": _make(lambda: StringSchema(coerce=True)),
         "boolean": _make(lambda: BooleanSchema(coerce=True)),
+        "date": _make(lambda: DateSchema(coerce=True)),
+        "bigint": _refused("bigint"),
     })
 
 
@@ -127,7 +222,31 @@ def make_z(version: int) -> Namespace:
         "tuple": Builtin("tuple", _tuple),
         "record": Builtin("record", _record(partial=False)),
         "partialRecord": Builtin("partialRecord", _record(partial=True)),
-        "union": Builtin("union", _union),
+        "union": Builtin("union", _union(UnionSchema)),
+        "xor": Builtin("xor", _union(XorSchema)),
+        "looseRecord": Builtin("looseRecord", _loose_record),
+        "templateLiteral": Builtin("templateLiteral", _template_literal),
+        "stringbool": Builtin("stringbool", lambda budget, args: StringBoolSchema(arg(args, 0))),
+        "nan": _make(nan_schema),
+        "void": _make(void_schema),
+        "date": _make(DateSchema),
+        "json": _make(JsonSchema),
+        "custom": Builtin("custom", _custom),
+        "iso": _iso(),
+        "int32": _ranged(-2147483648, 2147483647, True),
+        "uint32": _ranged(0, 4294967295, True),
+        "float32": _ranged(-_FLOAT32, _FLOAT32, False),
+        "float64": _ranged(-_FLOAT64, _FLOAT64, False),
+        "nonoptional": Builtin("nonoptional", _wrap_first(NonOptional)),
+        "exactOptional": Builtin("exactOptional", _wrap_first(ExactOptional)),
+        "readonly": Builtin("readonly", _wrap_first(Readonly)),
+        **{name: _string_format(name) for name in _FORMATS},
+        "jwt": Builtin("jwt", lambda budget, args: StringSchema().m_jwt(budget, args)),
+        "mac": Builtin("mac", lambda budget, args: StringSchema().mac(args)),
+        "url": _string_format("url", lambda base, options: base.url(options, http=False)),
+        "httpUrl": _string_format("httpUrl", lambda base, options: base.url(options, http=True)),
+        "hash": Builtin("hash", lambda budget, args: StringSchema().digest(args)),
+        **{name: _refused(name) for name in REFUSED},
         "intersection": Builtin("intersection", lambda budget, args: IntersectionSchema(
             as_schema(arg(args, 0), "intersection's left"), as_schema(arg(args, 1), "intersection's right"))),
         "discriminatedUnion": Builtin("discriminatedUnion", _discriminated),

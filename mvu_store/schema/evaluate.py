@@ -203,7 +203,10 @@ class Compiler:
             obj = target(frame)
             if optional and (obj is None or obj is UNDEFINED):
                 raise _ShortCircuit
-            return get_member(obj, name)
+            try:
+                return get_member(obj, name)
+            except MvuError as error:
+                raise _located(error, node) from None
 
         return member
 
@@ -248,7 +251,10 @@ class Compiler:
                 budget.fuel -= 1
                 if budget.fuel < 0:
                     budget.charge(0)
-                return fn(budget, args(frame))
+                try:
+                    return fn(budget, args(frame))
+                except MvuError as error:
+                    raise _located(error, node) from None
 
             return call_builtin
 
@@ -772,6 +778,15 @@ def _has_optional(node: Node) -> bool:
             return True
         current = current.kids[0]
     return False
+
+
+def _located(error: MvuError, node: Node) -> MvuError:
+    """An ``MVU_UNSUPPORTED`` refusal (a Zod method or constructor we do not provide) told where
+    the declaration uses it; other errors pass unchanged."""
+    if error.code != Code.UNSUPPORTED.value or "line" in error.details:
+        return error
+    return MvuError(error.code, f"{error.message} at line {node.line}, column {node.col}",
+                    **{**error.details, "line": node.line, "column": node.col})
 
 
 def _refuse_at(node: Node, message: str) -> MvuError:

@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from mvu_store.errors import Code, MvuError
+from mvu_store.schema import zod_members
 from mvu_store.schema.builtins import deep_copy
 from mvu_store.schema.issues import (
     NONOPTIONAL,
@@ -29,6 +30,7 @@ from mvu_store.schema.values import (
     Opaque,
     ScriptError,
     arg,
+    fail,
     to_string,
     truthy,
 )
@@ -106,7 +108,9 @@ class Schema(Opaque):
         prop = getattr(self, "p_" + key, None)
         if prop is not None:
             return prop()
-        raise MvuError(Code.UNSUPPORTED, f"`.{key}` is not supported on {self.describe()}")
+        if key in zod_members.ANY_KIND and key not in zod_members.BY_KIND.get(self.kind, ()):
+            return UNDEFINED  # Zod's own answer: this class has no such member (`.shape` of a prefault)
+        raise MvuError(Code.UNSUPPORTED, f"`.{key}` of {self.describe()} is not supported", member=key)
 
     def refs(self) -> Iterator[Any]:
         """Everything this schema holds (inner schemas, functions, values): for freezing."""
@@ -127,6 +131,9 @@ class Schema(Opaque):
 
     def m_nullable(self, budget: Budget, args: list[Any]) -> Schema:
         return Nullable(self)
+
+    def m_exactOptional(self, budget: Budget, args: list[Any]) -> Schema:
+        return ExactOptional(self)
 
     def m_nonoptional(self, budget: Budget, args: list[Any]) -> Schema:
         return NonOptional(self)
@@ -193,6 +200,29 @@ class Schema(Opaque):
     def m_meta(self, budget: Budget, args: list[Any]) -> Schema:
         return self
 
+    def m_with(self, budget: Budget, args: list[Any]) -> Schema:
+        return self.m_check(budget, args)
+
+    def m_apply(self, budget: Budget, args: list[Any]) -> Any:
+        """``schema.apply(fn)``: ``fn(schema)``, a helper for composing declarations."""
+        return function_arg(arg(args, 0), "apply").call(budget, [self])
+
+    def m_overwrite(self, budget: Budget, args: list[Any]) -> Schema:
+        """``.overwrite(fn)``: a check that replaces the value with ``fn(value)`` (its type stays)."""
+        fn = function_arg(arg(args, 0), "overwrite")
+        return self.with_check(lambda value, ctx: fn.call(ctx.budget, [value]))
+
+    def accepts(self, budget: Budget, value: Any) -> bool:
+        ctx = ParseCtx(budget)
+        self.run(value, ctx)
+        return not ctx.issues
+
+    def m_isOptional(self, budget: Budget, args: list[Any]) -> bool:
+        return self.accepts(budget, UNDEFINED)
+
+    def m_isNullable(self, budget: Budget, args: list[Any]) -> bool:
+        return self.accepts(budget, None)
+
     def m_readonly(self, budget: Budget, args: list[Any]) -> Schema:
         return Readonly(self)
 
@@ -231,6 +261,15 @@ class Schema(Opaque):
 
     def p_description(self) -> Any:
         return UNDEFINED if self.description is None else self.description
+
+    def p_type(self) -> Any:
+        """Zod's ``schema.type``: the name of its definition's type."""
+        return _ZOD_TYPES.get(self.kind, self.kind)
+
+
+_ZOD_TYPES = {"discriminatedUnion": "union", "xor": "union", "templateLiteral": "template_literal",
+              "stringbool": "pipe", "json": "lazy"}
+"""Our node kinds that Zod's ``.type`` names otherwise."""
 
 
 def runner(schema: Schema) -> Callable[[Any, ParseCtx], Any]:
@@ -362,6 +401,17 @@ class Optional(Schema):
         return self.inner
 
 
+class ExactOptional(Optional):
+    """``.exactOptional()``: the key may be absent, but a present ``undefined`` is parsed by the
+    inner schema (JSON never has one; a transform's result may)."""
+
+    def parse(self, value: Any, ctx: ParseCtx) -> Any:
+        return self.inner_run(value, ctx)
+
+    def describe(self) -> str:
+        return "z.exactOptional()"
+
+
 class NonOptional(Schema):
     """``.nonoptional()`` and the fields of ``.required()``: whatever the inner schema accepts,
     ``undefined`` is refused (Zod wraps; it does not unwrap an optional)."""
@@ -380,6 +430,9 @@ class NonOptional(Schema):
         if result is UNDEFINED and len(ctx.issues) == start:
             ctx.issues.append(Issue("invalid_type", [], NONOPTIONAL))
         return result
+
+    def m_unwrap(self, budget: Budget, args: list[Any]) -> Schema:
+        return self.inner
 
 
 class Nullable(Schema):
@@ -413,6 +466,9 @@ class Readonly(Schema):
     def parse(self, value: Any, ctx: ParseCtx) -> Any:
         return self.inner_run(value, ctx)
 
+    def m_unwrap(self, budget: Budget, args: list[Any]) -> Schema:
+        return self.inner
+
 
 class Lazy(Schema):
     """``z.lazy(() => schema)``: recursive declarations; the getter runs when a value is parsed,
@@ -424,13 +480,15 @@ class Lazy(Schema):
         self.getter = getter
 
     def parse(self, value: Any, ctx: ParseCtx) -> Any:
-        return as_schema(self.getter.call(ctx.budget, []), "z.lazy's getter result").run(value, ctx)
+        return self.m_unwrap(ctx.budget, []).run(value, ctx)
+
+    def m_unwrap(self, budget: Budget, args: list[Any]) -> Schema:
+        return as_schema(self.getter.call(budget, []), "z.lazy's getter result")
 
 
 class Default(Schema):
     """``.default(v)`` (absence gives ``v`` as is) and ``.prefault(v)`` (``v`` is parsed)."""
 
-    kind = "default"
     optin = "defaulted"
 
     def __init__(self, inner: Schema, value: Any, *, prefault: bool) -> None:
@@ -440,6 +498,7 @@ class Default(Schema):
         self.inner_run = runner(inner)
         self.value = value
         self.prefault = prefault
+        self.kind = "prefault" if prefault else "default"  # as Zod names the two classes
 
     def fallback(self, budget: Budget) -> Any:
         if isinstance(self.value, JsCallable):
@@ -456,10 +515,13 @@ class Default(Schema):
             return self.fallback(ctx.budget)
         return result
 
-    def m_removeDefault(self, budget: Budget, args: list[Any]) -> Schema:
+    def m_unwrap(self, budget: Budget, args: list[Any]) -> Schema:
         return self.inner
 
-    m_unwrap = m_removeDefault
+    def m_removeDefault(self, budget: Budget, args: list[Any]) -> Schema:
+        if self.prefault:  # ZodPrefault has no removeDefault
+            raise fail("removeDefault is not a function")
+        return self.inner
 
 
 class Catch(Schema):
@@ -484,6 +546,11 @@ class Catch(Schema):
                       "error": {"issues": json_copy(issues)}}
             return self.value.call(ctx.budget, [detail])
         return json_copy(self.value)
+
+    def m_unwrap(self, budget: Budget, args: list[Any]) -> Schema:
+        return self.inner
+
+    m_removeCatch = m_unwrap
 
 
 class Transform(Schema):
@@ -527,6 +594,12 @@ class Pipe(Schema):
             return middle  # Zod marks the pipe aborted: neither the right side nor checks run
         result = self.right_run(middle, ctx)
         return run_checks(self.checks, result, ctx, start) if self.checks else result
+
+    def p_in(self) -> Any:
+        return self.left
+
+    def p_out(self) -> Any:
+        return self.right
 
 
 def stopped_itself(schema: Schema, ctx: ParseCtx) -> bool:

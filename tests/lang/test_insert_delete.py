@@ -30,8 +30,14 @@ def test_a_null_target_becomes_an_object() -> None:
     assert stat({"a": {"b": None}}, "_.insert(a.b, 'k', 1);") == {"a": {"b": {"k": 1}}}
 
 
-def test_two_argument_insert_creates_a_missing_key_under_a_truthy_parent() -> None:
-    assert stat({"npc": {}}, "_.insert(npc.Bob, {hp: 1});") == {"npc": {"Bob": {"hp": 1}}}
+@pytest.mark.parametrize(("state", "reply"), [
+    ({"npc": {}}, "_.insert(npc.Bob, {hp: 1});"),
+    ({"a": {"list": []}}, "_.assign('a.list[0]', {hp: 1});"),
+    ({"a": {"list": [1]}}, "_.assign('a.list[1]', 2);"),
+])
+def test_a_two_argument_insert_never_creates_its_target(state: dict[str, Any], reply: str) -> None:
+    # MagVarUpdate reads a missing target as the primitive `undefined` and skips the command.
+    assert codes(update(state, reply)) == ["MVU_PATH_MISSING"]
 
 
 def test_a_top_level_insert_without_schema_fails() -> None:
@@ -102,10 +108,11 @@ def test_array_without_extensible_refuses_both_insert_forms() -> None:
     assert codes(result) == ["MVU_SCHEMA", "MVU_SCHEMA"]
 
 
-def test_a_two_argument_insert_to_an_unknown_path_uses_only_the_parent_rule() -> None:
-    variables = initialize_variables(["npc: {Bob: {hp: 1}}"])
+def test_a_two_argument_insert_to_an_unknown_path_is_refused_under_a_schema_too() -> None:
+    variables = initialize_variables(["npc: {$meta: {extensible: true}, Bob: {hp: 1}}"])
     result = update(variables["stat_data"], "_.insert(npc.Amy, {hp: 2});", schema=variables["schema"])
-    assert result.variables["stat_data"]["npc"]["Amy"] == {"hp": 2}
+    assert codes(result) == ["MVU_PATH_MISSING"]
+    assert result.variables["stat_data"] == {"npc": {"Bob": {"hp": 1}}}
 
 
 def test_array_template_fills_pushed_objects() -> None:

@@ -56,7 +56,7 @@ def test_the_result_is_held_to_the_state_budget() -> None:
     assert caught.value.code == "MVU_LIMIT"
 
 
-@pytest.mark.parametrize("variables", [[], {"stat_data": []}, {"stat_data": {"a": float("nan")}}, {"schema": 5}])
+@pytest.mark.parametrize("variables", [[], {"stat_data": []}, {"stat_data": {"a": float("nan")}}])
 def test_malformed_envelopes_are_refused(variables: Any) -> None:
     with pytest.raises(MvuError):
         apply_update(variables, "_.set(a, 1);")
@@ -69,6 +69,25 @@ def test_the_schema_is_regenerated_after_a_change_keeping_decisions() -> None:
     assert schema["strictSet"] is True
     assert schema["properties"]["npc"]["extensible"] is True
     assert schema["properties"]["npc"]["properties"]["Bob"]["required"] is False
+
+
+@pytest.mark.parametrize("schema", ["没有用别管这个", "junk", 5, ["x"]])
+def test_a_schema_that_is_no_object_is_no_native_schema(schema: Any) -> None:
+    # Newer MagVarUpdate stores a placeholder string there under a Zod schema and ignores it:
+    # nothing is refused on its account (an object schema would refuse the insert into `a.l`).
+    variables = {"stat_data": {"hp": 1, "a": {"l": [1]}}, "schema": schema}
+    result = apply_update(variables, "_.set(hp, 2); _.insert(a.l, 2);")
+    assert result.variables["stat_data"] == {"hp": 2, "a": {"l": [1, 2]}}
+    assert result.diagnostics == ()
+    if schema == "没有用别管这个":  # MagVarUpdate keeps its placeholder; anything else is regenerated
+        assert result.variables["schema"] == schema
+    else:
+        assert result.variables["schema"]["properties"]["hp"]["type"] == "number"
+
+
+def test_an_unchanged_state_keeps_the_placeholder_schema() -> None:
+    result = apply_update({"stat_data": {"hp": 1}, "schema": "junk"}, "_.set(hp, 1);")
+    assert result.variables["schema"] == "junk"
 
 
 def test_an_envelope_without_schema_gets_one_after_a_change() -> None:

@@ -34,35 +34,22 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from zod_outcome import ours
 
-from mvu_store.errors import MvuError
-from mvu_store.schema import compile_schema, validate
+from mvu_store.schema import compile_schema
 
 HERE = Path(__file__).parent
 FIXTURES = ("zod_parity.json", "zod_fuzz_parity.json", "zod_library_parity.json", "zod_cards_parity.json",
             "zod_forms_parity.json", "zod_chain_parity.json", "zod_dates_parity.json")
 CASES = [case for name in FIXTURES
          for case in json.loads((HERE / name).read_text(encoding="utf-8"))]
-NOW_MS = 1_700_000_000_000  # the clock the reference run gave Date.now()
-
-
-def _ours(descriptor: dict[str, Any], value: Any) -> dict[str, Any]:
-    try:
-        result = validate(descriptor, value, now_ms=NOW_MS)
-    except MvuError as error:
-        # Where the declaration itself throws (Zod lets a transform's exception through), we
-        # refuse: only the declaration's own errors may be, never a limit or an isolation rule.
-        return {"throws": error.code == "MVU_SCHEMA"}
-    if result.ok:
-        return {"ok": True, "value": result.value}
-    return {"ok": False, "issues": [[issue.code, issue.path] for issue in result.issues]}
 
 
 @pytest.mark.parametrize("case", CASES, ids=[case["name"] for case in CASES])
 def test_matches_real_zod(case: dict[str, Any]) -> None:
     descriptor = compile_schema(case["source"])
     for value, expected in zip(case["inputs"], case["expected"], strict=True):
-        assert _ours(descriptor, value) == expected, json.dumps(value, ensure_ascii=False)
+        assert ours(descriptor, value) == expected, json.dumps(value, ensure_ascii=False)
 
 
 def test_fixture_covers_failures_and_successes() -> None:
