@@ -32,6 +32,7 @@ from mvu_store.service.models import (
 from mvu_store.service.openings import (
     card_template_id_of,
     check_greeting_index,
+    drafts,
     first_send,
     greeting_index_of,
     greeting_template,
@@ -244,9 +245,10 @@ class Allocation:
             raise MvuError(Code.SEED_PENDING, "state inheritance must finish before this session can use variables",
                            session_id=session_id)
         rows = await ledger.resources(session_id=session_id, kinds=("instance",))
+        _, chosen = await ledger.selection(session_id)
         _, templates = await self.active_templates(session_id, view)
         if not templates:
-            return [await ctx.catalog.entry_of(row) for row in rows]
+            return await self._live(rows, chosen)
         snapshot = log.snapshot()
         identity = session_identity(snapshot, session_id)
         for row in rows:
@@ -278,7 +280,12 @@ class Allocation:
             if view is not None:
                 view.wrote()
             rows = await ctx.ledger.resources(session_id=session_id, kinds=("instance",))
-        return [await ctx.catalog.entry_of(row) for row in rows] + planned
+        return await self._live(rows, chosen) + planned
+
+    async def _live(self, rows: list[ResourceRecord], chosen: str | None) -> list[Entry]:
+        """The session's instances but the greeting copies it keeps as drafts (docs/cards.md)."""
+        hidden = drafts((row.template_id for row in rows), chosen)
+        return [await self._ctx.catalog.entry_of(row) for row in rows if row.template_id not in hidden]
 
     async def allocate(self, session_id: str, resource_id: str) -> Entry | None:
         """Allocate ``resource_id`` if it is one of the session's instances still to allocate (a

@@ -163,6 +163,11 @@ class Reads:
                 blocked = error
         if entry is None:
             entry = await self._ctx.catalog.entry(resource_id)
+            if entry is not None and view is not None and entry.is_instance and entry.instance is not None \
+                    and entry.instance["sessionId"] == scope.session_id:
+                # The session's own instance it does not list: a greeting copy it keeps as a
+                # private draft, no live resource of the session (docs/cards.md).
+                entry = None
         if entry is None:
             entry = next((item for item in await self._allocation.unallocated_shared() if item.id == resource_id), None)
         if blocked is not None and (entry is None or entry.legacy is None):
