@@ -98,6 +98,20 @@ def _turn(seq: int, data: Mapping[str, Any]) -> dict[str, JsonValue]:
     return {"turn": _count(seq, data, "turn", required=True)}
 
 
+def _turn_only(seq: int, data: Mapping[str, Any]) -> dict[str, JsonValue]:
+    """Coordinates an event may leave out: its ``turn`` when it has one."""
+    turn = _count(seq, data, "turn", required=False)
+    return {} if turn is None else {"turn": turn}
+
+
+def _turn_step(seq: int, data: Mapping[str, Any]) -> dict[str, JsonValue]:
+    kept = _turn_only(seq, data)
+    step = _count(seq, data, "step", required=False)
+    if step is not None:
+        kept["step"] = step
+    return kept
+
+
 def _user_message(seq: int, data: Mapping[str, Any]) -> dict[str, JsonValue]:
     message = _object(seq, data.get("message"), "data.message")
     source = message.get("source", data.get("source"))
@@ -188,6 +202,12 @@ _KEEP: dict[str, Callable[[int, Mapping[str, Any]], dict[str, JsonValue]]] = {
     "session/names": _names,
     # What was sent to the model stays with the host (P-5): only its coordinates are kept.
     "request/assembly": _turn,
+    # Request preparation a host logs (a prompt read's lease tolerates them, docs/prompt.md):
+    # coordinates only; a system message's text, like the model request, stays with the host.
+    "request/context": _turn_only,
+    "system/message": _turn_step,
+    "step/start": _turn_step,
+    "request/header": _setting,
     **{kind: _setting for kind in SETTING_TYPES},
 }
 EVENT_TYPES = tuple(_KEEP)

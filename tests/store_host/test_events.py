@@ -167,3 +167,25 @@ def test_session_names_keep_the_names_given() -> None:
             keep({"seq": 0, "type": "session/names", "data": bad})
         assert refused.value.code == Code.OPERATION
         assert refused.value.details["field"] == field
+
+
+@pytest.mark.parametrize(("kind", "data", "stored"), [
+    ("system/message", {"turn": 1, "step": 0, "message": {"content": "rules"}}, {"turn": 1, "step": 0}),
+    ("system/message", {"message": {"content": "rules"}}, {}),
+    ("step/start", {"turn": 2, "step": 1, "model": "m"}, {"turn": 2, "step": 1}),
+    ("request/context", {"turn": 2, "sources": ["x"]}, {"turn": 2}),
+    ("request/header", {"header": {"startsSeries": True}, "reason": "r"}, {"header": {"startsSeries": True},
+                                                                           "reason": "r"}),
+])
+def test_request_preparation_events_keep_their_coordinates_not_their_text(kind: str, data: dict[str, Any],
+                                                                          stored: dict[str, Any]) -> None:
+    assert kept({"seq": 4, "type": kind, "data": data}).data == stored
+
+
+def test_a_request_header_is_bounded_and_a_step_is_a_count() -> None:
+    with pytest.raises(MvuError) as big:
+        keep({"seq": 1, "type": "request/header", "data": {"header": {"x": "y" * 5000}}})
+    assert big.value.code == Code.LIMIT
+    with pytest.raises(MvuError) as step:
+        keep({"seq": 1, "type": "step/start", "data": {"turn": 1, "step": -1}})
+    assert step.value.code == Code.OPERATION
