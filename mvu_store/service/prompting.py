@@ -297,12 +297,19 @@ class PromptReads:
         lease = self._lease(session_id, None, signal)
         try:
             host_lease = await request_lease(self._ctx, session_id)
-            records = [item for item in await self._reads.records(scope, signal) if _usable(item)]
+            check_signal(signal)
+            listed = await self._reads.session_records(scope)
         except MvuError as error:
             if error.code in _UNAVAILABLE:
                 raise MvuError(Code.USAGE_CANCELLED, "the session's state cannot be read now",
                                session_id=session_id, cause=error.code) from None
             raise
+        if preview and any(not allocated for record, allocated in listed if _usable(record)):
+            # As the original: a preview never shows state the session does not have yet (nor
+            # allocates it: a preview writes nothing).
+            raise MvuError(Code.PREVIEW_STATE_UNAVAILABLE, "the session's state is not initialised yet: "
+                                                           "nothing to preview", session_id=session_id)
+        records = [record for record, _ in listed if _usable(record)]
         blocks: list[dict[str, JsonValue]] = []
         diagnostics: list[dict[str, JsonValue]] = []
         leases: list[Lease] = [lease, host_lease]
