@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 from typing import Any
 
 import pytest
@@ -56,10 +57,12 @@ def test_a_user_text_over_the_gate_bound_grants_nothing_and_is_not_truncated() -
     assert len(event.data["message"]["textSha256"]) == 64
 
 
-def test_request_assembly_keeps_only_its_turn() -> None:
+def test_request_assembly_keeps_its_turn_and_the_messages_digest_not_the_messages() -> None:
     event = kept({"seq": 5, "type": "request/assembly", "data": {"turn": 3, "messages": [{"role": "system"}],
                                                                   "metadata": {"model": "m"}}})
-    assert event.data == {"turn": 3}
+    # The digest is what JavaScript's JSON.stringify gives for the messages.
+    assert event.data == {"turn": 3, "observed": [],
+                          "messagesSha256": hashlib.sha256(b'[{"role":"system"}]').hexdigest()}
 
 
 def test_a_reply_of_exactly_the_limit_is_kept_and_one_byte_more_is_refused() -> None:
