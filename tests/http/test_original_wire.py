@@ -7,31 +7,21 @@ every history entry, ``unavailable`` and ``maxRecords`` on facts)."""
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
 from typing import Any
 
 import httpx
-import pytest
 
-from mvu_api.http import create_app
 from mvu_store.memory_host import MemoryHost
 from mvu_store.service import MvuService
+from tests.prompt.test_http import client
 from tests.service.conftest import host, service
 from tests.service.support import HERO, playing
 
-__all__ = ["host", "service"]
+__all__ = ["client", "host", "service"]
 
 ORIGINAL = "/pmp-dsh-tavern/api/v1/original/mvu"
 SCOPE = json.dumps({"authority": "local", "sessionId": "s1"})
 FIXED = "MVU operation rejected for this binding"
-
-
-@pytest.fixture
-async def client(service: MvuService) -> AsyncIterator[httpx.AsyncClient]:
-    app = create_app(service, token="t")
-    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://test",
-                                 headers={"Authorization": "Bearer t"}) as http:
-        yield http
 
 
 async def _get(client: httpx.AsyncClient, action: str, **query: str) -> httpx.Response:

@@ -15,6 +15,7 @@ from collections.abc import Iterator
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
+import httpx
 import pytest
 from playwright.sync_api import Browser, Page, Route
 
@@ -77,6 +78,20 @@ def page(browser: Browser, server: Server) -> Iterator[Page]:
         yield opened
     finally:
         context.close()
+
+
+def granted_opening(client: httpx.Client, tag: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    """An empty session ``<tag>1`` of playthrough ``p<tag>`` that selected card ``hp<tag>``, and the
+    host's write grant ``g<tag>`` for a script of that card: its initial scope and the identity
+    (``<tag>`` a hex digit: the identity's sha256 repeats it)."""
+    scope = {"mode": "initial", "playthroughId": f"p{tag}", "sessionId": f"{tag}1", "characterId": f"hp{tag}"}
+    identity = {"version": 1, "sha256": tag * 64, "scope": scope}
+    register(client, f"hp{tag}", HP_CARD_JSON)
+    session(client, f"{tag}1")
+    ok(select(client, f"{tag}1", f"hp{tag}"))
+    ok(client.put(f"{MVU}/playthroughs/p{tag}", json={"characterId": f"hp{tag}", "rootSessionId": f"{tag}1"}))
+    ok(client.put(f"{MVU}/card-grants/g{tag}", json={"sourceIdentity": identity, "scope": scope}))
+    return scope, identity
 
 
 def next_poll(page: Page, etag: str | None) -> None:
@@ -235,14 +250,8 @@ def test_the_binding_follows_the_real_snapshot_route_through_a_write_and_a_refus
     """No test double: a real ``mvu serve``, a card registered and selected over the host routes,
     the empty session's initial scope read by the binding, a card write, then the first turn,
     after which the initial scope can no longer be read."""
-    scope = {"mode": "initial", "playthroughId": "pb", "sessionId": "b1", "characterId": "hpb"}
-    identity = {"version": 1, "sha256": "b" * 64, "scope": scope}
     with server.client() as client:
-        register(client, "hpb", HP_CARD_JSON)
-        session(client, "b1")
-        ok(select(client, "b1", "hpb"))
-        ok(client.put(f"{MVU}/playthroughs/pb", json={"characterId": "hpb", "rootSessionId": "b1"}))
-        ok(client.put(f"{MVU}/card-grants/gb", json={"sourceIdentity": identity, "scope": scope}))
+        scope, identity = granted_opening(client, "b")
         capability = ok(client.post(f"{MVU}/card-binding", json={"scope": scope, "grantId": "gb",
                                                                  "sourceIdentity": identity}))["capability"]
         first = page.evaluate("""async ({scope, headers}) => {
@@ -381,20 +390,14 @@ def test_a_granted_binding_writes_and_revokes_through_a_real_server(page: Page, 
     """A real ``mvu serve``: the card's initial scope bound by the browser with a client-made id,
     a write at the observed revision, then dispose revokes it and the server refuses the
     capability from then on."""
-    scope = {"mode": "initial", "playthroughId": "pw", "sessionId": "w1", "characterId": "hpw"}
-    identity = {"version": 1, "sha256": "d" * 64, "scope": scope}
     with server.client() as client:
-        register(client, "hpw", HP_CARD_JSON)
-        session(client, "w1")
-        ok(select(client, "w1", "hpw"))
-        ok(client.put(f"{MVU}/playthroughs/pw", json={"characterId": "hpw", "rootSessionId": "w1"}))
-        ok(client.put(f"{MVU}/card-grants/gw", json={"sourceIdentity": identity, "scope": scope}))
+        scope, identity = granted_opening(client, "d")
         outcome = page.evaluate("""async ({scope, identity, headers}) => {
           const m = await import('/inspector/static/binding.js');
           const sent = [];
           const fetcher = (url, options = {}) => { sent.push(options.body ?? null); return fetch(url, options); };
           const binding = await m.createMvuCardBinding({ client: m.createHttpSnapshotClient({ headers, fetcher }),
-            scope, pollMs: 60000, writeGrant: { grantId: 'gw', sourceIdentity: identity } });
+            scope, pollMs: 60000, writeGrant: { grantId: 'gd', sourceIdentity: identity } });
           const capability = JSON.parse(sent.find((body) => body && body.includes('bindingId'))).bindingId;
           const before = binding.getSnapshot();
           const receipt = await binding.writeOperation({ operation: 'replace', value: { stat_data: { hp: 6 } },

@@ -37,6 +37,15 @@ def host(ledger: Ledger) -> StoreHost:
     return StoreHost(ledger)
 
 
+async def hero_session(ledger: Ledger, host: StoreHost, session_id: str) -> MvuService:
+    """A service over the store whose new session ``session_id`` selected Hero."""
+    service = MvuService(ledger=ledger, host=host)
+    await service.discover(definition=HERO)
+    await host.create_session(session_id, created_at=CREATED)
+    await service.select_character(session_id=session_id, character_id="hero")
+    return service
+
+
 async def test_a_session_is_created_once_and_its_header_never_changes(host: StoreHost) -> None:
     stored, created = await host.create_session("s1", created_at=CREATED)
     assert created and stored.last_seq == -1 and stored.header.version == 4
@@ -299,10 +308,7 @@ async def test_a_header_is_consistent(host: StoreHost) -> None:
 
 async def test_install_refuses_a_child_whose_own_events_would_start_inside_the_inherited_prefix(
         ledger: Ledger, host: StoreHost) -> None:
-    service = MvuService(ledger=ledger, host=host)
-    await service.discover(definition=HERO)
-    await host.create_session("p", created_at=CREATED)
-    await service.select_character(session_id="p", character_id="hero")
+    service = await hero_session(ledger, host, "p")
     await play_turn(service, host, "p", turn=1, user="u", reply="_.add('gold', 10);")
     await play_turn(service, host, "p", turn=2, user="u", reply="_.add('gold', 100);")
     snapshot = await host.inspect("p")
@@ -332,10 +338,7 @@ async def test_install_refuses_a_child_whose_own_events_would_start_inside_the_i
 
 async def test_request_preparation_is_logged_and_keeps_a_prompt_read_current_but_not_a_write_lease(
         ledger: Ledger, host: StoreHost) -> None:
-    service = MvuService(ledger=ledger, host=host)
-    await service.discover(definition=HERO)
-    await host.create_session("s1", created_at=CREATED)
-    await service.select_character(session_id="s1", character_id="hero")
+    service = await hero_session(ledger, host, "s1")
     await feed(service, host, "s1", [start(0, 1)])
     found = await service.resolve_prompt_dependency(
         scope={"authority": "local", "sessionId": "s1"},
