@@ -13,8 +13,8 @@ any other host a prompt read keeps the strict session lease.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from mvu_store.host import AppendsSince, AppendWatchHost, Lease, SessionEvent, SessionSnapshot, event_turn
@@ -26,28 +26,29 @@ HEADER_KEYS = frozenset({"startsSeries"})
 """The request header fields the original knows; another one ends the lease."""
 
 
-@dataclass(slots=True)
+@dataclass(frozen=True, slots=True)
 class RequestBase:
-    """What a read saw of its session: where it ended, the turn then running (None: none), the
-    user messages logged, and the input the running turn claimed since."""
+    """What a read saw of its session: its events, where they ended, and the turn then running
+    (None: none)."""
 
+    snapshot: SessionSnapshot
     last_seq: int
     turn: int | None
-    user_seqs: set[int] = field(default_factory=set)
 
     @classmethod
     def of(cls, snapshot: SessionSnapshot) -> RequestBase:
+        # The running turn is the last turn mark's, if it is a start: read from the end.
         turn: int | None = None
-        users: set[int] = set()
-        for event in snapshot.events:
-            number = event_turn(event)
-            if event.type == "turn/start":
-                turn = number if type(number) is int else None
-            elif event.type == "turn/end" and number == turn:
-                turn = None
-            elif event.type == "user/message":
-                users.add(event.seq)
-        return cls(snapshot.last_seq, turn, users)
+        for event in reversed(snapshot.events):
+            if event.type in ("turn/start", "turn/end"):
+                number = event_turn(event)
+                turn = number if event.type == "turn/start" and type(number) is int else None
+                break
+        return cls(snapshot, snapshot.last_seq, turn)
+
+    def _logged_input(self, seq: int) -> bool:
+        event = self.snapshot.event(seq)
+        return event is not None and event.type == "user/message"
 
     def keeps(self, added: Sequence[SessionEvent]) -> bool:
         """Whether the events appended after the read all leave it current."""
@@ -77,7 +78,7 @@ class RequestBase:
             return (set(data) <= HEADER_EVENT_KEYS and self._this_turn(event, required=False)
                     and _header(data.get("header")) and isinstance(data.get("reason", ""), str))
         if event.type == "session/title":
-            return _title(data, self.user_seqs | claimed)
+            return _title(data, lambda seq: seq in claimed or self._logged_input(seq))
         return False
 
 
@@ -87,7 +88,7 @@ def _header(header: Any) -> bool:
             and header.get("startsSeries", True) is True)
 
 
-def _title(data: Mapping[str, Any], user_seqs: set[int]) -> bool:
+def _title(data: Mapping[str, Any], user_input: Callable[[int], bool]) -> bool:
     """A title that changes no model history: its exact fields, a non-blank title, a known
     source, and message references only to logged or claimed user input."""
     if set(data) != TITLE_KEYS:
@@ -95,7 +96,7 @@ def _title(data: Mapping[str, Any], user_seqs: set[int]) -> bool:
     title, seqs, source = data["title"], data["messageSeqs"], data["source"]
     if not isinstance(title, str) or not title.strip() or not isinstance(seqs, list):
         return False
-    if not all(type(seq) is int and seq in user_seqs for seq in seqs):
+    if not all(type(seq) is int and user_input(seq) for seq in seqs):
         return False
     return _title_source(source)
 
