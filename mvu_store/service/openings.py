@@ -23,7 +23,7 @@ from __future__ import annotations
 import copy
 import json
 import re
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from typing import Any
 
 from mvu_store.errors import Code, MvuError
@@ -93,22 +93,31 @@ def _index_in(template_id: str) -> int:
     return int(suffix) if suffix.isdigit() else 0
 
 
-def drafts(template_ids: Iterable[str | None], chosen: str | None) -> set[str]:
+def drafts(template_ids: Iterable[str | None], chosen: str | None,
+           played: Collection[str] = frozenset()) -> set[str]:
     """Of a session's instance templates, those whose copy is a private draft. Each card has one
-    live copy: the greeting the session chose, when the card is selected; otherwise the one
-    reselecting the card without an index opens (its first message's) or, without that copy,
-    the lowest greeting it has. Before the first send a host may flip greetings any number of
-    times: the copies it left stay as drafts, so switching back finds them as they were."""
+    live copy (:func:`live_copy`); ``played``: the templates whose copy took a turn. Before the
+    first send a host may flip greetings any number of times: the copies it left stay as
+    drafts, so switching back finds them as they were."""
     cards: dict[str, list[str]] = {}
     for template_id in template_ids:
         if template_id is not None:
             cards.setdefault(card_template_id_of(template_id), []).append(template_id)
     found: set[str] = set()
     for card, copies in cards.items():
-        selected = chosen is not None and card_template_id_of(chosen) == card
-        live = chosen if selected else min(copies, key=_index_in)
+        live = live_copy(card, copies, chosen, played)
         found.update(copy_id for copy_id in copies if copy_id != live)
     return found
+
+
+def live_copy(card_template_id: str, copies: Collection[str], chosen: str | None,
+              played: Collection[str] = frozenset()) -> str:
+    """The template of a card's live copy among ``copies`` (its greeting templates with an
+    instance in the session): the chosen one while the card is selected; else the one played
+    (a turn fixed it), else the lowest greeting's."""
+    if chosen is not None and card_template_id_of(chosen) == card_template_id:
+        return chosen
+    return min([copy_id for copy_id in copies if copy_id in played] or copies, key=_index_in)
 
 
 def greeting_index_of(template: dict[str, Any]) -> int:

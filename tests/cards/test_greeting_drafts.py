@@ -14,7 +14,7 @@ import pytest
 from mvu_store.memory_host import MemoryHost
 from mvu_store.service import MvuService
 from tests.cards.test_openings import _baiya
-from tests.service.support import scope
+from tests.service.support import PLAIN, scope
 
 # The opening 依存度 of each greeting the Baiya card opens with.
 OPENING = {0: 35, 1: 15, 2: 100}
@@ -114,3 +114,20 @@ async def _flip_more(service: MvuService, sequence: tuple[int, ...]) -> dict[int
         assert chosen.instance_id is not None
         copies[index] = chosen.instance_id
     return copies
+
+
+@pytest.mark.parametrize("sequence", [(1,), (0, 1), (2, 0, 1)], ids=["1", "0-1", "2-0-1"])
+async def test_a_card_selected_again_without_an_index_restores_the_copy_it_was_played_with(
+        service: MvuService, host: MemoryHost, sequence: tuple[int, ...]) -> None:
+    # Drafts of lower greetings left before the first send do not take the played copy's place.
+    copies = await _flip(service, host, sequence)
+    await host.turn("s1", turn=1, user="你好", reply="_.add('白娅.依存度', 5);", message_id="m1")
+    await service.discover(definition=PLAIN)
+    plain = await service.select_character(session_id="s1", character_id="plain")
+    back = await service.select_character(session_id="s1", character_id="baiya")
+    assert (back.instance_id, back.greeting_index) == (copies[1], 1)
+    record = await service.read(id=copies[1], scope=scope("s1"))
+    assert record is not None and record.revision == 1 and _dependence(record.content) == OPENING[1] + 5
+    # The other card's instance is listed as a switch leaves it; of Baiya only the played copy.
+    assert plain.instance_id is not None
+    assert sorted(r.id for r in await service.list(scope=scope("s1"))) == sorted([copies[1], plain.instance_id])
