@@ -11,6 +11,7 @@ from typing import Any
 
 import httpx
 
+from mvu_store.host import Playthrough
 from mvu_store.memory_host import MemoryHost
 from mvu_store.service import MvuService
 from tests.prompt.test_http import client
@@ -85,3 +86,32 @@ async def test_transport_refusals_answer_as_the_original(client: httpx.AsyncClie
     unauthenticated = await client.get(f"{ORIGINAL}/resources", params={"scope": SCOPE},
                                        headers={"Authorization": "Bearer wrong"})
     assert unauthenticated.status_code == 401
+
+
+async def test_card_routes_answer_the_bare_shapes_under_the_original_prefix(client: httpx.AsyncClient,
+                                                                           service: MvuService,
+                                                                           host: MemoryHost) -> None:
+    await service.discover(definition={"character_id": "c", "name": "C", "initvar": ["hp: 10\n"]})
+    host.create_session("s", created_at=1000)
+    await service.select_character(session_id="s", character_id="c")
+    scope = {"mode": "initial", "playthroughId": "p", "sessionId": "s", "characterId": "c"}
+    identity = {"version": 1, "sha256": "c" * 64, "scope": scope}
+    host.facts.report_playthrough(Playthrough("p", "c", "s"))
+    host.facts.grant("grant", source_identity=identity, scope=scope)
+    read = await client.get(f"{ORIGINAL}/snapshot", params={"scope": json.dumps(scope)})
+    assert read.status_code == 200 and "ok" not in read.json() and read.json()["revision"] == 0
+    bound = (await client.post(f"{ORIGINAL}/card-binding", json={
+        "scope": scope, "grantId": "grant", "sourceIdentity": identity,
+        "bindingId": "0b7c4d7e-0000-4000-8000-000000000001"})).json()
+    assert bound["capability"] == "0b7c4d7e-0000-4000-8000-000000000001" and bound["snapshot"]["revision"] == 0
+    written = await client.post(f"{ORIGINAL}/card-write", json={
+        "capability": bound["capability"], "operation": "replace", "value": {"stat_data": {"hp": 4}},
+        "expectedRevision": 0, "operationId": "four", "cause": "user-interaction"})
+    assert written.status_code == 200 and written.json()["variables"]["stat_data"] == {"hp": 4}
+    stale = await client.post(f"{ORIGINAL}/card-write", json={
+        "capability": bound["capability"], "operation": "replace", "value": {"stat_data": {"hp": 5}},
+        "expectedRevision": 0, "operationId": "five", "cause": "user-interaction"})
+    assert (stale.status_code, stale.json()) == (409, {"ok": False, "code": "REVISION_CONFLICT", "error": FIXED})
+    greeting = await client.post(f"{ORIGINAL}/card-binding", json={
+        "scope": {**scope, "mode": "greeting"}, "grantId": "grant", "sourceIdentity": identity})
+    assert (greeting.status_code, greeting.json()["code"]) == (403, "MVU_READ_ONLY")
