@@ -65,6 +65,7 @@ class Code(StrEnum):
     COMMAND_HOOK_OUTPUT = "MVU_COMMAND_HOOK_OUTPUT"
     COMMAND_HOOK_DECLARATION = "MVU_COMMAND_HOOK_DECLARATION"
     STORAGE_LIMIT = "PLAY_STORAGE_LIMIT"
+    PREVIEW_STATE_UNAVAILABLE = "MVU_PREVIEW_STATE_UNAVAILABLE"
     # Not among the original implementation's codes: storage that stayed busy past its timeout. HTTP maps it
     # to 503 with Retry-After; the caller may retry, nothing was written.
     STORAGE_BUSY = "MVU_STORAGE_BUSY"

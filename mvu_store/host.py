@@ -18,7 +18,7 @@ from __future__ import annotations
 import hashlib
 import inspect
 import json
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
@@ -270,6 +270,23 @@ class IncrementalHost(Host, Protocol):
     async def inspect_since(self, session_id: str, after_seq: int) -> SessionTail | None:
         """The session seen from event ``after_seq`` (-1: from the start, the base being the
         header's fingerprint), or None when the host has no such session."""
+        ...
+
+
+AppendsSince = Callable[[], Sequence[SessionEvent] | None]
+"""Synchronous: the events appended to a session since the call that gave it (in order), or None
+once anything else changed it (an earlier event or the header rewritten, the session replaced)
+or more were appended than the host keeps in memory."""
+
+
+@runtime_checkable
+class AppendWatchHost(Host, Protocol):
+    """A host that can say, synchronously, what was appended to a session since a moment: a
+    prompt read's lease then tolerates what request preparation appends (docs/prompt.md)."""
+
+    async def capture_appends(self, session_id: str) -> AppendsSince:
+        """From now on: what is appended to the session (``MvuError`` ``MVU_MISSING`` when the
+        host has no such session)."""
         ...
 
 

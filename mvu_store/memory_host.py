@@ -24,6 +24,7 @@ from typing import Any, Protocol
 from mvu_store.errors import Code, MvuError
 from mvu_store.host import (
     SESSION_FORMAT_VERSION,
+    AppendsSince,
     CardGrant,
     Lease,
     Membership,
@@ -116,6 +117,22 @@ class MemoryHost:
             return current is session and current.generation == generation
 
         return valid
+
+    async def capture_appends(self, session_id: str) -> AppendsSince:
+        session = self._require(session_id)
+        count = len(session.events)
+        # An append adds one event and one generation; every other change (an event rewritten,
+        # the log cut, the header changed, leases invalidated) adds a generation alone.
+        others = session.generation - count
+
+        def since() -> list[SessionEvent] | None:
+            current = self._sessions.get(session_id)
+            if current is not session or session.generation - len(session.events) != others \
+                    or len(session.events) < count:
+                return None
+            return session.events[count:]
+
+        return since
 
     async def membership(self, playthrough_id: str) -> Membership | None:
         return await self.facts.membership(playthrough_id)

@@ -16,6 +16,7 @@ from mvu_api.http.cors import Cors, allowed_origins
 from mvu_api.http.docs import DESCRIPTION, install_openapi
 from mvu_api.http.index import INDEX_PATHS, install_index
 from mvu_api.http.middleware import CLIENT_CLOSED, AccessLog, BearerAuth, Crashes
+from mvu_api.http.original_wire import original_router
 from mvu_api.http.problems import NOT_FOUND, error_response, problem
 from mvu_api.http.routes import API_PREFIX, build_router
 from mvu_api.inspector.page import PUBLIC_PATHS, PUBLIC_PREFIXES, install_inspector
@@ -47,6 +48,7 @@ def create_app(service: MvuService, *, token: str, host: StoreHost | None = None
                   docs_url=None, redoc_url=None, redirect_slashes=False)
     app.include_router(build_router(service, host=host, body_timeout=body_timeout, stopping=stopping),
                        prefix=API_PREFIX)
+    app.include_router(original_router(service, body_timeout=body_timeout, stopping=stopping), prefix=API_PREFIX)
 
     @app.exception_handler(MvuError)
     async def refused(request: Request, error: Exception) -> Response:

@@ -44,7 +44,7 @@ STATUSES: dict[int, tuple[Code, ...]] = {
     # The request is fine but the stored state disagrees with it (a stale revision, an id or a
     # session event already taken by something else, a session that ends before the batch).
     409: (Code.AMBIGUOUS, Code.REVISION_CONFLICT, Code.IDEMPOTENCY_CONFLICT, Code.ID_CONFLICT, Code.EVENT_CONFLICT,
-          Code.EVENT_GAP),
+          Code.EVENT_GAP, Code.PREVIEW_STATE_UNAVAILABLE),
     # Not the client's fault and not fixed by changing the request: an operator must look.
     500: (Code.STORAGE_CORRUPT, Code.STORAGE_GONE,
           # Only ever reported beside a commit that stood (fact_errors), never raised; a store fault.

@@ -1,4 +1,5 @@
-"""The prompt routes: ``POST /prompt`` expands world-book text, ``GET /prompt/current`` checks it.
+"""The prompt routes: ``POST /prompt`` expands world-book text, ``GET /prompt/current`` checks it,
+``POST /request-observed`` reports the model request (``dsh-request-observed`` facts).
 
 A host in another language sends the entry texts (or one template text) that carry
 ``{{format_message_variable::...}}`` with the session scope and, for a send, the turn; it gets the
@@ -78,6 +79,16 @@ class PromptBody(BaseModel):
     consumer: Annotated[str, Field(min_length=1, max_length=300)] = "world-book:http"
 
 
+class ObservedBody(BaseModel):
+    """``{sessionId, messages}``: the request the host gives the model, as it gives it."""
+
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
+
+    sessionId: str  # the wire's name
+    messages: list[Any]
+
+
+
 class _Leases:
     """Tokens of recent reads and their leases, the oldest forgotten first."""
 
@@ -134,5 +145,16 @@ def prompt_router(service: MvuService, *, body_timeout: float, stopping: asyncio
                 summary="Whether a rendered prompt is still current (false once anything it read changed)")
     async def current(token: Annotated[str, Query(max_length=64)]) -> Response:
         return json_response({"current": leases.current(token)})
+
+    @router.post("/request-observed", operation_id="observeRequest",
+                 responses={**problems(400, 401, 413, 503), **ok({"facts": []})},
+                 summary="Report the model request: dsh-request-observed facts when it is the recorded assembly's",
+                 openapi_extra=json_request(ObservedBody))
+    async def observed(request: Request) -> Response:
+        data = await read_model(request, ObservedBody, seconds=body_timeout, stopping=stopping)
+        if isinstance(data, Response):
+            return data
+        return json_response({"facts": await service.observe_request(session_id=data.sessionId,
+                                                                     messages=data.messages)})
 
     return router

@@ -85,8 +85,11 @@ def refuse(cst: CstNode, message: str) -> MvuError:
     return MvuError(Code.SCHEMA_CODE, f"{message} at line {line}, column {col}", line=line, column=col)
 
 
-def parse_program(source: str) -> Node:
-    """Parse ``source`` and return the lowered ``program`` node, or raise ``MVU_SCHEMA_CODE``."""
+def parse_program(source: str, *, original: bool = False) -> Node:
+    """Parse ``source`` and return the lowered ``program`` node, or raise ``MVU_SCHEMA_CODE``.
+    ``original``: refuse too what the original interpreter refuses and this one reads (S-8:
+    ``while`` / ``do`` and ``for...in`` loops, destructured parameters), for a host that must run
+    the card on the original as well."""
     data = source.encode("utf-8", "surrogatepass")
     if len(data) > MAX_SOURCE_BYTES:
         raise MvuError(Code.LIMIT, f"declaration is {len(data)} bytes, over {MAX_SOURCE_BYTES}",
@@ -98,7 +101,7 @@ def parse_program(source: str) -> Node:
         if ts_root.has_error:
             raise refuse(_first_error(root), "syntax error")
         root = ts_root
-    return _Lowerer(data).program(root)
+    return _Lowerer(data, original).program(root)
 
 
 def _first_error(root: CstNode) -> CstNode:
@@ -114,9 +117,10 @@ def _first_error(root: CstNode) -> CstNode:
 class _Lowerer:
     """Copies whitelisted CST nodes into :class:`Node` values; refuses everything else."""
 
-    def __init__(self, data: bytes) -> None:
+    def __init__(self, data: bytes, original: bool = False) -> None:
         self.data = data
         self.depth = 0
+        self.original = original
 
     def deeper(self, cst: CstNode) -> None:
         self.depth += 1
@@ -246,6 +250,8 @@ class _Lowerer:
         if kind == "for_in_statement":
             return self.for_of(cst)
         if kind in {"while_statement", "do_statement"}:
+            if self.original:
+                raise refuse(cst, "the original interpreter supports only `for...of` loops (S-8)")
             return self.while_loop(cst)
         if kind == "try_statement":
             return self.try_statement(cst)
@@ -287,6 +293,8 @@ class _Lowerer:
         binding = cst.child_by_field_name("kind")
         operator = cst.child_by_field_name("operator")
         loop = {"of": "for_of", "in": "for_in"}.get(self.text(operator) if operator is not None else "")
+        if self.original and loop == "for_in":
+            raise refuse(cst, "the original interpreter supports only `for...of` loops (S-8)")
         if binding is None or loop is None or self.text(binding) not in {"const", "let", "var"}:
             raise refuse(cst, "only `for...of`, `for...in`, `while` and `do...while` loops are supported")
         body = self.statement(self.field(cst, "body")) or self.node(cst, "block")
@@ -366,6 +374,8 @@ class _Lowerer:
         else:
             for param in self.children(self.field(cst, "parameters")):
                 params.append(self.parameter(param))
+        if self.original and any(pattern[0] != "name" for pattern, _ in params):
+            raise refuse(cst, "the original interpreter refuses destructured parameters (S-8)")
         body_cst = self.field(cst, "body")
         if body_cst.type == "statement_block":
             body = self.statement(body_cst)

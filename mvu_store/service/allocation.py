@@ -34,9 +34,11 @@ from mvu_store.service.offload import off_loop
 from mvu_store.service.openings import (
     card_template_id_of,
     check_greeting_index,
+    drafts,
     first_send,
     greeting_index_of,
     greeting_template,
+    live_copy,
     opening_envelope,
 )
 from mvu_store.service.sessions import SessionLog
@@ -198,14 +200,22 @@ class Allocation:
         no longer change (``MVU_READ_ONLY``)."""
         same_card = previous is not None and card_template_id_of(previous) == card["id"]
         if index is None:
-            stored = await self._ctx.ledger.template(previous) \
-                if previous is not None and same_card and previous != card["id"] else None
+            kept = previous if same_card else await self._kept_greeting(card["id"], log.header.id)
+            stored = await self._ctx.ledger.template(kept) if kept is not None and kept != card["id"] else None
             return stored if isinstance(stored, dict) else card
         chosen = greeting_template(card, index)
         if same_card and previous != chosen["id"] and first_send(log.snapshot()):
             raise MvuError(Code.READ_ONLY, "the session's opening is fixed once its first turn started",
                            session_id=log.header.id, greeting_index=index)
         return chosen
+
+    async def _kept_greeting(self, card_template_id: str, session_id: str) -> str | None:
+        """The greeting template of the card's live copy in the session (None: it has none): a
+        card selected again without an index restores the copy it was played with (I-5)."""
+        rows = [row for row in await self._ctx.ledger.resources(session_id=session_id, kinds=("instance",))
+                if row.template_id is not None and card_template_id_of(row.template_id) == card_template_id]
+        copies = [str(row.template_id) for row in rows]
+        return live_copy(card_template_id, copies, None, await self._played(rows, None)) if copies else None
 
     def _select(self, tx: Any, session_id: str, template_id: str | None, identity: dict[str, JsonValue],
                 boundary: int) -> None:
@@ -256,9 +266,10 @@ class Allocation:
             raise MvuError(Code.SEED_PENDING, "state inheritance must finish before this session can use variables",
                            session_id=session_id)
         rows = await ledger.resources(session_id=session_id, kinds=("instance",))
+        _, chosen = await ledger.selection(session_id)
         _, templates = await self.active_templates(session_id, view)
         if not templates:
-            return [await ctx.catalog.entry_of(row) for row in rows]
+            return await self._live(rows, chosen)
         snapshot = log.snapshot()
         identity = session_identity(snapshot, session_id)
         for row in rows:
@@ -289,7 +300,29 @@ class Allocation:
             if view is not None:
                 view.wrote()
             rows = await ctx.ledger.resources(session_id=session_id, kinds=("instance",))
-        return [await ctx.catalog.entry_of(row) for row in rows] + planned
+        return await self._live(rows, chosen) + planned
+
+    async def _live(self, rows: list[ResourceRecord], chosen: str | None) -> list[Entry]:
+        """The session's instances but the greeting copies it keeps as drafts (docs/cards.md)."""
+        hidden = drafts((row.template_id for row in rows), chosen, await self._played(rows, chosen))
+        return [await self._ctx.catalog.entry_of(row) for row in rows if row.template_id not in hidden]
+
+    async def _played(self, rows: list[ResourceRecord], chosen: str | None) -> set[str]:
+        """The templates of copies that took a turn (a checkpoint froze them), looked up only for
+        a card the session does not select that has several copies (rare: the answer is then
+        needed to tell the played copy from the drafts left before the first send)."""
+        cards: dict[str, list[ResourceRecord]] = {}
+        for row in rows:
+            if row.template_id is not None:
+                cards.setdefault(card_template_id_of(row.template_id), []).append(row)
+        played: set[str] = set()
+        for card, copies in cards.items():
+            if len(copies) < 2 or (chosen is not None and card_template_id_of(chosen) == card):
+                continue
+            for row in copies:
+                if row.template_id is not None and await self._ctx.ledger.checkpoints(row.id):
+                    played.add(row.template_id)
+        return played
 
     async def allocate(self, session_id: str, resource_id: str) -> Entry | None:
         """Allocate ``resource_id`` if it is one of the session's instances still to allocate (a

@@ -143,8 +143,12 @@ class Branching:
         check_signal(signal)
         ctx = self._ctx
         seed = await ctx.ledger.seed(ticket)
-        if seed is None or (seed.target_session_id is not None and seed.target_session_id != session_id):
+        if seed is None or (seed.installed and seed.target_session_id != session_id):
             raise MvuError(Code.SEED_CONFLICT, "the seed does not belong to this child", session_id=session_id)
+        if seed.target_session_id is not None and seed.target_session_id != session_id:
+            # A first-turn swipe or retry names its new session: another one is not that branch.
+            raise MvuError(Code.SEED_MISMATCH, "the seed was captured for another session", session_id=session_id,
+                           target_session_id=seed.target_session_id)
 
         async def work() -> list[str]:
             source_lease = await ctx.lease(seed.source_session_id)

@@ -13,6 +13,9 @@ template with ``greetingIndex: n`` and that greeting's text, stored under
 ``<card template id>.greeting-<n>``. Selecting it is selecting that template, so switching
 greetings before the first send switches the instance, and switching back finds the first one
 again, exactly as switching characters does.
+
+One copy per card is live: the copies a session did not choose are private drafts, kept for
+switching back but never listed, given to a prompt, forked or fed replies (:func:`drafts`).
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ import bisect
 import copy
 import json
 import re
+from collections.abc import Collection, Iterable
 from typing import Any
 
 from mvu_store.errors import Code, MvuError
@@ -133,6 +137,39 @@ def card_template_id_of(template_id: str) -> str:
     if not template_id.startswith("mvu:character-"):
         return template_id
     return template_id.split(GREETING_SUFFIX, 1)[0]
+
+
+def _index_in(template_id: str) -> int:
+    """The greeting a template id names (0 for a card's own template)."""
+    _, _, suffix = template_id.partition(GREETING_SUFFIX)
+    return int(suffix) if suffix.isdigit() else 0
+
+
+def drafts(template_ids: Iterable[str | None], chosen: str | None,
+           played: Collection[str] = frozenset()) -> set[str]:
+    """Of a session's instance templates, those whose copy is a private draft. Each card has one
+    live copy (:func:`live_copy`); ``played``: the templates whose copy took a turn. Before the
+    first send a host may flip greetings any number of times: the copies it left stay as
+    drafts, so switching back finds them as they were."""
+    cards: dict[str, list[str]] = {}
+    for template_id in template_ids:
+        if template_id is not None:
+            cards.setdefault(card_template_id_of(template_id), []).append(template_id)
+    found: set[str] = set()
+    for card, copies in cards.items():
+        live = live_copy(card, copies, chosen, played)
+        found.update(copy_id for copy_id in copies if copy_id != live)
+    return found
+
+
+def live_copy(card_template_id: str, copies: Collection[str], chosen: str | None,
+              played: Collection[str] = frozenset()) -> str:
+    """The template of a card's live copy among ``copies`` (its greeting templates with an
+    instance in the session): the chosen one while the card is selected; else the one played
+    (a turn fixed it), else the lowest greeting's."""
+    if chosen is not None and card_template_id_of(chosen) == card_template_id:
+        return chosen
+    return min([copy_id for copy_id in copies if copy_id in played] or copies, key=_index_in)
 
 
 def greeting_index_of(template: dict[str, Any]) -> int:

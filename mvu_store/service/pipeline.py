@@ -303,7 +303,9 @@ class Pipeline:
             if changed:
                 ended.add("applied", revision=head.revision + 1, detail="state-committed",
                           configRevision=decision.config_revision)
-            ended.add("completed", revision=head.revision + 1, detail="state-committed",
+            # 'state-committed' says the state changed: a skipped or no-op reply is
+            # recorded (its version keeps the state) but completes without that claim.
+            ended.add("completed", revision=head.revision + 1, detail="state-committed" if changed else None,
                       configRevision=decision.config_revision)
             try:
                 self._check_decision(decision)

@@ -4,7 +4,8 @@ A prompt read is a read (it writes no row) that also passes the retrieve side of
 ``before_model_request`` with the fixed read/render/provide chain. Its result carries a lease,
 ``check_current()``: synchronous, kept by the host, and False from the moment anything the read
 relied on may have changed (the resource's revision, the session's selection or events, the
-usage registrations, a policy lease, the caller's signal, the service itself).
+usage registrations, a policy lease, the caller's signal, the service itself). Of the session's
+events it tolerates those request preparation appends (``request_lease``).
 
 Two callers differ in how strict the policy is:
 
@@ -33,6 +34,7 @@ from mvu_store.service.context import ServiceContext, Signal, check_signal
 from mvu_store.service.models import Scope, StateRecord, check_session_id, parse_scope
 from mvu_store.service.offload import off_loop
 from mvu_store.service.reads import Reads
+from mvu_store.service.request_lease import request_lease
 from mvu_store.service.usage import sync_lease
 from mvu_store.service.validation import CHAINS
 
@@ -172,7 +174,7 @@ class PromptReads:
         ctx = self._ctx
         lease = self._lease(request.session_id, request.resource_id, signal)
         try:
-            host_lease = await ctx.lease(request.session_id)
+            host_lease = await request_lease(ctx, request.session_id)
             if request.resource_id is not None:
                 record = await self._reads.read(request.resource_id, request.scope, signal)
             else:  # the session's one state, if it has exactly one
@@ -297,13 +299,20 @@ class PromptReads:
         usage = self._ctx.usage
         lease = self._lease(session_id, None, signal)
         try:
-            host_lease = await self._ctx.lease(session_id)
-            records = [item for item in await self._reads.records(scope, signal) if _usable(item)]
+            host_lease = await request_lease(self._ctx, session_id)
+            check_signal(signal)
+            listed = await self._reads.session_records(scope)
         except MvuError as error:
             if error.code in _UNAVAILABLE:
                 raise MvuError(Code.USAGE_CANCELLED, "the session's state cannot be read now",
                                session_id=session_id, cause=error.code) from None
             raise
+        if preview and any(not allocated for record, allocated in listed if _usable(record)):
+            # As the original: a preview never shows state the session does not have yet (nor
+            # allocates it: a preview writes nothing).
+            raise MvuError(Code.PREVIEW_STATE_UNAVAILABLE, "the session's state is not initialised yet: "
+                                                           "nothing to preview", session_id=session_id)
+        records = [record for record, _ in listed if _usable(record)]
         blocks: list[dict[str, JsonValue]] = []
         diagnostics: list[dict[str, JsonValue]] = []
         leases: list[Lease] = [lease, host_lease]

@@ -65,13 +65,20 @@ class Reads:
         check_signal(signal)
         parsed = parse_scope(scope)
         if parsed.session_id is not None:
-            logs: Logs = {}
-            entries, view = await self._session_entries(parsed.session_id, logs, heads=None)
-            return [await self.record(entry, parsed, logs, view) for entry in entries if entry.accessible(parsed)]
+            return [record for record, _ in await self.session_records(parsed)]
         # The management view lists every record, even one whose session's history broke: it
         # shows that record without content and with the refusal as its source error.
         entries = await self._ctx.catalog.entries() + await self._allocation.unallocated_shared()
         return [await self._listed(entry, parsed) for entry in entries]
+
+    async def session_records(self, scope: Scope) -> list[tuple[StateRecord, bool]]:
+        """A session scope's records, each with whether it is allocated yet (False: a read shows
+        the content it would start from)."""
+        assert scope.session_id is not None
+        logs: Logs = {}
+        entries, view = await self._session_entries(scope.session_id, logs, heads=None)
+        return [(await self.record(entry, scope, logs, view), entry.initial is None)
+                for entry in entries if entry.accessible(scope)]
 
     async def _session_entries(self, session_id: str, logs: Logs,
                                heads: Collection[str] | None) -> tuple[list[Entry], SessionView]:
@@ -163,6 +170,11 @@ class Reads:
                 blocked = error
         if entry is None:
             entry = await self._ctx.catalog.entry(resource_id)
+            if entry is not None and view is not None and entry.is_instance and entry.instance is not None \
+                    and entry.instance["sessionId"] == scope.session_id:
+                # The session's own instance it does not list: a greeting copy it keeps as a
+                # private draft, no live resource of the session (docs/cards.md).
+                entry = None
         if entry is None:
             entry = next((item for item in await self._allocation.unallocated_shared() if item.id == resource_id), None)
         if blocked is not None and (entry is None or entry.legacy is None):

@@ -46,6 +46,7 @@ from mvu_store.service.models import (
     check_session_id,
     parse_input,
 )
+from mvu_store.service.observed_requests import observe_request
 from mvu_store.service.pipeline import Pipeline
 from mvu_store.service.processing import CommandProcessor
 from mvu_store.service.prompting import (
@@ -264,6 +265,14 @@ class MvuService:
         selected as ``{role: 'system', lifetime: 'request'}``."""
         self._ctx.alive()
         return await self._prompts.assemble(session_id, selection, turn, step, preview, signal)
+
+    async def observe_request(self, *, session_id: str, messages: builtins.list[Any],
+                              signal: Signal | None = None) -> builtins.list[dict[str, JsonValue]]:
+        """The model request the host gives the model: when its messages are those of the
+        session's last recorded ``request/assembly``, the ``dsh-request-observed`` facts of each
+        state block it carries (stored, and returned); otherwise none (docs/prompt.md)."""
+        self._ctx.alive()
+        return await observe_request(self._ctx, session_id, messages, signal)
 
     def get_management_defaults(self, *, id: str, scope: dict[str, Any] | None = None) -> ManagementDefaults | None:
         """Synchronous, for a trusted manager: MVU's default chains for a binding a read verified."""

@@ -5,7 +5,8 @@ fields the service consumes (DIGEST P-5): event coordinates, how a turn ended, w
 assistant's text with its tool-call and interrupt flags, message ids; the user's text only as far
 as the command processor's gate reads it (DIGEST C-3: at most 65,536 UTF-16 code units; a longer
 text is kept as its length and fingerprint, so it grants nothing and is never truncated into
-something it was not). Providers, media, request assembly and unknown fields stay with the host.
+something it was not); of a request assembly, the evidence that the state reached the model
+(``mvu_store.prompt.observed``). Providers, media, messages and unknown fields stay with the host.
 Everything refused is an ``MvuError`` naming the event and field, before anything is stored.
 """
 
@@ -19,6 +20,7 @@ from mvu_store.errors import Code, MvuError
 from mvu_store.host import SessionEvent
 from mvu_store.jsonvalue import JsonValue, dumps, normalize, sha256_hex, utf8
 from mvu_store.lang.macros import Names
+from mvu_store.prompt.observed import evidence
 from mvu_store.schema.values import MAX_SAFE_INTEGER
 
 MAX_REPLY_BYTES = 1024 * 1024
@@ -96,6 +98,24 @@ def _content_text(seq: int, content: Any) -> tuple[str, bool]:
 
 def _turn(seq: int, data: Mapping[str, Any]) -> dict[str, JsonValue]:
     return {"turn": _count(seq, data, "turn", required=True)}
+
+
+def _assembly(seq: int, data: Mapping[str, Any]) -> dict[str, JsonValue]:
+    return {**_turn(seq, data), **evidence(data).to_json()}
+
+
+def _turn_only(seq: int, data: Mapping[str, Any]) -> dict[str, JsonValue]:
+    """Coordinates an event may leave out: its ``turn`` when it has one."""
+    turn = _count(seq, data, "turn", required=False)
+    return {} if turn is None else {"turn": turn}
+
+
+def _turn_step(seq: int, data: Mapping[str, Any]) -> dict[str, JsonValue]:
+    kept = _turn_only(seq, data)
+    step = _count(seq, data, "step", required=False)
+    if step is not None:
+        kept["step"] = step
+    return kept
 
 
 def _user_message(seq: int, data: Mapping[str, Any]) -> dict[str, JsonValue]:
@@ -186,8 +206,15 @@ _KEEP: dict[str, Callable[[int, Mapping[str, Any]], dict[str, JsonValue]]] = {
     "turn/end": _turn_end,
     "session/end-seed": _end_seed,
     "session/names": _names,
-    # What was sent to the model stays with the host (P-5): only its coordinates are kept.
-    "request/assembly": _turn,
+    # What was sent to the model stays with the host (P-5): its coordinates are kept, and the
+    # evidence that the state reached it (the messages' digest, the state blocks a node carries).
+    "request/assembly": _assembly,
+    # Request preparation a host logs (a prompt read's lease tolerates them, docs/prompt.md):
+    # coordinates only; a system message's text, like the model request, stays with the host.
+    "request/context": _turn_only,
+    "system/message": _turn_step,
+    "step/start": _turn_step,
+    "request/header": _setting,
     **{kind: _setting for kind in SETTING_TYPES},
 }
 EVENT_TYPES = tuple(_KEEP)

@@ -20,6 +20,7 @@ from typing import Any
 from mvu_store.errors import Code, MvuError
 from mvu_store.host import (
     SESSION_FORMAT_VERSION,
+    AppendsSince,
     CardGrant,
     Lease,
     Membership,
@@ -34,6 +35,7 @@ from mvu_store.ledger.query import ReadRows
 from mvu_store.schema.values import MAX_SAFE_INTEGER
 from mvu_store.store_host.events import Kept, keep_batch
 from mvu_store.store_host.facts import HostFacts
+from mvu_store.store_host.recent import RecentAppends
 
 # Session ids appear in URL paths and file names: a portable, unambiguous alphabet.
 SESSION_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,159}$")
@@ -93,6 +95,7 @@ class StoreHost:
         # Appends through this host per session known to exist: a lease is valid while its count
         # is unchanged.
         self._appends: dict[str, int] = {}
+        self._recent = RecentAppends()
         self.facts = HostFacts()
 
     # -- the Host protocol ---------------------------------------------------------------------
@@ -132,6 +135,10 @@ class StoreHost:
 
         return valid
 
+    async def capture_appends(self, session_id: str) -> AppendsSince:
+        await self.capture_session_lease(session_id)  # MVU_MISSING for a session it does not have
+        return self._recent.watch(session_id)
+
     async def membership(self, playthrough_id: str) -> Membership | None:
         return await self.facts.membership(playthrough_id)
 
@@ -165,4 +172,5 @@ class StoreHost:
             appended = await self._ledger.append_host_events(session_id, [(kept.event, kept.text) for kept in batch])
             if appended.appended:
                 self._appends[session_id] = self._appends.get(session_id, 0) + 1
+                self._recent.add(session_id, [kept.event for kept in batch[appended.replayed:]])
         return appended

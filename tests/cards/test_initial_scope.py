@@ -248,3 +248,21 @@ async def test_detaching_and_restoring_the_playthrough_during_the_final_scope_re
     assert refused.value.code == "MVU_READ_ONLY"
     host.facts.membership = held.inner  # type: ignore[method-assign]
     assert (await opened.snapshot(scope=INITIAL))["revision"] == 0
+
+
+@pytest.mark.parametrize(("kind", "data"), [("request/header", {"header": {"startsSeries": True}}),
+                                            ("session/title", {"title": "T", "messageSeqs": [],
+                                                               "source": {"kind": "fallback"}})])
+async def test_request_preparation_keeps_a_prompt_read_but_never_an_old_card_capability(
+        opened: MvuService, host: MemoryHost, kind: str, data: dict[str, Any]) -> None:
+    """The prompt read's lease tolerates what the host logs while preparing a request; a write
+    lease keeps the strict rule: any new event ends the capability taken before it."""
+    capability = await _bind(opened)
+    read = await opened.resolve_prompt_dependency(
+        scope={"authority": "local", "sessionId": "s"},
+        event={"preview": True, "usage": "world-book-variable",
+               "consumer": {"adapterId": "tavern.world-books", "id": "world-book:c"}})
+    assert read is not None and read.check_current()
+    host.append("s", kind, data)
+    assert read.check_current() is True
+    assert await _code(opened.card_write(capability=capability, **_replace(7, 0, "old"))) == "MVU_READ_ONLY"

@@ -15,6 +15,7 @@ from collections.abc import Iterator
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
+import httpx
 import pytest
 from playwright.sync_api import Browser, Page, Route
 
@@ -77,6 +78,20 @@ def page(browser: Browser, server: Server) -> Iterator[Page]:
         yield opened
     finally:
         context.close()
+
+
+def granted_opening(client: httpx.Client, tag: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    """An empty session ``<tag>1`` of playthrough ``p<tag>`` that selected card ``hp<tag>``, and the
+    host's write grant ``g<tag>`` for a script of that card: its initial scope and the identity
+    (``<tag>`` a hex digit: the identity's sha256 repeats it)."""
+    scope = {"mode": "initial", "playthroughId": f"p{tag}", "sessionId": f"{tag}1", "characterId": f"hp{tag}"}
+    identity = {"version": 1, "sha256": tag * 64, "scope": scope}
+    register(client, f"hp{tag}", HP_CARD_JSON)
+    session(client, f"{tag}1")
+    ok(select(client, f"{tag}1", f"hp{tag}"))
+    ok(client.put(f"{MVU}/playthroughs/p{tag}", json={"characterId": f"hp{tag}", "rootSessionId": f"{tag}1"}))
+    ok(client.put(f"{MVU}/card-grants/g{tag}", json={"sourceIdentity": identity, "scope": scope}))
+    return scope, identity
 
 
 def next_poll(page: Page, etag: str | None) -> None:
@@ -184,7 +199,7 @@ def test_a_failed_poll_sent_before_a_write_cannot_erase_the_newer_snapshot(page:
     scripted(page)
     page.wait_for_function("() => window.reads.length === 2")  # a poll is out
     receipt = page.evaluate("""async () => {
-      const writing = window.binding.write({ operation: 'patch', value: { hp: 20 }, operationId: 'w1' });
+      const writing = window.binding.writeOperation({ operation: 'patch', value: { hp: 20 }, operationId: 'w1' });
       window.writes[0].resolve(window.snap(2, 20));
       const receipt = await writing;
       window.reads[1].reject(new TypeError('network down'));
@@ -201,7 +216,7 @@ def test_a_write_receipt_stays_its_own_when_a_poll_went_further(page: Page) -> N
     scripted(page)
     page.wait_for_function("() => window.reads.length === 2")
     receipt = page.evaluate("""async () => {
-      const writing = window.binding.write({ operation: 'patch', value: { hp: 20 }, operationId: 'exact-op' });
+      const writing = window.binding.writeOperation({ operation: 'patch', value: { hp: 20 }, operationId: 'exact-op' });
       window.reads[1].resolve({ snapshot: window.snap(3, 30), etag: '"r3"' });
       await new Promise((r) => setTimeout(r, 0));
       window.writes[0].resolve(window.snap(2, 20));
@@ -235,14 +250,8 @@ def test_the_binding_follows_the_real_snapshot_route_through_a_write_and_a_refus
     """No test double: a real ``mvu serve``, a card registered and selected over the host routes,
     the empty session's initial scope read by the binding, a card write, then the first turn,
     after which the initial scope can no longer be read."""
-    scope = {"mode": "initial", "playthroughId": "pb", "sessionId": "b1", "characterId": "hpb"}
-    identity = {"version": 1, "sha256": "b" * 64, "scope": scope}
     with server.client() as client:
-        register(client, "hpb", HP_CARD_JSON)
-        session(client, "b1")
-        ok(select(client, "b1", "hpb"))
-        ok(client.put(f"{MVU}/playthroughs/pb", json={"characterId": "hpb", "rootSessionId": "b1"}))
-        ok(client.put(f"{MVU}/card-grants/gb", json={"sourceIdentity": identity, "scope": scope}))
+        scope, identity = granted_opening(client, "b")
         capability = ok(client.post(f"{MVU}/card-binding", json={"scope": scope, "grantId": "gb",
                                                                  "sourceIdentity": identity}))["capability"]
         first = page.evaluate("""async ({scope, headers}) => {
@@ -267,3 +276,143 @@ def test_the_binding_follows_the_real_snapshot_route_through_a_write_and_a_refus
         page.wait_for_function("() => window.notes.length === 2")
         refused = notes(page)[1]
         assert (refused["readState"], refused["error"], refused["variables"]) == ("failed", "MVU_READ_ONLY", None)
+
+
+# A client that also binds, writes and revokes as the test says: window.binds / window.revokes
+# record what the binding sent; window.revokeFails makes the next revokes fail.
+WRITER = """
+window.binds = []; window.revokes = []; window.revokeFails = 0;
+window.scripted.bind = (body, { signal }) => new Promise((resolve, reject) => {
+  window.binds.push({ body, resolve, reject });
+  signal?.addEventListener('abort', () => reject(new DOMException('aborted', 'AbortError')));
+});
+window.scripted.revoke = async (capability) => {
+  window.revokes.push(capability);
+  if (window.revokeFails > 0) { window.revokeFails -= 1; throw new TypeError('network down'); }
+  return { ok: true };
+};
+window.grant = { grantId: 'g', sourceIdentity: { version: 1, sha256: 'a'.repeat(64), scope: window.scope } };
+"""
+UUID = r"/^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/"
+
+
+def bound(page: Page) -> None:
+    """A binding created with a write grant, its bind answered with the id it made."""
+    page.evaluate(f"scope => {{ window.scope = scope; {SCRIPTED} {WRITER} }}", SCOPE)
+    page.evaluate("""async () => {
+      const m = await import('/inspector/static/binding.js');
+      window.created = m.createMvuCardBinding({ client: window.scripted, scope: window.scope, pollMs: 60000,
+                                                writeGrant: window.grant });
+    }""")
+    page.wait_for_function("() => window.reads.length === 1")
+    page.evaluate("window.reads[0].resolve({ snapshot: window.snap(1, 10), etag: '\"r1\"' })")
+    page.wait_for_function("() => window.binds.length === 1")
+    page.evaluate("""async () => {
+      const { bindingId } = window.binds[0].body;
+      window.binds[0].resolve({ capability: bindingId, snapshot: window.snap(1, 10) });
+      window.binding = await window.created;
+    }""")
+
+
+def test_a_granted_binding_binds_with_its_own_id_and_writes_at_the_observed_revision(page: Page) -> None:
+    bound(page)
+    body = page.evaluate("window.binds[0].body")
+    assert page.evaluate(f"{UUID}.test(window.binds[0].body.bindingId)")
+    assert (body["grantId"], body["scope"], body["sourceIdentity"]["sha256"]) == ("g", SCOPE, "a" * 64)
+    seen = page.evaluate("window.binding.getSnapshot()")
+    assert seen["writable"] is True and "capability" not in json.dumps(seen)
+    first = page.evaluate("""async () => {
+      const writing = window.binding.write({ operation: 'patch', value: [{ op: 'delta', path: '/hp', value: 1 }] });
+      window.writes[0].resolve(window.snap(2, 11));
+      return { snapshot: await writing, request: window.writes[0].request };
+    }""")
+    request = first["request"]
+    assert request["capability"] == body["bindingId"] and request["expectedRevision"] == 1
+    assert (request["operation"], request["cause"], first["snapshot"]["revision"]) == ("patch", "script", 2)
+    second = page.evaluate("""async () => {
+      const writing = window.binding.writeOperation({ operation: 'replace', value: { hp: 3 } });
+      window.writes[1].resolve(window.snap(3, 3));
+      return { receipt: await writing, request: window.writes[1].request };
+    }""")
+    # The revision observed after the first write, and a fresh operation id, returned in the receipt.
+    assert second["request"]["expectedRevision"] == 2
+    assert second["request"]["operationId"] not in (None, request["operationId"])
+    assert second["receipt"]["operationId"] == second["request"]["operationId"]
+
+
+def test_an_abort_that_lands_after_the_save_keeps_the_operation_receipt(page: Page) -> None:
+    bound(page)
+    outcome = page.evaluate("""async () => {
+      const controller = new AbortController();
+      const writing = window.binding.writeOperation({ operation: 'replace', value: { hp: 5 } },
+                                                    { signal: controller.signal });
+      controller.abort();
+      window.writes[0].resolve(window.snap(2, 5));
+      try { await writing; return 'returned'; } catch (e) { return { name: e.name, receipt: e.operationReceipt }; }
+    }""")
+    assert outcome["name"] == "AbortError"
+    assert (outcome["receipt"]["result"]["revision"], outcome["receipt"]["operationId"]) == \
+        (2, page.evaluate("window.writes[0].request.operationId"))
+    assert page.evaluate("window.binding.getSnapshot().revision") == 2  # the saved state is shown
+
+
+def test_dispose_revokes_and_a_failed_revoke_can_be_retried(page: Page) -> None:
+    bound(page)
+    page.evaluate("window.revokeFails = 1")
+    failed = page.evaluate("window.binding.dispose()")
+    capability = page.evaluate("window.binds[0].body.bindingId")
+    assert failed["revoked"] is False and page.evaluate("window.revokes") == [capability]
+    assert page.evaluate("window.binding.retryCleanup()") == {"revoked": True}
+    assert page.evaluate("window.revokes") == [capability, capability]
+    assert page.evaluate("window.binding.retryCleanup()") == {"revoked": True}  # nothing left to do
+    assert len(page.evaluate("window.revokes")) == 2
+
+
+def test_a_bind_whose_answer_is_lost_revokes_the_id_it_made(page: Page) -> None:
+    page.evaluate(f"scope => {{ window.scope = scope; {SCRIPTED} {WRITER} }}", SCOPE)
+    page.evaluate("""async () => {
+      const m = await import('/inspector/static/binding.js');
+      window.created = m.createMvuCardBinding({ client: window.scripted, scope: window.scope,
+                                                writeGrant: window.grant }).then(() => 'created', (e) => e.message);
+    }""")
+    page.wait_for_function("() => window.reads.length === 1")
+    page.evaluate("window.reads[0].resolve({ snapshot: window.snap(1, 10), etag: '\"r1\"' })")
+    page.wait_for_function("() => window.binds.length === 1")
+    outcome = page.evaluate("""async () => {
+      window.binds[0].reject(new TypeError('connection reset'));
+      return await window.created;
+    }""")
+    assert outcome == "connection reset"
+    assert page.evaluate("window.revokes") == [page.evaluate("window.binds[0].body.bindingId")]
+
+
+def test_a_granted_binding_writes_and_revokes_through_a_real_server(page: Page, server: Server) -> None:
+    """A real ``mvu serve``: the card's initial scope bound by the browser with a client-made id,
+    a write at the observed revision, then dispose revokes it and the server refuses the
+    capability from then on."""
+    with server.client() as client:
+        scope, identity = granted_opening(client, "d")
+        outcome = page.evaluate("""async ({scope, identity, headers}) => {
+          const m = await import('/inspector/static/binding.js');
+          const sent = [];
+          const fetcher = (url, options = {}) => { sent.push(options.body ?? null); return fetch(url, options); };
+          const binding = await m.createMvuCardBinding({ client: m.createHttpSnapshotClient({ headers, fetcher }),
+            scope, pollMs: 60000, writeGrant: { grantId: 'gd', sourceIdentity: identity } });
+          const capability = JSON.parse(sent.find((body) => body && body.includes('bindingId'))).bindingId;
+          const before = binding.getSnapshot();
+          const receipt = await binding.writeOperation({ operation: 'replace', value: { stat_data: { hp: 6 } },
+                                                         cause: 'user-interaction' });
+          const after = binding.getSnapshot();
+          const cleanup = await binding.dispose();
+          return { before, receipt, after, cleanup, capability };
+        }""", {"scope": scope, "identity": identity, "headers": server.auth})
+        assert (outcome["before"]["revision"], outcome["before"]["writable"]) == (0, True)
+        assert (outcome["receipt"]["result"]["revision"], outcome["after"]["variables"]["stat_data"]) == (1, {"hp": 6})
+        assert outcome["cleanup"] == {"revoked": True}
+        state = client.get(f"{MVU}/snapshot", params={"scope": json.dumps(scope)}).json()
+        assert (state["revision"], state["variables"]["stat_data"]) == (1, {"hp": 6})
+        # The capability the browser made is revoked: the server refuses it now.
+        refused = client.post(f"{MVU}/card-write", json={
+            "capability": outcome["capability"], "operation": "replace",
+            "value": {"stat_data": {"hp": 1}}, "expectedRevision": 1, "operationId": "late", "cause": "script"})
+        assert (refused.status_code, refused.json()["code"]) == (403, "MVU_WRITE_DENIED")

@@ -12,9 +12,11 @@ from mvu_api.http import create_app
 from mvu_store.memory_host import MemoryHost
 from mvu_store.prompt import format_message_variable
 from mvu_store.service import MvuService
+from tests.prompt.test_request_observed import assembled_turn
 from tests.service.support import PLAIN, playing
 
 PROMPT = "/pmp-dsh-tavern/api/v1/mvu/prompt"
+OBSERVED = "/pmp-dsh-tavern/api/v1/mvu/request-observed"
 SCOPE = {"authority": "local", "sessionId": "s1"}
 MACRO = "{{format_message_variable::stat_data}}"
 
@@ -81,3 +83,17 @@ async def test_bad_bodies_are_refused(client: httpx.AsyncClient, service: MvuSer
         response = await client.post(PROMPT, json=body)
         assert response.status_code == 400, (body, response.text)
         assert response.json()["code"] == code, body
+
+
+async def test_a_reported_model_request_gives_its_observed_facts(client: httpx.AsyncClient, service: MvuService,
+                                                                host: MemoryHost) -> None:
+    instance, data = await assembled_turn(service, host)
+    host.append("s1", "request/assembly", data)
+    answer = await client.post(OBSERVED, json={"sessionId": "s1", "messages": data["messages"]})
+    assert answer.status_code == 200, answer.text
+    assert [(fact["id"], fact["phase"]) for fact in answer.json()["facts"]] == [
+        (instance, phase) for phase in ("started", "triggered", "applied", "completed")]
+    other = await client.post(OBSERVED, json={"sessionId": "s1", "messages": []})
+    assert other.json() == {"facts": []}
+    refused = await client.post(OBSERVED, json={"sessionId": "s1"})
+    assert refused.status_code == 400

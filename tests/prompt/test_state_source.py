@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from mvu_store.errors import MvuError
+from mvu_store.ledger import Ledger
 from mvu_store.memory_host import MemoryHost
 from mvu_store.service import MvuService
 from tests.service.support import PLAIN, playing
@@ -54,3 +55,20 @@ async def test_a_managed_source_without_the_managers_decision_gives_nothing(serv
     with pytest.raises(MvuError) as refused:
         await service.resolve_request(session_id="s1", selection=SELECTED, turn=-1)
     assert refused.value.code == "MVU_OPERATION"
+
+
+async def test_a_preview_of_a_session_not_initialised_yet_is_unavailable_and_allocates_nothing(
+        ledger: Ledger, host: MemoryHost) -> None:
+    service = MvuService(ledger=ledger, host=host, resources=[{"id": "mvu:party", "session_ids": ["*"],
+                                                               "initial": {"stat_data": {"hp": 100}}}])
+    host.create_session("s1", created_at=1000)
+    with pytest.raises(MvuError) as refused:
+        await service.resolve_request(session_id="s1", selection=SELECTED, preview=True)
+    assert refused.value.code == "MVU_PREVIEW_STATE_UNAVAILABLE"
+    assert await ledger.resources(session_id="s1", kinds=("instance",)) == []
+    # The request itself reads what the session would start from; once initialised, previews work.
+    host.attach(service)
+    host.append("s1", "turn/start", {"turn": 1})
+    await host.drain()
+    previewed = await service.resolve_request(session_id="s1", selection=SELECTED, preview=True)
+    assert [json.loads(str(block["text"]).split("\n")[0]) for block in previewed.blocks] == [{"hp": 100}]

@@ -410,10 +410,10 @@ async def test_a_pending_root_seed_blocks_its_target_until_installed(service: Mv
     assert ticket is not None
     host.swipe("s1", at_event_id=r1, new_session_id="w0", created_at=4000)
     host.create_session("w9", created_at=4001)
-    # The ticket names its target: another empty session cannot take it.
+    # The ticket names its target: another empty session is not the captured branch.
     with pytest.raises(MvuError) as elsewhere:
         await service.install_session_seed(ticket=ticket, session_id="w9")
-    assert elsewhere.value.code == "MVU_SEED_CONFLICT"
+    assert elsewhere.value.code == "MVU_SEED_MISMATCH"
     # The host's first request in the target waits for the seed: its checkpoint is refused.
     host.append("w0", "turn/start", {"turn": 1})
     with pytest.raises(MvuError) as pending:

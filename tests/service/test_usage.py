@@ -42,10 +42,11 @@ async def test_a_registered_manager_without_a_decision_runs_nothing(service: Mvu
     dispose = service.register_usage(no_opinion, provider_id=MANAGER)
     assert await state(service, instance) == (10, 0, "managed", "native")
     await host.turn("s1", turn=1, user="a", reply="_.add('gold', 5);")
-    # No fallback to native: the reply is processed (never applied later) but changes nothing.
+    # No fallback to native: the reply is processed (never applied later) but changes nothing, and
+    # its completion claims no committed state (only a real change is `state-committed`, A-4).
     assert await state(service, instance) == (10, 1, "managed", "native")
     assert await phases(service, instance, 1) == [("started", None), ("skipped", "usage-policy"),
-                                                  ("completed", "state-committed")]
+                                                  ("completed", None)]
     [event] = asked
     assert (event["on"], event["managementMode"], event["event"]["containsMvuUpdate"]) == \
         ("assistant_message_committed", "managed", True)

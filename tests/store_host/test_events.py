@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 from typing import Any
 
 import pytest
@@ -56,10 +57,12 @@ def test_a_user_text_over_the_gate_bound_grants_nothing_and_is_not_truncated() -
     assert len(event.data["message"]["textSha256"]) == 64
 
 
-def test_request_assembly_keeps_only_its_turn() -> None:
+def test_request_assembly_keeps_its_turn_and_the_messages_digest_not_the_messages() -> None:
     event = kept({"seq": 5, "type": "request/assembly", "data": {"turn": 3, "messages": [{"role": "system"}],
                                                                   "metadata": {"model": "m"}}})
-    assert event.data == {"turn": 3}
+    # The digest is what JavaScript's JSON.stringify gives for the messages.
+    assert event.data == {"turn": 3, "observed": [],
+                          "messagesSha256": hashlib.sha256(b'[{"role":"system"}]').hexdigest()}
 
 
 def test_a_reply_of_exactly_the_limit_is_kept_and_one_byte_more_is_refused() -> None:
@@ -167,3 +170,25 @@ def test_session_names_keep_the_names_given() -> None:
             keep({"seq": 0, "type": "session/names", "data": bad})
         assert refused.value.code == Code.OPERATION
         assert refused.value.details["field"] == field
+
+
+@pytest.mark.parametrize(("kind", "data", "stored"), [
+    ("system/message", {"turn": 1, "step": 0, "message": {"content": "rules"}}, {"turn": 1, "step": 0}),
+    ("system/message", {"message": {"content": "rules"}}, {}),
+    ("step/start", {"turn": 2, "step": 1, "model": "m"}, {"turn": 2, "step": 1}),
+    ("request/context", {"turn": 2, "sources": ["x"]}, {"turn": 2}),
+    ("request/header", {"header": {"startsSeries": True}, "reason": "r"}, {"header": {"startsSeries": True},
+                                                                           "reason": "r"}),
+])
+def test_request_preparation_events_keep_their_coordinates_not_their_text(kind: str, data: dict[str, Any],
+                                                                          stored: dict[str, Any]) -> None:
+    assert kept({"seq": 4, "type": kind, "data": data}).data == stored
+
+
+def test_a_request_header_is_bounded_and_a_step_is_a_count() -> None:
+    with pytest.raises(MvuError) as big:
+        keep({"seq": 1, "type": "request/header", "data": {"header": {"x": "y" * 5000}}})
+    assert big.value.code == Code.LIMIT
+    with pytest.raises(MvuError) as step:
+        keep({"seq": 1, "type": "step/start", "data": {"turn": 1, "step": -1}})
+    assert step.value.code == Code.OPERATION

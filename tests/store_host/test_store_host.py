@@ -37,6 +37,15 @@ def host(ledger: Ledger) -> StoreHost:
     return StoreHost(ledger)
 
 
+async def hero_session(ledger: Ledger, host: StoreHost, session_id: str) -> MvuService:
+    """A service over the store whose new session ``session_id`` selected Hero."""
+    service = MvuService(ledger=ledger, host=host)
+    await service.discover(definition=HERO)
+    await host.create_session(session_id, created_at=CREATED)
+    await service.select_character(session_id=session_id, character_id="hero")
+    return service
+
+
 async def test_a_session_is_created_once_and_its_header_never_changes(host: StoreHost) -> None:
     stored, created = await host.create_session("s1", created_at=CREATED)
     assert created and stored.last_seq == -1 and stored.header.version == 4
@@ -299,10 +308,7 @@ async def test_a_header_is_consistent(host: StoreHost) -> None:
 
 async def test_install_refuses_a_child_whose_own_events_would_start_inside_the_inherited_prefix(
         ledger: Ledger, host: StoreHost) -> None:
-    service = MvuService(ledger=ledger, host=host)
-    await service.discover(definition=HERO)
-    await host.create_session("p", created_at=CREATED)
-    await service.select_character(session_id="p", character_id="hero")
+    service = await hero_session(ledger, host, "p")
     await play_turn(service, host, "p", turn=1, user="u", reply="_.add('gold', 10);")
     await play_turn(service, host, "p", turn=2, user="u", reply="_.add('gold', 100);")
     snapshot = await host.inspect("p")
@@ -328,3 +334,31 @@ async def test_install_refuses_a_child_whose_own_events_would_start_inside_the_i
     await play_turn(service, host, "c", turn=3, user="u", reply="_.add('gold', 1000);")
     record = await service.read(id=instance, scope={"authority": "local", "session_id": "c"})
     assert record is not None and record.content["stat_data"]["gold"] == 1120
+
+
+async def test_request_preparation_is_logged_and_keeps_a_prompt_read_current_but_not_a_write_lease(
+        ledger: Ledger, host: StoreHost) -> None:
+    service = await hero_session(ledger, host, "s1")
+    await feed(service, host, "s1", [start(0, 1)])
+    found = await service.resolve_prompt_dependency(
+        scope={"authority": "local", "sessionId": "s1"},
+        event={"preview": False, "turn": 1, "usage": "world-book-variable",
+               "consumer": {"adapterId": "tavern.world-books", "id": "world-book:hero"}})
+    assert found is not None and found.check_current()
+    write_lease = await host.capture_session_lease("s1")
+    preparation = [
+        {"seq": 1, "type": "step/start", "data": {"turn": 1, "step": 1}},
+        {"seq": 2, "type": "system/message", "data": {"turn": 1, "message": {"content": "private rules"}}},
+        {"seq": 3, "type": "request/header", "data": {"header": {"startsSeries": True}, "reason": "preset"}},
+        {"seq": 4, "type": "request/context", "data": {"turn": 1}},
+    ]
+    appended = await host.append("s1", preparation)
+    assert appended.appended == 4
+    assert found.check_current() is True and write_lease() is False
+    snapshot = await host.inspect("s1")
+    assert snapshot is not None
+    # A system message's text stays with the host, as the model request does.
+    assert [event.data for event in snapshot.events[1:]] == [
+        {"turn": 1, "step": 1}, {"turn": 1}, {"header": {"startsSeries": True}, "reason": "preset"}, {"turn": 1}]
+    await host.append("s1", [reply(5, 1, "_.set('hp', 1);")])
+    assert found.check_current() is False
