@@ -39,6 +39,7 @@ import uvicorn
 from mvu_api.http.app import OPENAPI_PATH, create_app
 from mvu_api.http.bodies import BODY_TIMEOUT_SECONDS
 from mvu_api.http.cors import allowed_origins
+from mvu_api.http.index import EXPLORER
 from mvu_api.http.logs import nonblocking_logging
 from mvu_api.http.protocol import HEAD_TIMEOUT_SECONDS, with_head_timeout
 from mvu_api.http.routes import API_PREFIX, MVU_PREFIX
@@ -288,6 +289,7 @@ async def _serve(*, db: str, ledger_id: str, host: str, port: int, token: str | 
         if origins:
             _say(f"  cors:     {', '.join(origins)}")
         _say(f"  inspector: {base}{SIGNIN}?code={sign_in.new_code()} (opens the page signed in; works once)")
+        _say(f"  explorer: {base}{EXPLORER} (every route, tried from the browser; sign in as for the inspector)")
         _say(f"  docs:     {base}{OPENAPI_PATH} (send 'Authorization: Bearer <token>')")
         try:
             await server.serve(sockets=[listener])
