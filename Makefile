@@ -49,8 +49,13 @@ install-browser:
 			chromium fonts-wqy-microhei; \
 	else echo "make install-browser: run as root (apt-get install chromium fonts-wqy-microhei) for the browser tests"; fi
 
+# One worker per core (pytest-xdist); `make test TEST_WORKERS=0` runs in one process, as a
+# debugger wants. Every test is safe beside another: free ports, its own temporary files, its own
+# PostgreSQL schema per worker.
+TEST_WORKERS ?= auto
+
 test: lint install-browser
-	$(BIN)/pytest
+	$(BIN)/pytest -n $(TEST_WORKERS)
 
 # The main job: the HTTP API on the embedded ledger (migrated first). It prints the URL, where
 # the token is and the docs URL; Ctrl-C stops it cleanly. mvu makes var/ itself (0700), and

@@ -5,23 +5,11 @@ nothing from another origin; the OpenAPI link opened without the token explains 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 
-import pytest
 from playwright.sync_api import Browser, BrowserContext, Page, expect
 
 from tests.http.support import API, Server
-from tests.inspector.support import DEADLINE_MS, signed_in
-
-
-@pytest.fixture
-def fresh(browser: Browser, server: Server) -> Iterator[BrowserContext]:
-    context = browser.new_context(base_url=server.base)
-    context.set_default_timeout(DEADLINE_MS)
-    try:
-        yield context
-    finally:
-        context.close()
+from tests.inspector.support import signed_in
 
 
 def _requests_stay_home(page: Page) -> list[str]:
