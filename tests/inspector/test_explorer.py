@@ -49,6 +49,12 @@ def test_the_index_opens_the_explorer_which_signs_in_and_sends_operations(server
     assert created["status"] == 201 and '"sessionId": "explored"' in str(created["body"])
     listed_sessions = _send(page, "inspectorSessions")
     assert listed_sessions["status"] == 200 and '"explored"' in str(listed_sessions["body"])
+    # A query parameter (the scope, as JSON) goes out encoded.
+    resources = page.locator("details.operation[data-operation='listResources']")
+    resources.locator("summary").click()
+    resources.locator("input[name=scope]").fill('{"authority":"local","sessionId":"explored"}')
+    resources.locator("button[type=submit]").click()
+    expect(resources.locator(".answer[data-status='200'] pre.body")).to_have_text("[]")
     # A refusal is shown as the server answered it.
     missing = page.locator("details.operation[data-operation='readSession']")
     missing.locator("summary").click()

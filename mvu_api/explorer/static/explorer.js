@@ -42,7 +42,8 @@ function requestOf(path, method, parameters, inputs, body) {
     headers['Content-Type'] = 'application/json';
     init.body = body.value;
   }
-  return { url: query.size ? `${url}?${query}` : url, init };
+  const search = query.toString();
+  return { url: search ? `${url}?${search}` : url, init };
 }
 
 async function answerOf(response) {
