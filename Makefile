@@ -6,6 +6,8 @@ BIN := $(VENV)/bin
 RUN_STAMP := $(VENV)/.run-stamp
 DEV_STAMP := $(VENV)/.dev-stamp
 DB ?= sqlite:///./var/mvu.sqlite3
+# `make run PORT=8788` when another program holds the default one.
+PORT ?= 8787
 
 CHROMIUM ?= /usr/bin/chromium
 
@@ -47,14 +49,19 @@ install-browser:
 			chromium fonts-wqy-microhei; \
 	else echo "make install-browser: run as root (apt-get install chromium fonts-wqy-microhei) for the browser tests"; fi
 
+# One worker per core (pytest-xdist); `make test TEST_WORKERS=0` runs in one process, as a
+# debugger wants. Every test is safe beside another: free ports, its own temporary files, its own
+# PostgreSQL schema per worker.
+TEST_WORKERS ?= auto
+
 test: lint install-browser
-	$(BIN)/pytest
+	$(BIN)/pytest -n $(TEST_WORKERS)
 
 # The main job: the HTTP API on the embedded ledger (migrated first). It prints the URL, where
-# the token is and the docs URL; Ctrl-C stops it cleanly.
+# the token is and the docs URL; Ctrl-C stops it cleanly. mvu makes var/ itself (0700), and
+# only once the port is its own: a start that fails leaves nothing behind.
 run: $(RUN_STAMP)
-	mkdir -p var
-	$(BIN)/mvu --db $(DB) serve
+	$(BIN)/mvu --db $(DB) serve --port $(PORT)
 
 bench: $(RUN_STAMP)
 	$(BIN)/python benchmarks/commit_path.py

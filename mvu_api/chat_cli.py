@@ -19,31 +19,23 @@ if TYPE_CHECKING:
 SHOWN_DIFFERENCES = 20
 
 
-def register(commands: Any, command: Callable[..., argparse.ArgumentParser]) -> None:
-    """Add ``chat`` to the ``mvu`` parser (``command`` is ``cli._command``)."""
-    chat = command(commands, "chat", cmd_chat, help="SillyTavern chat files (.jsonl) in and out of the ledger",
-                   description="import: one session per chat file, every recorded MagVarUpdate state a version, each "
-                               "reply checked against the states around it. export: a session as a chat file, each "
-                               "message with its variables.")
-    chat.add_argument("action", choices=["import", "export"])
-    chat.add_argument("target", metavar="FILE | SESSION", help="import: the chat file; export: the session id")
-    chat.add_argument("file", nargs="?", help="export: the chat file to write")
-    chat.add_argument("--card", metavar="CARD", help="import: the character's card (.png or .json); its declaration "
-                                                     "checks each reply and governs the chat from then on")
-    chat.add_argument("--session", metavar="ID", help="import: the session to create (default: st- and the file's "
-                                                      "digest, so the same file is one session)")
-
-
-async def cmd_chat(args: argparse.Namespace) -> int:
-    from mvu_store.errors import Code, MvuError
-
-    if args.action == "export":
-        if args.file is None or args.card is not None or args.session is not None:
-            raise MvuError(Code.CONFIG, "usage: mvu chat export SESSION FILE.jsonl")
-        return await _export(args)
-    if args.file is not None:
-        raise MvuError(Code.CONFIG, "usage: mvu chat import FILE.jsonl [--card CARD] [--session ID]")
-    return await _import(args)
+def register(commands: Any, group: Callable[..., Any], command: Callable[..., argparse.ArgumentParser]) -> None:
+    """Add ``chat import`` and ``chat export`` to the ``mvu`` parser (``group`` and ``command`` are
+    ``cli._group`` and ``cli._command``)."""
+    chat = group(commands, "chat", help="SillyTavern chat files (.jsonl) in and out of the ledger: import, export")
+    into = command(chat, "import", _import, help="bring a SillyTavern chat file into the ledger as one session",
+                   description="one session per chat file, every recorded MagVarUpdate state a version, each reply "
+                               "checked against the states around it (docs/sillytavern.md)")
+    into.add_argument("target", metavar="FILE", help="the chat file (.jsonl)")
+    into.add_argument("--card", metavar="CARD", help="the character's card (.png or .json); its declaration checks "
+                                                     "each reply and governs the chat from then on")
+    into.add_argument("--session", metavar="ID", help="the session to create (default: st- and the file's digest, "
+                                                      "so the same file is one session)")
+    out = command(chat, "export", _export, help="write a session as a SillyTavern chat file",
+                  description="a SillyTavern chat file with the session's messages and, per message and swipe, "
+                              "the variables as MagVarUpdate stores them (docs/sillytavern.md)")
+    out.add_argument("target", metavar="SESSION", help="the session id")
+    out.add_argument("file", help="the chat file to write (.jsonl)")
 
 
 async def _import(args: argparse.Namespace) -> int:

@@ -290,6 +290,41 @@ async def cmd_sessions_import(args: argparse.Namespace) -> int:
     return 1 if report.refused else 0
 
 
+async def cmd_sessions_list(args: argparse.Namespace) -> int:
+    from datetime import UTC, datetime
+
+    from rich.table import Table
+    from rich.text import Text
+
+    ledger = await _open(args)
+    try:
+        listed = [await ledger.host_session(session_id) for session_id in await ledger.host_session_ids()]
+    finally:
+        await ledger.close()
+    stored = [found for found in listed if found is not None]
+    sessions = [{"sessionId": found.header.id, "createdAt": found.header.created_at,
+                 "parentSession": found.header.parent_session, "origin": found.header.origin,
+                 "lastSeq": found.last_seq} for found in stored]
+
+    def created(value: Any) -> str:
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            return datetime.fromtimestamp(value / 1000, UTC).isoformat(timespec="seconds")
+        return str(value)
+
+    def render(console: Console) -> None:
+        table = Table("session", "created", "last seq", "parent", title=f"{len(stored)} session(s) in {ledger.url}")
+        for found in stored:
+            table.add_row(Text(found.header.id), Text(created(found.header.created_at)), str(found.last_seq),
+                          Text(found.header.parent_session or ""))
+        console.print(table)
+        if not stored:
+            console.print("no sessions yet: a host creates them with POST /mvu/sessions (docs/host-protocol.md) or "
+                          "`mvu sessions import DIR` brings JSONL logs in")
+
+    _emit(args, {"sessions": sessions}, render)
+    return 0
+
+
 def _global_options(parser: argparse.ArgumentParser, *, top: bool, db_help: str | None = None) -> None:
     """``--db``, ``--ledger-id`` and ``--json``, on the top-level parser (``top``: with the
     defaults) and again on each command's, where they default to nothing so that a value given
@@ -304,12 +339,21 @@ def _global_options(parser: argparse.ArgumentParser, *, top: bool, db_help: str 
     parser.add_argument("--json", action="store_true", default=default(False), help="print machine-readable JSON")
 
 
-def _command(commands: Any, name: str, handler: Handler, *, db_help: str | None = None,
-             **about: str) -> argparse.ArgumentParser:
-    parser: argparse.ArgumentParser = commands.add_parser(name, **about)
+def _command(commands: Any, name: str, handler: Handler, *, help: str, db_help: str | None = None,
+             description: str | None = None) -> argparse.ArgumentParser:
+    """A command (or a group's action), with its one line of help, also heading its own --help."""
+    parser: argparse.ArgumentParser = commands.add_parser(name, help=help, description=description or help)
     _global_options(parser, top=False, db_help=db_help)
     parser.set_defaults(handler=handler)
     return parser
+
+
+def _group(commands: Any, name: str, *, help: str) -> Any:
+    """A command whose actions are commands of their own (``mvu db upgrade``): each with its
+    help, and the global options before or after the action's name."""
+    parser: argparse.ArgumentParser = commands.add_parser(name, help=help, description=help)
+    _global_options(parser, top=False)
+    return parser.add_subparsers(dest="action", required=True, metavar="ACTION")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -318,18 +362,22 @@ def build_parser() -> argparse.ArgumentParser:
     _global_options(parser, top=True, db_help=f"database URL (default: $MVU_DATABASE_URL or {DEFAULT_DB}; for "
                                               "`demo`, a temporary file)")
     commands = parser.add_subparsers(dest="command", required=True)
-    _command(commands, "status", cmd_status, help="location, format, usage against budget, audit verdict")
-    _command(commands, "audit", cmd_audit, help="run the SQL audits; non-zero exit on any finding")
-    db = _command(commands, "db", cmd_db, help="schema migrations (Alembic)")
-    db.add_argument("action", choices=["upgrade", "current", "check"])
+    _command(commands, "status", cmd_status,
+             help="show the ledger's location, format and schema version, usage against its budget, audit verdict")
+    _command(commands, "audit", cmd_audit, help="run the SQL audits; exit 1 on any finding")
+    db = _group(commands, "db", help="the database schema (Alembic migrations): upgrade, current, check")
+    _command(db, "upgrade", cmd_db, help="create the ledger if it is missing and migrate its schema to the newest")
+    _command(db, "current", cmd_db, help="show the schema revision the database is at and the newest one")
+    _command(db, "check", cmd_db, help="fail when the database's tables differ from the models")
     imports = _command(commands, "import", cmd_import,
                        help="read an original storage directory (mvu-*.json) in one transaction")
-    imports.add_argument("directory")
+    imports.add_argument("directory", help="the folder holding the mvu-*.json files")
     exports = _command(commands, "export", cmd_export, help="write the ledger as original mvu-*.json files")
-    exports.add_argument("directory")
-    card = _command(commands, "card", cmd_card, help="read a SillyTavern character card (never runs it)")
-    card.add_argument("action", choices=["inspect"])
-    card.add_argument("file", help="a card as .json or .png")
+    exports.add_argument("directory", help="the folder to write them to (created 0700 if missing)")
+    card = _group(commands, "card", help="read SillyTavern character cards (never runs them)")
+    inspect = _command(card, "inspect", cmd_card,
+                       help="show a card's greetings, [initvar] entries, initial stat_data and schema verdict")
+    inspect.add_argument("file", help="a card as .json or .png")
     _command(
         commands, "demo", cmd_demo, db_help="an empty ledger to play on (default: a temporary file)",
         help="play a bundled sample card for five scripted turns on a fresh ledger and show what happens",
@@ -337,10 +385,13 @@ def build_parser() -> argparse.ArgumentParser:
                     "MvuService on a fresh ledger (a temporary SQLite file unless --db names an empty one), and "
                     "print the state after each turn, a failed reply's receipt, a refused stale edit, the history and "
                     "the audit.")
-    chat_cli.register(commands, _command)
-    sessions = _command(commands, "sessions", cmd_sessions_import, help="the sessions the store keeps for hosts")
-    sessions.add_argument("action", choices=["import"])
-    sessions.add_argument("directory", help="a folder of <session id>.jsonl logs (MemoryHost(path=DIR)'s format)")
+    sessions = _group(commands, "sessions", help="the sessions the store keeps for hosts: list, import")
+    _command(sessions, "list", cmd_sessions_list,
+             help="list the sessions kept in the ledger: id, creation time, events, parent")
+    logs = _command(sessions, "import", cmd_sessions_import,
+                    help="bring JSONL session logs into the ledger's sessions, as a replay")
+    logs.add_argument("directory", help="a folder of <session id>.jsonl logs (MemoryHost(path=DIR)'s format)")
+    chat_cli.register(commands, _group, _command)
     served = _command(commands, "serve", cmd_serve,
                       help="the HTTP API (migrates first); stops cleanly on SIGTERM / SIGINT")
     served.add_argument("--host", default="127.0.0.1", help="address to bind (default %(default)s: this machine only)")

@@ -16,8 +16,9 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from rich.cells import cell_len
 from rich.console import Console
-from rich.table import Table
+from rich.table import Column, Table
 from rich.text import Text
 
 from mvu_store.cards import read_card
@@ -198,8 +199,14 @@ def _json(value: JsonValue) -> str:
 # -- rendering ------------------------------------------------------------------------------------
 
 
+def _table(*headers: str, **options: Any) -> Table:
+    """A table whose cells break a word wider than their column instead of cutting it with "…"
+    (Rich's default): ids and error codes are read whole."""
+    return Table(*(Column(header, overflow="fold") for header in headers), **options)
+
+
 def _state_table(title: str, stat_data: JsonValue, highlight: list[str] | None = None) -> Table:
-    table = Table("path", "value", "type", title=Text(title))
+    table = _table("path", "value", "type", title=Text(title))
     marked = set(highlight or ())
     for path, value in leaves(stat_data).items():
         style = "bold yellow" if path in marked else ""
@@ -207,11 +214,21 @@ def _state_table(title: str, stat_data: JsonValue, highlight: list[str] | None =
     return table
 
 
+def _heading(console: Console, title: str) -> None:
+    """A rule with ``title`` in it when it fits, else a plain rule over the whole title: Rich cuts
+    a rule's title that is too wide with "…", and a heading says what the turn shows."""
+    if cell_len(title) + 6 <= console.width:
+        console.rule(Text(title))
+    else:
+        console.rule()
+        console.print(Text(title, style="bold"))
+
+
 def render(report: dict[str, Any], console: Console) -> None:
     """The demo as a newcomer reads it: card, turns with the state after each, the refusals,
     the history and the audit verdict. Card and reply text is data, never markup."""
     card = report["card"]
-    console.rule(Text(f"mvu demo: {card['name']}"))
+    _heading(console, f"mvu demo: {card['name']}")
     console.print(Text(f"card: {card['spec']}, {card['initvarEntries']} [initvar] entry, schema "
                        f"{'found' if card['schemaFound'] else 'missing'} (interpreter v{card['interpreterVersion']})"))
     console.print(Text(f"ledger: {report['database']}; session {report['sessionId']!r}, "
@@ -222,7 +239,7 @@ def render(report: dict[str, Any], console: Console) -> None:
                                report["initial"]["statData"]))
     previous = report["initial"]["statData"]
     for turn in report["turns"]:
-        console.rule(Text(f"turn {turn['turn']}: {turn['shows']}"))
+        _heading(console, f"turn {turn['turn']}: {turn['shows']}")
         console.print(Text.assemble(("user: ", "bold cyan"), turn["user"]))
         console.print(Text.assemble(("reply: ", "bold magenta"), turn["reply"].rstrip()))
         if turn["outcome"] == "failed":
@@ -236,15 +253,15 @@ def render(report: dict[str, Any], console: Console) -> None:
                                    turn["statData"], changed_paths(previous, turn["statData"])))
         previous = turn["statData"]
 
-    console.rule("the failed reply's receipt")
+    _heading(console, "the failed reply's receipt")
     for receipt in report["failedReceipts"]:
-        table = Table(show_header=False, title="failed receipt (history entry)")
+        table = _table("field", "value", show_header=False, title="failed receipt (history entry)")
         for name in ("kind", "revision", "error", "turn", "messageId", "messageSeq", "key"):
             table.add_row(name, Text(str(receipt[name])))
         console.print(table)
 
     conflict, retry = report["conflict"], report["retry"]
-    console.rule("a manual edit with a stale revision")
+    _heading(console, "a manual edit with a stale revision")
     console.print(Text(f"{report['edit']}: set {retry['path']} = {retry['value']} with "
                        f"expected_revision={conflict['expectedRevision']}"))
     console.print(Text.assemble(("refused: ", "bold red"), f"{conflict['code']}: {conflict['message']} "
@@ -254,8 +271,8 @@ def render(report: dict[str, Any], console: Console) -> None:
     console.print(_state_table(f"stat_data after the edit (revision {retry['revision']})", retry["statData"],
                                changed_paths(previous, retry["statData"])))
 
-    console.rule("history")
-    history = Table("revision", "kind", "turn", "error", "changed paths", title="history (oldest first)")
+    _heading(console, "history")
+    history = _table("revision", "kind", "turn", "error", "changed paths", title="history (oldest first)")
     for entry in report["history"]:
         changed = "(unknown)" if entry["changed"] is None else ", ".join(entry["changed"]) or "(nothing)"
         history.add_row(str(entry["revision"]), entry["kind"], str(entry["turn"] if entry["turn"] is not None else ""),
@@ -265,7 +282,7 @@ def render(report: dict[str, Any], console: Console) -> None:
     if audit["clean"]:
         console.print("[green]audit: clean[/green] (every audit_* view is empty)")
     else:
-        findings = Table("check", "subject", "detail", title=f"audit: {len(audit['findings'])} finding(s)")
+        findings = _table("check", "subject", "detail", title=f"audit: {len(audit['findings'])} finding(s)")
         for finding in audit["findings"]:
             findings.add_row(finding["check"], Text(str(finding["subject"])), Text(str(finding["detail"])))
         console.print(findings)

@@ -37,6 +37,7 @@ from mvu_store.host import (
     turn_events,
 )
 from mvu_store.jsonvalue import JsonValue, normalize
+from mvu_store.private_files import make_private_folders, private_opener
 from mvu_store.store_host.facts import HostFacts
 
 # Session ids become file names: keep them to a portable, unambiguous alphabet.
@@ -81,7 +82,7 @@ class MemoryHost:
         """Log files of ``path`` that were not loaded, by file name: the error code and message
         (the other sessions load and serve as usual)."""
         if self._path is not None:
-            self._path.mkdir(parents=True, exist_ok=True)
+            make_private_folders(self._path)
             for log in sorted(self._path.glob("*.jsonl")):
                 try:
                     self._load(log)
@@ -305,7 +306,7 @@ class MemoryHost:
     def _write(self, session_id: str, line: dict[str, Any], *, truncate: bool = False) -> None:
         if self._path is None:
             return
-        with open(self._files[session_id], "w" if truncate else "a", encoding="utf-8") as log:
+        with open(self._files[session_id], "w" if truncate else "a", encoding="utf-8", opener=private_opener) as log:
             log.write(json.dumps(line, ensure_ascii=False, separators=(",", ":")) + "\n")
             log.flush()
             os.fsync(log.fileno())
@@ -316,7 +317,7 @@ class MemoryHost:
         session = self._sessions[session_id]
         target = self._files[session_id]
         temporary = target.with_suffix(".jsonl.tmp")
-        with open(temporary, "w", encoding="utf-8") as log:
+        with open(temporary, "w", encoding="utf-8", opener=private_opener) as log:
             for line in [_header_json(session.header)] + [
                 {"seq": e.seq, "type": e.type, "data": e.data} for e in session.events
             ]:

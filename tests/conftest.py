@@ -9,6 +9,7 @@ reachable server the PostgreSQL cases are skipped locally and fail under ``CI=tr
 from __future__ import annotations
 
 import os
+import shutil
 import uuid
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -56,6 +57,16 @@ def require_postgres() -> None:
     if os.environ.get("CI", "").lower() in ("1", "true", "yes"):
         pytest.fail(f"PostgreSQL is required under CI=true and is not reachable at {POSTGRES_URL}")
     pytest.skip(f"PostgreSQL not reachable at {POSTGRES_URL}")
+
+
+def require_tool(name: str, why: str) -> str:
+    """The path of the program ``name``: skipped without it, a failure under ``CI=true``."""
+    found = shutil.which(name)
+    if found is None:
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"{name} is required under CI=true ({why})")
+        pytest.skip(f"{name} is not installed")
+    return found
 
 
 @pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)])

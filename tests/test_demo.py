@@ -128,3 +128,23 @@ def test_changed_paths() -> None:
     assert leaves({"a": {"b": 1, "c": []}, "d": [1, {"e": 2}]}) == {"a.b": 1, "a.c": [], "d[0]": 1, "d[1].e": 2}
     assert changed_paths({"a": 1, "b": 2, "c": 3}, {"a": 1, "b": 3, "x": 0}) == ["b", "x", "c"]
     assert changed_paths({"a": 1}, {"a": True}) == ["a"]
+
+
+@pytest.mark.parametrize("width", [40, 80, 200])
+async def test_the_demo_text_is_never_cut(width: int) -> None:
+    """Rich cuts what does not fit with "…": every heading and line of the story appears whole,
+    at any terminal width (lines may wrap)."""
+    from io import StringIO
+
+    from rich.console import Console
+
+    from mvu_api.demo import render
+
+    report = await run_demo()
+    out = StringIO()
+    render(report, Console(file=out, width=width, color_system=None))
+    text = out.getvalue()
+    assert "…" not in text
+    flowing = " ".join(text.split())
+    for turn in report["turns"]:
+        assert f"turn {turn['turn']}: {' '.join(turn['shows'].split())}" in flowing

@@ -52,3 +52,48 @@ def test_the_state_service_example_is_served_by_mvu_serve_afterwards(tmp_path: P
             assert [(r["id"], r["content"]["stat_data"]) for r in answer.json()] == [(instance, {"hp": 20, "gold": 3})]
     finally:
         assert server.stop()[0] == 0
+
+
+REPOSITORY = README.parent
+SHELL_GUIDES = {"README.md": README, "docs/host-protocol.md": REPOSITORY / "docs" / "host-protocol.md"}
+DEFAULT_BASE = "http://127.0.0.1:8787"
+"""Where `make run` serves; the test's server has a port of its own."""
+
+
+def shell_examples(path: Path) -> str:
+    """A guide's shell blocks that call the API, in order, as one script."""
+    blocks = re.findall(r"```sh\n(.*?)```", path.read_text(encoding="utf-8"), flags=re.S)
+    return "\n".join(block for block in blocks if "curl" in block or "API=" in block)
+
+
+def run_against_make_run(script: str, directory: Path) -> str:
+    """``script`` in ``directory`` laid out as the repository's root is after `make run` (its
+    ledger and token under var/, the examples beside), against a real `mvu serve` on that ledger.
+    Every curl must get an answer below 400, every command must succeed."""
+    from tests.conftest import require_tool
+    from tests.http.support import Server
+
+    require_tool("jq", "the guides' shell examples")
+    (directory / "examples").symlink_to(REPOSITORY / "examples")
+    server = Server.start(f"sqlite:///{directory / 'var' / 'mvu.sqlite3'}", token=None)
+    try:
+        prelude = 'set -euo pipefail\ncurl() { command curl --fail-with-body "$@"; }\n'
+        done = subprocess.run(["bash", "-c", prelude + script.replace(DEFAULT_BASE, server.base)], cwd=directory,
+                              capture_output=True, text=True, timeout=300, check=False)
+    finally:
+        assert server.stop()[0] == 0
+    assert done.returncode == 0, f"{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
+    return done.stdout
+
+
+def test_the_readme_curl_examples_run_against_make_run(tmp_path: Path) -> None:
+    out = run_against_make_run(shell_examples(SHELL_GUIDES["README.md"]), tmp_path)
+    assert '"stat_data":{"hp":20,"gold":10}' in out  # the receipt of the edit
+
+
+def test_the_protocol_guides_shell_examples_run_against_make_run(tmp_path: Path) -> None:
+    out = run_against_make_run(shell_examples(SHELL_GUIDES["docs/host-protocol.md"]), tmp_path)
+    for shown in ('"fingerprint":"5d80f832', '"fingerprint":"2a5b4f96', '{"current":true}',
+                  '"texts":["<status>\\ngold: 5\\nhp: 20\\n</status>","rules"]',
+                  '{"sessionId":"s1-w1","instanceIds":["mvu:instance-'):
+        assert shown in out, shown

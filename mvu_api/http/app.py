@@ -11,6 +11,9 @@ from starlette.exceptions import HTTPException
 from starlette.requests import ClientDisconnect
 from starlette.responses import Response
 
+from mvu_api.explorer.page import PUBLIC_PATHS as EXPLORER_PATHS
+from mvu_api.explorer.page import PUBLIC_PREFIXES as EXPLORER_PREFIXES
+from mvu_api.explorer.page import install_explorer, token_page
 from mvu_api.http.bodies import BODY_TIMEOUT_SECONDS
 from mvu_api.http.cors import Cors, allowed_origins
 from mvu_api.http.docs import DESCRIPTION, install_openapi
@@ -84,11 +87,13 @@ def create_app(service: MvuService, *, token: str, host: StoreHost | None = None
     install_index(app, OPENAPI_PATH)
     sign_in = sign_in or SignIn(token)
     install_inspector(app, sign_in)
+    install_explorer(app)
     # Unhandled errors: logged once and answered 500 problem+json here, inside Starlette's
     # ServerErrorMiddleware, which would log (and re-raise to uvicorn, which logs) again.
     app.add_middleware(Crashes)
-    app.add_middleware(BearerAuth, token=token, public=(*INDEX_PATHS, *PUBLIC_PATHS), public_prefixes=PUBLIC_PREFIXES,
-                       admits=sign_in.admits)
+    app.add_middleware(BearerAuth, token=token, public=(*INDEX_PATHS, *PUBLIC_PATHS, *EXPLORER_PATHS),
+                       public_prefixes=(*PUBLIC_PREFIXES, *EXPLORER_PREFIXES), admits=sign_in.admits,
+                       explain=token_page)
     if origins:
         # In front of the token: a browser never sends it on a preflight.
         app.add_middleware(Cors, origins=origins)

@@ -101,6 +101,13 @@ class InstallBody(_Body):
     session_id: str = Field(alias="sessionId", min_length=1, max_length=MAX_SESSION_ID)
 
 
+def session_missing(session_id: str) -> MvuError:
+    """``MVU_MISSING`` (404) for a session the store does not keep, saying how one comes to be."""
+    return MvuError(Code.MISSING, f"no session {session_id!r}: a host creates it with POST /mvu/sessions, registers "
+                                  "the card with POST /mvu/cards and selects it with PUT /mvu/sessions/{sessionId}/"
+                                  "selection (docs/host-protocol.md)", session_id=session_id)
+
+
 def session_json(stored: StoredSession) -> dict[str, Any]:
     header = stored.header
     return {"sessionId": header.id, "createdAt": header.created_at, "formatVersion": header.version,
@@ -168,7 +175,7 @@ def hosting_router(service: MvuService, host: StoreHost, *, body_timeout: float,
     async def read_session(session_id: SessionIdPath) -> Response:
         stored = await host.session(session_id)
         if stored is None:
-            raise MvuError(Code.MISSING, f"no session {session_id!r}", session_id=session_id)
+            raise session_missing(session_id)
         return json_response(session_json(stored))
 
     @router.post("/sessions/{sessionId}/events", operation_id="appendEvents",

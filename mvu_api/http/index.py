@@ -31,6 +31,8 @@ GUIDES = {
 """The guides in the mvu-store repository (they are not served: the package does not carry them)."""
 INSPECTOR = "/inspector/"
 """The inspector page's path (``mvu serve`` prints a link that signs a browser in to it)."""
+EXPLORER = "/explorer/"
+"""The API explorer's path: every operation of the OpenAPI document, tried from the browser."""
 
 
 def describe(app: FastAPI, openapi_path: str) -> dict[str, Any]:
@@ -41,7 +43,7 @@ def describe(app: FastAPI, openapi_path: str) -> dict[str, Any]:
     return {
         "name": app.title,
         "api": API_PREFIX,
-        "links": {"openapi": openapi_path, "inspector": INSPECTOR},
+        "links": {"openapi": openapi_path, "explorer": EXPLORER, "inspector": INSPECTOR},
         "authorization": "Every route but this index needs 'Authorization: Bearer <token>': the token mvu serve "
                          "printed at first start (kept in <ledger>.token), or its --token / MVU_TOKEN.",
         "routes": routes,
@@ -65,6 +67,8 @@ def _page(index: dict[str, Any]) -> str:
 <h1>{text(index["name"])} API</h1>
 <p>{text(index["authorization"])}</p>
 <ul>
+<li><a href="{text(links["explorer"])}">API explorer</a>: every route below, tried from the browser (sign in with the
+token or the link mvu serve printed)</li>
 <li><a href="{text(links["openapi"])}">OpenAPI document</a> (send the token)</li>
 <li>{inspector}</li>
 </ul>
@@ -81,7 +85,7 @@ def _page(index: dict[str, Any]) -> str:
 """
 
 
-def _wants_html(accept: str) -> bool:
+def wants_html(accept: str) -> bool:
     return any(part.split(";")[0].strip() == "text/html" for part in accept.split(","))
 
 
@@ -91,7 +95,7 @@ def install_index(app: FastAPI, openapi_path: str, paths: Sequence[str] = INDEX_
 
     async def index(request: Request) -> Response:
         described = describe(app, openapi_path)
-        if _wants_html(request.headers.get("accept", "")):
+        if wants_html(request.headers.get("accept", "")):
             return HTMLResponse(_page(described))
         return JSONResponse(described)
 

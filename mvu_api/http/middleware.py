@@ -17,6 +17,7 @@ import time
 from collections.abc import Callable, Collection
 from typing import Any
 
+from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from mvu_api.http.problems import UNAUTHORIZED, problem
@@ -60,7 +61,8 @@ class BearerAuth:
     with one of ``public_prefixes``) and requests ``admits`` lets in without the token."""
 
     def __init__(self, app: ASGIApp, *, token: str, public: Collection[str] = (),
-                 public_prefixes: tuple[str, ...] = (), admits: Callable[[Scope], bool] | None = None) -> None:
+                 public_prefixes: tuple[str, ...] = (), admits: Callable[[Scope], bool] | None = None,
+                 explain: Callable[[Scope], Response | None] | None = None) -> None:
         if not token:
             raise ValueError("an empty token would let everyone in")
         self.app = app
@@ -68,6 +70,7 @@ class BearerAuth:
         self._public = frozenset(public)
         self._prefixes = public_prefixes
         self._admits = admits
+        self._explain = explain
 
     def _public_read(self, scope: Scope) -> bool:
         path: str = scope["path"]
@@ -83,9 +86,12 @@ class BearerAuth:
                 given = _bearer(value)
                 break
         if not hmac.compare_digest(given or b"", self._expected) and not (self._admits and self._admits(scope)):
-            # Closed after the answer: a client without the token holds no connection between tries.
-            response = problem(401, UNAUTHORIZED, "a valid bearer token is required",
-                               headers={"WWW-Authenticate": 'Bearer realm="mvu"', "Connection": "close"})
+            # A browser that opened the route gets a page saying what the token is (``explain``). Either
+            # answer closes the connection: a client without the token holds no connection between tries.
+            response = (self._explain and self._explain(scope)) or problem(
+                401, UNAUTHORIZED, "a valid bearer token is required",
+                headers={"WWW-Authenticate": 'Bearer realm="mvu"'})
+            response.headers["Connection"] = "close"
             await response(scope, receive, send)
             return
         scope[AUTHENTICATED] = True

@@ -14,6 +14,7 @@ from pydantic import BeforeValidator
 from starlette.responses import Response
 
 from mvu_api.http.docs import HISTORICAL_EXAMPLE, RECORD_EXAMPLE, SCOPE_EXAMPLE, ok, problems
+from mvu_api.http.hosting import session_missing
 from mvu_api.http.wire import (
     MAX_SCOPE_CHARS,
     conditional_response,
@@ -23,6 +24,7 @@ from mvu_api.http.wire import (
 from mvu_store.errors import Code, MvuError
 from mvu_store.service import MvuService
 from mvu_store.service.models import HistoryEntry, StateRecord
+from mvu_store.store_host import StoreHost
 
 _SCOPE_DOC = (f"JSON object `{{authority: 'local', sessionId}}`, at most {MAX_SCOPE_CHARS} characters, camelCase "
               "keys only. sessionId is required: the sessionless management view is not served over HTTP.")
@@ -64,15 +66,20 @@ BeforeParam = Annotated[int | None, Query(
                 "this; the next older page is `before=` the first entry's position."), BeforeValidator(_digits)]
 
 
-def reads_router(service: MvuService) -> APIRouter:
+def reads_router(service: MvuService, host: StoreHost | None = None) -> APIRouter:
+    """``host``: the store that keeps the sessions, when it is one: a session it does not keep
+    lists nothing but 404, with what to do (a mistyped id would otherwise read as an empty one)."""
     router = APIRouter()
 
     @router.get("/resources", operation_id="listResources",
                 response_model=list[StateRecord],
-                responses={**problems(400, 401, 403, 503), **ok([RECORD_EXAMPLE])},
-                summary="Every record the scope may read")
+                responses={**problems(400, 401, 403, 404, 503), **ok([RECORD_EXAMPLE])},
+                summary="Every record the scope may read (404 for a session the store does not keep)")
     async def resources(scope: ScopeParam) -> Response:
-        records = await service.list(scope=parse_scope_param(scope))
+        parsed = parse_scope_param(scope)
+        if host is not None and await host.session(parsed["sessionId"]) is None:
+            raise session_missing(parsed["sessionId"])
+        records = await service.list(scope=parsed)
         return json_response([record.to_json() for record in records])
 
     @router.get("/resource", operation_id="readResource",

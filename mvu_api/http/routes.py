@@ -32,7 +32,7 @@ def build_router(service: MvuService, *, host: StoreHost | None = None, body_tim
                  stopping: asyncio.Event | None = None) -> APIRouter:
     """The routes; the host routes only when the service's host is ``host``, a store-backed one."""
     router = APIRouter(prefix="/mvu", tags=["mvu"])
-    router.include_router(reads_router(service))
+    router.include_router(reads_router(service, host))
     router.include_router(writes_router(service, body_timeout=body_timeout, stopping=stopping))
     router.include_router(prompt_router(service, body_timeout=body_timeout, stopping=stopping), tags=["prompt"])
     router.include_router(cards_router(service, body_timeout=body_timeout, stopping=stopping))

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import errno
 import ipaddress
 import os
 import secrets
@@ -34,18 +35,20 @@ from types import FrameType
 from typing import Any
 
 import uvicorn
-from sqlalchemy.engine import make_url
 
 from mvu_api.http.app import OPENAPI_PATH, create_app
 from mvu_api.http.bodies import BODY_TIMEOUT_SECONDS
 from mvu_api.http.cors import allowed_origins
+from mvu_api.http.index import EXPLORER
 from mvu_api.http.logs import nonblocking_logging
 from mvu_api.http.protocol import HEAD_TIMEOUT_SECONDS, with_head_timeout
 from mvu_api.http.routes import API_PREFIX, MVU_PREFIX
+from mvu_api.http.start_files import ledger_file, taken_back_on_failure
 from mvu_api.inspector.signin import CODE_LIFETIME_S, SIGNIN, SignIn
 from mvu_store.errors import Code, MvuError
 from mvu_store.ledger import open_ledger
 from mvu_store.ledger.database_file import refuse_a_lost_file
+from mvu_store.private_files import make_private_folders
 from mvu_store.service import MvuService
 from mvu_store.service.sessions import DEFAULT_MEMORY_BYTES as DEFAULT_SESSION_MEMORY_BYTES
 from mvu_store.store_host import StoreHost
@@ -65,23 +68,9 @@ class Token:
     generated: bool = False
 
 
-def ledger_directory(url: str) -> Path | None:
-    """The directory of a SQLite ledger file; None for a server database or ``:memory:``."""
-    parsed = make_url(url)
-    if not parsed.get_backend_name().startswith("sqlite") or parsed.database in (None, "", ":memory:"):
-        return None
-    return Path(parsed.database).parent
-
-
-def ledger_file(url: str) -> str | None:
-    """The path of a SQLite ledger file; None for a server database or ``:memory:``."""
-    directory = ledger_directory(url)
-    return None if directory is None else str(directory / Path(str(make_url(url).database)).name)
-
-
 def token_path(url: str) -> Path | None:
     path = ledger_file(url)
-    return None if path is None else Path(path + ".token")
+    return None if path is None else Path(f"{path}.token")
 
 
 def resolve_token(url: str, given: str | None) -> Token:
@@ -97,7 +86,7 @@ def resolve_token(url: str, given: str | None) -> Token:
     if path is None:
         raise MvuError(Code.CONFIG, "a server database has no directory for a token file: pass --token or set "
                                     "MVU_TOKEN")
-    path.parent.mkdir(parents=True, exist_ok=True)
+    make_private_folders(path.parent)
     created = _create_token_file(path)
     if created is not None:
         return Token(created, str(path), generated=True)
@@ -150,12 +139,13 @@ def _read_token_file(path: Path) -> str:
 
 def _token_of_a_ledger_not_lost(url: str, given: str | None) -> Token:
     """:func:`resolve_token`, and then ``MVU_STORAGE_GONE`` for a SQLite file missing where a
-    ledger was (its token file, as it was before this start, counts as a trace of it)."""
+    ledger was (its token file, as it was before this start, counts as a trace of it; a token
+    file this start made is taken back with the rest, :func:`taken_back_on_failure`)."""
     path, token_file = ledger_file(url), token_path(url)
     had_token = token_file is not None and os.path.lexists(token_file)
     resolved = resolve_token(url, given)
     if path is not None:
-        refuse_a_lost_file(path, *([str(token_file)] if had_token else []))
+        refuse_a_lost_file(str(path), *([str(token_file)] if had_token else []))
     return resolved
 
 
@@ -190,6 +180,9 @@ def bind(host: str, port: int) -> socket.socket:
     except OSError as error:
         listener.close()
         reason = error.strerror or str(error)
+        if error.errno == errno.EADDRINUSE:
+            reason += (": another program listens there; pick another port with --port N (`make run PORT=N`), "
+                       "or --port 0 for any free one")
         raise MvuError(Code.CONFIG, f"cannot listen on {host}:{port}: {reason}") from None
     return listener
 
@@ -254,11 +247,13 @@ async def _serve(*, db: str, ledger_id: str, host: str, port: int, token: str | 
     if not session_memory_mib >= 1:
         raise MvuError(Code.CONFIG, "--session-memory-mib must be a whole number of at least 1")
     origins = allowed_origins(cors_origins)
-    resolved = _token_of_a_ledger_not_lost(db, token)
-    # Bound before the ledger is opened or migrated: a port in use is one line, and touches nothing.
+    # Bound before any file is created or the ledger opened: a port in use is one line, and
+    # touches nothing. A start that fails later takes back the token file and ledger it created.
     listener = bind(host, port)
     try:
-        ledger = await open_ledger(db, ledger_id=ledger_id, migrate_to_head=True)
+        with taken_back_on_failure(db):
+            resolved = _token_of_a_ledger_not_lost(db, token)
+            ledger = await open_ledger(db, ledger_id=ledger_id, migrate_to_head=True)
     except BaseException:
         listener.close()
         raise
@@ -295,6 +290,7 @@ async def _serve(*, db: str, ledger_id: str, host: str, port: int, token: str | 
             _say(f"  cors:     {', '.join(origins)}")
         _say(f"  inspector: {base}{SIGNIN}?code={sign_in.new_code()} (opens the page signed in; works once, "
              f"for {CODE_LIFETIME_S // 60} minutes)")
+        _say(f"  explorer: {base}{EXPLORER} (every route, tried from the browser; sign in as for the inspector)")
         _say(f"  docs:     {base}{OPENAPI_PATH} (send 'Authorization: Bearer <token>')")
         try:
             await server.serve(sockets=[listener])

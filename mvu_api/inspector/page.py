@@ -27,7 +27,7 @@ PUBLIC_PATHS = (PAGE, "/inspector", SIGNIN)
 PUBLIC_PREFIXES = (f"{STATIC}/",)
 MAX_SIGNIN_BYTES = 4096
 """The token form's body: a token and its JSON braces; anything longer is refused unread."""
-_HEADERS = {"Referrer-Policy": "no-referrer", "X-Content-Type-Options": "nosniff",
+PAGE_HEADERS = {"Referrer-Policy": "no-referrer", "X-Content-Type-Options": "nosniff",
             "Content-Security-Policy": "default-src 'self'; frame-ancestors 'none'; base-uri 'none'; "
                                        "form-action 'self'"}
 
@@ -53,7 +53,7 @@ def install_inspector(app: FastAPI, sign_in: SignIn) -> None:
     app.mount(STATIC, StaticFiles(packages=[("mvu_api.inspector", "static")]), name="inspector-static")
 
     async def show(request: Request) -> Response:
-        return HTMLResponse(page, headers=_HEADERS)
+        return HTMLResponse(page, headers=PAGE_HEADERS)
 
     app.add_api_route(PAGE, show, methods=["GET", "HEAD"], include_in_schema=False)
     app.add_api_route("/inspector", show, methods=["GET", "HEAD"], include_in_schema=False)
@@ -62,8 +62,8 @@ def install_inspector(app: FastAPI, sign_in: SignIn) -> None:
         # A spent or wrong code lands on the page, which offers the token form.
         cookie = sign_in.redeem(code)
         if cookie is None:
-            return RedirectResponse(f"{PAGE}?signin=spent", status_code=303, headers=_HEADERS)
-        return _with_cookie(RedirectResponse(PAGE, status_code=303, headers=_HEADERS), request, cookie)
+            return RedirectResponse(f"{PAGE}?signin=spent", status_code=303, headers=PAGE_HEADERS)
+        return _with_cookie(RedirectResponse(PAGE, status_code=303, headers=PAGE_HEADERS), request, cookie)
 
     async def by_token(request: Request) -> Response:
         if not same_origin(request.scope, request.headers):
@@ -78,7 +78,7 @@ def install_inspector(app: FastAPI, sign_in: SignIn) -> None:
         cookie = sign_in.with_token(token) if isinstance(token, str) else None
         if cookie is None:
             return problem(401, UNAUTHORIZED, "that is not the server's token")
-        return _with_cookie(JSONResponse({"signedIn": True}, headers=_HEADERS), request, cookie)
+        return _with_cookie(JSONResponse({"signedIn": True}, headers=PAGE_HEADERS), request, cookie)
 
     app.add_api_route(SIGNIN, by_link, methods=["GET"], include_in_schema=False)
     app.add_api_route(SIGNIN, by_token, methods=["POST"], include_in_schema=False)

@@ -13,9 +13,8 @@ from fastapi import APIRouter
 from starlette.responses import Response
 
 from mvu_api.http.docs import problems
-from mvu_api.http.hosting import SessionIdPath, session_json
+from mvu_api.http.hosting import SessionIdPath, session_json, session_missing
 from mvu_api.http.wire import json_response
-from mvu_store.errors import Code, MvuError
 from mvu_store.host import SessionEvent
 from mvu_store.store_host import StoreHost
 
@@ -51,7 +50,7 @@ def inspector_router(host: StoreHost) -> APIRouter:
     async def turns(session_id: SessionIdPath) -> Response:
         snapshot = await host.inspect(session_id)
         if snapshot is None:
-            raise MvuError(Code.MISSING, f"no session {session_id!r}", session_id=session_id)
+            raise session_missing(session_id)
         listed = turns_of(snapshot.events)
         return json_response({"sessionId": session_id, "lastSeq": snapshot.last_seq, "turns": listed,
                               "runningTurn": next((t["turn"] for t in listed if t["running"]), None)})

@@ -14,6 +14,7 @@ import os
 from pathlib import Path
 
 from mvu_store.errors import Code, MvuError
+from mvu_store.private_files import FILE_MODE, make_private_folders
 
 
 class DatabaseFile:
@@ -61,10 +62,13 @@ def refuse_a_lost_file(path: str, *traces: str) -> None:
         return
     found = [trace for trace in (*(path + suffix for suffix in LEFTOVERS), *traces) if os.path.lexists(trace)]
     if found:
+        # Only a token file: also what a start of an older mvu left when it failed before creating the ledger.
+        never = (f" (if no ledger was ever served here, delete {found[0]} instead)"
+                 if found == [trace for trace in traces if os.path.lexists(trace)] else "")
         raise MvuError(Code.STORAGE_GONE, f"the ledger's database file {path} is missing, but {', '.join(found)} "
-                                          "show that it existed: put it back (or point --db at it); to start "
-                                          "afresh on purpose, run `mvu db upgrade` first", path=path,
-                       leftovers=found)
+                                          f"{'shows' if len(found) == 1 else 'show'} that it existed: put it back "
+                                          "(or point --db at it); to start afresh on purpose, run `mvu db upgrade` "
+                                          f"first{never}", path=path, leftovers=found)
 
 
 def create_if_missing(path: Path) -> None:
@@ -72,8 +76,8 @@ def create_if_missing(path: Path) -> None:
     here and only here: its engines never create a missing one (a file deleted under a running
     ledger must not come back empty at a pool's next connection)."""
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o644))
+        make_private_folders(path.parent)
+        os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, FILE_MODE))
     except FileExistsError:
         return
     except OSError as error:

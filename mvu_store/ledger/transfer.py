@@ -60,6 +60,7 @@ from mvu_store.ledger import tables as t
 from mvu_store.ledger.dialect import dialect_of
 from mvu_store.ledger.repository import Ledger
 from mvu_store.ledger.writer import WriteTx
+from mvu_store.private_files import make_private_folders
 
 Step = Callable[[str], None]
 """Told what import or export is doing now (the CLI shows it as progress)."""
@@ -419,7 +420,7 @@ def _encode(document: JsonValue) -> bytes:
 def atomic_file(path: Path) -> Iterator[IO[bytes]]:
     """A stream whose bytes replace ``path`` when the block ends (a block that raises leaves the
     old file, and no temporary one): a crash leaves the old file or the new one, never half."""
-    path.parent.mkdir(parents=True, exist_ok=True)
+    make_private_folders(path.parent)
     handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(handle, "wb") as stream:

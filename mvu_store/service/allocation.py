@@ -147,7 +147,9 @@ class Allocation:
             template_id = character_template_id(character_id)
             card = await ctx.ledger.template(template_id)
             if not isinstance(card, dict) or card.get("discovered") is not True:
-                raise MvuError(Code.MISSING, f"character {character_id!r} was not discovered", id=template_id)
+                raise MvuError(Code.MISSING, f"no card is registered for character {character_id!r}: register it "
+                                             "first (POST /mvu/cards?characterId=… over HTTP, MvuService.discover in "
+                                             "Python), then select it", id=template_id)
 
         async def work() -> SelectionResult:
             lease = await ctx.lease(session_id)

@@ -75,7 +75,9 @@ def configured_definition(config: ResourceConfig, card_template: JsonValue) -> d
 def _configured_initial(config: ResourceConfig, card_template: JsonValue) -> dict[str, Any]:
     if config.initial is None and config.character_id is not None:
         if not isinstance(card_template, dict):
-            raise MvuError(Code.INITIALIZATION_MISSING, f"character {config.character_id!r} was not discovered")
+            raise MvuError(Code.INITIALIZATION_MISSING, f"no card is registered for character "
+                                                        f"{config.character_id!r}: register it first (POST "
+                                                        "/mvu/cards, MvuService.discover)")
         if isinstance(card_template.get("sourceError"), str):
             raise MvuError(card_template["sourceError"], "the character's card failed to initialise")
         envelope = copy.deepcopy(card_template["initial"])

@@ -59,5 +59,5 @@ def test_a_bad_file_ends_with_its_code_and_writes_nothing(tmp_path: Path, capsys
     assert code == 2 and err.strip().splitlines()[-1] == "MVU_JSON" and "line 4" in err
     code, out, _ = run(capsys, "--db", db, "--json", "status")
     assert code == 0 and json.loads(out)["usedBytes"] == 0
-    code, _, err = run(capsys, "--db", db, "chat", "export", "st-nothing")
-    assert code == 2 and err.strip().splitlines()[-1] == "MVU_CONFIG"
+    code, _, err = run(capsys, "--db", db, "chat", "export", "st-nothing", str(tmp_path / "out.jsonl"))
+    assert code == 2 and err.strip().splitlines()[-1] == "MVU_MISSING" and not (tmp_path / "out.jsonl").exists()

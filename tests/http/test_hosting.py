@@ -248,3 +248,19 @@ async def test_names_reach_macros_per_session_and_per_call_and_the_turns_time_is
             400, "MVU_OPERATION")
     problem(await client.post(f"{MVU}/cards?characterId=h2&at=-5", content=json.dumps(named),
                               headers={"Content-Type": "application/json"}), 400, "MVU_OPERATION")
+
+
+async def test_a_session_or_character_not_there_yet_is_answered_with_what_to_do(client: httpx.AsyncClient) -> None:
+    scope = json.dumps({"authority": "local", "sessionId": "s1"})
+    listed = problem(await client.get(f"{MVU}/resources", params={"scope": scope}), 404, "MVU_MISSING")
+    assert "no session 's1'" in listed["detail"] and "POST /mvu/sessions" in listed["detail"]
+    assert (await client.post(f"{MVU}/sessions", json={"sessionId": "s1", "createdAt": CREATED})).status_code == 201
+    assert (await client.get(f"{MVU}/resources", params={"scope": scope})).json() == []
+    selected = problem(await client.put(f"{MVU}/sessions/s1/selection", json={"characterId": "hero"}), 404,
+                       "MVU_MISSING")
+    assert "no card is registered for character 'hero'" in selected["detail"]
+    assert "POST /mvu/cards" in selected["detail"] and "discovered" not in selected["detail"]
+    assert (await client.post(f"{MVU}/cards?characterId=hero", content=json.dumps(CARD),
+                              headers={"Content-Type": "application/json"})).status_code == 200
+    # The card registered: the same selection now works.
+    assert (await client.put(f"{MVU}/sessions/s1/selection", json={"characterId": "hero"})).status_code == 200

@@ -36,7 +36,8 @@ async def test_the_index_answers_without_the_token_and_lists_every_documented_ro
             answer = await client.get(path, headers=NO_TOKEN)
             assert answer.status_code == 200, answer.text
             index = answer.json()
-            assert index["links"] == {"openapi": f"{API}/openapi.json", "inspector": "/inspector/"}
+            assert index["links"] == {"openapi": f"{API}/openapi.json", "explorer": "/explorer/",
+                                      "inspector": "/inspector/"}
             assert {(route["method"], route["path"]) for route in index["routes"]} == operations(document)
             assert all(route["summary"] for route in index["routes"])
             assert "docs/host-protocol.md" in index["guides"]
@@ -48,7 +49,7 @@ async def test_a_browser_gets_a_page_that_links_the_openapi_document() -> None:
         assert answer.status_code == 200 and answer.headers["content-type"].startswith("text/html")
         links = Links()
         links.feed(answer.text)
-        assert links.hrefs == [f"{API}/openapi.json", "/inspector/"]
+        assert links.hrefs == ["/explorer/", f"{API}/openapi.json", "/inspector/"]
         assert f"<code>{MVU}/resources</code>" in answer.text and f"<code>{MVU}/update</code>" in answer.text
 
 
@@ -58,6 +59,22 @@ async def test_only_reading_the_index_skips_the_token() -> None:
                              ("POST", f"{API}/"), ("GET", f"{MVU}/resources")):
             answer = await client.request(method, path, headers=NO_TOKEN)
             assert answer.status_code == 401 and answer.json()["code"] == "MVU_UNAUTHORIZED", (method, path)
+
+
+async def test_a_browser_that_opens_a_route_without_the_token_is_told_what_it_is() -> None:
+    browser = {**NO_TOKEN, "Accept": "text/html,application/xhtml+xml;q=0.9"}
+    async with client_of(object()) as client:
+        answer = await client.get(f"{API}/openapi.json", headers=browser)
+        assert answer.status_code == 401 and answer.headers["content-type"].startswith("text/html")
+        links = Links()
+        links.feed(answer.text)
+        assert links.hrefs == ["/explorer/", "/inspector/"]
+        assert "var/mvu.sqlite3.token" in answer.text and "Authorization: Bearer" in answer.text
+        assert f"http://test{API}/openapi.json" in answer.text  # the curl line, for this server
+        # A script's call, or a write, still gets the problem a client reads.
+        for method in ("POST", "PUT"):
+            refused = await client.request(method, f"{MVU}/update", headers=browser)
+            assert refused.status_code == 401 and refused.json()["code"] == "MVU_UNAUTHORIZED"
 
 
 def test_the_url_mvu_serve_prints_opens_the_index(tmp_path: Path) -> None:

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -13,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from tests.conftest import require_tool
 from tests.http.support import API, MVU, Server, scope, served
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "node-host.mjs"
@@ -20,12 +20,7 @@ EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "node-host.mjs"
 
 @pytest.fixture(scope="module")
 def node() -> str:
-    found = shutil.which("node")
-    if found is None:
-        if os.environ.get("CI") == "true":
-            pytest.fail("node is required under CI=true (examples/node-host.mjs)")
-        pytest.skip("node is not installed")
-    return found
+    return require_tool("node", "examples/node-host.mjs")
 
 
 @pytest.fixture(scope="module")

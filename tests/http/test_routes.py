@@ -398,3 +398,8 @@ def test_budgets(client: httpx.Client) -> None:
     problem_of(edit(client, resource, "s1", {"deep": too_deep}, expected=revision, operation="deep"), 400, "MVU_LIMIT")
     fine = edit(client, resource, "s1", {"n": 1}, expected=revision, operation="fine")
     assert fine.status_code == 200, fine.text
+
+
+def test_resources_of_a_session_the_store_does_not_keep_say_what_to_do(client: httpx.Client, seeded: Seeded) -> None:
+    body = problem_of(client.get(f"{MVU}/resources", params={"scope": q(scope("nobody"))}), 404, "MVU_MISSING")
+    assert "'nobody'" in body["detail"] and "POST" in body["detail"] and "/sessions" in body["detail"]

@@ -12,10 +12,10 @@ import shutil
 from collections.abc import Iterator
 
 import pytest
-from playwright.sync_api import Browser, sync_playwright
+from playwright.sync_api import Browser, BrowserContext, sync_playwright
 
 from tests.http.support import Server, served
-from tests.inspector.support import CHROMIUM
+from tests.inspector.support import CHROMIUM, DEADLINE_MS
 
 
 def _missing(what: str) -> None:
@@ -28,6 +28,17 @@ def _missing(what: str) -> None:
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     with served(f"sqlite:///{tmp_path_factory.mktemp('inspector') / 'mvu.sqlite3'}") as running:
         yield running
+
+
+@pytest.fixture
+def fresh(browser: Browser, server: Server) -> Iterator[BrowserContext]:
+    """A new browser context, signed in nowhere."""
+    context = browser.new_context(base_url=server.base)
+    context.set_default_timeout(DEADLINE_MS)
+    try:
+        yield context
+    finally:
+        context.close()
 
 
 @pytest.fixture(scope="module")

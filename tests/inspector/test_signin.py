@@ -5,7 +5,6 @@ another origin), while the API keeps taking the bearer token."""
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
 
 import httpx
 import pytest
@@ -13,7 +12,7 @@ from playwright.sync_api import Browser, BrowserContext, expect
 
 from tests.http.support import MVU, Server
 from tests.inspector.chat import Chat, card, register
-from tests.inspector.support import DEADLINE_MS, signed_in
+from tests.inspector.support import signed_in
 
 UPDATE = f"{MVU}/update"
 POST = """([url, body, headers]) => fetch(url, {method: 'POST', body: JSON.stringify(body),
@@ -30,16 +29,6 @@ def link(server: Server) -> str:
         register(client, "plain", card("Plain", "hp: 10\n名字: 艾莉\n"))
         Chat.open(client, "solo", "plain").play(1, "_.set('hp', 9);//scratch")
     return found.group(1)
-
-
-@pytest.fixture
-def fresh(browser: Browser, server: Server) -> Iterator[BrowserContext]:
-    context = browser.new_context(base_url=server.base)
-    context.set_default_timeout(DEADLINE_MS)
-    try:
-        yield context
-    finally:
-        context.close()
 
 
 def test_the_printed_link_signs_in_once_with_a_cookie_no_script_can_read(browser: Browser, server: Server,

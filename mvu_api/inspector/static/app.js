@@ -4,31 +4,11 @@
 import { createApi } from './api.js';
 import { h, replace } from './dom.js';
 import { ResourcePanel } from './panel.js';
+import { signedInCsrf, signInForm, signOutButton } from './signin.js';
 import { turnLabel } from './trace.js';
 
 const POLL_MS = 3000;
 const main = document.querySelector('main');
-
-async function json(path, init = {}) {
-  const response = await fetch(path, { credentials: 'same-origin', ...init });
-  return { ok: response.ok, status: response.status, body: await response.json().catch(() => null) };
-}
-
-function signInForm(message) {
-  const input = h('input', { type: 'password', name: 'token', autocomplete: 'off', 'aria-label': 'Token' });
-  const status = h('p', { class: 'alert', role: 'alert' }, message ?? '');
-  const form = h('form', { class: 'signin', onsubmit: async (event) => {
-    event.preventDefault();
-    const answer = await json('/inspector/signin', { method: 'POST', headers: { 'Content-Type': 'application/json' },
-      body: JSON.stringify({ token: input.value }) });
-    if (answer.ok) start();
-    else status.textContent = answer.body?.detail ?? `sign-in refused (${answer.status})`;
-  } },
-  h('h2', {}, 'Sign in'),
-  h('p', {}, 'Open the one-time link mvu serve printed, or enter the server\'s token.'),
-  input, h('button', { type: 'submit' }, 'Sign in'), status);
-  replace(main, form);
-}
 
 /** One session: its turns, newest first, each with a collapsed section per resource. */
 class SessionView {
@@ -151,18 +131,15 @@ async function showSessions(api) {
 }
 
 async function start() {
-  const session = await json('/inspector/session');
-  if (!session.ok || !session.body?.signedIn) {
+  const csrf = await signedInCsrf();
+  if (csrf === null) {
     const spent = new URLSearchParams(location.search).get('signin') === 'spent';
-    signInForm(spent ? 'That sign-in link was already used or has expired (it works once, for 10 minutes).' : '');
+    signInForm(main, spent ? 'That sign-in link was already used or has expired (it works once, for 10 minutes).' : '', start);
     return;
   }
   document.body.dataset.signedIn = 'true';
-  const csrf = session.body.csrf;
-  document.querySelector('header').append(h('button', { type: 'button', class: 'signout', onclick: async () => {
-    await fetch('/inspector/session', { method: 'DELETE', credentials: 'same-origin', headers: { 'X-MVU-CSRF': csrf } });
-    location.replace('/inspector/');
-  } }, 'Sign out'));
+  document.querySelector('header').append(h('a', { class: 'away explorer', href: '/explorer/' }, 'API explorer'),
+    signOutButton(csrf, '/inspector/'));
   await showSessions(createApi({ csrf }));
 }
 
