@@ -17,6 +17,7 @@ from mvu_api.http.docs import HISTORICAL_EXAMPLE, RECORD_EXAMPLE, SCOPE_EXAMPLE,
 from mvu_api.http.wire import (
     MAX_SCOPE_CHARS,
     conditional_response,
+    json_list_response,
     json_response,
     parse_scope_param,
 )
@@ -73,7 +74,7 @@ def reads_router(service: MvuService) -> APIRouter:
                 summary="Every record the scope may read")
     async def resources(scope: ScopeParam) -> Response:
         records = await service.list(scope=parse_scope_param(scope))
-        return json_response([record.to_json() for record in records])
+        return await json_list_response(records, StateRecord.to_json)
 
     @router.get("/resource", operation_id="readResource",
                 response_model=StateRecord,
@@ -98,7 +99,7 @@ def reads_router(service: MvuService) -> APIRouter:
     ) -> Response:
         entries = await service.history(id=id, scope=parse_scope_param(scope), include_before=include_before,
                                         limit=limit, before=before)
-        return json_response([entry.to_json() for entry in entries])
+        return await json_list_response(entries, HistoryEntry.to_json)
 
     @router.get("/facts", operation_id="facts",
                 response_model=list[dict[str, Any]], responses=problems(400, 401, 403, 503),
