@@ -69,10 +69,39 @@ def test_a_passed_deadline_refuses_the_next_validation() -> None:
 
     descriptor = compile_schema("export const Schema = z.object({ hp: z.number() });\n"
                                 "$(() => { registerMvuSchema(Schema); });")
+    passed = Allowance("the test's declaration work", seconds=-1)
+    assert validate(descriptor, {"hp": 2}, allowance=passed).ok  # the deadline starts with it
     with pytest.raises(MvuError) as caught:
-        validate(descriptor, {"hp": 2}, allowance=Allowance("the test's declaration work", seconds=-1))
+        validate(descriptor, {"hp": 2}, allowance=passed)
     assert (caught.value.code, caught.value.details["kind"]) == ("MVU_LIMIT", "request_time")
     assert validate(descriptor, {"hp": 2}, allowance=Allowance("the test's declaration work")).ok
+
+
+class Clock:
+    """A monotonic clock the test moves."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def monotonic(self) -> float:
+        return self.now
+
+
+def test_the_deadline_runs_from_the_first_validation(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A request that waited for a worker thread (behind other requests' work) before its first
+    validation still has its whole time: the wait is not its work, and a reply refused for it
+    would keep a failed receipt."""
+    clock = Clock()
+    monkeypatch.setattr(allowance_module, "time", clock)
+    allowance = Allowance("the test's declaration work", seconds=3)
+    clock.now = 10.0  # queued for ten seconds
+    assert allowance.grant() > 0
+    clock.now = 12.5
+    assert allowance.grant() > 0
+    clock.now = 13.5
+    with pytest.raises(MvuError) as caught:
+        allowance.grant()
+    assert (caught.value.details["kind"], caught.value.details["limit"]) == ("request_time", 3)
 
 
 async def test_a_reply_past_its_allowance_gets_a_failed_receipt(service: MvuService, host: MemoryHost,
