@@ -146,5 +146,5 @@ async def json_list_response(items: Sequence[Any], to_json: Callable[[Any], Any]
     thread one item at a time: a history holds up to a thousand states of up to 2 MiB, seconds
     of encoding, and one call into the JSON encoder keeps the interpreter (the event loop gets it
     back between items only)."""
-    text = await off_loop(lambda: "[" + ",".join(json_text(to_json(item)) for item in items) + "]")
-    return Response(text, media_type="application/json")
+    body = await off_loop(lambda: ("[" + ",".join(json_text(to_json(item)) for item in items) + "]").encode())
+    return Response(body, media_type="application/json")
