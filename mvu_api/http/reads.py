@@ -18,6 +18,7 @@ from mvu_api.http.hosting import session_missing
 from mvu_api.http.wire import (
     MAX_SCOPE_CHARS,
     conditional_response,
+    json_list_response,
     json_response,
     parse_scope_param,
 )
@@ -80,7 +81,7 @@ def reads_router(service: MvuService, host: StoreHost | None = None) -> APIRoute
         if host is not None and await host.session(parsed["sessionId"]) is None:
             raise session_missing(parsed["sessionId"])
         records = await service.list(scope=parsed)
-        return json_response([record.to_json() for record in records])
+        return await json_list_response(records, StateRecord.to_json)
 
     @router.get("/resource", operation_id="readResource",
                 response_model=StateRecord,
@@ -105,7 +106,7 @@ def reads_router(service: MvuService, host: StoreHost | None = None) -> APIRoute
     ) -> Response:
         entries = await service.history(id=id, scope=parse_scope_param(scope), include_before=include_before,
                                         limit=limit, before=before)
-        return json_response([entry.to_json() for entry in entries])
+        return await json_list_response(entries, HistoryEntry.to_json)
 
     @router.get("/facts", operation_id="facts",
                 response_model=list[dict[str, Any]], responses=problems(400, 401, 403, 503),

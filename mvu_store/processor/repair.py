@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from mvu_store.errors import MvuError
 from mvu_store.jsonvalue import JsonValue, js_json
 from mvu_store.lang import Command, parse_commands
+from mvu_store.lang.commands import MAX_COMMANDS
 from mvu_store.lang.jsonpatch import PATCH_TAG
 
 _WRAPPER = re.compile(r"<(/?)UpdateVariable>", re.IGNORECASE)
@@ -60,7 +61,7 @@ def repairs(text: str) -> tuple[Repair, ...]:
         operations = json.loads(fixed)
     except (ValueError, RecursionError):
         return ()
-    if not isinstance(operations, list) or not operations or not all(
+    if not isinstance(operations, list) or not operations or len(operations) > MAX_COMMANDS or not all(
             isinstance(op, dict) and set(op) == _KEYS.get(str(op.get("op")), set()) and isinstance(op["path"], str)
             for op in operations):
         return ()
@@ -117,9 +118,10 @@ def _with_values(body: str) -> str | None:
             return None
     if quoted or stack or not edits:
         return None
-    for at in reversed(edits):
-        body = body[:at] + ',"value":' + body[at + 1:]
-    return body
+    # Joined once: splicing each edit into the whole body copied it once per operation (a patch
+    # of 20,000 operations took seconds).
+    starts = [0, *(at + 1 for at in edits)]
+    return ',"value":'.join(body[start:end] for start, end in zip(starts, [*edits, len(body)], strict=True))
 
 
 def _repair(command: Command, operation: dict[str, JsonValue]) -> Repair:

@@ -6,8 +6,8 @@ validates after each of its up to 1,000 commands, so its total would be bounded 
 gets at most what is left (never more than one validation's fuel), spends it, and gives back
 what it did not use; once the allowance is spent, or its wall-clock deadline has passed (a
 backstop for a machine much slower than the fuel assumes), the next validation is refused with
-``MVU_LIMIT`` (``kind`` ``request_fuel`` or ``request_time``). The deadline is checked between
-validations: within one, the fuel alone bounds the work.
+``MVU_LIMIT`` (``kind`` ``request_fuel`` or ``request_time``). The deadline runs from the first
+validation and is checked between validations: within one, the fuel alone bounds the work.
 """
 
 from __future__ import annotations
@@ -29,12 +29,16 @@ REQUEST_SECONDS = 3.0
 class Allowance:
     """The fuel left to one request and its deadline; safe to share between threads."""
 
-    __slots__ = ("_deadline", "_lock", "fuel", "what")
+    __slots__ = ("_deadline", "_lock", "_seconds", "fuel", "what")
 
     def __init__(self, what: str, *, fuel: int | None = None, seconds: float | None = None) -> None:
         self.what = what
         self.fuel = REQUEST_FUEL if fuel is None else fuel
-        self._deadline = time.monotonic() + (REQUEST_SECONDS if seconds is None else seconds)
+        self._seconds = REQUEST_SECONDS if seconds is None else seconds
+        # Counted from the first validation, not from here: a request that waited for a worker
+        # thread behind others' work has not spent its time, and a reply refused for that
+        # wait would keep its failed receipt.
+        self._deadline: float | None = None
         self._lock = threading.Lock()
 
     def grant(self) -> int:
@@ -42,8 +46,11 @@ class Allowance:
         with self._lock:
             if self.fuel <= 0:
                 raise self._spent("request_fuel", REQUEST_FUEL)
-            if time.monotonic() > self._deadline:
-                raise self._spent("request_time", REQUEST_SECONDS)
+            now = time.monotonic()
+            if self._deadline is None:
+                self._deadline = now + self._seconds
+            elif now > self._deadline:
+                raise self._spent("request_time", self._seconds)
             return min(FUEL, self.fuel)
 
     def settle(self, granted: int, left: int) -> None:

@@ -220,10 +220,13 @@ class Pipeline:
                       turnKind="human" if reply.human else "unknown", on="assistant_message_committed")
         facts.add("started")
         text, commands, parse_error = await off_loop(lambda: _read(reply.text, names.over(reply.names)))
-        has_update = bool(commands) if parse_error is None else contains_update(text)
+        # A reply that did not parse is scanned again, and one a card's script may repair is
+        # parsed again: up to a megabyte of text each time, so in the worker thread as well.
+        has_update = bool(commands) if parse_error is None else await off_loop(lambda: contains_update(text))
         command_source, refused_source = await declared_source(entry, reads)
         if not has_update and parse_error is None and claims(ctx.processor, entry.id, command_source):
-            has_update = bool(repairs(text))  # a card's script may push the repaired operation back
+            # A card's script may push the repaired operation back.
+            has_update = bool(await off_loop(lambda: repairs(text)))
         baseline = await reads.head(entry.id)
         try:
             decision = await self._decide(entry, reply, text, baseline, has_update, signal)

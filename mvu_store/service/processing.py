@@ -25,6 +25,7 @@ from mvu_store.jsonvalue import JsonValue
 from mvu_store.lang import Command
 from mvu_store.processor.repair import repairs
 from mvu_store.service.catalog import Entry
+from mvu_store.service.offload import off_loop
 from mvu_store.service.openings import card_template_id_of
 from mvu_store.service.views import LedgerReads
 
@@ -136,7 +137,9 @@ async def processed(processor: CommandProcessor, commands: tuple[Command, ...],
         raise MvuError(Code.COMMAND_HOOK_OUTPUT, "the command processor must return a sequence of commands",
                        resource_id=turn.resource_id)
     chosen = list(result)
-    offered = commands or (tuple(repair.command for repair in repairs(turn.text)) if chosen else ())
+    # The repairs parse the reply's text again (up to a megabyte): in a worker thread.
+    offered = commands or (tuple(repair.command for repair in await off_loop(lambda: repairs(turn.text)))
+                           if chosen else ())
     remaining = iter(offered)
     # Each chosen command must be found after the previous one: a filtered subsequence.
     if not all(isinstance(command, Command) and any(command == offered for offered in remaining)

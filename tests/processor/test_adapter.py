@@ -10,6 +10,7 @@ import pytest
 
 from mvu_store.errors import Code, MvuError
 from mvu_store.lang import parse_commands
+from mvu_store.lang.commands import MAX_COMMANDS
 from mvu_store.processor.adapter import commands_back, views
 from mvu_store.processor.repair import repairs
 
@@ -86,6 +87,20 @@ def test_the_missing_value_separator_repair_is_narrow() -> None:
     assert repairs(text + text) == ()
     assert repairs('<JSONPatch>[{"op":"copy","path":"/hp":{"n":1}}]</JSONPatch>') == ()
 
+
+
+def test_every_operation_of_a_patch_is_repaired_in_place_up_to_the_command_limit() -> None:
+    """Each operation gets its own value back (the repair joins the pieces once), as many as a
+    reply may hold commands; one more and nothing is repaired, as the parse would refuse it."""
+    def block(count: int) -> str:
+        return "<JSONPatch>[" + ",".join(f'{{"op":"replace","path":"/v{n}":{{"n":{n}}}}}' for n in range(count)) \
+            + "]</JSONPatch>"
+
+    found = repairs(block(MAX_COMMANDS))
+    assert [(repair.args, repair.full_match) for repair in found] == [
+        ((f"v{n}", f'{{"n":{n}}}'), f'{{"op":"replace","path":"/v{n}","value":{{"n":{n}}}}}')
+        for n in range(MAX_COMMANDS)]
+    assert repairs(block(MAX_COMMANDS + 1)) == ()
 
 def test_the_update_variable_array_repair() -> None:
     body = '[{"op":"add","path":"/list/0","value":{"a":1}},{"op":"remove","path":"/old"}]'

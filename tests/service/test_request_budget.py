@@ -18,6 +18,7 @@ from mvu_store.schema import allowance as allowance_module
 from mvu_store.schema.allowance import REQUEST_FUEL, Allowance
 from mvu_store.schema.values import FUEL
 from mvu_store.service import MvuService
+from mvu_store.service.editing import Editing
 from tests.service.support import PLAIN, finish_turn, playing, scope, stat_data
 
 # Each check of hp spends 990,930 fuel (just under a validation's 1,000,000): nine of them spend
@@ -68,10 +69,39 @@ def test_a_passed_deadline_refuses_the_next_validation() -> None:
 
     descriptor = compile_schema("export const Schema = z.object({ hp: z.number() });\n"
                                 "$(() => { registerMvuSchema(Schema); });")
+    passed = Allowance("the test's declaration work", seconds=-1)
+    assert validate(descriptor, {"hp": 2}, allowance=passed).ok  # the deadline starts with it
     with pytest.raises(MvuError) as caught:
-        validate(descriptor, {"hp": 2}, allowance=Allowance("the test's declaration work", seconds=-1))
+        validate(descriptor, {"hp": 2}, allowance=passed)
     assert (caught.value.code, caught.value.details["kind"]) == ("MVU_LIMIT", "request_time")
     assert validate(descriptor, {"hp": 2}, allowance=Allowance("the test's declaration work")).ok
+
+
+class Clock:
+    """A monotonic clock the test moves."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def monotonic(self) -> float:
+        return self.now
+
+
+def test_the_deadline_runs_from_the_first_validation(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A request that waited for a worker thread (behind other requests' work) before its first
+    validation still has its whole time: the wait is not its work, and a reply refused for it
+    would keep a failed receipt."""
+    clock = Clock()
+    monkeypatch.setattr(allowance_module, "time", clock)
+    allowance = Allowance("the test's declaration work", seconds=3)
+    clock.now = 10.0  # queued for ten seconds
+    assert allowance.grant() > 0
+    clock.now = 12.5
+    assert allowance.grant() > 0
+    clock.now = 13.5
+    with pytest.raises(MvuError) as caught:
+        allowance.grant()
+    assert (caught.value.details["kind"], caught.value.details["limit"]) == ("request_time", 3)
 
 
 async def test_a_reply_past_its_allowance_gets_a_failed_receipt(service: MvuService, host: MemoryHost,
@@ -143,3 +173,38 @@ async def test_a_sessions_replies_apply_in_order_off_the_loop(service: MvuServic
     history = await service.history(id=instance, scope=scope("s1"))
     assert [(entry.kind, entry.variables["stat_data"]) for entry in history] == [
         ("reply", {"hp": 11}), ("reply", {"hp": 21}), ("reply", {"hp": 31})]
+
+
+async def test_an_edit_waits_for_the_reply_whose_checks_run_off_the_loop(service: MvuService, host: MemoryHost,
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """The session's lock is held while the reply's checks run in their worker thread: an edit of
+    the same instance sent meanwhile runs after the reply commits, so its expected revision is
+    stale (``REVISION_CONFLICT``) and the history is the reply's alone. Were the lock let go
+    across the worker thread, the edit would commit in the middle of the reply."""
+    instance = await playing(service, host, card=BURNER)
+    inside, editing = threading.Event(), threading.Event()
+    grant, edit = Allowance.grant, Editing._edit
+
+    def held(self: Allowance) -> int:
+        if self.fuel < REQUEST_FUEL and not inside.is_set():  # the reply's second check
+            inside.set()
+            assert editing.wait(60), "the edit was never sent"
+        return grant(self)
+
+    async def noted(self: Editing, entry: Any, work: Any) -> Any:
+        editing.set()  # the edit asks for the session's lock now
+        return await edit(self, entry, work)
+
+    monkeypatch.setattr(Allowance, "grant", held)
+    monkeypatch.setattr(Editing, "_edit", noted)
+    replying = asyncio.ensure_future(host.turn("s1", turn=1, user="go", reply=sets(3)))
+    await asyncio.to_thread(inside.wait, 60)
+    assert inside.is_set()
+    with pytest.raises(MvuError) as caught:
+        await service.update(id=instance, content={"stat_data": {"hp": 99}}, expected_revision=0,
+                             operation_id="edit-1", scope=scope("s1"))
+    await replying
+    assert caught.value.code == "REVISION_CONFLICT"
+    history = await service.history(id=instance, scope=scope("s1"))
+    assert [(entry.kind, entry.revision) for entry in history] == [("reply", 1)]
+    assert await stat_data(service, instance) == {"hp": 4}
