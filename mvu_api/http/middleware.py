@@ -77,7 +77,11 @@ class BearerAuth:
         return scope["method"] in ("GET", "HEAD") and (path in self._public or path.startswith(self._prefixes))
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or self._public_read(scope):
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        if self._public_read(scope):
+            scope[AUTHENTICATED] = False
             await self.app(scope, receive, send)
             return
         given: bytes | None = None
@@ -88,6 +92,7 @@ class BearerAuth:
         if not hmac.compare_digest(given or b"", self._expected) and not (self._admits and self._admits(scope)):
             # A browser that opened the route gets a page saying what the token is (``explain``). Either
             # answer closes the connection: a client without the token holds no connection between tries.
+            scope[AUTHENTICATED] = False
             response = (self._explain and self._explain(scope)) or problem(
                 401, UNAUTHORIZED, "a valid bearer token is required",
                 headers={"WWW-Authenticate": 'Bearer realm="mvu"'})

@@ -15,9 +15,12 @@
   fill: a connection is *unproven* until a request on it passed the bearer check (the middleware
   marks the request's scope with :data:`AUTHENTICATED`; a 401 closes its connection). When one
   more connection arrives at the bound, the oldest unproven connection that is waiting for a
-  request head is closed to make room; only when none is (every connection is proven or inside
-  a request) is the new one answered 503 ``MVU_TOO_MANY_CONNECTIONS`` (with ``Retry-After``) and
-  closed at once. So 512 connections sending a wrong token never keep a client with the token out.
+  request head (or sending a head slowly), or answering a request without the token (a public
+  read whose client does not read the answer), is dropped to make room; only when none is (every
+  connection is proven or inside a request with the token) is the new one answered 503
+  ``MVU_TOO_MANY_CONNECTIONS`` (with ``Retry-After``) and closed at once. So 512 connections
+  sending a wrong token, a slow head or public reads they never read never keep a client with the
+  token out.
 - **Typed answers to malformed requests**: what h11 cannot parse is a 400 ``MVU_BAD_REQUEST``
   problem instead of uvicorn's plain text.
 
@@ -31,7 +34,7 @@ import logging
 from typing import Any
 
 import h11
-from uvicorn.protocols.http.h11_impl import H11Protocol
+from uvicorn.protocols.http.h11_impl import H11Protocol, RequestResponseCycle
 
 from mvu_api.http.problems import problem
 
@@ -42,8 +45,9 @@ MAX_CONNECTIONS = 512
 """Open connections at once; the listening socket's backlog holds up to 2,048 more waiting."""
 
 AUTHENTICATED = "mvu.authenticated"
-"""The scope key :class:`~mvu_api.http.middleware.BearerAuth` sets on a request it let in by its
-credentials (not as a public read): its connection is proven."""
+"""The scope key :class:`~mvu_api.http.middleware.BearerAuth` sets on a request once checked:
+True when its credentials let it in (its connection is proven), False when it is answered without
+them (a public read, a 401); absent before the check."""
 
 # Transport-level codes, as in ``problems.py``.
 HEAD_TOO_LARGE = "MVU_HEAD_TOO_LARGE"
@@ -75,15 +79,26 @@ def with_head_timeout(seconds: float, *, max_head_bytes: int = MAX_HEAD_BYTES,
             self._arm()
 
         def _make_room(self) -> bool:
-            """Close the oldest unproven connection waiting for a request head, if there is one."""
-            waiting = next((other for other in unproven if other is not self and other._deadline is not None), None)
+            """Close the oldest unproven connection that can give up its slot, if there is one."""
+            waiting = next((other for other in unproven if other is not self and other._yields_slot()), None)
             if waiting is None:
                 return False
             waiting._disarm()
             log.info("%s closed: no request with the token yet, and a new connection needs its slot", waiting._peer())
-            waiting.transport.close()
+            # Not close(), which waits for the answer buffered to be read: a client that never
+            # reads would keep the slot.
+            waiting.transport.abort()
             del unproven[waiting]
             return True
+
+        def _yields_slot(self) -> bool:
+            """Waiting for a request head, or answering one without the token (a public read, a
+            401): a client that pipelines public reads and never reads the answers keeps its
+            connection inside a request, with no head deadline, for as long as it likes."""
+            if self._deadline is not None:
+                return True
+            cycle: RequestResponseCycle | None = self.cycle
+            return cycle is not None and cycle.scope.get(AUTHENTICATED) is False
 
         def data_received(self, data: bytes) -> None:
             # Only while a new request's head is awaited: after an early answer (a 413, say) the
@@ -115,8 +130,11 @@ def with_head_timeout(seconds: float, *, max_head_bytes: int = MAX_HEAD_BYTES,
         def on_response_complete(self) -> None:
             if self.scope.get(AUTHENTICATED):
                 unproven.pop(self, None)
+            finished = self.cycle
             super().on_response_complete()
-            if not self.transport.is_closing():
+            # uvicorn starts a pipelined request already read inside that call: a request under
+            # way, not a head awaited (a deadline would close it, or let it be closed for room).
+            if not self.transport.is_closing() and self.cycle is finished:
                 self._arm()  # the next request's head
 
         def connection_lost(self, exc: Exception | None) -> None:

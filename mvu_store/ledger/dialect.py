@@ -145,7 +145,9 @@ def translate(error: BaseException) -> BaseException:
     if isinstance(cause, sqlite3.IntegrityError) or (sqlstate or "").startswith("23"):
         return MvuError(Code.STORAGE_CORRUPT, f"a stored row broke an integrity rule: {_brief(cause)}",
                         constraint=constraint)
-    if isinstance(cause, sqlite3.Error) or sqlstate is not None:
+    # psycopg raises some errors itself, without a SQLSTATE (a text holding NUL, a misused
+    # connection): typed like the server's own refusals.
+    if isinstance(cause, sqlite3.Error | psycopg.Error) or sqlstate is not None:
         return MvuError(Code.STORAGE_CORRUPT, f"the database refused the statement: {_brief(cause)}")
     return error
 

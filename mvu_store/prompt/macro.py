@@ -16,10 +16,16 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+from mvu_store.errors import Code, MvuError
 from mvu_store.jsonvalue import JsonValue
 from mvu_store.prompt.paths import get_path
 from mvu_store.prompt.units import LINE_TERMINATORS, js_length, js_trim_end
 from mvu_store.prompt.yaml_text import js_key_order, yaml_stringify
+
+MAX_EXPANDED_CHARS = 16 * 1024 * 1024
+"""What one text may grow to with its macros expanded. Each macro's lines are indented by the
+text before it on its line, so a line of macros of a multi-line value doubles with each (forty
+of them: a terabyte), and a 2 MiB text of macros naming a large state is gigabytes."""
 
 _OPENER = re.compile(r"\{\{format_message_variable::", re.IGNORECASE | re.ASCII)
 _OPENER_LENGTH = len("{{format_message_variable::")
@@ -79,9 +85,13 @@ def _macro_line(text: str, start: int, end: int) -> MacroLine | None:
 
 def format_message_variable(value: JsonValue, prefix: str = "") -> str:
     """The macro's text for ``value``; ``prefix`` is the text before the macro on its line."""
+    return _shown(value).replace("\n", "\n" + " " * js_length(prefix))
+
+
+def _shown(value: JsonValue) -> str:
+    """The macro's text for ``value`` before its lines are indented."""
     shown = without_dollar_keys(value)
-    text = shown if isinstance(shown, str) else js_trim_end(yaml_stringify(shown))
-    return text.replace("\n", "\n" + " " * js_length(prefix))
+    return shown if isinstance(shown, str) else js_trim_end(yaml_stringify(shown))
 
 
 def without_dollar_keys(value: JsonValue) -> JsonValue:
@@ -106,13 +116,21 @@ def macro_paths(text: str) -> list[str]:
 def expand_message_variables(text: str, variables: JsonValue) -> str:
     """``text`` with every macro replaced by the value its path reads in ``variables``."""
     parts: list[str] = []
+    size = len(text)
     copied = 0
     for line in macro_lines(text):
         parts.append(text[copied:line.start])
-        built = line.head
+        parts.append(line.head)
+        indent = js_length(line.head)  # of the line's text so far, kept as it grows (not measured again)
         for path, after in line.macros:
-            built += format_message_variable(get_path(variables, path), built) + after
-        parts.append(built)
+            shown = _shown(get_path(variables, path))
+            size += len(shown) + shown.count("\n") * indent
+            if size > MAX_EXPANDED_CHARS:
+                raise MvuError(Code.LIMIT, f"the text's macros would expand it past {MAX_EXPANDED_CHARS} characters",
+                               limit=MAX_EXPANDED_CHARS, kind="chars")
+            piece = shown.replace("\n", "\n" + " " * indent) + after
+            parts.append(piece)
+            indent += js_length(piece)
         copied = line.end
     parts.append(text[copied:])
     return "".join(parts)

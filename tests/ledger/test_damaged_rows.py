@@ -9,12 +9,15 @@ import json
 import sqlite3
 from pathlib import Path
 
+import psycopg
 import pytest
+from sqlalchemy import text
 
 from mvu_api.cli import main
 from mvu_store.errors import MvuError
-from mvu_store.ledger import CommitRequest, NewResource, open_ledger
+from mvu_store.ledger import CommitRequest, Ledger, NewResource, open_ledger
 from mvu_store.ledger.dialect import translate
+from mvu_store.ledger.engine import EngineOptions, create_sync_engine
 from tests.http.support import MVU, Server
 
 MARKER = "bit-rot-lands-here"
@@ -68,6 +71,29 @@ async def test_a_damaged_state_is_typed_and_an_audit_finding(tmp_path: Path, rep
         await ledger.close()
 
 
+async def test_rows_damaged_through_sql_are_findings_on_either_database(ledger: Ledger, ledger_url: str,
+                                                                         ledger_id: str) -> None:
+    """A JSON column that is not JSON and a state that is not what its hash says, written by SQL
+    (as a hand edit or a faulty tool would) on SQLite and PostgreSQL alike: findings naming the row."""
+    await ledger.create_resource(NewResource(id="mvu:a", kind="shared", initial={"stat_data": {}}, definition={}))
+    await ledger.commit(CommitRequest("mvu:a", 0, "manual", {"stat_data": {"note": MARKER}}, "fp",
+                                      {"manual": True}, operation_id="op"))
+    assert await ledger.audit() == []
+    engine = create_sync_engine(ledger_url, EngineOptions())
+    try:
+        with engine.begin() as connection:
+            [head_hash] = connection.execute(text("SELECT head_hash FROM resources WHERE ledger_id = :l"),
+                                             {"l": ledger_id}).one()
+            connection.execute(text("UPDATE resources SET meta = '{not json' WHERE ledger_id = :l"), {"l": ledger_id})
+            connection.execute(text("UPDATE blobs SET body = :b WHERE ledger_id = :l AND hash = :h"),
+                               {"b": json.dumps({"stat_data": {"note": "edited"}}), "l": ledger_id, "h": head_hash})
+    finally:
+        engine.dispose()
+    damaged = [(finding.subject, finding.detail) for finding in await ledger.damaged_rows()]
+    assert damaged == [(f"blobs hash={head_hash}", "body does not match its hash"),
+                       ("resources id=mvu:a", "meta is not JSON")]
+
+
 def cli(*args: str, capsys: pytest.CaptureFixture[str]) -> tuple[int, dict[str, object]]:
     code = main(["--json", *args])
     return code, json.loads(capsys.readouterr().out.strip().splitlines()[-1])
@@ -102,6 +128,16 @@ def test_driver_errors_without_a_sqlite_code_are_typed() -> None:
             connection.execute(statement).fetchall()
         mapped = translate(caught.value)
         assert isinstance(mapped, MvuError) and mapped.code == "MVU_STORAGE_CORRUPT"
+
+
+@pytest.mark.parametrize("error", [psycopg.DataError("PostgreSQL text fields cannot contain NUL (0x00) bytes"),
+                                   psycopg.InterfaceError("the connection is in a wrong state"),
+                                   psycopg.ProgrammingError("no result available")])
+def test_driver_errors_without_a_sqlstate_are_typed(error: psycopg.Error) -> None:
+    """psycopg's own errors (as the one for a NUL in a text parameter) carry no SQLSTATE."""
+    assert error.sqlstate is None
+    mapped = translate(error)
+    assert isinstance(mapped, MvuError) and mapped.code == "MVU_STORAGE_CORRUPT", mapped
 
 
 def test_a_read_over_http_meets_the_damage_as_a_typed_problem(tmp_path: Path) -> None:

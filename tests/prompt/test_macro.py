@@ -3,7 +3,11 @@ original's output in test_yaml_fixture.py)."""
 
 from __future__ import annotations
 
+import pytest
+
+from mvu_store.errors import MvuError
 from mvu_store.prompt import expand_message_variables, format_message_variable, has_macro, macro_paths
+from mvu_store.prompt.macro import MAX_EXPANDED_CHARS
 from mvu_store.prompt.units import join_units, js_length, js_trim_end, split_units
 
 VARIABLES = {"stat_data": {"hp": 7, "$hidden": 1}}
@@ -44,3 +48,23 @@ def test_lengths_are_counted_in_utf16_units() -> None:
     # JavaScript's trimEnd strips U+3000 and U+FEFF but keeps U+0085 and U+001F.
     assert js_trim_end("x\u3000\ufeff \n") == "x"
     assert js_trim_end("x\u0085\u001f") == "x\u0085\u001f"
+
+
+def test_a_line_of_multi_line_macros_stops_at_the_expansion_bound() -> None:
+    """Each macro's lines are indented by the whole line before it, so the line doubles with each
+    multi-line value: twenty-six of them would be over a billion characters."""
+    text = "{{format_message_variable::s}}" * 26
+    with pytest.raises(MvuError) as refused:
+        expand_message_variables(text, {"s": {"a": 1, "b": 2}})
+    assert refused.value.code == "MVU_LIMIT" and refused.value.details == {"limit": MAX_EXPANDED_CHARS,
+                                                                            "kind": "chars"}
+
+
+def test_indentation_follows_the_line_as_it_grows() -> None:
+    """The second macro is indented by the JavaScript length of all that comes before it from
+    the line's start, the first macro's text with its line break included (é 1 unit, 😀 2)."""
+    text = "é😀{{format_message_variable::s}} x{{format_message_variable::s}}"
+    before_second = "é😀a: 1\n   b: 2 x"
+    assert expand_message_variables(text, {"s": {"a": 1, "b": 2}}) == (
+        f"{before_second}a: 1\n" + " " * js_length(before_second) + "b: 2")
+    assert js_length(before_second) == 17

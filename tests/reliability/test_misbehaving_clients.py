@@ -122,8 +122,11 @@ def _closed_by_server(connection: socket.socket) -> bool:
 
 def test_connections_without_the_token_never_keep_a_client_with_it_out(served: Served) -> None:
     """Connections that never sent the token fill every slot, twice over: each new one takes the
-    slot of the oldest of them waiting for a head, and the client with the token is served."""
+    slot of the oldest of them waiting for a head, and the client with the token is served. Half
+    of the first ones send a head they never finish (a slow client's), half send nothing."""
     first = [socket.create_connection(served.address, timeout=bench.DEADLINE) for _ in range(MAX_CONNECTIONS)]
+    for connection in first[::2]:
+        connection.sendall(f"GET {bench.MVU}/sessions/s0 HTTP/1.1\r\nHost: mvu\r\n".encode())
     served.events += 2 * len(first)  # each is opened, and closed to make room with one log line
     try:
         with good_client(served) as good:  # it connects with every slot held, and is answered
@@ -150,6 +153,35 @@ def test_a_503_only_when_every_connection_is_proven(tmp_path: Path) -> None:
             assert bench.answer_of(status, fields, body) == "503 MVU_TOO_MANY_CONNECTIONS"
             assert fields["retry-after"] == "1"
         finally:
+            for connection in proven:
+                connection.close()
+
+
+def test_a_client_that_never_reads_its_public_answers_gives_up_its_slot(tmp_path: Path) -> None:
+    """Public reads pipelined by a client that never reads the answers keep its connection inside a
+    request (no head deadline) for as long as it likes: it is still the one closed to make room,
+    and its slot is free at once, not once its answers are read."""
+    with bench.served(tmp_path, "--head-timeout", "120") as running:
+        never_reads = socket.socket()
+        never_reads.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 2048)
+        never_reads.connect(running.address)
+        never_reads.sendall(b"GET /inspector/static/panel.js HTTP/1.1\r\nHost: mvu\r\n\r\n" * 3000)
+        never_reads.settimeout(bench.DEADLINE)
+        assert never_reads.recv(1, socket.MSG_PEEK) == b"H"  # its answers have started
+        proven = [bench.Connection(running.address) for _ in range(MAX_CONNECTIONS - 1)]
+        try:
+            assert {bench.answer_of(*connection.request("GET", f"{bench.MVU}/sessions/s0", token=bench.TOKEN))
+                    for connection in proven} == {"200"}
+            late = bench.Connection(running.address)  # the 513th: the one that never reads makes room
+            answer = late.request("GET", f"{bench.MVU}/sessions/s0", token=bench.TOKEN, headers={"Connection": "close"})
+            assert bench.answer_of(*answer) == "200"
+            with pytest.raises(ConnectionError):  # the server closed it (and counted it out) first
+                late.response()
+            again = bench.Connection(running.address)  # 512 again only if the evicted one left at once
+            assert bench.answer_of(*again.request("GET", f"{bench.MVU}/sessions/s0", token=bench.TOKEN)) == "200"
+            again.close()
+        finally:
+            never_reads.close()
             for connection in proven:
                 connection.close()
 
