@@ -22,7 +22,7 @@ from starlette.responses import Response
 from mvu_api.http.bodies import parse_body, read_body, update_body
 from mvu_api.http.cards import MAX_CARD_BODY_BYTES, BindingBody, RevokeBody, WriteBody, card_scope_param
 from mvu_api.http.problems import status_of
-from mvu_api.http.wire import check_wire_scope, json_text, parse_scope_param
+from mvu_api.http.wire import MAX_SCOPE_CHARS, check_wire_scope, json_text, parse_scope_param
 from mvu_store.errors import Code, MvuError
 from mvu_store.ledger.facts import FACTS_MAX_RECORDS
 from mvu_store.service import MvuService
@@ -73,7 +73,10 @@ def original_router(service: MvuService, *, body_timeout: float, stopping: async
     async def reads(request: Request, action: str) -> Any:
         if action == "snapshot":
             return await service.snapshot(scope=card_scope_param(_query(request, "scope")))
-        scope = parse_scope_param(_query(request, "scope"), historical=action == "resource")
+        raw = _query(request, "scope")
+        if len(raw) > MAX_SCOPE_CHARS:  # the original: MVU_SCOPE, where this API says MVU_LIMIT
+            raise MvuError(Code.SCOPE, f"scope is at most {MAX_SCOPE_CHARS} characters", field="scope")
+        scope = parse_scope_param(raw, historical=action == "resource")
         if action == "resources":
             return {"ok": True, "records": [record.to_json() for record in await service.list(scope=scope)]}
         resource_id = _query(request, "id")
