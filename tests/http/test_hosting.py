@@ -248,3 +248,34 @@ async def test_names_reach_macros_per_session_and_per_call_and_the_turns_time_is
             400, "MVU_OPERATION")
     problem(await client.post(f"{MVU}/cards?characterId=h2&at=-5", content=json.dumps(named),
                               headers={"Content-Type": "application/json"}), 400, "MVU_OPERATION")
+
+
+async def test_a_greeting_flip_over_the_wire_leaves_one_live_copy_for_every_read(client: httpx.AsyncClient) -> None:
+    card = {**CARD, "data": {**CARD["data"], "alternate_greetings": ["Hello again."]}}
+    assert (await client.post(f"{MVU}/cards?characterId=hero", content=json.dumps(card),
+                              headers={"Content-Type": "application/json"})).status_code == 200
+    assert (await client.post(f"{MVU}/sessions", json={"sessionId": "s1", "createdAt": CREATED})).status_code == 201
+    copies: dict[int, str] = {}
+    for index in (0, 1, 0):
+        selected = await client.put(f"{MVU}/sessions/s1/selection",
+                                    json={"characterId": "hero", "greetingIndex": index})
+        assert selected.status_code == 200, selected.text
+        copies[index] = selected.json()["instanceId"]
+    live, draft = copies[0], copies[1]
+    assert live != draft
+    scope = {"authority": "local", "sessionId": "s1"}
+
+    async def only_the_live_copy_is_read() -> None:
+        listed = await client.get(f"{MVU}/resources", params={"scope": json.dumps(scope)})
+        assert [record["id"] for record in listed.json()] == [live]
+        problem(await client.get(f"{MVU}/resource", params={"id": draft, "scope": json.dumps(scope)}), 404,
+                "MVU_MISSING")
+        macro = "{{format_message_variable::stat_data}}"
+        rendered = await client.post(f"{MVU}/prompt", json={"scope": scope, "text": macro, "preview": True})
+        assert rendered.status_code == 200 and rendered.json()["id"] == live
+
+    await only_the_live_copy_is_read()
+    first, second = turn(0, 1, "_.set('hp', 70);", "m1")
+    assert (await events(client, "s1", first + second)).status_code == 200
+    assert (await read(client, live))["revision"] == 1
+    await only_the_live_copy_is_read()
