@@ -20,7 +20,7 @@ from tests.http.support import MVU
 from tests.service.support import INITVAR, SCHEMA
 from tests.test_cards import png
 
-CARD = {"spec": "chara_card_v3", "spec_version": "3.0", "data": {
+CARD: dict[str, Any] = {"spec": "chara_card_v3", "spec_version": "3.0", "data": {
     "name": "Hero", "first_mes": "Hello.",
     "character_book": {"entries": [{"comment": "[initvar]", "content": INITVAR, "enabled": True},
                                    {"comment": "schema", "content": SCHEMA, "enabled": True}]}}}
