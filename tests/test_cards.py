@@ -269,6 +269,19 @@ def test_cli_inspect_json(tmp_path: Path, capsys: pytest.CaptureFixture[str]) ->
     assert "[initvar] entry" in capsys.readouterr().out
 
 
+def test_cli_inspect_names_a_declaration_the_original_would_refuse(tmp_path: Path,
+                                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    # S-8: a `while` loop compiles here; the original's interpreter refuses it.
+    looping = SCHEMA + "\nconst count = (n) => { let i = 0; while (i < n) { i += 1; } return i; };\n"
+    path = tmp_path / "loop.png"
+    path.write_bytes(png(ccv3=card(entries=[entry("[initvar]", "hero:\n  hp: 5"), entry("zod", looping)])))
+    assert main(["card", "inspect", str(path), "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["schema"]["compiles"] is True
+    [problem] = report["problems"]
+    assert problem.startswith("the original's interpreter would refuse") and "S-8" in problem
+
+
 def test_cli_inspect_failure_ends_with_the_code(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     path = tmp_path / "x.json"
     path.write_text("{}")

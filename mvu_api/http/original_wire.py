@@ -22,10 +22,11 @@ from starlette.responses import Response
 from mvu_api.http.bodies import parse_body, read_body, update_body
 from mvu_api.http.cards import MAX_CARD_BODY_BYTES, BindingBody, RevokeBody, WriteBody, card_scope_param
 from mvu_api.http.problems import status_of
-from mvu_api.http.wire import check_wire_scope, json_text, parse_scope_param
+from mvu_api.http.wire import MAX_SCOPE_CHARS, check_wire_scope, json_text, parse_scope_param
 from mvu_store.errors import Code, MvuError
 from mvu_store.ledger.facts import FACTS_MAX_RECORDS
 from mvu_store.service import MvuService
+from mvu_store.service.models import RESOURCE_ID
 
 ORIGINAL_PREFIX = "/original/mvu"
 GET_ACTIONS = frozenset({"resources", "resource", "history", "facts", "snapshot"})
@@ -60,6 +61,14 @@ def _query(request: Request, name: str, *, required: bool = True) -> str:
     return value
 
 
+def _resource_id(value: Any) -> Any:
+    """The original refuses an id that is no ``mvu:`` resource id with ``MVU_SCOPE`` (here a read
+    of it would answer ``record: null``)."""
+    if not isinstance(value, str) or not RESOURCE_ID.match(value):
+        raise MvuError(Code.SCOPE, "id must be an 'mvu:' resource id", field="id")
+    return value
+
+
 def original_router(service: MvuService, *, body_timeout: float, stopping: asyncio.Event | None) -> APIRouter:
     router = APIRouter(prefix=ORIGINAL_PREFIX)
 
@@ -73,10 +82,13 @@ def original_router(service: MvuService, *, body_timeout: float, stopping: async
     async def reads(request: Request, action: str) -> Any:
         if action == "snapshot":
             return await service.snapshot(scope=card_scope_param(_query(request, "scope")))
-        scope = parse_scope_param(_query(request, "scope"), historical=action == "resource")
+        raw = _query(request, "scope")
+        if len(raw) > MAX_SCOPE_CHARS:  # the original: MVU_SCOPE, where this API says MVU_LIMIT
+            raise MvuError(Code.SCOPE, f"scope is at most {MAX_SCOPE_CHARS} characters", field="scope")
+        scope = parse_scope_param(raw, historical=action == "resource")
         if action == "resources":
             return {"ok": True, "records": [record.to_json() for record in await service.list(scope=scope)]}
-        resource_id = _query(request, "id")
+        resource_id = _resource_id(_query(request, "id"))
         if action == "resource":
             record = await service.read(id=resource_id, scope=scope)
             return {"ok": True, "record": None if record is None else record.to_json()}
@@ -97,6 +109,7 @@ def original_router(service: MvuService, *, body_timeout: float, stopping: async
         if action == "update":
             edit = update_body(body)
             scope = check_wire_scope(edit.scope)
+            _resource_id(edit.id)
             record = await service.read(id=edit.id, scope=scope)
             if record is None or record.legacy or record.source_error is not None \
                     or (record.capabilities or {}).get("edit") is False:

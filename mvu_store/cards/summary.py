@@ -14,6 +14,7 @@ from mvu_store.cards.reader import CardDefinition
 from mvu_store.errors import MvuError
 from mvu_store.lang.macros import initialize_keeping_macros
 from mvu_store.schema import compile_schema
+from mvu_store.schema.syntax import parse_program
 
 
 def json_type(value: Any) -> str:
@@ -35,6 +36,15 @@ def _first_line(text: str) -> str:
     """The first line of data, past the ``<initvar>`` wrapper and fence MagVarUpdate strips."""
     lines = (line.strip() for line in text.splitlines())
     return next((line for line in lines if line and not line.startswith(("```", "<initvar>"))), "")[:80]
+
+
+def _original_syntax(source: str, problems: list[str]) -> None:
+    """A declaration this interpreter reads but the original's refuses (S-8) runs here and fails
+    on a host of the original: a problem for whoever must run the card on both."""
+    try:
+        parse_program(source, original=True)
+    except MvuError as error:
+        problems.append(f"the original's interpreter would refuse the schema declaration: {error}")
 
 
 def summarize(card: CardDefinition) -> dict[str, Any]:
@@ -66,6 +76,7 @@ def summarize(card: CardDefinition) -> dict[str, Any]:
         try:
             schema["interpreterVersion"] = compile_schema(card.schema_source)["interpreterVersion"]
             schema["compiles"] = True
+            _original_syntax(card.schema_source, problems)
         except MvuError as error:
             schema["compiles"] = False
             schema["error"] = error.code

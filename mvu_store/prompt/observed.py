@@ -22,6 +22,10 @@ WORLD_BOOK_CODE = "WORLD_BOOK_MVU_VARIABLE_VERSION"
 MAX_OBSERVED = 256
 """Blocks kept per assembly: a request carries a few states, not hundreds."""
 MAX_TEXT = 300
+MAX_CHECKS = 65_536
+"""Node and child comparisons per assembly. Each state diagnostic is compared with every node, so
+a body of n nodes and n diagnostics costs n squared: a real assembly needs a few hundred, and past
+this bound the diagnostics left are simply not matched (fewer facts, never a wrong one)."""
 _KEPT = ("code", "resourceId", "blockId", "blockResourceId", "revision", "configRevision")
 
 
@@ -60,15 +64,30 @@ def evidence(data: Mapping[str, Any]) -> AssemblyEvidence:
     nodes = assembly.get("nodes") if isinstance(assembly, Mapping) else None
     diagnostics = assembly.get("diagnostics") if isinstance(assembly, Mapping) else None
     count = len(messages) if isinstance(messages, list) else 0
-    observed: list[dict[str, JsonValue]] = []
-    if isinstance(nodes, list) and isinstance(diagnostics, list):
-        for diagnostic in diagnostics:
-            if len(observed) == MAX_OBSERVED:
-                break
-            if _kind(diagnostic) is not None and any(_carries(node, diagnostic, count) for node in nodes):
-                observed.append(_kept(diagnostic))
+    observed = _observed(nodes, diagnostics, count) if isinstance(nodes, list) and isinstance(diagnostics, list) \
+        else []
     return AssemblyEvidence(owner[:MAX_TEXT] if isinstance(owner, str) else None,
                             messages_digest(messages), observed)
+
+
+def _observed(nodes: list[Any], diagnostics: list[Any], count: int) -> list[dict[str, JsonValue]]:
+    """The state diagnostics a node carries, within :data:`MAX_OBSERVED` and :data:`MAX_CHECKS`."""
+    observed: list[dict[str, JsonValue]] = []
+    checks = 0
+    for diagnostic in diagnostics:
+        if len(observed) == MAX_OBSERVED:
+            break
+        if _kind(diagnostic) is None:
+            continue
+        for node in nodes:
+            children = node.get("children") if isinstance(node, Mapping) else None
+            checks += 1 + (len(children) if isinstance(children, list) else 0)
+            if checks > MAX_CHECKS:
+                return observed
+            if _carries(node, diagnostic, count):
+                observed.append(_kept(diagnostic))
+                break
+    return observed
 
 
 def _kind(diagnostic: Any) -> str | None:

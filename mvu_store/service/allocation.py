@@ -309,6 +309,16 @@ class Allocation:
         hidden = drafts((row.template_id for row in rows), chosen, await self._played(rows, chosen))
         return [await self._ctx.catalog.entry_of(row) for row in rows if row.template_id not in hidden]
 
+    async def is_draft(self, entry: Entry, session_id: str) -> bool:
+        """Whether ``entry`` is a greeting copy ``session_id`` keeps as a private draft: no
+        resource of the session, for a write as for a read (docs/cards.md)."""
+        if not entry.is_instance or entry.instance is None or entry.instance["sessionId"] != session_id:
+            return False
+        rows = await self._ctx.ledger.resources(session_id=session_id, kinds=("instance",))
+        _, chosen = await self._ctx.ledger.selection(session_id)
+        hidden = drafts((row.template_id for row in rows), chosen, await self._played(rows, chosen))
+        return any(row.id == entry.id and row.template_id in hidden for row in rows)
+
     async def _played(self, rows: list[ResourceRecord], chosen: str | None) -> set[str]:
         """The templates of copies that took a turn (a checkpoint froze them), looked up only for
         a card the session does not select that has several copies (rare: the answer is then

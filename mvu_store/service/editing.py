@@ -163,7 +163,7 @@ class Editing:
         entry, seen = found if found is not None else (None, None)
         if entry is None and isinstance(resource_id, str) and scope.session_id is not None:
             entry = await self._allocation.allocate(scope.session_id, resource_id)
-        if entry is None:
+        if entry is None or (scope.session_id is not None and await self._allocation.is_draft(entry, scope.session_id)):
             raise MvuError(Code.MISSING, f"no resource {shown(resource_id)!r}", id=shown(resource_id))
         entry.require_access(scope)
         if not (allow_source_error and entry.legacy is None and entry.source_error is not None):

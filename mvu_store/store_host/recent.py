@@ -27,8 +27,12 @@ class _Recent:
     events: deque[SessionEvent] = field(default_factory=lambda: deque(maxlen=KEPT_EVENTS))
 
 
-def _without_text(event: SessionEvent) -> SessionEvent:
-    """An event as the lease rules read it: its fields, but a message's content."""
+def _as_the_rules_read(event: SessionEvent) -> SessionEvent:
+    """An event as the lease rules read it: its fields, but a message's content, and of an
+    assembly only its turn (its evidence, up to 256 kept blocks, is for the request-observed
+    facts, read from the store: kept here it would multiply by every event and session kept)."""
+    if event.type == "request/assembly":
+        return SessionEvent(event.seq, event.type, {key: event.data[key] for key in ("turn",) if key in event.data})
     if "message" not in event.data:
         return event
     return SessionEvent(event.seq, event.type, {key: value for key, value in event.data.items() if key != "message"})
@@ -49,7 +53,7 @@ class RecentAppends:
     def add(self, session_id: str, events: Sequence[SessionEvent]) -> None:
         recent = self._follow(session_id)
         recent.count += len(events)
-        recent.events.extend(_without_text(event) for event in events)
+        recent.events.extend(_as_the_rules_read(event) for event in events)
 
     def watch(self, session_id: str) -> AppendsSince:
         recent = self._follow(session_id)

@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from mvu_store.errors import Code, MvuError
 from mvu_store.memory_host import MemoryHost
 from mvu_store.service import MvuService
 from tests.cards.test_openings import _baiya
@@ -131,3 +132,20 @@ async def test_a_card_selected_again_without_an_index_restores_the_copy_it_was_p
     # The other card's instance is listed as a switch leaves it; of Baiya only the played copy.
     assert plain.instance_id is not None
     assert sorted(r.id for r in await service.list(scope=scope("s1"))) == sorted([copies[1], plain.instance_id])
+
+
+async def test_a_draft_is_no_resource_of_the_session_for_a_write_or_a_copy(service: MvuService,
+                                                                           host: MemoryHost) -> None:
+    # A session-scoped read does not see a draft; neither may a write or a copy (which would
+    # hand back its content), while the management view still edits it.
+    copies = await _flip(service, host, (0, 1, 0))
+    draft = copies[1]
+    content = (await service.read(id=draft, scope=scope())).content  # type: ignore[union-attr]
+    for write in (lambda: service.copy(id=draft, new_id="mvu:leak", scope=scope("s1")),
+                  lambda: service.update(id=draft, content=content, expected_revision=0, operation_id="e",
+                                         scope=scope("s1"))):
+        with pytest.raises(MvuError) as refused:
+            await write()
+        assert refused.value.code == Code.MISSING
+    edited = await service.update(id=draft, content=content, expected_revision=0, operation_id="e", scope=scope())
+    assert edited.revision == 1

@@ -20,7 +20,7 @@ from tests.http.support import MVU
 from tests.service.support import INITVAR, SCHEMA
 from tests.test_cards import png
 
-CARD = {"spec": "chara_card_v3", "spec_version": "3.0", "data": {
+CARD: dict[str, Any] = {"spec": "chara_card_v3", "spec_version": "3.0", "data": {
     "name": "Hero", "first_mes": "Hello.",
     "character_book": {"entries": [{"comment": "[initvar]", "content": INITVAR, "enabled": True},
                                    {"comment": "schema", "content": SCHEMA, "enabled": True}]}}}
@@ -264,3 +264,34 @@ async def test_a_session_or_character_not_there_yet_is_answered_with_what_to_do(
                               headers={"Content-Type": "application/json"})).status_code == 200
     # The card registered: the same selection now works.
     assert (await client.put(f"{MVU}/sessions/s1/selection", json={"characterId": "hero"})).status_code == 200
+
+
+async def test_a_greeting_flip_over_the_wire_leaves_one_live_copy_for_every_read(client: httpx.AsyncClient) -> None:
+    card = {**CARD, "data": {**CARD["data"], "alternate_greetings": ["Hello again."]}}
+    assert (await client.post(f"{MVU}/cards?characterId=hero", content=json.dumps(card),
+                              headers={"Content-Type": "application/json"})).status_code == 200
+    assert (await client.post(f"{MVU}/sessions", json={"sessionId": "s1", "createdAt": CREATED})).status_code == 201
+    copies: dict[int, str] = {}
+    for index in (0, 1, 0):
+        selected = await client.put(f"{MVU}/sessions/s1/selection",
+                                    json={"characterId": "hero", "greetingIndex": index})
+        assert selected.status_code == 200, selected.text
+        copies[index] = selected.json()["instanceId"]
+    live, draft = copies[0], copies[1]
+    assert live != draft
+    scope = {"authority": "local", "sessionId": "s1"}
+
+    async def only_the_live_copy_is_read() -> None:
+        listed = await client.get(f"{MVU}/resources", params={"scope": json.dumps(scope)})
+        assert [record["id"] for record in listed.json()] == [live]
+        problem(await client.get(f"{MVU}/resource", params={"id": draft, "scope": json.dumps(scope)}), 404,
+                "MVU_MISSING")
+        macro = "{{format_message_variable::stat_data}}"
+        rendered = await client.post(f"{MVU}/prompt", json={"scope": scope, "text": macro, "preview": True})
+        assert rendered.status_code == 200 and rendered.json()["id"] == live
+
+    await only_the_live_copy_is_read()
+    first, second = turn(0, 1, "_.set('hp', 70);", "m1")
+    assert (await events(client, "s1", first + second)).status_code == 200
+    assert (await read(client, live))["revision"] == 1
+    await only_the_live_copy_is_read()

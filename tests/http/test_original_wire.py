@@ -77,6 +77,17 @@ async def test_transport_refusals_answer_as_the_original(client: httpx.AsyncClie
     assert (malformed.status_code, malformed.json()) == (400, {"ok": False, "code": "MVU_SCOPE", "error": FIXED})
     no_scope = await client.get(f"{ORIGINAL}/resources")
     assert (no_scope.status_code, no_scope.json()["code"]) == (400, "MVU_SCOPE")
+    # An id that is no 'mvu:' resource id is MVU_SCOPE there, not an unknown record.
+    for action in ("resource", "history", "facts"):
+        odd = await _get(client, action, id="not an id")
+        assert (odd.status_code, odd.json()["code"]) == (400, "MVU_SCOPE"), action
+    odd_edit = await client.post(f"{ORIGINAL}/update", json=_update("mvu:" + "x" * 161, 1, 0, "e"))
+    assert (odd_edit.status_code, odd_edit.json()["code"]) == (400, "MVU_SCOPE")
+    # A scope over 4,000 characters is MVU_SCOPE there (this API's own routes say MVU_LIMIT).
+    padded = json.dumps({"authority": "local", "sessionId": "s1", "messageId": "m" * 4_000})
+    for action in ("resources", "resource", "snapshot"):
+        long = await client.get(f"{ORIGINAL}/{action}", params={"scope": padded, "id": "mvu:x"})
+        assert (long.status_code, long.json()["code"]) == (400, "MVU_SCOPE"), action
     denied = await client.post(f"{ORIGINAL}/card-write", json={
         "capability": "0b7c4d7e-0000-4000-8000-000000000000", "operation": "patch", "value": [],
         "expectedRevision": 0, "operationId": "op", "cause": "script"})

@@ -13,6 +13,7 @@ import pytest
 
 from mvu_store.ledger import Ledger
 from mvu_store.memory_host import MemoryHost
+from mvu_store.prompt import observed
 from mvu_store.service import MvuService
 from mvu_store.store_host import StoreHost, feed
 from tests.service.support import PLAIN, playing
@@ -144,3 +145,25 @@ async def test_the_store_keeps_the_evidence_not_the_messages(ledger: Ledger) -> 
     observed = await service.observe_request(session_id="s1", messages=data["messages"])
     assert [fact["phase"] for fact in observed] == ["started", "triggered", "applied", "completed"]
     assert await service.observe_request(session_id="s1", messages=data["messages"][:1]) == []
+
+
+def test_matching_an_assembly_costs_bounded_work_whatever_its_size(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Every state diagnostic is compared with every node: a hostile body of n nodes and n
+    # diagnostics that never match would cost n squared comparisons on ingest.
+    compared = 0
+    carries = observed._carries
+
+    def counted(node: Any, diagnostic: Any, count: int) -> bool:
+        nonlocal compared
+        compared += 1
+        return carries(node, diagnostic, count)
+
+    monkeypatch.setattr(observed, "_carries", counted)
+    nodes = [{"id": f"n:{i}", "start": 0, "count": 1, "source": {"resourceId": "r"}} for i in range(600)]
+    stray = {"code": observed.STATE_CODE, "resourceId": "r", "blockId": "none"}
+    carried = {"code": observed.STATE_CODE, "resourceId": "r", "blockId": "0"}
+    early = observed.evidence({"messages": [{}], "assembly": {"nodes": nodes, "diagnostics": [carried, stray]}})
+    assert [item["blockId"] for item in early.observed] == ["0"]  # within the bound: matched
+    compared = 0
+    late = observed.evidence({"messages": [{}], "assembly": {"nodes": nodes, "diagnostics": [stray] * 600 + [carried]}})
+    assert late.observed == [] and compared <= observed.MAX_CHECKS
