@@ -15,7 +15,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from mvu_store.jsonvalue import JsonValue, js_json
+from mvu_store.errors import Code, MvuError
+from mvu_store.jsonvalue import JsonValue, find_unsafe_key, js_json, json_pointer, normalize
 
 DECLARATION = "mvu_schema"
 
@@ -33,8 +34,14 @@ class StoredState:
 def stored_state(element: dict[str, Any], declaration: JsonValue | None) -> StoredState:
     """The envelope a version keeps for a recorded ``element``, parsed by
     :func:`mvu_store.chats.reader.parse_line` (so already JSON as the store holds it: integral
-    numbers as integers); the byte bound is the ledger's to check. ``element`` is not changed."""
-    normalized = dict(element)
+    numbers as integers). It is held to the bounds every state the service takes is held to, so
+    that the chat can go on from it: at most ``MAX_NODES`` values nested at most ``MAX_DEPTH``
+    deep (``MVU_LIMIT``), no prototype key in ``stat_data`` (``MVU_PATH``); the byte bound is the
+    ledger's to check. ``element`` is not changed."""
+    normalized, _, _ = normalize(element)
+    unsafe = find_unsafe_key(normalized["stat_data"])
+    if unsafe is not None:
+        raise MvuError(Code.PATH, "stat_data carries a prototype key", path=json_pointer(unsafe))
     restore: dict[str, JsonValue] = {}
     placeholder = normalized.get("schema")
     if placeholder is not None and not isinstance(placeholder, dict):

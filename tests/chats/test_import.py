@@ -11,6 +11,7 @@ import pytest
 from mvu_store.cards.reader import CardDefinition
 from mvu_store.chats.importer import FROM_FIRST_STATE, ChatImport, import_chat
 from mvu_store.errors import MvuError
+from mvu_store.jsonvalue import MAX_DEPTH, MAX_NODES
 from mvu_store.ledger import Ledger, open_ledger
 from mvu_store.service import MvuService
 from mvu_store.store_host import StoreHost, play_turn
@@ -133,6 +134,16 @@ async def _nothing_written(ledger: Ledger, session_id: str, used: int) -> None:
     (lambda lines: lines.__setitem__(6, b'{"mes": "\\xff"}'.replace(b"\\xff", b"\xff")), "MVU_JSON"),
     (lambda lines: lines.__setitem__(6, b'{"mes": "a", "variables": [{"stat_data": {"big": "'
                                      + b"x" * (2 * 1024 * 1024) + b'"}}]}'), "MVU_LIMIT"),
+    # The bounds of every state the service takes: values, depth, a prototype key, a key named
+    # twice deep inside a state.
+    (lambda lines: lines.__setitem__(6, b'{"mes": "a", "variables": [{"stat_data": {"many": ['
+                                     + b",".join([b"0"] * (MAX_NODES + 1)) + b']}}]}'), "MVU_LIMIT"),
+    (lambda lines: lines.__setitem__(6, b'{"mes": "a", "variables": [{"stat_data": {"deep": '
+                                     + b"[" * MAX_DEPTH + b"]" * MAX_DEPTH + b'}}]}'), "MVU_LIMIT"),
+    (lambda lines: lines.__setitem__(6, b'{"mes": "a", "variables": [{"stat_data": {"a": {"__proto__": 1}}}]}'),
+     "MVU_PATH"),
+    (lambda lines: lines.__setitem__(6, b'{"mes": "a", "variables": [{"stat_data": {"a": {"b": 1, "b": 2}}}]}'),
+     "MVU_JSON"),
 ])
 async def test_a_bad_line_refuses_the_whole_file_naming_the_line(ledger: Ledger, tmp_path: Path, damage: Any,
                                                                  code: str) -> None:
