@@ -12,6 +12,7 @@ import hashlib
 import json
 import math
 import re
+from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Any, TypeAlias
 
@@ -116,6 +117,38 @@ def json_scalar(item: JsonValue) -> JsonValue:
             raise MvuError(Code.JSON, "numbers must be finite (NaN and Infinity are not JSON)")
         return int(item) if item.is_integer() and abs(item) < _JS_INTEGER_PRINT_LIMIT else item
     raise MvuError(Code.JSON, f"{kind.__name__} is not a JSON value")
+
+
+def check_bounds(value: JsonValue, *, max_nodes: int = MAX_NODES, max_depth: int = MAX_DEPTH) -> bool:
+    """Hold parsed JSON (``json.loads``'s, already normal) to the limits :func:`normalize` holds a
+    value to (``MVU_LIMIT``), without copying it; return whether an object in it names a
+    prototype key (:data:`UNSAFE_KEYS`; :func:`find_unsafe_key` finds where). A fraction of a
+    normalising copy: what a reader of large trusted-shape input (a chat file) pays per state."""
+    if max_nodes < 1:
+        raise _too_many(max_nodes)
+    if max_depth < 1:
+        raise _too_deep(max_depth)
+    nodes, unsafe = 1, False
+    stack: list[tuple[JsonValue, int]] = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        children: Collection[JsonValue]
+        if type(item) is dict:
+            unsafe = unsafe or not UNSAFE_KEYS.isdisjoint(item)
+            children = item.values()
+        elif type(item) is list:
+            children = item
+        else:
+            continue
+        if not children:
+            continue
+        nodes += len(children)
+        if nodes > max_nodes:
+            raise _too_many(max_nodes)
+        if depth >= max_depth:
+            raise _too_deep(max_depth)
+        stack.extend((child, depth + 1) for child in children if type(child) is dict or type(child) is list)
+    return unsafe
 
 
 def _too_many(limit: int) -> MvuError:

@@ -14,6 +14,7 @@ from mvu_store.errors import MvuError
 from mvu_store.jsonvalue import (
     MAX_DEPTH,
     canonical_text,
+    check_bounds,
     copy_json,
     find_unsafe_key,
     json_equal,
@@ -99,6 +100,20 @@ def test_a_limit_refuses_exactly_the_values_over_it(value: object) -> None:
         with pytest.raises(MvuError) as refused:
             normalize(value, **limits)
         assert refused.value.code == "MVU_LIMIT"
+
+
+@given(json_values, st.booleans())
+def test_check_bounds_refuses_what_normalize_refuses_without_copying(value: object, unsafe: bool) -> None:
+    value = normalize(value)[0]
+    if unsafe:
+        value = [value, {"x": {"__proto__": 1}}]
+    nodes, depth = _size(value)
+    assert check_bounds(value, max_nodes=nodes, max_depth=depth) is (find_unsafe_key(value) is not None)
+    for limits in ({"max_nodes": nodes - 1}, {"max_depth": depth - 1}):
+        with pytest.raises(MvuError) as refused:
+            check_bounds(value, **limits)
+        assert refused.value.code == "MVU_LIMIT" and refused.value.details["kind"] == \
+            ("nodes" if "max_nodes" in limits else "depth")
 
 
 def test_a_lifted_depth_limit_is_a_limit_error_where_python_stops() -> None:

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from mvu_store.errors import Code, MvuError
-from mvu_store.jsonvalue import JsonValue, find_unsafe_key, js_json, json_pointer, normalize
+from mvu_store.jsonvalue import JsonValue, check_bounds, find_unsafe_key, js_json, json_pointer
 
 DECLARATION = "mvu_schema"
 
@@ -38,10 +38,10 @@ def stored_state(element: dict[str, Any], declaration: JsonValue | None) -> Stor
     that the chat can go on from it: at most ``MAX_NODES`` values nested at most ``MAX_DEPTH``
     deep (``MVU_LIMIT``), no prototype key in ``stat_data`` (``MVU_PATH``); the byte bound is the
     ledger's to check. ``element`` is not changed."""
-    normalized, _, _ = normalize(element)
-    unsafe = find_unsafe_key(normalized["stat_data"])
+    unsafe = find_unsafe_key(element["stat_data"]) if check_bounds(element) else None
     if unsafe is not None:
         raise MvuError(Code.PATH, "stat_data carries a prototype key", path=json_pointer(unsafe))
+    normalized = dict(element)
     restore: dict[str, JsonValue] = {}
     placeholder = normalized.get("schema")
     if placeholder is not None and not isinstance(placeholder, dict):
