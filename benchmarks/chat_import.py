@@ -11,12 +11,17 @@ process so that its peak resident memory (``VmHWM``) is its own, in one run:
   ``synchronous=FULL``, budget raised to hold the file), every reply re-applied and compared;
 - ``import_unverified``: the same with ``verify=False``.
 
-Human lines first; the LAST line is one JSON object: ``file_mib``, the three rates in MB/s
-(``*_mb_s``, 10^6 bytes a second of chat file), ``ratio_import_vs_json_loads`` and
-``ratio_unverified_vs_json_loads``, and the peak resident memory of each child in MiB
-(``*_peak_rss_mib``).
+With ``--baseline DIR`` (another checkout of this repository, e.g. ``git worktree add DIR
+COMMIT``), each import is also measured with that checkout's code (its own copy of this script
+as the child), right after the same import with this one: ``baseline_import*`` figures and
+``speedup_import*`` ratios, side by side in the same run.
 
-    python benchmarks/chat_import.py [--mib N] [--padding N] [--quick]
+Human lines first; the LAST line is one JSON object: ``file_mib``, the rates in MB/s
+(``*_mb_s``, 10^6 bytes a second of chat file), ``ratio_import_vs_json_loads`` and
+``ratio_unverified_vs_json_loads`` (and ``ratio_baseline_*`` with a baseline), and the peak
+resident memory of each child in MiB (``*_peak_rss_mib``).
+
+    python benchmarks/chat_import.py [--mib N] [--padding N] [--quick] [--baseline DIR]
 """
 
 from __future__ import annotations
@@ -76,8 +81,9 @@ def child(kind: str, path: Path, db: Path) -> None:
     print(json.dumps({**result, "peak_rss_kib": _peak_rss_kib()}))
 
 
-def _measure(kind: str, path: Path, db: Path) -> dict[str, Any]:
-    done = subprocess.run([sys.executable, __file__, "--child", kind, str(path), str(db)], capture_output=True,
+def _measure(kind: str, path: Path, db: Path, script: Path = Path(__file__)) -> dict[str, Any]:
+    """One child's figures; ``script``: this script, or a baseline checkout's copy of it."""
+    done = subprocess.run([sys.executable, str(script), "--child", kind, str(path), str(db)], capture_output=True,
                           text=True, check=False)
     if done.returncode != 0:
         raise SystemExit(f"{kind} failed:\n{done.stderr}")
@@ -90,6 +96,7 @@ def main() -> None:
     parser.add_argument("--mib", type=float, default=100.0, help="the chat file's size in MiB (default 100)")
     parser.add_argument("--padding", type=int, default=100, help="items per state (default 100: about 8 KiB)")
     parser.add_argument("--quick", action="store_true", help="a 4 MiB file (smoke runs)")
+    parser.add_argument("--baseline", type=Path, help="another checkout whose import to measure side by side")
     parser.add_argument("--child", nargs=3, metavar=("KIND", "FILE", "DB"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
@@ -108,21 +115,31 @@ def main() -> None:
         megabytes = size / 1e6
         print(f"chat file: {size / 1024 / 1024:.1f} MiB, {turns} turns")
         figures: dict[str, Any] = {"file_mib": round(size / 1024 / 1024, 1), "turns": turns, "quick": args.quick}
-        for kind in ("json_loads", "import", "import_unverified"):
-            db = Path(folder, f"{kind}.sqlite3")
-            result = _measure(kind, path, db)
+        runs: list[tuple[str, str, Path]] = [("json_loads", "json_loads", Path(__file__))]
+        for kind in ("import", "import_unverified"):
+            if args.baseline is not None:  # just before the same run with this code: the same load
+                runs.append((f"baseline_{kind}", kind, args.baseline.resolve() / "benchmarks" / Path(__file__).name))
+            runs.append((kind, kind, Path(__file__)))
+        for name, kind, script in runs:
+            db = Path(folder, f"{name}.sqlite3")
+            result = _measure(kind, path, db, script)
             rate = megabytes / result["seconds"]
             peak = result["peak_rss_kib"] / 1024
-            figures[f"{kind}_mb_s"] = round(rate, 1)
-            figures[f"{kind}_peak_rss_mib"] = round(peak, 1)
+            figures[f"{name}_mb_s"] = round(rate, 1)
+            figures[f"{name}_peak_rss_mib"] = round(peak, 1)
             details = {key: result[key] for key in ("states", "agreed", "differed") if key in result}
             if details:
-                figures[f"{kind}_summary"] = details
-            print(f"{kind:18} {rate:7.1f} MB/s  {result['seconds']:6.2f} s  peak RSS {peak:6.1f} MiB  {details}")
+                figures[f"{name}_summary"] = details
+            print(f"{name:27} {rate:7.1f} MB/s  {result['seconds']:6.2f} s  peak RSS {peak:6.1f} MiB  {details}")
             db.unlink(missing_ok=True)
-        figures["ratio_import_vs_json_loads"] = round(figures["import_mb_s"] / figures["json_loads_mb_s"], 3)
-        figures["ratio_unverified_vs_json_loads"] = round(
-            figures["import_unverified_mb_s"] / figures["json_loads_mb_s"], 3)
+        for prefix in ("", "baseline_") if args.baseline is not None else ("",):
+            figures[f"ratio_{prefix}import_vs_json_loads"] = round(
+                figures[f"{prefix}import_mb_s"] / figures["json_loads_mb_s"], 3)
+            figures[f"ratio_{prefix}unverified_vs_json_loads"] = round(
+                figures[f"{prefix}import_unverified_mb_s"] / figures["json_loads_mb_s"], 3)
+        if args.baseline is not None:
+            for kind in ("import", "import_unverified"):
+                figures[f"speedup_{kind}"] = round(figures[f"{kind}_mb_s"] / figures[f"baseline_{kind}_mb_s"], 2)
     print(json.dumps(figures))
 
 
