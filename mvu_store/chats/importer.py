@@ -62,6 +62,13 @@ MAX_SESSION_ID = 120
 _EVENT_BATCH = 1024
 _READ_CHUNK = 1024 * 1024
 FROM_FIRST_STATE = "first-recorded-state"
+CHECK_WORK_FACTOR = 4
+"""A message's swipes after the first checked are checked while the bytes of the state they
+start from add up to at most this many times the bytes of the states the message recorded: a
+message of many swipes (a hostile file's million) costs work in proportion to its own size, not
+to its swipes times the state before. The rest count as unchecked."""
+MAX_DIFFERENCES = 1000
+"""Differences listed in a summary (``differed`` counts them all)."""
 
 _c = t.chat_imports.c
 _IMPORT = Query("chat-import", lambda: select(_c.sha256, _c.summary).where(
@@ -202,6 +209,8 @@ class _Import:
         """The instances' initial data and its stored bytes, once the first is created."""
         self._previous: dict[str, Any] | None = None
         """The last recorded state of the shown swipes, as stored."""
+        self._previous_size = 0
+        """Its stored bytes: what checking a reply against it costs (:data:`CHECK_WORK_FACTOR`)."""
         usage = tx.one(USAGE)
         self._room = (int(usage["limit_bytes"]) - int(usage["used_bytes"])) if usage else 0
 
@@ -268,25 +277,31 @@ class _Import:
         events = self._turns.add(message)
         self._queue(events)
         seq = self._seq - (1 if not message.is_user else 0)  # the message's own event
-        before = self._previous
+        before, before_size = self._previous, self._previous_size
         refs: list[list[JsonValue]] = []
+        allowance, spent = 0, -1  # -1: the message's first check is paid by the line before
         for swipe in range(len(message.swipes)):
             state = message.state(swipe)
             if state is None:
                 continue
             stored = stored_state(state, self._declaration())
             if not message.is_user:
-                self._verify(message, swipe, before, state)
+                allowance += CHECK_WORK_FACTOR * len(stored.encoded)
+                affordable = spent < 0 or spent + before_size <= allowance
+                self._verify(message, swipe, before if affordable else None, state)
+                if affordable:
+                    spent = max(spent, 0) + before_size
             if swipe != message.selected and message.is_user:
                 continue  # a user's message has no reply to branch on: the state stays in its line
             if swipe == message.selected:
                 head = self._instance(stored)
                 self._version(head, self._summary.session_id, stored, message, swipe, seq)
                 refs.append([swipe, head.id, head.key])
-                self._previous = stored.variables
+                self._previous, self._previous_size = stored.variables, len(stored.encoded)
             else:
                 branch = self._branch(message, swipe, user, stored)
                 refs.append([swipe, branch.id, branch.key])
+                self._check_room(message.line)  # a line of many branches stops where room ends
         if not message.is_user and message.state(message.selected) is None:
             # A reply whose state was not recorded (MagVarUpdate off, or its floor's variables
             # cleaned): the next recorded state follows more than one reply, which one reply
@@ -308,7 +323,9 @@ class _Import:
             summary.agreed += 1
             return
         summary.differed += 1
-        summary.differences.append({"message": message.index, "line": message.line, "swipe": swipe, **difference})
+        if len(summary.differences) < MAX_DIFFERENCES:
+            summary.differences.append({"message": message.index, "line": message.line, "swipe": swipe,
+                                        **difference})
 
     # -- rows ---------------------------------------------------------------------------------
 
