@@ -17,6 +17,8 @@ from mvu_store.jsonvalue import (
     check_bounds,
     copy_json,
     find_unsafe_key,
+    js_json,
+    js_json_bytes,
     json_equal,
     json_pointer,
     loads,
@@ -114,6 +116,13 @@ def test_check_bounds_refuses_what_normalize_refuses_without_copying(value: obje
             check_bounds(value, **limits)
         assert refused.value.code == "MVU_LIMIT" and refused.value.details["kind"] == \
             ("nodes" if "max_nodes" in limits else "depth")
+
+
+@given(json_values, st.sampled_from(["", "\ud800", "a\udfffb", "\U0001f600"]))
+def test_js_json_bytes_is_js_json_in_utf8_lone_surrogates_escaped(value: object, text: str) -> None:
+    value = normalize([value, text])[0]
+    assert js_json_bytes(value) == js_json(value).encode()
+    assert "\\ud800" in js_json(["\ud800"])
 
 
 def test_a_lifted_depth_limit_is_a_limit_error_where_python_stops() -> None:

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from mvu_store.errors import Code, MvuError
-from mvu_store.jsonvalue import JsonValue, check_bounds, find_unsafe_key, js_json, json_pointer
+from mvu_store.jsonvalue import JsonValue, check_bounds, find_unsafe_key, js_json_bytes, json_pointer
 
 DECLARATION = "mvu_schema"
 
@@ -50,7 +50,7 @@ def stored_state(element: dict[str, Any], declaration: JsonValue | None) -> Stor
     if declaration is not None and DECLARATION not in normalized:
         normalized[DECLARATION] = declaration
         restore["declared"] = True
-    return StoredState(normalized, js_json(normalized).encode(), restore)
+    return StoredState(normalized, js_json_bytes(normalized), restore)
 
 
 def recorded(variables: dict[str, Any], restore: JsonValue) -> dict[str, Any]:
