@@ -27,6 +27,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
+import marshal
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -209,6 +210,10 @@ class _Import:
         """The instances' initial data and its stored bytes, once the first is created."""
         self._previous: dict[str, Any] | None = None
         """The last recorded state of the shown swipes, as stored."""
+        self._last: tuple[dict[str, Any], JsonValue | None, StoredState] | None = None
+        """The last element stored, the declaration it was stored under, its stored form."""
+        self._blob: tuple[StoredState, str] | None = None
+        """The last stored form written as a blob, and the blob's hash."""
         self._previous_size = 0
         """Its stored bytes: what checking a reply against it costs (:data:`CHECK_WORK_FACTOR`)."""
         usage = tx.one(USAGE)
@@ -284,7 +289,7 @@ class _Import:
             state = message.state(swipe)
             if state is None:
                 continue
-            stored = stored_state(state, self._declaration())
+            stored = self._stored(state)
             if not message.is_user:
                 allowance += CHECK_WORK_FACTOR * len(stored.encoded)
                 affordable = spent < 0 or spent + before_size <= allowance
@@ -308,6 +313,18 @@ class _Import:
             # applied to the state before cannot check.
             self._previous = None
         self._line(message.index + 1, message.raw, refs or None)
+
+    def _stored(self, element: dict[str, Any]) -> StoredState:
+        """The stored form of ``element``: the previous one again when ``element`` is the same
+        JSON under the same declaration (a user's message keeps the state of the reply before
+        it), so that each distinct state is checked, encoded and written once."""
+        declaration, last = self._declaration(), self._last
+        if last is not None and last[1] is declaration and element == last[0] \
+                and marshal.dumps(element, 2) == marshal.dumps(last[0], 2):  # == alone takes 1 for true
+            return last[2]
+        stored = stored_state(element, declaration)
+        self._last = element, declaration, stored
+        return stored
 
     def _declaration(self) -> JsonValue | None:
         initial = self._template.get("initial") if self._template is not None else None
@@ -399,7 +416,11 @@ class _Import:
                  seq: int) -> None:
         """The recorded ``stored`` as the next version of ``head`` (whose key is its parent)."""
         ledger, tx = self._ledger, self._tx
-        blob_hash = ledger.put_blob(tx, ledger.prepare_state(stored.variables, stored.encoded))
+        if self._blob is not None and self._blob[0] is stored:
+            blob_hash = self._blob[1]  # stored once (a blob is content-addressed): no second statement
+        else:
+            blob_hash = ledger.put_blob(tx, ledger.prepare_state(stored.variables, stored.encoded))
+            self._blob = stored, blob_hash
         shown = swipe == message.selected and session == self._summary.session_id
         source: dict[str, JsonValue] = {
             "sessionId": session, "createdAt": self._created_at, "import": FORMAT, "messageSeq": seq,
