@@ -25,5 +25,5 @@ def test_a_baseline_checkout_is_measured_side_by_side() -> None:
     _, figures = run_benchmark("chat_import.py", "--mib", "0.2", "--padding", "10", "--baseline", str(root))
     for kind in ("import", "import_unverified"):
         assert figures[f"baseline_{kind}_summary"] == figures[f"{kind}_summary"]
-        assert figures[f"speedup_{kind}"] > 0
+        assert figures[f"speedup_{kind}"] > 0 and figures[f"cpu_speedup_{kind}"] > 0
     assert figures["ratio_baseline_import_vs_json_loads"] > 0
