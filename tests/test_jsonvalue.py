@@ -14,8 +14,11 @@ from mvu_store.errors import MvuError
 from mvu_store.jsonvalue import (
     MAX_DEPTH,
     canonical_text,
+    check_bounds,
     copy_json,
     find_unsafe_key,
+    js_json,
+    js_json_bytes,
     json_equal,
     json_pointer,
     loads,
@@ -99,6 +102,27 @@ def test_a_limit_refuses_exactly_the_values_over_it(value: object) -> None:
         with pytest.raises(MvuError) as refused:
             normalize(value, **limits)
         assert refused.value.code == "MVU_LIMIT"
+
+
+@given(json_values, st.booleans())
+def test_check_bounds_refuses_what_normalize_refuses_without_copying(value: object, unsafe: bool) -> None:
+    value = normalize(value)[0]
+    if unsafe:
+        value = [value, {"x": {"__proto__": 1}}]
+    nodes, depth = _size(value)
+    assert check_bounds(value, max_nodes=nodes, max_depth=depth) is (find_unsafe_key(value) is not None)
+    for limits in ({"max_nodes": nodes - 1}, {"max_depth": depth - 1}):
+        with pytest.raises(MvuError) as refused:
+            check_bounds(value, **limits)
+        assert refused.value.code == "MVU_LIMIT" and refused.value.details["kind"] == \
+            ("nodes" if "max_nodes" in limits else "depth")
+
+
+@given(json_values, st.sampled_from(["", "\ud800", "a\udfffb", "\U0001f600"]))
+def test_js_json_bytes_is_js_json_in_utf8_lone_surrogates_escaped(value: object, text: str) -> None:
+    value = normalize([value, text])[0]
+    assert js_json_bytes(value) == js_json(value).encode()
+    assert "\\ud800" in js_json(["\ud800"])
 
 
 def test_a_lifted_depth_limit_is_a_limit_error_where_python_stops() -> None:

@@ -27,6 +27,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
+import marshal
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -62,6 +63,13 @@ MAX_SESSION_ID = 120
 _EVENT_BATCH = 1024
 _READ_CHUNK = 1024 * 1024
 FROM_FIRST_STATE = "first-recorded-state"
+CHECK_WORK_FACTOR = 4
+"""A message's swipes after the first checked are checked while the bytes of the state they
+start from add up to at most this many times the bytes of the states the message recorded: a
+message of many swipes (a hostile file's million) costs work in proportion to its own size, not
+to its swipes times the state before. The rest count as unchecked."""
+MAX_DIFFERENCES = 1000
+"""Differences listed in a summary (``differed`` counts them all)."""
 
 _c = t.chat_imports.c
 _IMPORT = Query("chat-import", lambda: select(_c.sha256, _c.summary).where(
@@ -202,6 +210,12 @@ class _Import:
         """The instances' initial data and its stored bytes, once the first is created."""
         self._previous: dict[str, Any] | None = None
         """The last recorded state of the shown swipes, as stored."""
+        self._last: tuple[dict[str, Any], JsonValue | None, StoredState] | None = None
+        """The last element stored, the declaration it was stored under, its stored form."""
+        self._blob: tuple[StoredState, str] | None = None
+        """The last stored form written as a blob, and the blob's hash."""
+        self._previous_size = 0
+        """Its stored bytes: what checking a reply against it costs (:data:`CHECK_WORK_FACTOR`)."""
         usage = tx.one(USAGE)
         self._room = (int(usage["limit_bytes"]) - int(usage["used_bytes"])) if usage else 0
 
@@ -268,31 +282,49 @@ class _Import:
         events = self._turns.add(message)
         self._queue(events)
         seq = self._seq - (1 if not message.is_user else 0)  # the message's own event
-        before = self._previous
+        before, before_size = self._previous, self._previous_size
         refs: list[list[JsonValue]] = []
+        allowance, spent = 0, -1  # -1: the message's first check is paid by the line before
         for swipe in range(len(message.swipes)):
             state = message.state(swipe)
             if state is None:
                 continue
-            stored = stored_state(state, self._declaration())
+            stored = self._stored(state)
             if not message.is_user:
-                self._verify(message, swipe, before, state)
+                allowance += CHECK_WORK_FACTOR * len(stored.encoded)
+                affordable = spent < 0 or spent + before_size <= allowance
+                self._verify(message, swipe, before if affordable else None, state)
+                if affordable:
+                    spent = max(spent, 0) + before_size
             if swipe != message.selected and message.is_user:
                 continue  # a user's message has no reply to branch on: the state stays in its line
             if swipe == message.selected:
                 head = self._instance(stored)
                 self._version(head, self._summary.session_id, stored, message, swipe, seq)
                 refs.append([swipe, head.id, head.key])
-                self._previous = stored.variables
+                self._previous, self._previous_size = stored.variables, len(stored.encoded)
             else:
                 branch = self._branch(message, swipe, user, stored)
                 refs.append([swipe, branch.id, branch.key])
+                self._check_room(message.line)  # a line of many branches stops where room ends
         if not message.is_user and message.state(message.selected) is None:
             # A reply whose state was not recorded (MagVarUpdate off, or its floor's variables
             # cleaned): the next recorded state follows more than one reply, which one reply
             # applied to the state before cannot check.
             self._previous = None
         self._line(message.index + 1, message.raw, refs or None)
+
+    def _stored(self, element: dict[str, Any]) -> StoredState:
+        """The stored form of ``element``: the previous one again when ``element`` is the same
+        JSON under the same declaration (a user's message keeps the state of the reply before
+        it), so that each distinct state is checked, encoded and written once."""
+        declaration, last = self._declaration(), self._last
+        if last is not None and last[1] is declaration and element == last[0] \
+                and marshal.dumps(element, 2) == marshal.dumps(last[0], 2):  # == alone takes 1 for true
+            return last[2]
+        stored = stored_state(element, declaration)
+        self._last = element, declaration, stored
+        return stored
 
     def _declaration(self) -> JsonValue | None:
         initial = self._template.get("initial") if self._template is not None else None
@@ -308,7 +340,9 @@ class _Import:
             summary.agreed += 1
             return
         summary.differed += 1
-        summary.differences.append({"message": message.index, "line": message.line, "swipe": swipe, **difference})
+        if len(summary.differences) < MAX_DIFFERENCES:
+            summary.differences.append({"message": message.index, "line": message.line, "swipe": swipe,
+                                        **difference})
 
     # -- rows ---------------------------------------------------------------------------------
 
@@ -382,7 +416,11 @@ class _Import:
                  seq: int) -> None:
         """The recorded ``stored`` as the next version of ``head`` (whose key is its parent)."""
         ledger, tx = self._ledger, self._tx
-        blob_hash = ledger.put_blob(tx, ledger.prepare_state(stored.variables, stored.encoded))
+        if self._blob is not None and self._blob[0] is stored:
+            blob_hash = self._blob[1]  # stored once (a blob is content-addressed): no second statement
+        else:
+            blob_hash = ledger.put_blob(tx, ledger.prepare_state(stored.variables, stored.encoded))
+            self._blob = stored, blob_hash
         shown = swipe == message.selected and session == self._summary.session_id
         source: dict[str, JsonValue] = {
             "sessionId": session, "createdAt": self._created_at, "import": FORMAT, "messageSeq": seq,

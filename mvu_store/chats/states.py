@@ -15,7 +15,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from mvu_store.jsonvalue import JsonValue, js_json
+from mvu_store.errors import Code, MvuError
+from mvu_store.jsonvalue import JsonValue, check_bounds, find_unsafe_key, js_json_bytes, json_pointer
 
 DECLARATION = "mvu_schema"
 
@@ -33,7 +34,13 @@ class StoredState:
 def stored_state(element: dict[str, Any], declaration: JsonValue | None) -> StoredState:
     """The envelope a version keeps for a recorded ``element``, parsed by
     :func:`mvu_store.chats.reader.parse_line` (so already JSON as the store holds it: integral
-    numbers as integers); the byte bound is the ledger's to check. ``element`` is not changed."""
+    numbers as integers). It is held to the bounds every state the service takes is held to, so
+    that the chat can go on from it: at most ``MAX_NODES`` values nested at most ``MAX_DEPTH``
+    deep (``MVU_LIMIT``), no prototype key in ``stat_data`` (``MVU_PATH``); the byte bound is the
+    ledger's to check. ``element`` is not changed."""
+    unsafe = find_unsafe_key(element["stat_data"]) if check_bounds(element) else None
+    if unsafe is not None:
+        raise MvuError(Code.PATH, "stat_data carries a prototype key", path=json_pointer(unsafe))
     normalized = dict(element)
     restore: dict[str, JsonValue] = {}
     placeholder = normalized.get("schema")
@@ -43,7 +50,7 @@ def stored_state(element: dict[str, Any], declaration: JsonValue | None) -> Stor
     if declaration is not None and DECLARATION not in normalized:
         normalized[DECLARATION] = declaration
         restore["declared"] = True
-    return StoredState(normalized, js_json(normalized).encode(), restore)
+    return StoredState(normalized, js_json_bytes(normalized), restore)
 
 
 def recorded(variables: dict[str, Any], restore: JsonValue) -> dict[str, Any]:

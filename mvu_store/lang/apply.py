@@ -117,22 +117,23 @@ def _diagnostic(command: Command, index: int, error: MvuError) -> dict[str, Any]
     return diagnostic
 
 
-def run_commands(
+def execute_commands(
     envelope: dict[str, Any],
     commands: list[Command],
     validator: CandidateValidator | None,
     check: StateCheck | None = None,
-) -> UpdateResult:
-    """Apply ``commands`` to a private envelope (see :func:`apply_update`)."""
-    before = envelope["stat_data"]  # states are persistent: nothing mutates it
+) -> tuple[Run, list[dict[str, Any]]]:
+    """Run ``commands`` on a private envelope: the run (its ``stat_data`` and changes) and the
+    diagnostics of the commands refused. The envelope is not finished (no schema reconciled, no
+    budget measured): :func:`run_commands` does that; a check that only compares the resulting
+    ``stat_data`` (an imported chat's recorded transitions) needs no more."""
     run = Run(envelope["stat_data"], native_schema(envelope))
     # With a declaration (mvu_schema) the declaration decides, as in the original: the native
     # $meta schema is neither checked nor re-derived (its root flags, strictSet..., still apply).
-    declared = isinstance(envelope.get("mvu_schema"), dict)
-    if declared:
+    if isinstance(envelope.get("mvu_schema"), dict):
         run.schema, run.declared = None, True
     # Interpreter v2 runs the commands as the card's helper does (declared.py); v1 stays v1 (S-1).
-    parse = declared_parse(check, validator) if declared and _interpreter_version(envelope) == 2 else None
+    parse = declared_parse(check, validator) if run.declared and _interpreter_version(envelope) == 2 else None
     diagnostics: list[dict[str, Any]] = []
     for index, command in enumerate(commands):
         # A refused command leaves no trace: the previous state is kept by reference (executors
@@ -152,6 +153,19 @@ def run_commands(
             run.stat_data, run.schema = saved[0], saved[1]
             del run.changes[saved[2] :]
             diagnostics.append(_diagnostic(command, index, error))
+    return run, diagnostics
+
+
+def run_commands(
+    envelope: dict[str, Any],
+    commands: list[Command],
+    validator: CandidateValidator | None,
+    check: StateCheck | None = None,
+) -> UpdateResult:
+    """Apply ``commands`` to a private envelope (see :func:`apply_update`)."""
+    before = envelope["stat_data"]  # states are persistent: nothing mutates it
+    run, diagnostics = execute_commands(envelope, commands, validator, check)
+    declared = run.declared
     changed = not same(before, run.stat_data)
     envelope["stat_data"] = run.stat_data
     if not declared and changed and envelope.get("schema") != ZOD_PLACEHOLDER:

@@ -3,6 +3,8 @@ the figures it says it measured (never a timing)."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from tests.benchmark_runs import run_benchmark
 
 
@@ -16,3 +18,12 @@ def test_the_chat_import_benchmark_prints_its_figures_as_json_on_its_last_line()
     assert verified["states"] == unverified["states"] > 0
     assert verified["agreed"] > 0 and verified["differed"] == 0 and unverified["agreed"] == 0
     assert figures["ratio_import_vs_json_loads"] > 0 and figures["ratio_unverified_vs_json_loads"] > 0
+
+
+def test_a_baseline_checkout_is_measured_side_by_side() -> None:
+    root = Path(__file__).resolve().parents[2]  # this checkout as its own baseline: the same states
+    _, figures = run_benchmark("chat_import.py", "--mib", "0.2", "--padding", "10", "--baseline", str(root))
+    for kind in ("import", "import_unverified"):
+        assert figures[f"baseline_{kind}_summary"] == figures[f"{kind}_summary"]
+        assert figures[f"speedup_{kind}"] > 0 and figures[f"cpu_speedup_{kind}"] > 0
+    assert figures["ratio_baseline_import_vs_json_loads"] > 0

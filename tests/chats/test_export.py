@@ -160,3 +160,28 @@ async def test_a_swipe_branch_exports_as_a_chat_with_the_swipes_state(ledger: Le
     swiped = next(line for line in chat_lines(spec) if len(line.get("swipes", [])) == 2)
     assert user["mes"] == "I sit down and order a drink." and reply["mes"] == swiped["swipes"][0]
     assert reply["variables"][0]["stat_data"] == swiped["variables"][0]["stat_data"]
+
+
+async def test_a_repeated_state_is_stored_once_and_one_only_python_finds_equal_is_not(ledger: Ledger,
+                                                                                     tmp_path: Path) -> None:
+    """A user's message keeps the state of the reply before it: the same JSON, one blob. A state
+    Python finds equal (``true == 1``) but JSON does not is a state of its own."""
+    header = {"user_name": "U", "character_name": "C", "create_date": "2024-01-01", "chat_metadata": {}}
+    one = {"stat_data": {"a": 1, "b": [1.5, "x"]}, "display_data": {}, "delta_data": {}}
+    true = {"stat_data": {"a": True, "b": [1.5, "x"]}, "display_data": {}, "delta_data": {}}
+    lines = [header, {"name": "C", "is_user": False, "mes": "hi", "variables": [one]},
+             {"name": "U", "is_user": True, "mes": "go", "variables": [json.loads(json.dumps(one))]},
+             {"name": "C", "is_user": False, "mes": "<UpdateVariable>_.set('a', 1, true);</UpdateVariable>",
+              "variables": [true]}]
+    original = tmp_path / "chat.jsonl"
+    original.write_text("".join(json.dumps(line, ensure_ascii=False, separators=(",", ":")) + "\n" for line in lines))
+    used = (await ledger.usage()).used_bytes
+    summary = await import_chat(ledger, original)
+    assert summary.states == 3 and (summary.agreed, summary.differed) == (1, 0)
+    exported = tmp_path / "exported.jsonl"
+    await export_chat(ledger, summary.session_id, exported)
+    assert exported.read_bytes() == original.read_bytes()
+    assert summary.instance_id is not None
+    first, kept, changed = [version.variables_hash for version in await ledger.versions(summary.instance_id)]
+    assert first == kept != changed
+    assert await ledger.audit() == [] and (await ledger.usage()).used_bytes > used

@@ -9,8 +9,10 @@ from typing import Any
 import pytest
 
 from mvu_store.cards.reader import CardDefinition
+from mvu_store.chats import importer
 from mvu_store.chats.importer import FROM_FIRST_STATE, ChatImport, import_chat
 from mvu_store.errors import MvuError
+from mvu_store.jsonvalue import MAX_DEPTH, MAX_NODES
 from mvu_store.ledger import Ledger, open_ledger
 from mvu_store.service import MvuService
 from mvu_store.store_host import StoreHost, play_turn
@@ -133,6 +135,16 @@ async def _nothing_written(ledger: Ledger, session_id: str, used: int) -> None:
     (lambda lines: lines.__setitem__(6, b'{"mes": "\\xff"}'.replace(b"\\xff", b"\xff")), "MVU_JSON"),
     (lambda lines: lines.__setitem__(6, b'{"mes": "a", "variables": [{"stat_data": {"big": "'
                                      + b"x" * (2 * 1024 * 1024) + b'"}}]}'), "MVU_LIMIT"),
+    # The bounds of every state the service takes: values, depth, a prototype key, a key named
+    # twice deep inside a state.
+    (lambda lines: lines.__setitem__(6, b'{"mes": "a", "variables": [{"stat_data": {"many": ['
+                                     + b",".join([b"0"] * (MAX_NODES + 1)) + b']}}]}'), "MVU_LIMIT"),
+    (lambda lines: lines.__setitem__(6, b'{"mes": "a", "variables": [{"stat_data": {"deep": '
+                                     + b"[" * MAX_DEPTH + b"]" * MAX_DEPTH + b'}}]}'), "MVU_LIMIT"),
+    (lambda lines: lines.__setitem__(6, b'{"mes": "a", "variables": [{"stat_data": {"a": {"__proto__": 1}}}]}'),
+     "MVU_PATH"),
+    (lambda lines: lines.__setitem__(6, b'{"mes": "a", "variables": [{"stat_data": {"a": {"b": 1, "b": 2}}}]}'),
+     "MVU_JSON"),
 ])
 async def test_a_bad_line_refuses_the_whole_file_naming_the_line(ledger: Ledger, tmp_path: Path, damage: Any,
                                                                  code: str) -> None:
@@ -214,3 +226,31 @@ async def test_a_swipe_branch_reads_as_its_own_session_and_goes_on(ledger: Ledge
     after = await service.read(id=record.id, scope=scope(branch))
     assert after is not None
     assert after.content["stat_data"]["Erin"]["gold"] == swiped["variables"][0]["stat_data"]["Erin"]["gold"] + 1
+
+
+async def test_a_message_of_many_swipes_is_checked_within_its_own_size(ledger: Ledger, tmp_path: Path) -> None:
+    """Each swipe is checked against the state before the message: a hostile line of many
+    swipes with tiny states after a large one would cost swipes times that state. The first
+    check is the line's own; the others are made while they cost at most CHECK_WORK_FACTOR times
+    the bytes the line recorded, the rest count as unchecked."""
+    lines = chat_lines(ChatSpec(language="en", turns=2, swipes=1, gap=0, padding=300, metadata_variables=False))
+    (tmp_path / "before.jsonl").write_bytes(chat_text(lines))
+    plain = await import_chat(ledger, tmp_path / "before.jsonl")
+    many = 50
+    lines.append({"name": "Erin", "is_user": False, "mes": "r0", "swipes": [f"r{i}" for i in range(many)],
+                  "swipe_id": 0, "variables": [{"stat_data": {"n": i}} for i in range(many)]})
+    path = tmp_path / "chat.jsonl"
+    path.write_bytes(chat_text(lines))
+    summary = await import_chat(ledger, path)
+    assert summary.states == plain.states + many and len(summary.branches) == many - 1
+    # The large state before (over 300 items) is checked once: fifty 12-byte states pay for no more.
+    assert summary.differed == 1 and summary.unchecked - plain.unchecked == many - 1
+    assert summary.differences[0]["line"] == len(lines)
+
+
+async def test_a_summary_lists_the_first_differences_and_counts_them_all(ledger: Ledger, tmp_path: Path,
+                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(importer, "MAX_DIFFERENCES", 1)
+    path = write_chat(tmp_path / "chat.jsonl", ChatSpec(language="en", turns=6, gap=0, edited=(3, 5)))
+    summary = await import_chat(ledger, path)
+    assert summary.differed == 2 and [difference["message"] for difference in summary.differences] == [6]
