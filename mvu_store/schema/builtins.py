@@ -13,9 +13,8 @@ from collections.abc import Callable
 from typing import Any
 
 from mvu_store.errors import Code, MvuError
-from mvu_store.jsonvalue import UNSAFE_KEYS, loads
-from mvu_store.schema.dates import DATE, JsDate
-from mvu_store.schema.values import (
+from mvu_store.js.members import check_writable, own_keys, safe_key, set_member
+from mvu_store.js.values import (
     MAX_SAFE_INTEGER,
     UNDEFINED,
     Budget,
@@ -33,23 +32,10 @@ from mvu_store.schema.values import (
     truthy,
     typeof,
 )
+from mvu_store.jsonvalue import UNSAFE_KEYS, loads
+from mvu_store.schema.dates import DATE, JsDate
 
 Fn = Callable[[Budget, list[Any]], Any]
-
-
-def safe_key(name: str) -> str:
-    """``name`` as a key a declaration may create: prototype names are refused (S-7)."""
-    if name in UNSAFE_KEYS:
-        raise MvuError(Code.SCHEMA, f"the key `{name}` is not allowed", key=name)
-    return name
-
-
-def check_writable(budget: Budget, obj: Any) -> None:
-    """Refuse writes to anything but a JSON container created outside the declaration's constants."""
-    if type(obj) is not dict and type(obj) is not list:
-        raise fail(f"cannot modify a {typeof(obj)}")
-    if id(obj) in budget.frozen:
-        raise MvuError(Code.SCHEMA, "the declaration's constants are read-only")
 
 
 def iterate(budget: Budget, value: Any) -> list[Any]:
@@ -106,16 +92,6 @@ def make_mapper(budget: Budget, mapper: Any) -> Callable[[Any, Any], Any]:
     raise fail("unsupported iteratee")
 
 
-def js_key_order(obj: dict[str, Any]) -> list[str]:
-    """An object's keys in JavaScript's order: integer-like keys first, ascending, then the
-    rest in insertion order (``Object.keys({b: 1, 2: 1, 1: 1})`` is ``['1', '2', 'b']``)."""
-    numeric = [key for key in obj if key.isdigit() and key.isascii() and (key == "0" or key[0] != "0")]
-    if not numeric:
-        return list(obj)
-    numeric.sort(key=int)
-    return numeric + [key for key in obj if not (key.isdigit() and key.isascii() and (key == "0" or key[0] != "0"))]
-
-
 def collection(budget: Budget, value: Any) -> list[tuple[Any, Any]]:
     """(key, item) pairs of an array or an object, as lodash's collection helpers see them."""
     if type(value) is list:
@@ -123,7 +99,7 @@ def collection(budget: Budget, value: Any) -> list[tuple[Any, Any]]:
         return list(zip(range(len(value)), value, strict=True))
     if type(value) is dict:
         budget.charge(len(value))
-        return [(key, value[key]) for key in js_key_order(value)]
+        return [(key, value[key]) for key in own_keys(value)]
     if value is None or value is UNDEFINED:
         return []
     raise fail(f"expected a collection, got {typeof(value)}")
@@ -409,8 +385,6 @@ def _define_property(budget: Budget, args: list[Any]) -> Any:
 
     A getter is read once, now: declarations are evaluated once, top to bottom.
     """
-    from mvu_store.schema.runtime import set_member  # runtime imports this module
-
     target, key, descriptor = arg(args, 0), arg(args, 1), arg(args, 2)
     if type(descriptor) is not dict:
         raise fail("Object.defineProperty needs a descriptor object")
@@ -440,7 +414,7 @@ def _stringify(budget: Budget, args: list[Any]) -> Any:
         if type(item) is dict or type(item) is list:
             budget.charge(len(item))
         if type(item) is dict:
-            return {key: clean(item[key]) for key in js_key_order(item) if not _dropped(item[key])}
+            return {key: clean(item[key]) for key in own_keys(item) if not _dropped(item[key])}
         if type(item) is list:
             return [None if _dropped(child) else clean(child) for child in item]
         if isinstance(item, JsDate):

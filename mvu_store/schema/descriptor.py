@@ -14,12 +14,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from mvu_store.errors import Code, MvuError
+from mvu_store.js.values import Budget
 from mvu_store.jsonvalue import MAX_DEPTH, MAX_NODES, JsonValue, sha256_hex
 from mvu_store.schema.issues import Issue
 from mvu_store.schema.native import Native, ValidationMemo, to_json
 from mvu_store.schema.program import Compiled, build
 from mvu_store.schema.types import ParseCtx
-from mvu_store.schema.values import Budget
 
 INTERPRETER_VERSIONS = (1, 2)
 CURRENT_VERSION = 2

@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from mvu_store.errors import Code, MvuError
+from mvu_store.js.values import UNDEFINED, Budget, Builtin, Namespace, arg
 from mvu_store.schema.composite import (
     ArraySchema,
     DiscriminatedUnionSchema,
@@ -30,7 +31,6 @@ from mvu_store.schema.primitives import (
     list_arg,
 )
 from mvu_store.schema.types import NEVER, Lazy, Nullable, Optional, Pipe, Schema, Transform, as_schema, function_arg
-from mvu_store.schema.values import UNDEFINED, Budget, Builtin, Namespace, arg
 
 _V2_ONLY = frozenset({"looseObject", "strictObject"})
 

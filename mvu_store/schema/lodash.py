@@ -12,30 +12,8 @@ from collections.abc import Callable
 from functools import cmp_to_key
 from typing import Any
 
-from mvu_store.jsonvalue import UNSAFE_KEYS
-from mvu_store.schema.builtins import (
-    Fn,
-    assign_into,
-    call_fn,
-    charged_text,
-    check_writable,
-    collection,
-    deep_copy,
-    entries,
-    from_entries,
-    is_integer,
-    js_compare,
-    js_round,
-    keys,
-    make_mapper,
-    make_predicate,
-    plain,
-    safe_key,
-    to_integer,
-    to_num,
-    values,
-)
-from mvu_store.schema.values import (
+from mvu_store.js.members import array_index, check_writable, data_member, delete_own, safe_key, set_own
+from mvu_store.js.values import (
     UNDEFINED,
     Budget,
     Builtin,
@@ -47,6 +25,27 @@ from mvu_store.schema.values import (
     text_limit,
     to_string,
     truthy,
+)
+from mvu_store.jsonvalue import UNSAFE_KEYS
+from mvu_store.schema.builtins import (
+    Fn,
+    assign_into,
+    call_fn,
+    charged_text,
+    collection,
+    deep_copy,
+    entries,
+    from_entries,
+    is_integer,
+    js_compare,
+    js_round,
+    keys,
+    make_mapper,
+    make_predicate,
+    plain,
+    to_integer,
+    to_num,
+    values,
 )
 
 
@@ -119,8 +118,6 @@ def _path_parts(path: Any) -> list[Any]:
 
 def _has(budget: Budget, args: list[Any]) -> bool:
     """``_.has(object, path)``: whether every step of the path is an own key or array index."""
-    from mvu_store.schema.runtime import array_index  # runtime imports the library
-
     value, parts = arg(args, 0), _path_parts(arg(args, 1))
     budget.charge(len(parts))
     for part in parts:
@@ -135,15 +132,13 @@ def _has(budget: Budget, args: list[Any]) -> bool:
 
 
 def _lodash_get(budget: Budget, args: list[Any]) -> Any:
-    from mvu_store.schema.runtime import get_member  # runtime imports the library
-
     value, path, default = arg(args, 0), arg(args, 1), arg(args, 2)
     parts = _path_parts(path)
     budget.charge(len(parts))
     for part in parts:
         if type(value) is not dict and type(value) is not list:
             return default
-        value = get_member(value, part)
+        value = data_member(value, part)
         if value is UNDEFINED:
             return default
     return value
@@ -506,19 +501,19 @@ def _drop(from_end: bool) -> Fn:
 
 def _set_path(budget: Budget, args: list[Any]) -> Any:
     """``_.set(object, 'a.b', value)``: creates plain objects along the path."""
-    from mvu_store.schema.runtime import get_member, set_member  # runtime imports the library
-
     target, path, value = arg(args, 0), arg(args, 1), arg(args, 2)
     parts = _path_parts(path)
     budget.charge(len(parts))
     node = target
     for part in parts[:-1]:
-        child = get_member(node, part)
+        child = data_member(node, part)
         if type(child) is not dict and type(child) is not list:
             child = {}
-            set_member(budget, node, part, child)
+            check_writable(budget, node)
+            set_own(budget, node, part, child)
         node = child
-    set_member(budget, node, parts[-1], value)
+    check_writable(budget, node)
+    set_own(budget, node, parts[-1], value)
     return target
 
 
@@ -642,17 +637,15 @@ def _truncate(budget: Budget, args: list[Any]) -> Any:
 
 
 def _unset_path(budget: Budget, args: list[Any]) -> Any:
-    from mvu_store.schema.runtime import delete_member, get_member  # runtime imports the library
-
     target, path = arg(args, 0), arg(args, 1)
     parts = _path_parts(path)
     node = target
     for part in parts[:-1]:
-        node = get_member(node, part)
+        node = data_member(node, part)
         if type(node) is not dict:
             return True
     if type(node) is dict:
-        delete_member(budget, node, parts[-1])
+        delete_own(budget, node, parts[-1])
     return True
 
 

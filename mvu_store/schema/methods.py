@@ -12,21 +12,22 @@ from functools import cmp_to_key
 from typing import Any
 
 from mvu_store.errors import Code, MvuError
-from mvu_store.schema.builtins import call_fn, check_writable, js_compare, to_integer, to_num
-from mvu_store.schema.values import (
+from mvu_store.js.members import check_writable
+from mvu_store.js.numbers import number_to_string
+from mvu_store.js.values import (
     UNDEFINED,
     Budget,
     Builtin,
     arg,
     fail,
     js_length,
-    number_to_string,
     strict_equals,
     text_limit,
     to_string,
     truthy,
     typeof,
 )
+from mvu_store.schema.builtins import call_fn, js_compare, to_integer, to_num
 
 
 def method_of(value: Any, name: str) -> Any:

@@ -9,8 +9,8 @@ import math
 from collections.abc import Callable
 from typing import Any
 
-from mvu_store.schema.runtime import array_index, property_key
-from mvu_store.schema.values import (
+from mvu_store.js.members import array_index, property_key
+from mvu_store.js.values import (
     UNDEFINED,
     Opaque,
     PrimitiveObject,

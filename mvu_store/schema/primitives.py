@@ -9,10 +9,7 @@ from collections.abc import Callable
 from typing import Any
 
 from mvu_store.errors import Code, MvuError
-from mvu_store.schema.issues import Issue, invalid_type, invalid_value, size_issue
-from mvu_store.schema.regex import Regex
-from mvu_store.schema.types import Check, ParseCtx, Schema, SizeCheck, custom_message, json_copy
-from mvu_store.schema.values import (
+from mvu_store.js.values import (
     MAX_SAFE_INTEGER,
     UNDEFINED,
     Budget,
@@ -22,6 +19,10 @@ from mvu_store.schema.values import (
     to_string,
     truthy,
 )
+from mvu_store.jsonvalue import copy_json
+from mvu_store.schema.issues import Issue, invalid_type, invalid_value, size_issue
+from mvu_store.schema.regex import Regex
+from mvu_store.schema.types import Check, ParseCtx, Schema, SizeCheck, custom_message
 
 
 class AnySchema(Schema):
@@ -33,7 +34,7 @@ class AnySchema(Schema):
     def parse(self, value: Any, ctx: ParseCtx) -> Any:
         # The caller's input is never copied up front (see descriptor._check_input), so the
         # one schema that hands it through whole gives out a copy a transform may change.
-        return json_copy(value) if type(value) is dict or type(value) is list else value
+        return copy_json(value) if type(value) is dict or type(value) is list else value
 
 
 class NeverSchema(Schema):

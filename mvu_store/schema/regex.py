@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from mvu_store.errors import Code, MvuError
-from mvu_store.schema.values import Budget, Builtin, Opaque, arg, to_string
+from mvu_store.js.values import Budget, Builtin, Opaque, arg, to_string
 
 MAX_PATTERN_CHARS = 256
 MAX_GROUP_DEPTH = 16

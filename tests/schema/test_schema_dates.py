@@ -10,8 +10,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from mvu_store.errors import MvuError
+from mvu_store.js.dates import MAX_TIME, fields_of, make_time, parse_date
 from mvu_store.schema import ValidationMemo, compile_schema, validate
-from mvu_store.schema.dates import MAX_TIME, fields_of, make_time, parse_date
 from mvu_store.schema.native import CLOCK, purity
 from mvu_store.schema.program import build
 
@@ -126,11 +126,13 @@ def test_field_overflow_carries_as_in_the_proleptic_calendar(year: int, month: i
     ("2025/6/2 10:30", NOW),
     ("2025-06-02T18:30:00+08:00", NOW),
     ("Mon, 02 Jun 2025 10:30:00 GMT", NOW),
+    ("June 2, 2025 10:30", NOW),  # V8 reads English month names (it did not here before)
+    ("6/2/2025 10:30", NOW),
 ])
 def test_parse_reads_iso_numeric_and_written_forms(text: str, expected: int) -> None:
     assert parse_date(text) == expected
 
 
-@pytest.mark.parametrize("text", ["June 2, 2025", "2025年6月2日", "明天", "next week", "2025-06-02T25:00"])
+@pytest.mark.parametrize("text", ["2025-6-2T10:30Z", "2025年6月2日", "明天", "next week", "2025-06-02T25:00"])
 def test_other_texts_are_invalid_dates(text: str) -> None:
     assert parse_date(text) != parse_date(text)  # NaN
