@@ -92,7 +92,14 @@ def radix_string(value: float | int, radix: int) -> str:
     while math.frexp(integer / radix)[1] > 53:  # beyond 2**53 the low digits are not represented
         integer /= radix
         zeros += 1
-    head = _integer_digits(int(integer), radix, "-" if negative else "") + "0" * zeros
+    whole: list[str] = []
+    while True:  # in doubles, as V8 divides (exact integer division would differ in the last digits)
+        remainder = math.fmod(integer, radix)
+        whole.append(DIGITS[int(remainder)])
+        integer = (integer - remainder) / radix
+        if integer <= 0:
+            break
+    head = ("-" if negative else "") + "".join(reversed(whole)) + "0" * zeros
     return head + ("." + "".join(DIGITS[digit] for digit in out) if out else "")
 
 
@@ -117,7 +124,7 @@ def to_fixed(value: float | int, digits: int) -> str:
     sign = "-" if value < 0 else ""
     with localcontext() as context:
         context.prec = 500
-        text = str(_exact(abs(value)).quantize(Decimal(1).scaleb(-digits), rounding=ROUND_HALF_UP))
+        text = format(_exact(abs(value)).quantize(Decimal(1).scaleb(-digits), rounding=ROUND_HALF_UP), "f")
     return sign + text
 
 

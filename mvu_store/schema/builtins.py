@@ -15,7 +15,6 @@ from typing import Any
 from mvu_store.errors import Code, MvuError
 from mvu_store.js.members import check_writable, own_keys, safe_key, set_member
 from mvu_store.js.values import (
-    MAX_SAFE_INTEGER,
     UNDEFINED,
     Budget,
     Builtin,
@@ -27,13 +26,13 @@ from mvu_store.js.values import (
     is_number,
     same_value_key,
     strict_equals,
-    to_number,
     to_string,
     truthy,
     typeof,
 )
 from mvu_store.jsonvalue import UNSAFE_KEYS, loads
 from mvu_store.schema.dates import DATE, JsDate
+from mvu_store.schema.numeric import MATH, NUMBER, parse_float, parse_int, to_integer, to_num
 
 Fn = Callable[[Budget, list[Any]], Any]
 
@@ -115,90 +114,6 @@ def js_compare(left: Any, right: Any) -> int:
     return int(a > b) - int(a < b)
 
 
-def js_round(value: float | int, digits: int = 0) -> float | int:
-    """JavaScript's Math.round (halves go up) with lodash's optional precision."""
-    if not math.isfinite(value):
-        return value
-    factor = 10**digits
-    result = math.floor(value * factor + 0.5) / factor
-    return int(result) if digits <= 0 else result
-
-
-def to_num(value: Any) -> float | int:
-    kind = type(value)
-    if kind is int or kind is float:
-        return value  # type: ignore[no-any-return]
-    return to_number(value, explicit=True)
-
-
-_INTEGER_BOUND = 2**53
-
-
-def to_integer(value: Any) -> int:
-    """ECMAScript ``ToIntegerOrInfinity`` for counts, indexes and widths: NaN is 0 and the
-    infinities become ±2**53, so callers can do plain integer arithmetic (``int(inf)`` raises)."""
-    number = to_num(value)
-    if math.isnan(number):
-        return 0
-    if math.isinf(number):
-        return _INTEGER_BOUND if number > 0 else -_INTEGER_BOUND
-    return int(number)
-
-
-def _math_minmax(pick: Callable[..., Any], empty: float) -> Fn:
-    def minmax(budget: Budget, args: list[Any]) -> Any:
-        if len(args) == 2 and type(args[0]) is int and type(args[1]) is int:
-            return pick(args)  # the common `Math.max(-100, v)` on integers: no conversion, no NaN
-        numbers = [to_num(item) for item in args]
-        if any(math.isnan(item) for item in numbers):
-            return math.nan
-        return pick(numbers) if numbers else empty
-
-    return minmax
-
-
-def _unary_math(fn: Callable[[float], float]) -> Fn:
-    def apply(budget: Budget, args: list[Any]) -> Any:
-        number = to_num(arg(args, 0))
-        try:
-            result = fn(number)
-        except (ValueError, OverflowError):
-            return math.nan
-        return int(result) if isinstance(result, float) and result.is_integer() and abs(result) < 2**53 else result
-
-    return apply
-
-
-def _math_round(budget: Budget, args: list[Any]) -> Any:
-    return js_round(to_num(arg(args, 0)))
-
-
-def _sign(value: float) -> float:
-    return value if value == 0 or math.isnan(value) else math.copysign(1, value)
-
-
-MATH = Namespace("Math", {
-    "abs": Builtin("abs", _unary_math(abs)),
-    "ceil": Builtin("ceil", _unary_math(lambda x: x if not math.isfinite(x) else float(math.ceil(x)))),
-    "floor": Builtin("floor", _unary_math(lambda x: x if not math.isfinite(x) else float(math.floor(x)))),
-    "trunc": Builtin("trunc", _unary_math(lambda x: x if not math.isfinite(x) else float(math.trunc(x)))),
-    "round": Builtin("round", _math_round),
-    "sign": Builtin("sign", _unary_math(_sign)),
-    "sqrt": Builtin("sqrt", _unary_math(math.sqrt)),
-    "cbrt": Builtin("cbrt", _unary_math(lambda x: math.copysign(abs(x) ** (1 / 3), x))),
-    "log": Builtin("log", _unary_math(math.log)),
-    "log10": Builtin("log10", _unary_math(math.log10)),
-    "log2": Builtin("log2", _unary_math(math.log2)),
-    "exp": Builtin("exp", _unary_math(math.exp)),
-    "pow": Builtin("pow", lambda b, a: _unary_math(lambda x: x ** to_num(arg(a, 1)))(b, a)),
-    "min": Builtin("min", _math_minmax(min, math.inf)),
-    "max": Builtin("max", _math_minmax(max, -math.inf)),
-    "hypot": Builtin("hypot", lambda b, a: math.hypot(*(to_num(x) for x in a))),
-    "PI": math.pi,
-    "E": math.e,
-})
-
-
 # -- lodash --------------------------------------------------------------------------------
 
 
@@ -241,56 +156,6 @@ def from_entries(budget: Budget, args: list[Any]) -> Any:
             raise fail("fromEntries needs [key, value] pairs")
         result[safe_key(to_string(arg(pair, 0)))] = arg(pair, 1)
     return result
-
-
-def is_integer(value: Any) -> bool:
-    return is_number(value) and math.isfinite(value) and value == int(value)
-
-
-# -- global functions and namespaces ------------------------------------------------------------
-
-
-def _parse_float(budget: Budget, args: list[Any]) -> Any:
-    text = to_string(arg(args, 0)).strip()
-    end = 0
-    best: float | int = math.nan
-    while end < len(text) and end < 400:
-        end += 1
-        candidate = text[:end]
-        if candidate.lower() in {"inf", "infi", "infin", "infini", "infinit", "nan"}:
-            continue
-        try:
-            best = float(candidate)
-        except ValueError:
-            if candidate[-1] not in "eE+-.":
-                break
-    if text.startswith(("Infinity", "+Infinity")):
-        return math.inf
-    if text.startswith("-Infinity"):
-        return -math.inf
-    return int(best) if isinstance(best, float) and best.is_integer() and abs(best) < 2**53 else best
-
-
-def _parse_int(budget: Budget, args: list[Any]) -> Any:
-    text = to_string(arg(args, 0)).strip()
-    radix = arg(args, 1)
-    base = 10 if radix is UNDEFINED or to_num(radix) == 0 else to_integer(radix)
-    sign = -1 if text.startswith("-") else 1
-    text = text.lstrip("+-")
-    if base in (10, 16) and text.lower().startswith("0x") and radix in (UNDEFINED, 16):
-        base, text = 16, text[2:]
-    digits = "0123456789abcdefghijklmnopqrstuvwxyz"[:base]
-    count = 0
-    while count < len(text) and text[count].lower() in digits:
-        count += 1
-    if count == 0 or not 2 <= base <= 36:
-        return math.nan
-    value = sign * int(text[:count], base)
-    return value if abs(value) < 2**53 else float(value)
-
-
-def _number(budget: Budget, args: list[Any]) -> Any:
-    return 0 if not args else to_num(args[0])
 
 
 def charged_text(budget: Budget, value: Any) -> str:
@@ -439,22 +304,6 @@ def _json_parse(budget: Budget, args: list[Any]) -> Any:
     return loads(text)
 
 
-NUMBER = Builtin("Number", _number, {
-    "isInteger": plain("isInteger", lambda value=UNDEFINED, *_: is_integer(value)),
-    "isSafeInteger": plain("isSafeInteger", lambda value=UNDEFINED, *_: is_number(value) and math.isfinite(value)
-                           and value == int(value) and abs(value) <= MAX_SAFE_INTEGER),
-    "isFinite": plain("isFinite", lambda value=UNDEFINED, *_: is_number(value) and math.isfinite(value)),
-    "isNaN": plain("isNaN", lambda value=UNDEFINED, *_: is_number(value) and math.isnan(value)),
-    "parseFloat": Builtin("parseFloat", _parse_float),
-    "parseInt": Builtin("parseInt", _parse_int),
-    "MAX_SAFE_INTEGER": MAX_SAFE_INTEGER,
-    "MIN_SAFE_INTEGER": -MAX_SAFE_INTEGER,
-    "MAX_VALUE": 1.7976931348623157e308,
-    "EPSILON": 2.0**-52,
-    "POSITIVE_INFINITY": math.inf,
-    "NEGATIVE_INFINITY": -math.inf,
-    "NaN": math.nan,
-})
 OBJECT = Namespace("Object", {
     "keys": Builtin("keys", keys),
     "values": Builtin("values", values),
@@ -481,8 +330,8 @@ GLOBALS: dict[str, Any] = {
     "Object": OBJECT,
     "JSON": Namespace("JSON", {"stringify": Builtin("stringify", _stringify), "parse": Builtin("parse", _json_parse)}),
     "Date": DATE,
-    "parseInt": Builtin("parseInt", _parse_int),
-    "parseFloat": Builtin("parseFloat", _parse_float),
+    "parseInt": Builtin("parseInt", parse_int),
+    "parseFloat": Builtin("parseFloat", parse_float),
     "isNaN": Builtin("isNaN", lambda budget, args: math.isnan(to_num(arg(args, 0)))),
     "isFinite": Builtin("isFinite", lambda budget, args: math.isfinite(to_num(arg(args, 0)))),
     "Infinity": math.inf,

@@ -36,17 +36,14 @@ from mvu_store.schema.builtins import (
     deep_copy,
     entries,
     from_entries,
-    is_integer,
     js_compare,
-    js_round,
     keys,
     make_mapper,
     make_predicate,
     plain,
-    to_integer,
-    to_num,
     values,
 )
+from mvu_store.schema.numeric import MATH_FUNCTIONS, is_integer, to_integer, to_num
 
 
 def _clamp(budget: Budget, args: list[Any]) -> Any:
@@ -227,14 +224,18 @@ def _size(budget: Budget, args: list[Any]) -> Any:
 
 
 def _lodash_round(method: str) -> Fn:
+    rounding = MATH_FUNCTIONS[method]
+
     def apply(budget: Budget, args: list[Any]) -> Any:
         number, digits = to_num(arg(args, 0)), arg(args, 1)
-        precision = 0 if digits is UNDEFINED else to_integer(digits)
-        if method == "round":
-            return js_round(number, precision)
-        factor = 10**precision
-        rounded = (math.floor if method == "floor" else math.ceil)(number * factor) / factor
-        return int(rounded) if precision <= 0 else rounded
+        precision = 0 if digits is None or digits is UNDEFINED else min(to_integer(digits), 292)
+        if not precision or not math.isfinite(number):
+            return rounding(number)
+        # lodash shifts the decimal point in the number's text, so 1.005 rounds to 1.01
+        mantissa, _, exponent = (to_string(number) + "e").split("e")[:3]
+        shifted = rounding(to_num(f"{mantissa}e{int(exponent or 0) + precision}"))
+        mantissa, _, exponent = (to_string(shifted) + "e").split("e")[:3]
+        return to_num(f"{mantissa}e{int(exponent or 0) - precision}")
 
     return apply
 

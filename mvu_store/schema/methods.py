@@ -13,7 +13,6 @@ from typing import Any
 
 from mvu_store.errors import Code, MvuError
 from mvu_store.js.members import check_writable
-from mvu_store.js.numbers import number_to_string
 from mvu_store.js.values import (
     UNDEFINED,
     Budget,
@@ -27,14 +26,15 @@ from mvu_store.js.values import (
     truthy,
     typeof,
 )
-from mvu_store.schema.builtins import call_fn, js_compare, to_integer, to_num
+from mvu_store.schema.builtins import call_fn, js_compare
+from mvu_store.schema.numeric import NUMBER_METHODS, to_integer, to_num
 
 
 def method_of(value: Any, name: str) -> Any:
     """``value.name`` for an array, a string, a number or a boolean: a bound builtin."""
-    table = _ARRAY_METHODS if type(value) is list else _STRING_METHODS if type(value) is str else _NUMBER_METHODS
+    table = _ARRAY_METHODS if type(value) is list else _STRING_METHODS if type(value) is str else NUMBER_METHODS
     if type(value) is bool:
-        table = {"toString": _NUMBER_METHODS["toString"]}
+        table = _BOOLEAN_METHODS
     method = table.get(name)
     if method is None:
         raise MvuError(Code.UNSUPPORTED, f"`{name}` of a {typeof(value)} is not supported")
@@ -310,18 +310,7 @@ _STRING_METHODS: dict[str, Method] = {
 }
 
 
-def _to_fixed(budget: Budget, number: Any, args: list[Any]) -> str:
-    digits = 0 if arg(args, 0) is UNDEFINED else to_integer(args[0])
-    if not 0 <= digits <= 100:
-        raise fail("toFixed() digits must be between 0 and 100")
-    if not math.isfinite(number) or abs(number) >= 1e21:
-        return number_to_string(number)
-    from decimal import ROUND_HALF_UP, Decimal
-
-    return str(Decimal(number).quantize(Decimal(1).scaleb(-digits), rounding=ROUND_HALF_UP))
-
-
-_NUMBER_METHODS: dict[str, Method] = {
-    "toFixed": _to_fixed,
+_BOOLEAN_METHODS: dict[str, Method] = {
     "toString": lambda budget, value, args: to_string(value),
+    "valueOf": lambda budget, value, args: value,
 }

@@ -24,6 +24,7 @@ from mvu_store.js.values import (
     truthy,
     typeof,
 )
+from mvu_store.schema.numeric import power
 
 _INT_LIMIT = 2**53
 
@@ -74,16 +75,7 @@ def _remainder(left: Any, right: Any) -> Any:
 
 
 def _power(left: Any, right: Any) -> Any:
-    a, b = float(to_number(left)), float(to_number(right))
-    try:
-        result = a**b
-    except OverflowError:
-        return math.inf
-    except ZeroDivisionError:
-        return math.inf
-    if isinstance(result, complex):
-        return math.nan
-    return result
+    return power(to_number(left), to_number(right))
 
 
 def _int32(value: Any) -> int:
