@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from mvu_store.errors import Code, MvuError
+from mvu_store.js.strings import units
 from mvu_store.js.values import UNDEFINED, Budget, FunctionObject, fail, js_length, to_string, typeof
 from mvu_store.jsonvalue import UNSAFE_KEYS
 
@@ -57,6 +58,8 @@ def own_member(obj: Any, key: Any) -> Any:
         return obj.get(guard(key if type(key) is str else property_key(key)), UNDEFINED)
     index = array_index(key)
     if index is not None:
+        if kind is str:
+            obj = units(obj)  # a string's indexes are UTF-16 code units
         return obj[index] if 0 <= index < len(obj) else UNDEFINED
     name = guard(property_key(key))
     if name == "length":

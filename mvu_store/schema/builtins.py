@@ -31,8 +31,10 @@ from mvu_store.js.values import (
     typeof,
 )
 from mvu_store.jsonvalue import UNSAFE_KEYS, loads
+from mvu_store.schema.arrays import array_from, array_like, make_array
 from mvu_store.schema.dates import DATE, JsDate
 from mvu_store.schema.numeric import MATH, NUMBER, parse_float, parse_int, to_integer, to_num
+from mvu_store.schema.strings import STRING_STATICS
 
 Fn = Callable[[Budget, list[Any]], Any]
 
@@ -233,16 +235,14 @@ class JsSet(Opaque):
 
 
 def _array_from(budget: Budget, args: list[Any]) -> Any:
-    source, fn = arg(args, 0), arg(args, 1)
-    if type(source) is dict and "length" in source:  # Array.from({ length: n }, fn)
-        count = max(0, to_integer(source["length"]))
-        budget.charge(count)
-        items: list[Any] = [UNDEFINED] * count
+    source = arg(args, 0)
+    if type(source) is dict:  # Array.from({ length: n }, fn)
+        items = array_like(budget, source)
     elif type(source) is list or type(source) is str or isinstance(source, JsSet):
         items = iterate(budget, source)
     else:
         items = []
-    return items if fn is UNDEFINED else [call_fn(budget, fn, item, index) for index, item in enumerate(items)]
+    return array_from(budget, args, items)
 
 
 def _define_property(budget: Budget, args: list[Any]) -> Any:
@@ -322,10 +322,9 @@ GLOBALS: dict[str, Any] = {
     "console": Namespace("console", {name: _QUIET for name in ("log", "info", "warn", "error", "debug")}),
     "Math": MATH,
     "Number": NUMBER,
-    "String": Builtin("String", _string),
+    "String": Builtin("String", _string, STRING_STATICS),
     "Boolean": Builtin("Boolean", lambda budget, args: truthy(arg(args, 0))),
-    "Array": Namespace("Array", {"isArray": plain("isArray", lambda value=UNDEFINED, *_: type(value) is list),
-                                 "from": Builtin("from", _array_from)}),
+    "Array": make_array(_array_from),
     "structuredClone": Builtin("structuredClone", lambda budget, args: deep_copy(budget, arg(args, 0))),
     "Object": OBJECT,
     "JSON": Namespace("JSON", {"stringify": Builtin("stringify", _stringify), "parse": Builtin("parse", _json_parse)}),

@@ -464,9 +464,10 @@ class Compiler:
         if name == "Set":
             items = self.expression(node.child(0)) if node.kids else _constant([])
             return lambda frame: builtins.JsSet(builtins.iterate(frame.budget, items(frame)))
-        if name == "Date":
+        if name in ("Date", "Array"):
             parts = [self.expression(kid) for kid in node.kids if kid is not None]
-            return lambda frame: dates.construct(frame.budget, [part(frame) for part in parts])
+            build = dates.construct if name == "Date" else builtins.GLOBALS["Array"].fn
+            return lambda frame: build(frame.budget, [part(frame) for part in parts])
         message = self.expression(node.child(0)) if node.kids else _constant("")
         return lambda frame: {"name": name, "message": to_string(message(frame))}
 

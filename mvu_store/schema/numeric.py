@@ -459,3 +459,5 @@ NUMBER_METHODS: dict[str, Callable[[Budget, Any, list[Any]], Any]] = {
     "toLocaleString": _to_locale,
     "valueOf": lambda budget, number, args: number,
 }
+REFUSED_NUMBER_METHODS: dict[str, str] = {}
+"""Standard names of ``Number.prototype`` refused here (none: the table above is the whole list)."""

@@ -148,14 +148,14 @@ for (const form of ["'NFC'", "'NFD'", "'NFKC'", "'NFKD'", "'nfc'"]) add('string'
 for (const call of ["String.fromCharCode(72, 105, 0xD83D, 0xDE00)", "String.fromCharCode(65.9, -1, 65536 + 66)",
   "String.fromCodePoint(128512, 20013)", "String.fromCodePoint(-1)", "String.fromCodePoint(1.5)", "'a'.concat(1, null, [2, 3])",
   "['b', 'a', 'C', 'ä', '10', '9'].sort((x, y) => x.localeCompare(y))", "'abc'.at()", "'abc'.repeat(-1)",
-  "'abc'.repeat(Infinity)", "'abc'.normalize('bad')", "String.raw`a\\nb${1}`"]) add('string', call);
+  "'abc'.repeat(Infinity)", "'abc'.normalize('bad')"]) add('string', call);
 
 // -- Array.prototype ----------------------------------------------------------------------------
 const ARRAYS = ['[]', '[1, 2, 3]', '[3, 1, 10, 2, -0, 0]', "['b', 'a', 'C', 'a']", '[1, [2, [3, [4]]], 5]',
   "[null, undefined, NaN, 0, '', false]", "[{n: 2}, {n: 1}, {n: 2, m: 1}]", '[1, 2, 3, 4, 5, 6, 7, 8]',
   "[1, '1', true, [1], {}]", '[5]'];
-const CALLBACKS = ['x => x', 'x => x * 2', '(x, i) => i', 'x => x > 2', "x => typeof x === 'number'", 'x => [x, x]',
-  '(x, i, a) => a.length'];
+const CALLBACKS = ['x => x', '(x, i) => i', "x => typeof x === 'number'", 'x => [x, x]', '(x, i, a) => a.length',
+  "x => typeof x === 'number' ? x * 2 : x", "x => typeof x === 'number' && x > 2"];
 for (const array of ARRAYS) {
   for (const fn of ['toString', 'join', 'toReversed', 'toSorted', 'flat', 'reverse', 'sort', 'pop', 'shift'])
     add('array', `${array}.${fn}()`);
@@ -189,6 +189,9 @@ for (const array of ARRAYS) {
       add('array', `${array}.${fn}(${callback})`);
     add('array', `((out) => { ${array}.forEach((x, i) => out.push([x, i])); return out; })([])`);
   }
+  // S-7: objects never convert implicitly, so arithmetic callbacks only see primitives
+  const primitives = !/[{[]/.test(array.slice(1, -1));
+  if (!primitives) continue;
   add('array', `${array}.reduce((a, x) => a + x)`);
   add('array', `${array}.reduce((a, x, i) => a + i, 0)`);
   add('array', `${array}.reduceRight((a, x) => a + ',' + x)`);
@@ -199,7 +202,7 @@ for (const array of ARRAYS) {
 for (const call of ['Array.isArray([])', 'Array.isArray({})', "Array.isArray('a')", 'Array.of(1, 2)', 'Array.of(7)',
   'Array.from({length: 3}, (_, i) => i * i)', 'Array.from([1, 2], x => x + 1)', 'Array.from({length: 2})',
   "Array.from('a\\u{1F600}')", 'Array(3).fill(0)', 'new Array(2, 3)', 'Array.from(new Set([1, 1, 2]))',
-  '[1, , 3]', '[1, , 3].length', '[1, , 3].map(x => x * 2)', '[, 1].indexOf(undefined)', '[, 1].includes(undefined)',
+  '[1, , 3]', '[1, , 3].length', '[, 1].includes(undefined)', '[1, , 3].join()',
   'Array(3).join("-")', '[1, 2, 3].at(-1)', '[[1, 2], [3]].flat().length', '[3, 20, 100].sort()',
   '[undefined, 3, null, 1].sort()', "['10', 9, '8', 1].sort()", '[1, 2, 3].includes(2, 2)', '[NaN].indexOf(NaN)',
   '[NaN].includes(NaN)', '[-0].includes(0)', '[0].indexOf(-0)']) add('array', call);
@@ -421,9 +424,9 @@ for (const call of ["_.chain([3, 1, 2]).sortBy().map(x => x * 2).value()", "_([1
 
 // Work no budget allows: the interpreter must answer MVU_LIMIT (node is not asked: it would
 // spend gigabytes or throw a RangeError of its own).
-const BUDGET = ["'x'.repeat(1e9)", "'x'.padStart(1e9)", "'x'.padEnd(2 ** 30, 'ab')", 'Array(1e9)', 'new Array(1e9).join()',
-  'Array.from({length: 1e9})', "_.range(0, 1e9)", "_.times(1e9)", "_.repeat('x', 1e9)", "_.padStart('x', 1e9)",
-  "_.pad('', 1e9)", "[1, 2].join('x'.repeat(1e6)).repeat(1e3)", "Array(1e6).fill('abcdefgh').join('')",
+const BUDGET = ["'x'.repeat(2 ** 25)", "'x'.padStart(2 ** 25)", "'x'.padEnd(2 ** 28, 'ab')", 'Array(1e9)', 'new Array(1e9).join()',
+  'Array.from({length: 1e9})', "_.range(0, 1e9)", "_.times(1e9)", "_.repeat('x', 2 ** 25)", "_.padStart('x', 2 ** 25)",
+  "_.pad('', 2 ** 25)", "[1, 2].join('x'.repeat(1e6)).repeat(1e3)", "Array(1e6).fill('abcdefgh').join('')",
   "'ab'.repeat(2 ** 19).split('')", "_.fill(Array(1e8), 0)", "_.chunk(_.range(1e8), 1)", "JSON.stringify(Array(1e8).fill(0))"];
 
 const results = cases.map(([family, expression]) => [family, expression, run(expression)]);
