@@ -69,6 +69,8 @@ def collation_key(text: str) -> tuple[list[tuple[int, int]], list[int], list[int
     secondary: list[int] = []
     tertiary: list[int] = []
     for char in unicodedata.normalize("NFD", text).replace("ß", "ss"):
+        if unicodedata.category(char) == "Cf":  # format characters (a BOM) are ignorable
+            continue
         if unicodedata.combining(char):
             if secondary:
                 secondary[-1] = secondary[-1] * 1000 + ord(char)

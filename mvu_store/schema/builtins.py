@@ -7,13 +7,14 @@ charges the budget in proportion to the data it touches, and never exposes a pro
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Callable
 from typing import Any
 
 from mvu_store.errors import Code, MvuError
+from mvu_store.js import json as json_text
 from mvu_store.js.members import check_writable, own_keys, safe_key, set_member
+from mvu_store.js.strings import units
 from mvu_store.js.values import (
     UNDEFINED,
     Budget,
@@ -26,14 +27,15 @@ from mvu_store.js.values import (
     is_number,
     same_value_key,
     strict_equals,
+    text_limit,
     to_string,
     truthy,
     typeof,
 )
-from mvu_store.jsonvalue import UNSAFE_KEYS, loads
+from mvu_store.jsonvalue import UNSAFE_KEYS
 from mvu_store.schema.arrays import array_from, array_like, make_array
 from mvu_store.schema.dates import DATE, JsDate
-from mvu_store.schema.numeric import MATH, NUMBER, parse_float, parse_int, to_integer, to_num
+from mvu_store.schema.numeric import MATH, NUMBER, parse_float, parse_int, to_num
 from mvu_store.schema.strings import STRING_STATICS
 
 Fn = Callable[[Budget, list[Any]], Any]
@@ -173,15 +175,6 @@ def _string(budget: Budget, args: list[Any]) -> Any:
     return "" if not args else charged_text(budget, args[0])
 
 
-def _has_own(budget: Budget, args: list[Any]) -> bool:
-    target, key = arg(args, 0), to_string(arg(args, 1))
-    if type(target) is dict:
-        return key in target
-    if type(target) is list:
-        return key.isdigit() and int(key) < len(target)
-    return False
-
-
 def assign_into(defaults_only: bool) -> Fn:
     """``Object.assign`` / ``_.assign`` (later sources win) and ``_.defaults`` (fills only
     undefined keys): shallow copies of own entries into a writable target."""
@@ -264,53 +257,103 @@ def _define_property(budget: Budget, args: list[Any]) -> Any:
     return target
 
 
-def _dropped(value: Any) -> bool:
-    """What ``JSON.stringify`` leaves out: ``undefined`` and functions; a Date writes its ``toJSON``."""
-    return value is UNDEFINED or (isinstance(value, Opaque) and not isinstance(value, JsDate))
+def _to_json(value: Any) -> Any:
+    """A Date's ``toJSON``: the ISO text (null for an invalid date)."""
+    return value.json() if isinstance(value, JsDate) else value
 
 
 def _stringify(budget: Budget, args: list[Any]) -> Any:
     value = arg(args, 0)
-    if _dropped(value):
-        return UNDEFINED
     budget.charge(len(value) if type(value) in (dict, list, str) else 1)
-
-    def clean(item: Any) -> Any:
-        if type(item) is dict or type(item) is list:
-            budget.charge(len(item))
-        if type(item) is dict:
-            return {key: clean(item[key]) for key in own_keys(item) if not _dropped(item[key])}
-        if type(item) is list:
-            return [None if _dropped(child) else clean(child) for child in item]
-        if isinstance(item, JsDate):
-            return item.json()
-        if type(item) is float:
-            # JavaScript prints 3.0 as 3 and has no NaN/Infinity in JSON.
-            if not math.isfinite(item):
-                return None
-            return int(item) if item.is_integer() and abs(item) < 1e21 else item
-        return item
-
-    space = arg(args, 2)
-    indent = min(10, to_integer(space)) if is_number(space) else (space[:10] if type(space) is str else None)
-    if not indent:
-        return json.dumps(clean(value), ensure_ascii=False, separators=(",", ":"))
-    return json.dumps(clean(value), ensure_ascii=False, indent=indent, separators=(",", ": "))
+    text = json_text.stringify(budget, value, arg(args, 1), arg(args, 2), _to_json)
+    return text if text is UNDEFINED else text_limit(text)
 
 
 def _json_parse(budget: Budget, args: list[Any]) -> Any:
     text = to_string(arg(args, 0))
     budget.charge(len(text))
-    return loads(text)
+    value = json_text.parse(text)
+    reviver = arg(args, 1)
+    if not isinstance(reviver, JsCallable):
+        return value
+    return json_text.revive(budget, {"": value}, "", reviver)
+
+
+def _own_entries(budget: Budget, value: Any) -> list[tuple[str, Any]]:
+    """Own enumerable entries as ``Object.keys``/``values``/``entries`` see them (a string's
+    indexes, nothing of a number or boolean; null and undefined are a TypeError)."""
+    if value is None or value is UNDEFINED:
+        raise fail(f"Cannot convert {to_string(value)} to object")
+    if type(value) is dict:
+        budget.charge(len(value))
+        return [(key, value[key]) for key in own_keys(value)]
+    if type(value) is list or type(value) is str:
+        budget.charge(len(value))
+        items = list(units(value)) if type(value) is str else value
+        return [(str(index), item) for index, item in enumerate(items)]
+    return []
+
+
+def _has_own(budget: Budget, args: list[Any]) -> bool:
+    target, key = arg(args, 0), to_string(arg(args, 1))
+    if target is None or target is UNDEFINED:
+        raise fail(f"Cannot convert {to_string(target)} to object")
+    if type(target) is dict:
+        return key in target
+    if type(target) is list or type(target) is str:
+        return key == "length" or any(name == key for name, _ in _own_entries(budget, target))
+    return False
+
+
+def _same_value(budget: Budget, args: list[Any]) -> bool:
+    """``Object.is``: SameValue (NaN is itself, -0 is not 0)."""
+    left, right = arg(args, 0), arg(args, 1)
+    if is_number(left) and is_number(right):
+        if left != left and right != right:
+            return True
+        return bool(left == right) and math.copysign(1, left) == math.copysign(1, right)
+    return strict_equals(left, right)
+
+
+def _object_assign(budget: Budget, args: list[Any]) -> Any:
+    """``Object.assign``: own entries of each source (a string's characters too), later wins."""
+    target = arg(args, 0)
+    check_writable(budget, target)
+    for source in args[1:]:
+        if source is None or source is UNDEFINED:
+            continue
+        for key, item in _own_entries(budget, source):
+            set_member(budget, target, key, item)
+    return target
+
+
+def _property_names(budget: Budget, args: list[Any]) -> list[str]:
+    names = [key for key, _ in _own_entries(budget, arg(args, 0))]
+    return [*names, "length"] if type(arg(args, 0)) in (list, str) else names
+
+
+def _primitive_or(answer: bool) -> Fn:
+    """``Object.isFrozen``/``isSealed``/``isExtensible``: primitives are frozen and sealed; the
+    declaration's objects are plain ones (``freeze`` does not mark them)."""
+    return lambda budget, args: (type(arg(args, 0)) not in (dict, list)) != answer
 
 
 OBJECT = Namespace("Object", {
-    "keys": Builtin("keys", keys),
-    "values": Builtin("values", values),
-    "entries": Builtin("entries", entries),
+    "keys": Builtin("keys", lambda budget, args: [key for key, _ in _own_entries(budget, arg(args, 0))]),
+    "values": Builtin("values", lambda budget, args: [item for _, item in _own_entries(budget, arg(args, 0))]),
+    "entries": Builtin("entries", lambda budget, args: [
+        [key, item] for key, item in _own_entries(budget, arg(args, 0))]),
+    "getOwnPropertyNames": Builtin("getOwnPropertyNames", _property_names),
     "fromEntries": Builtin("fromEntries", from_entries),
+    "hasOwn": Builtin("hasOwn", _has_own),
+    "is": Builtin("is", _same_value),
+    "isFrozen": Builtin("isFrozen", _primitive_or(False)),
+    "isSealed": Builtin("isSealed", _primitive_or(False)),
+    "isExtensible": Builtin("isExtensible", _primitive_or(True)),
     "freeze": Builtin("freeze", lambda budget, args: arg(args, 0)),
-    "assign": Builtin("assign", assign_into(defaults_only=False)),
+    "seal": Builtin("seal", lambda budget, args: arg(args, 0)),
+    "preventExtensions": Builtin("preventExtensions", lambda budget, args: arg(args, 0)),
+    "assign": Builtin("assign", _object_assign),
     "defineProperty": Builtin("defineProperty", _define_property),
     "prototype": Namespace("Object.prototype", {
         "hasOwnProperty": Namespace("Object.prototype.hasOwnProperty", {"call": Builtin("hasOwnProperty", _has_own)}),

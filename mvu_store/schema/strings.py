@@ -33,7 +33,7 @@ _NORMAL_FORMS: dict[str, Literal["NFC", "NFD", "NFKC", "NFKD"]] = {
 def _check_length(length: float | int) -> None:
     """A result of ``length`` code units: JavaScript's RangeError for an infinite one,
     ``MVU_LIMIT`` beyond the declaration's bound (``'x'.repeat(1e9)`` is a budget error)."""
-    if math.isinf(length):
+    if length == math.inf:
         raise range_error("Invalid string length")
     if length > MAX_TEXT:
         text_limit(" " * (MAX_TEXT + 1))

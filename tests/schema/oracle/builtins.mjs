@@ -220,7 +220,7 @@ for (const object of OBJECTS) {
   for (const key of ["'a'", "'1'", '1', "'length'", "'z'", "'x'"]) {
     add('object', `Object.hasOwn(${object}, ${key})`);
     add('object', `Object.prototype.hasOwnProperty.call(${object}, ${key})`);
-    add('object', `${key} in Object(${object})`);
+    if (object.startsWith('{')) add('object', `${key} in ${object}`);
   }
 }
 for (const [a, b] of cross(['0', '-0', 'NaN', "'a'", '1', 'null', 'undefined'], ['0', '-0', 'NaN', "'a'", '1', 'null']))
