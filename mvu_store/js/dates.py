@@ -198,3 +198,125 @@ def parse_date(text: str) -> float | int:
         clock = _clock(hours, minutes, seconds, None)
         return _assemble(int(year), month_index + 1, int(day_a or day_b), clock, _offset_ms(zone))
     return math.nan
+
+
+# -- the toLocale* family ---------------------------------------------------------------------
+# What V8 with ICU writes for the locales cards use: English (en, en-US: the default locale) and
+# Chinese (zh, zh-CN), in the fixed-offset time zones below. Any other locale, zone or option is
+# refused by the caller (MVU_UNSUPPORTED naming it): a guess would differ from the browser's.
+
+LOCALE_ZONES = {"UTC": 0, "Etc/UTC": 0, "GMT": 0, "Etc/GMT": 0, "Asia/Shanghai": 480, "Asia/Hong_Kong": 480,
+                "Asia/Taipei": 480, "Asia/Singapore": 480, "Asia/Tokyo": 540, "Asia/Seoul": 540}
+_LONG_MONTHS = ("January", "February", "March", "April", "May", "June", "July", "August", "September", "October",
+                "November", "December")
+_LONG_DAYS = ("Sunday", "Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday")
+_ZH_DAYS = "日一二三四五六"
+_DATE_FIELDS = ("weekday", "year", "month", "day")
+_TIME_FIELDS = ("hour", "minute", "second")
+_DATE_STYLES = {"full": {"weekday": "long", "year": "numeric", "month": "long", "day": "numeric"},
+                "long": {"year": "numeric", "month": "long", "day": "numeric"},
+                "medium": {"year": "numeric", "month": "short", "day": "numeric"},
+                "short": {"year": "2-digit", "month": "numeric", "day": "numeric"}}
+_TIME_STYLES = {"medium": {"hour": "numeric", "minute": "2-digit", "second": "2-digit"},
+                "short": {"hour": "numeric", "minute": "2-digit"}}
+
+
+def resolve_fields(options: dict[str, str], required: str, defaults: str) -> dict[str, str]:
+    """ToDateTimeOptions: the components to write (``required``/``defaults`` are ``date``,
+    ``time`` or ``any``/``all``); style options expand to their components."""
+    fields = {name: options[name] for name in (*_DATE_FIELDS, *_TIME_FIELDS) if name in options}
+    if "dateStyle" in options or "timeStyle" in options:
+        styled = dict(_DATE_STYLES.get(options.get("dateStyle", ""), {}))
+        styled.update(_TIME_STYLES.get(options.get("timeStyle", ""), {}))
+        return styled
+    need_defaults = not any(name in fields for name in (
+        _DATE_FIELDS if required == "date" else _TIME_FIELDS if required == "time" else (*_DATE_FIELDS, *_TIME_FIELDS)))
+    if need_defaults and defaults in ("date", "all"):
+        fields.update({"year": "numeric", "month": "numeric", "day": "numeric"})
+    if need_defaults and defaults in ("time", "all"):
+        fields.update({"hour": "numeric", "minute": "numeric", "second": "numeric"})
+    return fields
+
+
+def _two(number: int, style: str) -> str:
+    return f"{number:02d}" if style == "2-digit" else str(number)
+
+
+def _era_year(year: int) -> int:
+    """ICU writes the year of the era: the year 0 is 1 BC, -1 is 2 BC."""
+    return year if year > 0 else 1 - year
+
+
+def _english_date(values: list[int], fields: dict[str, str]) -> str:
+    year, month, day, weekday = _era_year(values[0]), values[1], values[2], values[7]
+    year_text = f"{year % 100:02d}" if fields.get("year") == "2-digit" else str(year)
+    month_style = fields.get("month")
+    parts: list[str] = []
+    if month_style in ("long", "short", "narrow"):
+        name = {"long": _LONG_MONTHS[month], "short": _MONTHS[month], "narrow": _LONG_MONTHS[month][0]}[month_style]
+        text = f"{name} {_two(day, fields['day'])}" if "day" in fields else name
+        if "year" in fields:
+            text += f", {year_text}" if "day" in fields else f" {year_text}"
+        parts.append(text)
+    elif month_style or "day" in fields or "year" in fields:
+        numbers = [_two(month + 1, month_style) if month_style else None,
+                   _two(day, fields["day"]) if "day" in fields else None, year_text if "year" in fields else None]
+        parts.append("/".join(part for part in numbers if part is not None))
+    if "weekday" in fields:
+        name = _LONG_DAYS[weekday] if fields["weekday"] == "long" else _DAYS[weekday]
+        parts.insert(0, name[0] if fields["weekday"] == "narrow" else name)
+    return ", ".join(parts)
+
+
+def _chinese_date(values: list[int], fields: dict[str, str]) -> str:
+    year, month, day, weekday = _era_year(values[0]), values[1], values[2], values[7]
+    year_text = f"{year % 100:02d}" if fields.get("year") == "2-digit" else str(year)
+    month_style = fields.get("month")
+    if month_style in ("long", "short", "narrow"):
+        text = (f"{year_text}年" if "year" in fields else "") + f"{month + 1}月" + (
+            f"{_two(day, fields['day'])}日" if "day" in fields else "")
+    elif month_style or "day" in fields or "year" in fields:
+        numbers = [year_text if "year" in fields else None, _two(month + 1, month_style) if month_style else None,
+                   _two(day, fields["day"]) if "day" in fields else None]
+        text = "/".join(part for part in numbers if part is not None)
+    else:
+        text = ""
+    if "weekday" in fields:
+        text += ("星期" if fields["weekday"] == "long" else "周") + _ZH_DAYS[weekday]
+    return text
+
+
+def _time(values: list[int], fields: dict[str, str], english: bool, hour12: bool | None) -> str:
+    hours, minutes, seconds = values[3], values[4], values[5]
+    twelve = english if hour12 is None else hour12
+    parts = []
+    if "hour" in fields:
+        if twelve:
+            shown = hours % 12 if not english else (hours % 12 or 12)  # zh counts 0-11, en 1-12
+            parts.append(_two(shown, fields["hour"]) if english else str(shown))
+        else:
+            shown = hours if not english or hour12 is None else (hours or 24)  # en's hour12:false is h24
+            parts.append(f"{shown:02d}" if not english or "minute" in fields or fields["hour"] == "2-digit"
+                         else str(shown))
+    if "minute" in fields:
+        parts.append(f"{minutes:02d}" if parts else _two(minutes, fields["minute"]))
+    if "second" in fields:
+        parts.append(f"{seconds:02d}" if parts else _two(seconds, fields["second"]))
+    text = ":".join(parts)
+    if twelve and "hour" in fields:
+        noon = hours >= 12
+        return f"{text} {'PM' if noon else 'AM'}" if english else f"{'下午' if noon else '上午'}{text}"
+    return text
+
+
+def locale_text(time: int, english: bool, fields: dict[str, str], hour12: bool | None, offset_minutes: int) -> str:
+    """A valid time value as ``toLocale*String`` writes it with the resolved ``fields``."""
+    values = fields_of(time + offset_minutes * 60_000)
+    date = (_english_date if english else _chinese_date)(values, fields)
+    clock = _time(values, fields, english, hour12) if any(name in fields for name in _TIME_FIELDS) else ""
+    if not date or not clock:
+        return date or clock
+    if not english:
+        return f"{date} {clock}"
+    textual = fields.get("month") in ("long",) and "day" in fields and "year" in fields and "weekday" not in fields
+    return f"{date} at {clock}" if textual else f"{date}, {clock}"

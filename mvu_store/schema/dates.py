@@ -17,17 +17,21 @@ from typing import Any
 
 from mvu_store.errors import Code, MvuError
 from mvu_store.js.dates import (
+    LOCALE_ZONES,
     date_part,
     date_text,
     fields_of,
     iso_text,
+    locale_text,
     make_time,
     parse_date,
+    resolve_fields,
     time_clip,
     time_part,
     utc_text,
 )
 from mvu_store.js.values import (
+    UNDEFINED,
     Budget,
     Builtin,
     PrimitiveObject,
@@ -35,6 +39,7 @@ from mvu_store.js.values import (
     arg,
     to_number,
     to_string,
+    truthy,
 )
 
 
@@ -176,6 +181,70 @@ def _or_invalid(text: Callable[[list[int]], str]) -> DateMethod:
     return write
 
 
+_ENGLISH = frozenset({"en", "en-US", "en-Latn-US"})
+_CHINESE = frozenset({"zh", "zh-CN", "zh-Hans", "zh-Hans-CN"})
+_CHOICES = {"weekday": ("long", "short", "narrow"), "year": ("numeric", "2-digit"),
+            "month": ("numeric", "2-digit", "long", "short", "narrow"), "day": ("numeric", "2-digit"),
+            "hour": ("numeric", "2-digit"), "minute": ("numeric", "2-digit"), "second": ("numeric", "2-digit"),
+            "dateStyle": ("full", "long", "medium", "short"), "timeStyle": ("full", "long", "medium", "short")}
+
+
+def _unsupported(what: str) -> MvuError:
+    return MvuError(Code.UNSUPPORTED, f"Date.prototype.toLocaleString: {what} is not supported (en-US and zh-CN "
+                                      "in fixed-offset time zones are)", function="Date.prototype.toLocaleString")
+
+
+def _english(locales: Any) -> bool:
+    locale = locales[0] if type(locales) is list and locales else locales
+    if locale is UNDEFINED or (type(locales) is list and not locales) or locale in _ENGLISH:
+        return True
+    if locale in _CHINESE:
+        return False
+    raise _unsupported(f"the locale {to_string(locale)!r}")
+
+
+def _locale(required: str, defaults: str) -> DateMethod:
+    """``toLocaleString``/``toLocaleDateString``/``toLocaleTimeString(locales, options)``."""
+    def write(budget: Budget, date: JsDate, args: list[Any]) -> Any:
+        english = _english(arg(args, 0))
+        options = arg(args, 1)
+        if options is UNDEFINED:
+            options = {}
+        if type(options) is not dict:
+            raise _unsupported("options that are not an object")
+        chosen: dict[str, str] = {}
+        for key, value in options.items():
+            if value is UNDEFINED:
+                continue
+            if key in _CHOICES:
+                text = to_string(value)
+                if text not in _CHOICES[key]:
+                    raise ScriptError(f"Value {text} out of range for {key}", {"name": "RangeError", "message": key})
+                chosen[key] = text
+            elif key not in ("timeZone", "hour12"):
+                raise _unsupported(f"the option {key!r}")
+        zone = options.get("timeZone", "UTC")
+        if zone is UNDEFINED:
+            zone = "UTC"
+        if zone not in LOCALE_ZONES:
+            raise _unsupported(f"the time zone {to_string(zone)!r}")
+        if chosen.get("timeStyle") in ("full", "long"):
+            raise _unsupported("timeStyle full and long (they write the zone's name)")
+        styled = "dateStyle" in chosen or "timeStyle" in chosen
+        if styled and any(name in chosen for name in ("weekday", "year", "month", "day", "hour", "minute", "second")):
+            raise ScriptError("Invalid option : dateStyle", {"name": "TypeError", "message": "dateStyle"})
+        if (required == "time" and "dateStyle" in chosen) or (required == "date" and "timeStyle" in chosen):
+            raise ScriptError("Invalid option : style", {"name": "TypeError", "message": "style"})
+        if math.isnan(date.time):
+            return "Invalid Date"
+        hour12 = options.get("hour12", UNDEFINED)
+        fields = resolve_fields(chosen, required, defaults)
+        return locale_text(int(date.time), english, fields, None if hour12 is UNDEFINED else truthy(hour12),
+                           LOCALE_ZONES[zone])
+
+    return write
+
+
 _METHODS: dict[str, DateMethod] = {
     "getTime": lambda budget, date, args: date.time,
     "valueOf": lambda budget, date, args: date.time,
@@ -187,6 +256,11 @@ _METHODS: dict[str, DateMethod] = {
     "toDateString": _or_invalid(date_part),
     "toTimeString": _or_invalid(time_part),
     "setTime": _set_time,
+    "toLocaleString": _locale("any", "all"),
+    "toLocaleDateString": _locale("date", "date"),
+    "toLocaleTimeString": _locale("time", "time"),
+    "getYear": lambda budget, date, args: math.nan if math.isnan(date.time) else fields_of(int(date.time))[0] - 1900,
+    "toGMTString": lambda budget, date, args: "Invalid Date" if math.isnan(date.time) else utc_text(int(date.time)),
 }
 for _prefix in ("get", "getUTC"):
     for _index, _name in enumerate(("FullYear", "Month", "Date", "Hours", "Minutes", "Seconds", "Milliseconds", "Day")):

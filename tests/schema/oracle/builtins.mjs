@@ -261,7 +261,7 @@ const GETTERS = ['getTime', 'valueOf', 'getFullYear', 'getMonth', 'getDate', 'ge
   'toGMTString'];
 for (const args of DATE_ARGS) {
   for (const getter of GETTERS) add('date', `new Date(${args}).${getter}()`);
-  add('date', `Date.parse(String(${args}))`);
+  if (args.startsWith("'") && !args.includes(',')) add('date', `Date.parse(${args})`);
   add('date', `Date.UTC(${args})`);
   add('date', `+new Date(${args})`);
   add('date', `JSON.stringify({d: new Date(${args})})`);
