@@ -77,10 +77,15 @@ def test_objects_other_than_dates_still_refuse_implicit_conversion() -> None:
     assert run("export default z.any().transform(v => new Date(0) + '!');", 1).endswith("Time)!")
 
 
-def test_unsupported_date_members_are_refused_clearly() -> None:
-    with pytest.raises(MvuError) as refused:
-        validate(compile_schema("export default z.any().transform(v => new Date(0).toLocaleString('zh-CN'));"), 1)
-    assert refused.value.code == "MVU_UNSUPPORTED"
+def test_locale_texts_outside_the_supported_subset_are_refused_clearly() -> None:
+    assert validate(compile_schema("export default z.any().transform(v => new Date(0).toLocaleString('zh-CN'));"),
+                    1).value == "1970/1/1 00:00:00"
+    for call in ("toLocaleString('fr-FR')", "toLocaleString('en-US', {timeZone: 'America/New_York'})",
+                 "toLocaleDateString('en-US', {era: 'long'})"):
+        with pytest.raises(MvuError) as refused:
+            validate(compile_schema(f"export default z.any().transform(v => new Date(0).{call});"), 1)
+        assert refused.value.code == "MVU_UNSUPPORTED"
+        assert "toLocaleString" in refused.value.message
 
 
 def test_a_transform_that_builds_dates_is_clock_dependent_for_the_memo() -> None:
