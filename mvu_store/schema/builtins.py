@@ -13,7 +13,7 @@ from typing import Any
 
 from mvu_store.errors import Code, MvuError
 from mvu_store.js import json as json_text
-from mvu_store.js.members import check_writable, own_keys, safe_key, set_member
+from mvu_store.js.members import check_writable, data_member, own_keys, safe_key, set_member
 from mvu_store.js.strings import units
 from mvu_store.js.values import (
     UNDEFINED,
@@ -71,28 +71,56 @@ def call_fn(budget: Budget, fn: Any, *args: Any) -> Any:
     return fn.call(budget, list(args))
 
 
-def make_predicate(budget: Budget, matcher: Any) -> Callable[[Any, Any], bool]:
-    """lodash's iteratee shorthand: a function, a property name or a partial object."""
-    if isinstance(matcher, JsCallable):
-        return lambda item, key: truthy(matcher.call(budget, [item, key]))
-    if type(matcher) is str:
-        return lambda item, key: type(item) is dict and truthy(item.get(matcher, UNDEFINED))
-    if matcher is UNDEFINED:
-        return lambda item, key: truthy(item)
-    if type(matcher) is dict:
-        return lambda item, key: type(item) is dict and all(
-            strict_equals(item.get(k, UNDEFINED), v) for k, v in matcher.items())
-    raise fail("unsupported iteratee")
+def path_parts(path: Any) -> list[Any]:
+    """lodash's property path: an array of keys, a number, or a string such as ``a.b[0].c``."""
+    if type(path) is list:
+        return path
+    text = to_string(path)
+    return [part for part in text.replace("[", ".").replace("]", "").split(".")] if text else [""]
+
+
+def read_path(value: Any, parts: list[Any]) -> Any:
+    """``_.get(value, parts)``: own data along the path, ``undefined`` where it ends."""
+    for part in parts:
+        if type(value) is not dict and type(value) is not list and type(value) is not str:
+            return UNDEFINED
+        value = data_member(value, part)
+    return value
+
+
+def is_match(budget: Budget, item: Any, source: Any) -> bool:
+    """lodash's ``isMatch``: every entry of ``source`` is in ``item`` (objects partially, deeply)."""
+    budget.charge(1)
+    if type(source) is dict:
+        return type(item) is dict and all(key in item and is_match(budget, item[key], value)
+                                          for key, value in source.items())
+    if type(source) is list:
+        return type(item) is list and all(any(is_match(budget, have, want) for have in item) for want in source)
+    return same_value_key(item) == same_value_key(source) or (
+        type(item) in (int, float) and type(source) in (int, float) and item == source)
 
 
 def make_mapper(budget: Budget, mapper: Any) -> Callable[[Any, Any], Any]:
+    """lodash's iteratee: a function, a property path, ``[path, value]`` (matchesProperty), a
+    partial object (matches), or nothing (identity)."""
     if isinstance(mapper, JsCallable):
         return lambda item, key: mapper.call(budget, [item, key])
-    if type(mapper) is str:
-        return lambda item, key: item.get(mapper, UNDEFINED) if type(item) is dict else UNDEFINED
-    if mapper is UNDEFINED:
+    if mapper is UNDEFINED or mapper is None:
         return lambda item, key: item
+    if type(mapper) is str or type(mapper) in (int, float):
+        parts = path_parts(mapper)
+        return lambda item, key: read_path(item, parts)
+    if type(mapper) is list:
+        parts, wanted = path_parts(arg(mapper, 0)), arg(mapper, 1)
+        return lambda item, key: is_match(budget, read_path(item, parts), wanted)
+    if type(mapper) is dict:
+        return lambda item, key: is_match(budget, item, mapper)
     raise fail("unsupported iteratee")
+
+
+def make_predicate(budget: Budget, matcher: Any) -> Callable[[Any, Any], bool]:
+    mapper = make_mapper(budget, matcher)
+    return lambda item, key: truthy(mapper(item, key))
 
 
 def collection(budget: Budget, value: Any) -> list[tuple[Any, Any]]:
@@ -103,9 +131,10 @@ def collection(budget: Budget, value: Any) -> list[tuple[Any, Any]]:
     if type(value) is dict:
         budget.charge(len(value))
         return [(key, value[key]) for key in own_keys(value)]
-    if value is None or value is UNDEFINED:
-        return []
-    raise fail(f"expected a collection, got {typeof(value)}")
+    if type(value) is str:  # lodash reads a string as an array of its characters
+        budget.charge(len(value))
+        return list(enumerate(units(value)))
+    return []  # null, undefined, numbers and booleans have no entries
 
 
 def js_compare(left: Any, right: Any) -> int:
@@ -184,9 +213,9 @@ def assign_into(defaults_only: bool) -> Fn:
         for source in args[1:]:
             for key, item in collection(budget, source):
                 name = to_string(key)
-                if name in UNSAFE_KEYS or (defaults_only and target.get(name, UNDEFINED) is not UNDEFINED):
+                if name in UNSAFE_KEYS or (defaults_only and data_member(target, name) is not UNDEFINED):
                     continue
-                target[name] = item
+                set_member(budget, target, name, item)
         return target
 
     return assign

@@ -27,6 +27,7 @@ from mvu_store.js.values import (
     truthy,
 )
 from mvu_store.jsonvalue import UNSAFE_KEYS
+from mvu_store.schema.arrays import size_limit
 from mvu_store.schema.builtins import (
     Fn,
     assign_into,
@@ -40,10 +41,14 @@ from mvu_store.schema.builtins import (
     keys,
     make_mapper,
     make_predicate,
+    path_parts,
     plain,
+    read_path,
     values,
 )
-from mvu_store.schema.numeric import MATH_FUNCTIONS, is_integer, to_integer, to_num
+from mvu_store.schema.lodash_extra import EXTRA_HELPERS
+from mvu_store.schema.numeric import MATH_FUNCTIONS, is_integer, range_error, to_integer, to_num
+from mvu_store.schema.operators import clip
 
 
 def _clamp(budget: Budget, args: list[Any]) -> Any:
@@ -108,14 +113,9 @@ def _lodash_filter(budget: Budget, args: list[Any]) -> Any:
     return [item for key, item in collection(budget, arg(args, 0)) if test(item, key)]
 
 
-def _path_parts(path: Any) -> list[Any]:
-    """lodash's property path: an array of keys, or a string such as ``a.b[0].c``."""
-    return path if type(path) is list else to_string(path).replace("[", ".").replace("]", "").split(".")
-
-
 def _has(budget: Budget, args: list[Any]) -> bool:
     """``_.has(object, path)``: whether every step of the path is an own key or array index."""
-    value, parts = arg(args, 0), _path_parts(arg(args, 1))
+    value, parts = arg(args, 0), path_parts(arg(args, 1))
     budget.charge(len(parts))
     for part in parts:
         key = to_string(part)
@@ -129,16 +129,10 @@ def _has(budget: Budget, args: list[Any]) -> bool:
 
 
 def _lodash_get(budget: Budget, args: list[Any]) -> Any:
-    value, path, default = arg(args, 0), arg(args, 1), arg(args, 2)
-    parts = _path_parts(path)
+    parts = path_parts(arg(args, 1))
     budget.charge(len(parts))
-    for part in parts:
-        if type(value) is not dict and type(value) is not list:
-            return default
-        value = data_member(value, part)
-        if value is UNDEFINED:
-            return default
-    return value
+    value = read_path(arg(args, 0), parts)
+    return arg(args, 2) if value is UNDEFINED else value
 
 
 def _is_empty(budget: Budget, args: list[Any]) -> bool:
@@ -206,16 +200,33 @@ def _merge(budget: Budget, args: list[Any]) -> Any:
     return target
 
 
-def _range(budget: Budget, args: list[Any]) -> Any:
-    numbers = [to_num(item) for item in args if item is not UNDEFINED]
-    if len(numbers) == 1:
-        numbers = [0, numbers[0]]
-    start, end, step = numbers[0], numbers[1], numbers[2] if len(numbers) > 2 else 1
-    if step == 0 or not all(math.isfinite(x) for x in (start, end, step)):
-        return []
-    count = max(0, math.ceil((end - start) / step))
-    budget.charge(count)
-    return [start + index * step for index in range(count)]
+def to_finite(value: Any) -> float | int:
+    """lodash's ``toFinite``: NaN is 0, the infinities are ±Number.MAX_VALUE."""
+    number = to_num(value)
+    if math.isnan(number):
+        return 0
+    return math.copysign(sys.float_info.max, number) if math.isinf(number) else number
+
+
+def _range_of(reverse: bool) -> Fn:
+    """``_.range`` / ``_.rangeRight(start = 0, end, step = ±1)``."""
+    def build(budget: Budget, args: list[Any]) -> Any:
+        start, end, step = arg(args, 0), arg(args, 1), arg(args, 2)
+        start = to_finite(start)
+        if end is UNDEFINED:
+            start, end = 0, start
+        else:
+            end = to_finite(end)
+        step = (1 if start < end else -1) if step is UNDEFINED else to_finite(step)
+        span = (end - start) / (step or 1)
+        if not span < 2**32:  # lodash's own Array(length) refuses it (an infinite span too)
+            raise range_error("Invalid array length")
+        count = math.ceil(span) if span > 0 else 0
+        size_limit(budget, count)
+        items = [clip(start + index * step) for index in range(count)]
+        return items[::-1] if reverse else items
+
+    return build
 
 
 def _size(budget: Budget, args: list[Any]) -> Any:
@@ -232,9 +243,9 @@ def _lodash_round(method: str) -> Fn:
         if not precision or not math.isfinite(number):
             return rounding(number)
         # lodash shifts the decimal point in the number's text, so 1.005 rounds to 1.01
-        mantissa, _, exponent = (to_string(number) + "e").split("e")[:3]
+        mantissa, _, exponent = to_string(number).partition("e")
         shifted = rounding(to_num(f"{mantissa}e{int(exponent or 0) + precision}"))
-        mantissa, _, exponent = (to_string(shifted) + "e").split("e")[:3]
+        mantissa, _, exponent = to_string(shifted).partition("e")
         return to_num(f"{mantissa}e{int(exponent or 0) - precision}")
 
     return apply
@@ -321,7 +332,8 @@ _LODASH_HELPERS: dict[str, Any] = {
     "min": Builtin("min", _minmax_of(min)),
     "take": Builtin("take", _take(False)),
     "takeRight": Builtin("takeRight", _take(True)),
-    "range": Builtin("range", _range),
+    "range": Builtin("range", _range_of(reverse=False)),
+    "rangeRight": Builtin("rangeRight", _range_of(reverse=True)),
     "merge": Builtin("merge", _merge),
     "cloneDeep": Builtin("cloneDeep", lambda budget, args: deep_copy(budget, arg(args, 0))),
     "has": Builtin("has", _has),
@@ -503,7 +515,7 @@ def _drop(from_end: bool) -> Fn:
 def _set_path(budget: Budget, args: list[Any]) -> Any:
     """``_.set(object, 'a.b', value)``: creates plain objects along the path."""
     target, path, value = arg(args, 0), arg(args, 1), arg(args, 2)
-    parts = _path_parts(path)
+    parts = path_parts(path)
     budget.charge(len(parts))
     node = target
     for part in parts[:-1]:
@@ -639,7 +651,7 @@ def _truncate(budget: Budget, args: list[Any]) -> Any:
 
 def _unset_path(budget: Budget, args: list[Any]) -> Any:
     target, path = arg(args, 0), arg(args, 1)
-    parts = _path_parts(path)
+    parts = path_parts(path)
     node = target
     for part in parts[:-1]:
         node = data_member(node, part)
@@ -683,6 +695,7 @@ _LODASH_HELPERS.update({
     "padEnd": Builtin("padEnd", lambda budget, args: _pad(budget, args, at_start=False)),
     "repeat": Builtin("repeat", lambda budget, args: _repeat(budget, args)),
 })
+_LODASH_HELPERS.update(EXTRA_HELPERS)
 _LODASH_HELPERS["chain"] = Builtin("chain", lambda budget, args: LodashChain(arg(args, 0), explicit=True))
 LODASH = Builtin("_", lambda budget, args: LodashChain(arg(args, 0), explicit=False), _LODASH_HELPERS)
 

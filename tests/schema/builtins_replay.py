@@ -85,9 +85,9 @@ def outcome(fn: JsCallable) -> Any:
         name = error.value.get("name") if type(error.value) is dict else None
         return {"$": "throw", "name": name}
     except MvuError as error:
-        if error.code is Code.LIMIT:
+        if error.code == Code.LIMIT:
             return {"$": "limit"}
-        if error.code is Code.UNSUPPORTED:
+        if error.code == Code.UNSUPPORTED:
             return {"$": "unsupported", "message": error.message}
         return {"$": "refused", "code": str(error.code), "message": error.message}
     except Exception as error:  # an untyped error is a bug: the case fails and names it
