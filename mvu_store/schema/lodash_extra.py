@@ -14,7 +14,7 @@ import unicodedata
 from collections.abc import Callable
 from typing import Any
 
-from mvu_store.js.members import data_member, own_keys, safe_key
+from mvu_store.js.members import check_writable, data_member, own_keys, safe_key
 from mvu_store.js.values import (
     MAX_SAFE_INTEGER,
     UNDEFINED,
@@ -27,7 +27,7 @@ from mvu_store.js.values import (
     same_value_key,
     to_string,
 )
-from mvu_store.schema.arrays import size_limit
+from mvu_store.schema.arrays import join_items, relative, size_limit
 from mvu_store.schema.builtins import collection, make_mapper, make_predicate, path_parts, read_path
 from mvu_store.schema.dates import JsDate
 from mvu_store.schema.numeric import to_integer, to_num
@@ -236,7 +236,160 @@ def _has_in(budget: Budget, args: list[Any]) -> bool:
     return True
 
 
+def _list(value: Any) -> list[Any]:
+    return value if type(value) is list else []
+
+
+def _slice(budget: Budget, args: list[Any]) -> list[Any]:
+    items = _list(arg(args, 0))
+    budget.charge(len(items))
+    return items[relative(arg(args, 1), len(items), 0):relative(arg(args, 2), len(items), len(items))]
+
+
+def _fill(budget: Budget, args: list[Any]) -> list[Any]:
+    items = arg(args, 0)
+    if type(items) is not list:
+        return []
+    check_writable(budget, items)
+    budget.charge(len(items))
+    for index in range(relative(arg(args, 2), len(items), 0), relative(arg(args, 3), len(items), len(items))):
+        items[index] = arg(args, 1)
+    return items
+
+
+def _distinct(pairs: list[tuple[Any, Any]]) -> list[tuple[Any, Any]]:
+    seen: set[Any] = set()
+    result = []
+    for key, item in pairs:
+        if key not in seen:
+            seen.add(key)
+            result.append((key, item))
+    return result
+
+
+def _set_algebra(mode: str) -> Fn:
+    def combine(budget: Budget, args: list[Any]) -> list[Any]:
+        arrays = list(args)
+        iteratee = arrays.pop() if len(arrays) > 1 and type(arrays[-1]) is not list else UNDEFINED
+        mapper = make_mapper(budget, iteratee)
+        lists = [_list(part) for part in arrays]
+        budget.charge(sum(len(part) for part in lists))
+        keyed = [[(same_value_key(mapper(item, index)), item) for index, item in enumerate(part)] for part in lists]
+        if not keyed:
+            return []
+        if mode == "union":
+            return [item for _, item in _distinct([pair for part in keyed for pair in part])]
+        if mode == "difference":
+            excluded = {key for part in keyed[1:] for key, _ in part}
+            return [item for key, item in keyed[0] if key not in excluded]
+        if mode == "intersection":
+            shared = [{key for key, _ in part} for part in keyed[1:]]
+            return [item for key, item in _distinct(keyed[0]) if all(key in keys for keys in shared)]
+        counts: dict[Any, int] = {}
+        for part in keyed:
+            for key in {key for key, _ in part}:
+                counts[key] = counts.get(key, 0) + 1
+        return [item for key, item in _distinct([pair for part in keyed for pair in part]) if counts[key] == 1]
+
+    return combine
+
+
+def _pull_all(budget: Budget, args: list[Any]) -> list[Any]:
+    items = arg(args, 0)
+    if type(items) is not list:
+        return items  # type: ignore[no-any-return]
+    check_writable(budget, items)
+    excluded = {same_value_key(item) for item in _list(arg(args, 1))}
+    budget.charge(len(items))
+    items[:] = [item for item in items if same_value_key(item) not in excluded]
+    return items
+
+
+def _pull_at(budget: Budget, args: list[Any]) -> list[Any]:
+    items = arg(args, 0)
+    if type(items) is not list:
+        return []
+    check_writable(budget, items)
+    indexes = [to_integer(index) for part in args[1:] for index in (part if type(part) is list else [part])]
+    picked = [items[index] if 0 <= index < len(items) else UNDEFINED for index in indexes]
+    for index in sorted({index for index in indexes if 0 <= index < len(items)}, reverse=True):
+        del items[index]
+    return picked
+
+
+def _remove(budget: Budget, args: list[Any]) -> list[Any]:
+    items = arg(args, 0)
+    if type(items) is not list:
+        return []
+    check_writable(budget, items)
+    test = make_predicate(budget, arg(args, 1))
+    removed = [index for index, item in enumerate(list(items)) if test(item, index)]
+    picked = [items[index] for index in removed]
+    for index in reversed(removed):
+        del items[index]
+    return picked
+
+
+def _flatten_depth(budget: Budget, args: list[Any]) -> list[Any]:
+    depth = 1 if arg(args, 1) is UNDEFINED else to_integer(arg(args, 1))
+
+    def flat(items: list[Any], level: int) -> list[Any]:
+        budget.charge(len(items))
+        result: list[Any] = []
+        for item in items:
+            result.extend(flat(item, level - 1) if type(item) is list and level > 0 else [item])
+        return result
+
+    return flat(_list(arg(args, 0)), min(depth, 64))
+
+
+def _sorted_index(last: bool) -> Fn:
+    def position(budget: Budget, args: list[Any]) -> int:
+        items, value = _list(arg(args, 0)), arg(args, 1)
+        budget.charge(len(items).bit_length() + 1)
+        low, high = 0, len(items)
+        while low < high:
+            middle = (low + high) // 2
+            item = items[middle]
+            comparable = (is_number(item) and is_number(value)) or (type(item) is str and type(value) is str)
+            if comparable and ((item <= value) if last else (item < value)):
+                low = middle + 1
+            else:
+                high = middle
+        return low
+
+    return position
+
+
+def _last_index_of(budget: Budget, args: list[Any]) -> int:
+    items = _list(arg(args, 0))
+    budget.charge(len(items))
+    target = same_value_key(arg(args, 1))
+    start = len(items) - 1 if arg(args, 2) is UNDEFINED else to_integer(arg(args, 2))
+    start = start + len(items) if start < 0 else min(start, len(items) - 1)
+    return next((index for index in range(start, -1, -1) if same_value_key(items[index]) == target), -1)
+
+
 EXTRA_HELPERS: dict[str, Any] = {
+    "slice": Builtin("slice", _slice),
+    "fill": Builtin("fill", _fill),
+    "concat": Builtin("concat", lambda budget, args: [
+        item for part in args for item in (part if type(part) is list else [part])]),
+    "join": Builtin("join", lambda budget, args: join_items(
+        budget, _list(arg(args, 0)), "," if arg(args, 1) is UNDEFINED else to_string(arg(args, 1)))),
+    "unionBy": Builtin("unionBy", _set_algebra("union")),
+    "differenceBy": Builtin("differenceBy", _set_algebra("difference")),
+    "intersectionBy": Builtin("intersectionBy", _set_algebra("intersection")),
+    "xor": Builtin("xor", _set_algebra("xor")),
+    "xorBy": Builtin("xorBy", _set_algebra("xor")),
+    "pull": Builtin("pull", lambda budget, args: _pull_all(budget, [arg(args, 0), list(args[1:])])),
+    "pullAll": Builtin("pullAll", _pull_all),
+    "pullAt": Builtin("pullAt", _pull_at),
+    "remove": Builtin("remove", _remove),
+    "flattenDepth": Builtin("flattenDepth", _flatten_depth),
+    "sortedIndex": Builtin("sortedIndex", _sorted_index(last=False)),
+    "sortedLastIndex": Builtin("sortedLastIndex", _sorted_index(last=True)),
+    "lastIndexOf": Builtin("lastIndexOf", _last_index_of),
     "add": Builtin("add", _arithmetic("+", 0)),
     "subtract": Builtin("subtract", _arithmetic("-", 0)),
     "multiply": Builtin("multiply", _arithmetic("*", 1)),
