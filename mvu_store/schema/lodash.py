@@ -46,7 +46,7 @@ from mvu_store.schema.builtins import (
     read_path,
     values,
 )
-from mvu_store.schema.lodash_extra import EXTRA_HELPERS
+from mvu_store.schema.lodash_extra import EXTRA_HELPERS, last_match
 from mvu_store.schema.numeric import MATH_FUNCTIONS, is_integer, range_error, to_integer, to_num
 from mvu_store.schema.operators import clip
 
@@ -617,11 +617,8 @@ def _invert(budget: Budget, args: list[Any]) -> Any:
 
 
 def _find_last(budget: Budget, args: list[Any]) -> Any:
-    test = make_predicate(budget, arg(args, 1))
-    for key, item in reversed(collection(budget, arg(args, 0))):
-        if test(item, key):
-            return item
-    return UNDEFINED
+    found = last_match(budget, collection(budget, arg(args, 0)), arg(args, 1))
+    return UNDEFINED if found is None else found[1]
 
 
 def _find_index(from_end: bool) -> Fn:

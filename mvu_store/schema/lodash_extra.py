@@ -169,12 +169,15 @@ def _transform(budget: Budget, args: list[Any]) -> Any:
     return accumulator
 
 
+def last_match(budget: Budget, pairs: list[tuple[Any, Any]], matcher: Any) -> tuple[Any, Any] | None:
+    """The last (key, item) the iteratee accepts (``findLast``, ``findLastKey``)."""
+    test = make_predicate(budget, matcher)
+    return next(((key, item) for key, item in reversed(pairs) if test(item, key)), None)
+
+
 def _find_last_key(budget: Budget, args: list[Any]) -> Any:
-    test = make_predicate(budget, arg(args, 1))
-    for key, item in reversed(_own_pairs(budget, arg(args, 0))):
-        if test(item, key):
-            return key
-    return UNDEFINED
+    found = last_match(budget, _own_pairs(budget, arg(args, 0)), arg(args, 1))
+    return UNDEFINED if found is None else found[0]
 
 
 def _words(text: str) -> list[str]:
@@ -305,11 +308,18 @@ def _pull_all(budget: Budget, args: list[Any]) -> list[Any]:
     return items
 
 
+def _writable(budget: Budget, value: Any) -> list[Any] | None:
+    """The array a mutating helper changes (``None`` for anything else: lodash returns [])."""
+    if type(value) is not list:
+        return None
+    check_writable(budget, value)
+    return value
+
+
 def _pull_at(budget: Budget, args: list[Any]) -> list[Any]:
-    items = arg(args, 0)
-    if type(items) is not list:
+    items = _writable(budget, arg(args, 0))
+    if items is None:
         return []
-    check_writable(budget, items)
     indexes = [to_integer(index) for part in args[1:] for index in (part if type(part) is list else [part])]
     picked = [items[index] if 0 <= index < len(items) else UNDEFINED for index in indexes]
     for index in sorted({index for index in indexes if 0 <= index < len(items)}, reverse=True):
@@ -318,10 +328,9 @@ def _pull_at(budget: Budget, args: list[Any]) -> list[Any]:
 
 
 def _remove(budget: Budget, args: list[Any]) -> list[Any]:
-    items = arg(args, 0)
-    if type(items) is not list:
+    items = _writable(budget, arg(args, 0))
+    if items is None:
         return []
-    check_writable(budget, items)
     test = make_predicate(budget, arg(args, 1))
     removed = [index for index, item in enumerate(list(items)) if test(item, index)]
     picked = [items[index] for index in removed]
