@@ -413,8 +413,10 @@ def _for_each(budget: Budget, args: list[Any]) -> Any:
     return arg(args, 0)
 
 
-def _reduce(budget: Budget, args: list[Any]) -> Any:
+def _reduce(budget: Budget, args: list[Any], backwards: bool = False) -> Any:
     fn, pairs = arg(args, 1), collection(budget, arg(args, 0))
+    if backwards:
+        pairs.reverse()
     if len(args) > 2:
         accumulator = args[2]
     elif pairs:
@@ -512,6 +514,12 @@ def _drop(from_end: bool) -> Fn:
     return drop
 
 
+def _update_path(budget: Budget, args: list[Any]) -> Any:
+    """``_.update(object, path, updater)``: ``set`` with the updater's result for the old value."""
+    old = read_path(arg(args, 0), path_parts(arg(args, 1)))
+    return _set_path(budget, [arg(args, 0), arg(args, 1), call_fn(budget, arg(args, 2), old)])
+
+
 def _set_path(budget: Budget, args: list[Any]) -> Any:
     """``_.set(object, 'a.b', value)``: creates plain objects along the path."""
     target, path, value = arg(args, 0), arg(args, 1), arg(args, 2)
@@ -554,6 +562,7 @@ _LODASH_HELPERS.update({
     "forEach": Builtin("forEach", _for_each),
     "each": Builtin("each", _for_each),
     "reduce": Builtin("reduce", _reduce),
+    "reduceRight": Builtin("reduceRight", lambda budget, args: _reduce(budget, args, backwards=True)),
     "sumBy": Builtin("sumBy", _by(sum)),
     "maxBy": Builtin("maxBy", _by(max)),
     "minBy": Builtin("minBy", _by(min)),
@@ -568,6 +577,8 @@ _LODASH_HELPERS.update({
     "flatten": Builtin("flatten", _flatten),
     "isEqual": Builtin("isEqual", _is_equal),
     "assign": Builtin("assign", assign_into(defaults_only=False)),
+    "assignIn": Builtin("assignIn", assign_into(defaults_only=False)),
+    "extend": Builtin("extend", assign_into(defaults_only=False)),
     "defaults": Builtin("defaults", assign_into(defaults_only=True)),
     "drop": Builtin("drop", _drop(from_end=False)),
     "dropRight": Builtin("dropRight", _drop(from_end=True)),
@@ -575,6 +586,7 @@ _LODASH_HELPERS.update({
                        if type(arg(args, 0)) is list else arg(args, 0)),
     "clone": Builtin("clone", lambda budget, args: spread_copy(arg(args, 0))),
     "set": Builtin("set", _set_path),
+    "update": Builtin("update", _update_path),
     "times": Builtin("times", _times),
     "isUndefined": plain("isUndefined", lambda value=UNDEFINED, *_: value is UNDEFINED),
     "isNull": plain("isNull", lambda value=UNDEFINED, *_: value is None),

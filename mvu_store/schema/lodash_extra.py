@@ -15,6 +15,7 @@ from collections.abc import Callable
 from typing import Any
 
 from mvu_store.js.members import check_writable, data_member, own_keys, safe_key
+from mvu_store.js.numbers import WHITESPACE
 from mvu_store.js.values import (
     MAX_SAFE_INTEGER,
     UNDEFINED,
@@ -28,7 +29,7 @@ from mvu_store.js.values import (
     to_string,
 )
 from mvu_store.schema.arrays import join_items, relative, size_limit
-from mvu_store.schema.builtins import collection, make_mapper, make_predicate, path_parts, read_path
+from mvu_store.schema.builtins import collection, is_match, make_mapper, make_predicate, path_parts, read_path
 from mvu_store.schema.dates import JsDate
 from mvu_store.schema.numeric import to_integer, to_num
 from mvu_store.schema.operators import BINARY
@@ -379,7 +380,38 @@ def _last_index_of(budget: Budget, args: list[Any]) -> int:
     return next((index for index in range(start, -1, -1) if same_value_key(items[index]) == target), -1)
 
 
+def _trim_chars(strip: Callable[[str, str], str]) -> Fn:
+    """``_.trimStart``/``_.trimEnd(text, chars?)``: JavaScript's whitespace, or the given characters."""
+    return lambda budget, args: strip(_text(args), WHITESPACE if arg(args, 1) is UNDEFINED else to_string(arg(args, 1)))
+
+
+def _pad_both(budget: Budget, args: list[Any]) -> str:
+    """``_.pad(text, length, chars)``: padding split between the sides, the extra on the right."""
+    text = _text(args)
+    length = to_integer(arg(args, 1)) if arg(args, 1) is not UNDEFINED else 0
+    chars = " " if arg(args, 2) is UNDEFINED else to_string(arg(args, 2))
+    missing = length - len(text)
+    if missing <= 0 or not chars:
+        return text
+    size_limit(budget, missing)
+    left = missing // 2
+    fill = chars * (missing // len(chars) + 1)
+    return fill[:left] + text + fill[:missing - left]
+
+
+def _at_paths(budget: Budget, args: list[Any]) -> list[Any]:
+    paths = [path for part in args[1:] for path in (part if type(part) is list else [part])]
+    size_limit(budget, len(paths))
+    return [read_path(arg(args, 0), path_parts(path)) for path in paths]
+
+
 EXTRA_HELPERS: dict[str, Any] = {
+    "trimStart": Builtin("trimStart", _trim_chars(str.lstrip)),
+    "trimEnd": Builtin("trimEnd", _trim_chars(str.rstrip)),
+    "pad": Builtin("pad", _pad_both),
+    "at": Builtin("at", _at_paths),
+    "toPath": Builtin("toPath", lambda budget, args: [to_string(part) for part in path_parts(arg(args, 0))]),
+    "isMatch": Builtin("isMatch", lambda budget, args: is_match(budget, arg(args, 0), arg(args, 1))),
     "slice": Builtin("slice", _slice),
     "fill": Builtin("fill", _fill),
     "concat": Builtin("concat", lambda budget, args: [
