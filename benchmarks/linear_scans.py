@@ -18,9 +18,10 @@ from dataclasses import dataclass
 
 from mvu_store.cards.imports import imported_urls
 from mvu_store.cards.png import MAX_DECODED_BYTES
+from mvu_store.js.numbers import _NUMBER_TEXT
+from mvu_store.js.values import MAX_TEXT
 from mvu_store.processor.repair import repairs
 from mvu_store.prompt import macro_paths
-from mvu_store.schema.values import _NUMBER_TEXT, MAX_TEXT
 from mvu_store.service.openings import MAX_GREETING_BYTES, _array_blocks_as_patches
 from mvu_store.store_host.events import MAX_REPLY_BYTES
 from tests.test_linear_scans import OLD_ARRAY_BLOCK, OLD_FENCE_END, OLD_IMPORT, OLD_MACRO, OLD_NUMBER

@@ -21,9 +21,9 @@ import sys
 import time
 from typing import Any
 
+from mvu_store.js.values import Budget
 from mvu_store.schema import string_patterns
 from mvu_store.schema.regex import compile_regex
-from mvu_store.schema.values import Budget
 
 CARD_TEXT = "\n".join(f"第{index}天 勇者 等级{index % 50}级 金币 {index * 37} 枚  状态: 正常" for index in range(250))
 

@@ -17,10 +17,10 @@ from hypothesis import strategies as st
 
 from mvu_store.cards.imports import imported_urls
 from mvu_store.cards.png import MAX_DECODED_BYTES
+from mvu_store.js.values import MAX_TEXT, to_number
 from mvu_store.processor.repair import repairs
 from mvu_store.prompt import expand_message_variables, has_macro, macro_paths
 from mvu_store.prompt.units import LINE_TERMINATORS
-from mvu_store.schema.values import MAX_TEXT, to_number
 from mvu_store.service.openings import MAX_GREETING_BYTES, _array_blocks_as_patches
 from mvu_store.store_host.events import MAX_REPLY_BYTES
 
@@ -157,7 +157,7 @@ def test_a_greeting_of_unclosed_arrays_is_scanned_once() -> None:
 @PROPERTY
 @given(pieces("1", "0", ".", "e", "E", "+", "-", "x", " "))
 def test_number_text_is_the_same_language(text: str) -> None:
-    from mvu_store.schema.values import _NUMBER_TEXT
+    from mvu_store.js.numbers import _NUMBER_TEXT
 
     assert (_NUMBER_TEXT.fullmatch(text) is None) == (OLD_NUMBER.fullmatch(text) is None)
 

@@ -31,9 +31,9 @@ from mvu_api.http.wire import json_response
 from mvu_store.cards import read_card
 from mvu_store.cards.reader import MAX_INPUT_BYTES
 from mvu_store.errors import Code, MvuError
+from mvu_store.js.values import MAX_SAFE_INTEGER
 from mvu_store.lang.macros import MAX_NAME_CHARS, Names
 from mvu_store.ledger.host_sessions import StoredSession
-from mvu_store.schema.values import MAX_SAFE_INTEGER
 from mvu_store.service import MvuService
 from mvu_store.service.models import MAX_SESSION_ID
 from mvu_store.service.offload import off_loop

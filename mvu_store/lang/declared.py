@@ -29,11 +29,11 @@ from collections.abc import Callable
 from contextlib import suppress
 
 from mvu_store.errors import Code, MvuError
+from mvu_store.js.values import is_number, to_string
 from mvu_store.jsonvalue import UNSAFE_KEYS, JsonValue, json_pointer
 from mvu_store.lang.commands import Command
 from mvu_store.lang.creation import written
 from mvu_store.lang.executors import Run, is_undefined
-from mvu_store.lang.jsvalues import is_number, js_string
 from mvu_store.lang.literals import parse_value, to_number
 from mvu_store.lang.paths import Path, format_path, lodash_path, lookup, parse_path, parse_pointer, trim_quotes
 
@@ -158,9 +158,9 @@ def _inserted(container: JsonValue, key: JsonValue, value: JsonValue, keyed: boo
         index = _splice_at(container, key) if keyed else len(container)
         return [*container[:index], value, *container[index:]]
     if keyed:
-        updated = {**container, js_string(key): value}
+        updated = {**container, to_string(key): value}
         if undefined:
-            del updated[js_string(key)]  # obj[key] = undefined: JSON keeps no such key
+            del updated[to_string(key)]  # obj[key] = undefined: JSON keeps no such key
         return updated
     # lodash's _.assign: an object's keys, or a string's or array's indexes; anything else adds nothing.
     if isinstance(value, dict):
@@ -174,8 +174,8 @@ def execute_insert(run: Run, command: Command, parse: Parse) -> None:
     path = _writable(_command_path(run, command))
     keyed = len(command.args) >= 3
     key = _value(run, command.args[1])
-    if keyed and js_string(key) in UNSAFE_KEYS:
-        raise MvuError(Code.PATH, f"the key {js_string(key)!r} is refused")
+    if keyed and to_string(key) in UNSAFE_KEYS:
+        raise MvuError(Code.PATH, f"the key {to_string(key)!r} is refused")
     value = _value(run, command.args[-1])
     undefined = is_undefined(command.args[-1])
     found, existing = lookup(run.stat_data, path)
@@ -189,7 +189,7 @@ def execute_insert(run: Run, command: Command, parse: Parse) -> None:
     # An object's new key is recorded with the value the state ended with; an array's element
     # has no fixed place to read it back from, so the inserted value is recorded.
     if keyed and isinstance(lookup(run.stat_data, path)[1], dict):
-        found, final = lookup(run.stat_data, (*path, js_string(key)))
+        found, final = lookup(run.stat_data, (*path, to_string(key)))
         value = final if found else value
     run.record(command, path, value=value, **({"key": key} if keyed else {}))
 

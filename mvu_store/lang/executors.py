@@ -18,11 +18,13 @@ from collections.abc import Callable
 from typing import Any
 
 from mvu_store.errors import Code, MvuError
+from mvu_store.js.dates import fields_of, iso_text, parse_date, time_clip
+from mvu_store.js.members import own_keys
+from mvu_store.js.values import is_number, to_string, truthy
 from mvu_store.jsonvalue import UNSAFE_KEYS, JsonValue, json_pointer
 from mvu_store.lang.arith import round12
 from mvu_store.lang.commands import Command
-from mvu_store.lang.dates import iso_string, parse_date
-from mvu_store.lang.jsvalues import is_number, js_string, object_keys, same, truthy
+from mvu_store.lang.jsvalues import same
 from mvu_store.lang.literals import parse_value, to_number
 from mvu_store.lang.merge import merged
 from mvu_store.lang.meta import (
@@ -142,15 +144,17 @@ def execute_add(run: Run, command: Command) -> None:
     delta = parse_value(command.args[1], run.budget)
     vwd = _is_vwd(old) and old[0] is not None and not isinstance(old[0], dict | list)
     operand = old[0] if vwd else old
-    moment = parse_date(operand) if isinstance(operand, str) and to_number(operand) is None else None
-    if moment is None and not is_number(operand):
+    # MagVarUpdate adds milliseconds to a text JavaScript's `new Date` reads as a date (and that is
+    # no plain number), storing toISOString()'s form; the store has no time zone, so one without
+    # an offset is UTC.
+    moment = parse_date(operand) if isinstance(operand, str) and to_number(operand) is None else math.nan
+    if math.isnan(moment) and not is_number(operand):
         raise _refused(f"{format_path(path)!r} is neither a number nor a date")
     if not is_number(delta):
         raise _refused(f"the delta {command.args[1]!r} is not a number")
-    # A date moves by ``delta`` milliseconds and is stored as an ISO text (dates.py).
-    total = round12(operand + delta) if moment is None else _moved(moment, delta)
+    total = round12(operand + delta) if math.isnan(moment) else _moved(int(moment), delta)
     if total is None:
-        raise _refused("the sum is not finite" if moment is None else "the date is out of range")
+        raise _refused("the sum is not finite" if math.isnan(moment) else "the date is out of range")
     new = [total, old[1]] if vwd else total
     _write(run, path, new)
     run.record(command, path, previous=old, value=new)
@@ -159,7 +163,11 @@ def execute_add(run: Run, command: Command) -> None:
 def _moved(moment: int, delta: float) -> str | None:
     if not math.isfinite(delta):
         return None
-    return iso_string(moment + math.trunc(delta))
+    moved = time_clip(moment + math.trunc(delta))
+    # Years 1 to 9999 only: beyond them toISOString writes signed six-digit years no reader expects.
+    if math.isnan(moved) or not 1 <= fields_of(int(moved))[0] <= 9999:
+        return None
+    return iso_text(int(moved))
 
 
 def _check_insert_schema(run: Run, node: Schema | None, path: Path, key: JsonValue, keyed: bool) -> None:
@@ -169,8 +177,8 @@ def _check_insert_schema(run: Run, node: Schema | None, path: Path, key: JsonVal
         if node.get("type") == "object" and node.get("extensible") is False:
             if not keyed:
                 raise _refused(f"{format_path(path)!r} is not extensible")
-            if js_string(key) not in properties_of(node):
-                raise _refused(f"{format_path(path)!r} is not extensible (no key {js_string(key)!r})")
+            if to_string(key) not in properties_of(node):
+                raise _refused(f"{format_path(path)!r} is not extensible (no key {to_string(key)!r})")
         elif node.get("type") == "array" and node.get("extensible") is not True:
             raise _refused(f"array {format_path(path)!r} is not extensible")
         return
@@ -194,13 +202,13 @@ def _keyed(container: JsonValue, key: JsonValue, value: JsonValue) -> JsonValue:
     if isinstance(container, list):
         if is_number(key) or key == "-":
             return _spliced(container, key, value)
-        name = js_string(key)
+        name = to_string(key)
         # arr['1'] = v overwrites index 1 in JavaScript; other names would vanish from JSON.
         if not is_index(name) or int(name) > len(container):
             raise _refused(f"an array has no key {name!r}")
         return [*container[: int(name)], value, *container[int(name) + 1 :]]
     updated = dict(container) if isinstance(container, dict) else {}
-    updated[js_string(key)] = value
+    updated[to_string(key)] = value
     return updated
 
 
@@ -211,8 +219,8 @@ def execute_insert(run: Run, command: Command) -> None:
     if found and existing is not None and not isinstance(existing, dict | list):
         raise _refused(f"{format_path(path)!r} holds a {type(existing).__name__}, not a container")
     key = parse_value(command.args[1], run.budget) if keyed else None
-    if keyed and js_string(key) in UNSAFE_KEYS:
-        raise MvuError(Code.PATH, f"the key {js_string(key)!r} is refused")
+    if keyed and to_string(key) in UNSAFE_KEYS:
+        raise MvuError(Code.PATH, f"the key {to_string(key)!r} is refused")
     value = parse_value(command.args[2] if keyed else command.args[1], run.budget)
     if not found:
         # undefined counts as a primitive target in MagVarUpdate, in both forms: an insert never
@@ -228,7 +236,7 @@ def execute_insert(run: Run, command: Command) -> None:
         filled = run.fill(value, run.template_of(node, "array", "object"))
         updated = _keyed(existing, key, filled)
         if isinstance(updated, dict) and filled is None and is_undefined(command.args[2]):
-            del updated[js_string(key)]  # obj[key] = undefined: JSON keeps no such key
+            del updated[to_string(key)]  # obj[key] = undefined: JSON keeps no such key
     else:
         container = existing if isinstance(existing, dict | list) else ([] if isinstance(value, list) else {})
         if isinstance(container, list):
@@ -256,9 +264,9 @@ def _check_delete_schema(run: Run, container_path: Path, key: JsonValue) -> None
     if node.get("type") == "array" and node.get("extensible") is not True:
         raise _refused(f"array {format_path(container_path)!r} is not extensible")
     if node.get("type") == "object":
-        child = properties_of(node).get(js_string(key))
+        child = properties_of(node).get(to_string(key))
         if isinstance(child, dict) and child.get("required") is True:
-            raise _refused(f"{js_string(key)!r} is required in {format_path(container_path)!r}")
+            raise _refused(f"{to_string(key)!r} is required in {format_path(container_path)!r}")
 
 
 def _remove_from(collection: JsonValue, target: JsonValue, path: Path) -> JsonValue:
@@ -272,12 +280,12 @@ def _remove_from(collection: JsonValue, target: JsonValue, path: Path) -> JsonVa
         return [*collection[:index], *collection[index + 1 :]]
     if isinstance(collection, dict):
         if is_number(target):
-            keys = object_keys(collection)  # the Nth key in JavaScript's key order
+            keys = own_keys(collection)  # the Nth key in JavaScript's key order
             if not (float(target).is_integer() and 0 <= target < len(keys)):
                 raise _refused(f"object {format_path(path)!r} has no entry {target}")
             name = keys[int(target)]
         else:
-            name = js_string(target)
+            name = to_string(target)
             if name not in collection:
                 raise _refused(f"object {format_path(path)!r} has no key {name!r}")
         return {k: v for k, v in collection.items() if k != name}

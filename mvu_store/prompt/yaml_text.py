@@ -18,9 +18,9 @@ import math
 import re
 from dataclasses import dataclass
 
+from mvu_store.js.numbers import number_to_string
 from mvu_store.jsonvalue import JsonValue, js_json
 from mvu_store.prompt.units import LINE_TERMINATORS, has_lone_surrogate, join_units, split_units
-from mvu_store.schema.values import number_to_string
 
 _INDENT_STEP = "  "
 _LINE_WIDTH = 80

@@ -1,6 +1,6 @@
 """One request's allowance: the fuel every validation of a reply, a greeting or a card shares.
 
-A :class:`~mvu_store.schema.values.Budget` bounds one compile or one validation; a reply
+A :class:`~mvu_store.js.values.Budget` bounds one compile or one validation; a reply
 validates after each of its up to 1,000 commands, so its total would be bounded only by
 1,000 budgets. An :class:`Allowance` is the request's own budget: each validation run under it
 gets at most what is left (never more than one validation's fuel), spends it, and gives back
@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 from mvu_store.errors import Code, MvuError
-from mvu_store.schema.values import FUEL, Budget
+from mvu_store.js.values import FUEL, Budget
 
 REQUEST_FUEL = 8 * FUEL
 """What all the declaration work of one request may spend: eight validations at their limit."""

@@ -7,17 +7,15 @@ charges the budget in proportion to the data it touches, and never exposes a pro
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Callable
 from typing import Any
 
 from mvu_store.errors import Code, MvuError
-from mvu_store.jsonvalue import UNSAFE_KEYS, loads
-from mvu_store.schema.dates import DATE, JsDate
-from mvu_store.schema.regex import REGEXP
-from mvu_store.schema.values import (
-    MAX_SAFE_INTEGER,
+from mvu_store.js import json as json_text
+from mvu_store.js.members import check_writable, data_member, own_keys, safe_key, set_member
+from mvu_store.js.strings import units
+from mvu_store.js.values import (
     UNDEFINED,
     Budget,
     Builtin,
@@ -29,28 +27,19 @@ from mvu_store.schema.values import (
     is_number,
     same_value_key,
     strict_equals,
-    to_number,
+    text_limit,
     to_string,
     truthy,
     typeof,
 )
+from mvu_store.jsonvalue import UNSAFE_KEYS
+from mvu_store.schema.arrays import array_from, array_like, make_array
+from mvu_store.schema.dates import DATE, JsDate
+from mvu_store.schema.numeric import MATH, NUMBER, parse_float, parse_int, to_num
+from mvu_store.schema.regex import REGEXP
+from mvu_store.schema.strings import STRING_STATICS
 
 Fn = Callable[[Budget, list[Any]], Any]
-
-
-def safe_key(name: str) -> str:
-    """``name`` as a key a declaration may create: prototype names are refused (S-7)."""
-    if name in UNSAFE_KEYS:
-        raise MvuError(Code.SCHEMA, f"the key `{name}` is not allowed", key=name)
-    return name
-
-
-def check_writable(budget: Budget, obj: Any) -> None:
-    """Refuse writes to anything but a JSON container created outside the declaration's constants."""
-    if type(obj) is not dict and type(obj) is not list:
-        raise fail(f"cannot modify a {typeof(obj)}")
-    if id(obj) in budget.frozen:
-        raise MvuError(Code.SCHEMA, "the declaration's constants are read-only")
 
 
 def iterate(budget: Budget, value: Any) -> list[Any]:
@@ -83,38 +72,56 @@ def call_fn(budget: Budget, fn: Any, *args: Any) -> Any:
     return fn.call(budget, list(args))
 
 
-def make_predicate(budget: Budget, matcher: Any) -> Callable[[Any, Any], bool]:
-    """lodash's iteratee shorthand: a function, a property name or a partial object."""
-    if isinstance(matcher, JsCallable):
-        return lambda item, key: truthy(matcher.call(budget, [item, key]))
-    if type(matcher) is str:
-        return lambda item, key: type(item) is dict and truthy(item.get(matcher, UNDEFINED))
-    if matcher is UNDEFINED:
-        return lambda item, key: truthy(item)
-    if type(matcher) is dict:
-        return lambda item, key: type(item) is dict and all(
-            strict_equals(item.get(k, UNDEFINED), v) for k, v in matcher.items())
-    raise fail("unsupported iteratee")
+def path_parts(path: Any) -> list[Any]:
+    """lodash's property path: an array of keys, a number, or a string such as ``a.b[0].c``."""
+    if type(path) is list:
+        return path
+    text = to_string(path)
+    return [part for part in text.replace("[", ".").replace("]", "").split(".")] if text else [""]
+
+
+def read_path(value: Any, parts: list[Any]) -> Any:
+    """``_.get(value, parts)``: own data along the path, ``undefined`` where it ends."""
+    for part in parts:
+        if type(value) is not dict and type(value) is not list and type(value) is not str:
+            return UNDEFINED
+        value = data_member(value, part)
+    return value
+
+
+def is_match(budget: Budget, item: Any, source: Any) -> bool:
+    """lodash's ``isMatch``: every entry of ``source`` is in ``item`` (objects partially, deeply)."""
+    budget.charge(1)
+    if type(source) is dict:
+        return type(item) is dict and all(key in item and is_match(budget, item[key], value)
+                                          for key, value in source.items())
+    if type(source) is list:
+        return type(item) is list and all(any(is_match(budget, have, want) for have in item) for want in source)
+    return same_value_key(item) == same_value_key(source) or (
+        type(item) in (int, float) and type(source) in (int, float) and item == source)
 
 
 def make_mapper(budget: Budget, mapper: Any) -> Callable[[Any, Any], Any]:
+    """lodash's iteratee: a function, a property path, ``[path, value]`` (matchesProperty), a
+    partial object (matches), or nothing (identity)."""
     if isinstance(mapper, JsCallable):
         return lambda item, key: mapper.call(budget, [item, key])
-    if type(mapper) is str:
-        return lambda item, key: item.get(mapper, UNDEFINED) if type(item) is dict else UNDEFINED
-    if mapper is UNDEFINED:
+    if mapper is UNDEFINED or mapper is None:
         return lambda item, key: item
+    if type(mapper) is str or type(mapper) in (int, float):
+        parts = path_parts(mapper)
+        return lambda item, key: read_path(item, parts)
+    if type(mapper) is list:
+        parts, wanted = path_parts(arg(mapper, 0)), arg(mapper, 1)
+        return lambda item, key: is_match(budget, read_path(item, parts), wanted)
+    if type(mapper) is dict:
+        return lambda item, key: is_match(budget, item, mapper)
     raise fail("unsupported iteratee")
 
 
-def js_key_order(obj: dict[str, Any]) -> list[str]:
-    """An object's keys in JavaScript's order: integer-like keys first, ascending, then the
-    rest in insertion order (``Object.keys({b: 1, 2: 1, 1: 1})`` is ``['1', '2', 'b']``)."""
-    numeric = [key for key in obj if key.isdigit() and key.isascii() and (key == "0" or key[0] != "0")]
-    if not numeric:
-        return list(obj)
-    numeric.sort(key=int)
-    return numeric + [key for key in obj if not (key.isdigit() and key.isascii() and (key == "0" or key[0] != "0"))]
+def make_predicate(budget: Budget, matcher: Any) -> Callable[[Any, Any], bool]:
+    mapper = make_mapper(budget, matcher)
+    return lambda item, key: truthy(mapper(item, key))
 
 
 def collection(budget: Budget, value: Any) -> list[tuple[Any, Any]]:
@@ -124,10 +131,11 @@ def collection(budget: Budget, value: Any) -> list[tuple[Any, Any]]:
         return list(zip(range(len(value)), value, strict=True))
     if type(value) is dict:
         budget.charge(len(value))
-        return [(key, value[key]) for key in js_key_order(value)]
-    if value is None or value is UNDEFINED:
-        return []
-    raise fail(f"expected a collection, got {typeof(value)}")
+        return [(key, value[key]) for key in own_keys(value)]
+    if type(value) is str:  # lodash reads a string as an array of its characters
+        budget.charge(len(value))
+        return list(enumerate(units(value)))
+    return []  # null, undefined, numbers and booleans have no entries
 
 
 def js_compare(left: Any, right: Any) -> int:
@@ -138,90 +146,6 @@ def js_compare(left: Any, right: Any) -> int:
         return int(left > right) - int(left < right)
     a, b = to_string(left), to_string(right)
     return int(a > b) - int(a < b)
-
-
-def js_round(value: float | int, digits: int = 0) -> float | int:
-    """JavaScript's Math.round (halves go up) with lodash's optional precision."""
-    if not math.isfinite(value):
-        return value
-    factor = 10**digits
-    result = math.floor(value * factor + 0.5) / factor
-    return int(result) if digits <= 0 else result
-
-
-def to_num(value: Any) -> float | int:
-    kind = type(value)
-    if kind is int or kind is float:
-        return value  # type: ignore[no-any-return]
-    return to_number(value, explicit=True)
-
-
-_INTEGER_BOUND = 2**53
-
-
-def to_integer(value: Any) -> int:
-    """ECMAScript ``ToIntegerOrInfinity`` for counts, indexes and widths: NaN is 0 and the
-    infinities become ±2**53, so callers can do plain integer arithmetic (``int(inf)`` raises)."""
-    number = to_num(value)
-    if math.isnan(number):
-        return 0
-    if math.isinf(number):
-        return _INTEGER_BOUND if number > 0 else -_INTEGER_BOUND
-    return int(number)
-
-
-def _math_minmax(pick: Callable[..., Any], empty: float) -> Fn:
-    def minmax(budget: Budget, args: list[Any]) -> Any:
-        if len(args) == 2 and type(args[0]) is int and type(args[1]) is int:
-            return pick(args)  # the common `Math.max(-100, v)` on integers: no conversion, no NaN
-        numbers = [to_num(item) for item in args]
-        if any(math.isnan(item) for item in numbers):
-            return math.nan
-        return pick(numbers) if numbers else empty
-
-    return minmax
-
-
-def _unary_math(fn: Callable[[float], float]) -> Fn:
-    def apply(budget: Budget, args: list[Any]) -> Any:
-        number = to_num(arg(args, 0))
-        try:
-            result = fn(number)
-        except (ValueError, OverflowError):
-            return math.nan
-        return int(result) if isinstance(result, float) and result.is_integer() and abs(result) < 2**53 else result
-
-    return apply
-
-
-def _math_round(budget: Budget, args: list[Any]) -> Any:
-    return js_round(to_num(arg(args, 0)))
-
-
-def _sign(value: float) -> float:
-    return value if value == 0 or math.isnan(value) else math.copysign(1, value)
-
-
-MATH = Namespace("Math", {
-    "abs": Builtin("abs", _unary_math(abs)),
-    "ceil": Builtin("ceil", _unary_math(lambda x: x if not math.isfinite(x) else float(math.ceil(x)))),
-    "floor": Builtin("floor", _unary_math(lambda x: x if not math.isfinite(x) else float(math.floor(x)))),
-    "trunc": Builtin("trunc", _unary_math(lambda x: x if not math.isfinite(x) else float(math.trunc(x)))),
-    "round": Builtin("round", _math_round),
-    "sign": Builtin("sign", _unary_math(_sign)),
-    "sqrt": Builtin("sqrt", _unary_math(math.sqrt)),
-    "cbrt": Builtin("cbrt", _unary_math(lambda x: math.copysign(abs(x) ** (1 / 3), x))),
-    "log": Builtin("log", _unary_math(math.log)),
-    "log10": Builtin("log10", _unary_math(math.log10)),
-    "log2": Builtin("log2", _unary_math(math.log2)),
-    "exp": Builtin("exp", _unary_math(math.exp)),
-    "pow": Builtin("pow", lambda b, a: _unary_math(lambda x: x ** to_num(arg(a, 1)))(b, a)),
-    "min": Builtin("min", _math_minmax(min, math.inf)),
-    "max": Builtin("max", _math_minmax(max, -math.inf)),
-    "hypot": Builtin("hypot", lambda b, a: math.hypot(*(to_num(x) for x in a))),
-    "PI": math.pi,
-    "E": math.e,
-})
 
 
 # -- lodash --------------------------------------------------------------------------------
@@ -268,56 +192,6 @@ def from_entries(budget: Budget, args: list[Any]) -> Any:
     return result
 
 
-def is_integer(value: Any) -> bool:
-    return is_number(value) and math.isfinite(value) and value == int(value)
-
-
-# -- global functions and namespaces ------------------------------------------------------------
-
-
-def _parse_float(budget: Budget, args: list[Any]) -> Any:
-    text = to_string(arg(args, 0)).strip()
-    end = 0
-    best: float | int = math.nan
-    while end < len(text) and end < 400:
-        end += 1
-        candidate = text[:end]
-        if candidate.lower() in {"inf", "infi", "infin", "infini", "infinit", "nan"}:
-            continue
-        try:
-            best = float(candidate)
-        except ValueError:
-            if candidate[-1] not in "eE+-.":
-                break
-    if text.startswith(("Infinity", "+Infinity")):
-        return math.inf
-    if text.startswith("-Infinity"):
-        return -math.inf
-    return int(best) if isinstance(best, float) and best.is_integer() and abs(best) < 2**53 else best
-
-
-def _parse_int(budget: Budget, args: list[Any]) -> Any:
-    text = to_string(arg(args, 0)).strip()
-    radix = arg(args, 1)
-    base = 10 if radix is UNDEFINED or to_num(radix) == 0 else to_integer(radix)
-    sign = -1 if text.startswith("-") else 1
-    text = text.lstrip("+-")
-    if base in (10, 16) and text.lower().startswith("0x") and radix in (UNDEFINED, 16):
-        base, text = 16, text[2:]
-    digits = "0123456789abcdefghijklmnopqrstuvwxyz"[:base]
-    count = 0
-    while count < len(text) and text[count].lower() in digits:
-        count += 1
-    if count == 0 or not 2 <= base <= 36:
-        return math.nan
-    value = sign * int(text[:count], base)
-    return value if abs(value) < 2**53 else float(value)
-
-
-def _number(budget: Budget, args: list[Any]) -> Any:
-    return 0 if not args else to_num(args[0])
-
-
 def charged_text(budget: Budget, value: Any) -> str:
     """``ToString`` that pays for an array's text: joining a large array is real work, and a loop
     of ``String(items)`` or ``` `${items}` ``` must exhaust the budget like any other loop."""
@@ -331,15 +205,6 @@ def _string(budget: Budget, args: list[Any]) -> Any:
     return "" if not args else charged_text(budget, args[0])
 
 
-def _has_own(budget: Budget, args: list[Any]) -> bool:
-    target, key = arg(args, 0), to_string(arg(args, 1))
-    if type(target) is dict:
-        return key in target
-    if type(target) is list:
-        return key.isdigit() and int(key) < len(target)
-    return False
-
-
 def assign_into(defaults_only: bool) -> Fn:
     """``Object.assign`` / ``_.assign`` (later sources win) and ``_.defaults`` (fills only
     undefined keys): shallow copies of own entries into a writable target."""
@@ -349,9 +214,9 @@ def assign_into(defaults_only: bool) -> Fn:
         for source in args[1:]:
             for key, item in collection(budget, source):
                 name = to_string(key)
-                if name in UNSAFE_KEYS or (defaults_only and target.get(name, UNDEFINED) is not UNDEFINED):
+                if name in UNSAFE_KEYS or (defaults_only and data_member(target, name) is not UNDEFINED):
                     continue
-                target[name] = item
+                set_member(budget, target, name, item)
         return target
 
     return assign
@@ -393,16 +258,14 @@ class JsSet(Opaque):
 
 
 def _array_from(budget: Budget, args: list[Any]) -> Any:
-    source, fn = arg(args, 0), arg(args, 1)
-    if type(source) is dict and "length" in source:  # Array.from({ length: n }, fn)
-        count = max(0, to_integer(source["length"]))
-        budget.charge(count)
-        items: list[Any] = [UNDEFINED] * count
+    source = arg(args, 0)
+    if type(source) is dict:  # Array.from({ length: n }, fn)
+        items = array_like(budget, source)
     elif type(source) is list or type(source) is str or isinstance(source, JsSet):
         items = iterate(budget, source)
     else:
         items = []
-    return items if fn is UNDEFINED else [call_fn(budget, fn, item, index) for index, item in enumerate(items)]
+    return array_from(budget, args, items)
 
 
 def _define_property(budget: Budget, args: list[Any]) -> Any:
@@ -410,8 +273,6 @@ def _define_property(budget: Budget, args: list[Any]) -> Any:
 
     A getter is read once, now: declarations are evaluated once, top to bottom.
     """
-    from mvu_store.schema.runtime import set_member  # runtime imports this module
-
     target, key, descriptor = arg(args, 0), arg(args, 1), arg(args, 2)
     if type(descriptor) is not dict:
         raise fail("Object.defineProperty needs a descriptor object")
@@ -426,69 +287,103 @@ def _define_property(budget: Budget, args: list[Any]) -> Any:
     return target
 
 
-def _dropped(value: Any) -> bool:
-    """What ``JSON.stringify`` leaves out: ``undefined`` and functions; a Date writes its ``toJSON``."""
-    return value is UNDEFINED or (isinstance(value, Opaque) and not isinstance(value, JsDate))
+def _to_json(value: Any) -> Any:
+    """A Date's ``toJSON``: the ISO text (null for an invalid date)."""
+    return value.json() if isinstance(value, JsDate) else value
 
 
 def _stringify(budget: Budget, args: list[Any]) -> Any:
     value = arg(args, 0)
-    if _dropped(value):
-        return UNDEFINED
     budget.charge(len(value) if type(value) in (dict, list, str) else 1)
-
-    def clean(item: Any) -> Any:
-        if type(item) is dict or type(item) is list:
-            budget.charge(len(item))
-        if type(item) is dict:
-            return {key: clean(item[key]) for key in js_key_order(item) if not _dropped(item[key])}
-        if type(item) is list:
-            return [None if _dropped(child) else clean(child) for child in item]
-        if isinstance(item, JsDate):
-            return item.json()
-        if type(item) is float:
-            # JavaScript prints 3.0 as 3 and has no NaN/Infinity in JSON.
-            if not math.isfinite(item):
-                return None
-            return int(item) if item.is_integer() and abs(item) < 1e21 else item
-        return item
-
-    space = arg(args, 2)
-    indent = min(10, to_integer(space)) if is_number(space) else (space[:10] if type(space) is str else None)
-    if not indent:
-        return json.dumps(clean(value), ensure_ascii=False, separators=(",", ":"))
-    return json.dumps(clean(value), ensure_ascii=False, indent=indent, separators=(",", ": "))
+    text = json_text.stringify(budget, value, arg(args, 1), arg(args, 2), _to_json)
+    return text if text is UNDEFINED else text_limit(text)
 
 
 def _json_parse(budget: Budget, args: list[Any]) -> Any:
     text = to_string(arg(args, 0))
     budget.charge(len(text))
-    return loads(text)
+    value = json_text.parse(text)
+    reviver = arg(args, 1)
+    if not isinstance(reviver, JsCallable):
+        return value
+    return json_text.revive(budget, {"": value}, "", reviver)
 
 
-NUMBER = Builtin("Number", _number, {
-    "isInteger": plain("isInteger", lambda value=UNDEFINED, *_: is_integer(value)),
-    "isSafeInteger": plain("isSafeInteger", lambda value=UNDEFINED, *_: is_number(value) and math.isfinite(value)
-                           and value == int(value) and abs(value) <= MAX_SAFE_INTEGER),
-    "isFinite": plain("isFinite", lambda value=UNDEFINED, *_: is_number(value) and math.isfinite(value)),
-    "isNaN": plain("isNaN", lambda value=UNDEFINED, *_: is_number(value) and math.isnan(value)),
-    "parseFloat": Builtin("parseFloat", _parse_float),
-    "parseInt": Builtin("parseInt", _parse_int),
-    "MAX_SAFE_INTEGER": MAX_SAFE_INTEGER,
-    "MIN_SAFE_INTEGER": -MAX_SAFE_INTEGER,
-    "MAX_VALUE": 1.7976931348623157e308,
-    "EPSILON": 2.0**-52,
-    "POSITIVE_INFINITY": math.inf,
-    "NEGATIVE_INFINITY": -math.inf,
-    "NaN": math.nan,
-})
+def _own_entries(budget: Budget, value: Any) -> list[tuple[str, Any]]:
+    """Own enumerable entries as ``Object.keys``/``values``/``entries`` see them (a string's
+    indexes, nothing of a number or boolean; null and undefined are a TypeError)."""
+    if value is None or value is UNDEFINED:
+        raise fail(f"Cannot convert {to_string(value)} to object")
+    if type(value) is dict:
+        budget.charge(len(value))
+        return [(key, value[key]) for key in own_keys(value)]
+    if type(value) is list or type(value) is str:
+        budget.charge(len(value))
+        items = list(units(value)) if type(value) is str else value
+        return [(str(index), item) for index, item in enumerate(items)]
+    return []
+
+
+def _has_own(budget: Budget, args: list[Any]) -> bool:
+    target, key = arg(args, 0), to_string(arg(args, 1))
+    if target is None or target is UNDEFINED:
+        raise fail(f"Cannot convert {to_string(target)} to object")
+    if type(target) is dict:
+        return key in target
+    if type(target) is list or type(target) is str:
+        return key == "length" or any(name == key for name, _ in _own_entries(budget, target))
+    return False
+
+
+def _same_value(budget: Budget, args: list[Any]) -> bool:
+    """``Object.is``: SameValue (NaN is itself, -0 is not 0)."""
+    left, right = arg(args, 0), arg(args, 1)
+    if is_number(left) and is_number(right):
+        if left != left and right != right:
+            return True
+        return bool(left == right) and math.copysign(1, left) == math.copysign(1, right)
+    return strict_equals(left, right)
+
+
+def _object_assign(budget: Budget, args: list[Any]) -> Any:
+    """``Object.assign``: own entries of each source (a string's characters too), later wins."""
+    target = arg(args, 0)
+    check_writable(budget, target)
+    for source in args[1:]:
+        if source is None or source is UNDEFINED:
+            continue
+        for key, item in _own_entries(budget, source):
+            set_member(budget, target, key, item)
+    return target
+
+
+def _property_names(budget: Budget, args: list[Any]) -> list[str]:
+    names = [key for key, _ in _own_entries(budget, arg(args, 0))]
+    return [*names, "length"] if type(arg(args, 0)) in (list, str) else names
+
+
+def _primitive_or(answer: bool) -> Fn:
+    """``Object.isFrozen``/``isSealed``/``isExtensible``: primitives are frozen and sealed; the
+    declaration's objects are plain ones (``freeze`` does not mark them)."""
+    return lambda budget, args: (type(arg(args, 0)) not in (dict, list)) != answer
+
+
 OBJECT = Namespace("Object", {
-    "keys": Builtin("keys", keys),
-    "values": Builtin("values", values),
-    "entries": Builtin("entries", entries),
+    "keys": Builtin("keys", lambda budget, args: [key for key, _ in _own_entries(budget, arg(args, 0))]),
+    "values": Builtin("values", lambda budget, args: [item for _, item in _own_entries(budget, arg(args, 0))]),
+    "entries": Builtin("entries", lambda budget, args: [
+        [key, item] for key, item in _own_entries(budget, arg(args, 0))]),
+    "getOwnPropertyNames": Builtin("getOwnPropertyNames", _property_names),
     "fromEntries": Builtin("fromEntries", from_entries),
+    "hasOwn": Builtin("hasOwn", _has_own),
+    "is": Builtin("is", _same_value),
+    "isFrozen": Builtin("isFrozen", _primitive_or(False)),
+    "isSealed": Builtin("isSealed", _primitive_or(False)),
+    "isExtensible": Builtin("isExtensible", _primitive_or(True)),
     "freeze": Builtin("freeze", lambda budget, args: arg(args, 0)),
-    "assign": Builtin("assign", assign_into(defaults_only=False)),
+    "seal": Builtin("seal", lambda budget, args: arg(args, 0)),
+    "preventExtensions": Builtin("preventExtensions", lambda budget, args: arg(args, 0)),
+    "assign": Builtin("assign", _object_assign),
     "defineProperty": Builtin("defineProperty", _define_property),
     "prototype": Namespace("Object.prototype", {
         "hasOwnProperty": Namespace("Object.prototype.hasOwnProperty", {"call": Builtin("hasOwnProperty", _has_own)}),
@@ -500,17 +395,16 @@ GLOBALS: dict[str, Any] = {
     "console": Namespace("console", {name: _QUIET for name in ("log", "info", "warn", "error", "debug")}),
     "Math": MATH,
     "Number": NUMBER,
-    "String": Builtin("String", _string),
+    "String": Builtin("String", _string, STRING_STATICS),
     "Boolean": Builtin("Boolean", lambda budget, args: truthy(arg(args, 0))),
-    "Array": Namespace("Array", {"isArray": plain("isArray", lambda value=UNDEFINED, *_: type(value) is list),
-                                 "from": Builtin("from", _array_from)}),
+    "Array": make_array(_array_from),
     "structuredClone": Builtin("structuredClone", lambda budget, args: deep_copy(budget, arg(args, 0))),
     "Object": OBJECT,
     "JSON": Namespace("JSON", {"stringify": Builtin("stringify", _stringify), "parse": Builtin("parse", _json_parse)}),
     "Date": DATE,
     "RegExp": REGEXP,
-    "parseInt": Builtin("parseInt", _parse_int),
-    "parseFloat": Builtin("parseFloat", _parse_float),
+    "parseInt": Builtin("parseInt", parse_int),
+    "parseFloat": Builtin("parseFloat", parse_float),
     "isNaN": Builtin("isNaN", lambda budget, args: math.isnan(to_num(arg(args, 0)))),
     "isFinite": Builtin("isFinite", lambda budget, args: math.isfinite(to_num(arg(args, 0)))),
     "Infinity": math.inf,

@@ -6,6 +6,18 @@ import re
 from typing import Any
 
 from mvu_store.errors import Code, MvuError
+from mvu_store.js.values import (
+    UNDEFINED,
+    Budget,
+    arg,
+    fail,
+    same_value_key,
+    strict_equals,
+    to_number,
+    to_string,
+    truthy,
+)
+from mvu_store.jsonvalue import copy_json
 from mvu_store.schema.issues import (
     NONOPTIONAL,
     Issue,
@@ -30,20 +42,8 @@ from mvu_store.schema.types import (
     Schema,
     SizeCheck,
     as_schema,
-    json_copy,
     runner,
     stopped_itself,
-)
-from mvu_store.schema.values import (
-    UNDEFINED,
-    Budget,
-    arg,
-    fail,
-    same_value_key,
-    strict_equals,
-    to_number,
-    to_string,
-    truthy,
 )
 
 _NUMERIC_KEY = re.compile(r"-?\d+(?:\.\d+)?", re.ASCII)  # Zod's number pattern for record keys
@@ -116,7 +116,7 @@ class ObjectSchema(Schema):
                 continue
             if self.rest is None:  # kept as given, so copied as z.any() copies (the input stays frozen)
                 item = value[key]
-                out[key] = json_copy(item) if type(item) is dict or type(item) is list else item
+                out[key] = copy_json(item) if type(item) is dict or type(item) is list else item
                 continue
             start = len(ctx.issues)
             out[key] = self.rest.run(value[key], ctx)
@@ -370,7 +370,7 @@ class RecordSchema(Schema):
                     if not retry.issues:
                         trial, out_key = retry, number_key
                 if trial.issues and self.loose:
-                    out[key] = json_copy(item)
+                    out[key] = copy_json(item)
                     continue
                 if trial.issues:
                     if self.enum_keys is not None:

@@ -11,6 +11,7 @@ from collections.abc import Callable
 from typing import Any
 
 from mvu_store.errors import Code, MvuError
+from mvu_store.js.values import UNDEFINED, Budget, Builtin, Namespace, arg
 from mvu_store.schema.composite import (
     ArraySchema,
     DiscriminatedUnionSchema,
@@ -53,7 +54,6 @@ from mvu_store.schema.types import (
     custom_message,
     function_arg,
 )
-from mvu_store.schema.values import UNDEFINED, Budget, Builtin, Namespace, arg
 
 _V2_ONLY = frozenset({"looseObject", "strictObject"})
 

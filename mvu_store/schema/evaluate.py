@@ -12,27 +12,8 @@ from collections.abc import Callable
 from typing import Any
 
 from mvu_store.errors import Code, MvuError
-from mvu_store.jsonvalue import UNSAFE_KEYS
-from mvu_store.schema import builtins, dates
-from mvu_store.schema.operators import BINARY, UNARY, clip
-from mvu_store.schema.regex import REGEXP, Regex, compile_regex
-from mvu_store.schema.runtime import (
-    BREAK,
-    CONTINUE,
-    Eval,
-    Exec,
-    Frame,
-    JsFunction,
-    Return,
-    bind,
-    delete_member,
-    destructure,
-    get_member,
-    property_key,
-    set_member,
-)
-from mvu_store.schema.syntax import Node, pattern_names
-from mvu_store.schema.values import (
+from mvu_store.js.members import delete_own, own_keys, property_key, set_member
+from mvu_store.js.values import (
     UNDEFINED,
     Budget,
     Builtin,
@@ -47,6 +28,23 @@ from mvu_store.schema.values import (
     truthy,
     typeof,
 )
+from mvu_store.jsonvalue import UNSAFE_KEYS
+from mvu_store.schema import builtins, dates
+from mvu_store.schema.operators import BINARY, UNARY, clip
+from mvu_store.schema.regex import REGEXP, Regex, compile_regex
+from mvu_store.schema.runtime import (
+    BREAK,
+    CONTINUE,
+    Eval,
+    Exec,
+    Frame,
+    JsFunction,
+    Return,
+    bind,
+    destructure,
+    get_member,
+)
+from mvu_store.schema.syntax import Node, pattern_names
 
 MAX_LOOP_ITEMS = 1_000
 
@@ -494,10 +492,10 @@ class Compiler:
         if name == "Set":
             items = self.expression(node.child(0)) if node.kids else _constant([])
             return lambda frame: builtins.JsSet(builtins.iterate(frame.budget, items(frame)))
-        if name in {"Date", "RegExp"}:
+        if name in ("Date", "RegExp", "Array"):
             parts = [self.expression(kid) for kid in node.kids if kid is not None]
-            construct = dates.construct if name == "Date" else REGEXP.fn
-            return lambda frame: construct(frame.budget, [part(frame) for part in parts])
+            build = {"Date": dates.construct, "RegExp": REGEXP.fn}.get(name, builtins.GLOBALS["Array"].fn)
+            return lambda frame: build(frame.budget, [part(frame) for part in parts])
         message = self.expression(node.child(0)) if node.kids else _constant("")
         return lambda frame: {"name": name, "message": to_string(message(frame))}
 
@@ -563,7 +561,7 @@ class Compiler:
         key = _constant(target.value[0]) if target.kind == "member" else self.expression(target.child(1))
 
         def delete(frame: Frame) -> bool:
-            return delete_member(frame.budget, holder(frame), key(frame))
+            return delete_own(frame.budget, holder(frame), key(frame))
 
         return delete
 
@@ -697,7 +695,7 @@ def _array_items(value: Any) -> list[Any]:
 def _own_keys(value: Any) -> list[Any]:
     """What ``for...in`` visits here: own keys of an object, indexes of an array, nothing else."""
     if type(value) is dict:
-        return builtins.js_key_order(value)
+        return own_keys(value)
     if type(value) is list or type(value) is str:
         return [str(index) for index in range(len(value))]
     if isinstance(value, JsFunction):

@@ -16,7 +16,7 @@ import re
 from typing import Any
 
 from mvu_store.errors import Code, MvuError
-from mvu_store.schema.values import UNDEFINED
+from mvu_store.js.values import UNDEFINED
 
 _HHMM = r"(?:[01]\d|2[0-3]):[0-5]\d"
 _DATE = (r"(?:(?:\d\d[2468][048]|\d\d[13579][26]|\d\d0[48]|[02468][048]00|[13579][26]00)-02-29|\d{4}-(?:"

@@ -24,13 +24,7 @@ from collections.abc import Callable
 from typing import Any
 
 from mvu_store.errors import MvuError
-from mvu_store.jsonvalue import UNSAFE_KEYS
-from mvu_store.schema.builtins import GLOBALS
-from mvu_store.schema.lodash import LODASH, _keyed, plain_number
-from mvu_store.schema.operators import BINARY, UNARY
-from mvu_store.schema.runtime import Frame, JsFunction, get_member
-from mvu_store.schema.syntax import Node
-from mvu_store.schema.values import (
+from mvu_store.js.values import (
     MAX_CALL_DEPTH,
     UNDEFINED,
     Budget,
@@ -39,6 +33,12 @@ from mvu_store.schema.values import (
     Namespace,
     truthy,
 )
+from mvu_store.jsonvalue import UNSAFE_KEYS
+from mvu_store.schema.builtins import GLOBALS
+from mvu_store.schema.lodash import LODASH, _keyed, plain_number
+from mvu_store.schema.operators import BINARY, UNARY
+from mvu_store.schema.runtime import Frame, JsFunction, get_member
+from mvu_store.schema.syntax import Node
 
 
 class Bail(Exception):

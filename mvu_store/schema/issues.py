@@ -7,7 +7,8 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-from mvu_store.schema.values import UNDEFINED, JsCallable, Opaque, number_to_string
+from mvu_store.js.numbers import number_to_string
+from mvu_store.js.values import UNDEFINED, JsCallable, Opaque
 
 
 @dataclass(slots=True)

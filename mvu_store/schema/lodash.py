@@ -12,30 +12,8 @@ from collections.abc import Callable
 from functools import cmp_to_key
 from typing import Any
 
-from mvu_store.jsonvalue import UNSAFE_KEYS
-from mvu_store.schema.builtins import (
-    Fn,
-    assign_into,
-    call_fn,
-    charged_text,
-    check_writable,
-    collection,
-    deep_copy,
-    entries,
-    from_entries,
-    is_integer,
-    js_compare,
-    js_round,
-    keys,
-    make_mapper,
-    make_predicate,
-    plain,
-    safe_key,
-    to_integer,
-    to_num,
-    values,
-)
-from mvu_store.schema.values import (
+from mvu_store.js.members import array_index, check_writable, data_member, delete_own, safe_key, set_own
+from mvu_store.js.values import (
     UNDEFINED,
     Budget,
     Builtin,
@@ -48,6 +26,29 @@ from mvu_store.schema.values import (
     to_string,
     truthy,
 )
+from mvu_store.jsonvalue import UNSAFE_KEYS
+from mvu_store.schema.arrays import size_limit
+from mvu_store.schema.builtins import (
+    Fn,
+    assign_into,
+    call_fn,
+    charged_text,
+    collection,
+    deep_copy,
+    entries,
+    from_entries,
+    js_compare,
+    keys,
+    make_mapper,
+    make_predicate,
+    path_parts,
+    plain,
+    read_path,
+    values,
+)
+from mvu_store.schema.lodash_extra import EXTRA_HELPERS, last_match
+from mvu_store.schema.numeric import MATH_FUNCTIONS, is_integer, range_error, to_integer, to_num
+from mvu_store.schema.operators import clip
 
 
 def _clamp(budget: Budget, args: list[Any]) -> Any:
@@ -112,16 +113,9 @@ def _lodash_filter(budget: Budget, args: list[Any]) -> Any:
     return [item for key, item in collection(budget, arg(args, 0)) if test(item, key)]
 
 
-def _path_parts(path: Any) -> list[Any]:
-    """lodash's property path: an array of keys, or a string such as ``a.b[0].c``."""
-    return path if type(path) is list else to_string(path).replace("[", ".").replace("]", "").split(".")
-
-
 def _has(budget: Budget, args: list[Any]) -> bool:
     """``_.has(object, path)``: whether every step of the path is an own key or array index."""
-    from mvu_store.schema.runtime import array_index  # runtime imports the library
-
-    value, parts = arg(args, 0), _path_parts(arg(args, 1))
+    value, parts = arg(args, 0), path_parts(arg(args, 1))
     budget.charge(len(parts))
     for part in parts:
         key = to_string(part)
@@ -135,18 +129,10 @@ def _has(budget: Budget, args: list[Any]) -> bool:
 
 
 def _lodash_get(budget: Budget, args: list[Any]) -> Any:
-    from mvu_store.schema.runtime import get_member  # runtime imports the library
-
-    value, path, default = arg(args, 0), arg(args, 1), arg(args, 2)
-    parts = _path_parts(path)
+    parts = path_parts(arg(args, 1))
     budget.charge(len(parts))
-    for part in parts:
-        if type(value) is not dict and type(value) is not list:
-            return default
-        value = get_member(value, part)
-        if value is UNDEFINED:
-            return default
-    return value
+    value = read_path(arg(args, 0), parts)
+    return arg(args, 2) if value is UNDEFINED else value
 
 
 def _is_empty(budget: Budget, args: list[Any]) -> bool:
@@ -214,16 +200,33 @@ def _merge(budget: Budget, args: list[Any]) -> Any:
     return target
 
 
-def _range(budget: Budget, args: list[Any]) -> Any:
-    numbers = [to_num(item) for item in args if item is not UNDEFINED]
-    if len(numbers) == 1:
-        numbers = [0, numbers[0]]
-    start, end, step = numbers[0], numbers[1], numbers[2] if len(numbers) > 2 else 1
-    if step == 0 or not all(math.isfinite(x) for x in (start, end, step)):
-        return []
-    count = max(0, math.ceil((end - start) / step))
-    budget.charge(count)
-    return [start + index * step for index in range(count)]
+def to_finite(value: Any) -> float | int:
+    """lodash's ``toFinite``: NaN is 0, the infinities are ±Number.MAX_VALUE."""
+    number = to_num(value)
+    if math.isnan(number):
+        return 0
+    return math.copysign(sys.float_info.max, number) if math.isinf(number) else number
+
+
+def _range_of(reverse: bool) -> Fn:
+    """``_.range`` / ``_.rangeRight(start = 0, end, step = ±1)``."""
+    def build(budget: Budget, args: list[Any]) -> Any:
+        start, end, step = arg(args, 0), arg(args, 1), arg(args, 2)
+        start = to_finite(start)
+        if end is UNDEFINED:
+            start, end = 0, start
+        else:
+            end = to_finite(end)
+        step = (1 if start < end else -1) if step is UNDEFINED else to_finite(step)
+        span = (end - start) / (step or 1)
+        if not span < 2**32:  # lodash's own Array(length) refuses it (an infinite span too)
+            raise range_error("Invalid array length")
+        count = math.ceil(span) if span > 0 else 0
+        size_limit(budget, count)
+        items = [clip(start + index * step) for index in range(count)]
+        return items[::-1] if reverse else items
+
+    return build
 
 
 def _size(budget: Budget, args: list[Any]) -> Any:
@@ -232,14 +235,18 @@ def _size(budget: Budget, args: list[Any]) -> Any:
 
 
 def _lodash_round(method: str) -> Fn:
+    rounding = MATH_FUNCTIONS[method]
+
     def apply(budget: Budget, args: list[Any]) -> Any:
         number, digits = to_num(arg(args, 0)), arg(args, 1)
-        precision = 0 if digits is UNDEFINED else to_integer(digits)
-        if method == "round":
-            return js_round(number, precision)
-        factor = 10**precision
-        rounded = (math.floor if method == "floor" else math.ceil)(number * factor) / factor
-        return int(rounded) if precision <= 0 else rounded
+        precision = 0 if digits is None or digits is UNDEFINED else min(to_integer(digits), 292)
+        if not precision or not math.isfinite(number):
+            return rounding(number)
+        # lodash shifts the decimal point in the number's text, so 1.005 rounds to 1.01
+        mantissa, _, exponent = to_string(number).partition("e")
+        shifted = rounding(to_num(f"{mantissa}e{int(exponent or 0) + precision}"))
+        mantissa, _, exponent = to_string(shifted).partition("e")
+        return to_num(f"{mantissa}e{int(exponent or 0) - precision}")
 
     return apply
 
@@ -325,7 +332,8 @@ _LODASH_HELPERS: dict[str, Any] = {
     "min": Builtin("min", _minmax_of(min)),
     "take": Builtin("take", _take(False)),
     "takeRight": Builtin("takeRight", _take(True)),
-    "range": Builtin("range", _range),
+    "range": Builtin("range", _range_of(reverse=False)),
+    "rangeRight": Builtin("rangeRight", _range_of(reverse=True)),
     "merge": Builtin("merge", _merge),
     "cloneDeep": Builtin("cloneDeep", lambda budget, args: deep_copy(budget, arg(args, 0))),
     "has": Builtin("has", _has),
@@ -405,8 +413,10 @@ def _for_each(budget: Budget, args: list[Any]) -> Any:
     return arg(args, 0)
 
 
-def _reduce(budget: Budget, args: list[Any]) -> Any:
+def _reduce(budget: Budget, args: list[Any], backwards: bool = False) -> Any:
     fn, pairs = arg(args, 1), collection(budget, arg(args, 0))
+    if backwards:
+        pairs.reverse()
     if len(args) > 2:
         accumulator = args[2]
     elif pairs:
@@ -504,21 +514,27 @@ def _drop(from_end: bool) -> Fn:
     return drop
 
 
+def _update_path(budget: Budget, args: list[Any]) -> Any:
+    """``_.update(object, path, updater)``: ``set`` with the updater's result for the old value."""
+    old = read_path(arg(args, 0), path_parts(arg(args, 1)))
+    return _set_path(budget, [arg(args, 0), arg(args, 1), call_fn(budget, arg(args, 2), old)])
+
+
 def _set_path(budget: Budget, args: list[Any]) -> Any:
     """``_.set(object, 'a.b', value)``: creates plain objects along the path."""
-    from mvu_store.schema.runtime import get_member, set_member  # runtime imports the library
-
     target, path, value = arg(args, 0), arg(args, 1), arg(args, 2)
-    parts = _path_parts(path)
+    parts = path_parts(path)
     budget.charge(len(parts))
     node = target
     for part in parts[:-1]:
-        child = get_member(node, part)
+        child = data_member(node, part)
         if type(child) is not dict and type(child) is not list:
             child = {}
-            set_member(budget, node, part, child)
+            check_writable(budget, node)
+            set_own(budget, node, part, child)
         node = child
-    set_member(budget, node, parts[-1], value)
+    check_writable(budget, node)
+    set_own(budget, node, parts[-1], value)
     return target
 
 
@@ -546,6 +562,7 @@ _LODASH_HELPERS.update({
     "forEach": Builtin("forEach", _for_each),
     "each": Builtin("each", _for_each),
     "reduce": Builtin("reduce", _reduce),
+    "reduceRight": Builtin("reduceRight", lambda budget, args: _reduce(budget, args, backwards=True)),
     "sumBy": Builtin("sumBy", _by(sum)),
     "maxBy": Builtin("maxBy", _by(max)),
     "minBy": Builtin("minBy", _by(min)),
@@ -560,6 +577,8 @@ _LODASH_HELPERS.update({
     "flatten": Builtin("flatten", _flatten),
     "isEqual": Builtin("isEqual", _is_equal),
     "assign": Builtin("assign", assign_into(defaults_only=False)),
+    "assignIn": Builtin("assignIn", assign_into(defaults_only=False)),
+    "extend": Builtin("extend", assign_into(defaults_only=False)),
     "defaults": Builtin("defaults", assign_into(defaults_only=True)),
     "drop": Builtin("drop", _drop(from_end=False)),
     "dropRight": Builtin("dropRight", _drop(from_end=True)),
@@ -567,6 +586,7 @@ _LODASH_HELPERS.update({
                        if type(arg(args, 0)) is list else arg(args, 0)),
     "clone": Builtin("clone", lambda budget, args: spread_copy(arg(args, 0))),
     "set": Builtin("set", _set_path),
+    "update": Builtin("update", _update_path),
     "times": Builtin("times", _times),
     "isUndefined": plain("isUndefined", lambda value=UNDEFINED, *_: value is UNDEFINED),
     "isNull": plain("isNull", lambda value=UNDEFINED, *_: value is None),
@@ -609,11 +629,8 @@ def _invert(budget: Budget, args: list[Any]) -> Any:
 
 
 def _find_last(budget: Budget, args: list[Any]) -> Any:
-    test = make_predicate(budget, arg(args, 1))
-    for key, item in reversed(collection(budget, arg(args, 0))):
-        if test(item, key):
-            return item
-    return UNDEFINED
+    found = last_match(budget, collection(budget, arg(args, 0)), arg(args, 1))
+    return UNDEFINED if found is None else found[1]
 
 
 def _find_index(from_end: bool) -> Fn:
@@ -642,17 +659,15 @@ def _truncate(budget: Budget, args: list[Any]) -> Any:
 
 
 def _unset_path(budget: Budget, args: list[Any]) -> Any:
-    from mvu_store.schema.runtime import delete_member, get_member  # runtime imports the library
-
     target, path = arg(args, 0), arg(args, 1)
-    parts = _path_parts(path)
+    parts = path_parts(path)
     node = target
     for part in parts[:-1]:
-        node = get_member(node, part)
+        node = data_member(node, part)
         if type(node) is not dict:
             return True
     if type(node) is dict:
-        delete_member(budget, node, parts[-1])
+        delete_own(budget, node, parts[-1])
     return True
 
 
@@ -689,6 +704,7 @@ _LODASH_HELPERS.update({
     "padEnd": Builtin("padEnd", lambda budget, args: _pad(budget, args, at_start=False)),
     "repeat": Builtin("repeat", lambda budget, args: _repeat(budget, args)),
 })
+_LODASH_HELPERS.update(EXTRA_HELPERS)
 _LODASH_HELPERS["chain"] = Builtin("chain", lambda budget, args: LodashChain(arg(args, 0), explicit=True))
 LODASH = Builtin("_", lambda budget, args: LodashChain(arg(args, 0), explicit=False), _LODASH_HELPERS)
 

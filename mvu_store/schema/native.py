@@ -34,7 +34,8 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from mvu_store.errors import Code, MvuError
-from mvu_store.jsonvalue import MAX_DEPTH, MAX_NODES
+from mvu_store.js.values import UNDEFINED, Budget, Builtin, Namespace, same_value_key, to_number, to_string, truthy
+from mvu_store.jsonvalue import MAX_DEPTH, MAX_NODES, copy_json
 from mvu_store.schema.builtins import GLOBALS
 from mvu_store.schema.composite import ArraySchema, ObjectSchema, RecordSchema
 from mvu_store.schema.dates import JsDate
@@ -63,9 +64,7 @@ from mvu_store.schema.types import (
     Schema,
     SizeCheck,
     Transform,
-    json_copy,
 )
-from mvu_store.schema.values import UNDEFINED, Budget, Builtin, Namespace, same_value_key, to_number, to_string, truthy
 
 _MISSING = object()  # an absent key (no JSON value is this object)
 _OMIT = object()  # the absent key stays absent in the output
@@ -211,7 +210,7 @@ def _any(value: Any, depth: int, run: _Run, counting: bool, final: bool) -> Any:
     if not final:
         run.raw += 1
     if type(value) is dict or type(value) is list:
-        return to_json(value, depth) if final else json_copy(value)
+        return to_json(value, depth) if final else copy_json(value)
     return _final(value, depth) if final else value
 
 
@@ -285,7 +284,7 @@ def _loose_extras(value: dict[Any, Any], shape: dict[str, Schema], out: dict[str
         if key == "__proto__":
             continue
         if type(item) is dict or type(item) is list:
-            out[key] = to_json(item, depth) if final else json_copy(item)
+            out[key] = to_json(item, depth) if final else copy_json(item)
         else:
             out[key] = _final(item, depth) if final else item
 
@@ -521,7 +520,7 @@ class _Generator:
         self.memo = memo
         self.space: dict[str, Any] = {
             "Bail": Bail, "UNDEFINED": UNDEFINED, "MISSING": _MISSING, "OMIT": _OMIT, "IssueSink": IssueSink,
-            "json_copy": json_copy, "_inner": _inner, "_final": _final, "_any": _any, "_delegate": _delegate,
+            "copy_json": copy_json, "_inner": _inner, "_final": _final, "_any": _any, "_delegate": _delegate,
             "_absent": _absent, "_enum_absent": _enum_absent, "_strip_extras": _strip_extras,
             "_loose_extras": _loose_extras, "_literal": _literal, "_coerce_str": _coerce_str,
             "_coerce_bool": _coerce_bool, "_num_raw": _num_raw, "_num_final": _num_final,
@@ -713,7 +712,7 @@ class _Generator:
         if counting:
             out.append(f"{ind}r.nodes += _inner({var}, {depth})")
         if node.raw_input:
-            out.append(f"{ind}{var} = json_copy({var})")
+            out.append(f"{ind}{var} = copy_json({var})")
         fn = self.const(node.fn)
         compiled = None if node.wants_ctx else self.functions.transform(node.fn)
         if compiled is not None:

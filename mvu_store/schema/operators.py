@@ -9,8 +9,8 @@ import math
 from collections.abc import Callable
 from typing import Any
 
-from mvu_store.schema.runtime import array_index, property_key
-from mvu_store.schema.values import (
+from mvu_store.js.members import array_index, property_key
+from mvu_store.js.values import (
     UNDEFINED,
     Opaque,
     PrimitiveObject,
@@ -24,6 +24,7 @@ from mvu_store.schema.values import (
     truthy,
     typeof,
 )
+from mvu_store.schema.numeric import power
 
 _INT_LIMIT = 2**53
 
@@ -74,16 +75,7 @@ def _remainder(left: Any, right: Any) -> Any:
 
 
 def _power(left: Any, right: Any) -> Any:
-    a, b = float(to_number(left)), float(to_number(right))
-    try:
-        result = a**b
-    except OverflowError:
-        return math.inf
-    except ZeroDivisionError:
-        return math.inf
-    if isinstance(result, complex):
-        return math.nan
-    return result
+    return power(to_number(left), to_number(right))
 
 
 def _int32(value: Any) -> int:

@@ -14,6 +14,18 @@ from typing import Any
 import re2
 
 from mvu_store.errors import Code, MvuError
+from mvu_store.js.numbers import number_to_string
+from mvu_store.js.values import (
+    MAX_SAFE_INTEGER,
+    UNDEFINED,
+    Budget,
+    arg,
+    same_value_key,
+    to_number,
+    to_string,
+    truthy,
+)
+from mvu_store.jsonvalue import copy_json
 from mvu_store.schema import formats
 from mvu_store.schema.dates import JsDate, construct
 from mvu_store.schema.issues import Issue, invalid_type, invalid_value, size_issue
@@ -27,18 +39,6 @@ from mvu_store.schema.types import (
     SizeCheck,
     custom_message,
     function_arg,
-    json_copy,
-)
-from mvu_store.schema.values import (
-    MAX_SAFE_INTEGER,
-    UNDEFINED,
-    Budget,
-    arg,
-    number_to_string,
-    same_value_key,
-    to_number,
-    to_string,
-    truthy,
 )
 
 
@@ -51,7 +51,7 @@ class AnySchema(Schema):
     def parse(self, value: Any, ctx: ParseCtx) -> Any:
         # The caller's input is never copied up front (see descriptor._check_input), so the
         # one schema that hands it through whole gives out a copy a transform may change.
-        return json_copy(value) if type(value) is dict or type(value) is list else value
+        return copy_json(value) if type(value) is dict or type(value) is list else value
 
 
 class NeverSchema(Schema):

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from mvu_store.errors import Code, MvuError
+from mvu_store.js.values import UNDEFINED, Budget, Builtin, JsCallable, Namespace, arg
 from mvu_store.schema.builtins import GLOBALS, JsSet
 from mvu_store.schema.composite import ObjectSchema
 from mvu_store.schema.dates import JsDate
@@ -23,7 +24,6 @@ from mvu_store.schema.regex import Regex
 from mvu_store.schema.runtime import Frame, JsFunction
 from mvu_store.schema.syntax import Node, parse_program, pattern_names
 from mvu_store.schema.types import Schema
-from mvu_store.schema.values import UNDEFINED, Budget, Builtin, JsCallable, Namespace, arg
 
 MVU_ZOD_URL = "https://testingcf.jsdelivr.net/gh/StageDog/tavern_resource/dist/util/mvu_zod.js"
 """The one registration entry S-2 verified statically; only it loosens a registered root object."""

@@ -31,8 +31,7 @@ from typing import Any
 from re2 import Options, _re2
 
 from mvu_store.errors import Code, MvuError
-from mvu_store.schema.regex_syntax import FLAGS, LINE_MARKERS, Translation, check_flags, to_units, translate
-from mvu_store.schema.values import (
+from mvu_store.js.values import (
     UNDEFINED,
     Budget,
     Builtin,
@@ -43,6 +42,7 @@ from mvu_store.schema.values import (
     to_number,
     to_string,
 )
+from mvu_store.schema.regex_syntax import FLAGS, LINE_MARKERS, Translation, check_flags, to_units, translate
 
 MAX_PATTERN_CHARS = 4096
 MAX_GROUP_DEPTH = 16

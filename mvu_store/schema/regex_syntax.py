@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 from functools import cache
 
 from mvu_store.errors import Code, MvuError
-from mvu_store.schema.values import ScriptError
+from mvu_store.js.values import ScriptError
 
 Ranges = list[tuple[int, int]]
 

@@ -1,9 +1,8 @@
 """The interpreter's runtime: scopes, declaration functions and property access.
 
-:func:`get_member` / :func:`set_member` own the isolation rules of S-7: own properties only, no
-prototype names (``__proto__``, ``constructor``, ``prototype``) however they are spelled, no
-``length`` writes or holes in arrays, and no writes to the declaration's own constants while a
-validation runs.
+:func:`get_member` reads with the isolation rules of S-7 (own properties only, no prototype
+names however they are spelled): the guards themselves, and the writes, are the JavaScript
+core's (``mvu_store.js.members``); this module adds the methods of arrays, strings and numbers.
 """
 
 from __future__ import annotations
@@ -12,19 +11,24 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from mvu_store.errors import Code, MvuError
-from mvu_store.jsonvalue import UNSAFE_KEYS
-from mvu_store.schema import builtins, methods, regex
-from mvu_store.schema.values import (
+from mvu_store.js.members import (
+    NOT_OWN,
+    guard,
+    own_member,
+    property_key,
+)
+from mvu_store.js.values import (
     MAX_CALL_DEPTH,
     UNDEFINED,
     Budget,
-    JsCallable,
+    FunctionObject,
     Opaque,
     fail,
-    js_length,
     to_string,
     typeof,
 )
+from mvu_store.jsonvalue import UNSAFE_KEYS
+from mvu_store.schema import builtins, methods, regex
 
 _ABSENT = object()
 
@@ -80,15 +84,14 @@ class Return:
 BREAK = object()
 CONTINUE = object()
 
-class JsFunction(JsCallable):
+class JsFunction(FunctionObject):
     """A declaration's arrow or function expression, closed over its defining frame."""
 
-    __slots__ = ("body", "closure", "cost", "expression", "members", "names", "node", "params", "picks")
+    __slots__ = ("body", "closure", "cost", "expression", "names", "node", "params", "picks")
 
     def __init__(self, params: list[Param], body: Exec, closure: Frame, cost: int, expression: bool,
                  node: Any) -> None:
-        # Properties set on the function (bundlers' `getter.a`); empty for nearly every function.
-        self.members: dict[str, Any] = {}
+        super().__init__()  # its properties (bundlers' `getter.a`): empty for nearly every function
         self.params = params
         self.body = body
         self.closure = closure
@@ -199,102 +202,28 @@ def destructure(frame: Frame, pattern: tuple[Any, ...], value: Any, store: Calla
             destructure(frame, target, default(frame) if item is UNDEFINED and default is not None else item, store)
 
 
-def property_key(key: Any) -> str:
-    kind = type(key)
-    if kind is str:
-        return key  # type: ignore[no-any-return]
-    if kind is int or kind is float or kind is bool or key is None or key is UNDEFINED:
-        return to_string(key)
-    raise fail(f"a {typeof(key)} cannot be a property key")
-
-
-def array_index(key: Any) -> int | None:
-    if type(key) is int:
-        return int(key)
-    if type(key) is float and key.is_integer():
-        return int(key)
-    if type(key) is str and key.isdigit() and key.isascii() and (key == "0" or key[0] != "0"):
-        return int(key)
-    return None
-
-
 def get_member(obj: Any, key: Any) -> Any:
     """``obj[key]`` with S-7's rules: own data only, prototype names refused."""
     kind = type(obj)
-    if kind is dict:
+    if kind is dict:  # inlined own_member: the hottest read of all
         name = key if type(key) is str else property_key(key)
         if name in UNSAFE_KEYS:
             raise MvuError(Code.SCHEMA, f"access to `{name}` is not allowed", key=name)
         return obj.get(name, UNDEFINED)
     if kind is list or kind is str:
-        index = array_index(key)
-        if index is not None:
-            return obj[index] if 0 <= index < len(obj) else UNDEFINED
+        value = own_member(obj, key)
+        if value is not NOT_OWN:
+            return value
         name = property_key(key)
-        if name == "length":
-            return len(obj) if kind is list else js_length(obj)
         if kind is list and name in regex.MATCH_FIELDS and (field := regex.match_field(obj, name)) is not None:
             return field
-        if name in UNSAFE_KEYS:
-            raise MvuError(Code.SCHEMA, f"access to `{name}` is not allowed", key=name)
         return methods.method_of(obj, name)
     if isinstance(obj, Opaque):
         name = property_key(key)
         # `Object.prototype.hasOwnProperty.call(data, key)` is S-8's one explicit primitive.
-        if name in UNSAFE_KEYS and not (obj is builtins.OBJECT and name == "prototype"):
-            raise MvuError(Code.SCHEMA, f"access to `{name}` is not allowed", key=name)
+        if not (obj is builtins.OBJECT and name == "prototype"):
+            guard(name)
         return obj.get(name)
     if obj is None or obj is UNDEFINED:
         raise fail(f"cannot read property `{to_string(key)}` of {to_string(obj)}")
-    name = property_key(key)
-    if name in UNSAFE_KEYS:
-        raise MvuError(Code.SCHEMA, f"access to `{name}` is not allowed", key=name)
-    return methods.method_of(obj, name)
-
-
-def set_member(budget: Budget, obj: Any, key: Any, value: Any) -> None:
-    """``obj[key] = value`` on a container the declaration may write.
-
-    Objects may hold functions and schemas while the declaration builds itself (bundlers keep
-    their runtime in one); a parsed value that still holds one is refused when it is output.
-    """
-    target: Any = obj
-    if isinstance(obj, regex.Regex):
-        obj.set(budget, property_key(key), value)
-        return
-    if isinstance(obj, JsFunction):
-        if id(obj) in budget.frozen:
-            raise MvuError(Code.SCHEMA, "the declaration's constants are read-only")
-        target = obj.members
-    else:
-        builtins.check_writable(budget, obj)
-    if type(target) is dict:
-        name = property_key(key)
-        if name in UNSAFE_KEYS:
-            raise MvuError(Code.SCHEMA, f"writing `{name}` is not allowed", key=name)
-        target[name] = value
-        return
-    index = array_index(key)
-    if property_key(key) == "length":
-        raise MvuError(Code.SCHEMA, "writing an array's `length` is not allowed")
-    if index is None or index > len(target):
-        raise MvuError(Code.SCHEMA, "arrays stay dense: only existing indexes or the next one can be written")
-    budget.charge(1)
-    if index == len(target):
-        target.append(value)
-    else:
-        target[index] = value
-
-
-
-
-def delete_member(budget: Budget, obj: Any, key: Any) -> bool:
-    """``delete obj[key]`` on an object the declaration may change; arrays stay dense."""
-    if type(obj) is not dict:
-        raise MvuError(Code.SCHEMA, "only object fields can be deleted (arrays stay dense)")
-    builtins.check_writable(budget, obj)
-    name = property_key(key)
-    if name in UNSAFE_KEYS:
-        raise MvuError(Code.SCHEMA, f"deleting `{name}` is not allowed", key=name)
-    obj.pop(name, None)
-    return True
+    return methods.method_of(obj, guard(property_key(key)))

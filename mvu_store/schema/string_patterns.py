@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from mvu_store.js.values import UNDEFINED, Budget, JsCallable, arg, fail, text_limit, to_number, to_string
 from mvu_store.schema.builtins import call_fn
 from mvu_store.schema.regex import (
     Program,
@@ -27,7 +28,6 @@ from mvu_store.schema.regex import (
     to_length,
 )
 from mvu_store.schema.regex_syntax import to_units
-from mvu_store.schema.values import UNDEFINED, Budget, JsCallable, arg, fail, text_limit, to_number, to_string
 
 
 def _regex_of(budget: Budget, pattern: Any, flags: str) -> Regex:

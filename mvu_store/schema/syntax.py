@@ -43,7 +43,7 @@ UNARY_OPERATORS = frozenset({"!", "-", "+", "typeof", "void", "~"})
 ASSIGN_OPERATORS = frozenset(
     {"=", "+=", "-=", "*=", "/=", "%=", "**=", "&&=", "||=", "??=", "|=", "&=", "^=", "<<=", ">>="}
 )
-CONSTRUCTORS = frozenset({"Error", "TypeError", "RangeError", "Set", "Date", "RegExp"})
+CONSTRUCTORS = frozenset({"Error", "TypeError", "RangeError", "Set", "Date", "RegExp", "Array"})
 HOST_WAIT = "waitGlobalInitialized"  # the one host call a declaration may await (a no-op here)
 _ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "b": "\b", "f": "\f", "v": "\v", "0": "\0"}
 
@@ -463,11 +463,18 @@ class _Lowerer:
 
     def x_array(self, cst: CstNode) -> Node:
         items = []
-        for child in self.children(cst):
-            if child.type == "spread_element":
-                items.append(self.node(child, "spread", None, self.expression(self.children(child)[0])))
-            else:
-                items.append(self.expression(child))
+        current: Node | None = None
+        for child in cst.children[1:-1]:  # between the brackets; a bare comma is an elision
+            if child.type == ",":
+                # arrays stay dense (S-7): an elision holds undefined, as JSON writes a hole
+                items.append(current if current is not None else self.node(child, "undefined", None))
+                current = None
+            elif child.type == "spread_element":
+                current = self.node(child, "spread", None, self.expression(self.children(child)[0]))
+            elif child.type != "comment":
+                current = self.expression(child)
+        if current is not None:
+            items.append(current)
         return self.node(cst, "array", None, *items)
 
     def x_object(self, cst: CstNode) -> Node:
@@ -566,7 +573,7 @@ class _Lowerer:
             raise refuse(cst, "classes and `new` are not supported")
         arguments = cst.child_by_field_name("arguments")
         args = [] if arguments is None else [self.expression(child) for child in self.children(arguments)]
-        return self.node(cst, "new", name, *(args if name in {"Date", "RegExp"} else args[:1]))
+        return self.node(cst, "new", name, *(args if name in ("Date", "RegExp", "Array") else args[:1]))
 
     def x_unary_expression(self, cst: CstNode) -> Node:
         operator = self.text(self.field(cst, "operator"))

@@ -13,15 +13,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from mvu_store.errors import Code, MvuError
-from mvu_store.schema import zod_members
-from mvu_store.schema.builtins import deep_copy
-from mvu_store.schema.issues import (
-    NONOPTIONAL,
-    Issue,
-    aborted,
-    size_issue,
-)
-from mvu_store.schema.values import (
+from mvu_store.js.values import (
     UNDEFINED,
     Budget,
     Builtin,
@@ -33,6 +25,15 @@ from mvu_store.schema.values import (
     fail,
     to_string,
     truthy,
+)
+from mvu_store.jsonvalue import copy_json
+from mvu_store.schema import zod_members
+from mvu_store.schema.builtins import deep_copy
+from mvu_store.schema.issues import (
+    NONOPTIONAL,
+    Issue,
+    aborted,
+    size_issue,
 )
 
 
@@ -62,15 +63,6 @@ def custom_message(value: Any) -> str | None:
             if type(value.get(key)) is str:
                 return value[key]  # type: ignore[no-any-return]
     return None
-
-
-def json_copy(value: Any) -> Any:
-    """A fresh copy of a JSON value, so defaults and outputs never alias declaration constants."""
-    if type(value) is dict:
-        return {key: json_copy(item) for key, item in value.items()}
-    if type(value) is list:
-        return [json_copy(item) for item in value]
-    return value
 
 
 def as_schema(value: Any, what: str) -> Schema:
@@ -503,7 +495,7 @@ class Default(Schema):
     def fallback(self, budget: Budget) -> Any:
         if isinstance(self.value, JsCallable):
             return self.value.call(budget, [])
-        return json_copy(self.value)
+        return copy_json(self.value)
 
     def parse(self, value: Any, ctx: ParseCtx) -> Any:
         if value is UNDEFINED:
@@ -542,10 +534,10 @@ class Catch(Schema):
             # Zod hands the catch function its payload: `value` and `input` are both the value
             # the inner schema refused (as node shows, the caller's, even for an object)
             issues = [issue.to_dict() for issue in trial.issues]
-            detail = {"value": json_copy(value), "input": json_copy(value), "issues": issues,
-                      "error": {"issues": json_copy(issues)}}
+            detail = {"value": copy_json(value), "input": copy_json(value), "issues": issues,
+                      "error": {"issues": copy_json(issues)}}
             return self.value.call(ctx.budget, [detail])
-        return json_copy(self.value)
+        return copy_json(self.value)
 
     def m_unwrap(self, budget: Budget, args: list[Any]) -> Schema:
         return self.inner
@@ -566,7 +558,7 @@ class Transform(Schema):
 
     def parse(self, value: Any, ctx: ParseCtx) -> Any:
         if self.raw_input:
-            value = json_copy(value)
+            value = copy_json(value)
         if not self.wants_ctx:
             return self.fn.call(ctx.budget, [value])
         return self.fn.call(ctx.budget, [value, IssueSink(ctx, value, continues=False)])

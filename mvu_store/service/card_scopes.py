@@ -27,8 +27,8 @@ from typing import Any
 
 from mvu_store.errors import Code, MvuError
 from mvu_store.host import CardHost, Lease, Leases, Playthrough, SessionSnapshot, message_id, message_text
+from mvu_store.js.values import MAX_SAFE_INTEGER
 from mvu_store.jsonvalue import JsonValue
-from mvu_store.schema.values import MAX_SAFE_INTEGER
 from mvu_store.service.context import ServiceContext
 from mvu_store.service.identity import character_template_id, session_identity
 from mvu_store.service.models import MAX_SESSION_ID, storable

@@ -14,6 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from mvu_store.errors import Code, MvuError
+from mvu_store.js.values import MAX_SAFE_INTEGER
 from mvu_store.jsonvalue import (
     UNSAFE_KEYS,
     JsonValue,
@@ -25,7 +26,6 @@ from mvu_store.jsonvalue import (
 )
 from mvu_store.lang.meta import clean_metadata, reconcile
 from mvu_store.schema.allowance import Allowance
-from mvu_store.schema.values import MAX_SAFE_INTEGER
 from mvu_store.service.initial import DeclaredSchema
 
 OWNED = ("mvu_schema", "schema")

@@ -17,8 +17,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from pydantic.alias_generators import to_camel
 
 from mvu_store.errors import Code, MvuError
+from mvu_store.js.values import MAX_SAFE_INTEGER
 from mvu_store.jsonvalue import JsonValue
-from mvu_store.schema.values import MAX_SAFE_INTEGER
 
 RESOURCE_ID = re.compile(r"^mvu:[A-Za-z0-9_.-]{1,160}$")
 """Configured, shared and copied resource ids (the original's pattern)."""

@@ -18,10 +18,10 @@ from typing import Any
 
 from mvu_store.errors import Code, MvuError
 from mvu_store.host import SessionEvent
+from mvu_store.js.values import MAX_SAFE_INTEGER
 from mvu_store.jsonvalue import JsonValue, dumps, normalize, sha256_hex, utf8
 from mvu_store.lang.macros import Names
 from mvu_store.prompt.observed import evidence
-from mvu_store.schema.values import MAX_SAFE_INTEGER
 
 MAX_REPLY_BYTES = 1024 * 1024
 """An assistant message's text, as UTF-8."""

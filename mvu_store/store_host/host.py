@@ -28,11 +28,11 @@ from mvu_store.host import (
     SessionSnapshot,
     SessionTail,
 )
+from mvu_store.js.values import MAX_SAFE_INTEGER
 from mvu_store.jsonvalue import normalize, utf8
 from mvu_store.ledger import Ledger
 from mvu_store.ledger.host_sessions import Appended, StoredSession
 from mvu_store.ledger.query import ReadRows
-from mvu_store.schema.values import MAX_SAFE_INTEGER
 from mvu_store.store_host.events import Kept, keep_batch
 from mvu_store.store_host.facts import HostFacts
 from mvu_store.store_host.recent import RecentAppends

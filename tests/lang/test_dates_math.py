@@ -9,7 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from lang_support import codes, stat, update
 
-from mvu_store.lang.dates import iso_string, parse_date
+from mvu_store.js.dates import iso_text, parse_date
 
 EPOCH_2025 = 1_748_822_400_000  # 2025-06-02T00:00:00Z
 
@@ -24,7 +24,7 @@ EPOCH_2025 = 1_748_822_400_000  # 2025-06-02T00:00:00Z
         ("June 2, 2025", "60000", "2025-06-02T00:01:00.000Z"),
         ("Mon, 02 Jun 2025 08:00:00 GMT", "1.9", "2025-06-02T08:00:00.001Z"),  # a fraction is cut off
         ("2025-02-30", "0", "2025-03-02T00:00:00.000Z"),  # day overflow rolls over, as in JavaScript
-        ("2025-6-2T23:59:59.999Z", "1", "2025-06-03T00:00:00.000Z"),
+        ("2025-6-2 23:59:59.999Z", "1", "2025-06-03T00:00:00.000Z"),  # one-digit month: V8's legacy form
     ],
 )
 def test_add_on_a_date_text(start: str, delta: str, expected: str) -> None:
@@ -37,7 +37,8 @@ def test_a_date_with_a_description_keeps_it() -> None:
 
 
 @pytest.mark.parametrize(
-    "text", ["王都", "10:30", "2025", "2025-13-01", "Day 3", "2025年6月2日", "9999-12-31T23:59:59.999Z"]
+    "text", ["王都", "10:30", "2025", "2025-13-01", "Day 3", "2025年6月2日", "9999-12-31T23:59:59.999Z",
+             "2025-6-2T23:59:59.999Z"]  # V8 reads a `T` only with two-digit months and days
 )
 def test_texts_that_are_no_date_or_leave_the_range_are_refused(text: str) -> None:
     assert codes(update({"t": text}, "_.add(t, 1);")) == ["MVU_SCHEMA"]
@@ -48,14 +49,14 @@ YEAR_1, YEAR_10000, DAY = -62_135_596_800_000, 253_402_300_800_000, 86_400_000
 
 @given(st.integers(YEAR_1 + DAY, YEAR_10000 - DAY - 1), st.integers(-DAY, DAY))
 def test_adding_to_an_iso_text_is_adding_to_its_instant(moment: int, delta: int) -> None:
-    text = iso_string(moment)
-    assert text is not None and parse_date(text) == moment
-    assert stat({"t": text}, f"_.add(t, {delta});") == {"t": iso_string(moment + delta)}
+    text = iso_text(moment)
+    assert parse_date(text) == moment
+    assert stat({"t": text}, f"_.add(t, {delta});") == {"t": iso_text(moment + delta)}
 
 
 def test_the_epoch_reads_back() -> None:
     assert parse_date("2025-06-02") == EPOCH_2025
-    assert iso_string(EPOCH_2025) == "2025-06-02T00:00:00.000Z"
+    assert iso_text(EPOCH_2025) == "2025-06-02T00:00:00.000Z"
 
 
 @pytest.mark.parametrize(

@@ -21,9 +21,9 @@ from typing import Any
 import pytest
 
 from mvu_store.errors import MvuError
+from mvu_store.js.values import UNDEFINED, Budget, Builtin, ScriptError, to_string
 from mvu_store.schema import string_patterns
 from mvu_store.schema.regex import Regex, compile_regex, match_field
-from mvu_store.schema.values import UNDEFINED, Budget, Builtin, ScriptError, to_string
 
 ORACLE = json.loads((Path(__file__).parent / "regex_oracle.json").read_text(encoding="utf-8"))
 REFUSABLE = ("lookahead", "lookbehind", "backreference", "property", "\\p", "\\P")

@@ -18,11 +18,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from mvu_store.errors import MvuError
+from mvu_store.js.values import UNDEFINED, Budget
 from mvu_store.schema.descriptor import _compiled
 from mvu_store.schema.inline import Bail, compile_transform
 from mvu_store.schema.runtime import JsFunction
 from mvu_store.schema.types import Schema, Transform
-from mvu_store.schema.values import UNDEFINED, Budget
 from tests.schema.test_schema_memo import CORPUS, _benchmark
 
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from mvu_store.errors import MvuError
+from mvu_store.js.values import Budget, ScriptError
 from mvu_store.schema.regex import MAX_PATTERN_CHARS, compile_regex
-from mvu_store.schema.values import Budget, ScriptError
 
 
 def matches(pattern: str, text: str) -> bool:

@@ -10,9 +10,9 @@ from typing import Any
 import pytest
 
 from mvu_store.errors import MvuError
+from mvu_store.js.values import Budget
 from mvu_store.schema import compile_schema, string_patterns, validate
 from mvu_store.schema.regex import compile_regex, match_field
-from mvu_store.schema.values import Budget
 from tests.schema.test_schema_loops import refusal, run  # one way to run a declaration
 
 

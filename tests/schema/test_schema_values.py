@@ -6,8 +6,9 @@ import math
 
 import pytest
 
+from mvu_store.js.numbers import number_to_string
+from mvu_store.js.values import to_number
 from mvu_store.schema import compile_schema, validate
-from mvu_store.schema.values import number_to_string, to_number
 
 
 @pytest.mark.parametrize(("number", "text"), [

@@ -12,11 +12,11 @@ from typing import Any
 import pytest
 
 from mvu_store.errors import MvuError
+from mvu_store.js.values import FUEL
 from mvu_store.ledger import Ledger
 from mvu_store.memory_host import MemoryHost
 from mvu_store.schema import allowance as allowance_module
 from mvu_store.schema.allowance import REQUEST_FUEL, Allowance
-from mvu_store.schema.values import FUEL
 from mvu_store.service import MvuService
 from mvu_store.service.editing import Editing
 from tests.service.support import PLAIN, finish_turn, playing, scope, stat_data

@@ -1,4 +1,4 @@
-"""Runtime values of the interpreter and JavaScript's conversions between them.
+"""JavaScript's values as mvu-store runs them, and the conversions between them.
 
 Values are JSON values (``dict``, ``list``, ``str``, ``int``/``float``, ``bool``, ``None``) plus
 :data:`UNDEFINED` and opaque capabilities (functions, schemas, namespaces) that are never JSON
@@ -9,10 +9,10 @@ content. Conversions follow ECMAScript where declarations depend on them (``Numb
 from __future__ import annotations
 
 import math
-import re
 from typing import Any
 
 from mvu_store.errors import Code, MvuError
+from mvu_store.js.numbers import number_to_string, string_to_number
 
 FUEL = 1_000_000
 """Work units one compile or one validation may spend (about one unit per AST node visited)."""
@@ -70,6 +70,10 @@ class Opaque:
     def get(self, key: str) -> Any:
         raise MvuError(Code.UNSUPPORTED, f"property `{key}` of {self.describe()} is not supported")
 
+    def set(self, budget: Budget, key: str, value: Any) -> None:
+        """``obj.key = value``: refused unless the object owns a writable field (a RegExp's ``lastIndex``)."""
+        raise fail(f"cannot modify a {typeof(self)}")
+
     def describe(self) -> str:
         return self.type_name
 
@@ -96,6 +100,15 @@ class JsCallable(Opaque):
 
     def call(self, budget: Budget, args: list[Any]) -> Any:
         raise NotImplementedError
+
+
+class FunctionObject(JsCallable):
+    """A declaration's own function: it may carry properties (bundlers' ``getter.a``)."""
+
+    __slots__ = ("members",)
+
+    def __init__(self) -> None:
+        self.members: dict[str, Any] = {}
 
 
 class Builtin(JsCallable):
@@ -208,12 +221,6 @@ def truthy(value: Any) -> bool:
     return value is not None and value is not UNDEFINED
 
 
-# StringToNumber's decimal literal (no `_`, no `inf`/`nan` spellings Python's float() accepts).
-# `\d+(?:\.\d*)?`, not the same language's `\d+\.?\d*`: two adjacent digit runs made a failed
-# full match try every split of a long digit string (20,000 digits and a letter: 18 s).
-_NUMBER_TEXT = re.compile(r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?", re.ASCII)
-
-
 def to_number(value: Any, *, explicit: bool = False) -> float | int:
     """ECMAScript ``ToNumber``.
 
@@ -231,62 +238,14 @@ def to_number(value: Any, *, explicit: bool = False) -> float | int:
     if value is UNDEFINED:
         return math.nan
     if kind is str:
-        return _string_to_number(value)
+        return string_to_number(value)
     if isinstance(value, PrimitiveObject):
         return value.number()
     if not explicit:
         raise fail(f"implicit conversion of {typeof(value)} to a number is not allowed")
     if kind is list:  # through its string, as JavaScript does: [] is 0, [5] is 5, [null] is 0
-        return _string_to_number(to_string(value))
+        return string_to_number(to_string(value))
     return math.nan
-
-
-def _string_to_number(text: str) -> float | int:
-    stripped = text.strip(" \t\n\r\v\f\u00a0\ufeff\u2028\u2029")
-    if not stripped:
-        return 0
-    if len(stripped) < 16 and stripped.isdigit() and stripped.isascii():
-        return int(stripped)  # "85", the common coerced field (below 2**53): no regex, no float
-    if stripped[:2] in {"0x", "0X", "0o", "0O", "0b", "0B"}:
-        try:
-            return int(stripped, 0)
-        except ValueError:
-            return math.nan
-    if stripped.lstrip("+-") == "Infinity" and len(stripped) - len(stripped.lstrip("+-")) <= 1:
-        return -math.inf if stripped.startswith("-") else math.inf
-    if not _NUMBER_TEXT.fullmatch(stripped):
-        return math.nan
-    number = float(stripped)
-    return int(number) if number.is_integer() and abs(number) < 2**53 else number
-
-
-def number_to_string(value: float | int) -> str:
-    """ECMAScript ``Number::toString``: ``1`` not ``1.0``, ``1e21`` and ``1e-7`` as JS prints them."""
-    if type(value) is int:
-        return str(value) if abs(value) < 10**21 else number_to_string(float(value))
-    if math.isnan(value):
-        return "NaN"
-    if math.isinf(value):
-        return "Infinity" if value > 0 else "-Infinity"
-    if value == 0:
-        return "0"
-    if float(value).is_integer() and abs(value) < 2**53:
-        return str(int(value))
-    text = repr(value)
-    mantissa, _, exponent_text = text.partition("e")
-    if not exponent_text:
-        return text.removesuffix(".0")  # integral doubles from 2**53 up print without a fraction
-    exponent = int(exponent_text)
-    sign = "-" if mantissa.startswith("-") else ""
-    digits = mantissa.lstrip("-").replace(".", "")
-    point = len(mantissa.lstrip("-").split(".")[0]) + exponent
-    if -6 < point <= 21:
-        if point <= 0:
-            return f"{sign}0.{'0' * -point}{digits}"
-        fraction = f".{digits[point:]}" if len(digits) > point else ""
-        return f"{sign}{digits[:point]}{'0' * (point - len(digits))}{fraction}"
-    head = digits[0] + ("." + digits[1:] if len(digits) > 1 else "")
-    return f"{sign}{head}e{'+' if point - 1 > 0 else '-'}{abs(point - 1)}"
 
 
 def to_string(value: Any) -> str:
