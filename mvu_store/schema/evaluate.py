@@ -15,6 +15,7 @@ from mvu_store.errors import Code, MvuError
 from mvu_store.jsonvalue import UNSAFE_KEYS
 from mvu_store.schema import builtins, dates
 from mvu_store.schema.operators import BINARY, UNARY, clip
+from mvu_store.schema.promises import AsyncFunction, awaited
 from mvu_store.schema.regex import REGEXP, Regex, compile_regex
 from mvu_store.schema.runtime import (
     BREAK,
@@ -42,6 +43,7 @@ from mvu_store.schema.values import (
     fail,
     strict_equals,
     text_limit,
+    thrown,
     to_number,
     to_string,
     truthy,
@@ -49,11 +51,6 @@ from mvu_store.schema.values import (
 )
 
 MAX_LOOP_ITEMS = 1_000
-
-
-def _thrown(value: Any) -> ScriptError:
-    message = value.get("message", UNDEFINED) if type(value) is dict else value
-    return ScriptError(f"the declaration threw: {to_string(message)}", value)
 
 
 class _ShortCircuit(Exception):
@@ -296,18 +293,27 @@ class Compiler:
 
         return spread_args
 
-    def e_function(self, node: Node) -> Eval:
+    def e_function(self, node: Node, kind: type[JsFunction] = JsFunction, source: Node | None = None) -> Eval:
         params = [(self.pattern(pattern), None if default is None else self.expression(default))
                   for pattern, default in node.value]
         body_node = node.child(0)
         expression = body_node.kind == "return" and body_node.kids[0] is not None
         body = self.expression(body_node.child(0)) if expression else self.statement(body_node)
         cost = 1 + body_node.size()
+        source = node if source is None else source
 
         def function(frame: Frame) -> JsFunction:
-            return JsFunction(params, body, frame, cost, expression, node)
+            return kind(params, body, frame, cost, expression, source)
 
         return function
+
+    def e_async(self, node: Node) -> Eval:
+        # The wrapper node is the function's source: purity analysis (native.py) sees `async`.
+        return self.e_function(node.child(0), AsyncFunction, node)
+
+    def e_await(self, node: Node) -> Eval:
+        operand = self.expression(node.child(0))
+        return lambda frame: awaited(operand(frame))
 
     def e_unary(self, node: Node) -> Eval:
         operator = node.value
@@ -485,7 +491,7 @@ class Compiler:
         value = self.expression(node.child(0))
 
         def throw(frame: Frame) -> Any:
-            raise _thrown(value(frame))
+            raise thrown(value(frame))
 
         return throw
 

@@ -357,8 +357,14 @@ class _Lowerer:
         return self.pattern(cst), None
 
     def function(self, cst: CstNode) -> Node:
-        if any(child.type in {"async", "*"} for child in cst.children):
-            raise refuse(cst, "async functions and generators are not supported")
+        """A function node; an ``async`` one is wrapped in an ``async`` node (see AsyncFunction)."""
+        if any(child.type == "*" for child in cst.children):
+            raise refuse(cst, "generators are not supported")
+        if any(child.type == "async" for child in cst.children):
+            return self.node(cst, "async", None, self.plain_function(cst))
+        return self.plain_function(cst)
+
+    def plain_function(self, cst: CstNode) -> Node:
         params: list[tuple[tuple[Any, ...], Node | None]] = []
         single = cst.child_by_field_name("parameter")
         if single is not None:
@@ -425,7 +431,9 @@ class _Lowerer:
         name = self.text(cst)
         if name == "undefined":
             return self.node(cst, "undefined")
-        if name in {"arguments", "eval", "globalThis", "window", "self", "Function", "Reflect", "Proxy"}:
+        # `window` is an ordinary name, undefined here as in any non-browser JavaScript: bundles
+        # read it inside try/catch or behind `typeof window`, which then behave as in node.
+        if name in {"arguments", "eval", "globalThis", "Function", "Reflect", "Proxy"}:
             raise refuse(cst, f"`{name}` is not available")
         return self.node(cst, "name", name)
 
@@ -531,21 +539,25 @@ class _Lowerer:
     x_function = x_function_expression
 
     def x_await_expression(self, cst: CstNode) -> Node:
-        """Only ``await import('<url>')``, the registration form some cards use at top level (the
-        URL binds a local capability like a static import; nothing is fetched), and
+        """``await import('<url>')``, the registration form some cards use at top level (the URL
+        binds a local capability like a static import; nothing is fetched);
         ``await waitGlobalInitialized('<name>')``, a card's wait for the MVU runtime to load: a
-        declaration that is rebuilt in isolation has nothing to wait for, so it is ``undefined``."""
-        call = self.children(cst)[0] if self.children(cst) else cst
+        declaration that is rebuilt in isolation has nothing to wait for, so it is ``undefined``;
+        any other ``await v`` reads the value of a settled promise (see promises.py)."""
+        children = self.children(cst)
+        if not children:
+            raise refuse(cst, "`await` needs an operand")
+        call = children[0]
         callee = call.child_by_field_name("function") if call.type == "call_expression" else None
         arguments = call.child_by_field_name("arguments") if callee is not None else None
         args = [] if arguments is None else self.children(arguments)
         if callee is None or len(args) != 1 or args[0].type != "string":
-            raise refuse(cst, "async functions and generators are not supported")
+            return self.node(cst, "await", None, self.expression(call))
         if callee.type == "import":
             return self.node(cst, "import_module", self.string_value(args[0]))
         if callee.type == "identifier" and self.text(callee) == HOST_WAIT:
             return self.node(cst, "undefined")
-        raise refuse(cst, "async functions and generators are not supported")
+        return self.node(cst, "await", None, self.expression(children[0]))
 
     def x_new_expression(self, cst: CstNode) -> Node:
         """Only ``new Error(message)`` (and its kin, for ``throw``), ``new Set(items)`` and
@@ -645,8 +657,8 @@ def _join_surrogates(text: str) -> str:
 def _describe_refusal(kind: str) -> str:
     if kind in {"this", "super"}:
         return f"`{kind}` is not available"
-    if kind in {"await_expression", "yield_expression", "generator_function", "generator_function_declaration"}:
-        return "async functions and generators are not supported"
+    if kind in {"yield_expression", "generator_function", "generator_function_declaration"}:
+        return "generators are not supported"
     if kind == "for_statement":
         return "only `for...of`, `for...in`, `while` and `do...while` loops are supported"
     if kind in {"class", "class_declaration"}:

@@ -108,8 +108,6 @@ def test_loops_are_capped_at_a_thousand_items(loop: str) -> None:
     ("do {} while (true)", "MVU_LIMIT"),
     ("a: while (true) { break a }", "MVU_SCHEMA_CODE"),
     ("for (k in {}) {}", "MVU_SCHEMA_CODE"),
-    ("export default z.number().transform(async v => v);", "MVU_SCHEMA_CODE"),
-    ("const x = await 1;", "MVU_SCHEMA_CODE"),
     ("function* g() { yield 1 }", "MVU_SCHEMA_CODE"),
     ("export default z.number().transform(function (v) { return this });", "MVU_SCHEMA_CODE"),
     ("const f = function () { return arguments };", "MVU_SCHEMA_CODE"),
@@ -119,7 +117,7 @@ def test_loops_are_capped_at_a_thousand_items(loop: str) -> None:
     ("const { a: { b, ...inner } } = { a: { b: 1 } };", "MVU_SCHEMA_CODE"),
     ("const { ...[first] } = [1];", "MVU_SCHEMA_CODE"),
     ("import fs from 'fs';", "MVU_SCHEMA_CODE"),
-    ("import { z } from 'https://esm.sh/zod';", "MVU_SCHEMA_CODE"),
+    ("import { z } from 'https://esm.sh/zod@3';", "MVU_SCHEMA_CODE"),
     ("const m = import('zod');", "MVU_SCHEMA_CODE"),
     ("const d = new Date();", "MVU_SCHEMA"),  # no clock while compiling
     ("class A {}", "MVU_SCHEMA_CODE"),
