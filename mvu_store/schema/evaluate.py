@@ -688,6 +688,40 @@ class Compiler:
         return loop
 
 
+    def s_for(self, node: Node) -> Exec:
+        """``for (init; test; update)``: as in JavaScript, a ``let`` loop gives each pass its own
+        copy of the loop variables (closures made in a pass keep that pass's values), copied
+        before the update runs. Each pass pays like a ``while`` pass, at most
+        :data:`MAX_LOOP_ITEMS` of them."""
+        init = None if node.kids[0] is None else self.statement(node.child(0))
+        test = None if node.kids[1] is None else self.expression(node.child(1))
+        update = None if node.kids[2] is None else self.expression(node.child(2))
+        body = self.scoped(node.child(3))
+        cost = 1 + sum(kid.size() for kid in node.kids[1:] if kid is not None)
+        per_pass = node.value == "let"
+
+        def loop(frame: Frame) -> Any:
+            scope = Frame(frame, frame.budget)
+            if init is not None:
+                init(scope)
+            for _ in range(MAX_LOOP_ITEMS):
+                frame.budget.charge(cost)
+                if test is not None and not truthy(test(scope)):
+                    return None
+                completion = body(scope)
+                if completion is BREAK:
+                    return None
+                if type(completion) is Return:
+                    return completion
+                if per_pass:  # the next pass's copy, made before the update
+                    scope = Frame(frame, frame.budget, dict(scope.vars))
+                if update is not None:
+                    update(scope)
+            raise _iteration_limit()
+
+        return loop
+
+
 def _iteration_limit() -> MvuError:
     return MvuError(Code.LIMIT, f"loops visit at most {MAX_LOOP_ITEMS} items", limit=MAX_LOOP_ITEMS, kind="loop")
 

@@ -247,6 +247,8 @@ class _Lowerer:
             return self.for_of(cst)
         if kind in {"while_statement", "do_statement"}:
             return self.while_loop(cst)
+        if kind == "for_statement":
+            return self.for_loop(cst)
         if kind == "try_statement":
             return self.try_statement(cst)
         if kind == "throw_statement":
@@ -288,10 +290,29 @@ class _Lowerer:
         operator = cst.child_by_field_name("operator")
         loop = {"of": "for_of", "in": "for_in"}.get(self.text(operator) if operator is not None else "")
         if binding is None or loop is None or self.text(binding) not in {"const", "let", "var"}:
-            raise refuse(cst, "only `for...of`, `for...in`, `while` and `do...while` loops are supported")
+            raise refuse(cst, "this `for...in`/`for...of` form is not supported")
         body = self.statement(self.field(cst, "body")) or self.node(cst, "block")
         return self.node(cst, loop, (self.text(binding), self.pattern(self.field(cst, "left"))),
                          self.expression(self.field(cst, "right")), body)
+
+    def for_loop(self, cst: CstNode) -> Node:
+        """``for (init; test; update) body``: kids are the initialiser (a declaration or an
+        ``expr`` statement), the test and the update (expressions) and the body, each maybe
+        None; ``value`` is the initialiser's binding kind (``let`` copies per pass, see s_for)."""
+        init_cst = self.field(cst, "initializer")
+        if init_cst.type in {"lexical_declaration", "variable_declaration"}:
+            init = self.statement(init_cst)
+        elif init_cst.type == "empty_statement":
+            init = None
+        else:
+            init = self.node(init_cst, "expr", None, self.expression(init_cst))
+        tests = [child for child in cst.children_by_field_name("condition") if child.is_named]
+        test = self.expression(tests[0]) if tests and tests[0].type != "empty_statement" else None
+        update_cst = cst.child_by_field_name("increment")
+        update = None if update_cst is None else self.expression(update_cst)
+        body = self.statement(self.field(cst, "body")) or self.node(cst, "block")
+        binding = init.value if init is not None and init.kind == "declare_list" else None
+        return self.node(cst, "for", binding, init, test, update, body)
 
     def while_loop(self, cst: CstNode) -> Node:
         """``while (test) body`` and ``do body while (test)``: kids are the test and the body;
@@ -659,8 +680,6 @@ def _describe_refusal(kind: str) -> str:
         return f"`{kind}` is not available"
     if kind in {"yield_expression", "generator_function", "generator_function_declaration"}:
         return "generators are not supported"
-    if kind == "for_statement":
-        return "only `for...of`, `for...in`, `while` and `do...while` loops are supported"
     if kind in {"class", "class_declaration"}:
         return "classes and `new` are not supported"
     return f"unsupported syntax `{kind}`"

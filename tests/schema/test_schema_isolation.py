@@ -104,7 +104,6 @@ def test_loops_are_capped_at_a_thousand_items(loop: str) -> None:
 
 @pytest.mark.parametrize(("source", "code"), [
     ("while (true) {}", "MVU_LIMIT"),
-    ("for (let i = 0; ; i++) {}", "MVU_SCHEMA_CODE"),
     ("do {} while (true)", "MVU_LIMIT"),
     ("a: while (true) { break a }", "MVU_SCHEMA_CODE"),
     ("for (k in {}) {}", "MVU_SCHEMA_CODE"),
@@ -176,7 +175,7 @@ def test_a_catch_handles_the_declarations_own_errors() -> None:
 
 def test_syntax_refusals_carry_line_and_column() -> None:
     with pytest.raises(MvuError) as refused:
-        compile_schema("const a = 1;\n  for (;;) {}\n")
+        compile_schema("const a = 1;\n  function* g() {}\n")
     assert refused.value.details == {"line": 2, "column": 3}
 
 
@@ -202,7 +201,7 @@ def test_huge_sources_and_literals_are_limits() -> None:
 def test_refusals_are_cached_and_raised_again() -> None:
     for _ in range(2):
         with pytest.raises(MvuError) as refused:
-            compile_schema("for (;;) {}")
+            compile_schema("function* g() {}")
         assert refused.value.code == "MVU_SCHEMA_CODE"
 
 
