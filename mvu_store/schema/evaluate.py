@@ -14,6 +14,7 @@ from typing import Any
 from mvu_store.errors import Code, MvuError
 from mvu_store.jsonvalue import UNSAFE_KEYS
 from mvu_store.schema import builtins, dates
+from mvu_store.schema.classes import instance_of
 from mvu_store.schema.operators import BINARY, UNARY, clip
 from mvu_store.schema.promises import AsyncFunction, awaited
 from mvu_store.schema.regex import REGEXP, Regex, compile_regex
@@ -310,6 +311,10 @@ class Compiler:
     def e_async(self, node: Node) -> Eval:
         # The wrapper node is the function's source: purity analysis (native.py) sees `async`.
         return self.e_function(node.child(0), AsyncFunction, node)
+
+    def e_instanceof(self, node: Node) -> Eval:
+        operand, name = self.expression(node.child(0)), node.value
+        return lambda frame: instance_of(operand(frame), name)
 
     def e_await(self, node: Node) -> Eval:
         operand = self.expression(node.child(0))

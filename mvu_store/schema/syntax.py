@@ -18,6 +18,7 @@ from tree_sitter import Language, Parser
 from tree_sitter import Node as CstNode
 
 from mvu_store.errors import Code, MvuError
+from mvu_store.schema.classes import CLASS_NAMES
 
 MAX_SOURCE_BYTES = 128 * 1024
 # Lowering, compiling and running recurse once per nested expression or statement; this bound
@@ -605,6 +606,11 @@ class _Lowerer:
     def x_binary_expression(self, cst: CstNode) -> Node:
         operator = self.text(self.field(cst, "operator"))
         left = self.expression(self.field(cst, "left"))
+        if operator == "instanceof":
+            right_cst = self.field(cst, "right")
+            if right_cst.type != "identifier" or self.text(right_cst) not in CLASS_NAMES:
+                raise refuse(right_cst, "`instanceof` needs a built-in class name (Error, Date, Array, Object...)")
+            return self.node(cst, "instanceof", self.text(right_cst), left)
         right = self.expression(self.field(cst, "right"))
         if operator in LOGICAL_OPERATORS:
             return self.node(cst, "logical", operator, left, right)

@@ -117,6 +117,8 @@ def test_loops_are_capped_at_a_thousand_items(loop: str) -> None:
     ("const { ...[first] } = [1];", "MVU_SCHEMA_CODE"),
     ("import fs from 'fs';", "MVU_SCHEMA_CODE"),
     ("import { z } from 'https://esm.sh/zod@3';", "MVU_SCHEMA_CODE"),
+    ("const isObject = s => s instanceof z.ZodObject;", "MVU_SCHEMA_CODE"),
+    ("class A {}\nconst isA = v => v instanceof A;", "MVU_SCHEMA_CODE"),
     ("const m = import('zod');", "MVU_SCHEMA_CODE"),
     ("const d = new Date();", "MVU_SCHEMA"),  # no clock while compiling
     ("class A {}", "MVU_SCHEMA_CODE"),

@@ -30,8 +30,9 @@ Tavern Helper host calls beside registration (`errorCatched(fn)()`, `Vue`, `even
 `updateVariablesWith`), `window` read inside try/catch, async functions and `await` (settled at
 once; an async transform or refinement makes Zod's synchronous parse throw) and Zod imported
 from a CDN URL; the oracle runner gives them the host's globals as inert functions.
-zod_loops_parity.json holds hand-written C-style `for (init; test; update)` loops (per-pass `let`
-copies seen by closures, `continue`/`break`/`return`, empty parts, `var` read after the loop).
+zod_syntax_parity.json holds hand-written C-style `for (init; test; update)` loops (per-pass `let`
+copies seen by closures, `continue`/`break`/`return`, empty parts, `var` read after the loop) and
+`instanceof` with the built-in classes (caught errors, dates, regexes, sets, arrays, functions).
 """
 
 from __future__ import annotations
