@@ -611,6 +611,8 @@ class Compiler:
         """A binding pattern with its default values compiled to closures."""
         if pattern[0] == "name":
             return pattern
+        if pattern[0] == "rest":
+            return ("rest", self.pattern(pattern[1]))
         if pattern[0] == "object":
             return ("object", tuple((key, self.pattern(target), None if default is None else self.expression(default))
                                     for key, target, default in pattern[1]))
@@ -762,6 +764,8 @@ def _declares_function(statement: Node) -> bool:
 
 
 def _pattern_defaults(pattern: tuple[Any, ...]) -> list[Node]:
+    if pattern[0] == "rest":
+        return _pattern_defaults(pattern[1])
     if pattern[0] == "object":
         return [node for _, target, default in pattern[1]
                 for node in ([default] if default is not None else []) + _pattern_defaults(target)]

@@ -330,8 +330,8 @@ class _Lowerer:
 
         Real cards destructure (``({ 数量 }) => 数量 > 0``, ``([k, { n }]) => n``); defaults are
         AST nodes the compiler turns into closures. With ``rest`` (a declaration's own pattern) an
-        object pattern may end in ``...name`` (key None): real cards drop keys that way. Rest
-        parameters stay refused (S-8), as do array rest elements.
+        object pattern may end in ``...name`` (key None): real cards drop keys that way. A rest
+        parameter or a last array element ``...xs`` is ``("rest", pattern)``: the remaining items.
         """
         kind = cst.type
         if kind == "identifier":
@@ -369,8 +369,12 @@ class _Lowerer:
                     current = self.element(child)
             if current is not None:
                 items.append(current)
+            if any(item is not None and item[0][0] == "rest" for item in items[:-1]):
+                raise refuse(cst, "a rest element must be last")
             return ("array", tuple(items))
-        raise refuse(cst, "rest parameters and this binding form are not supported")
+        if kind == "rest_pattern":  # `...xs` ending a parameter list or an array pattern
+            return ("rest", self.pattern(self.children(cst)[0]))
+        raise refuse(cst, "this binding form is not supported")
 
     def element(self, cst: CstNode) -> tuple[tuple[Any, ...], Node | None]:
         """A destructuring element with its optional default (``x = 2``)."""
@@ -393,6 +397,8 @@ class _Lowerer:
             params.append((self.pattern(single), None))
         else:
             for param in self.children(self.field(cst, "parameters")):
+                if params and params[-1][0][0] == "rest":
+                    raise refuse(param, "a rest parameter must be last")
                 params.append(self.parameter(param))
         body_cst = self.field(cst, "body")
         if body_cst.type == "statement_block":
@@ -670,6 +676,8 @@ def pattern_names(pattern: tuple[Any, ...]) -> list[str]:
         return [pattern[1]]
     if pattern[0] == "object":
         return [name for _, target, _ in pattern[1] for name in pattern_names(target)]
+    if pattern[0] == "rest":
+        return pattern_names(pattern[1])
     return [name for element in pattern[1] if element is not None for name in pattern_names(element[0])]
 
 

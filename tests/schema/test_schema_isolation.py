@@ -110,9 +110,8 @@ def test_loops_are_capped_at_a_thousand_items(loop: str) -> None:
     ("function* g() { yield 1 }", "MVU_SCHEMA_CODE"),
     ("export default z.number().transform(function (v) { return this });", "MVU_SCHEMA_CODE"),
     ("const f = function () { return arguments };", "MVU_SCHEMA_CODE"),
-    ("const f = (...rest) => rest;", "MVU_SCHEMA_CODE"),
+    ("const f = ({ a, ...rest }) => rest;", "MVU_SCHEMA_CODE"),
     ("const f = ({ a, ...others }) => a;", "MVU_SCHEMA_CODE"),
-    ("const [first, ...others] = [1, 2];", "MVU_SCHEMA_CODE"),
     ("const { a: { b, ...inner } } = { a: { b: 1 } };", "MVU_SCHEMA_CODE"),
     ("const { ...[first] } = [1];", "MVU_SCHEMA_CODE"),
     ("import fs from 'fs';", "MVU_SCHEMA_CODE"),
@@ -262,6 +261,13 @@ def test_an_object_rest_over_a_large_value_shares_the_budget() -> None:
   for (const i of _.range(1000)) { for (const j of _.range(1000)) { const { a, ...rest } = v; } }
 });"""
     assert refusal(source, {str(i): i for i in range(500)}).code == "MVU_LIMIT"
+
+
+def test_an_array_rest_over_a_large_value_shares_the_budget() -> None:
+    source = """export default z.any().transform(v => {
+  for (const i of _.range(1000)) { for (const j of _.range(1000)) { const [a, ...rest] = v; } }
+});"""
+    assert refusal(source, list(range(500))).code == "MVU_LIMIT"
 
 
 @pytest.mark.parametrize("work", [

@@ -32,7 +32,8 @@ once; an async transform or refinement makes Zod's synchronous parse throw) and 
 from a CDN URL; the oracle runner gives them the host's globals as inert functions.
 zod_syntax_parity.json holds hand-written C-style `for (init; test; update)` loops (per-pass `let`
 copies seen by closures, `continue`/`break`/`return`, empty parts, `var` read after the loop) and
-`instanceof` with the built-in classes (caught errors, dates, regexes, sets, arrays, functions).
+`instanceof` with the built-in classes (caught errors, dates, regexes, sets, arrays, functions),
+rest parameters and array rest elements.
 """
 
 from __future__ import annotations
