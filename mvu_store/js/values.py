@@ -270,6 +270,12 @@ def to_string(value: Any) -> str:
     raise fail(f"cannot convert {typeof(value)} to a string")
 
 
+def thrown(value: Any) -> ScriptError:
+    """The exception ``throw value`` raises (also a rejected promise's reason, awaited)."""
+    message = value.get("message", UNDEFINED) if type(value) is dict else value
+    return ScriptError(f"the declaration threw: {to_string(message)}", value)
+
+
 def strict_equals(left: Any, right: Any) -> bool:
     """``===``: same type and value; objects by identity; NaN is unequal to itself."""
     left_kind, right_kind = type(left), type(right)

@@ -23,6 +23,7 @@ from mvu_store.js.values import (
     fail,
     strict_equals,
     text_limit,
+    thrown,
     to_number,
     to_string,
     truthy,
@@ -30,7 +31,9 @@ from mvu_store.js.values import (
 )
 from mvu_store.jsonvalue import UNSAFE_KEYS
 from mvu_store.schema import builtins, dates
+from mvu_store.schema.classes import instance_of
 from mvu_store.schema.operators import BINARY, UNARY, clip
+from mvu_store.schema.promises import AsyncFunction, awaited
 from mvu_store.schema.regex import REGEXP, Regex, compile_regex
 from mvu_store.schema.runtime import (
     BREAK,
@@ -47,11 +50,6 @@ from mvu_store.schema.runtime import (
 from mvu_store.schema.syntax import Node, pattern_names
 
 MAX_LOOP_ITEMS = 1_000
-
-
-def _thrown(value: Any) -> ScriptError:
-    message = value.get("message", UNDEFINED) if type(value) is dict else value
-    return ScriptError(f"the declaration threw: {to_string(message)}", value)
 
 
 class _ShortCircuit(Exception):
@@ -294,18 +292,31 @@ class Compiler:
 
         return spread_args
 
-    def e_function(self, node: Node) -> Eval:
+    def e_function(self, node: Node, kind: type[JsFunction] = JsFunction, source: Node | None = None) -> Eval:
         params = [(self.pattern(pattern), None if default is None else self.expression(default))
                   for pattern, default in node.value]
         body_node = node.child(0)
         expression = body_node.kind == "return" and body_node.kids[0] is not None
         body = self.expression(body_node.child(0)) if expression else self.statement(body_node)
         cost = 1 + body_node.size()
+        source = node if source is None else source
 
         def function(frame: Frame) -> JsFunction:
-            return JsFunction(params, body, frame, cost, expression, node)
+            return kind(params, body, frame, cost, expression, source)
 
         return function
+
+    def e_async(self, node: Node) -> Eval:
+        # The wrapper node is the function's source: purity analysis (native.py) sees `async`.
+        return self.e_function(node.child(0), AsyncFunction, node)
+
+    def e_instanceof(self, node: Node) -> Eval:
+        operand, name = self.expression(node.child(0)), node.value
+        return lambda frame: instance_of(operand(frame), name)
+
+    def e_await(self, node: Node) -> Eval:
+        operand = self.expression(node.child(0))
+        return lambda frame: awaited(operand(frame))
 
     def e_unary(self, node: Node) -> Eval:
         operator = node.value
@@ -483,7 +494,7 @@ class Compiler:
         value = self.expression(node.child(0))
 
         def throw(frame: Frame) -> Any:
-            raise _thrown(value(frame))
+            raise thrown(value(frame))
 
         return throw
 
@@ -598,6 +609,8 @@ class Compiler:
         """A binding pattern with its default values compiled to closures."""
         if pattern[0] == "name":
             return pattern
+        if pattern[0] == "rest":
+            return ("rest", self.pattern(pattern[1]))
         if pattern[0] == "object":
             return ("object", tuple((key, self.pattern(target), None if default is None else self.expression(default))
                                     for key, target, default in pattern[1]))
@@ -680,6 +693,40 @@ class Compiler:
         return loop
 
 
+    def s_for(self, node: Node) -> Exec:
+        """``for (init; test; update)``: as in JavaScript, a ``let`` loop gives each pass its own
+        copy of the loop variables (closures made in a pass keep that pass's values), copied
+        before the update runs. Each pass pays like a ``while`` pass, at most
+        :data:`MAX_LOOP_ITEMS` of them."""
+        init = None if node.kids[0] is None else self.statement(node.child(0))
+        test = None if node.kids[1] is None else self.expression(node.child(1))
+        update = None if node.kids[2] is None else self.expression(node.child(2))
+        body = self.scoped(node.child(3))
+        cost = 1 + sum(kid.size() for kid in node.kids[1:] if kid is not None)
+        per_pass = node.value == "let"
+
+        def loop(frame: Frame) -> Any:
+            scope = Frame(frame, frame.budget)
+            if init is not None:
+                init(scope)
+            for _ in range(MAX_LOOP_ITEMS):
+                frame.budget.charge(cost)
+                if test is not None and not truthy(test(scope)):
+                    return None
+                completion = body(scope)
+                if completion is BREAK:
+                    return None
+                if type(completion) is Return:
+                    return completion
+                if per_pass:  # the next pass's copy, made before the update
+                    scope = Frame(frame, frame.budget, dict(scope.vars))
+                if update is not None:
+                    update(scope)
+            raise _iteration_limit()
+
+        return loop
+
+
 def _iteration_limit() -> MvuError:
     return MvuError(Code.LIMIT, f"loops visit at most {MAX_LOOP_ITEMS} items", limit=MAX_LOOP_ITEMS, kind="loop")
 
@@ -715,6 +762,8 @@ def _declares_function(statement: Node) -> bool:
 
 
 def _pattern_defaults(pattern: tuple[Any, ...]) -> list[Node]:
+    if pattern[0] == "rest":
+        return _pattern_defaults(pattern[1])
     if pattern[0] == "object":
         return [node for _, target, default in pattern[1]
                 for node in ([default] if default is not None else []) + _pattern_defaults(target)]

@@ -8,6 +8,7 @@ declaration's scopes are sealed and its containers frozen: validations may only 
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -19,6 +20,7 @@ from mvu_store.schema.composite import ObjectSchema
 from mvu_store.schema.dates import JsDate
 from mvu_store.schema.dsl import make_z
 from mvu_store.schema.evaluate import Compiler, hoisted
+from mvu_store.schema.host import HOST_GLOBALS
 from mvu_store.schema.lodash import LODASH
 from mvu_store.schema.regex import Regex
 from mvu_store.schema.runtime import Frame, JsFunction
@@ -28,6 +30,10 @@ from mvu_store.schema.types import Schema
 MVU_ZOD_URL = "https://testingcf.jsdelivr.net/gh/StageDog/tavern_resource/dist/util/mvu_zod.js"
 """The one registration entry S-2 verified statically; only it loosens a registered root object."""
 _ZOD_MODULES = frozenset({"zod", "zod/v4", "zod/v4/classic"})
+# Zod 4 as browser bundles import it from a CDN (`…/npm/zod/+esm`, `esm.sh/zod@4`): the same
+# local capability as the bare specifier; a URL naming another major version is not Zod 4.
+_ZOD_CDN = re.compile(r"https://(?:[\w-]+\.)*(?:jsdelivr\.net/npm|esm\.sh|unpkg\.com)/zod(?:@[~^]?4[\w.+-]*)?"
+                      r"(?:/v4(?:/classic)?)?(?:/\+esm)?/?")
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,6 +74,7 @@ def build(source: str, version: int) -> Compiled:
     budget = Budget()
     globals_frame = Frame(None, budget)
     globals_frame.vars.update(GLOBALS)
+    globals_frame.vars.update(HOST_GLOBALS)
     z = make_z(version)
     registry = _Registry()
     globals_frame.vars.update({"z": z, "_": LODASH, "$": Builtin("$", registry.on_ready),
@@ -131,7 +138,7 @@ def _module(url: str, node: Node, registry: _Registry, z: Any) -> Any:
     """The local capability an import URL stands for; nothing is fetched or run."""
     if url.endswith("/mvu_zod.js"):
         return Namespace("mvu_zod", {"registerMvuSchema": registry.register(verified=url == MVU_ZOD_URL)})
-    if url in _ZOD_MODULES:
+    if url in _ZOD_MODULES or _ZOD_CDN.fullmatch(url):
         return z
     if url == "lodash":
         return LODASH

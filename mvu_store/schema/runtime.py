@@ -131,6 +131,9 @@ class JsFunction(FunctionObject):
         else:
             frame = Frame(self.closure, budget)
             for index, (pattern, default) in enumerate(self.params):
+                if pattern[0] == "rest":  # `(a, ...more)`: the arguments after the named ones
+                    bind(frame, pattern[1], list(args[index:]), const=False)
+                    break
                 value = args[index] if index < len(args) else UNDEFINED
                 if value is UNDEFINED and default is not None:
                     value = default(frame)
@@ -198,6 +201,10 @@ def destructure(frame: Frame, pattern: tuple[Any, ...], value: Any, store: Calla
     for index, element in enumerate(pattern[1]):
         if element is not None:
             target, default = element
+            if target[0] == "rest":  # `[a, ...rest]`: the items after the named ones
+                frame.budget.charge(len(value))
+                destructure(frame, target[1], [get_member(value, at) for at in range(index, len(value))], store)
+                return
             item = get_member(value, index)
             destructure(frame, target, default(frame) if item is UNDEFINED and default is not None else item, store)
 

@@ -18,6 +18,7 @@ from tree_sitter import Language, Parser
 from tree_sitter import Node as CstNode
 
 from mvu_store.errors import Code, MvuError
+from mvu_store.schema.classes import CLASS_NAMES
 
 MAX_SOURCE_BYTES = 128 * 1024
 # Lowering, compiling and running recurse once per nested expression or statement; this bound
@@ -253,6 +254,8 @@ class _Lowerer:
             if self.original:
                 raise refuse(cst, "the original interpreter supports only `for...of` loops (S-8)")
             return self.while_loop(cst)
+        if kind == "for_statement":
+            return self.for_loop(cst)
         if kind == "try_statement":
             return self.try_statement(cst)
         if kind == "throw_statement":
@@ -296,10 +299,29 @@ class _Lowerer:
         if self.original and loop == "for_in":
             raise refuse(cst, "the original interpreter supports only `for...of` loops (S-8)")
         if binding is None or loop is None or self.text(binding) not in {"const", "let", "var"}:
-            raise refuse(cst, "only `for...of`, `for...in`, `while` and `do...while` loops are supported")
+            raise refuse(cst, "this `for...in`/`for...of` form is not supported")
         body = self.statement(self.field(cst, "body")) or self.node(cst, "block")
         return self.node(cst, loop, (self.text(binding), self.pattern(self.field(cst, "left"))),
                          self.expression(self.field(cst, "right")), body)
+
+    def for_loop(self, cst: CstNode) -> Node:
+        """``for (init; test; update) body``: kids are the initialiser (a declaration or an
+        ``expr`` statement), the test and the update (expressions) and the body, each maybe
+        None; ``value`` is the initialiser's binding kind (``let`` copies per pass, see s_for)."""
+        init_cst = self.field(cst, "initializer")
+        if init_cst.type in {"lexical_declaration", "variable_declaration"}:
+            init = self.statement(init_cst)
+        elif init_cst.type == "empty_statement":
+            init = None
+        else:
+            init = self.node(init_cst, "expr", None, self.expression(init_cst))
+        tests = [child for child in cst.children_by_field_name("condition") if child.is_named]
+        test = self.expression(tests[0]) if tests and tests[0].type != "empty_statement" else None
+        update_cst = cst.child_by_field_name("increment")
+        update = None if update_cst is None else self.expression(update_cst)
+        body = self.statement(self.field(cst, "body")) or self.node(cst, "block")
+        binding = init.value if init is not None and init.kind == "declare_list" else None
+        return self.node(cst, "for", binding, init, test, update, body)
 
     def while_loop(self, cst: CstNode) -> Node:
         """``while (test) body`` and ``do body while (test)``: kids are the test and the body;
@@ -316,8 +338,8 @@ class _Lowerer:
 
         Real cards destructure (``({ 数量 }) => 数量 > 0``, ``([k, { n }]) => n``); defaults are
         AST nodes the compiler turns into closures. With ``rest`` (a declaration's own pattern) an
-        object pattern may end in ``...name`` (key None): real cards drop keys that way. Rest
-        parameters stay refused (S-8), as do array rest elements.
+        object pattern may end in ``...name`` (key None): real cards drop keys that way. A rest
+        parameter or a last array element ``...xs`` is ``("rest", pattern)``: the remaining items.
         """
         kind = cst.type
         if kind == "identifier":
@@ -355,8 +377,12 @@ class _Lowerer:
                     current = self.element(child)
             if current is not None:
                 items.append(current)
+            if any(item is not None and item[0][0] == "rest" for item in items[:-1]):
+                raise refuse(cst, "a rest element must be last")
             return ("array", tuple(items))
-        raise refuse(cst, "rest parameters and this binding form are not supported")
+        if kind == "rest_pattern":  # `...xs` ending a parameter list or an array pattern
+            return ("rest", self.pattern(self.children(cst)[0]))
+        raise refuse(cst, "this binding form is not supported")
 
     def element(self, cst: CstNode) -> tuple[tuple[Any, ...], Node | None]:
         """A destructuring element with its optional default (``x = 2``)."""
@@ -365,14 +391,22 @@ class _Lowerer:
         return self.pattern(cst), None
 
     def function(self, cst: CstNode) -> Node:
-        if any(child.type in {"async", "*"} for child in cst.children):
-            raise refuse(cst, "async functions and generators are not supported")
+        """A function node; an ``async`` one is wrapped in an ``async`` node (see AsyncFunction)."""
+        if any(child.type == "*" for child in cst.children):
+            raise refuse(cst, "generators are not supported")
+        if any(child.type == "async" for child in cst.children):
+            return self.node(cst, "async", None, self.plain_function(cst))
+        return self.plain_function(cst)
+
+    def plain_function(self, cst: CstNode) -> Node:
         params: list[tuple[tuple[Any, ...], Node | None]] = []
         single = cst.child_by_field_name("parameter")
         if single is not None:
             params.append((self.pattern(single), None))
         else:
             for param in self.children(self.field(cst, "parameters")):
+                if params and params[-1][0][0] == "rest":
+                    raise refuse(param, "a rest parameter must be last")
                 params.append(self.parameter(param))
         if self.original and any(pattern[0] != "name" for pattern, _ in params):
             raise refuse(cst, "the original interpreter refuses destructured parameters (S-8)")
@@ -435,7 +469,9 @@ class _Lowerer:
         name = self.text(cst)
         if name == "undefined":
             return self.node(cst, "undefined")
-        if name in {"arguments", "eval", "globalThis", "window", "self", "Function", "Reflect", "Proxy"}:
+        # `window` is an ordinary name, undefined here as in any non-browser JavaScript: bundles
+        # read it inside try/catch or behind `typeof window`, which then behave as in node.
+        if name in {"arguments", "eval", "globalThis", "Function", "Reflect", "Proxy"}:
             raise refuse(cst, f"`{name}` is not available")
         return self.node(cst, "name", name)
 
@@ -548,21 +584,25 @@ class _Lowerer:
     x_function = x_function_expression
 
     def x_await_expression(self, cst: CstNode) -> Node:
-        """Only ``await import('<url>')``, the registration form some cards use at top level (the
-        URL binds a local capability like a static import; nothing is fetched), and
+        """``await import('<url>')``, the registration form some cards use at top level (the URL
+        binds a local capability like a static import; nothing is fetched);
         ``await waitGlobalInitialized('<name>')``, a card's wait for the MVU runtime to load: a
-        declaration that is rebuilt in isolation has nothing to wait for, so it is ``undefined``."""
-        call = self.children(cst)[0] if self.children(cst) else cst
+        declaration that is rebuilt in isolation has nothing to wait for, so it is ``undefined``;
+        any other ``await v`` reads the value of a settled promise (see promises.py)."""
+        children = self.children(cst)
+        if not children:
+            raise refuse(cst, "`await` needs an operand")
+        call = children[0]
         callee = call.child_by_field_name("function") if call.type == "call_expression" else None
         arguments = call.child_by_field_name("arguments") if callee is not None else None
         args = [] if arguments is None else self.children(arguments)
         if callee is None or len(args) != 1 or args[0].type != "string":
-            raise refuse(cst, "async functions and generators are not supported")
+            return self.node(cst, "await", None, self.expression(call))
         if callee.type == "import":
             return self.node(cst, "import_module", self.string_value(args[0]))
         if callee.type == "identifier" and self.text(callee) == HOST_WAIT:
             return self.node(cst, "undefined")
-        raise refuse(cst, "async functions and generators are not supported")
+        return self.node(cst, "await", None, self.expression(children[0]))
 
     def x_new_expression(self, cst: CstNode) -> Node:
         """Only ``new Error(message)`` (and its kin, for ``throw``), ``new Set(items)`` and
@@ -589,6 +629,11 @@ class _Lowerer:
     def x_binary_expression(self, cst: CstNode) -> Node:
         operator = self.text(self.field(cst, "operator"))
         left = self.expression(self.field(cst, "left"))
+        if operator == "instanceof":
+            right_cst = self.field(cst, "right")
+            if right_cst.type != "identifier" or self.text(right_cst) not in CLASS_NAMES:
+                raise refuse(right_cst, "`instanceof` needs a built-in class name (Error, Date, Array, Object...)")
+            return self.node(cst, "instanceof", self.text(right_cst), left)
         right = self.expression(self.field(cst, "right"))
         if operator in LOGICAL_OPERATORS:
             return self.node(cst, "logical", operator, left, right)
@@ -648,6 +693,8 @@ def pattern_names(pattern: tuple[Any, ...]) -> list[str]:
         return [pattern[1]]
     if pattern[0] == "object":
         return [name for _, target, _ in pattern[1] for name in pattern_names(target)]
+    if pattern[0] == "rest":
+        return pattern_names(pattern[1])
     return [name for element in pattern[1] if element is not None for name in pattern_names(element[0])]
 
 
@@ -662,10 +709,8 @@ def _join_surrogates(text: str) -> str:
 def _describe_refusal(kind: str) -> str:
     if kind in {"this", "super"}:
         return f"`{kind}` is not available"
-    if kind in {"await_expression", "yield_expression", "generator_function", "generator_function_declaration"}:
-        return "async functions and generators are not supported"
-    if kind == "for_statement":
-        return "only `for...of`, `for...in`, `while` and `do...while` loops are supported"
+    if kind in {"yield_expression", "generator_function", "generator_function_declaration"}:
+        return "generators are not supported"
     if kind in {"class", "class_declaration"}:
         return "classes and `new` are not supported"
     return f"unsupported syntax `{kind}`"

@@ -35,6 +35,7 @@ from mvu_store.schema.issues import (
     aborted,
     size_issue,
 )
+from mvu_store.schema.promises import AsyncFunction
 
 
 class ParseCtx:
@@ -324,7 +325,22 @@ def run_checks(checks: tuple[Check, ...], value: Any, ctx: ParseCtx, start: int)
 def function_arg(value: Any, what: str) -> JsCallable:
     if not isinstance(value, JsCallable):
         raise MvuError(Code.SCHEMA, f"{what} needs a function")
+    if isinstance(value, AsyncFunction):
+        return _Synchronous(what)
     return value
+
+
+class _Synchronous(JsCallable):
+    """An async callback given to a schema: Zod's synchronous parse throws on the promise it
+    returns, so calling it throws (a declaration's own try/catch may handle that, as in Zod)."""
+
+    __slots__ = ("what",)
+
+    def __init__(self, what: str) -> None:
+        self.what = what
+
+    def call(self, budget: Budget, args: list[Any]) -> Any:
+        raise fail(f"the async function given to {self.what} returned a promise during a synchronous parse")
 
 
 class IssueSink(Opaque):

@@ -280,17 +280,21 @@ def test_a_declaration_may_drop_keys_with_an_object_rest() -> None:
 
 @pytest.mark.parametrize("source", [
     "const m = await import('https://example.com/evil.js');",
-    "const f = async () => 1;",
-    "const x = await 5;",
     "const m = import('zod');",
-    "await fetch('https://example.com');",
-    "await waitGlobalInitialized(name);",
-    "const f = () => { const { a, ...rest } = { a: 1 }; return async () => rest; };",
+    "function* g() { yield 1; }",
 ])
-def test_other_awaits_and_dynamic_imports_are_refused(source: str) -> None:
+def test_other_dynamic_imports_and_generators_are_refused(source: str) -> None:
     with pytest.raises(MvuError) as refused:
         compile_schema(source)
     assert refused.value.code == "MVU_SCHEMA_CODE"
+
+
+@pytest.mark.parametrize("source", ["await fetch('https://example.com');", "window.fetch('https://example.com');"])
+def test_the_browser_network_is_not_defined(source: str) -> None:
+    with pytest.raises(MvuError) as failed:
+        compile_schema(source)
+    assert failed.value.code == "MVU_SCHEMA"
+    assert "is not defined" in str(failed.value)
 
 
 def test_named_lodash_imports() -> None:

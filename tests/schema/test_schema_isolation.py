@@ -104,22 +104,20 @@ def test_loops_are_capped_at_a_thousand_items(loop: str) -> None:
 
 @pytest.mark.parametrize(("source", "code"), [
     ("while (true) {}", "MVU_LIMIT"),
-    ("for (let i = 0; ; i++) {}", "MVU_SCHEMA_CODE"),
     ("do {} while (true)", "MVU_LIMIT"),
     ("a: while (true) { break a }", "MVU_SCHEMA_CODE"),
     ("for (k in {}) {}", "MVU_SCHEMA_CODE"),
-    ("export default z.number().transform(async v => v);", "MVU_SCHEMA_CODE"),
-    ("const x = await 1;", "MVU_SCHEMA_CODE"),
     ("function* g() { yield 1 }", "MVU_SCHEMA_CODE"),
     ("export default z.number().transform(function (v) { return this });", "MVU_SCHEMA_CODE"),
     ("const f = function () { return arguments };", "MVU_SCHEMA_CODE"),
-    ("const f = (...rest) => rest;", "MVU_SCHEMA_CODE"),
+    ("const f = ({ a, ...rest }) => rest;", "MVU_SCHEMA_CODE"),
     ("const f = ({ a, ...others }) => a;", "MVU_SCHEMA_CODE"),
-    ("const [first, ...others] = [1, 2];", "MVU_SCHEMA_CODE"),
     ("const { a: { b, ...inner } } = { a: { b: 1 } };", "MVU_SCHEMA_CODE"),
     ("const { ...[first] } = [1];", "MVU_SCHEMA_CODE"),
     ("import fs from 'fs';", "MVU_SCHEMA_CODE"),
-    ("import { z } from 'https://esm.sh/zod';", "MVU_SCHEMA_CODE"),
+    ("import { z } from 'https://esm.sh/zod@3';", "MVU_SCHEMA_CODE"),
+    ("const isObject = s => s instanceof z.ZodObject;", "MVU_SCHEMA_CODE"),
+    ("class A {}\nconst isA = v => v instanceof A;", "MVU_SCHEMA_CODE"),
     ("const m = import('zod');", "MVU_SCHEMA_CODE"),
     ("const d = new Date();", "MVU_SCHEMA"),  # no clock while compiling
     ("class A {}", "MVU_SCHEMA_CODE"),
@@ -178,7 +176,7 @@ def test_a_catch_handles_the_declarations_own_errors() -> None:
 
 def test_syntax_refusals_carry_line_and_column() -> None:
     with pytest.raises(MvuError) as refused:
-        compile_schema("const a = 1;\n  for (;;) {}\n")
+        compile_schema("const a = 1;\n  function* g() {}\n")
     assert refused.value.details == {"line": 2, "column": 3}
 
 
@@ -204,7 +202,7 @@ def test_huge_sources_and_literals_are_limits() -> None:
 def test_refusals_are_cached_and_raised_again() -> None:
     for _ in range(2):
         with pytest.raises(MvuError) as refused:
-            compile_schema("for (;;) {}")
+            compile_schema("function* g() {}")
         assert refused.value.code == "MVU_SCHEMA_CODE"
 
 
@@ -263,6 +261,13 @@ def test_an_object_rest_over_a_large_value_shares_the_budget() -> None:
   for (const i of _.range(1000)) { for (const j of _.range(1000)) { const { a, ...rest } = v; } }
 });"""
     assert refusal(source, {str(i): i for i in range(500)}).code == "MVU_LIMIT"
+
+
+def test_an_array_rest_over_a_large_value_shares_the_budget() -> None:
+    source = """export default z.any().transform(v => {
+  for (const i of _.range(1000)) { for (const j of _.range(1000)) { const [a, ...rest] = v; } }
+});"""
+    assert refusal(source, list(range(500))).code == "MVU_LIMIT"
 
 
 @pytest.mark.parametrize("work", [

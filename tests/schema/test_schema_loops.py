@@ -77,7 +77,8 @@ def test_each_pass_gets_its_own_let_bindings() -> None:
     assert run(source, 3) == [0, 10, 20]
 
 
-@pytest.mark.parametrize("loop", ["while (true) {}", "do {} while (1)", "while (i < 5000) i++"])
+@pytest.mark.parametrize("loop", ["while (true) {}", "do {} while (1)", "while (i < 5000) i++", "for (;;) {}",
+                                  "for (let k = 0; ; k++) i++"])
 def test_a_loop_passes_at_most_a_thousand_times(loop: str) -> None:
     error = refusal(f"export default z.any().transform(v => {{ let i = 0; {loop}; return i }});", None)
     assert error.code == "MVU_LIMIT"

@@ -25,6 +25,15 @@ zod_dates_parity.json holds `while` / `do…while` loops and `Date` forms (const
 numbers and fields, the getters, setters, texts and arithmetic) with Chinese and English inputs,
 run with the time zone UTC and `Date.now()` / `new Date()` fixed at NOW_MS; `{throws: true}` is a
 transform that throws in JavaScript (`toISOString()` of an invalid date), which we refuse.
+zod_host_parity.json holds hand-written declarations in the shapes of bundled card scripts: the
+Tavern Helper host calls beside registration (`errorCatched(fn)()`, `Vue`, `eventOn`,
+`updateVariablesWith`), `window` read inside try/catch, async functions and `await` (settled at
+once; an async transform or refinement makes Zod's synchronous parse throw) and Zod imported
+from a CDN URL; the oracle runner gives them the host's globals as inert functions.
+zod_syntax_parity.json holds hand-written C-style `for (init; test; update)` loops (per-pass `let`
+copies seen by closures, `continue`/`break`/`return`, empty parts, `var` read after the loop) and
+`instanceof` with the built-in classes (caught errors, dates, regexes, sets, arrays, functions),
+rest parameters and array rest elements.
 """
 
 from __future__ import annotations

@@ -43,6 +43,9 @@ function fixClock() {
   globalThis.Date = FixedDate;
 }
 
+// Zod 4 from a CDN, as browser bundles import it (the interpreter's _ZOD_CDN in program.py).
+const ZOD_CDN = /^https:\/\/(?:[\w-]+\.)*(?:jsdelivr\.net\/npm|esm\.sh|unpkg\.com)\/zod(?:@[~^]?4[\w.+-]*)?(?:\/v4(?:\/classic)?)?(?:\/\+esm)?\/?$/;
+
 // The loader hook: module specifiers a declaration may import, mapped to what the interpreter binds.
 const HOOKS = `
 const map = new Map(Object.entries(JSON.parse(process.env.__ZOD_ORACLE_MAP)));
@@ -53,6 +56,7 @@ export async function resolve(specifier, context, next) {
     return { url: 'data:text/javascript,' + encodeURIComponent(body), shortCircuit: true };
   }
   if (map.has(specifier)) return { url: map.get(specifier), shortCircuit: true };
+  if (new RegExp(${JSON.stringify(ZOD_CDN.source)}).test(specifier)) return { url: map.get('zod'), shortCircuit: true };
   return next(specifier, context);
 }`;
 
@@ -72,6 +76,9 @@ export function loadOracle() {
   globalThis.z = zod;
   globalThis._ = require('lodash');
   console.info = console.log = () => {}; // declarations log; the generators write files
+  // A page logs a rejected promise nobody awaited and goes on (an async host hook of a card
+  // that reads the host's `Mvu`): node would end the process instead.
+  process.on('unhandledRejection', () => {});
   fixClock();
   return { z, esbuild };
 }
@@ -96,6 +103,15 @@ export async function declare(oracle, source, { register } = {}) {
   globalThis.$ = $;
   globalThis.document = {};
   globalThis.waitGlobalInitialized = async () => {};
+  // The rest of the Tavern Helper host API bundles call beside registering: inert, as the
+  // interpreter's mvu_store/schema/host.py makes it (the page's own effects are not the schema's).
+  globalThis.errorCatched = fn => (...args) => fn(...args);
+  globalThis.Vue = {};
+  globalThis.Pinia = {};
+  globalThis.toastr = { success() {}, info() {}, warning() {}, error() {}, clear() {} };
+  for (const name of ['eventOn', 'eventOnce', 'eventMakeFirst', 'eventMakeLast']) globalThis[name] = () => ({ stop() {} });
+  for (const name of ['eventEmit', 'eventRemoveListener', 'eventClearEvent', 'updateVariablesWith',
+    'insertOrAssignVariables', 'insertVariables', 'replaceVariables', 'deleteVariable']) globalThis[name] = () => undefined;
   const code = (await esbuild.transform(source, { loader: 'ts', format: 'esm', target: 'es2022' })).code;
   serial += 1; // a fresh module each time, even for the same text
   const module = await import('data:text/javascript,' + encodeURIComponent(`${code}\n//# ${serial}`));
