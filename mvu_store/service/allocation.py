@@ -314,8 +314,10 @@ class Allocation:
         resource of the session, for a write as for a read (docs/cards.md)."""
         if not entry.is_instance or entry.instance is None or entry.instance["sessionId"] != session_id:
             return False
-        rows = await self._ctx.ledger.resources(session_id=session_id, kinds=("instance",))
         _, chosen = await self._ctx.ledger.selection(session_id)
+        if entry.row is not None and entry.row.template_id is not None and entry.row.template_id == chosen:
+            return False  # the selected copy is live: an edit of it reads no more than this
+        rows = await self._ctx.ledger.resources(session_id=session_id, kinds=("instance",))
         hidden = drafts((row.template_id for row in rows), chosen, await self._played(rows, chosen))
         return any(row.id == entry.id and row.template_id in hidden for row in rows)
 
