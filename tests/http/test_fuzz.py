@@ -18,6 +18,15 @@ from schemathesis.checks import (
 
 from tests.http.support import API, Server
 
+# The chat import takes a SillyTavern chat file (application/jsonl), which schemathesis cannot make
+# from the document's `binary` schema: lines of JSON objects, or any bytes.
+_JSON_LINE = st.dictionaries(st.sampled_from(["user_name", "character_name", "mes", "is_user", "swipes",
+                                              "swipe_id", "variables", "chat_metadata"]),
+                             st.none() | st.booleans() | st.integers() | st.text(max_size=20), max_size=5)
+schemathesis.openapi.media_type("application/jsonl", st.one_of(
+    st.lists(_JSON_LINE, max_size=4).map(lambda lines: "\n".join(json.dumps(line) for line in lines).encode()),
+    st.binary(max_size=64)))
+
 EXAMPLES = 160
 CHECKS = [not_a_server_error, response_schema_conformance, status_code_conformance, content_type_conformance]
 
