@@ -19,6 +19,7 @@ from mvu_store.js.values import (
     Builtin,
     Opaque,
     arg,
+    fail,
     is_number,
     same_value_key,
     strict_equals,
@@ -32,13 +33,13 @@ from mvu_store.schema.builtins import (
     Fn,
     assign_into,
     call_fn,
-    charged_text,
     collection,
     deep_copy,
     entries,
-    from_entries,
     js_compare,
     keys,
+    lodash_array,
+    lodash_string,
     make_mapper,
     make_predicate,
     path_parts,
@@ -115,7 +116,7 @@ def _lodash_filter(budget: Budget, args: list[Any]) -> Any:
 
 def _has(budget: Budget, args: list[Any]) -> bool:
     """``_.has(object, path)``: whether every step of the path is an own key or array index."""
-    value, parts = arg(args, 0), path_parts(arg(args, 1))
+    value, parts = arg(args, 0), path_parts(arg(args, 1), arg(args, 0))
     budget.charge(len(parts))
     for part in parts:
         key = to_string(part)
@@ -123,13 +124,15 @@ def _has(budget: Budget, args: list[Any]) -> bool:
             value = value[key]
         elif type(value) is list and (index := array_index(key)) is not None and index < len(value):
             value = value[index]
+        elif type(value) in (list, str) and key == "length":
+            value = len(value)
         else:
             return False
     return True
 
 
 def _lodash_get(budget: Budget, args: list[Any]) -> Any:
-    parts = path_parts(arg(args, 1))
+    parts = path_parts(arg(args, 1), arg(args, 0))
     budget.charge(len(parts))
     value = read_path(arg(args, 0), parts)
     return arg(args, 2) if value is UNDEFINED else value
@@ -160,10 +163,7 @@ def _sort_by(budget: Budget, args: list[Any]) -> Any:
 
 
 def _uniq(budget: Budget, args: list[Any]) -> Any:
-    items = arg(args, 0)
-    if type(items) is not list:
-        return []
-    budget.charge(len(items))
+    items = lodash_array(budget, arg(args, 0))
     seen: set[tuple[str, Any]] = set()
     result: list[Any] = []
     for item in items:
@@ -175,7 +175,7 @@ def _uniq(budget: Budget, args: list[Any]) -> Any:
 
 
 def _sum(budget: Budget, args: list[Any]) -> Any:
-    items = _array(budget, arg(args, 0))
+    items = lodash_array(budget, arg(args, 0))
     return sum((to_num(item) for item in items), 0)
 
 
@@ -253,7 +253,7 @@ def _lodash_round(method: str) -> Fn:
 
 def _minmax_of(pick: Callable[..., Any]) -> Fn:
     def apply(budget: Budget, args: list[Any]) -> Any:
-        items = _array(budget, arg(args, 0))
+        items = lodash_array(budget, arg(args, 0))
         return pick(items, key=to_num) if items else UNDEFINED
 
     return apply
@@ -261,7 +261,7 @@ def _minmax_of(pick: Callable[..., Any]) -> Fn:
 
 def _take(from_end: bool) -> Fn:
     def take(budget: Budget, args: list[Any]) -> Any:
-        items = _array(budget, arg(args, 0))
+        items = lodash_array(budget, arg(args, 0))
         count = 1 if arg(args, 1) is UNDEFINED else max(0, to_integer(arg(args, 1)))
         if from_end:  # a count past the length takes everything (a negative slice start would not)
             return items[max(0, len(items) - count):] if count else []
@@ -281,6 +281,30 @@ _UNWRAPPING = frozenset({
     "isFunction", "isNaN", "findLast", "findIndex", "findLastIndex", "mean", "meanBy", "indexOf", "nth",
     "defaultTo", "identity", "truncate", "upperFirst", "lowerFirst", "padStart", "padEnd", "repeat",
 })
+
+
+def _to_text(budget: Budget, value: Any) -> str:
+    text = lodash_string(value)
+    if type(value) is list:  # joining a large array is real work (as in charged_text)
+        budget.charge(len(text) // 8)
+    return text
+
+
+def _from_pairs(budget: Budget, args: list[Any]) -> Any:
+    """``_.fromPairs``: ``result[pair[0]] = pair[1]`` for each item of an array-like."""
+    result: dict[str, Any] = {}
+    for pair in lodash_array(budget, arg(args, 0)):
+        if pair is None or pair is UNDEFINED:
+            raise fail("fromPairs: cannot read a pair of null or undefined")
+        if type(pair) in (list, str):
+            set_own(budget, result, data_member(pair, 0), data_member(pair, 1))
+        else:
+            set_own(budget, result, UNDEFINED, UNDEFINED)
+    return result
+
+
+def _end_item(items: list[Any], index: int) -> Any:
+    return items[index] if items else UNDEFINED
 
 
 class LodashChain(Opaque):
@@ -323,7 +347,7 @@ _LODASH_HELPERS: dict[str, Any] = {
     "values": Builtin("values", values),
     "entries": Builtin("entries", entries),
     "toPairs": Builtin("toPairs", entries),
-    "fromPairs": Builtin("fromPairs", from_entries),
+    "fromPairs": Builtin("fromPairs", _from_pairs),
     "size": Builtin("size", _size),
     "round": Builtin("round", _lodash_round("round")),
     "floor": Builtin("floor", _lodash_round("floor")),
@@ -351,13 +375,12 @@ _LODASH_HELPERS: dict[str, Any] = {
     "isInteger": plain("isInteger", lambda value=UNDEFINED, *_: is_integer(value)),
     "inRange": Builtin("inRange", lambda budget, args: _in_range(args)),
     "toNumber": plain("toNumber", lambda value=UNDEFINED, *_: to_num(value)),
-    "toString": Builtin("toString", lambda budget, args: "" if arg(args, 0) in (None, UNDEFINED)
-                        else charged_text(budget, arg(args, 0))),
-    "first": plain("first", lambda value=UNDEFINED, *_: value[0] if type(value) is list and value else UNDEFINED),
-    "head": plain("head", lambda value=UNDEFINED, *_: value[0] if type(value) is list and value else UNDEFINED),
-    "last": plain("last", lambda value=UNDEFINED, *_: value[-1] if type(value) is list and value else UNDEFINED),
-    "compact": plain("compact", lambda value=UNDEFINED, *_: [x for x in value if truthy(x)] if type(value) is list
-                     else []),
+    "toString": Builtin("toString", lambda budget, args: _to_text(budget, arg(args, 0))),
+    "first": Builtin("first", lambda budget, args: _end_item(lodash_array(budget, arg(args, 0)), 0)),
+    "head": Builtin("head", lambda budget, args: _end_item(lodash_array(budget, arg(args, 0)), 0)),
+    "last": Builtin("last", lambda budget, args: _end_item(lodash_array(budget, arg(args, 0)), -1)),
+    "compact": Builtin("compact", lambda budget, args: [
+        item for item in lodash_array(budget, arg(args, 0)) if truthy(item)]),
 }
 
 
@@ -370,18 +393,6 @@ def _keyed(budget: Budget, value: Any) -> list[tuple[str, Any]]:
 def _items(budget: Budget, value: Any) -> list[Any]:
     """The items of a collection (an object's values): for lodash's collection helpers."""
     return [item for _, item in collection(budget, value)]
-
-
-def _array(budget: Budget, value: Any) -> list[Any]:
-    """The items of an array-like, as lodash's *array* helpers see them: an array, a string's
-    characters, and nothing for an object (it has no length: `_.sum({a: 1})` is 0)."""
-    if type(value) is list:
-        budget.charge(len(value))
-        return value
-    if type(value) is str:
-        budget.charge(len(value))
-        return list(value)
-    return []
 
 
 def _find(want_key: bool) -> Fn:
@@ -432,7 +443,7 @@ def _by(pick: Callable[..., Any]) -> Fn:
     """``sumBy`` / ``maxBy`` / ``minBy``: apply an iteratee, then reduce."""
     def by(budget: Budget, args: list[Any]) -> Any:
         get = make_mapper(budget, arg(args, 1))
-        pairs = [(get(item, index), item) for index, item in enumerate(_array(budget, arg(args, 0)))]
+        pairs = [(get(item, index), item) for index, item in enumerate(lodash_array(budget, arg(args, 0)))]
         if pick is sum:
             return sum((to_num(value) for value, _ in pairs), 0)
         valid = [(value, item) for value, item in pairs if is_number(value)]
@@ -446,8 +457,8 @@ def _group(mode: str) -> Fn:
     def group(budget: Budget, args: list[Any]) -> Any:
         get = make_mapper(budget, arg(args, 1))
         result: dict[str, Any] = {}
-        for key, item in collection(budget, arg(args, 0)):
-            bucket = safe_key(to_string(get(item, key)))
+        for _, item in collection(budget, arg(args, 0)):
+            bucket = safe_key(to_string(get(item, UNDEFINED)))  # lodash passes the item alone
             if mode == "group":
                 result.setdefault(bucket, []).append(item)
             elif mode == "key":
@@ -476,7 +487,7 @@ def _map_keys(budget: Budget, args: list[Any]) -> Any:
 def _set_ops(mode: str) -> Fn:
     """``union`` / ``difference`` / ``without`` on arrays, by JavaScript equality."""
     def set_op(budget: Budget, args: list[Any]) -> Any:
-        first = _array(budget, arg(args, 0))
+        first = lodash_array(budget, arg(args, 0))
         others = [item for part in args[1:] for item in (part if type(part) is list else [part])]
         budget.charge(len(first) + len(others))
         if mode == "union":
@@ -490,7 +501,7 @@ def _set_ops(mode: str) -> Fn:
 
 
 def _flatten(budget: Budget, args: list[Any]) -> Any:
-    return [part for item in _array(budget, arg(args, 0)) for part in (item if type(item) is list else [item])]
+    return [part for item in lodash_array(budget, arg(args, 0)) for part in (item if type(item) is list else [item])]
 
 
 def _is_equal(budget: Budget, args: list[Any]) -> bool:
@@ -507,7 +518,7 @@ def _is_equal(budget: Budget, args: list[Any]) -> bool:
 
 def _drop(from_end: bool) -> Fn:
     def drop(budget: Budget, args: list[Any]) -> Any:
-        items = _array(budget, arg(args, 0))
+        items = lodash_array(budget, arg(args, 0))
         count = 1 if arg(args, 1) is UNDEFINED else max(0, to_integer(arg(args, 1)))
         return items[:max(0, len(items) - count)] if from_end else items[count:]
 
@@ -516,14 +527,14 @@ def _drop(from_end: bool) -> Fn:
 
 def _update_path(budget: Budget, args: list[Any]) -> Any:
     """``_.update(object, path, updater)``: ``set`` with the updater's result for the old value."""
-    old = read_path(arg(args, 0), path_parts(arg(args, 1)))
+    old = read_path(arg(args, 0), path_parts(arg(args, 1), arg(args, 0)))
     return _set_path(budget, [arg(args, 0), arg(args, 1), call_fn(budget, arg(args, 2), old)])
 
 
 def _set_path(budget: Budget, args: list[Any]) -> Any:
     """``_.set(object, 'a.b', value)``: creates plain objects along the path."""
     target, path, value = arg(args, 0), arg(args, 1), arg(args, 2)
-    parts = path_parts(path)
+    parts = path_parts(path, target)
     budget.charge(len(parts))
     node = target
     for part in parts[:-1]:
@@ -546,12 +557,11 @@ def _times(budget: Budget, args: list[Any]) -> Any:
 
 
 def _text_of(args: list[Any], index: int) -> str:
-    value = arg(args, index)
-    return "" if value in (None, UNDEFINED) else to_string(value)
+    return lodash_string(arg(args, index))
 
 
 def _text(fn: Callable[[str], str]) -> Builtin:
-    return plain("text", lambda value=UNDEFINED, *_: fn("" if value in (None, UNDEFINED) else to_string(value)))
+    return plain("text", lambda value=UNDEFINED, *_: fn(lodash_string(value)))
 
 
 _LODASH_HELPERS.update({
@@ -582,7 +592,7 @@ _LODASH_HELPERS.update({
     "defaults": Builtin("defaults", assign_into(defaults_only=True)),
     "drop": Builtin("drop", _drop(from_end=False)),
     "dropRight": Builtin("dropRight", _drop(from_end=True)),
-    "reverse": Builtin("reverse", lambda budget, args: _array(budget, arg(args, 0))[::-1]
+    "reverse": Builtin("reverse", lambda budget, args: lodash_array(budget, arg(args, 0))[::-1]
                        if type(arg(args, 0)) is list else arg(args, 0)),
     "clone": Builtin("clone", lambda budget, args: spread_copy(arg(args, 0))),
     "set": Builtin("set", _set_path),
@@ -601,25 +611,28 @@ _LODASH_HELPERS.update({
 
 
 def _chunk(budget: Budget, args: list[Any]) -> Any:
-    items = _array(budget, arg(args, 0))
+    items = lodash_array(budget, arg(args, 0))
     size = 1 if arg(args, 1) is UNDEFINED else max(0, to_integer(arg(args, 1)))
     return [items[start:start + size] for start in range(0, len(items), size)] if size else []
 
 
 def _partition(budget: Budget, args: list[Any]) -> Any:
     test = make_predicate(budget, arg(args, 1))
-    pairs = collection(budget, arg(args, 0))
-    return [[item for key, item in pairs if test(item, key)], [item for key, item in pairs if not test(item, key)]]
+    kept: list[Any] = []
+    dropped: list[Any] = []
+    for _, item in collection(budget, arg(args, 0)):  # one call per item, with the item alone
+        (kept if test(item, UNDEFINED) else dropped).append(item)
+    return [kept, dropped]
 
 
 def _intersection(budget: Budget, args: list[Any]) -> Any:
-    first = _array(budget, arg(args, 0))
-    others = [{same_value_key(item) for item in _array(budget, part)} for part in args[1:]]
+    first = lodash_array(budget, arg(args, 0))
+    others = [{same_value_key(item) for item in lodash_array(budget, part)} for part in args[1:]]
     return _uniq(budget, [[item for item in first if all(same_value_key(item) in keys for keys in others)]])
 
 
 def _zip_object(budget: Budget, args: list[Any]) -> Any:
-    names, items = _array(budget, arg(args, 0)), _array(budget, arg(args, 1))
+    names, items = lodash_array(budget, arg(args, 0)), lodash_array(budget, arg(args, 1))
     return {safe_key(to_string(name)): items[index] if index < len(items) else UNDEFINED
             for index, name in enumerate(names)}
 
@@ -636,7 +649,7 @@ def _find_last(budget: Budget, args: list[Any]) -> Any:
 def _find_index(from_end: bool) -> Fn:
     def find_index(budget: Budget, args: list[Any]) -> Any:
         test = make_predicate(budget, arg(args, 1))
-        pairs = list(enumerate(_array(budget, arg(args, 0))))
+        pairs = list(enumerate(lodash_array(budget, arg(args, 0))))
         for index, item in (reversed(pairs) if from_end else pairs):
             if test(item, index):
                 return index
@@ -646,7 +659,7 @@ def _find_index(from_end: bool) -> Fn:
 
 
 def _mean(budget: Budget, args: list[Any]) -> Any:
-    values_ = [to_num(item) for item in _array(budget, arg(args, 0))]
+    values_ = [to_num(item) for item in lodash_array(budget, arg(args, 0))]
     return sum(values_, 0) / len(values_) if values_ else math.nan
 
 
@@ -660,7 +673,7 @@ def _truncate(budget: Budget, args: list[Any]) -> Any:
 
 def _unset_path(budget: Budget, args: list[Any]) -> Any:
     target, path = arg(args, 0), arg(args, 1)
-    parts = path_parts(path)
+    parts = path_parts(path, target)
     node = target
     for part in parts[:-1]:
         node = data_member(node, part)
@@ -682,13 +695,14 @@ _LODASH_HELPERS.update({
     "findLastIndex": Builtin("findLastIndex", _find_index(from_end=True)),
     "flatMap": Builtin("flatMap", lambda budget, args: _flatten(budget, [_lodash_map(budget, args)])),
     "mean": Builtin("mean", _mean),
-    "meanBy": Builtin("meanBy", lambda budget, args: _mean(budget, [_lodash_map(budget, [_array(budget, arg(args, 0)),
-                                                                                      *args[1:]])])),
+    "meanBy": Builtin("meanBy", lambda budget, args: _mean(budget, [
+        _lodash_map(budget, [lodash_array(budget, arg(args, 0)), *args[1:]])])),
     "indexOf": Builtin("indexOf", lambda budget, args: next(
-        (index for index, item in enumerate(_array(budget, arg(args, 0))) if strict_equals(item, arg(args, 1))), -1)),
-    "nth": Builtin("nth", lambda budget, args: _nth(_array(budget, arg(args, 0)), arg(args, 1))),
-    "tail": Builtin("tail", lambda budget, args: _array(budget, arg(args, 0))[1:]),
-    "initial": Builtin("initial", lambda budget, args: _array(budget, arg(args, 0))[:-1]),
+        (index for index, item in enumerate(lodash_array(budget, arg(args, 0)))
+         if strict_equals(item, arg(args, 1))), -1)),
+    "nth": Builtin("nth", lambda budget, args: _nth(lodash_array(budget, arg(args, 0)), arg(args, 1))),
+    "tail": Builtin("tail", lambda budget, args: lodash_array(budget, arg(args, 0))[1:]),
+    "initial": Builtin("initial", lambda budget, args: lodash_array(budget, arg(args, 0))[:-1]),
     "toArray": Builtin("toArray", lambda budget, args: _items(budget, arg(args, 0))),
     "castArray": plain("castArray", lambda value=UNDEFINED, *_: value if type(value) is list else [value]),
     "defaultTo": plain("defaultTo", lambda value=UNDEFINED, fallback=UNDEFINED, *_:

@@ -29,7 +29,16 @@ from mvu_store.js.values import (
     to_string,
 )
 from mvu_store.schema.arrays import join_items, relative, size_limit
-from mvu_store.schema.builtins import collection, is_match, make_mapper, make_predicate, path_parts, read_path
+from mvu_store.schema.builtins import (
+    collection,
+    is_match,
+    lodash_array,
+    lodash_string,
+    make_mapper,
+    make_predicate,
+    path_parts,
+    read_path,
+)
 from mvu_store.schema.dates import JsDate
 from mvu_store.schema.numeric import to_integer, to_num
 from mvu_store.schema.operators import BINARY
@@ -197,8 +206,7 @@ def _case(join: Callable[[list[str]], str]) -> Fn:
 
 
 def _text(args: list[Any]) -> str:
-    value = arg(args, 0)
-    return "" if value is None or value is UNDEFINED else to_string(value)
+    return lodash_string(arg(args, 0))
 
 
 _ESCAPE = {"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;"}
@@ -222,7 +230,7 @@ def _type_check(test: Callable[[Any], bool]) -> Fn:
 
 
 def _result(budget: Budget, args: list[Any]) -> Any:
-    value = read_path(arg(args, 0), path_parts(arg(args, 1)))
+    value = read_path(arg(args, 0), path_parts(arg(args, 1), arg(args, 0)))
     if isinstance(value, JsCallable):
         return value.call(budget, [])
     return arg(args, 2) if value is UNDEFINED else value
@@ -230,7 +238,7 @@ def _result(budget: Budget, args: list[Any]) -> Any:
 
 def _has_in(budget: Budget, args: list[Any]) -> bool:
     value = arg(args, 0)
-    for part in path_parts(arg(args, 1)):
+    for part in path_parts(arg(args, 1), value):
         if type(value) is dict and to_string(part) in value:
             value = value[to_string(part)]
         elif type(value) in (list, str) and data_member(value, part) is not UNDEFINED:
@@ -402,7 +410,7 @@ def _pad_both(budget: Budget, args: list[Any]) -> str:
 def _at_paths(budget: Budget, args: list[Any]) -> list[Any]:
     paths = [path for part in args[1:] for path in (part if type(part) is list else [part])]
     size_limit(budget, len(paths))
-    return [read_path(arg(args, 0), path_parts(path)) for path in paths]
+    return [read_path(arg(args, 0), path_parts(path, arg(args, 0))) for path in paths]
 
 
 EXTRA_HELPERS: dict[str, Any] = {
@@ -453,8 +461,8 @@ EXTRA_HELPERS: dict[str, Any] = {
     "takeRightWhile": Builtin("takeRightWhile", _while(from_end=True, take=True)),
     "dropWhile": Builtin("dropWhile", _while(from_end=False, take=False)),
     "dropRightWhile": Builtin("dropRightWhile", _while(from_end=True, take=False)),
-    "flattenDeep": Builtin("flattenDeep", lambda budget, args: _flatten_deep(arg(args, 0), budget)
-                           if type(arg(args, 0)) is list else []),
+    "flattenDeep": Builtin("flattenDeep", lambda budget, args: _flatten_deep(
+        lodash_array(budget, arg(args, 0)), budget)),
     "flatMapDeep": Builtin("flatMapDeep", lambda budget, args: _flatten_deep(
         [make_mapper(budget, arg(args, 1))(item, key) for key, item in collection(budget, arg(args, 0))], budget)),
     "uniqBy": Builtin("uniqBy", _uniq_by),
