@@ -13,6 +13,7 @@ from functools import cmp_to_key
 from typing import Any
 
 from mvu_store.js.members import array_index, check_writable, data_member, delete_own, safe_key, set_own
+from mvu_store.js.strings import units
 from mvu_store.js.values import (
     UNDEFINED,
     Budget,
@@ -36,6 +37,7 @@ from mvu_store.schema.builtins import (
     collection,
     deep_copy,
     entries,
+    item_string,
     js_compare,
     keys,
     lodash_array,
@@ -68,16 +70,17 @@ def plain_number(item: Any) -> bool:
 
 
 def _clamp_slow(args: list[Any]) -> Any:
-    number = to_num(arg(args, 0))
+    """lodash's ``clamp``: a NaN bound counts as 0, a missing one does not bound."""
     lower, upper = arg(args, 1), arg(args, 2)
     if upper is UNDEFINED:
         lower, upper = UNDEFINED, lower
+    number = to_num(arg(args, 0))
     if math.isnan(number):
         return number
-    if upper is not UNDEFINED and not math.isnan(to_num(upper)):
-        number = min(number, to_num(upper))
-    if lower is not UNDEFINED and not math.isnan(to_num(lower)):
-        number = max(number, to_num(lower))
+    for bound, pick in ((upper, min), (lower, max)):
+        if bound is not UNDEFINED:
+            limit = to_num(bound)
+            number = pick(number, 0 if math.isnan(limit) else limit)
     return number
 
 
@@ -243,9 +246,9 @@ def _lodash_round(method: str) -> Fn:
         if not precision or not math.isfinite(number):
             return rounding(number)
         # lodash shifts the decimal point in the number's text, so 1.005 rounds to 1.01
-        mantissa, _, exponent = to_string(number).partition("e")
+        mantissa, _, exponent = item_string(number).partition("e")
         shifted = rounding(to_num(f"{mantissa}e{int(exponent or 0) + precision}"))
-        mantissa, _, exponent = to_string(shifted).partition("e")
+        mantissa, _, exponent = item_string(shifted).partition("e")
         return to_num(f"{mantissa}e{int(exponent or 0) - precision}")
 
     return apply
@@ -281,6 +284,35 @@ _UNWRAPPING = frozenset({
     "isFunction", "isNaN", "findLast", "findIndex", "findLastIndex", "mean", "meanBy", "indexOf", "nth",
     "defaultTo", "identity", "truncate", "upperFirst", "lowerFirst", "padStart", "padEnd", "repeat",
 })
+
+
+def _includes(budget: Budget, args: list[Any]) -> bool:
+    """``_.includes(collection, value, fromIndex)``: SameValueZero over an array-like or an
+    object's values from ``fromIndex`` (negative counts from the end); substrings of a string."""
+    target, wanted = arg(args, 0), arg(args, 1)
+    items = target if type(target) in (list, str) else [item for _, item in collection(budget, target)]
+    start = to_integer(arg(args, 2)) if truthy(arg(args, 2)) else 0
+    if type(items) is str:
+        text = units(items)
+        start = max(len(text) + start, 0) if start < 0 else start
+        return start <= len(text) and units(to_string(wanted)) in text[start:]
+    budget.charge(len(items))
+    start = max(len(items) + start, 0) if start < 0 else start
+    key = same_value_key(wanted)
+    return any(same_value_key(item) == key or (is_number(item) and is_number(wanted) and item == wanted)
+               for item in items[start:])
+
+
+def _starts_with(budget: Budget, args: list[Any]) -> bool:
+    text, target = units(_text_of(args, 0)), units(item_string(arg(args, 1)))
+    start = 0 if arg(args, 2) in (None, UNDEFINED) else min(max(to_integer(arg(args, 2)), 0), len(text))
+    return text[start:start + len(target)] == target
+
+
+def _ends_with(budget: Budget, args: list[Any]) -> bool:
+    text, target = units(_text_of(args, 0)), units(item_string(arg(args, 1)))
+    end = len(text) if arg(args, 2) is UNDEFINED else min(max(to_integer(arg(args, 2)), 0), len(text))
+    return end - len(target) >= 0 and text[end - len(target):end] == target
 
 
 def _to_text(budget: Budget, value: Any) -> str:
@@ -361,8 +393,7 @@ _LODASH_HELPERS: dict[str, Any] = {
     "merge": Builtin("merge", _merge),
     "cloneDeep": Builtin("cloneDeep", lambda budget, args: deep_copy(budget, arg(args, 0))),
     "has": Builtin("has", _has),
-    "includes": Builtin("includes", lambda budget, args: any(
-        strict_equals(item, arg(args, 1)) for _, item in collection(budget, arg(args, 0)))),
+    "includes": Builtin("includes", _includes),
     "isNumber": plain("isNumber", lambda value=UNDEFINED, *_: is_number(value)),
     "isString": plain("isString", lambda value=UNDEFINED, *_: type(value) is str),
     "isBoolean": plain("isBoolean", lambda value=UNDEFINED, *_: type(value) is bool),
@@ -605,8 +636,8 @@ _LODASH_HELPERS.update({
     "toLower": _text(str.lower),
     "toUpper": _text(str.upper),
     "capitalize": _text(lambda text: text[:1].upper() + text[1:].lower()),
-    "startsWith": Builtin("startsWith", lambda budget, args: _text_of(args, 0).startswith(_text_of(args, 1))),
-    "endsWith": Builtin("endsWith", lambda budget, args: _text_of(args, 0).endswith(_text_of(args, 1))),
+    "startsWith": Builtin("startsWith", _starts_with),
+    "endsWith": Builtin("endsWith", _ends_with),
 })
 
 
@@ -765,8 +796,11 @@ def spread_copy(value: Any) -> Any:
 
 
 def _in_range(args: list[Any]) -> bool:
-    number, start, end = to_num(arg(args, 0)), to_num(arg(args, 1)), arg(args, 2)
+    """lodash's ``inRange``: bounds through ``toFinite`` (NaN is 0), the end alone bounds from 0."""
+    start, end = to_finite(arg(args, 1)), arg(args, 2)
     if end is UNDEFINED:
         start, end = 0, start
-    low, high = sorted((start, to_num(end)))
-    return bool(low <= number < high)
+    else:
+        end = to_finite(end)
+    number = to_num(arg(args, 0))
+    return bool(min(start, end) <= number < max(start, end))

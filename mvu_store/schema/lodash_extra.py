@@ -32,6 +32,7 @@ from mvu_store.schema.arrays import join_items, relative, size_limit
 from mvu_store.schema.builtins import (
     collection,
     is_match,
+    item_string,
     lodash_array,
     lodash_string,
     make_mapper,
@@ -64,11 +65,21 @@ def _arithmetic(operator: str, default: int) -> Fn:
         if right is UNDEFINED:
             return left
         if type(left) is str or type(right) is str:
-            left, right = to_string(left), to_string(right)
-            return apply(to_num(left), to_num(right)) if operator != "+" else left + right
-        return apply(to_num(left), to_num(right))
+            left, right = item_string(left), item_string(right)
+            if operator == "+":
+                return left + right
+        return _signed_zero(apply, to_num(left), to_num(right), product=operator == "*")
 
     return calculate
+
+
+def _signed_zero(apply: Callable[[Any, Any], Any], left: float | int, right: float | int, *, product: bool) -> Any:
+    """``apply(left, right)`` with IEEE's sign on a zero product (``0 * -1`` is -0 in JavaScript,
+    where Python's integers have no -0)."""
+    result = apply(left, right)
+    if product and result == 0 and type(result) is int and math.copysign(1, left) * math.copysign(1, right) < 0:
+        return -0.0
+    return result
 
 
 def _compare(test: Callable[[Any, Any], bool]) -> Fn:
