@@ -7,6 +7,7 @@ touches and never mutates its input unless lodash itself does (``_.merge``, ``_.
 from __future__ import annotations
 
 import math
+import re
 import sys
 from collections.abc import Callable
 from functools import cmp_to_key
@@ -563,21 +564,39 @@ def _update_path(budget: Budget, args: list[Any]) -> Any:
 
 
 def _set_path(budget: Budget, args: list[Any]) -> Any:
-    """``_.set(object, 'a.b', value)``: creates plain objects along the path."""
-    target, path, value = arg(args, 0), arg(args, 1), arg(args, 2)
-    parts = path_parts(path, target)
+    """lodash's ``baseSet``: containers created along the path are arrays where the next key is
+    an index and objects otherwise; a prototype key anywhere stops the write; a non-object
+    target is returned as it is."""
+    target, value = arg(args, 0), arg(args, 2)
+    if type(target) is not dict and type(target) is not list:
+        return target
+    parts = path_parts(arg(args, 1), target)
     budget.charge(len(parts))
     node = target
-    for part in parts[:-1]:
-        child = data_member(node, part)
-        if type(child) is not dict and type(child) is not list:
-            child = {}
-            check_writable(budget, node)
-            set_own(budget, node, part, child)
+    for position, part in enumerate(parts):
+        key = item_string(part)
+        if key in _PROTOTYPE_KEYS:
+            return target
+        child = value
+        if position < len(parts) - 1:
+            child = data_member(node, key)
+            if type(child) is not dict and type(child) is not list:
+                child = [] if _is_index(parts[position + 1]) else {}
+        check_writable(budget, node)
+        set_own(budget, node, key, child)
         node = child
-    check_writable(budget, node)
-    set_own(budget, node, parts[-1], value)
     return target
+
+
+_PROTOTYPE_KEYS = frozenset({"__proto__", "constructor", "prototype"})
+_INDEX = re.compile(r"0|[1-9][0-9]*")
+
+
+def _is_index(key: Any) -> bool:
+    """lodash's ``isIndex`` without a length: a safe non-negative integer or its digits."""
+    if is_number(key):
+        return bool(key == key and key > -1 and key % 1 == 0 and key < 2 ** 53 - 1)
+    return type(key) is str and _INDEX.fullmatch(key) is not None and int(key) < 2 ** 53 - 1
 
 
 def _times(budget: Budget, args: list[Any]) -> Any:
@@ -703,15 +722,13 @@ def _truncate(budget: Budget, args: list[Any]) -> Any:
 
 
 def _unset_path(budget: Budget, args: list[Any]) -> Any:
-    target, path = arg(args, 0), arg(args, 1)
-    parts = path_parts(path, target)
-    node = target
-    for part in parts[:-1]:
-        node = data_member(node, part)
-        if type(node) is not dict:
-            return True
-    if type(node) is dict:
-        delete_own(budget, node, parts[-1])
+    """lodash's ``baseUnset``: delete the last key from the value the rest of the path reads."""
+    target = arg(args, 0)
+    parts = path_parts(arg(args, 1), target)
+    budget.charge(len(parts))
+    parent = read_path(target, parts[:-1])
+    if type(parent) is dict:
+        delete_own(budget, parent, item_string(parts[-1]))
     return True
 
 
