@@ -144,13 +144,40 @@ def read_path(value: Any, parts: list[Any]) -> Any:
 def is_match(budget: Budget, item: Any, source: Any) -> bool:
     """lodash's ``isMatch``: every entry of ``source`` is in ``item`` (objects partially, deeply)."""
     budget.charge(1)
-    if type(source) is dict:
-        return type(item) is dict and all(key in item and is_match(budget, item[key], value)
-                                          for key, value in source.items())
+    if type(source) is dict:  # every own key of source, on any non-null value (`isMatch(1, {})`)
+        if item is None or item is UNDEFINED:
+            return not source
+        return all(has_key(item, key) and is_match(budget, data_member(item, key), value)
+                   for key, value in source.items())
     if type(source) is list:
         return type(item) is list and all(any(is_match(budget, have, want) for have in item) for want in source)
     return same_value_key(item) == same_value_key(source) or (
         type(item) in (int, float) and type(source) in (int, float) and item == source)
+
+
+def matches_source(budget: Budget, item: Any, source: Any) -> bool:
+    """lodash's ``baseIsMatch``: the source's own keys in order (an array source index by index),
+    their values compared partially (nested arrays in any order)."""
+    if type(source) is list:
+        source = {str(index): value for index, value in enumerate(source)}
+    return is_match(budget, item, source) if type(source) is dict else True
+
+
+def _matches_property(budget: Budget, item: Any, parts: list[Any], wanted: Any) -> bool:
+    """lodash's ``matchesProperty``: an undefined value matches undefined only where the path exists."""
+    found = read_path(item, parts)
+    if found is UNDEFINED and wanted is UNDEFINED:
+        return _path_exists(item, parts)
+    return is_match(budget, found, wanted)
+
+
+def _path_exists(value: Any, parts: list[Any]) -> bool:
+    for part in parts:
+        key = item_string(part)
+        if not has_key(value, key):
+            return False
+        value = data_member(value, key)
+    return True
 
 
 def make_mapper(budget: Budget, mapper: Any) -> Callable[[Any, Any], Any]:
@@ -165,9 +192,9 @@ def make_mapper(budget: Budget, mapper: Any) -> Callable[[Any, Any], Any]:
         return lambda item, key: read_path(item, parts)
     if type(mapper) is list:
         parts, wanted = path_parts(arg(mapper, 0)), arg(mapper, 1)
-        return lambda item, key: is_match(budget, read_path(item, parts), wanted)
+        return lambda item, key: _matches_property(budget, item, parts, wanted)
     if type(mapper) is dict:
-        return lambda item, key: is_match(budget, item, mapper)
+        return lambda item, key: matches_source(budget, item, mapper)
     raise fail("unsupported iteratee")
 
 

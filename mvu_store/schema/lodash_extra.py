@@ -31,12 +31,12 @@ from mvu_store.js.values import (
 from mvu_store.schema.arrays import join_items, relative, size_limit
 from mvu_store.schema.builtins import (
     collection,
-    is_match,
     item_string,
     lodash_array,
     lodash_string,
     make_mapper,
     make_predicate,
+    matches_source,
     path_parts,
     read_path,
 )
@@ -430,7 +430,12 @@ EXTRA_HELPERS: dict[str, Any] = {
     "pad": Builtin("pad", _pad_both),
     "at": Builtin("at", _at_paths),
     "toPath": Builtin("toPath", lambda budget, args: [to_string(part) for part in path_parts(arg(args, 0))]),
-    "isMatch": Builtin("isMatch", lambda budget, args: is_match(budget, arg(args, 0), arg(args, 1))),
+    "isMatch": Builtin("isMatch", lambda budget, args: matches_source(budget, arg(args, 0), arg(args, 1))),
+    "matches": Builtin("matches", lambda budget, args: _iteratee("matches", arg(args, 0))),
+    "matchesProperty": Builtin("matchesProperty", lambda budget, args: _iteratee(
+        "matchesProperty", [arg(args, 0), arg(args, 1)])),
+    "property": Builtin("property", lambda budget, args: _property(path_parts(arg(args, 0)))),
+    "iteratee": Builtin("iteratee", lambda budget, args: _iteratee("iteratee", arg(args, 0))),
     "slice": Builtin("slice", _slice),
     "fill": Builtin("fill", _fill),
     "concat": Builtin("concat", lambda budget, args: [
@@ -539,6 +544,15 @@ EXTRA_HELPERS: dict[str, Any] = {
     "thru": Builtin("thru", lambda budget, args: arg(args, 1).call(budget, [arg(args, 0)])
                     if isinstance(arg(args, 1), JsCallable) else arg(args, 0)),
 }
+
+
+def _iteratee(name: str, spec: Any) -> Builtin:
+    """The function lodash's ``iteratee`` makes of ``spec`` (``matches``, ``property``...)."""
+    return Builtin(name, lambda budget, args: make_mapper(budget, spec)(arg(args, 0), arg(args, 1)))
+
+
+def _property(parts: list[Any]) -> Builtin:
+    return Builtin("property", lambda budget, args: read_path(arg(args, 0), parts))
 
 
 def _constant(value: Any) -> Builtin:

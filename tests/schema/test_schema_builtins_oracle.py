@@ -19,13 +19,12 @@ from builtins_replay import cases, replay
 
 CASES = cases()
 LODASH_GAPS = frozenset({
-    "ary", "assignWith", "camelCase", "conforms", "conformsTo", "countBy", "deburr", "defaultsDeep",
-    "differenceWith", "dropRightWhile", "dropWhile", "findKey", "flow", "intersectionWith", "invertBy",
-    "invoke", "isEqualWith", "isMatch", "isRegExp", "isSet", "iteratee", "kebabCase", "lowerCase", "mapKeys",
-    "mapValues", "matches", "matchesProperty", "max", "maxBy", "mean", "meanBy", "memoize", "merge",
-    "mergeWith", "min", "minBy", "now", "nthArg", "once", "orderBy", "over", "parseInt", "partial", "pick",
-    "property", "pullAllBy", "pullAt", "random", "range", "rangeRight", "remove", "replace", "reverse",
-    "sample", "set", "setWith", "snakeCase", "sortBy", "sortedIndex", "sortedIndexBy", "sortedIndexOf",
+    "ary", "assignWith", "camelCase", "conforms", "conformsTo", "deburr", "defaultsDeep", "differenceWith",
+    "dropRightWhile", "dropWhile", "flow", "intersectionWith", "invertBy", "invoke", "isEqualWith",
+    "isRegExp", "isSet", "kebabCase", "lowerCase", "mapKeys", "max", "maxBy", "mean", "meanBy", "memoize",
+    "merge", "mergeWith", "min", "minBy", "now", "nthArg", "once", "orderBy", "over", "parseInt", "partial",
+    "pick", "pullAllBy", "pullAt", "random", "range", "rangeRight", "remove", "replace", "reverse", "sample",
+    "set", "setWith", "snakeCase", "sortBy", "sortedIndex", "sortedIndexBy", "sortedIndexOf",
     "sortedLastIndex", "sortedUniq", "sortedUniqBy", "split", "startCase", "sum", "sumBy", "takeRightWhile",
     "takeWhile", "tap", "times", "toArray", "toInteger", "toSafeInteger", "transform", "trim", "truncate",
     "unionWith", "uniqBy", "uniqWith", "uniqueId", "unset", "unzipWith", "update", "upperCase", "words",
