@@ -51,6 +51,7 @@ from mvu_store.schema.builtins import (
     values,
 )
 from mvu_store.schema.lodash_extra import EXTRA_HELPERS, last_match
+from mvu_store.schema.lodash_patterns import PATTERN_HELPERS
 from mvu_store.schema.numeric import MATH_FUNCTIONS, is_integer, range_error, to_integer, to_num
 from mvu_store.schema.operators import clip
 
@@ -767,6 +768,7 @@ _LODASH_HELPERS.update({
     "repeat": Builtin("repeat", lambda budget, args: _repeat(budget, args)),
 })
 _LODASH_HELPERS.update(EXTRA_HELPERS)
+_LODASH_HELPERS.update(PATTERN_HELPERS)
 _LODASH_HELPERS["chain"] = Builtin("chain", lambda budget, args: LodashChain(arg(args, 0), explicit=True))
 LODASH = Builtin("_", lambda budget, args: LodashChain(arg(args, 0), explicit=False), _LODASH_HELPERS)
 
