@@ -87,8 +87,9 @@ def path_parts(path: Any, target: Any = UNDEFINED) -> list[Any]:
     brackets, or a key ``target`` already has, as one key; any other text parsed as a path."""
     if type(path) is list:
         return path
-    if type(path) is not str:
+    if path is None or path is UNDEFINED or type(path) in (bool, int, float):
         return [item_string(path)]
+    path = item_string(path)  # an object's text is parsed: `{}` is the path `object Object`
     if _PLAIN_KEY.fullmatch(path) or not _DEEP_PATH.search(path) or has_key(target, path):
         return [path]
     parts: list[Any] = [""] if path.startswith(".") else []

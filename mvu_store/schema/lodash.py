@@ -688,6 +688,15 @@ def _zip_object(budget: Budget, args: list[Any]) -> Any:
             for index, name in enumerate(names)}
 
 
+def _zip_object_deep(budget: Budget, args: list[Any]) -> Any:
+    """``zipObjectDeep``: ``_.set`` of each path to the value at its index."""
+    names, items = lodash_array(budget, arg(args, 0)), lodash_array(budget, arg(args, 1))
+    result: dict[str, Any] = {}
+    for index, name in enumerate(names):
+        _set_path(budget, [result, name, items[index] if index < len(items) else UNDEFINED])
+    return result
+
+
 def _invert(budget: Budget, args: list[Any]) -> Any:
     return {safe_key(to_string(item)): to_string(key) for key, item in collection(budget, arg(args, 0))}
 
@@ -738,6 +747,7 @@ _LODASH_HELPERS.update({
     "partition": Builtin("partition", _partition),
     "intersection": Builtin("intersection", _intersection),
     "zipObject": Builtin("zipObject", _zip_object),
+    "zipObjectDeep": Builtin("zipObjectDeep", _zip_object_deep),
     "invert": Builtin("invert", _invert),
     "findLast": Builtin("findLast", _find_last),
     "findIndex": Builtin("findIndex", _find_index(from_end=False)),

@@ -27,10 +27,13 @@ from mvu_store.js.values import (
     loose_equals,
     same_value_key,
     to_string,
+    truthy,
 )
 from mvu_store.schema.arrays import join_items, relative, size_limit
 from mvu_store.schema.builtins import (
+    call_fn,
     collection,
+    has_key,
     item_string,
     lodash_array,
     lodash_string,
@@ -154,14 +157,51 @@ def _uniq_by(budget: Budget, args: list[Any]) -> Any:
 
 
 def _sorted_uniq(budget: Budget, args: list[Any]) -> Any:
-    items = arg(args, 0)
-    if type(items) is not list:
-        return []
+    """``sortedUniq``/``sortedUniqBy``: drop an item whose iteratee value equals (SameValueZero)
+    the last kept one's; lodash writes a kept -0 as 0."""
+    get = make_mapper(budget, arg(args, 1))
     result: list[Any] = []
-    for item in items:
-        if not result or same_value_key(result[-1]) != same_value_key(item):
+    last: Any = None
+    for index, item in enumerate(lodash_array(budget, arg(args, 0))):
+        computed = same_value_key(get(item, UNDEFINED))
+        if not index or computed != last:
+            last = computed
+            result.append(0 if is_number(item) and item == 0 else item)
+    return result
+
+
+def _sorted_index_of(budget: Budget, args: list[Any]) -> int:
+    """``sortedIndexOf``: the binary-search position, where the item there equals the value."""
+    items, value = lodash_array(budget, arg(args, 0)), arg(args, 1)
+    index = _sorted_index(last=False)(budget, [items, value])
+    return index if index < len(items) and same_value_key(items[index]) == same_value_key(value) else -1
+
+
+def _uniq_with(budget: Budget, args: list[Any]) -> list[Any]:
+    """``uniqWith``: keep an item unless ``comparator(item, kept)`` holds for a kept one."""
+    comparator, result = arg(args, 1), list[Any]()
+    for item in lodash_array(budget, arg(args, 0)):
+        budget.charge(len(result))
+        if not any(truthy(call_fn(budget, comparator, item, kept)) for kept in result):
             result.append(item)
     return result
+
+
+def _conforms_to(budget: Budget, args: list[Any]) -> bool:
+    """``conformsTo``: each of the source's predicates (last key first) holds for the value at
+    its key, which must exist."""
+    target, source = arg(args, 0), arg(args, 1)
+    if source is None or source is UNDEFINED:
+        return True
+    pairs = collection(budget, source)
+    if target is None or target is UNDEFINED:
+        return not pairs
+    for key, predicate in reversed(pairs):
+        name = to_string(key)
+        value = data_member(target, name) if type(target) in (dict, list, str) else UNDEFINED
+        if (value is UNDEFINED and not has_key(target, name)) or not truthy(call_fn(budget, predicate, value)):
+            return False
+    return True
 
 
 def _zip(budget: Budget, arrays: list[Any]) -> list[Any]:
@@ -483,6 +523,11 @@ EXTRA_HELPERS: dict[str, Any] = {
         [make_mapper(budget, arg(args, 1))(item, key) for key, item in collection(budget, arg(args, 0))], budget)),
     "uniqBy": Builtin("uniqBy", _uniq_by),
     "sortedUniq": Builtin("sortedUniq", _sorted_uniq),
+    "sortedUniqBy": Builtin("sortedUniqBy", _sorted_uniq),
+    "sortedIndexOf": Builtin("sortedIndexOf", _sorted_index_of),
+    "uniqWith": Builtin("uniqWith", _uniq_with),
+    "conformsTo": Builtin("conformsTo", _conforms_to),
+    "conforms": Builtin("conforms", lambda budget, args: _conforms(arg(args, 0))),
     "zip": Builtin("zip", lambda budget, args: _zip(budget, list(args))),
     "unzip": Builtin("unzip", lambda budget, args: _zip(budget, arg(args, 0)) if type(arg(args, 0)) is list else []),
     "invertBy": Builtin("invertBy", _invert_by),
@@ -553,6 +598,10 @@ def _iteratee(name: str, spec: Any) -> Builtin:
 
 def _property(parts: list[Any]) -> Builtin:
     return Builtin("property", lambda budget, args: read_path(arg(args, 0), parts))
+
+
+def _conforms(source: Any) -> Builtin:
+    return Builtin("conforms", lambda budget, args: _conforms_to(budget, [arg(args, 0), source]))
 
 
 def _constant(value: Any) -> Builtin:
