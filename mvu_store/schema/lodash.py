@@ -50,6 +50,7 @@ from mvu_store.schema.builtins import (
     read_path,
     values,
 )
+from mvu_store.schema.lodash_comparators import COMPARATOR_HELPERS
 from mvu_store.schema.lodash_extra import EXTRA_HELPERS, last_match
 from mvu_store.schema.lodash_patterns import PATTERN_HELPERS
 from mvu_store.schema.numeric import MATH_FUNCTIONS, is_integer, range_error, to_integer, to_num
@@ -779,6 +780,7 @@ _LODASH_HELPERS.update({
 })
 _LODASH_HELPERS.update(EXTRA_HELPERS)
 _LODASH_HELPERS.update(PATTERN_HELPERS)
+_LODASH_HELPERS.update(COMPARATOR_HELPERS)
 _LODASH_HELPERS["chain"] = Builtin("chain", lambda budget, args: LodashChain(arg(args, 0), explicit=True))
 LODASH = Builtin("_", lambda budget, args: LodashChain(arg(args, 0), explicit=False), _LODASH_HELPERS)
 

@@ -173,18 +173,8 @@ def _sorted_uniq(budget: Budget, args: list[Any]) -> Any:
 def _sorted_index_of(budget: Budget, args: list[Any]) -> int:
     """``sortedIndexOf``: the binary-search position, where the item there equals the value."""
     items, value = lodash_array(budget, arg(args, 0)), arg(args, 1)
-    index = _sorted_index(last=False)(budget, [items, value])
+    index = sorted_index(budget, items, value, last=False)
     return index if index < len(items) and same_value_key(items[index]) == same_value_key(value) else -1
-
-
-def _uniq_with(budget: Budget, args: list[Any]) -> list[Any]:
-    """``uniqWith``: keep an item unless ``comparator(item, kept)`` holds for a kept one."""
-    comparator, result = arg(args, 1), list[Any]()
-    for item in lodash_array(budget, arg(args, 0)):
-        budget.charge(len(result))
-        if not any(truthy(call_fn(budget, comparator, item, kept)) for kept in result):
-            result.append(item)
-    return result
 
 
 def _conforms_to(budget: Budget, args: list[Any]) -> bool:
@@ -412,22 +402,23 @@ def _flatten_depth(budget: Budget, args: list[Any]) -> list[Any]:
     return flat(_list(arg(args, 0)), min(depth, 64))
 
 
-def _sorted_index(last: bool) -> Fn:
-    def position(budget: Budget, args: list[Any]) -> int:
-        items, value = _list(arg(args, 0)), arg(args, 1)
-        budget.charge(len(items).bit_length() + 1)
-        low, high = 0, len(items)
-        while low < high:
-            middle = (low + high) // 2
-            item = items[middle]
-            comparable = (is_number(item) and is_number(value)) or (type(item) is str and type(value) is str)
-            if comparable and ((item <= value) if last else (item < value)):
-                low = middle + 1
-            else:
-                high = middle
-        return low
+def sorted_index(budget: Budget, items: list[Any], value: Any, *, last: bool) -> int:
+    """The binary-search position of ``value`` in ``items`` (after equal ones when ``last``)."""
+    budget.charge(len(items).bit_length() + 1)
+    low, high = 0, len(items)
+    while low < high:
+        middle = (low + high) // 2
+        item = items[middle]
+        comparable = (is_number(item) and is_number(value)) or (type(item) is str and type(value) is str)
+        if comparable and ((item <= value) if last else (item < value)):
+            low = middle + 1
+        else:
+            high = middle
+    return low
 
-    return position
+
+def _sorted_index(last: bool) -> Fn:
+    return lambda budget, args: sorted_index(budget, _list(arg(args, 0)), arg(args, 1), last=last)
 
 
 def _last_index_of(budget: Budget, args: list[Any]) -> int:
@@ -525,7 +516,6 @@ EXTRA_HELPERS: dict[str, Any] = {
     "sortedUniq": Builtin("sortedUniq", _sorted_uniq),
     "sortedUniqBy": Builtin("sortedUniqBy", _sorted_uniq),
     "sortedIndexOf": Builtin("sortedIndexOf", _sorted_index_of),
-    "uniqWith": Builtin("uniqWith", _uniq_with),
     "conformsTo": Builtin("conformsTo", _conforms_to),
     "conforms": Builtin("conforms", lambda budget, args: _conforms(arg(args, 0))),
     "zip": Builtin("zip", lambda budget, args: _zip(budget, list(args))),
