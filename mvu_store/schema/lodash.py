@@ -54,7 +54,7 @@ from mvu_store.schema.lodash_comparators import COMPARATOR_HELPERS
 from mvu_store.schema.lodash_extra import EXTRA_HELPERS, last_match
 from mvu_store.schema.lodash_patterns import PATTERN_HELPERS
 from mvu_store.schema.numeric import MATH_FUNCTIONS, is_integer, range_error, to_integer, to_num
-from mvu_store.schema.operators import clip
+from mvu_store.schema.operators import BINARY, clip
 
 
 def _clamp(budget: Budget, args: list[Any]) -> Any:
@@ -180,11 +180,6 @@ def _uniq(budget: Budget, args: list[Any]) -> Any:
     return result
 
 
-def _sum(budget: Budget, args: list[Any]) -> Any:
-    items = lodash_array(budget, arg(args, 0))
-    return sum((to_num(item) for item in items), 0)
-
-
 def _merge(budget: Budget, args: list[Any]) -> Any:
     target = arg(args, 0)
     check_writable(budget, target)
@@ -257,12 +252,53 @@ def _lodash_round(method: str) -> Fn:
     return apply
 
 
-def _minmax_of(pick: Callable[..., Any]) -> Fn:
-    def apply(budget: Budget, args: list[Any]) -> Any:
-        items = lodash_array(budget, arg(args, 0))
-        return pick(items, key=to_num) if items else UNDEFINED
+def _base_sum(budget: Budget, items: list[Any], get: Callable[[Any, Any], Any]) -> Any:
+    """lodash's ``baseSum``: JavaScript's ``+`` over the defined iteratee values (so strings
+    concatenate), ``undefined`` when none is defined."""
+    result: Any = UNDEFINED
+    for item in items:
+        current = get(item, UNDEFINED)
+        if current is not UNDEFINED:
+            result = current if result is UNDEFINED else BINARY["+"](_primitive(result), _primitive(current))
+    return result
 
-    return apply
+
+def _primitive(value: Any) -> Any:
+    """JavaScript's ToPrimitive for lodash's ``+``, ``/``, ``<``: an array or object as its text."""
+    return to_string(value) if type(value) is list or type(value) is dict else value
+
+
+def _summed(mean: bool) -> Fn:
+    """``sum``/``sumBy`` (0 for an empty array) and ``mean``/``meanBy`` (NaN for one)."""
+    def total(budget: Budget, args: list[Any]) -> Any:
+        items = lodash_array(budget, arg(args, 0))
+        if not items:
+            return math.nan if mean else 0
+        result = _base_sum(budget, items, make_mapper(budget, arg(args, 1)))
+        return BINARY["/"](_primitive(result), len(items)) if mean else result
+
+    return total
+
+
+def _extremum(operator: str) -> Fn:
+    """lodash's ``baseExtremum``: the item whose iteratee value is not null and beats (JavaScript's
+    ``>``/``<``) the best so far; the first candidate must be a non-NaN value."""
+    beats = BINARY[operator]
+
+    def pick(budget: Budget, args: list[Any]) -> Any:
+        get = make_mapper(budget, arg(args, 1))
+        result: Any = UNDEFINED
+        computed: Any = UNDEFINED
+        for item in lodash_array(budget, arg(args, 0)):
+            current = get(item, UNDEFINED)
+            if current is None or current is UNDEFINED:
+                continue
+            if (current == current) if computed is UNDEFINED else truthy(beats(_primitive(current),
+                                                                                _primitive(computed))):
+                computed, result = current, item
+        return result
+
+    return pick
 
 
 def _take(from_end: bool) -> Fn:
@@ -377,7 +413,7 @@ _LODASH_HELPERS: dict[str, Any] = {
     "isEmpty": Builtin("isEmpty", _is_empty),
     "sortBy": Builtin("sortBy", _sort_by),
     "uniq": Builtin("uniq", _uniq),
-    "sum": Builtin("sum", _sum),
+    "sum": Builtin("sum", _summed(mean=False)),
     "keys": Builtin("keys", keys),
     "values": Builtin("values", values),
     "entries": Builtin("entries", entries),
@@ -387,8 +423,8 @@ _LODASH_HELPERS: dict[str, Any] = {
     "round": Builtin("round", _lodash_round("round")),
     "floor": Builtin("floor", _lodash_round("floor")),
     "ceil": Builtin("ceil", _lodash_round("ceil")),
-    "max": Builtin("max", _minmax_of(max)),
-    "min": Builtin("min", _minmax_of(min)),
+    "max": Builtin("max", _extremum(">")),
+    "min": Builtin("min", _extremum("<")),
     "take": Builtin("take", _take(False)),
     "takeRight": Builtin("takeRight", _take(True)),
     "range": Builtin("range", _range_of(reverse=False)),
@@ -471,19 +507,6 @@ def _reduce(budget: Budget, args: list[Any], backwards: bool = False) -> Any:
     for key, item in pairs:
         accumulator = call_fn(budget, fn, accumulator, item, key)
     return accumulator
-
-
-def _by(pick: Callable[..., Any]) -> Fn:
-    """``sumBy`` / ``maxBy`` / ``minBy``: apply an iteratee, then reduce."""
-    def by(budget: Budget, args: list[Any]) -> Any:
-        get = make_mapper(budget, arg(args, 1))
-        pairs = [(get(item, index), item) for index, item in enumerate(lodash_array(budget, arg(args, 0)))]
-        if pick is sum:
-            return sum((to_num(value) for value, _ in pairs), 0)
-        valid = [(value, item) for value, item in pairs if is_number(value)]
-        return pick(valid, key=lambda pair: pair[0])[1] if valid else UNDEFINED
-
-    return by
 
 
 def _group(mode: str) -> Fn:
@@ -625,9 +648,9 @@ _LODASH_HELPERS.update({
     "each": Builtin("each", _for_each),
     "reduce": Builtin("reduce", _reduce),
     "reduceRight": Builtin("reduceRight", lambda budget, args: _reduce(budget, args, backwards=True)),
-    "sumBy": Builtin("sumBy", _by(sum)),
-    "maxBy": Builtin("maxBy", _by(max)),
-    "minBy": Builtin("minBy", _by(min)),
+    "sumBy": Builtin("sumBy", _summed(mean=False)),
+    "maxBy": Builtin("maxBy", _extremum(">")),
+    "minBy": Builtin("minBy", _extremum("<")),
     "groupBy": Builtin("groupBy", _group("group")),
     "keyBy": Builtin("keyBy", _group("key")),
     "countBy": Builtin("countBy", _group("count")),
@@ -653,7 +676,7 @@ _LODASH_HELPERS.update({
     "isUndefined": plain("isUndefined", lambda value=UNDEFINED, *_: value is UNDEFINED),
     "isNull": plain("isNull", lambda value=UNDEFINED, *_: value is None),
     "toInteger": plain("toInteger", lambda value=UNDEFINED, *_: _to_integer(to_num(value))),
-    "trim": _text(str.strip),
+
     "toLower": _text(str.lower),
     "toUpper": _text(str.upper),
     "capitalize": _text(lambda text: text[:1].upper() + text[1:].lower()),
@@ -719,11 +742,6 @@ def _find_index(from_end: bool) -> Fn:
     return find_index
 
 
-def _mean(budget: Budget, args: list[Any]) -> Any:
-    values_ = [to_num(item) for item in lodash_array(budget, arg(args, 0))]
-    return sum(values_, 0) / len(values_) if values_ else math.nan
-
-
 def _truncate(budget: Budget, args: list[Any]) -> Any:
     text = _text_of(args, 0)
     options = arg(args, 1)
@@ -754,9 +772,8 @@ _LODASH_HELPERS.update({
     "findIndex": Builtin("findIndex", _find_index(from_end=False)),
     "findLastIndex": Builtin("findLastIndex", _find_index(from_end=True)),
     "flatMap": Builtin("flatMap", lambda budget, args: _flatten(budget, [_lodash_map(budget, args)])),
-    "mean": Builtin("mean", _mean),
-    "meanBy": Builtin("meanBy", lambda budget, args: _mean(budget, [
-        _lodash_map(budget, [lodash_array(budget, arg(args, 0)), *args[1:]])])),
+    "mean": Builtin("mean", _summed(mean=True)),
+    "meanBy": Builtin("meanBy", _summed(mean=True)),
     "indexOf": Builtin("indexOf", lambda budget, args: next(
         (index for index, item in enumerate(lodash_array(budget, arg(args, 0)))
          if strict_equals(item, arg(args, 1))), -1)),

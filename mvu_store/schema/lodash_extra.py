@@ -456,6 +456,7 @@ def _at_paths(budget: Budget, args: list[Any]) -> list[Any]:
 
 
 EXTRA_HELPERS: dict[str, Any] = {
+    "trim": Builtin("trim", _trim_chars(str.strip)),
     "trimStart": Builtin("trimStart", _trim_chars(str.lstrip)),
     "trimEnd": Builtin("trimEnd", _trim_chars(str.rstrip)),
     "pad": Builtin("pad", _pad_both),
