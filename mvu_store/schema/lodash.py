@@ -625,7 +625,10 @@ def _is_index(key: Any) -> bool:
 
 
 def _times(budget: Budget, args: list[Any]) -> Any:
-    count = max(0, to_integer(arg(args, 0)))
+    count = _to_integer(to_num(arg(args, 0)))
+    if count < 1 or count > 2**53 - 1:  # lodash gives [] beyond MAX_SAFE_INTEGER
+        return []
+    count = int(count)
     budget.charge(count)
     fn = arg(args, 1)
     return [index if fn is UNDEFINED else call_fn(budget, fn, index) for index in range(count)]
@@ -831,7 +834,9 @@ def _to_integer(number: float | int) -> float | int:
     """lodash's ``toInteger``: NaN is 0 and the infinities become ±Number.MAX_VALUE (toFinite)."""
     if math.isnan(number):
         return 0
-    return math.copysign(sys.float_info.max, number) if math.isinf(number) else int(number)
+    if math.isinf(number):
+        return math.copysign(sys.float_info.max, number)
+    return number if number == 0 else int(number)  # -0 stays -0, as lodash's `result - remainder`
 
 
 def spread_copy(value: Any) -> Any:

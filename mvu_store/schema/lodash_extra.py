@@ -261,8 +261,8 @@ def _to_length(value: Any) -> int:
 
 def _to_safe_integer(value: Any) -> float | int:
     number = to_num(value)
-    if math.isnan(number):
-        return 0
+    if math.isnan(number) or number == 0:
+        return number if number == 0 else 0  # -0 stays -0
     return max(-MAX_SAFE_INTEGER, min(MAX_SAFE_INTEGER, math.trunc(number) if math.isfinite(number) else number))
 
 
