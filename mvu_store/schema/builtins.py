@@ -8,6 +8,7 @@ charges the budget in proportion to the data it touches, and never exposes a pro
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -72,12 +73,64 @@ def call_fn(budget: Budget, fn: Any, *args: Any) -> Any:
     return fn.call(budget, list(args))
 
 
-def path_parts(path: Any) -> list[Any]:
-    """lodash's property path: an array of keys, a number, or a string such as ``a.b[0].c``."""
+# lodash's own path grammar (``stringToPath``): plain segments, ``[0]``/``[-1.5]`` numbers,
+# quoted keys with backslash escapes, and the empty keys of ``a..b`` or ``a[]``.
+_PATH_SEGMENT = re.compile(
+    r"""[^.[\]]+|\[(?:(-?\d+(?:\.\d+)?)|(["'])((?:(?!\2)[^\\]|\\.)*?)\2)\]|(?=(?:\.|\[\])(?:\.|\[\]|$))""")
+_ESCAPED = re.compile(r"\\(\\)?")
+_DEEP_PATH = re.compile(r"""\.|\[(?:[^[\]]*|(["'])(?:(?!\1)[^\\]|\\.)*?\1)\]""")
+_PLAIN_KEY = re.compile(r"\w*", re.ASCII)
+
+
+def path_parts(path: Any, target: Any = UNDEFINED) -> list[Any]:
+    """lodash's ``castPath``: an array as it is; a number, boolean or null, a key without dots or
+    brackets, or a key ``target`` already has, as one key; any other text parsed as a path."""
     if type(path) is list:
         return path
-    text = to_string(path)
-    return [part for part in text.replace("[", ".").replace("]", "").split(".")] if text else [""]
+    if path is None or path is UNDEFINED or type(path) in (bool, int, float):
+        return [item_string(path)]
+    path = item_string(path)  # an object's text is parsed: `{}` is the path `object Object`
+    if _PLAIN_KEY.fullmatch(path) or not _DEEP_PATH.search(path) or has_key(target, path):
+        return [path]
+    parts: list[Any] = [""] if path.startswith(".") else []
+    for found in _PATH_SEGMENT.finditer(path):
+        number, quote, quoted = found.group(1), found.group(2), found.group(3)
+        parts.append(_ESCAPED.sub(lambda escape: escape.group(1) or "", quoted) if quote else number or found.group())
+    return parts
+
+
+def has_key(target: Any, key: str) -> bool:
+    """JavaScript's ``key in Object(target)`` for the own data lodash's paths read."""
+    if type(target) is dict:
+        return key in target
+    return type(target) in (list, str) and (key == "length" or data_member(target, key) is not UNDEFINED)
+
+
+def lodash_array(budget: Budget, value: Any) -> list[Any]:
+    """The items of an array-like, as lodash's *array* helpers see them: an array, a string's
+    UTF-16 units, and nothing for an object (it has no length: `_.sum({a: 1})` is 0)."""
+    if type(value) is list:
+        budget.charge(len(value))
+        return value
+    if type(value) is str:
+        budget.charge(len(value))
+        return list(units(value))
+    return []
+
+
+def lodash_string(value: Any) -> str:
+    """lodash's ``toString``: ``''`` for null and undefined, the rest as :func:`item_string`."""
+    return "" if value is None or value is UNDEFINED else item_string(value)
+
+
+def item_string(value: Any) -> str:
+    """lodash's ``baseToString``: ``'-0'`` for -0 and arrays joined from their items' own
+    ``baseToString`` (so ``[null, -0]`` gives ``'null,-0'`` where JavaScript gives ``',0'``)."""
+    if type(value) is list:
+        return text_limit(",".join(item_string(item) for item in value))
+    if type(value) is float and value == 0 and math.copysign(1, value) < 0:
+        return "-0"
+    return to_string(value)
 
 
 def read_path(value: Any, parts: list[Any]) -> Any:
@@ -92,13 +145,40 @@ def read_path(value: Any, parts: list[Any]) -> Any:
 def is_match(budget: Budget, item: Any, source: Any) -> bool:
     """lodash's ``isMatch``: every entry of ``source`` is in ``item`` (objects partially, deeply)."""
     budget.charge(1)
-    if type(source) is dict:
-        return type(item) is dict and all(key in item and is_match(budget, item[key], value)
-                                          for key, value in source.items())
+    if type(source) is dict:  # every own key of source, on any non-null value (`isMatch(1, {})`)
+        if item is None or item is UNDEFINED:
+            return not source
+        return all(has_key(item, key) and is_match(budget, data_member(item, key), value)
+                   for key, value in source.items())
     if type(source) is list:
         return type(item) is list and all(any(is_match(budget, have, want) for have in item) for want in source)
     return same_value_key(item) == same_value_key(source) or (
         type(item) in (int, float) and type(source) in (int, float) and item == source)
+
+
+def matches_source(budget: Budget, item: Any, source: Any) -> bool:
+    """lodash's ``baseIsMatch``: the source's own keys in order (an array source index by index),
+    their values compared partially (nested arrays in any order)."""
+    if type(source) is list:
+        source = {str(index): value for index, value in enumerate(source)}
+    return is_match(budget, item, source) if type(source) is dict else True
+
+
+def _matches_property(budget: Budget, item: Any, parts: list[Any], wanted: Any) -> bool:
+    """lodash's ``matchesProperty``: an undefined value matches undefined only where the path exists."""
+    found = read_path(item, parts)
+    if found is UNDEFINED and wanted is UNDEFINED:
+        return _path_exists(item, parts)
+    return is_match(budget, found, wanted)
+
+
+def _path_exists(value: Any, parts: list[Any]) -> bool:
+    for part in parts:
+        key = item_string(part)
+        if not has_key(value, key):
+            return False
+        value = data_member(value, key)
+    return True
 
 
 def make_mapper(budget: Budget, mapper: Any) -> Callable[[Any, Any], Any]:
@@ -113,9 +193,9 @@ def make_mapper(budget: Budget, mapper: Any) -> Callable[[Any, Any], Any]:
         return lambda item, key: read_path(item, parts)
     if type(mapper) is list:
         parts, wanted = path_parts(arg(mapper, 0)), arg(mapper, 1)
-        return lambda item, key: is_match(budget, read_path(item, parts), wanted)
+        return lambda item, key: _matches_property(budget, item, parts, wanted)
     if type(mapper) is dict:
-        return lambda item, key: is_match(budget, item, mapper)
+        return lambda item, key: matches_source(budget, item, mapper)
     raise fail("unsupported iteratee")
 
 

@@ -7,18 +7,21 @@ touches and never mutates its input unless lodash itself does (``_.merge``, ``_.
 from __future__ import annotations
 
 import math
+import re
 import sys
 from collections.abc import Callable
 from functools import cmp_to_key
 from typing import Any
 
 from mvu_store.js.members import array_index, check_writable, data_member, delete_own, safe_key, set_own
+from mvu_store.js.strings import units
 from mvu_store.js.values import (
     UNDEFINED,
     Budget,
     Builtin,
     Opaque,
     arg,
+    fail,
     is_number,
     same_value_key,
     strict_equals,
@@ -32,13 +35,14 @@ from mvu_store.schema.builtins import (
     Fn,
     assign_into,
     call_fn,
-    charged_text,
     collection,
     deep_copy,
     entries,
-    from_entries,
+    item_string,
     js_compare,
     keys,
+    lodash_array,
+    lodash_string,
     make_mapper,
     make_predicate,
     path_parts,
@@ -46,9 +50,11 @@ from mvu_store.schema.builtins import (
     read_path,
     values,
 )
+from mvu_store.schema.lodash_comparators import COMPARATOR_HELPERS
 from mvu_store.schema.lodash_extra import EXTRA_HELPERS, last_match
+from mvu_store.schema.lodash_patterns import PATTERN_HELPERS
 from mvu_store.schema.numeric import MATH_FUNCTIONS, is_integer, range_error, to_integer, to_num
-from mvu_store.schema.operators import clip
+from mvu_store.schema.operators import BINARY, clip
 
 
 def _clamp(budget: Budget, args: list[Any]) -> Any:
@@ -67,16 +73,17 @@ def plain_number(item: Any) -> bool:
 
 
 def _clamp_slow(args: list[Any]) -> Any:
-    number = to_num(arg(args, 0))
+    """lodash's ``clamp``: a NaN bound counts as 0, a missing one does not bound."""
     lower, upper = arg(args, 1), arg(args, 2)
     if upper is UNDEFINED:
         lower, upper = UNDEFINED, lower
+    number = to_num(arg(args, 0))
     if math.isnan(number):
         return number
-    if upper is not UNDEFINED and not math.isnan(to_num(upper)):
-        number = min(number, to_num(upper))
-    if lower is not UNDEFINED and not math.isnan(to_num(lower)):
-        number = max(number, to_num(lower))
+    for bound, pick in ((upper, min), (lower, max)):
+        if bound is not UNDEFINED:
+            limit = to_num(bound)
+            number = pick(number, 0 if math.isnan(limit) else limit)
     return number
 
 
@@ -115,7 +122,7 @@ def _lodash_filter(budget: Budget, args: list[Any]) -> Any:
 
 def _has(budget: Budget, args: list[Any]) -> bool:
     """``_.has(object, path)``: whether every step of the path is an own key or array index."""
-    value, parts = arg(args, 0), path_parts(arg(args, 1))
+    value, parts = arg(args, 0), path_parts(arg(args, 1), arg(args, 0))
     budget.charge(len(parts))
     for part in parts:
         key = to_string(part)
@@ -123,13 +130,15 @@ def _has(budget: Budget, args: list[Any]) -> bool:
             value = value[key]
         elif type(value) is list and (index := array_index(key)) is not None and index < len(value):
             value = value[index]
+        elif type(value) in (list, str) and key == "length":
+            value = len(value)
         else:
             return False
     return True
 
 
 def _lodash_get(budget: Budget, args: list[Any]) -> Any:
-    parts = path_parts(arg(args, 1))
+    parts = path_parts(arg(args, 1), arg(args, 0))
     budget.charge(len(parts))
     value = read_path(arg(args, 0), parts)
     return arg(args, 2) if value is UNDEFINED else value
@@ -160,10 +169,7 @@ def _sort_by(budget: Budget, args: list[Any]) -> Any:
 
 
 def _uniq(budget: Budget, args: list[Any]) -> Any:
-    items = arg(args, 0)
-    if type(items) is not list:
-        return []
-    budget.charge(len(items))
+    items = lodash_array(budget, arg(args, 0))
     seen: set[tuple[str, Any]] = set()
     result: list[Any] = []
     for item in items:
@@ -172,11 +178,6 @@ def _uniq(budget: Budget, args: list[Any]) -> Any:
             seen.add(key)
             result.append(item)
     return result
-
-
-def _sum(budget: Budget, args: list[Any]) -> Any:
-    items = _array(budget, arg(args, 0))
-    return sum((to_num(item) for item in items), 0)
 
 
 def _merge(budget: Budget, args: list[Any]) -> Any:
@@ -243,25 +244,66 @@ def _lodash_round(method: str) -> Fn:
         if not precision or not math.isfinite(number):
             return rounding(number)
         # lodash shifts the decimal point in the number's text, so 1.005 rounds to 1.01
-        mantissa, _, exponent = to_string(number).partition("e")
+        mantissa, _, exponent = item_string(number).partition("e")
         shifted = rounding(to_num(f"{mantissa}e{int(exponent or 0) + precision}"))
-        mantissa, _, exponent = to_string(shifted).partition("e")
+        mantissa, _, exponent = item_string(shifted).partition("e")
         return to_num(f"{mantissa}e{int(exponent or 0) - precision}")
 
     return apply
 
 
-def _minmax_of(pick: Callable[..., Any]) -> Fn:
-    def apply(budget: Budget, args: list[Any]) -> Any:
-        items = _array(budget, arg(args, 0))
-        return pick(items, key=to_num) if items else UNDEFINED
+def _base_sum(budget: Budget, items: list[Any], get: Callable[[Any, Any], Any]) -> Any:
+    """lodash's ``baseSum``: JavaScript's ``+`` over the defined iteratee values (so strings
+    concatenate), ``undefined`` when none is defined."""
+    result: Any = UNDEFINED
+    for item in items:
+        current = get(item, UNDEFINED)
+        if current is not UNDEFINED:
+            result = current if result is UNDEFINED else BINARY["+"](_primitive(result), _primitive(current))
+    return result
 
-    return apply
+
+def _primitive(value: Any) -> Any:
+    """JavaScript's ToPrimitive for lodash's ``+``, ``/``, ``<``: an array or object as its text."""
+    return to_string(value) if type(value) is list or type(value) is dict else value
+
+
+def _summed(mean: bool) -> Fn:
+    """``sum``/``sumBy`` (0 for an empty array) and ``mean``/``meanBy`` (NaN for one)."""
+    def total(budget: Budget, args: list[Any]) -> Any:
+        items = lodash_array(budget, arg(args, 0))
+        if not items:
+            return math.nan if mean else 0
+        result = _base_sum(budget, items, make_mapper(budget, arg(args, 1)))
+        return BINARY["/"](_primitive(result), len(items)) if mean else result
+
+    return total
+
+
+def _extremum(operator: str) -> Fn:
+    """lodash's ``baseExtremum``: the item whose iteratee value is not null and beats (JavaScript's
+    ``>``/``<``) the best so far; the first candidate must be a non-NaN value."""
+    beats = BINARY[operator]
+
+    def pick(budget: Budget, args: list[Any]) -> Any:
+        get = make_mapper(budget, arg(args, 1))
+        result: Any = UNDEFINED
+        computed: Any = UNDEFINED
+        for item in lodash_array(budget, arg(args, 0)):
+            current = get(item, UNDEFINED)
+            if current is None or current is UNDEFINED:
+                continue
+            if (current == current) if computed is UNDEFINED else truthy(beats(_primitive(current),
+                                                                                _primitive(computed))):
+                computed, result = current, item
+        return result
+
+    return pick
 
 
 def _take(from_end: bool) -> Fn:
     def take(budget: Budget, args: list[Any]) -> Any:
-        items = _array(budget, arg(args, 0))
+        items = lodash_array(budget, arg(args, 0))
         count = 1 if arg(args, 1) is UNDEFINED else max(0, to_integer(arg(args, 1)))
         if from_end:  # a count past the length takes everything (a negative slice start would not)
             return items[max(0, len(items) - count):] if count else []
@@ -281,6 +323,59 @@ _UNWRAPPING = frozenset({
     "isFunction", "isNaN", "findLast", "findIndex", "findLastIndex", "mean", "meanBy", "indexOf", "nth",
     "defaultTo", "identity", "truncate", "upperFirst", "lowerFirst", "padStart", "padEnd", "repeat",
 })
+
+
+def _includes(budget: Budget, args: list[Any]) -> bool:
+    """``_.includes(collection, value, fromIndex)``: SameValueZero over an array-like or an
+    object's values from ``fromIndex`` (negative counts from the end); substrings of a string."""
+    target, wanted = arg(args, 0), arg(args, 1)
+    items = target if type(target) in (list, str) else [item for _, item in collection(budget, target)]
+    start = to_integer(arg(args, 2)) if truthy(arg(args, 2)) else 0
+    if type(items) is str:
+        text = units(items)
+        start = max(len(text) + start, 0) if start < 0 else start
+        return start <= len(text) and units(to_string(wanted)) in text[start:]
+    budget.charge(len(items))
+    start = max(len(items) + start, 0) if start < 0 else start
+    key = same_value_key(wanted)
+    return any(same_value_key(item) == key or (is_number(item) and is_number(wanted) and item == wanted)
+               for item in items[start:])
+
+
+def _starts_with(budget: Budget, args: list[Any]) -> bool:
+    text, target = units(_text_of(args, 0)), units(item_string(arg(args, 1)))
+    start = 0 if arg(args, 2) in (None, UNDEFINED) else min(max(to_integer(arg(args, 2)), 0), len(text))
+    return text[start:start + len(target)] == target
+
+
+def _ends_with(budget: Budget, args: list[Any]) -> bool:
+    text, target = units(_text_of(args, 0)), units(item_string(arg(args, 1)))
+    end = len(text) if arg(args, 2) is UNDEFINED else min(max(to_integer(arg(args, 2)), 0), len(text))
+    return end - len(target) >= 0 and text[end - len(target):end] == target
+
+
+def _to_text(budget: Budget, value: Any) -> str:
+    text = lodash_string(value)
+    if type(value) is list:  # joining a large array is real work (as in charged_text)
+        budget.charge(len(text) // 8)
+    return text
+
+
+def _from_pairs(budget: Budget, args: list[Any]) -> Any:
+    """``_.fromPairs``: ``result[pair[0]] = pair[1]`` for each item of an array-like."""
+    result: dict[str, Any] = {}
+    for pair in lodash_array(budget, arg(args, 0)):
+        if pair is None or pair is UNDEFINED:
+            raise fail("fromPairs: cannot read a pair of null or undefined")
+        if type(pair) in (list, str):
+            set_own(budget, result, data_member(pair, 0), data_member(pair, 1))
+        else:
+            set_own(budget, result, UNDEFINED, UNDEFINED)
+    return result
+
+
+def _end_item(items: list[Any], index: int) -> Any:
+    return items[index] if items else UNDEFINED
 
 
 class LodashChain(Opaque):
@@ -318,18 +413,18 @@ _LODASH_HELPERS: dict[str, Any] = {
     "isEmpty": Builtin("isEmpty", _is_empty),
     "sortBy": Builtin("sortBy", _sort_by),
     "uniq": Builtin("uniq", _uniq),
-    "sum": Builtin("sum", _sum),
+    "sum": Builtin("sum", _summed(mean=False)),
     "keys": Builtin("keys", keys),
     "values": Builtin("values", values),
     "entries": Builtin("entries", entries),
     "toPairs": Builtin("toPairs", entries),
-    "fromPairs": Builtin("fromPairs", from_entries),
+    "fromPairs": Builtin("fromPairs", _from_pairs),
     "size": Builtin("size", _size),
     "round": Builtin("round", _lodash_round("round")),
     "floor": Builtin("floor", _lodash_round("floor")),
     "ceil": Builtin("ceil", _lodash_round("ceil")),
-    "max": Builtin("max", _minmax_of(max)),
-    "min": Builtin("min", _minmax_of(min)),
+    "max": Builtin("max", _extremum(">")),
+    "min": Builtin("min", _extremum("<")),
     "take": Builtin("take", _take(False)),
     "takeRight": Builtin("takeRight", _take(True)),
     "range": Builtin("range", _range_of(reverse=False)),
@@ -337,8 +432,7 @@ _LODASH_HELPERS: dict[str, Any] = {
     "merge": Builtin("merge", _merge),
     "cloneDeep": Builtin("cloneDeep", lambda budget, args: deep_copy(budget, arg(args, 0))),
     "has": Builtin("has", _has),
-    "includes": Builtin("includes", lambda budget, args: any(
-        strict_equals(item, arg(args, 1)) for _, item in collection(budget, arg(args, 0)))),
+    "includes": Builtin("includes", _includes),
     "isNumber": plain("isNumber", lambda value=UNDEFINED, *_: is_number(value)),
     "isString": plain("isString", lambda value=UNDEFINED, *_: type(value) is str),
     "isBoolean": plain("isBoolean", lambda value=UNDEFINED, *_: type(value) is bool),
@@ -351,13 +445,12 @@ _LODASH_HELPERS: dict[str, Any] = {
     "isInteger": plain("isInteger", lambda value=UNDEFINED, *_: is_integer(value)),
     "inRange": Builtin("inRange", lambda budget, args: _in_range(args)),
     "toNumber": plain("toNumber", lambda value=UNDEFINED, *_: to_num(value)),
-    "toString": Builtin("toString", lambda budget, args: "" if arg(args, 0) in (None, UNDEFINED)
-                        else charged_text(budget, arg(args, 0))),
-    "first": plain("first", lambda value=UNDEFINED, *_: value[0] if type(value) is list and value else UNDEFINED),
-    "head": plain("head", lambda value=UNDEFINED, *_: value[0] if type(value) is list and value else UNDEFINED),
-    "last": plain("last", lambda value=UNDEFINED, *_: value[-1] if type(value) is list and value else UNDEFINED),
-    "compact": plain("compact", lambda value=UNDEFINED, *_: [x for x in value if truthy(x)] if type(value) is list
-                     else []),
+    "toString": Builtin("toString", lambda budget, args: _to_text(budget, arg(args, 0))),
+    "first": Builtin("first", lambda budget, args: _end_item(lodash_array(budget, arg(args, 0)), 0)),
+    "head": Builtin("head", lambda budget, args: _end_item(lodash_array(budget, arg(args, 0)), 0)),
+    "last": Builtin("last", lambda budget, args: _end_item(lodash_array(budget, arg(args, 0)), -1)),
+    "compact": Builtin("compact", lambda budget, args: [
+        item for item in lodash_array(budget, arg(args, 0)) if truthy(item)]),
 }
 
 
@@ -370,18 +463,6 @@ def _keyed(budget: Budget, value: Any) -> list[tuple[str, Any]]:
 def _items(budget: Budget, value: Any) -> list[Any]:
     """The items of a collection (an object's values): for lodash's collection helpers."""
     return [item for _, item in collection(budget, value)]
-
-
-def _array(budget: Budget, value: Any) -> list[Any]:
-    """The items of an array-like, as lodash's *array* helpers see them: an array, a string's
-    characters, and nothing for an object (it has no length: `_.sum({a: 1})` is 0)."""
-    if type(value) is list:
-        budget.charge(len(value))
-        return value
-    if type(value) is str:
-        budget.charge(len(value))
-        return list(value)
-    return []
 
 
 def _find(want_key: bool) -> Fn:
@@ -428,26 +509,13 @@ def _reduce(budget: Budget, args: list[Any], backwards: bool = False) -> Any:
     return accumulator
 
 
-def _by(pick: Callable[..., Any]) -> Fn:
-    """``sumBy`` / ``maxBy`` / ``minBy``: apply an iteratee, then reduce."""
-    def by(budget: Budget, args: list[Any]) -> Any:
-        get = make_mapper(budget, arg(args, 1))
-        pairs = [(get(item, index), item) for index, item in enumerate(_array(budget, arg(args, 0)))]
-        if pick is sum:
-            return sum((to_num(value) for value, _ in pairs), 0)
-        valid = [(value, item) for value, item in pairs if is_number(value)]
-        return pick(valid, key=lambda pair: pair[0])[1] if valid else UNDEFINED
-
-    return by
-
-
 def _group(mode: str) -> Fn:
     """``groupBy`` / ``keyBy`` / ``countBy``: bucket items by an iteratee's string."""
     def group(budget: Budget, args: list[Any]) -> Any:
         get = make_mapper(budget, arg(args, 1))
         result: dict[str, Any] = {}
-        for key, item in collection(budget, arg(args, 0)):
-            bucket = safe_key(to_string(get(item, key)))
+        for _, item in collection(budget, arg(args, 0)):
+            bucket = safe_key(to_string(get(item, UNDEFINED)))  # lodash passes the item alone
             if mode == "group":
                 result.setdefault(bucket, []).append(item)
             elif mode == "key":
@@ -476,7 +544,7 @@ def _map_keys(budget: Budget, args: list[Any]) -> Any:
 def _set_ops(mode: str) -> Fn:
     """``union`` / ``difference`` / ``without`` on arrays, by JavaScript equality."""
     def set_op(budget: Budget, args: list[Any]) -> Any:
-        first = _array(budget, arg(args, 0))
+        first = lodash_array(budget, arg(args, 0))
         others = [item for part in args[1:] for item in (part if type(part) is list else [part])]
         budget.charge(len(first) + len(others))
         if mode == "union":
@@ -490,7 +558,7 @@ def _set_ops(mode: str) -> Fn:
 
 
 def _flatten(budget: Budget, args: list[Any]) -> Any:
-    return [part for item in _array(budget, arg(args, 0)) for part in (item if type(item) is list else [item])]
+    return [part for item in lodash_array(budget, arg(args, 0)) for part in (item if type(item) is list else [item])]
 
 
 def _is_equal(budget: Budget, args: list[Any]) -> bool:
@@ -507,7 +575,7 @@ def _is_equal(budget: Budget, args: list[Any]) -> bool:
 
 def _drop(from_end: bool) -> Fn:
     def drop(budget: Budget, args: list[Any]) -> Any:
-        items = _array(budget, arg(args, 0))
+        items = lodash_array(budget, arg(args, 0))
         count = 1 if arg(args, 1) is UNDEFINED else max(0, to_integer(arg(args, 1)))
         return items[:max(0, len(items) - count)] if from_end else items[count:]
 
@@ -516,42 +584,62 @@ def _drop(from_end: bool) -> Fn:
 
 def _update_path(budget: Budget, args: list[Any]) -> Any:
     """``_.update(object, path, updater)``: ``set`` with the updater's result for the old value."""
-    old = read_path(arg(args, 0), path_parts(arg(args, 1)))
+    old = read_path(arg(args, 0), path_parts(arg(args, 1), arg(args, 0)))
     return _set_path(budget, [arg(args, 0), arg(args, 1), call_fn(budget, arg(args, 2), old)])
 
 
 def _set_path(budget: Budget, args: list[Any]) -> Any:
-    """``_.set(object, 'a.b', value)``: creates plain objects along the path."""
-    target, path, value = arg(args, 0), arg(args, 1), arg(args, 2)
-    parts = path_parts(path)
+    """lodash's ``baseSet``: containers created along the path are arrays where the next key is
+    an index and objects otherwise; a prototype key anywhere stops the write; a non-object
+    target is returned as it is."""
+    target, value = arg(args, 0), arg(args, 2)
+    if type(target) is not dict and type(target) is not list:
+        return target
+    parts = path_parts(arg(args, 1), target)
     budget.charge(len(parts))
     node = target
-    for part in parts[:-1]:
-        child = data_member(node, part)
-        if type(child) is not dict and type(child) is not list:
-            child = {}
-            check_writable(budget, node)
-            set_own(budget, node, part, child)
+    for position, part in enumerate(parts):
+        key = item_string(part)
+        if key in _PROTOTYPE_KEYS:
+            return target
+        child = value
+        if position < len(parts) - 1:
+            child = data_member(node, key)
+            if type(child) is not dict and type(child) is not list:
+                child = [] if _is_index(parts[position + 1]) else {}
+        check_writable(budget, node)
+        set_own(budget, node, key, child)
         node = child
-    check_writable(budget, node)
-    set_own(budget, node, parts[-1], value)
     return target
 
 
+_PROTOTYPE_KEYS = frozenset({"__proto__", "constructor", "prototype"})
+_INDEX = re.compile(r"0|[1-9][0-9]*")
+
+
+def _is_index(key: Any) -> bool:
+    """lodash's ``isIndex`` without a length: a safe non-negative integer or its digits."""
+    if is_number(key):
+        return bool(key == key and key > -1 and key % 1 == 0 and key < 2 ** 53 - 1)
+    return type(key) is str and _INDEX.fullmatch(key) is not None and int(key) < 2 ** 53 - 1
+
+
 def _times(budget: Budget, args: list[Any]) -> Any:
-    count = max(0, to_integer(arg(args, 0)))
+    count = _to_integer(to_num(arg(args, 0)))
+    if count < 1 or count > 2**53 - 1:  # lodash gives [] beyond MAX_SAFE_INTEGER
+        return []
+    count = int(count)
     budget.charge(count)
     fn = arg(args, 1)
     return [index if fn is UNDEFINED else call_fn(budget, fn, index) for index in range(count)]
 
 
 def _text_of(args: list[Any], index: int) -> str:
-    value = arg(args, index)
-    return "" if value in (None, UNDEFINED) else to_string(value)
+    return lodash_string(arg(args, index))
 
 
 def _text(fn: Callable[[str], str]) -> Builtin:
-    return plain("text", lambda value=UNDEFINED, *_: fn("" if value in (None, UNDEFINED) else to_string(value)))
+    return plain("text", lambda value=UNDEFINED, *_: fn(lodash_string(value)))
 
 
 _LODASH_HELPERS.update({
@@ -563,9 +651,9 @@ _LODASH_HELPERS.update({
     "each": Builtin("each", _for_each),
     "reduce": Builtin("reduce", _reduce),
     "reduceRight": Builtin("reduceRight", lambda budget, args: _reduce(budget, args, backwards=True)),
-    "sumBy": Builtin("sumBy", _by(sum)),
-    "maxBy": Builtin("maxBy", _by(max)),
-    "minBy": Builtin("minBy", _by(min)),
+    "sumBy": Builtin("sumBy", _summed(mean=False)),
+    "maxBy": Builtin("maxBy", _extremum(">")),
+    "minBy": Builtin("minBy", _extremum("<")),
     "groupBy": Builtin("groupBy", _group("group")),
     "keyBy": Builtin("keyBy", _group("key")),
     "countBy": Builtin("countBy", _group("count")),
@@ -582,7 +670,7 @@ _LODASH_HELPERS.update({
     "defaults": Builtin("defaults", assign_into(defaults_only=True)),
     "drop": Builtin("drop", _drop(from_end=False)),
     "dropRight": Builtin("dropRight", _drop(from_end=True)),
-    "reverse": Builtin("reverse", lambda budget, args: _array(budget, arg(args, 0))[::-1]
+    "reverse": Builtin("reverse", lambda budget, args: lodash_array(budget, arg(args, 0))[::-1]
                        if type(arg(args, 0)) is list else arg(args, 0)),
     "clone": Builtin("clone", lambda budget, args: spread_copy(arg(args, 0))),
     "set": Builtin("set", _set_path),
@@ -591,37 +679,49 @@ _LODASH_HELPERS.update({
     "isUndefined": plain("isUndefined", lambda value=UNDEFINED, *_: value is UNDEFINED),
     "isNull": plain("isNull", lambda value=UNDEFINED, *_: value is None),
     "toInteger": plain("toInteger", lambda value=UNDEFINED, *_: _to_integer(to_num(value))),
-    "trim": _text(str.strip),
+
     "toLower": _text(str.lower),
     "toUpper": _text(str.upper),
     "capitalize": _text(lambda text: text[:1].upper() + text[1:].lower()),
-    "startsWith": Builtin("startsWith", lambda budget, args: _text_of(args, 0).startswith(_text_of(args, 1))),
-    "endsWith": Builtin("endsWith", lambda budget, args: _text_of(args, 0).endswith(_text_of(args, 1))),
+    "startsWith": Builtin("startsWith", _starts_with),
+    "endsWith": Builtin("endsWith", _ends_with),
 })
 
 
 def _chunk(budget: Budget, args: list[Any]) -> Any:
-    items = _array(budget, arg(args, 0))
+    items = lodash_array(budget, arg(args, 0))
     size = 1 if arg(args, 1) is UNDEFINED else max(0, to_integer(arg(args, 1)))
     return [items[start:start + size] for start in range(0, len(items), size)] if size else []
 
 
 def _partition(budget: Budget, args: list[Any]) -> Any:
     test = make_predicate(budget, arg(args, 1))
-    pairs = collection(budget, arg(args, 0))
-    return [[item for key, item in pairs if test(item, key)], [item for key, item in pairs if not test(item, key)]]
+    kept: list[Any] = []
+    dropped: list[Any] = []
+    for _, item in collection(budget, arg(args, 0)):  # one call per item, with the item alone
+        (kept if test(item, UNDEFINED) else dropped).append(item)
+    return [kept, dropped]
 
 
 def _intersection(budget: Budget, args: list[Any]) -> Any:
-    first = _array(budget, arg(args, 0))
-    others = [{same_value_key(item) for item in _array(budget, part)} for part in args[1:]]
+    first = lodash_array(budget, arg(args, 0))
+    others = [{same_value_key(item) for item in lodash_array(budget, part)} for part in args[1:]]
     return _uniq(budget, [[item for item in first if all(same_value_key(item) in keys for keys in others)]])
 
 
 def _zip_object(budget: Budget, args: list[Any]) -> Any:
-    names, items = _array(budget, arg(args, 0)), _array(budget, arg(args, 1))
+    names, items = lodash_array(budget, arg(args, 0)), lodash_array(budget, arg(args, 1))
     return {safe_key(to_string(name)): items[index] if index < len(items) else UNDEFINED
             for index, name in enumerate(names)}
+
+
+def _zip_object_deep(budget: Budget, args: list[Any]) -> Any:
+    """``zipObjectDeep``: ``_.set`` of each path to the value at its index."""
+    names, items = lodash_array(budget, arg(args, 0)), lodash_array(budget, arg(args, 1))
+    result: dict[str, Any] = {}
+    for index, name in enumerate(names):
+        _set_path(budget, [result, name, items[index] if index < len(items) else UNDEFINED])
+    return result
 
 
 def _invert(budget: Budget, args: list[Any]) -> Any:
@@ -636,18 +736,13 @@ def _find_last(budget: Budget, args: list[Any]) -> Any:
 def _find_index(from_end: bool) -> Fn:
     def find_index(budget: Budget, args: list[Any]) -> Any:
         test = make_predicate(budget, arg(args, 1))
-        pairs = list(enumerate(_array(budget, arg(args, 0))))
+        pairs = list(enumerate(lodash_array(budget, arg(args, 0))))
         for index, item in (reversed(pairs) if from_end else pairs):
             if test(item, index):
                 return index
         return -1
 
     return find_index
-
-
-def _mean(budget: Budget, args: list[Any]) -> Any:
-    values_ = [to_num(item) for item in _array(budget, arg(args, 0))]
-    return sum(values_, 0) / len(values_) if values_ else math.nan
 
 
 def _truncate(budget: Budget, args: list[Any]) -> Any:
@@ -659,15 +754,13 @@ def _truncate(budget: Budget, args: list[Any]) -> Any:
 
 
 def _unset_path(budget: Budget, args: list[Any]) -> Any:
-    target, path = arg(args, 0), arg(args, 1)
-    parts = path_parts(path)
-    node = target
-    for part in parts[:-1]:
-        node = data_member(node, part)
-        if type(node) is not dict:
-            return True
-    if type(node) is dict:
-        delete_own(budget, node, parts[-1])
+    """lodash's ``baseUnset``: delete the last key from the value the rest of the path reads."""
+    target = arg(args, 0)
+    parts = path_parts(arg(args, 1), target)
+    budget.charge(len(parts))
+    parent = read_path(target, parts[:-1])
+    if type(parent) is dict:
+        delete_own(budget, parent, item_string(parts[-1]))
     return True
 
 
@@ -676,19 +769,20 @@ _LODASH_HELPERS.update({
     "partition": Builtin("partition", _partition),
     "intersection": Builtin("intersection", _intersection),
     "zipObject": Builtin("zipObject", _zip_object),
+    "zipObjectDeep": Builtin("zipObjectDeep", _zip_object_deep),
     "invert": Builtin("invert", _invert),
     "findLast": Builtin("findLast", _find_last),
     "findIndex": Builtin("findIndex", _find_index(from_end=False)),
     "findLastIndex": Builtin("findLastIndex", _find_index(from_end=True)),
     "flatMap": Builtin("flatMap", lambda budget, args: _flatten(budget, [_lodash_map(budget, args)])),
-    "mean": Builtin("mean", _mean),
-    "meanBy": Builtin("meanBy", lambda budget, args: _mean(budget, [_lodash_map(budget, [_array(budget, arg(args, 0)),
-                                                                                      *args[1:]])])),
+    "mean": Builtin("mean", _summed(mean=True)),
+    "meanBy": Builtin("meanBy", _summed(mean=True)),
     "indexOf": Builtin("indexOf", lambda budget, args: next(
-        (index for index, item in enumerate(_array(budget, arg(args, 0))) if strict_equals(item, arg(args, 1))), -1)),
-    "nth": Builtin("nth", lambda budget, args: _nth(_array(budget, arg(args, 0)), arg(args, 1))),
-    "tail": Builtin("tail", lambda budget, args: _array(budget, arg(args, 0))[1:]),
-    "initial": Builtin("initial", lambda budget, args: _array(budget, arg(args, 0))[:-1]),
+        (index for index, item in enumerate(lodash_array(budget, arg(args, 0)))
+         if strict_equals(item, arg(args, 1))), -1)),
+    "nth": Builtin("nth", lambda budget, args: _nth(lodash_array(budget, arg(args, 0)), arg(args, 1))),
+    "tail": Builtin("tail", lambda budget, args: lodash_array(budget, arg(args, 0))[1:]),
+    "initial": Builtin("initial", lambda budget, args: lodash_array(budget, arg(args, 0))[:-1]),
     "toArray": Builtin("toArray", lambda budget, args: _items(budget, arg(args, 0))),
     "castArray": plain("castArray", lambda value=UNDEFINED, *_: value if type(value) is list else [value]),
     "defaultTo": plain("defaultTo", lambda value=UNDEFINED, fallback=UNDEFINED, *_:
@@ -705,6 +799,8 @@ _LODASH_HELPERS.update({
     "repeat": Builtin("repeat", lambda budget, args: _repeat(budget, args)),
 })
 _LODASH_HELPERS.update(EXTRA_HELPERS)
+_LODASH_HELPERS.update(PATTERN_HELPERS)
+_LODASH_HELPERS.update(COMPARATOR_HELPERS)
 _LODASH_HELPERS["chain"] = Builtin("chain", lambda budget, args: LodashChain(arg(args, 0), explicit=True))
 LODASH = Builtin("_", lambda budget, args: LodashChain(arg(args, 0), explicit=False), _LODASH_HELPERS)
 
@@ -738,7 +834,9 @@ def _to_integer(number: float | int) -> float | int:
     """lodash's ``toInteger``: NaN is 0 and the infinities become ±Number.MAX_VALUE (toFinite)."""
     if math.isnan(number):
         return 0
-    return math.copysign(sys.float_info.max, number) if math.isinf(number) else int(number)
+    if math.isinf(number):
+        return math.copysign(sys.float_info.max, number)
+    return number if number == 0 else int(number)  # -0 stays -0, as lodash's `result - remainder`
 
 
 def spread_copy(value: Any) -> Any:
@@ -751,8 +849,11 @@ def spread_copy(value: Any) -> Any:
 
 
 def _in_range(args: list[Any]) -> bool:
-    number, start, end = to_num(arg(args, 0)), to_num(arg(args, 1)), arg(args, 2)
+    """lodash's ``inRange``: bounds through ``toFinite`` (NaN is 0), the end alone bounds from 0."""
+    start, end = to_finite(arg(args, 1)), arg(args, 2)
     if end is UNDEFINED:
         start, end = 0, start
-    low, high = sorted((start, to_num(end)))
-    return bool(low <= number < high)
+    else:
+        end = to_finite(end)
+    number = to_num(arg(args, 0))
+    return bool(min(start, end) <= number < max(start, end))

@@ -27,9 +27,22 @@ from mvu_store.js.values import (
     loose_equals,
     same_value_key,
     to_string,
+    truthy,
 )
 from mvu_store.schema.arrays import join_items, relative, size_limit
-from mvu_store.schema.builtins import collection, is_match, make_mapper, make_predicate, path_parts, read_path
+from mvu_store.schema.builtins import (
+    call_fn,
+    collection,
+    has_key,
+    item_string,
+    lodash_array,
+    lodash_string,
+    make_mapper,
+    make_predicate,
+    matches_source,
+    path_parts,
+    read_path,
+)
 from mvu_store.schema.dates import JsDate
 from mvu_store.schema.numeric import to_integer, to_num
 from mvu_store.schema.operators import BINARY
@@ -55,11 +68,21 @@ def _arithmetic(operator: str, default: int) -> Fn:
         if right is UNDEFINED:
             return left
         if type(left) is str or type(right) is str:
-            left, right = to_string(left), to_string(right)
-            return apply(to_num(left), to_num(right)) if operator != "+" else left + right
-        return apply(to_num(left), to_num(right))
+            left, right = item_string(left), item_string(right)
+            if operator == "+":
+                return left + right
+        return _signed_zero(apply, to_num(left), to_num(right), product=operator == "*")
 
     return calculate
+
+
+def _signed_zero(apply: Callable[[Any, Any], Any], left: float | int, right: float | int, *, product: bool) -> Any:
+    """``apply(left, right)`` with IEEE's sign on a zero product (``0 * -1`` is -0 in JavaScript,
+    where Python's integers have no -0)."""
+    result = apply(left, right)
+    if product and result == 0 and type(result) is int and math.copysign(1, left) * math.copysign(1, right) < 0:
+        return -0.0
+    return result
 
 
 def _compare(test: Callable[[Any, Any], bool]) -> Fn:
@@ -134,14 +157,41 @@ def _uniq_by(budget: Budget, args: list[Any]) -> Any:
 
 
 def _sorted_uniq(budget: Budget, args: list[Any]) -> Any:
-    items = arg(args, 0)
-    if type(items) is not list:
-        return []
+    """``sortedUniq``/``sortedUniqBy``: drop an item whose iteratee value equals (SameValueZero)
+    the last kept one's; lodash writes a kept -0 as 0."""
+    get = make_mapper(budget, arg(args, 1))
     result: list[Any] = []
-    for item in items:
-        if not result or same_value_key(result[-1]) != same_value_key(item):
-            result.append(item)
+    last: Any = None
+    for index, item in enumerate(lodash_array(budget, arg(args, 0))):
+        computed = same_value_key(get(item, UNDEFINED))
+        if not index or computed != last:
+            last = computed
+            result.append(0 if is_number(item) and item == 0 else item)
     return result
+
+
+def _sorted_index_of(budget: Budget, args: list[Any]) -> int:
+    """``sortedIndexOf``: the binary-search position, where the item there equals the value."""
+    items, value = lodash_array(budget, arg(args, 0)), arg(args, 1)
+    index = sorted_index(budget, items, value, last=False)
+    return index if index < len(items) and same_value_key(items[index]) == same_value_key(value) else -1
+
+
+def _conforms_to(budget: Budget, args: list[Any]) -> bool:
+    """``conformsTo``: each of the source's predicates (last key first) holds for the value at
+    its key, which must exist."""
+    target, source = arg(args, 0), arg(args, 1)
+    if source is None or source is UNDEFINED:
+        return True
+    pairs = collection(budget, source)
+    if target is None or target is UNDEFINED:
+        return not pairs
+    for key, predicate in reversed(pairs):
+        name = to_string(key)
+        value = data_member(target, name) if type(target) in (dict, list, str) else UNDEFINED
+        if (value is UNDEFINED and not has_key(target, name)) or not truthy(call_fn(budget, predicate, value)):
+            return False
+    return True
 
 
 def _zip(budget: Budget, arrays: list[Any]) -> list[Any]:
@@ -197,8 +247,7 @@ def _case(join: Callable[[list[str]], str]) -> Fn:
 
 
 def _text(args: list[Any]) -> str:
-    value = arg(args, 0)
-    return "" if value is None or value is UNDEFINED else to_string(value)
+    return lodash_string(arg(args, 0))
 
 
 _ESCAPE = {"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;"}
@@ -212,8 +261,8 @@ def _to_length(value: Any) -> int:
 
 def _to_safe_integer(value: Any) -> float | int:
     number = to_num(value)
-    if math.isnan(number):
-        return 0
+    if math.isnan(number) or number == 0:
+        return number if number == 0 else 0  # -0 stays -0
     return max(-MAX_SAFE_INTEGER, min(MAX_SAFE_INTEGER, math.trunc(number) if math.isfinite(number) else number))
 
 
@@ -222,7 +271,7 @@ def _type_check(test: Callable[[Any], bool]) -> Fn:
 
 
 def _result(budget: Budget, args: list[Any]) -> Any:
-    value = read_path(arg(args, 0), path_parts(arg(args, 1)))
+    value = read_path(arg(args, 0), path_parts(arg(args, 1), arg(args, 0)))
     if isinstance(value, JsCallable):
         return value.call(budget, [])
     return arg(args, 2) if value is UNDEFINED else value
@@ -230,7 +279,7 @@ def _result(budget: Budget, args: list[Any]) -> Any:
 
 def _has_in(budget: Budget, args: list[Any]) -> bool:
     value = arg(args, 0)
-    for part in path_parts(arg(args, 1)):
+    for part in path_parts(arg(args, 1), value):
         if type(value) is dict and to_string(part) in value:
             value = value[to_string(part)]
         elif type(value) in (list, str) and data_member(value, part) is not UNDEFINED:
@@ -353,22 +402,23 @@ def _flatten_depth(budget: Budget, args: list[Any]) -> list[Any]:
     return flat(_list(arg(args, 0)), min(depth, 64))
 
 
-def _sorted_index(last: bool) -> Fn:
-    def position(budget: Budget, args: list[Any]) -> int:
-        items, value = _list(arg(args, 0)), arg(args, 1)
-        budget.charge(len(items).bit_length() + 1)
-        low, high = 0, len(items)
-        while low < high:
-            middle = (low + high) // 2
-            item = items[middle]
-            comparable = (is_number(item) and is_number(value)) or (type(item) is str and type(value) is str)
-            if comparable and ((item <= value) if last else (item < value)):
-                low = middle + 1
-            else:
-                high = middle
-        return low
+def sorted_index(budget: Budget, items: list[Any], value: Any, *, last: bool) -> int:
+    """The binary-search position of ``value`` in ``items`` (after equal ones when ``last``)."""
+    budget.charge(len(items).bit_length() + 1)
+    low, high = 0, len(items)
+    while low < high:
+        middle = (low + high) // 2
+        item = items[middle]
+        comparable = (is_number(item) and is_number(value)) or (type(item) is str and type(value) is str)
+        if comparable and ((item <= value) if last else (item < value)):
+            low = middle + 1
+        else:
+            high = middle
+    return low
 
-    return position
+
+def _sorted_index(last: bool) -> Fn:
+    return lambda budget, args: sorted_index(budget, _list(arg(args, 0)), arg(args, 1), last=last)
 
 
 def _last_index_of(budget: Budget, args: list[Any]) -> int:
@@ -402,16 +452,22 @@ def _pad_both(budget: Budget, args: list[Any]) -> str:
 def _at_paths(budget: Budget, args: list[Any]) -> list[Any]:
     paths = [path for part in args[1:] for path in (part if type(part) is list else [part])]
     size_limit(budget, len(paths))
-    return [read_path(arg(args, 0), path_parts(path)) for path in paths]
+    return [read_path(arg(args, 0), path_parts(path, arg(args, 0))) for path in paths]
 
 
 EXTRA_HELPERS: dict[str, Any] = {
+    "trim": Builtin("trim", _trim_chars(str.strip)),
     "trimStart": Builtin("trimStart", _trim_chars(str.lstrip)),
     "trimEnd": Builtin("trimEnd", _trim_chars(str.rstrip)),
     "pad": Builtin("pad", _pad_both),
     "at": Builtin("at", _at_paths),
     "toPath": Builtin("toPath", lambda budget, args: [to_string(part) for part in path_parts(arg(args, 0))]),
-    "isMatch": Builtin("isMatch", lambda budget, args: is_match(budget, arg(args, 0), arg(args, 1))),
+    "isMatch": Builtin("isMatch", lambda budget, args: matches_source(budget, arg(args, 0), arg(args, 1))),
+    "matches": Builtin("matches", lambda budget, args: _iteratee("matches", arg(args, 0))),
+    "matchesProperty": Builtin("matchesProperty", lambda budget, args: _iteratee(
+        "matchesProperty", [arg(args, 0), arg(args, 1)])),
+    "property": Builtin("property", lambda budget, args: _property(path_parts(arg(args, 0)))),
+    "iteratee": Builtin("iteratee", lambda budget, args: _iteratee("iteratee", arg(args, 0))),
     "slice": Builtin("slice", _slice),
     "fill": Builtin("fill", _fill),
     "concat": Builtin("concat", lambda budget, args: [
@@ -453,12 +509,16 @@ EXTRA_HELPERS: dict[str, Any] = {
     "takeRightWhile": Builtin("takeRightWhile", _while(from_end=True, take=True)),
     "dropWhile": Builtin("dropWhile", _while(from_end=False, take=False)),
     "dropRightWhile": Builtin("dropRightWhile", _while(from_end=True, take=False)),
-    "flattenDeep": Builtin("flattenDeep", lambda budget, args: _flatten_deep(arg(args, 0), budget)
-                           if type(arg(args, 0)) is list else []),
+    "flattenDeep": Builtin("flattenDeep", lambda budget, args: _flatten_deep(
+        lodash_array(budget, arg(args, 0)), budget)),
     "flatMapDeep": Builtin("flatMapDeep", lambda budget, args: _flatten_deep(
         [make_mapper(budget, arg(args, 1))(item, key) for key, item in collection(budget, arg(args, 0))], budget)),
     "uniqBy": Builtin("uniqBy", _uniq_by),
     "sortedUniq": Builtin("sortedUniq", _sorted_uniq),
+    "sortedUniqBy": Builtin("sortedUniqBy", _sorted_uniq),
+    "sortedIndexOf": Builtin("sortedIndexOf", _sorted_index_of),
+    "conformsTo": Builtin("conformsTo", _conforms_to),
+    "conforms": Builtin("conforms", lambda budget, args: _conforms(arg(args, 0))),
     "zip": Builtin("zip", lambda budget, args: _zip(budget, list(args))),
     "unzip": Builtin("unzip", lambda budget, args: _zip(budget, arg(args, 0)) if type(arg(args, 0)) is list else []),
     "invertBy": Builtin("invertBy", _invert_by),
@@ -520,6 +580,19 @@ EXTRA_HELPERS: dict[str, Any] = {
     "thru": Builtin("thru", lambda budget, args: arg(args, 1).call(budget, [arg(args, 0)])
                     if isinstance(arg(args, 1), JsCallable) else arg(args, 0)),
 }
+
+
+def _iteratee(name: str, spec: Any) -> Builtin:
+    """The function lodash's ``iteratee`` makes of ``spec`` (``matches``, ``property``...)."""
+    return Builtin(name, lambda budget, args: make_mapper(budget, spec)(arg(args, 0), arg(args, 1)))
+
+
+def _property(parts: list[Any]) -> Builtin:
+    return Builtin("property", lambda budget, args: read_path(arg(args, 0), parts))
+
+
+def _conforms(source: Any) -> Builtin:
+    return Builtin("conforms", lambda budget, args: _conforms_to(budget, [arg(args, 0), source]))
 
 
 def _constant(value: Any) -> Builtin:

@@ -206,7 +206,7 @@ def _replace_text(budget: Budget, text: str, pattern: str, replacer: Any, *, eve
 
 def split(budget: Budget, text: str, args: list[Any]) -> list[Any]:
     separator, limit_arg = arg(args, 0), arg(args, 1)
-    limit = 2**32 - 1 if limit_arg is UNDEFINED else _to_uint32(limit_arg)
+    limit = 2**32 - 1 if limit_arg is UNDEFINED else to_uint32(limit_arg)
     if isinstance(separator, Regex):
         return _split_regex(budget, text, separator.program, limit)
     budget.charge(1 + len(text) // 16)
@@ -219,7 +219,7 @@ def split(budget: Budget, text: str, args: list[Any]) -> list[Any]:
     return [join_units(part) for part in parts[:limit]]
 
 
-def _to_uint32(value: Any) -> int:
+def to_uint32(value: Any) -> int:
     number = to_number(value, explicit=True)
     if number != number or number in (float("inf"), float("-inf")):
         return 0
