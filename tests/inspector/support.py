@@ -4,8 +4,9 @@ signed-in browser context."""
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 
-from playwright.sync_api import Browser, BrowserContext, expect
+from playwright.sync_api import Browser, BrowserContext, Page, expect
 
 from tests.http.support import Server
 
@@ -25,3 +26,18 @@ def signed_in(browser: Browser, server: Server) -> BrowserContext:
                                   headers={"Origin": server.base})
     assert answer.ok, answer.text()
     return context
+
+
+def inspector_page(browser: Browser, server: Server) -> Iterator[Page]:
+    """The inspector opened signed in, for a fixture to yield; the page's own script errors fail
+    the test when it ends."""
+    context = signed_in(browser, server)
+    opened = context.new_page()
+    errors: list[str] = []
+    opened.on("pageerror", lambda error: errors.append(str(error)))
+    opened.goto("/inspector/")
+    try:
+        yield opened
+    finally:
+        context.close()
+    assert errors == []

@@ -13,7 +13,7 @@ from playwright.sync_api import Browser, Page, expect
 
 from tests.chats.synthetic import ChatSpec, chat_lines, chat_text
 from tests.http.support import MVU, Server
-from tests.inspector.support import DEADLINE_MS, signed_in
+from tests.inspector.support import DEADLINE_MS, inspector_page
 
 SPEC = ChatSpec(language="zh", turns=3, gap=0, swipes=2)
 
@@ -39,16 +39,7 @@ def imported(server: Server) -> dict[str, Any]:
 
 @pytest.fixture
 def page(browser: Browser, server: Server, imported: dict[str, Any]) -> Iterator[Page]:
-    context = signed_in(browser, server)
-    opened = context.new_page()
-    errors: list[str] = []
-    opened.on("pageerror", lambda error: errors.append(str(error)))
-    opened.goto("/inspector/")
-    try:
-        yield opened
-    finally:
-        context.close()
-    assert errors == []
+    yield from inspector_page(browser, server)
 
 
 def _gold(turn: int) -> int:

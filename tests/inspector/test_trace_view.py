@@ -20,7 +20,7 @@ from playwright.sync_api import Error as PlaywrightError
 
 from tests.http.support import MVU, Server
 from tests.inspector.chat import Chat, card, register
-from tests.inspector.support import DEADLINE_MS, signed_in
+from tests.inspector.support import DEADLINE_MS, inspector_page
 
 MARKUP = "<img src=x onerror=window.pwned=1>"
 MANY = "".join(f"value{n:02d}: {n}\n" for n in range(44)) + "名字: 艾莉\n"
@@ -66,16 +66,7 @@ def chats(client: httpx.Client) -> dict[str, Chat]:
 
 @pytest.fixture
 def page(browser: Browser, server: Server, chats: dict[str, Chat]) -> Iterator[Page]:
-    context = signed_in(browser, server)
-    opened = context.new_page()
-    errors: list[str] = []
-    opened.on("pageerror", lambda error: errors.append(str(error)))
-    opened.goto("/inspector/")
-    try:
-        yield opened
-    finally:
-        context.close()
-    assert errors == []
+    yield from inspector_page(browser, server)
 
 
 def open_turn(page: Page, session_id: str, turn: int) -> Locator:
