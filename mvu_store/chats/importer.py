@@ -48,6 +48,7 @@ from mvu_store.ledger import Ledger
 from mvu_store.ledger import tables as t
 from mvu_store.ledger.query import LEDGER, Query
 from mvu_store.ledger.records import NewResource
+from mvu_store.ledger.row_batch import RowBatch
 from mvu_store.ledger.store import USAGE, now_ms
 from mvu_store.ledger.writer import WriteTx
 from mvu_store.service.identity import character_template_id, instance_id
@@ -61,6 +62,9 @@ FORMAT = "sillytavern"
 MAX_SESSION_ID = 120
 """Room left in a session id (160) for a branch's ``.swipe-<message>-<swipe>``."""
 _EVENT_BATCH = 1024
+_ROW_BATCH_BYTES = 4 * 1024 * 1024
+"""Rows (versions, lines, a branch's selection and activations) are written in batches of about
+this many bytes: one statement per table and batch, memory bounded by the batch."""
 _READ_CHUNK = 1024 * 1024
 FROM_FIRST_STATE = "first-recorded-state"
 CHECK_WORK_FACTOR = 4
@@ -202,6 +206,7 @@ class _Import:
         self._progress = progress
         self._turns = Turns()
         self._pending: list[tuple[SessionEvent, str]] = []
+        self._rows = RowBatch()
         self._seq = -1
         self._names = Names()
         self._created_at: JsonValue = None
@@ -256,7 +261,11 @@ class _Import:
 
     def _check_room(self, line: int) -> None:
         """``PLAY_STORAGE_LIMIT`` naming the line once the rows written so far pass the budget
-        (the commit would refuse them anyway, without saying where)."""
+        (the commit would refuse them anyway, without saying where). The rows queued count at
+        their most (a blob stored before is not charged again): written when they might not
+        fit, or when they make a batch."""
+        if self._tx.charged + self._rows.size > self._room or self._rows.size >= _ROW_BATCH_BYTES:
+            self._write_rows()
         if self._tx.charged > self._room:
             raise line_error(line, f"the ledger has no room for the chat: {self._room} bytes are free",
                              Code.STORAGE_LIMIT, limit=self._room, requested=self._tx.charged)
@@ -359,6 +368,10 @@ class _Import:
             self._ledger.insert_host_events(self._tx, self._summary.session_id, self._pending)
             self._pending = []
 
+    def _write_rows(self) -> None:
+        if self._rows:
+            self._ledger.insert_batch(self._tx, self._rows)
+
     def _line(self, position: int, raw: dict[str, Any], refs: list[list[JsonValue]] | None) -> None:
         body = raw
         if refs:
@@ -368,7 +381,7 @@ class _Import:
                 assert isinstance(swipe, int)
                 variables[slot(variables, swipe)] = None  # type: ignore[index]
             body = {**raw, "variables": variables}
-        self._ledger.insert_row(self._tx, t.chat_lines, {
+        self._rows.add_row("chat_lines", {
             "session_id": self._summary.session_id, "position": position, "body": js_json(body),
             "states": None if refs is None else canonical_text(refs)})
 
@@ -426,7 +439,7 @@ class _Import:
             "sessionId": session, "createdAt": self._created_at, "import": FORMAT, "messageSeq": seq,
             "messageId": message_id(message.index, None if shown else swipe), "swipe": swipe, "turn": self._turns.turn}
         key = sha256_hex(canonical_text(source))
-        ledger.insert_row(tx, t.versions, {
+        self._rows.add_row("versions", {
             "resource_id": head.id, "key": key, "position": head.position, "kind": "import",
             "revision": head.revision + 1, "parent_key": head.key, "variables_hash": blob_hash, "session_id": session,
             "message_seq": seq, "operation_id": None, "fingerprint": None, "error": None,
@@ -454,11 +467,20 @@ class _Import:
         kept = [keep({"seq": seq, "type": kind, "data": data}) for seq, (kind, data) in enumerate(events)]
         ledger.insert_host_events(tx, child, [(item.event, item.text) for item in kept])
         assert self._template is not None
-        resource = instance_id(self._template["id"], self._identity(child))
-        ledger.insert_fork(tx, main.id, self._new(self._template, resource, child), main.key)
+        template_id = self._template["id"]
+        resource = instance_id(template_id, self._identity(child))
         branch = _Head(resource, key=main.key)  # a fork child starts at revision 0, at its parent's version
         self._version(branch, child, stored, message, swipe, len(events) - 2)
-        self._settle(branch, child, len(events))
+        # The fork, created at its own version: the parent's head version is the one the chat's
+        # instance wrote last (maybe still queued, so not looked up).
+        lineage = (main.id, main.position - 1) if main.key is not None else None
+        assert branch.blob_hash is not None
+        ledger.insert_resource(tx, self._new(self._template, resource, child), revision=branch.revision,
+                               head=(branch.key, branch.blob_hash), lineage=lineage)
+        # Its session selects the template, and the reply it holds is never applied again.
+        self._rows.add_row("selections", {"session_id": child, "template_id": template_id})
+        for owner in (template_id, resource):
+            self._rows.add_row("activations", {"owner_id": owner, "session_id": child, "seq": len(events)})
         summary.branches.append(child)
         return branch
 
@@ -478,6 +500,7 @@ class _Import:
         summary = self._summary
         self._queue(self._turns.close())
         self._flush()
+        self._write_rows()
         summary.last_seq = self._seq
         summary.next_turn = self._turns.turn + 1
         if self._main is None and self._template is not None:

@@ -11,6 +11,7 @@
 ``facts.py``       the bounded facts store and the usage counters
 ``views.py``       what a session's read needs, gathered in one round trip
 ``host_sessions``  the store-backed host's sessions and events (outside the budget)
+``row_batch``      many rows in one statement per table (a chat import's)
 =================  ==========================================================================
 
 The parts are mixins of one :class:`~mvu_store.ledger.store.Store`, not objects the ledger holds
@@ -36,6 +37,7 @@ from mvu_store.ledger.facts import Facts
 from mvu_store.ledger.host_sessions import HostSessions
 from mvu_store.ledger.query import Query
 from mvu_store.ledger.records import Finding
+from mvu_store.ledger.row_batch import RowBatches
 from mvu_store.ledger.views import Views
 
 _FINDINGS = Query(
@@ -46,7 +48,7 @@ _FINDINGS = Query(
 
 
 
-class Ledger(Commits, Views, Facts, HostSessions):
+class Ledger(Commits, Views, Facts, HostSessions, RowBatches):
     """One budget domain of the store. Create with :func:`mvu_store.ledger.open_ledger`."""
 
     async def audit(self) -> list[Finding]:

@@ -54,6 +54,11 @@ class WriteTx:
         self.cursor.execute(sql.text, sql.params(params))
         return self.cursor
 
+    def execute_many(self, query: Query, rows: list[dict[str, Any]]) -> None:
+        """Run ``query`` once per row of ``rows`` (each with its ``ledger_id``) in one driver call."""
+        sql = self.statements.sql(query)
+        self.cursor.executemany(sql.text, [sql.params(row) for row in rows] if sql.defaults else rows)
+
     def one(self, query: Query, **params: Any) -> Row | None:
         row = self.execute(query, **params).fetchone()
         if row is None:
