@@ -36,6 +36,7 @@ from typing import Any
 from sqlalchemy import bindparam, select
 
 from mvu_store.cards.reader import CardDefinition
+from mvu_store.chats.line_text import Around, MessageText
 from mvu_store.chats.reader import ChatHeader, ChatMessage, line_error, read_chat, slot
 from mvu_store.chats.states import StoredState, stored_state
 from mvu_store.chats.turns import Event, Turns, end_event, message_id, reply_event, user_event
@@ -183,6 +184,15 @@ async def import_chat(ledger: Ledger, path: str | Path, *, card: CardDefinition 
             file, any_session=session_id is None))
 
 
+def _same(element: dict[str, Any], written: Around | None, other: dict[str, Any],
+          other_written: Around | None) -> bool:
+    """Whether two elements are the same JSON: the same values of the same types in the same
+    order (``==`` alone takes 1 for true and ignores the order)."""
+    if written is not None and other_written is not None:
+        return written.text() == other_written.text()
+    return element == other and marshal.dumps(element, 2) == marshal.dumps(other, 2)
+
+
 @dataclass(slots=True)
 class _Head:
     """A resource being written: its id, revision and head version."""
@@ -215,8 +225,10 @@ class _Import:
         """The instances' initial data and its stored bytes, once the first is created."""
         self._previous: dict[str, Any] | None = None
         """The last recorded state of the shown swipes, as stored."""
-        self._last: tuple[dict[str, Any], JsonValue | None, StoredState] | None = None
-        """The last element stored, the declaration it was stored under, its stored form."""
+        self._last: tuple[dict[str, Any], JsonValue | None, StoredState, Around | None] | None = None
+        """The last element stored, the declaration it was stored under, its stored form, its text."""
+        self._declared: tuple[JsonValue, str] | None = None
+        """The declaration the states are stored with, and its text."""
         self._blob: tuple[StoredState, str] | None = None
         """The last stored form written as a blob, and the blob's hash."""
         self._previous_size = 0
@@ -298,7 +310,7 @@ class _Import:
             state = message.state(swipe)
             if state is None:
                 continue
-            stored = self._stored(state)
+            stored = self._stored(state, message.state_text(swipe))
             if not message.is_user:
                 allowance += CHECK_WORK_FACTOR * len(stored.encoded)
                 affordable = spent < 0 or spent + before_size <= allowance
@@ -321,18 +333,20 @@ class _Import:
             # cleaned): the next recorded state follows more than one reply, which one reply
             # applied to the state before cannot check.
             self._previous = None
-        self._line(message.index + 1, message.raw, refs or None)
+        self._line(message.index + 1, message.raw, refs or None, message.written)
 
-    def _stored(self, element: dict[str, Any]) -> StoredState:
-        """The stored form of ``element``: the previous one again when ``element`` is the same
-        JSON under the same declaration (a user's message keeps the state of the reply before
-        it), so that each distinct state is checked, encoded and written once."""
+    def _stored(self, element: dict[str, Any], written: Around | None) -> StoredState:
+        """The stored form of ``element`` (``written``: its text by member, when known): the
+        previous one again when ``element`` is the same JSON under the same declaration (a user's
+        message keeps the state of the reply before it), so that each distinct state is checked,
+        encoded and written once."""
         declaration, last = self._declaration(), self._last
-        if last is not None and last[1] is declaration and element == last[0] \
-                and marshal.dumps(element, 2) == marshal.dumps(last[0], 2):  # == alone takes 1 for true
+        if last is not None and last[1] is declaration and _same(element, written, last[0], last[3]):
             return last[2]
-        stored = stored_state(element, declaration)
-        self._last = element, declaration, stored
+        if declaration is not None and (self._declared is None or self._declared[0] is not declaration):
+            self._declared = declaration, js_json(declaration)  # one encoding for every state that adds it
+        stored = stored_state(element, declaration, written, self._declared[1] if self._declared else None)
+        self._last = element, declaration, stored, written
         return stored
 
     def _declaration(self) -> JsonValue | None:
@@ -372,18 +386,25 @@ class _Import:
         if self._rows:
             self._ledger.insert_batch(self._tx, self._rows)
 
-    def _line(self, position: int, raw: dict[str, Any], refs: list[list[JsonValue]] | None) -> None:
-        body = raw
-        if refs:
-            variables = raw["variables"]
-            variables = dict(variables) if isinstance(variables, dict) else list(variables)
-            for swipe, _, _ in refs:
-                assert isinstance(swipe, int)
-                variables[slot(variables, swipe)] = None  # type: ignore[index]
-            body = {**raw, "variables": variables}
-        self._rows.add_row("chat_lines", {
-            "session_id": self._summary.session_id, "position": position, "body": js_json(body),
-            "states": None if refs is None else canonical_text(refs)})
+    def _line(self, position: int, raw: dict[str, Any], refs: list[list[JsonValue]] | None,
+              written: MessageText | None = None) -> None:
+        """The line kept, without the states it gave versions (``refs``); ``written``: its text
+        by member, when known (it is then put together, not encoded again)."""
+        variables = raw.get("variables")
+        dropped = [slot(variables, swipe) for swipe, _, _ in refs or () if isinstance(swipe, int)] \
+            if isinstance(variables, list | dict) else []
+        if written is not None and written.elements is not None:
+            body = written.line(dropped)
+        elif dropped:
+            assert isinstance(variables, list | dict)
+            kept = dict(variables) if isinstance(variables, dict) else list(variables)
+            for place in dropped:
+                kept[place] = None  # type: ignore[index]
+            body = js_json({**raw, "variables": kept})
+        else:
+            body = js_json(raw)
+        self._rows.add_row("chat_lines", {"session_id": self._summary.session_id, "position": position, "body": body,
+                                          "states": None if refs is None else canonical_text(refs)})
 
     def _identity(self, session_id: str) -> dict[str, JsonValue]:
         return {"sessionId": session_id, "createdAt": self._created_at}

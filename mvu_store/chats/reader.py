@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import IO, Any
 
+from mvu_store.chats.line_text import Around, MessageText, written_as
 from mvu_store.errors import Code, MvuError
 from mvu_store.jsonvalue import unique_keys
 
@@ -53,10 +54,18 @@ class ChatMessage:
     variables: tuple[dict[str, Any], ...] | None
     sent_at: int | None
     """``send_date`` in milliseconds since the epoch, when it is a number or an ISO 8601 time."""
+    written: MessageText | None = None
+    """The line's text by member, when it is as ``JSON.stringify`` writes it."""
 
     @property
     def text(self) -> str:
         return self.swipes[self.selected]
+
+    def state_text(self, swipe: int) -> Around | None:
+        """The text by member of swipe ``swipe``'s element, when the line's is known."""
+        if self.written is None or self.written.elements is None:
+            return None
+        return self.written.elements.get(swipe if self.written.listed else str(swipe))
 
     def state(self, swipe: int) -> dict[str, Any] | None:
         """The state recorded after ``swipe`` (an element holding ``stat_data``), if any."""
@@ -80,14 +89,27 @@ def _number(text: str) -> int | float:
     return int(value) if value.is_integer() else value
 
 
-def parse_line(data: bytes, line: int) -> Any:
-    """One line's JSON value: UTF-8, strict JSON, no key named twice in an object."""
+def parse_line(data: bytes, line: int, *, written: bool = True) -> tuple[Any, MessageText | None]:
+    """One line's JSON value: UTF-8, strict JSON, no key named twice in an object; and its text
+    by member when the line is as ``JSON.stringify`` writes it (:mod:`mvu_store.chats.line_text`).
+    ``written``: whether to try that (the usual case, and the line is parsed once); a line that is
+    not so is parsed again with a check of each object's keys."""
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as error:
         raise line_error(line, f"is not UTF-8 (byte {error.start})") from None
+    if written:
+        try:
+            value = json.loads(text, parse_constant=_refuse_constant, parse_float=_number)
+        except (ValueError, RecursionError):
+            value = None  # the strict parse below says why
+        else:
+            pieces = written_as(value, text)
+            if pieces is not None:
+                return value, pieces
     try:
-        return json.loads(text, object_pairs_hook=unique_keys, parse_constant=_refuse_constant, parse_float=_number)
+        return json.loads(text, object_pairs_hook=unique_keys, parse_constant=_refuse_constant,
+                          parse_float=_number), None
     except MvuError as error:
         raise line_error(line, error.message, **error.details) from None
     except (ValueError, RecursionError) as error:
@@ -196,7 +218,7 @@ def _variables(raw: dict[str, Any], swipes: int, line: int) -> tuple[dict[str, A
     return tuple(elements)
 
 
-def read_message(raw: Any, line: int, index: int) -> ChatMessage:
+def read_message(raw: Any, line: int, index: int, text: MessageText | None = None) -> ChatMessage:
     if not isinstance(raw, dict):
         raise line_error(line, "a message must be an object")
     mes = raw.get("mes", "")
@@ -207,7 +229,7 @@ def read_message(raw: Any, line: int, index: int) -> ChatMessage:
         # SillyTavern keeps mes equal to the shown swipe; when they differ, mes is what was shown.
         swipes = (*swipes[:selected], mes, *swipes[selected + 1:])
     return ChatMessage(line, index, raw, _flag(raw, "is_user", line), _flag(raw, "is_system", line), swipes,
-                       selected, _variables(raw, len(swipes), line), sent_at(raw.get("send_date")))
+                       selected, _variables(raw, len(swipes), line), sent_at(raw.get("send_date")), text)
 
 
 def read_lines(stream: IO[bytes]) -> Iterator[tuple[int, bytes]]:
@@ -227,12 +249,14 @@ def read_lines(stream: IO[bytes]) -> Iterator[tuple[int, bytes]]:
 def read_chat(stream: IO[bytes]) -> Iterator[ChatHeader | ChatMessage]:
     """The header, then each message, as the stream is read."""
     index = -1
+    written = 0  # lines as JSON.stringify writes them, less lines not: a file of the other kind
     for number, data in read_lines(stream):
-        raw = parse_line(data, number)
+        raw, text = parse_line(data, number, written=written >= 0)  # is parsed once, not twice
+        written += 1 if text is not None else -1
         if index < 0:
             yield read_header(raw, number)
         else:
-            yield read_message(raw, number, index)
+            yield read_message(raw, number, index, text)
         index += 1
     if index < 0:
         raise line_error(1, "the file is empty: a chat file starts with its header line")

@@ -15,8 +15,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from mvu_store.chats.line_text import Around, joined, member
 from mvu_store.errors import Code, MvuError
-from mvu_store.jsonvalue import JsonValue, check_bounds, find_unsafe_key, js_json_bytes, json_pointer
+from mvu_store.jsonvalue import JsonValue, check_bounds, find_unsafe_key, js_json, js_json_bytes, json_pointer
 
 DECLARATION = "mvu_schema"
 
@@ -31,13 +32,16 @@ class StoredState:
     placeholder], ``declared`` (true when ``mvu_schema`` was added)."""
 
 
-def stored_state(element: dict[str, Any], declaration: JsonValue | None) -> StoredState:
+def stored_state(element: dict[str, Any], declaration: JsonValue | None, written: Around | None = None,
+                 declaration_text: str | None = None) -> StoredState:
     """The envelope a version keeps for a recorded ``element``, parsed by
     :func:`mvu_store.chats.reader.parse_line` (so already JSON as the store holds it: integral
     numbers as integers). It is held to the bounds every state the service takes is held to, so
     that the chat can go on from it: at most ``MAX_NODES`` values nested at most ``MAX_DEPTH``
     deep (``MVU_LIMIT``), no prototype key in ``stat_data`` (``MVU_PATH``); the byte bound is the
-    ledger's to check. ``element`` is not changed."""
+    ledger's to check. ``element`` is not changed. ``written``: ``element``'s text around its
+    ``schema`` (:class:`mvu_store.chats.line_text.Around`), from which the stored text is put
+    together instead of encoding the state again; ``declaration_text``: ``declaration``'s text."""
     unsafe = find_unsafe_key(element["stat_data"]) if check_bounds(element) else None
     if unsafe is not None:
         raise MvuError(Code.PATH, "stat_data carries a prototype key", path=json_pointer(unsafe))
@@ -50,7 +54,12 @@ def stored_state(element: dict[str, Any], declaration: JsonValue | None) -> Stor
     if declaration is not None and DECLARATION not in normalized:
         normalized[DECLARATION] = declaration
         restore["declared"] = True
-    return StoredState(normalized, js_json_bytes(normalized), restore)
+    if written is None:
+        return StoredState(normalized, js_json_bytes(normalized), restore)
+    text = written.without() if "schema" in restore else written.text()
+    if restore.get("declared") is True:
+        text = joined(text, member(DECLARATION, declaration_text or js_json(declaration)))
+    return StoredState(normalized, text.encode(), restore)
 
 
 def recorded(variables: dict[str, Any], restore: JsonValue) -> dict[str, Any]:
