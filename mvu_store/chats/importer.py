@@ -189,7 +189,7 @@ def _same(element: dict[str, Any], written: Around | None, other: dict[str, Any]
     """Whether two elements are the same JSON: the same values of the same types in the same
     order (``==`` alone takes 1 for true and ignores the order)."""
     if written is not None and other_written is not None:
-        return written.text() == other_written.text()
+        return written == other_written
     return element == other and marshal.dumps(element, 2) == marshal.dumps(other, 2)
 
 
@@ -267,6 +267,7 @@ class _Import:
                 self._check_room(line)
                 if self._progress is not None:
                     self._progress(stream.tell())
+                del item  # not held while the next line is read
         self._finish()
         self._check_room(line)
         return summary
@@ -471,7 +472,7 @@ class _Import:
         head.position, head.revision, head.key, head.blob_hash = head.position + 1, head.revision + 1, key, blob_hash
         self._summary.states += 1
 
-    def _branch(self, message: ChatMessage, swipe: int, user: ChatMessage | None, stored: StoredState) -> _Head:
+    def _branch(self, message: ChatMessage, swipe: int, user: str | None, stored: StoredState) -> _Head:
         """A swipe not shown, with its state: a branch session holding that turn with the swipe as
         its reply, and an instance forked from the chat's at the state before the turn."""
         ledger, tx, summary = self._ledger, self._tx, self._summary
@@ -482,7 +483,7 @@ class _Import:
         turn = self._turns.turn
         events: list[Event] = [*self._names_event(), ("turn/start", {"turn": turn})]
         if user is not None:
-            events.append(user_event(turn, user.text))
+            events.append(user_event(turn, user))
         events += [reply_event(turn, message.swipes[swipe], message_id(message.index, swipe)),
                    end_event(turn, message.sent_at)]
         kept = [keep({"seq": seq, "type": kind, "data": data}) for seq, (kind, data) in enumerate(events)]

@@ -18,7 +18,7 @@ a message, ``schema`` of an element): a few encoder calls per line, not one per 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -41,7 +41,8 @@ def member(key: str, text: str) -> str:
 @dataclass(frozen=True, slots=True)
 class Around:
     """An object's text around one member: the members before it and after it (each as an
-    object's text) and the member's value text (None: the object has no such member)."""
+    object's text) and the member's value text (None: the object has no such member). Two are
+    equal when their objects' texts are."""
 
     before: str
     value: str | None
@@ -50,7 +51,8 @@ class Around:
 
     @classmethod
     def of(cls, value: dict[str, Any], key: str, *, inner: bool = True) -> Around:
-        """``inner``: whether to encode the member's value (else its text is given later)."""
+        """``inner``: whether to encode the member's value (else its text is given to
+        :meth:`pieces`)."""
         if key not in value:
             return cls(_encode(value), None, "{}", key)
         keys = list(value)
@@ -59,16 +61,31 @@ class Around:
         after = _encode({name: value[name] for name in keys[place + 1:]}) if place + 1 < len(keys) else "{}"
         return cls(before, _encode(value[key]) if inner else "", after, key)
 
-    def text(self, value: str | None = None) -> str:
-        """The object's text, with ``value`` as the member's value text when given."""
-        value = self.value if value is None else value
-        if value is None:
-            return self.before
-        return joined(self.before, member(self.key, value), self.after)
+    def text(self) -> str:
+        return "".join(self.pieces())
 
     def without(self) -> str:
         """The object's text without the member."""
         return joined(self.before, self.after)
+
+    def pieces(self, value: Iterable[str] | None = None) -> Iterator[str]:
+        """The object's text in pieces (none bigger than a part), with the pieces ``value`` as
+        the member's value text when given."""
+        if value is None:
+            if self.value is None:
+                yield self.before
+                return
+            value = (self.value,)
+        yield "{"
+        if self.before != "{}":
+            yield self.before[1:-1]
+            yield ","
+        yield f"{_encode(self.key)}:"
+        yield from value
+        if self.after != "{}":
+            yield ","
+            yield self.after[1:-1]
+        yield "}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,20 +100,40 @@ class MessageText:
     listed: bool
     """Whether ``variables`` is a list (else the object form)."""
 
-    def variables(self, dropped: Iterable[int | str] = ()) -> str:
-        """``variables``' text, ``null`` in place of the elements ``dropped``."""
-        assert self.elements is not None
-        gone = set(dropped)
-        texts = {slot: "null" if slot in gone else element.text() for slot, element in self.elements.items()}
-        if self.listed:
-            return "[" + ",".join(texts.values()) + "]"
-        return joined(*(member(str(slot), text) for slot, text in texts.items()))
-
     def line(self, dropped: Iterable[int | str] = ()) -> str:
-        """The line's text (``dropped``: as :meth:`variables`)."""
+        """The line's text, ``null`` in place of the ``variables`` elements ``dropped``."""
+        return "".join(self.pieces(dropped))
+
+    def pieces(self, dropped: Iterable[int | str] = ()) -> Iterator[str]:
+        """:meth:`line` in pieces (none bigger than a part of an element)."""
         if self.elements is None:
-            return self.line_parts.text()
-        return self.line_parts.text(self.variables(dropped))
+            return self.line_parts.pieces()
+        return self.line_parts.pieces(self._variables(self.elements, set(dropped)))
+
+    def _variables(self, elements: dict[int | str, Around], dropped: set[int | str]) -> Iterator[str]:
+        yield "[" if self.listed else "{"
+        for count, (slot, element) in enumerate(elements.items()):
+            if count:
+                yield ","
+            if not self.listed:
+                yield f"{_encode(slot)}:"
+            yield from ("null",) if slot in dropped else element.pieces()
+        yield "]" if self.listed else "}"
+
+    def matches(self, text: str) -> bool:
+        """Whether ``text`` (around whitespace) is the line's text, compared piece by piece:
+        no copy of the line is made."""
+        start, end = 0, len(text)
+        while start < end and text[start] in _WHITESPACE:
+            start += 1
+        while end > start and text[end - 1] in _WHITESPACE:
+            end -= 1
+        place = start
+        for piece in self.pieces():
+            if not text.startswith(piece, place):
+                return False
+            place += len(piece)
+        return place == end
 
 
 def message_text(value: dict[str, Any]) -> MessageText:
@@ -116,4 +153,4 @@ def written_as(value: Any, text: str) -> MessageText | None:
     if type(value) is not dict:
         return None
     parts = message_text(value)
-    return parts if parts.line() == text.strip(_WHITESPACE) else None
+    return parts if parts.matches(text) else None

@@ -19,8 +19,12 @@ from mvu_store.chats.line_text import Around, MessageText, written_as
 from mvu_store.errors import Code, MvuError
 from mvu_store.jsonvalue import unique_keys
 
-MAX_LINE_BYTES = 64 * 1024 * 1024
-"""One line: a message with its swipes and one state per swipe (each at most 2 MiB)."""
+MAX_LINE_BYTES = 8 * 1024 * 1024
+"""One line: a message with its swipes and one state per swipe, four of them at the 2 MiB state
+budget. A line is parsed whole, which takes about eight times its size (its text, what it parses
+into, its parts as :mod:`~mvu_store.chats.line_text` keeps them): with this bound an import stays
+under 200 MB of resident memory, about 85 MB of which the process takes before it reads a line
+(``benchmarks/chat_import.py`` measures both; docs/sillytavern.md#limits)."""
 
 
 def line_error(line: int, message: str, code: Code | str = Code.JSON, **details: Any) -> MvuError:
@@ -89,15 +93,18 @@ def _number(text: str) -> int | float:
     return int(value) if value.is_integer() else value
 
 
-def parse_line(data: bytes, line: int, *, written: bool = True) -> tuple[Any, MessageText | None]:
-    """One line's JSON value: UTF-8, strict JSON, no key named twice in an object; and its text
-    by member when the line is as ``JSON.stringify`` writes it (:mod:`mvu_store.chats.line_text`).
-    ``written``: whether to try that (the usual case, and the line is parsed once); a line that is
-    not so is parsed again with a check of each object's keys."""
+def decode_line(data: bytes, line: int) -> str:
     try:
-        text = data.decode("utf-8")
+        return data.decode("utf-8")
     except UnicodeDecodeError as error:
         raise line_error(line, f"is not UTF-8 (byte {error.start})") from None
+
+
+def parse_line(text: str, line: int, *, written: bool = True) -> tuple[Any, MessageText | None]:
+    """One line's JSON value: strict JSON, no key named twice in an object; and its text in
+    parts when the line is as ``JSON.stringify`` writes it (:mod:`mvu_store.chats.line_text`).
+    ``written``: whether to try that (the usual case, and the line is parsed once); a line that is
+    not so is parsed again with a check of each object's keys."""
     if written:
         try:
             value = json.loads(text, parse_constant=_refuse_constant, parse_float=_number)
@@ -107,6 +114,7 @@ def parse_line(data: bytes, line: int, *, written: bool = True) -> tuple[Any, Me
             pieces = written_as(value, text)
             if pieces is not None:
                 return value, pieces
+            del value  # not held while the line is parsed again
     try:
         return json.loads(text, object_pairs_hook=unique_keys, parse_constant=_refuse_constant,
                           parse_float=_number), None
@@ -232,31 +240,24 @@ def read_message(raw: Any, line: int, index: int, text: MessageText | None = Non
                        selected, _variables(raw, len(swipes), line), sent_at(raw.get("send_date")), text)
 
 
-def read_lines(stream: IO[bytes]) -> Iterator[tuple[int, bytes]]:
-    """``(line number, bytes)`` of every non-blank line, each at most :data:`MAX_LINE_BYTES`."""
-    number = 0
-    while True:
-        data = stream.readline(MAX_LINE_BYTES + 1)
-        if not data:
-            return
+def read_chat(stream: IO[bytes]) -> Iterator[ChatHeader | ChatMessage]:
+    """The header, then each message, as the stream is read. Blank lines are skipped (and
+    counted); a line over :data:`MAX_LINE_BYTES` is refused. While a message is imported, no
+    text of its line is held here: only what it was parsed into."""
+    index = number = written = 0  # written: lines as JSON.stringify writes them, less lines not
+    while data := stream.readline(MAX_LINE_BYTES + 1):
         number += 1
         if len(data) > MAX_LINE_BYTES and not data.endswith(b"\n"):
             raise line_error(number, f"is over {MAX_LINE_BYTES} bytes", Code.LIMIT, limit=MAX_LINE_BYTES)
-        if data.strip():
-            yield number, data
-
-
-def read_chat(stream: IO[bytes]) -> Iterator[ChatHeader | ChatMessage]:
-    """The header, then each message, as the stream is read."""
-    index = -1
-    written = 0  # lines as JSON.stringify writes them, less lines not: a file of the other kind
-    for number, data in read_lines(stream):
-        raw, text = parse_line(data, number, written=written >= 0)  # is parsed once, not twice
-        written += 1 if text is not None else -1
-        if index < 0:
-            yield read_header(raw, number)
-        else:
-            yield read_message(raw, number, index, text)
+        if data.isspace():
+            continue
+        text = decode_line(data, number)
+        del data
+        raw, parts = parse_line(text, number, written=written >= 0)  # a file of the other kind is parsed once
+        del text
+        written += 1 if parts is not None else -1
+        yield read_header(raw, number) if index == 0 else read_message(raw, number, index - 1, parts)
+        del raw, parts
         index += 1
-    if index < 0:
+    if index == 0:
         raise line_error(1, "the file is empty: a chat file starts with its header line")

@@ -42,15 +42,16 @@ class Turns:
 
     def __init__(self) -> None:
         self.turn = -1
-        self._open: ChatMessage | None = None
-        """The user's message of the running turn (None: no turn runs)."""
+        self._open: tuple[str, int | None] | None = None
+        """The text and time of the user's message of the running turn (None: no turn runs);
+        not the message, whose states a long line of a reply should not find still held."""
 
     def add(self, message: ChatMessage) -> list[Event]:
         events: list[Event] = []
         if message.is_user:
             events += self.close()
             self.turn += 1
-            self._open = message
+            self._open = message.text, message.sent_at
             return [*events, ("turn/start", {"turn": self.turn}), user_event(self.turn, message.text)]
         if self._open is None:
             self.turn += 1
@@ -64,9 +65,10 @@ class Turns:
         the end of the file)."""
         if self._open is None:
             return []
-        opened, self._open = self._open, None
-        return [end_event(self.turn, opened.sent_at)]
+        (_, at), self._open = self._open, None
+        return [end_event(self.turn, at)]
 
     @property
-    def user_of_turn(self) -> ChatMessage | None:
-        return self._open
+    def user_of_turn(self) -> str | None:
+        """The text of the running turn's user's message."""
+        return self._open[0] if self._open is not None else None
