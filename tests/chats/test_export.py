@@ -34,6 +34,22 @@ async def test_import_then_export_gives_the_same_file(ledger: Ledger, tmp_path: 
     assert exported.read_bytes() == original.read_bytes()
 
 
+@pytest.mark.parametrize("card", [False, True])
+async def test_a_file_written_otherwise_imports_to_what_json_stringify_would_have_written(
+        ledger: Ledger, tmp_path: Path, card: bool) -> None:
+    # Its lines are read the careful way and each state encoded: the same rows as the parts of
+    # the lines as JSON.stringify writes them give (test_import_then_export_gives_the_same_file).
+    spec = ChatSpec(language="zh", turns=5, swipes=3, hidden=(2,), gap=1)
+    original = write_chat(tmp_path / "chat.jsonl", spec)
+    spaced = tmp_path / "spaced.jsonl"
+    spaced.write_text("".join(json.dumps(line, ensure_ascii=False) + "\n" for line in chat_lines(spec)),
+                      encoding="utf-8")
+    summary = await import_chat(ledger, spaced, card=erin_card() if card else None)
+    exported = tmp_path / "back.jsonl"
+    await export_chat(ledger, summary.session_id, exported)
+    assert exported.read_bytes() == original.read_bytes()
+
+
 async def test_with_a_card_the_declaration_added_to_each_state_is_not_exported(ledger: Ledger,
                                                                                tmp_path: Path) -> None:
     original = write_chat(tmp_path / "chat.jsonl", ChatSpec(language="en", turns=4, gap=0))

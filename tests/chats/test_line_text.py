@@ -1,0 +1,124 @@
+"""A line as JSON.stringify writes it is read once, in parts; any other line the careful way,
+to the same values; a key named twice is refused at any depth, whichever way the line is read."""
+
+from __future__ import annotations
+
+import io
+import json
+from typing import Any
+
+import pytest
+
+from mvu_store.chats.line_text import written_as
+from mvu_store.chats.reader import ChatHeader, ChatMessage, read_chat, slot
+from mvu_store.chats.states import stored_state
+from mvu_store.errors import MvuError
+from mvu_store.jsonvalue import js_json
+from tests.chats.synthetic import ChatSpec, chat_lines, chat_text
+
+HEADER = {"user_name": "U", "character_name": "C", "create_date": "2024-01-01", "chat_metadata": {}}
+DECLARATION = {"type": "object", "properties": {"hp": {"type": "number"}}, "interpreterVersion": 2}
+SPECS = [
+    ChatSpec(language="zh", turns=5, swipes=3, hidden=(2,), gap=1),
+    ChatSpec(language="en", turns=4, gap=0, placeholder_schema=False, padding=3),
+    ChatSpec(language="en", turns=3, extra_keys={"initialized_lorebooks": {"a": ["b"]}, "card_notes": "kept"}),
+]
+
+
+def _messages(data: bytes) -> list[ChatMessage]:
+    return [item for item in read_chat(io.BytesIO(data)) if isinstance(item, ChatMessage)]
+
+
+def _dropped_body(raw: dict[str, Any], swipes: list[int]) -> str:
+    variables = raw["variables"]
+    kept = dict(variables) if isinstance(variables, dict) else list(variables)
+    for swipe in swipes:
+        kept[slot(variables, swipe)] = None
+    return js_json({**raw, "variables": kept})
+
+
+@pytest.mark.parametrize("spec", SPECS)
+def test_a_stringified_line_gives_the_texts_encoding_would(spec: ChatSpec) -> None:
+    messages = _messages(chat_text(chat_lines(spec)))
+    assert all(message.written is not None for message in messages)
+    for message in messages:
+        assert message.written is not None and message.written.line() == js_json(message.raw)
+        for swipe in range(len(message.swipes)):
+            element, parts = message.state(swipe), message.state_text(swipe)
+            if element is None:
+                continue
+            assert parts is not None
+            for declaration in (None, DECLARATION):
+                fast = stored_state(element, declaration, parts, js_json(declaration) if declaration else None)
+                slow = stored_state(element, declaration)
+                assert (fast.encoded, fast.restore, fast.variables) == (slow.encoded, slow.restore, slow.variables)
+            assert message.written.line([slot(message.raw["variables"], swipe)]) == \
+                _dropped_body(message.raw, [swipe])
+
+
+def test_the_object_form_of_variables_is_put_together_in_its_form() -> None:
+    state = {"stat_data": {"hp": 1}, "schema": "placeholder", "display_data": {}}
+    line = {"mes": "b", "swipes": ["a", "b"], "swipe_id": 1, "variables": {"1": state, "0": {}}, "extra": {}}
+    [message] = _messages(chat_text([HEADER, line]))
+    assert message.written is not None and message.state_text(1) is not None
+    assert message.written.line(["1"]) == _dropped_body(line, [1])
+    assert stored_state(state, None, message.state_text(1)).encoded == stored_state(state, None).encoded
+
+
+@pytest.mark.parametrize(("text", "stringified"), [
+    ('{"mes": "a", "variables": [{"stat_data": {"hp": 1}}]}', False),  # spaces
+    ('{"mes":"a","variables":[{"stat_data":{"hp":1.0}}]}', False),  # a number JavaScript writes as 1
+    ('{"mes":"\\u0061","variables":[{"stat_data":{"hp":1}}]}', False),  # an escape it would not write
+    ('{"mes":"a\\/b","variables":[{"stat_data":{"hp":1e2}}]}', False),
+    ('\t{"mes":"a","variables":[{"stat_data":{"hp":1}}]} \r', True),  # whitespace around is no difference
+])
+def test_a_line_written_otherwise_reads_to_the_same_values(text: str, stringified: bool) -> None:
+    [message] = _messages(js_json(HEADER).encode() + b"\n" + text.encode() + b"\n")
+    value = json.loads(text)
+    assert message.raw["mes"] == value["mes"]
+    assert message.state(0) == {"stat_data": {"hp": int(value["variables"][0]["stat_data"]["hp"])}}
+    assert (message.written is not None) == stringified
+
+
+@pytest.mark.parametrize("line", [
+    '{"mes":"a","mes":"b"}',
+    '{"mes":"a","extra":{"model":"x","model":"x"}}',  # the same value twice
+    '{"mes":"a","swipe_info":[{},{"at":1,"at":2}],"swipes":["a","b"]}',
+    '{"mes":"a","variables":[{"stat_data":{"hp":1},"stat_data":{"hp":1}}]}',
+    '{"mes":"a","variables":[{"stat_data":{"a":{"b":[{"c":1,"c":1}]}}}]}',
+    '{"mes":"a","variables":[{"stat_data":{"hp":1},"schema":"z","schema":"z"}]}',
+    '{"mes":"a","variables":{"0":{"stat_data":{}},"0":{"stat_data":{}}}}',
+    '{"mes":"a","variables":[{"stat_data":{}}],"variables":[{"stat_data":{}}]}',
+    '{"mes":"a","variables":[{"stat_data":{"x":{"":1,"":1}}}]}',
+])
+def test_a_key_named_twice_is_refused_at_any_depth_naming_the_line(line: str) -> None:
+    for separators in ((",", ":"), (", ", ": ")):  # as JSON.stringify writes, and otherwise
+        header = json.dumps(HEADER, separators=separators).encode()
+        before = json.dumps({"mes": "ok"}, separators=separators).encode()
+        text = line if separators == (",", ":") else line.replace('","', '", "').replace('":', '": ')
+        with pytest.raises(MvuError) as caught:
+            _messages(header + b"\n" + before + b"\n" + text.encode() + b"\n")
+        assert caught.value.code == "MVU_JSON" and caught.value.details["line"] == 3, text
+        assert "twice" in caught.value.message and "key" in caught.value.details
+
+
+def test_a_key_named_twice_in_the_header_is_refused() -> None:
+    for header in ('{"user_name":"U","chat_metadata":{},"user_name":"V"}',
+                   '{"chat_metadata":{"variables":{"stat_data":{"a":1,"a":1}}}}'):
+        with pytest.raises(MvuError) as caught:
+            list(read_chat(io.BytesIO(header.encode() + b"\n")))
+        assert caught.value.details["line"] == 1 and "twice" in caught.value.message
+
+
+def test_a_file_of_lines_written_otherwise_reads_each_line_carefully() -> None:
+    lines = chat_lines(ChatSpec(language="en", turns=3, gap=0))
+    spaced = "".join(json.dumps(line, ensure_ascii=False) + "\n" for line in lines).encode()
+    items = list(read_chat(io.BytesIO(spaced)))
+    assert isinstance(items[0], ChatHeader)
+    assert all(isinstance(item, ChatMessage) and item.written is None for item in items[1:])
+    assert [item.raw for item in items[1:]] == lines[1:]  # type: ignore[union-attr]
+    assert [item.raw for item in items[1:]] == [item.raw for item in _messages(chat_text(lines))]
+
+
+def test_written_as_says_no_for_what_is_no_object() -> None:
+    assert written_as([1], "[1]") is None and written_as("a", '"a"') is None
