@@ -156,3 +156,18 @@ def write_large_chat(path: Path, spec: ChatSpec) -> int:
         for message in messages(spec):
             out.write(js_json(message) + "\n")
     return path.stat().st_size
+
+
+def write_long_line_chat(path: Path, line_bytes: int, swipes: int = 5) -> int:
+    """A short chat whose longest line, a reply of ``swipes`` swipes each with a state of
+    about a ``swipes``-th of it, is at most ``line_bytes`` long; returns that line's size."""
+    def longest(spec: ChatSpec) -> int:
+        write_large_chat(path, spec)
+        with path.open("rb") as lines:
+            return max(len(line) for line in lines)
+
+    spec = ChatSpec(turns=2, swipes=swipes, gap=0, padding=1000, metadata_variables=False)
+    spec.padding = int(1000 * line_bytes / longest(spec))
+    while (size := longest(spec)) > line_bytes:
+        spec.padding = spec.padding * 95 // 100
+    return size

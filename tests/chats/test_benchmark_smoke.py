@@ -9,9 +9,9 @@ from tests.benchmark_runs import run_benchmark
 
 
 def test_the_chat_import_benchmark_prints_its_figures_as_json_on_its_last_line() -> None:
-    lines, figures = run_benchmark("chat_import.py", "--mib", "0.3", "--padding", "20")
-    assert lines[0].startswith("chat file:")
-    for kind in ("json_loads", "import", "import_unverified"):
+    lines, figures = run_benchmark("chat_import.py", "--mib", "0.3", "--padding", "20", "--long-line", "0.5")
+    assert lines[0].startswith("chat file:") and 0.4 < figures["long_line_mib"] <= 0.5
+    for kind in ("json_loads", "import", "import_unverified", "import_long_line"):
         assert figures[f"{kind}_mb_s"] > 0 and figures[f"{kind}_peak_rss_mib"] > 0, kind
     # Both imports stored every state; only the verified one checked the replies, all agreeing.
     verified, unverified = figures["import_summary"], figures["import_unverified_summary"]
@@ -22,8 +22,9 @@ def test_the_chat_import_benchmark_prints_its_figures_as_json_on_its_last_line()
 
 def test_a_baseline_checkout_is_measured_side_by_side() -> None:
     root = Path(__file__).resolve().parents[2]  # this checkout as its own baseline: the same states
-    _, figures = run_benchmark("chat_import.py", "--mib", "0.2", "--padding", "10", "--baseline", str(root))
-    for kind in ("import", "import_unverified"):
+    _, figures = run_benchmark("chat_import.py", "--mib", "0.2", "--padding", "10", "--long-line", "0.3",
+                               "--baseline", str(root))
+    for kind in ("import", "import_unverified", "import_long_line"):
         assert figures[f"baseline_{kind}_summary"] == figures[f"{kind}_summary"]
         assert figures[f"speedup_{kind}"] > 0 and figures[f"cpu_speedup_{kind}"] > 0
     assert figures["ratio_baseline_import_vs_json_loads"] > 0
