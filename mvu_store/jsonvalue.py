@@ -118,11 +118,13 @@ def json_scalar(item: JsonValue) -> JsonValue:
     raise MvuError(Code.JSON, f"{kind.__name__} is not a JSON value")
 
 
-def check_bounds(value: JsonValue, *, max_nodes: int = MAX_NODES, max_depth: int = MAX_DEPTH) -> bool:
+def check_bounds(value: JsonValue, *, max_nodes: int = MAX_NODES, max_depth: int = MAX_DEPTH,
+                 keys: bool = True) -> bool:
     """Hold parsed JSON (``json.loads``'s, already normal) to the limits :func:`normalize` holds a
     value to (``MVU_LIMIT``), without copying it; return whether an object in it names a
     prototype key (:data:`UNSAFE_KEYS`; :func:`find_unsafe_key` finds where). A fraction of a
-    normalising copy: what a reader of large trusted-shape input (a chat file) pays per state."""
+    normalising copy: what a reader of large trusted-shape input (a chat file) pays per state.
+    ``keys``: whether to look for those keys (False: the caller looks in the value's text)."""
     if max_nodes < 1:
         raise _too_many(max_nodes)
     if max_depth < 1:
@@ -140,7 +142,7 @@ def check_bounds(value: JsonValue, *, max_nodes: int = MAX_NODES, max_depth: int
         if depth >= max_depth:  # a non-empty container here puts its children one deeper
             raise _too_deep(max_depth)
         depth += 1
-        unsafe = unsafe or any(type(item) is dict and not UNSAFE_KEYS.isdisjoint(item) for item in level)
+        unsafe = unsafe or (keys and any(type(item) is dict and not UNSAFE_KEYS.isdisjoint(item) for item in level))
         level = [child for item in level for child in (item.values() if type(item) is dict else item)
                  if type(child) is dict or type(child) is list]
     return unsafe

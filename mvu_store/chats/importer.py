@@ -43,7 +43,7 @@ from mvu_store.chats.turns import Event, Turns, end_event, message_id, reply_eve
 from mvu_store.chats.verify import check_transition
 from mvu_store.errors import Code, MvuError
 from mvu_store.host import SessionEvent
-from mvu_store.jsonvalue import JsonValue, canonical_text, js_json, measure_state, sha256_hex
+from mvu_store.jsonvalue import JsonValue, canonical_text, dumps, js_json, measure_state, sha256_hex
 from mvu_store.lang.macros import MAX_NAME_CHARS, Names
 from mvu_store.ledger import Ledger
 from mvu_store.ledger import tables as t
@@ -405,7 +405,7 @@ class _Import:
         else:
             body = js_json(raw)
         self._rows.add_row("chat_lines", {"session_id": self._summary.session_id, "position": position, "body": body,
-                                          "states": None if refs is None else canonical_text(refs)})
+                                          "states": None if refs is None else dumps(refs)})
 
     def _identity(self, session_id: str) -> dict[str, JsonValue]:
         return {"sessionId": session_id, "createdAt": self._created_at}
@@ -460,14 +460,17 @@ class _Import:
         source: dict[str, JsonValue] = {
             "sessionId": session, "createdAt": self._created_at, "import": FORMAT, "messageSeq": seq,
             "messageId": message_id(message.index, None if shown else swipe), "swipe": swipe, "turn": self._turns.turn}
-        key = sha256_hex(canonical_text(source))
+        # Every value here is JSON as the store keeps it (names, counts, parsed JSON): written as
+        # is, without the normalising copy canonical_text makes of a value from outside.
+        source_text = dumps(source)
+        key = sha256_hex(source_text)
         self._rows.add_row("versions", {
             "resource_id": head.id, "key": key, "position": head.position, "kind": "import",
             "revision": head.revision + 1, "parent_key": head.key, "variables_hash": blob_hash, "session_id": session,
             "message_seq": seq, "operation_id": None, "fingerprint": None, "error": None,
-            "source": canonical_text(source),
-            "meta": canonical_text({"import": {"format": FORMAT, "message": message.index, "line": message.line,
-                                               "swipe": swipe, "restore": stored.restore}}),
+            "source": source_text,
+            "meta": dumps({"import": {"format": FORMAT, "message": message.index, "line": message.line,
+                                      "swipe": swipe, "restore": stored.restore}}),
             "created_at": message.sent_at if message.sent_at is not None else now_ms()})
         head.position, head.revision, head.key, head.blob_hash = head.position + 1, head.revision + 1, key, blob_hash
         self._summary.states += 1

@@ -64,6 +64,10 @@ class Around:
     def text(self) -> str:
         return "".join(self.pieces())
 
+    def holds(self, texts: Iterable[str]) -> bool:
+        """Whether any of ``texts`` is in the object's text."""
+        return any(text in part for text in texts for part in (self.before, self.value or "", self.after))
+
     def without(self) -> str:
         """The object's text without the member."""
         return joined(self.before, self.after)

@@ -17,9 +17,18 @@ from typing import Any
 
 from mvu_store.chats.line_text import Around, joined, member
 from mvu_store.errors import Code, MvuError
-from mvu_store.jsonvalue import JsonValue, check_bounds, find_unsafe_key, js_json, js_json_bytes, json_pointer
+from mvu_store.jsonvalue import (
+    UNSAFE_KEYS,
+    JsonValue,
+    check_bounds,
+    find_unsafe_key,
+    js_json,
+    js_json_bytes,
+    json_pointer,
+)
 
 DECLARATION = "mvu_schema"
+_UNSAFE_TEXTS = tuple(js_json(key) for key in sorted(UNSAFE_KEYS))
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,7 +51,11 @@ def stored_state(element: dict[str, Any], declaration: JsonValue | None, written
     ledger's to check. ``element`` is not changed. ``written``: ``element``'s text around its
     ``schema`` (:class:`mvu_store.chats.line_text.Around`), from which the stored text is put
     together instead of encoding the state again; ``declaration_text``: ``declaration``'s text."""
-    unsafe = find_unsafe_key(element["stat_data"]) if check_bounds(element) else None
+    if written is None:
+        named = check_bounds(element)
+    else:  # a key is in the element's text as a JSON string: looked for there, not in each object
+        named = check_bounds(element, keys=False) or written.holds(_UNSAFE_TEXTS)
+    unsafe = find_unsafe_key(element["stat_data"]) if named else None
     if unsafe is not None:
         raise MvuError(Code.PATH, "stat_data carries a prototype key", path=json_pointer(unsafe))
     normalized = dict(element)

@@ -122,3 +122,25 @@ def test_a_file_of_lines_written_otherwise_reads_each_line_carefully() -> None:
 
 def test_written_as_says_no_for_what_is_no_object() -> None:
     assert written_as([1], "[1]") is None and written_as("a", '"a"') is None
+
+
+@pytest.mark.parametrize(("element", "code"), [
+    ({"stat_data": {"a": {"__proto__": 1}}}, "MVU_PATH"),
+    ({"stat_data": {"list": [{"x": {"constructor": {}}}]}, "schema": "z"}, "MVU_PATH"),
+    ({"stat_data": {"prototype": 1}, "schema": "z"}, "MVU_PATH"),
+    ({"stat_data": {"a": "__proto__", "b": ["constructor"]}}, None),  # values, not keys
+    ({"stat_data": {"a": 1}, "display_data": {"__proto__": 1}}, None),  # outside stat_data
+    ({"stat_data": {"deep": json.loads("[" * 70 + "]" * 70)}}, "MVU_LIMIT"),
+])
+def test_a_stringified_line_is_held_to_the_bounds_as_any_other(element: dict[str, Any], code: str | None) -> None:
+    [message] = _messages(chat_text([HEADER, {"mes": "a", "variables": [element]}]))
+    parts = message.state_text(0)
+    assert parts is not None
+
+    def outcome(written: Any) -> tuple[str | None, Any]:
+        try:
+            return None, stored_state(element, None, written).encoded
+        except MvuError as error:
+            return error.code, error.details
+
+    assert outcome(parts) == outcome(None) and outcome(parts)[0] == code
