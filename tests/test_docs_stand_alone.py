@@ -1,4 +1,4 @@
-"""What a user reads explains itself: every requirement id in the README, docs/,
+"""What a user reads explains itself: every requirement id in the README, ARCHITECTURE.md, docs/,
 examples, benchmarks, the tests and the packages' error messages, docstrings and comments is
 defined in docs/requirements.md (the specification the ids come from is not in the repository),
 every page they name is in the repository, every link of the guides leads somewhere (the heading
@@ -20,7 +20,7 @@ RANGE = re.compile(r"\b([A-Z])-([0-9]+) *(?:…|\.\.\.|–|to) *\1-([0-9]+)\b")
 
 
 def guides() -> list[Path]:
-    return [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+    return [ROOT / "README.md", ROOT / "ARCHITECTURE.md", *sorted((ROOT / "docs").glob("*.md"))]
 
 
 def read_by_users() -> list[Path]:
