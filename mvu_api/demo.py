@@ -21,8 +21,7 @@ from rich.console import Console
 from rich.table import Column, Table
 from rich.text import Text
 
-from mvu_store.cards import read_card
-from mvu_store.cards.summary import json_type
+from mvu_store.cards import json_type, read_card
 from mvu_store.demo import CHARACTER_ID, EDIT, SESSION_CREATED_AT, SESSION_ID, TURNS, sample_card_bytes
 from mvu_store.errors import Code, MvuError
 from mvu_store.jsonvalue import JsonValue

@@ -19,7 +19,7 @@ from mvu_api.http.problems import BODY_TIMEOUT, problem
 from mvu_api.http.wire import SNAKE
 from mvu_store.errors import Code, MvuError
 from mvu_store.jsonvalue import MAX_STATE_BYTES, unique_keys
-from mvu_store.service.models import MAX_OPERATION_ID
+from mvu_store.service import MAX_OPERATION_ID
 
 # The slack covers the envelope fields and modest formatting. Clients should send compact JSON.
 MAX_BODY_BYTES = MAX_STATE_BYTES + 64 * 1024

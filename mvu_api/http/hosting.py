@@ -28,17 +28,13 @@ from mvu_api.http.docs import (
 )
 from mvu_api.http.problems import error_body
 from mvu_api.http.wire import json_response
-from mvu_store.cards import read_card
-from mvu_store.cards.reader import MAX_INPUT_BYTES
+from mvu_store.cards import MAX_INPUT_BYTES, read_card
 from mvu_store.errors import Code, MvuError
-from mvu_store.js.values import MAX_SAFE_INTEGER
-from mvu_store.lang.macros import MAX_NAME_CHARS, Names
-from mvu_store.ledger.host_sessions import StoredSession
-from mvu_store.service import MvuService
-from mvu_store.service.models import MAX_SESSION_ID
-from mvu_store.service.offload import off_loop
-from mvu_store.store_host import StoreHost, feed
-from mvu_store.store_host.host import check_store_session_id
+from mvu_store.js import MAX_SAFE_INTEGER
+from mvu_store.lang import MAX_NAME_CHARS, Names
+from mvu_store.ledger import StoredSession
+from mvu_store.service import MAX_SESSION_ID, MvuService, off_loop
+from mvu_store.store_host import StoreHost, check_store_session_id, feed
 
 SessionIdPath = Annotated[str, Path(alias="sessionId", description="A session id: 1 to 160 of A-Z a-z 0-9 _ . : -",
                                     openapi_examples={"session": {"value": "s1"}})]

@@ -43,14 +43,12 @@ from mvu_api.http.index import EXPLORER
 from mvu_api.http.logs import nonblocking_logging
 from mvu_api.http.protocol import HEAD_TIMEOUT_SECONDS, with_head_timeout
 from mvu_api.http.routes import API_PREFIX, MVU_PREFIX
-from mvu_api.http.start_files import ledger_file, taken_back_on_failure
+from mvu_api.http.start_files import taken_back_on_failure
 from mvu_api.inspector.signin import CODE_LIFETIME_S, SIGNIN, SignIn
 from mvu_store.errors import Code, MvuError
-from mvu_store.ledger import open_ledger
-from mvu_store.ledger.database_file import refuse_a_lost_file
+from mvu_store.ledger import ledger_file, open_ledger, refuse_a_lost_file
 from mvu_store.private_files import make_private_folders
-from mvu_store.service import MvuService
-from mvu_store.service.sessions import DEFAULT_MEMORY_BYTES as DEFAULT_SESSION_MEMORY_BYTES
+from mvu_store.service import DEFAULT_SESSION_MEMORY_BYTES, MvuService
 from mvu_store.store_host import StoreHost
 
 GRACE_SECONDS = 30
