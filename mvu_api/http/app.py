@@ -11,18 +11,18 @@ from starlette.exceptions import HTTPException
 from starlette.requests import ClientDisconnect
 from starlette.responses import Response
 
-from mvu_api.explorer.page import PUBLIC_PATHS as EXPLORER_PATHS
-from mvu_api.explorer.page import PUBLIC_PREFIXES as EXPLORER_PREFIXES
-from mvu_api.explorer.page import install_explorer, token_page
 from mvu_api.http.bodies import BODY_TIMEOUT_SECONDS
 from mvu_api.http.cors import Cors, allowed_origins
 from mvu_api.http.docs import DESCRIPTION, install_openapi
+from mvu_api.http.explorer_page import PUBLIC_PATHS as EXPLORER_PATHS
+from mvu_api.http.explorer_page import PUBLIC_PREFIXES as EXPLORER_PREFIXES
+from mvu_api.http.explorer_page import install_explorer, token_page
 from mvu_api.http.index import INDEX_PATHS, install_index
+from mvu_api.http.inspector_page import PUBLIC_PATHS, PUBLIC_PREFIXES, install_inspector
 from mvu_api.http.middleware import CLIENT_CLOSED, AccessLog, BearerAuth, Crashes
 from mvu_api.http.original_wire import original_router
 from mvu_api.http.problems import NOT_FOUND, error_response, problem
 from mvu_api.http.routes import API_PREFIX, build_router
-from mvu_api.inspector.page import PUBLIC_PATHS, PUBLIC_PREFIXES, install_inspector
 from mvu_api.inspector.signin import SignIn
 from mvu_store.errors import Code, MvuError
 from mvu_store.service import MvuService
