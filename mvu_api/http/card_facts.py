@@ -15,9 +15,9 @@ from mvu_api.http.bodies import read_model
 from mvu_api.http.docs import json_request, ok, problems
 from mvu_api.http.wire import json_response
 from mvu_store.host import Playthrough, TimelineNode, Variant
-from mvu_store.store_host import MAX_FACT_ID, MAX_FACT_NODES, StoreHost
+from mvu_store.store_host import MAX_ID, MAX_NODES, StoreHost
 
-IdPath = Annotated[str, Path(min_length=1, max_length=MAX_FACT_ID)]
+IdPath = Annotated[str, Path(min_length=1, max_length=MAX_ID)]
 
 
 class _Body(BaseModel):
@@ -44,7 +44,7 @@ class HeadBody(_Body):
 class PlaythroughBody(_Body):
     character_id: str = Field(alias="characterId")
     root_session_id: str = Field(alias="rootSessionId")
-    nodes: list[NodeBody] = Field(default_factory=list, max_length=MAX_FACT_NODES)
+    nodes: list[NodeBody] = Field(default_factory=list, max_length=MAX_NODES)
     head: HeadBody | None = None
 
 
@@ -65,7 +65,7 @@ def card_facts_router(host: StoreHost, *, body_timeout: float, stopping: asyncio
                 summary="Report a playthrough as the host has it now (ends every lease taken on it before)",
                 openapi_extra=json_request(PlaythroughBody))
     async def report(request: Request, playthrough_id: Annotated[str, Path(alias="playthroughId", min_length=1,
-                                                                           max_length=MAX_FACT_ID)]) -> Response:
+                                                                           max_length=MAX_ID)]) -> Response:
         data = await body_of(request, PlaythroughBody)
         if isinstance(data, Response):
             return data
@@ -81,7 +81,7 @@ def card_facts_router(host: StoreHost, *, body_timeout: float, stopping: asyncio
                    responses={**problems(400, 401), **ok({"removed": True})},
                    summary="Detach a playthrough: card scopes in it are refused until it is reported again")
     async def remove(playthrough_id: Annotated[str, Path(alias="playthroughId", min_length=1,
-                                                         max_length=MAX_FACT_ID)]) -> Response:
+                                                         max_length=MAX_ID)]) -> Response:
         return json_response({"removed": host.facts.remove_playthrough(playthrough_id)})
 
     @router.put("/card-grants/{grantId}", operation_id="grantCardWrite",
@@ -89,7 +89,7 @@ def card_facts_router(host: StoreHost, *, body_timeout: float, stopping: asyncio
                 summary="Let one enabled card script (its source identity) write through one scope",
                 openapi_extra=json_request(GrantBody))
     async def grant(request: Request, grant_id: Annotated[str, Path(alias="grantId", min_length=1,
-                                                                    max_length=MAX_FACT_ID)]) -> Response:
+                                                                    max_length=MAX_ID)]) -> Response:
         data = await body_of(request, GrantBody)
         if isinstance(data, Response):
             return data
@@ -99,7 +99,7 @@ def card_facts_router(host: StoreHost, *, body_timeout: float, stopping: asyncio
     @router.delete("/card-grants/{grantId}", operation_id="revokeCardGrant",
                    responses={**problems(400, 401), **ok({"removed": True})},
                    summary="Revoke a card script's grant: its bindings can no longer write")
-    async def revoke(grant_id: Annotated[str, Path(alias="grantId", min_length=1, max_length=MAX_FACT_ID)]) -> Response:
+    async def revoke(grant_id: Annotated[str, Path(alias="grantId", min_length=1, max_length=MAX_ID)]) -> Response:
         return json_response({"removed": host.facts.revoke_grant(grant_id)})
 
     return router

@@ -6,11 +6,8 @@
 - :mod:`logs`: JSONL session logs brought into the store (``mvu sessions import``).
 """
 
-from mvu_store.store_host.facts import MAX_ID as MAX_FACT_ID
-from mvu_store.store_host.facts import MAX_NODES as MAX_FACT_NODES
+from mvu_store.store_host.facts import MAX_ID, MAX_NODES
 from mvu_store.store_host.feed import FeedResult, feed, play_turn
 from mvu_store.store_host.host import StoreHost, check_store_session_id
-from mvu_store.store_host.logs import import_logs
 
-__all__ = ["MAX_FACT_ID", "MAX_FACT_NODES", "FeedResult", "StoreHost", "check_store_session_id", "feed", "import_logs",
-           "play_turn"]
+__all__ = ["MAX_ID", "MAX_NODES", "FeedResult", "StoreHost", "check_store_session_id", "feed", "play_turn"]
