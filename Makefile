@@ -74,4 +74,4 @@ soak: $(DEV_STAMP)
 	$(BIN)/python -m tests.reliability.soak
 
 clean:
-	rm -rf $(VENV) var .pytest_cache .mypy_cache .ruff_cache .hypothesis
+	rm -rf $(VENV) var .pytest_cache .mypy_cache .ruff_cache .hypothesis .import_linter_cache

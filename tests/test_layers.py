@@ -1,4 +1,4 @@
-"""The layering rules (ARCHITECTURE.md, the contracts in pyproject.toml) hold in the code.
+"""The layering rules, written as import-linter contracts in pyproject.toml, hold in the code.
 
 Each import-linter contract is one test, so a failure names the rule an import broke. Beside
 them, a check of our own finds module cycles with the package ``__init__`` modules included
