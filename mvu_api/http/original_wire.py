@@ -24,7 +24,7 @@ from mvu_api.http.cards import MAX_CARD_BODY_BYTES, BindingBody, RevokeBody, Wri
 from mvu_api.http.problems import status_of
 from mvu_api.http.wire import MAX_SCOPE_CHARS, check_wire_scope, json_text, parse_scope_param
 from mvu_store.errors import Code, MvuError
-from mvu_store.ledger.facts import FACTS_MAX_RECORDS
+from mvu_store.ledger import FACTS_MAX_RECORDS
 from mvu_store.service import MvuService
 from mvu_store.service.models import RESOURCE_ID
 

@@ -13,9 +13,13 @@ from mvu_store.errors import Code, MvuError
 from mvu_store.jsonvalue import MAX_STATE_BYTES
 from mvu_store.ledger import migrate
 from mvu_store.ledger import tables as t
+from mvu_store.ledger.chat_rows import ChatExportRows, ChatImportRows, ImportedVersion
 from mvu_store.ledger.database_file import create_if_missing
 from mvu_store.ledger.dialect import dialect_of, translated
 from mvu_store.ledger.engine import EngineOptions, Synchronous, create_sync_engine
+from mvu_store.ledger.facade import Ledger
+from mvu_store.ledger.fact_log import FACTS_MAX_RECORDS
+from mvu_store.ledger.host_sessions import Appended, StoredSession
 from mvu_store.ledger.records import (
     CheckpointRecord,
     CommitOutcome,
@@ -24,24 +28,33 @@ from mvu_store.ledger.records import (
     Head,
     NewResource,
     ResourceRecord,
+    SessionRows,
+    SessionRowsQuery,
     Usage,
     VersionRecord,
 )
-from mvu_store.ledger.repository import Ledger
 
 DEFAULT_LEDGER_LIMIT_BYTES = 32 * 1024 * 1024
 _LEDGER_ID = re.compile(r"^[A-Za-z0-9_.:-]{1,64}$")
 
 __all__ = [
     "DEFAULT_LEDGER_LIMIT_BYTES",
+    "FACTS_MAX_RECORDS",
+    "Appended",
+    "ChatExportRows",
+    "ChatImportRows",
     "CheckpointRecord",
     "CommitOutcome",
     "CommitRequest",
     "Finding",
     "Head",
+    "ImportedVersion",
     "Ledger",
     "NewResource",
     "ResourceRecord",
+    "SessionRows",
+    "SessionRowsQuery",
+    "StoredSession",
     "Usage",
     "VersionRecord",
     "open_ledger",

@@ -112,6 +112,16 @@ class Store:
     def state_limit_bytes(self) -> int:
         return self._state_limit
 
+    @property
+    def embedded(self) -> bool:
+        """Whether the database is an embedded file (SQLite)."""
+        return self._dialect.embedded
+
+    @property
+    def file_path(self) -> str | None:
+        """The embedded database's file, None for a server database."""
+        return self._file.path if self._file is not None else None
+
     # -- the session lock ---------------------------------------------------------------------
 
     def session_lock(self, session_id: str) -> AbstractAsyncContextManager[None]:
