@@ -13,11 +13,13 @@ from mvu_store.errors import Code, MvuError
 from mvu_store.jsonvalue import MAX_STATE_BYTES
 from mvu_store.ledger import migrate
 from mvu_store.ledger import tables as t
+from mvu_store.ledger.chat_rows import ChatExportRows, ChatImportRows, ImportedVersion
 from mvu_store.ledger.database_file import LEFTOVERS, create_if_missing, ledger_file, refuse_a_lost_file
 from mvu_store.ledger.dialect import dialect_of, translated
 from mvu_store.ledger.engine import EngineOptions, Synchronous, create_sync_engine
-from mvu_store.ledger.facts import FACTS_MAX_RECORDS
-from mvu_store.ledger.host_sessions import StoredSession
+from mvu_store.ledger.facade import Ledger
+from mvu_store.ledger.fact_log import FACTS_MAX_RECORDS
+from mvu_store.ledger.host_sessions import Appended, StoredSession
 from mvu_store.ledger.migrate import check as check_schema
 from mvu_store.ledger.migrate import current_revision, head_revision
 from mvu_store.ledger.records import (
@@ -28,10 +30,11 @@ from mvu_store.ledger.records import (
     Head,
     NewResource,
     ResourceRecord,
+    SessionRows,
+    SessionRowsQuery,
     Usage,
     VersionRecord,
 )
-from mvu_store.ledger.repository import Ledger
 from mvu_store.ledger.tables import FORMAT_VERSION
 from mvu_store.ledger.transfer import Step, export_directory, import_directory
 
@@ -43,15 +46,21 @@ __all__ = [
     "FACTS_MAX_RECORDS",
     "FORMAT_VERSION",
     "LEFTOVERS",
+    "Appended",
+    "ChatExportRows",
+    "ChatImportRows",
     "CheckpointRecord",
     "CommitOutcome",
     "CommitRequest",
     "EngineOptions",
     "Finding",
     "Head",
+    "ImportedVersion",
     "Ledger",
     "NewResource",
     "ResourceRecord",
+    "SessionRows",
+    "SessionRowsQuery",
     "Step",
     "StoredSession",
     "Usage",
