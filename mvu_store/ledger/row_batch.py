@@ -2,9 +2,9 @@
 
 A chat import writes tens of thousands of rows of a few kinds (states as blobs, their versions,
 the file's lines, events). One ``INSERT`` per row costs Python more than SQLite: the driver
-call, the parameters, the bytes. :meth:`RowBatches.insert_batch` takes a batch and runs one
-``executemany`` per table, charging the bytes as :meth:`Store.insert_row` and
-:meth:`Store.put_blob` do (a blob already stored is neither written again nor charged).
+call, the parameters, the bytes. :func:`insert_batch` takes a batch and runs one ``executemany``
+per table, charging the bytes as :meth:`Store.insert_row` and :meth:`Store.put_blob` do (a blob
+already stored is neither written again nor charged).
 """
 
 from __future__ import annotations
@@ -56,28 +56,24 @@ class RowBatch:
         return bool(self.blobs or self.rows)
 
 
-class RowBatches(Store):
-    """:meth:`insert_batch`."""
-
-    def insert_batch(self, tx: WriteTx, batch: RowBatch) -> None:
-        """Write ``batch`` in the unit of work ``tx``: its blobs not yet stored, then its rows,
-        one statement per table; the batch is emptied."""
-        known = _known_blobs(tx, list(batch.blobs))
-        fresh = [blob for digest, blob in batch.blobs.items() if digest not in known]
-        if fresh:
-            tx.execute_many(_insert_query(t.blobs), [
-                {"ledger_id": self.ledger_id, "hash": blob.hash, "size": blob.size, "body": blob.text}
-                for blob in fresh])
-            tx.charge(sum(blob.size for blob in fresh))
-        for name, table in BATCH_TABLES.items():
-            rows = batch.rows.get(name)
-            if not rows:
-                continue
-            for row in rows:
-                row["ledger_id"] = self.ledger_id
-            tx.execute_many(_insert_query(table), rows)
-            tx.charge(sum(row["bytes"] for row in rows))
-        batch.blobs, batch.rows, batch.size = {}, {}, 0
+def insert_batch(store: Store, tx: WriteTx, batch: RowBatch) -> None:
+    """Write ``batch`` in the unit of work ``tx``: its blobs not yet stored, then its rows, one
+    statement per table; the batch is emptied."""
+    known = _known_blobs(tx, list(batch.blobs))
+    fresh = [blob for digest, blob in batch.blobs.items() if digest not in known]
+    if fresh:
+        tx.execute_many(_insert_query(t.blobs), [
+            {"ledger_id": store.ledger_id, "hash": blob.hash, "size": blob.size, "body": blob.text} for blob in fresh])
+        tx.charge(sum(blob.size for blob in fresh))
+    for name, table in BATCH_TABLES.items():
+        rows = batch.rows.get(name)
+        if not rows:
+            continue
+        for row in rows:
+            row["ledger_id"] = store.ledger_id
+        tx.execute_many(_insert_query(table), rows)
+        tx.charge(sum(row["bytes"] for row in rows))
+    batch.blobs, batch.rows, batch.size = {}, {}, 0
 
 
 def _known_blobs(tx: WriteTx, hashes: list[str]) -> set[str]:
