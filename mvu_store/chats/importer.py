@@ -421,7 +421,7 @@ class _Import:
         if self._blob is not None and self._blob[0] is stored:
             blob_hash = self._blob[1]  # stored once (a blob is content-addressed): no second statement
         else:
-            blob_hash = self._rows.put_state(stored.variables, stored.encoded)
+            blob_hash = self._rows.put_state(stored.variables, stored.encoded, stored.text)
             self._blob = stored, blob_hash
         shown = swipe == message.selected and session == self._summary.session_id
         source: dict[str, JsonValue] = {

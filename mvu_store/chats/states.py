@@ -39,6 +39,8 @@ class StoredState:
     restore: dict[str, JsonValue]
     """What :func:`recorded` needs to give the element back: ``schema`` [its key's index, the
     placeholder], ``declared`` (true when ``mvu_schema`` was added)."""
+    text: str | None = None
+    """``encoded`` as text, when it was put together as text (not decoded again to store it)."""
 
 
 def stored_state(element: dict[str, Any], declaration: JsonValue | None, written: Around | None = None,
@@ -72,7 +74,7 @@ def stored_state(element: dict[str, Any], declaration: JsonValue | None, written
     text = written.without() if "schema" in restore else written.text()
     if restore.get("declared") is True:
         text = joined(text, member(DECLARATION, declaration_text or js_json(declaration)))
-    return StoredState(normalized, text.encode(), restore)
+    return StoredState(normalized, text.encode(), restore, text)
 
 
 def recorded(variables: dict[str, Any], restore: JsonValue) -> dict[str, Any]:

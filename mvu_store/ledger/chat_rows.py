@@ -141,11 +141,11 @@ class ChatImportRows:
         for owner in (new.template_id, new.id):
             self._queue("activations", {"owner_id": owner, "session_id": new.session_id, "seq": boundary})
 
-    def put_state(self, variables: JsonValue, encoded: bytes) -> str:
+    def put_state(self, variables: JsonValue, encoded: bytes, text: str | None = None) -> str:
         """Store a recorded state (its canonical bytes ``encoded``, checked against the state
-        budget); returns its hash."""
+        budget; ``text``: the same as text, when known); returns its hash."""
         store = self._parts.store
-        return store.put_blob(self._tx, store.prepare_state(variables, encoded))
+        return store.put_blob(self._tx, store.prepare_state(variables, encoded, text))
 
     def add_version(self, version: ImportedVersion) -> None:
         self._queue("versions", {

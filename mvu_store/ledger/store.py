@@ -225,14 +225,15 @@ class Store:
 
     # -- the steps of a write -----------------------------------------------------------------
 
-    def prepare_state(self, variables: JsonValue, encoded: bytes | None = None) -> Blob:
+    def prepare_state(self, variables: JsonValue, encoded: bytes | None = None, text: str | None = None) -> Blob:
         """Check a variables envelope against the state budget (MVU_LIMIT) and encode it
-        (``encoded``: its canonical bytes, already measured; only their size is checked)."""
+        (``encoded``: its canonical bytes, already measured; only their size is checked;
+        ``text``: the same as text, when the caller has it: not decoded again)."""
         if encoded is None:
             _, encoded, _ = measure_state(variables, max_bytes=self._state_limit)
         elif len(encoded) > self._state_limit:
             raise over_state_limit(len(encoded), self._state_limit)
-        return Blob(encoded.decode(), encoded)
+        return Blob(encoded.decode() if text is None else text, encoded)
 
     def put_blob(self, tx: WriteTx, blob: Blob) -> str:
         """Store a payload once; only the first copy is charged to the budget."""
