@@ -118,9 +118,8 @@ def _measure_all(files: dict[str, tuple[Path, float]], folder: str, args: argpar
                  figures: dict[str, Any]) -> None:
     for name, kind, file, code in _runs(args.baseline):
         path, megabytes = files[file]
-        db = Path(folder, f"{name}.sqlite3")
-        result = min((_measure(kind, path, db, code) for _ in range(args.repeat)),
-                     key=lambda run: float(run["seconds"]))
+        result = min((_measure_once(kind, path, Path(folder, f"{name}-{run}.sqlite3"), code)
+                      for run in range(args.repeat)), key=lambda run: float(run["seconds"]))
         rate = megabytes / result["seconds"]
         figures[f"{name}_cpu_mb_s"] = round(megabytes / result["cpu_seconds"], 1)
         peak = result["peak_rss_kib"] / 1024
@@ -131,7 +130,16 @@ def _measure_all(files: dict[str, tuple[Path, float]], folder: str, args: argpar
             figures[f"{name}_summary"] = details
         print(f"{name:27} {rate:7.1f} MB/s  {result['seconds']:6.2f} s  {figures[f'{name}_cpu_mb_s']:7.1f} MB/s of "
               f"CPU time  peak RSS {peak:6.1f} MiB  {details}")
-        db.unlink(missing_ok=True)
+
+
+def _measure_once(kind: str, path: Path, db: Path, code: Path) -> dict[str, Any]:
+    """One run into a fresh ledger, removed after: a run into the ledger of the one before would
+    find the file imported and write nothing."""
+    try:
+        return _measure(kind, path, db, code)
+    finally:
+        for leftover in (db, *(Path(f"{db}{suffix}") for suffix in ("-wal", "-shm", ".locks"))):
+            leftover.unlink(missing_ok=True)
 
 
 def _ratios(figures: dict[str, Any], baseline: bool) -> None:
