@@ -269,8 +269,7 @@ async def cmd_sessions_import(args: argparse.Namespace) -> int:
     from rich.table import Table
     from rich.text import Text
 
-    from mvu_store.store_host import StoreHost
-    from mvu_store.store_host.logs import import_logs
+    from mvu_store.store_host import StoreHost, import_logs
 
     ledger = await _open(args, writes=True)
     try:

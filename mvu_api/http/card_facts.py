@@ -1,6 +1,6 @@
 """The host-fact routes a remote host reports card facts with (docs/cards.md): its playthroughs
 (membership, the timeline's variants and head) and its card scripts' grants. Kept in the
-server's memory (:class:`mvu_store.store_host.facts.HostFacts`): report them again after a restart."""
+server's memory (:class:`mvu_store.host.HostFacts`): report them again after a restart."""
 
 from __future__ import annotations
 
@@ -15,8 +15,7 @@ from mvu_api.http.bodies import read_model
 from mvu_api.http.docs import json_request, ok, problems
 from mvu_api.http.wire import json_response
 from mvu_store.host import Playthrough, TimelineNode, Variant
-from mvu_store.store_host import StoreHost
-from mvu_store.store_host.facts import MAX_ID, MAX_NODES
+from mvu_store.store_host import MAX_ID, MAX_NODES, StoreHost
 
 IdPath = Annotated[str, Path(min_length=1, max_length=MAX_ID)]
 

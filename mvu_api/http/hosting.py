@@ -37,8 +37,7 @@ from mvu_store.ledger.host_sessions import StoredSession
 from mvu_store.service import MvuService
 from mvu_store.service.models import MAX_SESSION_ID
 from mvu_store.service.offload import off_loop
-from mvu_store.store_host import StoreHost, feed
-from mvu_store.store_host.host import check_store_session_id
+from mvu_store.store_host import StoreHost, check_store_session_id, feed
 
 SessionIdPath = Annotated[str, Path(alias="sessionId", description="A session id: 1 to 160 of A-Z a-z 0-9 _ . : -",
                                     openapi_examples={"session": {"value": "s1"}})]
@@ -53,7 +52,7 @@ class _Body(BaseModel):
 
 
 class SessionBody(_Body):
-    # The values are checked by StoreHost (mvu_store.store_host.host.session_header), one rule
+    # The values are checked by StoreHost (mvu_store.host.session_header), one rule
     # for HTTP and Python hosts; here only their JSON types.
     session_id: str = Field(alias="sessionId")
     created_at: int | float | str = Field(alias="createdAt")
