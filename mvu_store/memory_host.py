@@ -22,7 +22,6 @@ from typing import Any, Protocol
 from mvu_store.errors import Code, MvuError
 from mvu_store.host import (
     SESSION_FORMAT_VERSION,
-    SESSION_ID,
     AppendsSince,
     CardGrant,
     HostFacts,
@@ -32,14 +31,17 @@ from mvu_store.host import (
     SessionHeader,
     SessionSnapshot,
     SessionTail,
-    chain_fingerprint,
+    chain_link,
+    check_session_id,
     event_line,
+    event_text,
     fingerprint_chain,
     header_line,
     read_log,
+    session_header,
     turn_events,
 )
-from mvu_store.jsonvalue import JsonValue, normalize
+from mvu_store.jsonvalue import JsonValue, normalize, utf8
 from mvu_store.private_files import make_private_folders, private_opener
 
 
@@ -102,10 +104,11 @@ class MemoryHost:
         session = self._sessions.get(session_id)
         if session is None:
             return None
-        # Events are numbered densely from 0 here, so an event's seq is its index.
+        # Events are numbered densely from 0 here, so an event's seq is its index; any negative
+        # seq means from the start, as in ``mvu_store.host.tail_of``.
+        after_seq = max(after_seq, -1)
         if after_seq < len(session.events):
-            return SessionTail(session.header, session.chain[after_seq + 1] if after_seq >= -1 else None,
-                               tuple(session.events[max(after_seq + 1, 0):]))
+            return SessionTail(session.header, session.chain[after_seq + 1], tuple(session.events[after_seq + 1:]))
         return SessionTail(session.header, None, tuple(session.events))
 
     async def capture_session_lease(self, session_id: str) -> Lease:
@@ -150,16 +153,23 @@ class MemoryHost:
         version: int = SESSION_FORMAT_VERSION,
         parent_session: str | None = None,
         origin: str | None = None,
+        inherited_event_count: int | None = None,
     ) -> SessionHeader:
-        if not SESSION_ID.match(session_id):
-            raise MvuError(Code.SCOPE, f"session id {session_id!r} must be 1-160 letters, digits or _.:-")
-        if session_id in self._sessions:
-            raise MvuError(Code.ID_CONFLICT, f"session {session_id!r} already exists", session_id=session_id)
-        header = SessionHeader(session_id, version, created_at, parent_session, origin)
+        """Create a session, checked as every host checks a header (``mvu_store.host.headers``).
+        The same header again is a replay that changes nothing; another header under the id is
+        ``MVU_ID_CONFLICT`` (as ``POST /sessions`` answers, docs/host-protocol.md)."""
+        header = session_header(session_id, created_at=created_at, version=version, parent_session=parent_session,
+                                origin=origin, inherited_event_count=inherited_event_count)
+        existing = self._sessions.get(session_id)
+        if existing is not None:
+            if existing.header != header:
+                raise MvuError(Code.ID_CONFLICT, f"session {session_id!r} already exists with another header",
+                               session_id=session_id)
+            return existing.header
         self._sessions[session_id] = session = _Session(header)
         session.rechain()
         if self._path is not None:
-            # The one place a file name comes from a session id: one the pattern above admits.
+            # The one place a file name comes from a session id: one the header check admits.
             self._files[session_id] = self._path / f"{session_id}.jsonl"
         self._write(session_id, header_line(header), truncate=True)
         return header
@@ -176,11 +186,10 @@ class MemoryHost:
         return event.seq
 
     def _append(self, session_id: str, type: str, data: dict[str, JsonValue] | None) -> SessionEvent:
-        session = self._require(session_id)
-        payload, _, _ = normalize(data or {})
-        event = SessionEvent(len(session.events), type, payload)
+        session = self._require(check_session_id(session_id))
+        event, text = self._event(len(session.events), type, data or {})
         session.events.append(event)
-        session.chain.append(chain_fingerprint(session.chain[-1], event))
+        session.chain.append(chain_link(session.chain[-1], text))
         session.generation += 1
         self._write(session_id, event_line(event))
         return event
@@ -190,8 +199,7 @@ class MemoryHost:
         session = self._require(session_id)
         if not 0 <= seq < len(session.events):
             raise MvuError(Code.MISSING, f"no event {seq} in session {session_id!r}", seq=seq)
-        payload, _, _ = normalize(data)
-        session.events[seq] = SessionEvent(seq, type, payload)
+        session.events[seq], _ = self._event(seq, type, data)
         session.rechain()
         session.generation += 1
         self._rewrite(session_id)
@@ -301,6 +309,18 @@ class MemoryHost:
         if session is None:
             raise MvuError(Code.MISSING, f"no session {session_id!r}", session_id=session_id)
         return session
+
+    def _event(self, seq: int, type: str, data: Mapping[str, Any]) -> tuple[SessionEvent, str]:
+        """An event as this host keeps it, with its text in the fingerprint chain: JSON values
+        only (normalised: 1.0 is the 1 a JavaScript host meant). In memory a lone surrogate is
+        kept (a host's text may hold one: the chain hashes it); a log line is UTF-8, so with
+        ``path`` it is refused (``MVU_JSON``) before anything changes, as ``StoreHost`` refuses it."""
+        payload, _, _ = normalize(data)
+        event = SessionEvent(seq, type, payload)
+        text = event_text(event)
+        if self._path is not None:
+            utf8(text)
+        return event, text
 
     def _write(self, session_id: str, line: dict[str, Any], *, truncate: bool = False) -> None:
         if self._path is None:
