@@ -448,7 +448,22 @@ def _primitive_or(answer: bool) -> Fn:
     return lambda budget, args: (type(arg(args, 0)) not in (dict, list)) != answer
 
 
-OBJECT = Namespace("Object", {
+class _ObjectFunction(Namespace, JsCallable):
+    """``Object``: a namespace of statics that can also be called (``Object(value)``, which
+    lodash's ``setWith(target, path, value, Object)`` calls for each container it needs)."""
+
+    __slots__ = ()
+
+    def call(self, budget: Budget, args: list[Any]) -> Any:
+        value = arg(args, 0)
+        if value is None or value is UNDEFINED:
+            return {}
+        if type(value) is dict or type(value) is list or isinstance(value, Opaque):
+            return value
+        raise MvuError(Code.UNSUPPORTED, f"`Object(value)` of a {typeof(value)}: wrapper objects are not supported")
+
+
+OBJECT = _ObjectFunction("Object", {
     "keys": Builtin("keys", lambda budget, args: [key for key, _ in _own_entries(budget, arg(args, 0))]),
     "values": Builtin("values", lambda budget, args: [item for _, item in _own_entries(budget, arg(args, 0))]),
     "entries": Builtin("entries", lambda budget, args: [
