@@ -46,6 +46,7 @@ from mvu_store.schema.builtins import (
 from mvu_store.schema.dates import JsDate
 from mvu_store.schema.lodash_order import sorted_index
 from mvu_store.schema.lodash_paths import index_of
+from mvu_store.schema.maps import JsMap
 from mvu_store.schema.numeric import to_integer, to_num
 from mvu_store.schema.operators import BINARY
 
@@ -533,7 +534,7 @@ EXTRA_HELPERS: dict[str, Any] = {
     "isDate": Builtin("isDate", _type_check(lambda value: isinstance(value, JsDate))),
     "isError": Builtin("isError", _type_check(lambda value: False)),
     "isSymbol": Builtin("isSymbol", _type_check(lambda value: False)),
-    "isMap": Builtin("isMap", _type_check(lambda value: False)),
+    "isMap": Builtin("isMap", _type_check(lambda value: isinstance(value, JsMap))),
     "isWeakMap": Builtin("isWeakMap", _type_check(lambda value: False)),
     "isWeakSet": Builtin("isWeakSet", _type_check(lambda value: False)),
     "isArguments": Builtin("isArguments", _type_check(lambda value: False)),

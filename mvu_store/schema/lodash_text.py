@@ -139,9 +139,17 @@ def _end(spans: list[tuple[int, int] | None]) -> int:
     return -1 if whole is None else whole[1]
 
 
+_COMBO = "[\u0300-\u036f\ufe20-\ufe2f\u20d0-\u20ff]"
+_PIECE = f"(?:[\U0001f1e6-\U0001f1ff]{{2}}|.){_COMBO}?[\ufe0e\ufe0f]?(?:{_COMBO}|[\U0001f3fb-\U0001f3ff])?"
+_SYMBOL_OF_TEXT = re.compile(f"{_PIECE}(?:\u200d{_PIECE})*", re.DOTALL)
+_HAS_UNICODE = re.compile(f"[\u200d{_ASTRAL}\u0300-\u036f\ufe20-\ufe2f\u20d0-\u20ff\ufe0e\ufe0f]")
+
+
 def to_array_of_text(text: str) -> list[str]:
-    """A string's ``_.toArray``: its characters (a surrogate pair is one)."""
-    return list(joined(text))
+    """A string's ``_.toArray``: its symbols, as a reader sees them (a surrogate pair, a letter
+    with its combining mark, an emoji with its modifiers and zero-width-joined partners)."""
+    text = joined(text)
+    return _SYMBOL_OF_TEXT.findall(text) if _HAS_UNICODE.search(text) else list(text)
 
 
 TEXT_HELPERS: dict[str, Builtin] = {
