@@ -726,6 +726,9 @@ class _Lodash(Builtin):
     __slots__ = ()
 
     def get(self, key: str) -> Any:
+        helper = self.members.get(key)
+        if helper is not None:  # the hot road: `_.clamp` is read on every transform call
+            return helper
         reason = REFUSED_LODASH.get(key)
         if reason is not None:
             raise MvuError(Code.UNSUPPORTED, f"`_.{key}` is not supported: {reason}", function=f"_.{key}")

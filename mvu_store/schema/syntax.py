@@ -260,17 +260,20 @@ class _Lowerer:
             return self.try_statement(cst)
         if kind == "throw_statement":
             return self.node(cst, "throw", None, self.expression(self.children(cst)[0]))
-        if kind in {"break_statement", "continue_statement"}:
-            label = cst.child_by_field_name("label")
-            if label is not None and self.original:
-                raise refuse(cst, "the original interpreter has no labelled jumps (S-8)")
-            return self.node(cst, kind.split("_")[0], None if label is None else self.text(label))
-        if kind == "labeled_statement":
-            if self.original:
-                raise refuse(cst, "the original interpreter has no labelled statements (S-8)")
+        if kind in {"break_statement", "continue_statement", "labeled_statement"}:
+            return self.jump(cst)
+        raise refuse(cst, _describe_refusal(kind))
+
+    def jump(self, cst: CstNode) -> Node:
+        """``break``/``continue`` (value: the label or None) and ``label: statement`` (value:
+        the label, kid: the statement); the original interpreter has no labels (S-8)."""
+        label = cst.child_by_field_name("label")
+        if label is not None and self.original:
+            raise refuse(cst, "the original interpreter has no labelled statements or jumps (S-8)")
+        if cst.type == "labeled_statement":
             labelled = self.statement(self.field(cst, "body")) or self.node(cst, "block")
             return self.node(cst, "labeled", self.text(self.field(cst, "label")), labelled)
-        raise refuse(cst, _describe_refusal(kind))
+        return self.node(cst, cst.type.split("_")[0], None if label is None else self.text(label))
 
     def switch(self, cst: CstNode) -> Node:
         """``switch``: kids are the discriminant, then ``case`` nodes (test or None for default)."""

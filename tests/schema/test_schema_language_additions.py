@@ -4,25 +4,12 @@ validations, in the original interpreter (S-8), and at the S-7 guards."""
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
+from test_schema_loops import refusal, run
 
 from mvu_store.errors import Code, MvuError
 from mvu_store.schema import compile_schema, validate
 from mvu_store.schema.syntax import parse_program
-
-
-def run(source: str, value: Any) -> Any:
-    result = validate(compile_schema(source), value, now_ms=0)
-    assert result.ok, result.issues
-    return result.value
-
-
-def refusal(source: str, value: Any) -> MvuError:
-    with pytest.raises(MvuError) as refused:
-        validate(compile_schema(source), value, now_ms=0)
-    return refused.value
 
 
 def test_a_labelled_continue_skips_the_rest_of_a_row_in_a_card_transform() -> None:
