@@ -1,5 +1,6 @@
 """The host-facing state service (DIGEST I, F-6, P, A, L). See :class:`MvuService`."""
 
+from mvu_store.processor.port import CommandProcessor, ProcessorTurn
 from mvu_store.service.models import (
     CharacterDefinition,
     CheckpointInfo,
@@ -16,7 +17,7 @@ from mvu_store.service.models import (
     TurnOutcome,
     UpdateReceipt,
 )
-from mvu_store.service.processing import CommandProcessor, PassThrough, ProcessorTurn
+from mvu_store.service.processing import PassThrough
 from mvu_store.service.prompting import ManagementDefaults, PromptDependency, RenderedPrompt, StateAssembly
 from mvu_store.service.service import MvuService
 

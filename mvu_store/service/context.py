@@ -21,10 +21,10 @@ from mvu_store.errors import Code, MvuError
 from mvu_store.host import Host, Lease
 from mvu_store.jsonvalue import JsonValue
 from mvu_store.ledger import Ledger
+from mvu_store.processor.port import CommandProcessor
 from mvu_store.service.catalog import Catalog
 from mvu_store.service.identity import session_identity
 from mvu_store.service.models import ResourceConfig
-from mvu_store.service.processing import CommandProcessor
 from mvu_store.service.selection_views import ViewGenerations
 from mvu_store.service.sessions import DEFAULT_MEMORY_BYTES, SessionCache, SessionLog
 from mvu_store.service.usage import Usage

@@ -23,6 +23,7 @@ from contextlib import suppress
 from dataclasses import replace
 from typing import Any, NoReturn
 
+from mvu_store.bounded import BoundedCache
 from mvu_store.errors import Code, MvuError
 from mvu_store.host import Lease, message_text
 from mvu_store.jsonvalue import JsonValue, copy_json
@@ -30,12 +31,11 @@ from mvu_store.lang import Command, contains_update, parse_commands
 from mvu_store.lang.apply import UpdateResult, private_envelope, run_commands
 from mvu_store.lang.macros import Names, substitute
 from mvu_store.ledger.records import CommitRequest, Head
-from mvu_store.processor.registry import CardProcessors
+from mvu_store.processor.port import CardRegistry, CommandProcessor, ProcessorTurn
 from mvu_store.processor.repair import repairs
 from mvu_store.schema import ValidationMemo
 from mvu_store.schema.allowance import Allowance
 from mvu_store.service.allocation import Allocation
-from mvu_store.service.bounded import BoundedCache
 from mvu_store.service.cas import on_head
 from mvu_store.service.catalog import Entry
 from mvu_store.service.context import ServiceContext, Signal, check_signal
@@ -44,7 +44,7 @@ from mvu_store.service.identity import session_identity
 from mvu_store.service.initial import DeclaredSchema
 from mvu_store.service.models import CheckpointInfo, IngestReport, TurnOutcome, check_session_id
 from mvu_store.service.offload import off_loop
-from mvu_store.service.processing import CommandProcessor, ProcessorTurn, check_current, claims, processed
+from mvu_store.service.processing import check_current, claims, processed
 from mvu_store.service.processing import command_source as declared_source
 from mvu_store.service.sessions import SessionLog
 from mvu_store.service.turns import Reply
@@ -261,7 +261,7 @@ class Pipeline:
             nonlocal turn, chosen, ahead, seen
             # The head itself for the card's processors, which only serialise it for the script's own
             # copy; a private copy for any other (C-2).
-            variables = head.variables if isinstance(ctx.processor, CardProcessors) else copy_json(head.variables)
+            variables = head.variables if isinstance(ctx.processor, CardRegistry) else copy_json(head.variables)
             turn = replace(turn, variables=variables) if turn is not None else processor_turn(variables)
             seen = head
             chosen, ahead = await _processed_ahead(ctx.processor, commands, turn, lambda: applied(head, list(commands)))

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import uuid
 
+from mvu_store.bounded import BoundedCache
 from mvu_store.jsonvalue import js_json, sha256_hex
-from mvu_store.service.bounded import BoundedCache
 
 CAPACITY = 65_536
 """Sessions whose generation is remembered; the least recently selected beyond are forgotten."""

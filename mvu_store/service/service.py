@@ -23,7 +23,8 @@ from mvu_store.host import Host, Lease
 from mvu_store.jsonvalue import JsonValue
 from mvu_store.lang.macros import Names
 from mvu_store.ledger import Ledger
-from mvu_store.processor.registry import CardProcessors, Registered
+from mvu_store.processor.port import CardRegistry, CommandProcessor, Registered
+from mvu_store.processor.registry import CardProcessors
 from mvu_store.service.allocation import Allocation
 from mvu_store.service.branching import Branching
 from mvu_store.service.cards import Cards
@@ -48,7 +49,6 @@ from mvu_store.service.models import (
 )
 from mvu_store.service.observed_requests import observe_request
 from mvu_store.service.pipeline import Pipeline
-from mvu_store.service.processing import CommandProcessor
 from mvu_store.service.prompting import (
     ManagementDefaults,
     PromptDependency,
@@ -96,7 +96,7 @@ class MvuService:
     async def close(self) -> None:
         """Refuse further calls (``MVU_DISPOSED``); the ledger and host stay the caller's."""
         self._ctx.disposed = True
-        if isinstance(self._ctx.processor, CardProcessors):
+        if isinstance(self._ctx.processor, CardRegistry):
             self._ctx.processor.dispose()  # every registration ends; running scripts are interrupted
 
     @staticmethod
@@ -130,7 +130,7 @@ class MvuService:
         nothing recorded, the reply left for a retry)."""
         ctx = self._ctx
         ctx.alive()
-        if not isinstance(ctx.processor, CardProcessors):
+        if not isinstance(ctx.processor, CardRegistry):
             raise MvuError(Code.CONFIG, "this service was given its own command processor")
         configured = isinstance(id, str) and any(config.id == id for config in ctx.configs)
         if not configured and (not isinstance(id, str) or await ctx.catalog.entry(id) is None):

@@ -19,6 +19,7 @@ import weakref
 from collections.abc import Callable
 from typing import Protocol, TypeVar, runtime_checkable
 
+from mvu_store.bounded import BoundedCache
 from mvu_store.host import (
     Host,
     IncrementalHost,
@@ -33,7 +34,6 @@ from mvu_store.host import (
 from mvu_store.lang.macros import Names
 from mvu_store.ledger import Ledger
 from mvu_store.ledger.query import ReadRows
-from mvu_store.service.bounded import BoundedCache
 from mvu_store.service.turns import Reply, ReplyParser, seed_boundary
 
 # Sessions whose copy is kept, and what their copies may weigh in all (about the memory they

@@ -16,11 +16,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from mvu_store.bounded import BoundedCache
 from mvu_store.errors import Code, MvuError
 from mvu_store.jsonvalue import json_equal
 from mvu_store.ledger import Ledger
 from mvu_store.ledger.records import VersionRecord
-from mvu_store.service.bounded import BoundedCache
 from mvu_store.service.catalog import Entry
 from mvu_store.service.identity import session_identity
 from mvu_store.service.sessions import SessionCache, SessionLog

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from mvu_store.service.bounded import BoundedCache
+from mvu_store.bounded import BoundedCache
 
 
 def test_beyond_its_capacity_the_least_recently_used_entry_goes() -> None:
