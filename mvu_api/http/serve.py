@@ -50,7 +50,7 @@ from mvu_store.ledger import open_ledger
 from mvu_store.ledger.database_file import refuse_a_lost_file
 from mvu_store.private_files import make_private_folders
 from mvu_store.service import MvuService
-from mvu_store.service.sessions import DEFAULT_MEMORY_BYTES as DEFAULT_SESSION_MEMORY_BYTES
+from mvu_store.service.session_cache import DEFAULT_MEMORY_BYTES as DEFAULT_SESSION_MEMORY_BYTES
 from mvu_store.store_host import StoreHost
 
 GRACE_SECONDS = 30

@@ -35,13 +35,13 @@ from mvu_store.service.allocation import Allocation
 from mvu_store.service.card_scopes import HEX64, CardScope, Evidence, parse_card_scope, read_only, resolve
 from mvu_store.service.catalog import Entry
 from mvu_store.service.context import ServiceContext, Signal, check_signal, now_ms
-from mvu_store.service.edits import edit_content, edited_envelope
-from mvu_store.service.facts import Facts
+from mvu_store.service.edit_rules import edit_content, edited_envelope
 from mvu_store.service.initial import DeclaredSchema
 from mvu_store.service.models import Scope, check_operation_id, check_revision
 from mvu_store.service.offload import off_loop
 from mvu_store.service.processing import registered_receipt
 from mvu_store.service.reads import Reads
+from mvu_store.service.trigger_facts import Facts
 
 MAX_BINDINGS = 512
 """Live and pending bindings together."""

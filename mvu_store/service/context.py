@@ -26,7 +26,7 @@ from mvu_store.service.catalog import Catalog
 from mvu_store.service.identity import session_identity
 from mvu_store.service.models import ResourceConfig
 from mvu_store.service.selection_views import ViewGenerations
-from mvu_store.service.sessions import DEFAULT_MEMORY_BYTES, SessionCache, SessionLog
+from mvu_store.service.session_cache import DEFAULT_MEMORY_BYTES, SessionCache, SessionLog
 from mvu_store.service.usage import Usage
 from mvu_store.service.verification import Verifier
 

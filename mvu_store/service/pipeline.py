@@ -39,14 +39,14 @@ from mvu_store.service.allocation import Allocation
 from mvu_store.service.cas import on_head
 from mvu_store.service.catalog import Entry
 from mvu_store.service.context import ServiceContext, Signal, check_signal
-from mvu_store.service.facts import Facts
 from mvu_store.service.identity import session_identity
 from mvu_store.service.initial import DeclaredSchema
 from mvu_store.service.models import CheckpointInfo, IngestReport, TurnOutcome, check_session_id
 from mvu_store.service.offload import off_loop
 from mvu_store.service.processing import check_current, claims, processed
 from mvu_store.service.processing import command_source as declared_source
-from mvu_store.service.sessions import SessionLog
+from mvu_store.service.session_cache import SessionLog
+from mvu_store.service.trigger_facts import Facts
 from mvu_store.service.turns import Reply
 from mvu_store.service.usage import Decision
 from mvu_store.service.views import LedgerReads, SessionView

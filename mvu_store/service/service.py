@@ -8,7 +8,7 @@ one job it is, all sharing one :class:`~mvu_store.service.context.ServiceContext
 - :mod:`reads`: records, history pages, facts, checkpoint states (pure: no row written);
 - :mod:`editing`: manual edits, management-mode preferences, copies;
 - :mod:`branching`: seeds for forks, swipes and retries;
-- :mod:`verification` with :mod:`sessions`: recorded history checked against the host once,
+- :mod:`verification` with :mod:`session_cache`: recorded history checked against the host once,
   then only what is new.
 """
 
@@ -57,8 +57,8 @@ from mvu_store.service.prompting import (
     StateAssembly,
 )
 from mvu_store.service.reads import Reads
-from mvu_store.service.sessions import DEFAULT_MEMORY_BYTES as DEFAULT_SESSION_MEMORY_BYTES
-from mvu_store.service.sessions import MIN_MEMORY_BYTES as MIN_SESSION_MEMORY_BYTES
+from mvu_store.service.session_cache import DEFAULT_MEMORY_BYTES as DEFAULT_SESSION_MEMORY_BYTES
+from mvu_store.service.session_cache import MIN_MEMORY_BYTES as MIN_SESSION_MEMORY_BYTES
 from mvu_store.service.usage import Dispose, Observer, UsageHandler
 from mvu_store.service.validation import validate_config
 

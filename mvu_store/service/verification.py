@@ -23,7 +23,7 @@ from mvu_store.ledger import Ledger
 from mvu_store.ledger.records import VersionRecord
 from mvu_store.service.catalog import Entry
 from mvu_store.service.identity import session_identity
-from mvu_store.service.sessions import SessionCache, SessionLog
+from mvu_store.service.session_cache import SessionCache, SessionLog
 from mvu_store.service.turns import verify_recorded
 
 # Version kinds whose source names a durable message to check against the session.

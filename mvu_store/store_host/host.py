@@ -107,7 +107,7 @@ class StoreHost:
     async def inspect_since(self, session_id: str, after_seq: int) -> SessionTail | None:
         return await self._ledger.read_rows(lambda rows: self.read_tail(rows, session_id, after_seq))
 
-    # -- reads inside the service's round trips (mvu_store.service.sessions.LedgerHost) ---------
+    # -- reads inside the service's round trips (mvu_store.service.session_cache.LedgerHost) ---------
 
     @property
     def ledger(self) -> Ledger:

@@ -16,7 +16,7 @@ from mvu_store.ledger import Ledger, tables
 from mvu_store.memory_host import MemoryHost
 from mvu_store.processor.port import ProcessorTurn
 from mvu_store.service import MvuService
-from mvu_store.service.sessions import SessionCache
+from mvu_store.service.session_cache import SessionCache
 from tests.service.support import PLAIN, playing, scope, stat_data, text_message
 
 # -- helpers ---------------------------------------------------------------------------------------
