@@ -80,9 +80,9 @@ class MvuService:
             raise MvuError(Code.CONFIG, "duplicate resource id in the configuration")
         if processor is not None and not isinstance(processor, CommandProcessor):
             raise MvuError(Code.CONFIG, "processor must have an async process(commands, turn) method")
-        self._ctx = ctx = ServiceContext(ledger=ledger, host=host, configs=configs,
-                                         processor=processor if processor is not None else CardProcessors(),
-                                         session_memory_bytes=session_memory_bytes)
+        self._ctx = ctx = ServiceContext.open(ledger=ledger, host=host, configs=configs,
+                                              processor=processor if processor is not None else CardProcessors(),
+                                              session_memory_bytes=session_memory_bytes)
         self._allocation = Allocation(ctx)
         self._pipeline = Pipeline(ctx, self._allocation)
         self._reads = Reads(ctx, self._allocation)
@@ -95,7 +95,7 @@ class MvuService:
 
     async def close(self) -> None:
         """Refuse further calls (``MVU_DISPOSED``); the ledger and host stay the caller's."""
-        self._ctx.disposed = True
+        self._ctx.close()
         if isinstance(self._ctx.processor, CardRegistry):
             self._ctx.processor.dispose()  # every registration ends; running scripts are interrupted
 

@@ -34,8 +34,8 @@ _NOT_REPLIES = frozenset({"manual", "card"})
 # holds about KEY_BYTES a reply it wrote: its version key and text fingerprint, two 64-character
 # strings in a dict, measured at about 250 bytes); one beyond either is checked in full when used
 # again.
-DEFAULT_CAPACITY = 4096
-DEFAULT_MEMORY_BYTES = 64 * 1024 * 1024
+CAPACITY = 4096
+MEMORY_BYTES = 64 * 1024 * 1024
 KEY_BYTES = 300
 
 Logs = dict[str, SessionLog | None]
@@ -58,12 +58,11 @@ class _Checked:
 
 
 class Verifier:
-    def __init__(self, ledger: Ledger, sessions: SessionCache, *, capacity: int = DEFAULT_CAPACITY,
-                 memory_bytes: int = DEFAULT_MEMORY_BYTES) -> None:
+    def __init__(self, ledger: Ledger, sessions: SessionCache) -> None:
         self._ledger = ledger
         self._sessions = sessions
         self._checked: BoundedCache[str, _Checked] = BoundedCache(
-            memory_bytes, weigh=lambda state: KEY_BYTES * (len(state.keys) + 1), max_entries=capacity)
+            MEMORY_BYTES, weigh=lambda state: KEY_BYTES * (len(state.keys) + 1), max_entries=CAPACITY)
 
     async def check(self, entry: Entry, logs: Logs | None = None) -> Mapping[str, str | None]:
         """Check ``entry`` against durable history; returns its recorded version keys with their

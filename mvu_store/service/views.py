@@ -15,7 +15,7 @@ instance it has not moved yet in this call.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Sequence
 from typing import Any, Protocol
 
 from mvu_store.jsonvalue import JsonValue
@@ -62,7 +62,7 @@ class SessionView:
         self._current = True
 
     @staticmethod
-    def reader(session_id: str, *, configs: list[ResourceConfig], heads: Collection[str] | None,
+    def reader(session_id: str, *, configs: Sequence[ResourceConfig], heads: Collection[str] | None,
                turn: bool = False) -> Callable[[ReadRows], SessionRows]:
         """What reads the session's rows inside a round trip: with the templates its configured
         resources start from, the head state of ``heads`` (None: of every resource it may see)
