@@ -37,6 +37,7 @@ install: $(DEV_STAMP)
 lint: $(DEV_STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/mypy
+	$(BIN)/lint-imports --no-logo --no-cache
 
 # The inspector's browser tests drive Debian's Chromium through Playwright (the Python package is
 # in the dev extras); Playwright's own browser download is never used. A font with Chinese glyphs
@@ -73,4 +74,4 @@ soak: $(DEV_STAMP)
 	$(BIN)/python -m tests.reliability.soak
 
 clean:
-	rm -rf $(VENV) var .pytest_cache .mypy_cache .ruff_cache .hypothesis
+	rm -rf $(VENV) var .pytest_cache .mypy_cache .ruff_cache .hypothesis .import_linter_cache

@@ -235,7 +235,7 @@ async def count_rows(ledger: Ledger) -> int:
     def count(connection: Any) -> int:
         return sum(int(connection.execute(text(f"SELECT count(*) FROM {table}")).scalar_one()) for table in TABLES)
 
-    return await ledger.read(count)
+    return await ledger._store.read(count)
 
 
 async def fork_cost(directory: Path, forks: int) -> dict[str, Any]:

@@ -11,17 +11,18 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from mvu_api.command_line import command, emit, group, open_ledger_of
+
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from mvu_store.chats.importer import ChatImport, Progress
+    from mvu_store.chats import ChatImport, Progress
 
 SHOWN_DIFFERENCES = 20
 
 
-def register(commands: Any, group: Callable[..., Any], command: Callable[..., argparse.ArgumentParser]) -> None:
-    """Add ``chat import`` and ``chat export`` to the ``mvu`` parser (``group`` and ``command`` are
-    ``cli._group`` and ``cli._command``)."""
+def register(commands: Any) -> None:
+    """Add ``chat import`` and ``chat export`` to the ``mvu`` parser."""
     chat = group(commands, "chat", help="SillyTavern chat files (.jsonl) in and out of the ledger: import, export")
     into = command(chat, "import", _import, help="bring a SillyTavern chat file into the ledger as one session",
                    description="one session per chat file, every recorded MagVarUpdate state a version, each reply "
@@ -41,23 +42,22 @@ def register(commands: Any, group: Callable[..., Any], command: Callable[..., ar
 async def _import(args: argparse.Namespace) -> int:
     import asyncio
 
-    from mvu_api.cli import _emit, _open
     from mvu_store.cards import read_card
-    from mvu_store.chats.importer import import_chat
+    from mvu_store.chats import import_chat
 
     path = Path(args.target)
     card = None
     if args.card is not None:
         card_path = Path(args.card)
         card = read_card(await asyncio.to_thread(card_path.read_bytes), name=card_path.stem)
-    ledger = await _open(args, writes=True)
+    ledger = await open_ledger_of(args, writes=True)
     try:
         size = await asyncio.to_thread(lambda: path.stat().st_size if path.is_file() else 0)
         summary = await _with_bar(args, size, lambda progress: import_chat(
             ledger, path, card=card, session_id=args.session, progress=progress))
     finally:
         await ledger.close()
-    _emit(args, summary.to_dict(), lambda console: _render(console, summary))
+    emit(args, summary.to_dict(), lambda console: _render(console, summary))
     return 0
 
 
@@ -99,14 +99,13 @@ def _render(console: Console, summary: ChatImport) -> None:
 
 
 async def _export(args: argparse.Namespace) -> int:
-    from mvu_api.cli import _emit, _open
-    from mvu_store.chats.exporter import export_chat
+    from mvu_store.chats import export_chat
 
-    ledger = await _open(args)
+    ledger = await open_ledger_of(args)
     try:
         messages = await export_chat(ledger, args.target, args.file)
     finally:
         await ledger.close()
     payload = {"sessionId": args.target, "file": str(args.file), "messages": messages}
-    _emit(args, payload, lambda console: console.print(f"wrote {messages} messages of {args.target} to {args.file}"))
+    emit(args, payload, lambda console: console.print(f"wrote {messages} messages of {args.target} to {args.file}"))
     return 0

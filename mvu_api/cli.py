@@ -14,50 +14,27 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from collections.abc import Awaitable, Callable, Coroutine, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from mvu_api import chat_cli
+from mvu_api.command_line import DEFAULT_DB, Handler, command, emit, global_options, group, open_ledger_of
 
 if TYPE_CHECKING:
     from rich.console import Console
     from rich.table import Table
 
-    from mvu_store.ledger import Ledger
-    from mvu_store.ledger.transfer import Step
+    from mvu_store.ledger import Step
 
-DEFAULT_DB = "sqlite:///./var/mvu.sqlite3"
-
-Handler = Callable[[argparse.Namespace], Coroutine[Any, Any, int]]
 T = TypeVar("T")
-
-
-def _emit(args: argparse.Namespace, payload: dict[str, Any], render: Callable[[Console], None]) -> None:
-    if args.json:
-        import json
-
-        print(json.dumps(payload, ensure_ascii=False, sort_keys=True))
-    else:
-        from rich.console import Console
-
-        render(Console())
-
-
-async def _open(args: argparse.Namespace, *, writes: bool = False) -> Ledger:
-    """Open the ledger; only commands that write may create or migrate it (`db upgrade` does).
-    The others open it read-only, so they work on a file or file system nobody may write."""
-    from mvu_store.ledger import open_ledger
-
-    return await open_ledger(args.db, ledger_id=args.ledger_id, migrate_to_head=writes, read_only=not writes)
 
 
 async def cmd_status(args: argparse.Namespace) -> int:
     from rich.table import Table
 
-    from mvu_store.ledger import migrate
-    from mvu_store.ledger.tables import FORMAT_VERSION
+    from mvu_store.ledger import FORMAT_VERSION, head_revision
 
-    ledger = await _open(args)
+    ledger = await open_ledger_of(args)
     try:
         usage = await ledger.usage()
         findings = await ledger.audit()
@@ -67,7 +44,7 @@ async def cmd_status(args: argparse.Namespace) -> int:
         "database": ledger.url,
         "ledgerId": ledger.ledger_id,
         "formatVersion": FORMAT_VERSION,
-        "schemaRevision": migrate.head_revision(),
+        "schemaRevision": head_revision(),
         "usedBytes": usage.used_bytes,
         "limitBytes": usage.limit_bytes,
         "stateLimitBytes": usage.state_limit_bytes,
@@ -87,14 +64,14 @@ async def cmd_status(args: argparse.Namespace) -> int:
         table.add_row("audit", "[green]clean[/green]" if not findings else f"[red]{payload['audit']}[/red]")
         console.print(table)
 
-    _emit(args, payload, render)
+    emit(args, payload, render)
     return 0 if not findings else 1
 
 
 async def cmd_audit(args: argparse.Namespace) -> int:
     from rich.table import Table
 
-    ledger = await _open(args)
+    ledger = await open_ledger_of(args)
     try:
         findings = await ledger.audit()
     finally:
@@ -114,30 +91,29 @@ async def cmd_audit(args: argparse.Namespace) -> int:
             table.add_row(finding.check, finding.subject, finding.detail)
         console.print(table)
 
-    _emit(args, payload, render)
+    emit(args, payload, render)
     return 0 if not findings else 1
 
 
 async def cmd_db(args: argparse.Namespace) -> int:
     import asyncio
 
-    from mvu_store.ledger import migrate
-    from mvu_store.ledger.engine import EngineOptions, create_sync_engine
+    from mvu_store.ledger import EngineOptions, check_schema, create_sync_engine, current_revision, head_revision
 
     engine = create_sync_engine(args.db, EngineOptions(), writer=True)
     try:
         if args.action == "upgrade":
             # Opening migrates to head and creates this ledger's usage row.
-            ledger = await _open(args, writes=True)
+            ledger = await open_ledger_of(args, writes=True)
             await ledger.close()
         elif args.action == "check":
-            await asyncio.to_thread(migrate.check, engine)
-        current = await asyncio.to_thread(migrate.current_revision, engine)
+            await asyncio.to_thread(check_schema, engine)
+        current = await asyncio.to_thread(current_revision, engine)
     finally:
         engine.dispose()
-    head = migrate.head_revision()
+    head = head_revision()
     payload = {"current": current, "head": head, "upToDate": current == head}
-    _emit(args, payload, lambda console: console.print(f"schema revision {current} (head {head})"))
+    emit(args, payload, lambda console: console.print(f"schema revision {current} (head {head})"))
     return 0
 
 
@@ -164,9 +140,9 @@ def _counts_table(title: str, **columns: dict[str, int]) -> Table:
 
 
 async def cmd_import(args: argparse.Namespace) -> int:
-    from mvu_store.ledger.transfer import import_directory
+    from mvu_store.ledger import import_directory
 
-    ledger = await _open(args, writes=True)
+    ledger = await open_ledger_of(args, writes=True)
     try:
         report = await _with_progress(args, lambda step: import_directory(ledger, args.directory, step=step))
     finally:
@@ -177,14 +153,14 @@ async def cmd_import(args: argparse.Namespace) -> int:
         verdict = "nothing to do: the ledger already holds all of it" if report.unchanged else "imported"
         console.print(f"{verdict}; {report.bytes_charged:,} bytes charged to the budget")
 
-    _emit(args, report.to_dict(), render)
+    emit(args, report.to_dict(), render)
     return 0
 
 
 async def cmd_export(args: argparse.Namespace) -> int:
-    from mvu_store.ledger.transfer import export_directory
+    from mvu_store.ledger import export_directory
 
-    ledger = await _open(args)
+    ledger = await open_ledger_of(args)
     try:
         report = await _with_progress(args, lambda step: export_directory(ledger, args.directory, step=step))
     finally:
@@ -195,7 +171,7 @@ async def cmd_export(args: argparse.Namespace) -> int:
         for name, size in report.files.items():
             console.print(f"wrote {name} ({size:,} bytes)")
 
-    _emit(args, report.to_dict(), render)
+    emit(args, report.to_dict(), render)
     return 0
 
 
@@ -205,7 +181,7 @@ async def cmd_demo(args: argparse.Namespace) -> int:
 
     # Only an explicit --db is used: $MVU_DATABASE_URL and the default point at real ledgers.
     report = await run_demo(args.db if args.db_given else None, ledger_id=args.ledger_id)
-    _emit(args, report, lambda console: render_demo(report, console))
+    emit(args, report, lambda console: render_demo(report, console))
     return 0 if report["audit"]["clean"] else 1
 
 
@@ -253,7 +229,7 @@ async def cmd_card(args: argparse.Namespace) -> int:
         for note in report["notes"]:
             console.print(Text.assemble(("note: ", "cyan"), note))
 
-    _emit(args, report, render)
+    emit(args, report, render)
     return 0
 
 
@@ -272,7 +248,7 @@ async def cmd_sessions_import(args: argparse.Namespace) -> int:
     from mvu_store.store_host import StoreHost
     from mvu_store.store_host.logs import import_logs
 
-    ledger = await _open(args, writes=True)
+    ledger = await open_ledger_of(args, writes=True)
     try:
         report = await _with_progress(args, lambda step: import_logs(StoreHost(ledger), args.directory, step=step))
     finally:
@@ -286,7 +262,7 @@ async def cmd_sessions_import(args: argparse.Namespace) -> int:
         for name, reason in report.refused.items():
             console.print(Text.assemble(("refused ", "red"), name, ": ", reason))
 
-    _emit(args, report.to_dict(), render)
+    emit(args, report.to_dict(), render)
     return 1 if report.refused else 0
 
 
@@ -296,7 +272,7 @@ async def cmd_sessions_list(args: argparse.Namespace) -> int:
     from rich.table import Table
     from rich.text import Text
 
-    ledger = await _open(args)
+    ledger = await open_ledger_of(args)
     try:
         listed = [await ledger.host_session(session_id) for session_id in await ledger.host_session_ids()]
     finally:
@@ -321,79 +297,48 @@ async def cmd_sessions_list(args: argparse.Namespace) -> int:
             console.print("no sessions yet: a host creates them with POST /mvu/sessions (docs/host-protocol.md) or "
                           "`mvu sessions import DIR` brings JSONL logs in")
 
-    _emit(args, {"sessions": sessions}, render)
+    emit(args, {"sessions": sessions}, render)
     return 0
-
-
-def _global_options(parser: argparse.ArgumentParser, *, top: bool, db_help: str | None = None) -> None:
-    """``--db``, ``--ledger-id`` and ``--json``, on the top-level parser (``top``: with the
-    defaults) and again on each command's, where they default to nothing so that a value given
-    before the command's name stands unless one comes after it."""
-    def default(value: object) -> object:
-        return value if top else argparse.SUPPRESS
-
-    parser.add_argument("--db", default=default(None), metavar="URL",
-                        help=db_help or f"database URL (default: $MVU_DATABASE_URL or {DEFAULT_DB})")
-    parser.add_argument("--ledger-id", default=default("default"), metavar="ID",
-                        help="which ledger in the database (default: the one named 'default')")
-    parser.add_argument("--json", action="store_true", default=default(False), help="print machine-readable JSON")
-
-
-def _command(commands: Any, name: str, handler: Handler, *, help: str, db_help: str | None = None,
-             description: str | None = None) -> argparse.ArgumentParser:
-    """A command (or a group's action), with its one line of help, also heading its own --help."""
-    parser: argparse.ArgumentParser = commands.add_parser(name, help=help, description=description or help)
-    _global_options(parser, top=False, db_help=db_help)
-    parser.set_defaults(handler=handler)
-    return parser
-
-
-def _group(commands: Any, name: str, *, help: str) -> Any:
-    """A command whose actions are commands of their own (``mvu db upgrade``): each with its
-    help, and the global options before or after the action's name."""
-    parser: argparse.ArgumentParser = commands.add_parser(name, help=help, description=help)
-    _global_options(parser, top=False)
-    return parser.add_subparsers(dest="action", required=True, metavar="ACTION")
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="mvu", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    _global_options(parser, top=True, db_help=f"database URL (default: $MVU_DATABASE_URL or {DEFAULT_DB}; for "
+    global_options(parser, top=True, db_help=f"database URL (default: $MVU_DATABASE_URL or {DEFAULT_DB}; for "
                                               "`demo`, a temporary file)")
     commands = parser.add_subparsers(dest="command", required=True)
-    _command(commands, "status", cmd_status,
-             help="show the ledger's location, format and schema version, usage against its budget, audit verdict")
-    _command(commands, "audit", cmd_audit, help="run the SQL audits; exit 1 on any finding")
-    db = _group(commands, "db", help="the database schema (Alembic migrations): upgrade, current, check")
-    _command(db, "upgrade", cmd_db, help="create the ledger if it is missing and migrate its schema to the newest")
-    _command(db, "current", cmd_db, help="show the schema revision the database is at and the newest one")
-    _command(db, "check", cmd_db, help="fail when the database's tables differ from the models")
-    imports = _command(commands, "import", cmd_import,
-                       help="read an original storage directory (mvu-*.json) in one transaction")
+    command(commands, "status", cmd_status,
+            help="show the ledger's location, format and schema version, usage against its budget, audit verdict")
+    command(commands, "audit", cmd_audit, help="run the SQL audits; exit 1 on any finding")
+    db = group(commands, "db", help="the database schema (Alembic migrations): upgrade, current, check")
+    command(db, "upgrade", cmd_db, help="create the ledger if it is missing and migrate its schema to the newest")
+    command(db, "current", cmd_db, help="show the schema revision the database is at and the newest one")
+    command(db, "check", cmd_db, help="fail when the database's tables differ from the models")
+    imports = command(commands, "import", cmd_import,
+                      help="read an original storage directory (mvu-*.json) in one transaction")
     imports.add_argument("directory", help="the folder holding the mvu-*.json files")
-    exports = _command(commands, "export", cmd_export, help="write the ledger as original mvu-*.json files")
+    exports = command(commands, "export", cmd_export, help="write the ledger as original mvu-*.json files")
     exports.add_argument("directory", help="the folder to write them to (created 0700 if missing)")
-    card = _group(commands, "card", help="read SillyTavern character cards (never runs them)")
-    inspect = _command(card, "inspect", cmd_card,
-                       help="show a card's greetings, [initvar] entries, initial stat_data and schema verdict")
+    card = group(commands, "card", help="read SillyTavern character cards (never runs them)")
+    inspect = command(card, "inspect", cmd_card,
+                      help="show a card's greetings, [initvar] entries, initial stat_data and schema verdict")
     inspect.add_argument("file", help="a card as .json or .png")
-    _command(
+    command(
         commands, "demo", cmd_demo, db_help="an empty ledger to play on (default: a temporary file)",
         help="play a bundled sample card for five scripted turns on a fresh ledger and show what happens",
         description="Read the bundled sample card, play five scripted turns through the store-backed host and "
                     "MvuService on a fresh ledger (a temporary SQLite file unless --db names an empty one), and "
                     "print the state after each turn, a failed reply's receipt, a refused stale edit, the history and "
                     "the audit.")
-    sessions = _group(commands, "sessions", help="the sessions the store keeps for hosts: list, import")
-    _command(sessions, "list", cmd_sessions_list,
-             help="list the sessions kept in the ledger: id, creation time, events, parent")
-    logs = _command(sessions, "import", cmd_sessions_import,
-                    help="bring JSONL session logs into the ledger's sessions, as a replay")
+    sessions = group(commands, "sessions", help="the sessions the store keeps for hosts: list, import")
+    command(sessions, "list", cmd_sessions_list,
+            help="list the sessions kept in the ledger: id, creation time, events, parent")
+    logs = command(sessions, "import", cmd_sessions_import,
+                   help="bring JSONL session logs into the ledger's sessions, as a replay")
     logs.add_argument("directory", help="a folder of <session id>.jsonl logs (MemoryHost(path=DIR)'s format)")
-    chat_cli.register(commands, _group, _command)
-    served = _command(commands, "serve", cmd_serve,
-                      help="the HTTP API (migrates first); stops cleanly on SIGTERM / SIGINT")
+    chat_cli.register(commands)
+    served = command(commands, "serve", cmd_serve,
+                     help="the HTTP API (migrates first); stops cleanly on SIGTERM / SIGINT")
     served.add_argument("--host", default="127.0.0.1", help="address to bind (default %(default)s: this machine only)")
     served.add_argument("--port", type=int, default=8787, help="port (default %(default)s; 0 picks a free one)")
     served.add_argument("--token", default=None,

@@ -13,6 +13,7 @@ from __future__ import annotations
 import copy
 import json
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -21,8 +22,7 @@ from rich.console import Console
 from rich.table import Column, Table
 from rich.text import Text
 
-from mvu_store.cards import read_card
-from mvu_store.cards.summary import json_type
+from mvu_store.cards import json_type, read_card
 from mvu_store.demo import CHARACTER_ID, EDIT, SESSION_CREATED_AT, SESSION_ID, TURNS, sample_card_bytes
 from mvu_store.errors import Code, MvuError
 from mvu_store.jsonvalue import JsonValue
@@ -59,6 +59,23 @@ async def _require_empty(ledger: Ledger) -> None:
                        used_bytes=usage.used_bytes)
 
 
+@dataclass(frozen=True, slots=True)
+class _Instance:
+    """The demo's character instance in its session, as the service reads it."""
+
+    service: MvuService
+    instance_id: str
+    scope: Scope
+
+    async def state(self) -> tuple[int, dict[str, Any]]:
+        record = await self.service.read(id=self.instance_id, scope=self.scope)
+        assert record is not None and isinstance(record.content, dict)
+        return record.revision, record.content
+
+    async def history(self, *, include_before: bool = False) -> list[HistoryEntry]:
+        return await self.service.history(id=self.instance_id, scope=self.scope, include_before=include_before)
+
+
 async def _play(ledger: Ledger) -> dict[str, Any]:
     card = read_card(sample_card_bytes(), name="sample_card")
     host = StoreHost(ledger)
@@ -69,63 +86,18 @@ async def _play(ledger: Ledger) -> dict[str, Any]:
             raise MvuError(template.source_error, "the bundled sample card did not initialise")
         await host.create_session(SESSION_ID, created_at=SESSION_CREATED_AT)
         selection = await service.select_character(session_id=SESSION_ID, character_id=CHARACTER_ID)
-        instance = selection.instance_id
-        assert instance is not None
-        scope = Scope(session_id=SESSION_ID)
-
-        async def state() -> tuple[int, dict[str, Any]]:
-            record = await service.read(id=instance, scope=scope)
-            assert record is not None and isinstance(record.content, dict)
-            return record.revision, record.content
-
-        revision, content = await state()
+        assert selection.instance_id is not None
+        instance = _Instance(service, selection.instance_id, Scope(session_id=SESSION_ID))
+        revision, content = await instance.state()
         initial = {"revision": revision, "statData": content["stat_data"]}
-        turns: list[dict[str, Any]] = []
-        revisions: dict[int, int] = {0: revision}
-        for number, turn in enumerate(TURNS, start=1):
-            played = await play_turn(service, host, SESSION_ID, turn=number, user=turn.user, reply=turn.reply)
-            if played.error is not None:
-                raise played.error
-            revision, content = await state()
-            revisions[number] = revision
-            entry = _entry_of_turn(await service.history(id=instance, scope=scope), number)
-            diagnostics = content.get("update_diagnostics") if entry.kind == "reply" else None
-            turns.append({
-                "turn": number, "user": turn.user, "reply": turn.reply, "shows": turn.shows,
-                "outcome": entry.kind, "receiptRevision": entry.revision, "error": entry.error,
-                "diagnostics": [{"code": d.get("code"), "command": d.get("command"), "message": d.get("message")}
-                                for d in diagnostics or [] if isinstance(d, dict)],
-                "revision": revision, "statData": content["stat_data"],
-            })
-
-        failed = [entry for entry in await service.history(id=instance, scope=scope) if entry.kind == "failed"]
-        edited = copy.deepcopy(content["stat_data"])
-        _set_path(edited, EDIT.path, EDIT.value)
-        stale = revisions[EDIT.stale_after_turn]
-        try:
-            await service.update(id=instance, content={"stat_data": edited}, expected_revision=stale,
-                                 operation_id=EDIT.operation_id, scope=scope)
-        except MvuError as error:
-            if error.code != Code.REVISION_CONFLICT:
-                raise
-            conflict = {"code": error.code, "message": error.message,
-                        "expectedRevision": error.details.get("expected_revision"),
-                        "currentRevision": error.details.get("current_revision")}
-        else:
-            raise MvuError(Code.OPERATION, "the demo's stale edit was accepted; it should have been refused")
-        current = conflict["currentRevision"]
-        assert isinstance(current, int)
-        receipt = await service.update(id=instance, content={"stat_data": edited}, expected_revision=current,
-                                       operation_id=EDIT.operation_id, scope=scope)
-        assert isinstance(receipt.content, dict)
-        retry = {"expectedRevision": current, "revision": receipt.revision, "path": ".".join(EDIT.path),
-                 "value": EDIT.value, "statData": receipt.content["stat_data"]}
-
+        turns, revisions, content = await _play_turns(host, instance, revision, content)
+        failed = [entry for entry in await instance.history() if entry.kind == "failed"]
+        conflict, retry = await _stale_edit_then_retry(instance, content["stat_data"], revisions)
         history = [{"kind": entry.kind, "revision": entry.revision, "error": entry.error,
                     "turn": entry.source.get("turn"), "messageId": entry.source.get("messageId"),
                     "changed": changed_paths(entry.before, _stat_data(entry.variables))
                     if entry.before_available else None}
-                   for entry in await service.history(id=instance, scope=scope, include_before=True)]
+                   for entry in await instance.history(include_before=True)]
     finally:
         await service.close()
     findings = await ledger.audit()
@@ -134,7 +106,7 @@ async def _play(ledger: Ledger) -> dict[str, Any]:
                  "schemaFound": card.schema_source is not None,
                  "greeting": card.greetings[0] if card.greetings else None,
                  "interpreterVersion": template.interpreter_version},
-        "characterId": CHARACTER_ID, "sessionId": SESSION_ID, "instanceId": instance,
+        "characterId": CHARACTER_ID, "sessionId": SESSION_ID, "instanceId": instance.instance_id,
         "edit": EDIT.description,
         "initial": initial,
         "turns": turns,
@@ -145,6 +117,59 @@ async def _play(ledger: Ledger) -> dict[str, Any]:
         "audit": {"clean": not findings,
                   "findings": [{"check": f.check, "subject": f.subject, "detail": f.detail} for f in findings]},
     }
+
+
+async def _play_turns(host: StoreHost, instance: _Instance, revision: int, content: dict[str, Any]
+                      ) -> tuple[list[dict[str, Any]], dict[int, int], dict[str, Any]]:
+    """The scripted turns fed as a host feeds them, from ``revision`` and its ``content``: each
+    turn's report, the revision after each (0: before the first) and the content after the last."""
+    turns: list[dict[str, Any]] = []
+    revisions: dict[int, int] = {0: revision}
+    for number, turn in enumerate(TURNS, start=1):
+        played = await play_turn(instance.service, host, SESSION_ID, turn=number, user=turn.user, reply=turn.reply)
+        if played.error is not None:
+            raise played.error
+        revision, content = await instance.state()
+        revisions[number] = revision
+        entry = _entry_of_turn(await instance.history(), number)
+        diagnostics = content.get("update_diagnostics") if entry.kind == "reply" else None
+        turns.append({
+            "turn": number, "user": turn.user, "reply": turn.reply, "shows": turn.shows,
+            "outcome": entry.kind, "receiptRevision": entry.revision, "error": entry.error,
+            "diagnostics": [{"code": d.get("code"), "command": d.get("command"), "message": d.get("message")}
+                            for d in diagnostics or [] if isinstance(d, dict)],
+            "revision": revision, "statData": content["stat_data"],
+        })
+    return turns, revisions, content
+
+
+async def _stale_edit_then_retry(instance: _Instance, stat_data: Any,
+                                 revisions: dict[int, int]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The manual edit sent with a revision from before the last turns (refused, the conflict
+    reported), then again with the current one (committed)."""
+    edited = copy.deepcopy(stat_data)
+    _set_path(edited, EDIT.path, EDIT.value)
+    stale = revisions[EDIT.stale_after_turn]
+    try:
+        await instance.service.update(id=instance.instance_id, content={"stat_data": edited}, expected_revision=stale,
+                                      operation_id=EDIT.operation_id, scope=instance.scope)
+    except MvuError as error:
+        if error.code != Code.REVISION_CONFLICT:
+            raise
+        conflict = {"code": error.code, "message": error.message,
+                    "expectedRevision": error.details.get("expected_revision"),
+                    "currentRevision": error.details.get("current_revision")}
+    else:
+        raise MvuError(Code.OPERATION, "the demo's stale edit was accepted; it should have been refused")
+    current = conflict["currentRevision"]
+    assert isinstance(current, int)
+    receipt = await instance.service.update(id=instance.instance_id, content={"stat_data": edited},
+                                            expected_revision=current, operation_id=EDIT.operation_id,
+                                            scope=instance.scope)
+    assert isinstance(receipt.content, dict)
+    retry = {"expectedRevision": current, "revision": receipt.revision, "path": ".".join(EDIT.path),
+             "value": EDIT.value, "statData": receipt.content["stat_data"]}
+    return conflict, retry
 
 
 def _entry_of_turn(history: list[HistoryEntry], turn: int) -> HistoryEntry:
@@ -237,6 +262,14 @@ def render(report: dict[str, Any], console: Console) -> None:
         console.print(Text.assemble(("greeting: ", "bold"), card["greeting"]))
     console.print(_state_table(f"initial stat_data (revision {report['initial']['revision']})",
                                report["initial"]["statData"]))
+    previous = _render_turns(report, console)
+    _render_failed_receipts(report, console)
+    _render_stale_edit(report, console, previous)
+    _render_history_and_audit(report, console)
+
+
+def _render_turns(report: dict[str, Any], console: Console) -> JsonValue:
+    """Each turn: its text, its refusal or diagnostics, the state after it; returns the last state."""
     previous = report["initial"]["statData"]
     for turn in report["turns"]:
         _heading(console, f"turn {turn['turn']}: {turn['shows']}")
@@ -252,7 +285,10 @@ def render(report: dict[str, Any], console: Console) -> None:
         console.print(_state_table(f"stat_data after turn {turn['turn']} (revision {turn['revision']})",
                                    turn["statData"], changed_paths(previous, turn["statData"])))
         previous = turn["statData"]
+    return previous
 
+
+def _render_failed_receipts(report: dict[str, Any], console: Console) -> None:
     _heading(console, "the failed reply's receipt")
     for receipt in report["failedReceipts"]:
         table = _table("field", "value", show_header=False, title="failed receipt (history entry)")
@@ -260,6 +296,8 @@ def render(report: dict[str, Any], console: Console) -> None:
             table.add_row(name, Text(str(receipt[name])))
         console.print(table)
 
+
+def _render_stale_edit(report: dict[str, Any], console: Console, previous: JsonValue) -> None:
     conflict, retry = report["conflict"], report["retry"]
     _heading(console, "a manual edit with a stale revision")
     console.print(Text(f"{report['edit']}: set {retry['path']} = {retry['value']} with "
@@ -271,6 +309,8 @@ def render(report: dict[str, Any], console: Console) -> None:
     console.print(_state_table(f"stat_data after the edit (revision {retry['revision']})", retry["statData"],
                                changed_paths(previous, retry["statData"])))
 
+
+def _render_history_and_audit(report: dict[str, Any], console: Console) -> None:
     _heading(console, "history")
     history = _table("revision", "kind", "turn", "error", "changed paths", title="history (oldest first)")
     for entry in report["history"]:

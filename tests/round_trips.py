@@ -13,11 +13,11 @@ from mvu_store.ledger import Ledger
 def count_round_trips(ledger: Ledger, monkeypatch: pytest.MonkeyPatch) -> list[int]:
     """``[n]``: how many reader round trips the ledger makes from now on."""
     trips = [0]
-    read_rows = ledger.read_rows
+    read_rows = ledger._store.read_rows
 
     async def counted(work: Callable[[Any], Any], **options: Any) -> Any:
         trips[0] += 1
         return await read_rows(work, **options)
 
-    monkeypatch.setattr(ledger, "read_rows", counted)
+    monkeypatch.setattr(ledger._store, "read_rows", counted)
     return trips

@@ -1,12 +1,15 @@
-"""What a user reads explains itself: every requirement id in the README, docs/, examples,
-benchmarks, the tests and the packages' error messages, docstrings and comments is defined in
-docs/requirements.md (the specification the ids come from is not in the repository), and every
-page they name is in the repository."""
+"""What a user reads explains itself: every requirement id in the README, ARCHITECTURE.md, docs/,
+examples, benchmarks, the tests and the packages' error messages, docstrings and comments is
+defined in docs/requirements.md (the specification the ids come from is not in the repository),
+every page they name is in the repository, every link of the guides leads somewhere (the heading
+an anchor names included), and every error code a client can be answered is explained in them."""
 
 from __future__ import annotations
 
 import re
 from pathlib import Path
+
+from mvu_store.errors import Code
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFINITIONS = ROOT / "docs" / "requirements.md"
@@ -16,8 +19,12 @@ ID = r"\b[A-Z]-[0-9]+\b"
 RANGE = re.compile(r"\b([A-Z])-([0-9]+) *(?:…|\.\.\.|–|to) *\1-([0-9]+)\b")
 
 
+def guides() -> list[Path]:
+    return [ROOT / "README.md", ROOT / "ARCHITECTURE.md", *sorted((ROOT / "docs").glob("*.md"))]
+
+
 def read_by_users() -> list[Path]:
-    texts = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+    texts = guides()
     for folder in ("mvu_store", "mvu_api", "examples", "benchmarks", "tests"):
         texts += sorted(path for path in (ROOT / folder).rglob("*") if path.suffix in {".py", ".md", ".mjs", ".js"})
     return texts
@@ -68,3 +75,53 @@ def test_every_page_the_texts_name_is_in_the_repository() -> None:
         and not (path.suffix == ".py" and (ROOT / "docs" / name).is_file())
     )
     assert not missing, "named but not in the repository:\n" + "\n".join(missing)
+
+
+def prose(markdown: str) -> str:
+    """The text outside fenced blocks, where a ``#`` line is a heading and ``[x](y)`` a link."""
+    return re.sub(r"^```.*?^```", "", markdown, flags=re.S | re.M)
+
+
+def anchors(page: Path) -> set[str]:
+    """The anchors GitHub gives a page's headings: lower case, punctuation dropped, spaces as
+    hyphens, ``-1``, ``-2`` … after a repeated one."""
+    seen: dict[str, int] = {}
+    found = set()
+    for heading in re.findall(r"^#{1,6} +(.+?) *$", prose(page.read_text(encoding="utf-8")), flags=re.M):
+        text = re.sub(r"\[([^\]]*)\]\([^)]*\)", r"\1", heading)  # a link in a heading: its text
+        slug = re.sub(r"[^\w\- ]", "", text.lower()).replace(" ", "-")
+        found.add(f"{slug}-{seen[slug]}" if slug in seen else slug)
+        seen[slug] = seen.get(slug, 0) + 1
+    return found
+
+
+def test_the_anchors_are_githubs() -> None:
+    assert anchors(ROOT / "docs" / "python-api.md") >= {"recovering-a-legacy-playthrough-l-3", "the-ledger-api"}
+    assert "the-wire-and-the-originals-transport" in anchors(ROOT / "docs" / "http-api.md")
+    assert "try-it-mvu-demo" in anchors(ROOT / "README.md")
+
+
+def test_every_relative_link_of_the_guides_resolves() -> None:
+    broken = []
+    for page in guides():
+        text = re.sub(r"`[^`\n]*`", "", prose(page.read_text(encoding="utf-8")))  # code spans: no links
+        for target in re.findall(r"\]\(([^)\s]+)\)", text):
+            if re.match(r"[a-z]+:", target):
+                continue  # https:, mailto: …: outside the repository
+            path, _, anchor = target.partition("#")
+            linked = (page.parent / path).resolve() if path else page
+            if not linked.exists():
+                broken.append(f"{page.relative_to(ROOT)}: {target} (no such file)")
+            elif anchor and linked.suffix == ".md" and anchor not in anchors(linked):
+                broken.append(f"{page.relative_to(ROOT)}: {target} (no such heading)")
+    assert not broken, "links that lead nowhere:\n" + "\n".join(broken)
+
+
+def test_every_error_code_a_client_can_get_is_explained_in_the_guides() -> None:
+    """The codes of the one error root, and those the HTTP transport adds (a missing token, a
+    malformed request …), each named where a reader looks them up."""
+    wire = {code for path in (ROOT / "mvu_api").rglob("*.py")
+            for code in re.findall(r'^[A-Z_]+ = "(MVU_[A-Z_]+)"$', path.read_text(encoding="utf-8"), flags=re.M)}
+    assert {"MVU_UNAUTHORIZED", "MVU_BAD_REQUEST"} <= wire
+    text = "".join(page.read_text(encoding="utf-8") for page in guides())
+    assert sorted(code for code in {*(code.value for code in Code), *wire} if code not in text) == []

@@ -11,18 +11,18 @@ from starlette.exceptions import HTTPException
 from starlette.requests import ClientDisconnect
 from starlette.responses import Response
 
-from mvu_api.explorer.page import PUBLIC_PATHS as EXPLORER_PATHS
-from mvu_api.explorer.page import PUBLIC_PREFIXES as EXPLORER_PREFIXES
-from mvu_api.explorer.page import install_explorer, token_page
 from mvu_api.http.bodies import BODY_TIMEOUT_SECONDS
 from mvu_api.http.cors import Cors, allowed_origins
 from mvu_api.http.docs import DESCRIPTION, install_openapi
+from mvu_api.http.explorer_page import PUBLIC_PATHS as EXPLORER_PATHS
+from mvu_api.http.explorer_page import PUBLIC_PREFIXES as EXPLORER_PREFIXES
+from mvu_api.http.explorer_page import install_explorer, token_page
 from mvu_api.http.index import INDEX_PATHS, install_index
+from mvu_api.http.inspector_page import PUBLIC_PATHS, PUBLIC_PREFIXES, install_inspector
 from mvu_api.http.middleware import CLIENT_CLOSED, AccessLog, BearerAuth, Crashes
 from mvu_api.http.original_wire import original_router
 from mvu_api.http.problems import NOT_FOUND, error_response, problem
 from mvu_api.http.routes import API_PREFIX, build_router
-from mvu_api.inspector.page import PUBLIC_PATHS, PUBLIC_PREFIXES, install_inspector
 from mvu_api.inspector.signin import SignIn
 from mvu_store.errors import Code, MvuError
 from mvu_store.service import MvuService
@@ -53,6 +53,28 @@ def create_app(service: MvuService, *, token: str, host: StoreHost | None = None
                        prefix=API_PREFIX)
     app.include_router(original_router(service, body_timeout=body_timeout, stopping=stopping), prefix=API_PREFIX)
 
+    _answer_refusals_as_problems(app)
+    install_openapi(app)
+    install_index(app, OPENAPI_PATH)
+    sign_in = sign_in or SignIn(token)
+    install_inspector(app, sign_in)
+    install_explorer(app)
+    # Unhandled errors: logged once and answered 500 problem+json here, inside Starlette's
+    # ServerErrorMiddleware, which would log (and re-raise to uvicorn, which logs) again.
+    app.add_middleware(Crashes)
+    app.add_middleware(BearerAuth, token=token, public=(*INDEX_PATHS, *PUBLIC_PATHS, *EXPLORER_PATHS),
+                       public_prefixes=(*PUBLIC_PREFIXES, *EXPLORER_PREFIXES), admits=sign_in.admits,
+                       explain=token_page)
+    if origins:
+        # In front of the token: a browser never sends it on a preflight.
+        app.add_middleware(Cors, origins=origins)
+    # Outermost: the log sees every answer, 401s included.
+    app.add_middleware(AccessLog)
+    return app
+
+
+def _answer_refusals_as_problems(app: FastAPI) -> None:
+    """Every refusal, the service's or the transport's, as problem+json (:mod:`problems`)."""
     @app.exception_handler(MvuError)
     async def refused(request: Request, error: Exception) -> Response:
         assert isinstance(error, MvuError)
@@ -82,21 +104,3 @@ def create_app(service: MvuService, *, token: str, host: StoreHost | None = None
     async def gone(request: Request, error: Exception) -> Response:
         # The client left mid-body: nobody reads an answer. The access log's one line says 499.
         return Response(status_code=CLIENT_CLOSED)
-
-    install_openapi(app)
-    install_index(app, OPENAPI_PATH)
-    sign_in = sign_in or SignIn(token)
-    install_inspector(app, sign_in)
-    install_explorer(app)
-    # Unhandled errors: logged once and answered 500 problem+json here, inside Starlette's
-    # ServerErrorMiddleware, which would log (and re-raise to uvicorn, which logs) again.
-    app.add_middleware(Crashes)
-    app.add_middleware(BearerAuth, token=token, public=(*INDEX_PATHS, *PUBLIC_PATHS, *EXPLORER_PATHS),
-                       public_prefixes=(*PUBLIC_PREFIXES, *EXPLORER_PREFIXES), admits=sign_in.admits,
-                       explain=token_page)
-    if origins:
-        # In front of the token: a browser never sends it on a preflight.
-        app.add_middleware(Cors, origins=origins)
-    # Outermost: the log sees every answer, 401s included.
-    app.add_middleware(AccessLog)
-    return app

@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Annotated, Any, TypeVar
 
 from fastapi import Request
@@ -19,7 +20,7 @@ from mvu_api.http.problems import BODY_TIMEOUT, problem
 from mvu_api.http.wire import SNAKE
 from mvu_store.errors import Code, MvuError
 from mvu_store.jsonvalue import MAX_STATE_BYTES, unique_keys
-from mvu_store.service.models import MAX_OPERATION_ID
+from mvu_store.service import MAX_OPERATION_ID
 
 # The slack covers the envelope fields and modest formatting. Clients should send compact JSON.
 MAX_BODY_BYTES = MAX_STATE_BYTES + 64 * 1024
@@ -131,6 +132,21 @@ async def read_model(request: Request, model: type[Body], *, seconds: float, sto
     a body that did not arrive whole."""
     body = await read_body(request, seconds=seconds, stopping=stopping, limit=limit)
     return body if isinstance(body, Response) else parse_body(model, body)
+
+
+@dataclass(frozen=True, slots=True)
+class BodyReader:
+    """:func:`read_body` and :func:`read_model` with a router's time budget and the server's
+    stopping signal given once, for route groups that share them."""
+
+    seconds: float
+    stopping: asyncio.Event | None
+
+    async def body(self, request: Request, limit: int = MAX_BODY_BYTES) -> bytes | Response:
+        return await read_body(request, seconds=self.seconds, stopping=self.stopping, limit=limit)
+
+    async def model(self, request: Request, model: type[Body]) -> Body | Response:
+        return await read_model(request, model, seconds=self.seconds, stopping=self.stopping)
 
 
 def update_body(body: bytes) -> UpdateBody:

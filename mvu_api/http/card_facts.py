@@ -15,8 +15,7 @@ from mvu_api.http.bodies import read_model
 from mvu_api.http.docs import json_request, ok, problems
 from mvu_api.http.wire import json_response
 from mvu_store.host import Playthrough, TimelineNode, Variant
-from mvu_store.store_host import StoreHost
-from mvu_store.store_host.facts import MAX_ID, MAX_NODES
+from mvu_store.store_host import MAX_ID, MAX_NODES, StoreHost
 
 IdPath = Annotated[str, Path(min_length=1, max_length=MAX_ID)]
 

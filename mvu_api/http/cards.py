@@ -24,8 +24,7 @@ from mvu_api.http.docs import json_request, ok, problems
 from mvu_api.http.reads import IF_NONE_MATCH, NOT_MODIFIED
 from mvu_api.http.wire import conditional_response, json_response, json_text
 from mvu_store.errors import Code, MvuError
-from mvu_store.service import MvuService
-from mvu_store.service.card_scopes import MAX_SCOPE_CHARS
+from mvu_store.service import MAX_SCOPE_CHARS, MvuService
 
 MAX_CARD_BODY_BYTES = 2 * 1024 * 1024
 T = TypeVar("T")

@@ -22,8 +22,7 @@ from mvu_api.http.docs import ok, problems
 from mvu_api.http.hosting import SessionIdPath
 from mvu_api.http.problems import BODY_TIMEOUT, problem
 from mvu_api.http.wire import json_response
-from mvu_store.chats.exporter import export_chat
-from mvu_store.chats.importer import import_chat
+from mvu_store.chats import export_chat, import_chat
 from mvu_store.errors import Code
 from mvu_store.ledger import Ledger
 

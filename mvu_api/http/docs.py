@@ -10,7 +10,7 @@ from fastapi import FastAPI
 from fastapi.openapi.utils import get_openapi
 from pydantic import BaseModel
 
-from mvu_store.service.models import MAX_OPERATION_ID, MAX_SESSION_ID
+from mvu_store.service import MAX_OPERATION_ID, MAX_SESSION_ID
 
 DESCRIPTION = """The MVU state service over HTTP (requirement H-1, docs/requirements.md in the repository).
 

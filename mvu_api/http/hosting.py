@@ -9,13 +9,13 @@ The wire format is documented in docs/host-protocol.md.
 from __future__ import annotations
 
 import asyncio
-from typing import Annotated, Any, TypeVar
+from typing import Annotated, Any
 
 from fastapi import APIRouter, Path, Query, Request
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.responses import Response
 
-from mvu_api.http.bodies import MAX_BODY_BYTES, read_body, read_model
+from mvu_api.http.bodies import BodyReader
 from mvu_api.http.docs import (
     APPEND_EXAMPLE,
     APPENDED_EXAMPLE,
@@ -28,24 +28,17 @@ from mvu_api.http.docs import (
 )
 from mvu_api.http.problems import error_body
 from mvu_api.http.wire import json_response
-from mvu_store.cards import read_card
-from mvu_store.cards.reader import MAX_INPUT_BYTES
+from mvu_store.cards import MAX_INPUT_BYTES, read_card
 from mvu_store.errors import Code, MvuError
-from mvu_store.js.values import MAX_SAFE_INTEGER
-from mvu_store.lang.macros import MAX_NAME_CHARS, Names
-from mvu_store.ledger.host_sessions import StoredSession
-from mvu_store.service import MvuService
-from mvu_store.service.models import MAX_SESSION_ID
-from mvu_store.service.offload import off_loop
-from mvu_store.store_host import StoreHost, feed
-from mvu_store.store_host.host import check_store_session_id
+from mvu_store.js import MAX_SAFE_INTEGER
+from mvu_store.lang import MAX_NAME_CHARS, Names
+from mvu_store.ledger import StoredSession
+from mvu_store.service import MAX_SESSION_ID, MvuService, off_loop
+from mvu_store.store_host import StoreHost, check_store_session_id, feed
 
 SessionIdPath = Annotated[str, Path(alias="sessionId", description="A session id: 1 to 160 of A-Z a-z 0-9 _ . : -",
                                     openapi_examples={"session": {"value": "s1"}})]
 _CARD_TYPES = ("application/json", "image/png")
-
-
-BodyModel = TypeVar("BodyModel", bound=BaseModel)
 
 
 class _Body(BaseModel):
@@ -118,14 +111,18 @@ def session_json(stored: StoredSession) -> dict[str, Any]:
 
 def hosting_router(service: MvuService, host: StoreHost, *, body_timeout: float,
                    stopping: asyncio.Event | None) -> APIRouter:
+    """The host routes, in the order the OpenAPI document lists them: the card, the session,
+    feeding it (events, the character), the seeds of forks, swipes and retries."""
     router = APIRouter()
+    bodies = BodyReader(body_timeout, stopping)
+    _card_route(router, service, bodies)
+    _session_routes(router, host, bodies)
+    _feeding_routes(router, service, host, bodies)
+    _seed_routes(router, service, bodies)
+    return router
 
-    async def body_of(request: Request, limit: int = MAX_BODY_BYTES) -> bytes | Response:
-        return await read_body(request, seconds=body_timeout, stopping=stopping, limit=limit)
 
-    async def json_of(request: Request, model: type[BodyModel]) -> BodyModel | Response:
-        return await read_model(request, model, seconds=body_timeout, stopping=stopping)
-
+def _card_route(router: APIRouter, service: MvuService, bodies: BodyReader) -> None:
     @router.post("/cards", operation_id="registerCard", responses={**problems(400, 401, 413), **ok(CARD_EXAMPLE)},
                  summary="Register a character card (JSON or PNG) as a template; never runs it",
                  openapi_extra={"requestBody": {"required": True, "content": {
@@ -144,7 +141,7 @@ def hosting_router(service: MvuService, host: StoreHost, *, body_timeout: float,
         media = request.headers.get("content-type", "").split(";")[0].strip().lower()
         if media not in _CARD_TYPES:
             raise MvuError(Code.OPERATION, "a card is sent as application/json or image/png", field="Content-Type")
-        body = await body_of(request, MAX_INPUT_BYTES)
+        body = await bodies.body(request, MAX_INPUT_BYTES)
         if isinstance(body, Response):
             return body
         card = await off_loop(lambda: read_card(body, name=character_id))  # parsing is CPU work
@@ -152,6 +149,8 @@ def hosting_router(service: MvuService, host: StoreHost, *, body_timeout: float,
                                           session_id=session_id)
         return json_response({**template.to_json(), "problems": list(card.problems), "notes": list(card.notes)})
 
+
+def _session_routes(router: APIRouter, host: StoreHost, bodies: BodyReader) -> None:
     @router.post("/sessions", operation_id="createSession", status_code=201,
                  responses={**problems(400, 401, 409), **ok(SESSION_INFO_EXAMPLE),
                             201: {"description": "Created", "content": {"application/json": {
@@ -159,7 +158,7 @@ def hosting_router(service: MvuService, host: StoreHost, *, body_timeout: float,
                  summary="Create a session (the same header again is a replay: 200)",
                  openapi_extra=json_request(SessionBody, example=SESSION_EXAMPLE))
     async def create_session(request: Request) -> Response:
-        data = await json_of(request, SessionBody)
+        data = await bodies.model(request, SessionBody)
         if isinstance(data, Response):
             return data
         stored, created = await host.create_session(
@@ -178,12 +177,14 @@ def hosting_router(service: MvuService, host: StoreHost, *, body_timeout: float,
             raise session_missing(session_id)
         return json_response(session_json(stored))
 
+
+def _feeding_routes(router: APIRouter, service: MvuService, host: StoreHost, bodies: BodyReader) -> None:
     @router.post("/sessions/{sessionId}/events", operation_id="appendEvents",
                  responses={**problems(400, 401, 404, 409, 413), **ok(APPENDED_EXAMPLE)},
                  summary="Append events in order; a turn/start checkpoints, a completed turn/end ingests",
                  openapi_extra=json_request(EventsBody, example=APPEND_EXAMPLE))
     async def append_events(request: Request, session_id: SessionIdPath) -> Response:
-        data = await json_of(request, EventsBody)
+        data = await bodies.model(request, EventsBody)
         if isinstance(data, Response):
             return data
         result = await feed(service, host, session_id, data.events, None if data.names is None else data.names.names())
@@ -201,7 +202,7 @@ def hosting_router(service: MvuService, host: StoreHost, *, body_timeout: float,
                 summary="Select a registered character for the session (null unselects)",
                 openapi_extra=json_request(SelectionBody, example={"characterId": "hero"}))
     async def select(request: Request, session_id: SessionIdPath) -> Response:
-        data = await json_of(request, SelectionBody)
+        data = await bodies.model(request, SelectionBody)
         if isinstance(data, Response):
             return data
         check_store_session_id(session_id)
@@ -210,13 +211,15 @@ def hosting_router(service: MvuService, host: StoreHost, *, body_timeout: float,
                                                 greeting_index=data.greeting_index)
         return json_response(result.model_dump(mode="json", by_alias=True))
 
+
+def _seed_routes(router: APIRouter, service: MvuService, bodies: BodyReader) -> None:
     @router.post("/seeds", operation_id="captureSeed",
                  responses={**problems(400, 401), **ok({"ticket": "c3f1…"})},
                  summary="Freeze the state a fork, reply swipe or request retry starts from (ticket or null)",
                  openapi_extra=json_request(CaptureBody, example={"sessionId": "s1", "kind": "reply-swipe",
                                                                    "atEventId": 9, "prefixEndEventId": 4}))
     async def capture(request: Request) -> Response:
-        data = await json_of(request, CaptureBody)
+        data = await bodies.model(request, CaptureBody)
         if isinstance(data, Response):
             return data
         ticket = await service.capture_session_seed(
@@ -229,10 +232,8 @@ def hosting_router(service: MvuService, host: StoreHost, *, body_timeout: float,
                  summary="Install a captured seed into the child session the host created",
                  openapi_extra=json_request(InstallBody, example={"ticket": "c3f1…", "sessionId": "s1-swipe"}))
     async def install(request: Request) -> Response:
-        data = await json_of(request, InstallBody)
+        data = await bodies.model(request, InstallBody)
         if isinstance(data, Response):
             return data
         instances = await service.install_session_seed(ticket=data.ticket, session_id=data.session_id)
         return json_response({"sessionId": data.session_id, "instanceIds": instances})
-
-    return router

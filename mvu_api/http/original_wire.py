@@ -24,9 +24,8 @@ from mvu_api.http.cards import MAX_CARD_BODY_BYTES, BindingBody, RevokeBody, Wri
 from mvu_api.http.problems import status_of
 from mvu_api.http.wire import MAX_SCOPE_CHARS, check_wire_scope, json_text, parse_scope_param
 from mvu_store.errors import Code, MvuError
-from mvu_store.ledger.facts import FACTS_MAX_RECORDS
-from mvu_store.service import MvuService
-from mvu_store.service.models import RESOURCE_ID
+from mvu_store.ledger import FACTS_MAX_RECORDS
+from mvu_store.service import RESOURCE_ID, MvuService
 
 ORIGINAL_PREFIX = "/original/mvu"
 GET_ACTIONS = frozenset({"resources", "resource", "history", "facts", "snapshot"})
@@ -69,6 +68,62 @@ def _resource_id(value: Any) -> Any:
     return value
 
 
+async def _read(service: MvuService, request: Request, action: str) -> Any:
+    """A GET action's answer, as the original gives it."""
+    if action == "snapshot":
+        return await service.snapshot(scope=card_scope_param(_query(request, "scope")))
+    raw = _query(request, "scope")
+    if len(raw) > MAX_SCOPE_CHARS:  # the original: MVU_SCOPE, where this API says MVU_LIMIT
+        raise MvuError(Code.SCOPE, f"scope is at most {MAX_SCOPE_CHARS} characters", field="scope")
+    scope = parse_scope_param(raw, historical=action == "resource")
+    if action == "resources":
+        return {"ok": True, "records": [record.to_json() for record in await service.list(scope=scope)]}
+    resource_id = _resource_id(_query(request, "id"))
+    if action == "resource":
+        record = await service.read(id=resource_id, scope=scope)
+        return {"ok": True, "record": None if record is None else record.to_json()}
+    if action == "history":
+        versions = await service.history(id=resource_id, scope=scope, include_before=True)
+        return {"ok": True, "versions": [entry.to_json() for entry in versions]}
+    try:
+        records = await service.facts(id=resource_id, scope=scope)
+    except MvuError as error:
+        if status_of(error.code) < 500:
+            raise
+        # The facts are optional metadata: unreadable, they are unavailable, never a failure.
+        return {"ok": True, "records": [], "unavailable": True, "maxRecords": FACTS_MAX_RECORDS}
+    return {"ok": True, "records": records, "unavailable": False, "maxRecords": FACTS_MAX_RECORDS}
+
+
+async def _write(service: MvuService, body: bytes, action: str) -> Any:
+    """A POST action's answer to its whole ``body``, as the original gives it."""
+    if action == "update":
+        edit = update_body(body)
+        scope = check_wire_scope(edit.scope)
+        _resource_id(edit.id)
+        record = await service.read(id=edit.id, scope=scope)
+        if record is None or record.legacy or record.source_error is not None \
+                or (record.capabilities or {}).get("edit") is False:
+            raise MvuError(Code.READ_ONLY, "this record cannot be edited")
+        if edit.expected_revision is None or edit.operation_id is None:
+            raise MvuError(Code.OPERATION, "expectedRevision and operationId are required")
+        receipt = await service.update(id=edit.id, content=edit.content, expected_revision=edit.expected_revision,
+                                       operation_id=edit.operation_id, scope=scope)
+        return receipt.to_json()
+    if action == "card-binding":
+        binding = parse_body(BindingBody, body)
+        return await service.create_card_binding(scope=binding.scope, grant_id=binding.grant_id,
+                                                 source_identity=binding.source_identity,
+                                                 binding_id=binding.binding_id)
+    if action == "card-write":
+        write = parse_body(WriteBody, body)
+        return await service.card_write(capability=write.capability, operation=write.operation, value=write.value,
+                                        expected_revision=write.expected_revision,
+                                        operation_id=write.operation_id, cause=write.cause)
+    service.revoke_card_binding(capability=parse_body(RevokeBody, body).capability)
+    return {"ok": True}
+
+
 def original_router(service: MvuService, *, body_timeout: float, stopping: asyncio.Event | None) -> APIRouter:
     router = APIRouter(prefix=ORIGINAL_PREFIX)
 
@@ -80,57 +135,10 @@ def original_router(service: MvuService, *, body_timeout: float, stopping: async
         return body
 
     async def reads(request: Request, action: str) -> Any:
-        if action == "snapshot":
-            return await service.snapshot(scope=card_scope_param(_query(request, "scope")))
-        raw = _query(request, "scope")
-        if len(raw) > MAX_SCOPE_CHARS:  # the original: MVU_SCOPE, where this API says MVU_LIMIT
-            raise MvuError(Code.SCOPE, f"scope is at most {MAX_SCOPE_CHARS} characters", field="scope")
-        scope = parse_scope_param(raw, historical=action == "resource")
-        if action == "resources":
-            return {"ok": True, "records": [record.to_json() for record in await service.list(scope=scope)]}
-        resource_id = _resource_id(_query(request, "id"))
-        if action == "resource":
-            record = await service.read(id=resource_id, scope=scope)
-            return {"ok": True, "record": None if record is None else record.to_json()}
-        if action == "history":
-            versions = await service.history(id=resource_id, scope=scope, include_before=True)
-            return {"ok": True, "versions": [entry.to_json() for entry in versions]}
-        try:
-            records = await service.facts(id=resource_id, scope=scope)
-        except MvuError as error:
-            if status_of(error.code) < 500:
-                raise
-            # The facts are optional metadata: unreadable, they are unavailable, never a failure.
-            return {"ok": True, "records": [], "unavailable": True, "maxRecords": FACTS_MAX_RECORDS}
-        return {"ok": True, "records": records, "unavailable": False, "maxRecords": FACTS_MAX_RECORDS}
+        return await _read(service, request, action)
 
     async def writes(request: Request, action: str) -> Any:
-        body = await body_of(request)
-        if action == "update":
-            edit = update_body(body)
-            scope = check_wire_scope(edit.scope)
-            _resource_id(edit.id)
-            record = await service.read(id=edit.id, scope=scope)
-            if record is None or record.legacy or record.source_error is not None \
-                    or (record.capabilities or {}).get("edit") is False:
-                raise MvuError(Code.READ_ONLY, "this record cannot be edited")
-            if edit.expected_revision is None or edit.operation_id is None:
-                raise MvuError(Code.OPERATION, "expectedRevision and operationId are required")
-            receipt = await service.update(id=edit.id, content=edit.content, expected_revision=edit.expected_revision,
-                                           operation_id=edit.operation_id, scope=scope)
-            return receipt.to_json()
-        if action == "card-binding":
-            binding = parse_body(BindingBody, body)
-            return await service.create_card_binding(scope=binding.scope, grant_id=binding.grant_id,
-                                                     source_identity=binding.source_identity,
-                                                     binding_id=binding.binding_id)
-        if action == "card-write":
-            write = parse_body(WriteBody, body)
-            return await service.card_write(capability=write.capability, operation=write.operation, value=write.value,
-                                            expected_revision=write.expected_revision,
-                                            operation_id=write.operation_id, cause=write.cause)
-        service.revoke_card_binding(capability=parse_body(RevokeBody, body).capability)
-        return {"ok": True}
+        return await _write(service, await body_of(request), action)
 
     handlers: dict[str, Callable[[Request, str], Awaitable[Any]]] = {
         **{action: reads for action in GET_ACTIONS}, **{action: writes for action in POST_ACTIONS}}

@@ -23,8 +23,7 @@ from mvu_api.http.wire import (
     parse_scope_param,
 )
 from mvu_store.errors import Code, MvuError
-from mvu_store.service import MvuService
-from mvu_store.service.models import HistoryEntry, StateRecord
+from mvu_store.service import HistoryEntry, MvuService, StateRecord
 from mvu_store.store_host import StoreHost
 
 _SCOPE_DOC = (f"JSON object `{{authority: 'local', sessionId}}`, at most {MAX_SCOPE_CHARS} characters, camelCase "

@@ -17,10 +17,10 @@ from mvu_api.http.card_facts import card_facts_router
 from mvu_api.http.cards import cards_router
 from mvu_api.http.chats import chats_router
 from mvu_api.http.hosting import hosting_router
+from mvu_api.http.inspector_reads import inspector_router
 from mvu_api.http.prompt import prompt_router
 from mvu_api.http.reads import reads_router
 from mvu_api.http.writes import writes_router
-from mvu_api.inspector.sessions import inspector_router
 from mvu_store.service import MvuService
 from mvu_store.store_host import StoreHost
 

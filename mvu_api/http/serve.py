@@ -43,14 +43,12 @@ from mvu_api.http.index import EXPLORER
 from mvu_api.http.logs import nonblocking_logging
 from mvu_api.http.protocol import HEAD_TIMEOUT_SECONDS, with_head_timeout
 from mvu_api.http.routes import API_PREFIX, MVU_PREFIX
-from mvu_api.http.start_files import ledger_file, taken_back_on_failure
+from mvu_api.http.start_files import taken_back_on_failure
 from mvu_api.inspector.signin import CODE_LIFETIME_S, SIGNIN, SignIn
 from mvu_store.errors import Code, MvuError
-from mvu_store.ledger import open_ledger
-from mvu_store.ledger.database_file import refuse_a_lost_file
+from mvu_store.ledger import Ledger, ledger_file, open_ledger, refuse_a_lost_file
 from mvu_store.private_files import make_private_folders
-from mvu_store.service import MvuService
-from mvu_store.service.session_cache import DEFAULT_MEMORY_BYTES as DEFAULT_SESSION_MEMORY_BYTES
+from mvu_store.service import DEFAULT_SESSION_MEMORY_BYTES, MvuService
 from mvu_store.store_host import StoreHost
 
 GRACE_SECONDS = 30
@@ -238,14 +236,44 @@ async def serve(*, db: str, ledger_id: str, host: str, port: int, token: str | N
                             session_memory_mib=session_memory_mib)
 
 
-async def _serve(*, db: str, ledger_id: str, host: str, port: int, token: str | None, body_timeout: float,
-                 head_timeout: float, cors_origins: Sequence[str], session_memory_mib: int) -> int:
+def _check_limits(*, body_timeout: float, head_timeout: float, session_memory_mib: int) -> None:
     if not body_timeout > 0:
         raise MvuError(Code.CONFIG, "--body-timeout must be a positive number of seconds")
     if not head_timeout > 0:
         raise MvuError(Code.CONFIG, "--head-timeout must be a positive number of seconds")
     if not session_memory_mib >= 1:
         raise MvuError(Code.CONFIG, "--session-memory-mib must be a whole number of at least 1")
+
+
+def _announce(listener: socket.socket, host: str, ledger: Ledger, resolved: Token, origins: Sequence[str],
+              sign_in: SignIn) -> None:
+    """What ``mvu serve`` prints once it listens: where, which ledger, the token, the links."""
+    actual = listener.getsockname()[1]
+    base = f"http://{f'[{host}]' if ':' in host else host}:{actual}"
+    if not is_loopback(host):
+        print(f"mvu serve: warning: listening on {host}, beyond this machine, over plain HTTP: the bearer token "
+              "travels in clear; put TLS (a reverse proxy) in front or bind 127.0.0.1", file=sys.stderr,
+              flush=True)
+    _say(f"mvu serve: listening on {base}{API_PREFIX}/ (open it: the index of routes and guides)")
+    _say(f"  ledger:   {ledger.url} (ledger id {ledger.ledger_id})")
+    _say(f"  sessions: kept in the ledger, fed over {MVU_PREFIX}/sessions (`mvu sessions import DIR` brings "
+         "JSONL logs in)")
+    if resolved.generated:
+        _say(f"  token:    {resolved.value}")
+        _say(f"            (generated now and shown only this once; stored in {resolved.where}, mode 0600)")
+    else:
+        _say(f"  token:    from {resolved.where}")
+    if origins:
+        _say(f"  cors:     {', '.join(origins)}")
+    _say(f"  inspector: {base}{SIGNIN}?code={sign_in.new_code()} (opens the page signed in; works once, "
+         f"for {CODE_LIFETIME_S // 60} minutes)")
+    _say(f"  explorer: {base}{EXPLORER} (every route, tried from the browser; sign in as for the inspector)")
+    _say(f"  docs:     {base}{OPENAPI_PATH} (send 'Authorization: Bearer <token>')")
+
+
+async def _serve(*, db: str, ledger_id: str, host: str, port: int, token: str | None, body_timeout: float,
+                 head_timeout: float, cors_origins: Sequence[str], session_memory_mib: int) -> int:
+    _check_limits(body_timeout=body_timeout, head_timeout=head_timeout, session_memory_mib=session_memory_mib)
     origins = allowed_origins(cors_origins)
     # Bound before any file is created or the ledger opened: a port in use is one line, and
     # touches nothing. A start that fails later takes back the token file and ledger it created.
@@ -271,27 +299,7 @@ async def _serve(*, db: str, ledger_id: str, host: str, port: int, token: str | 
         server = _Server(config, stopping, asyncio.get_running_loop())
         # Before the first line: whoever reads the URL may signal at once, and the stop is clean.
         signals.install(server.handle_exit)
-        actual = listener.getsockname()[1]
-        base = f"http://{f'[{host}]' if ':' in host else host}:{actual}"
-        if not is_loopback(host):
-            print(f"mvu serve: warning: listening on {host}, beyond this machine, over plain HTTP: the bearer token "
-                  "travels in clear; put TLS (a reverse proxy) in front or bind 127.0.0.1", file=sys.stderr,
-                  flush=True)
-        _say(f"mvu serve: listening on {base}{API_PREFIX}/ (open it: the index of routes and guides)")
-        _say(f"  ledger:   {ledger.url} (ledger id {ledger.ledger_id})")
-        _say(f"  sessions: kept in the ledger, fed over {MVU_PREFIX}/sessions (`mvu sessions import DIR` brings "
-             "JSONL logs in)")
-        if resolved.generated:
-            _say(f"  token:    {resolved.value}")
-            _say(f"            (generated now and shown only this once; stored in {resolved.where}, mode 0600)")
-        else:
-            _say(f"  token:    from {resolved.where}")
-        if origins:
-            _say(f"  cors:     {', '.join(origins)}")
-        _say(f"  inspector: {base}{SIGNIN}?code={sign_in.new_code()} (opens the page signed in; works once, "
-             f"for {CODE_LIFETIME_S // 60} minutes)")
-        _say(f"  explorer: {base}{EXPLORER} (every route, tried from the browser; sign in as for the inspector)")
-        _say(f"  docs:     {base}{OPENAPI_PATH} (send 'Authorization: Bearer <token>')")
+        _announce(listener, host, ledger, resolved, origins, sign_in)
         try:
             await server.serve(sockets=[listener])
         finally:

@@ -14,20 +14,10 @@ import os
 from collections.abc import Iterator
 from pathlib import Path
 
-from sqlalchemy.engine import make_url
-
-from mvu_store.ledger.database_file import LEFTOVERS
+from mvu_store.ledger import LEFTOVERS, ledger_file
 
 # Beside the database file: SQLite's rollback journal (a migration may use one) and the token.
 _BESIDE = ("", "-journal", ".token", *LEFTOVERS)
-
-
-def ledger_file(url: str) -> Path | None:
-    """The path of a SQLite ledger file; None for a server database or ``:memory:``."""
-    parsed = make_url(url)
-    if not parsed.get_backend_name().startswith("sqlite") or parsed.database in (None, "", ":memory:"):
-        return None
-    return Path(parsed.database)
 
 
 def _missing_folders(folder: Path) -> list[Path]:

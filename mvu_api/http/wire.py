@@ -17,8 +17,7 @@ from starlette.responses import Response
 
 from mvu_store.errors import Code, MvuError
 from mvu_store.jsonvalue import unique_keys
-from mvu_store.service.models import MAX_SESSION_ID
-from mvu_store.service.offload import off_loop
+from mvu_store.service import MAX_SESSION_ID, off_loop
 
 MAX_SCOPE_CHARS = 4_000
 HISTORICAL_KEYS = ("messageId", "endEventId")

@@ -17,8 +17,7 @@ from mvu_api.http.bodies import read_body, update_body
 from mvu_api.http.docs import RECEIPT_EXAMPLE, UPDATE_EXAMPLE, UPDATE_SCHEMA, ok, problems
 from mvu_api.http.wire import check_wire_scope, etag, if_match_revision, json_response
 from mvu_store.errors import Code, MvuError
-from mvu_store.service import MvuService
-from mvu_store.service.models import MAX_OPERATION_ID, UpdateReceipt
+from mvu_store.service import MAX_OPERATION_ID, MvuService, UpdateReceipt
 
 _T = TypeVar("_T")
 

@@ -7,3 +7,8 @@
 - :mod:`importer`: the file into the ledger in one unit of work;
 - :mod:`exporter`: a session back as a chat file.
 """
+
+from mvu_store.chats.exporter import export_chat
+from mvu_store.chats.importer import ChatImport, Progress, import_chat
+
+__all__ = ["ChatImport", "Progress", "export_chat", "import_chat"]

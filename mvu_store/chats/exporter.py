@@ -18,40 +18,14 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO, Any
 
-from sqlalchemy import and_, bindparam, select, text
-
 from mvu_store.chats.reader import slot
 from mvu_store.chats.states import continued, recorded
 from mvu_store.errors import Code, MvuError
 from mvu_store.host import SessionEvent, message_text
 from mvu_store.jsonvalue import js_json
-from mvu_store.ledger import Ledger
-from mvu_store.ledger import tables as t
-from mvu_store.ledger.query import LEDGER, Query, ReadRows
+from mvu_store.ledger import ChatExportRows, Ledger
 from mvu_store.ledger.transfer import atomic_file
 from mvu_store.service.identity import instance_id
-
-_PAGE = 512
-_c, _l, _v, _b, _s = t.chat_imports.c, t.chat_lines.c, t.versions.c, t.blobs.c, t.selections.c
-
-_IMPORT = Query("chat-export-import", lambda: select(_c.summary).where(
-    _c.ledger_id == LEDGER, _c.session_id == bindparam("session_id")))
-_LINES = Query("chat-export-lines", lambda: select(_l.position, _l.body, _l.states).where(
-    _l.ledger_id == LEDGER, _l.session_id == bindparam("session_id"), _l.position >= bindparam("first"),
-).order_by(_l.position).limit(_PAGE))
-_STATE = Query("chat-export-state", lambda: select(_v.meta, _b.body).select_from(
-    t.versions.join(t.blobs, and_(_b.ledger_id == _v.ledger_id, _b.hash == _v.variables_hash))).where(
-    _v.ledger_id == LEDGER, _v.resource_id == bindparam("resource_id"), _v.key == bindparam("key")))
-_REPLIES = Query("chat-export-replies", lambda: select(_v.message_seq, _b.body).select_from(
-    t.versions.join(t.blobs, and_(_b.ledger_id == _v.ledger_id, _b.hash == _v.variables_hash))).where(
-    _v.ledger_id == LEDGER, _v.resource_id == bindparam("resource_id"), text("kind IN ('reply', 'import')"),
-    _v.message_seq > bindparam("after")).order_by(_v.position))
-_r = t.resources.c
-_INITIAL = Query("chat-export-initial", lambda: select(_b.body).select_from(
-    t.resources.join(t.blobs, and_(_b.ledger_id == _r.ledger_id, _b.hash == _r.initial_hash))).where(
-    _r.ledger_id == LEDGER, _r.id == bindparam("resource_id")))
-_SELECTED = Query("chat-export-selection", lambda: select(_s.template_id).where(
-    _s.ledger_id == LEDGER, _s.session_id == bindparam("session_id")))
 
 
 def _date(at: Any) -> str:
@@ -62,18 +36,18 @@ def _date(at: Any) -> str:
 class _Export:
     """One export, inside its read snapshot."""
 
-    def __init__(self, rows: ReadRows, session_id: str, out: IO[bytes]) -> None:
-        self._rows, self._session, self._out = rows, session_id, out
+    def __init__(self, rows: ChatExportRows, out: IO[bytes]) -> None:
+        self._rows, self._session, self._out = rows, rows.session_id, out
         self._last: dict[str, Any] | None = None
         """The last recorded element written: the shape of the states played since."""
         self.messages = 0
 
     def run(self) -> None:
-        tail = Ledger.host_session_tail_in(self._rows, self._session, -1)
+        tail = self._rows.tail()
         if tail is None:
             raise MvuError(Code.MISSING, f"no session {self._session!r}", session_id=self._session)
-        found = self._rows.one(_IMPORT, session_id=self._session)
-        summary = json.loads(found["summary"]) if found is not None else None
+        found = self._rows.imported()
+        summary = json.loads(found) if found is not None else None
         header = self._imported() if summary is not None else None
         if header is None:
             header = {"user_name": "User", "character_name": "Character",
@@ -90,27 +64,22 @@ class _Export:
     def _imported(self) -> dict[str, Any]:
         """Write the imported lines; returns the header line."""
         header: dict[str, Any] = {}
-        first = 0
-        while True:
-            page = self._rows.all(_LINES, session_id=self._session, first=first)
-            for row in page:
-                line = json.loads(row["body"])
-                if row["states"] is not None:
-                    for swipe, resource, key in json.loads(row["states"]):
-                        state = self._state(resource, key)
-                        line["variables"][slot(line["variables"], swipe)] = state
-                        self._last = state
-                if row["position"] == 0:
-                    header = line
-                else:
-                    self.messages += 1
-                self._write(line)
-            if len(page) < _PAGE:
-                return header
-            first = int(page[-1]["position"]) + 1
+        for row in self._rows.lines():
+            line = json.loads(row["body"])
+            if row["states"] is not None:
+                for swipe, resource, key in json.loads(row["states"]):
+                    state = self._state(resource, key)
+                    line["variables"][slot(line["variables"], swipe)] = state
+                    self._last = state
+            if row["position"] == 0:
+                header = line
+            else:
+                self.messages += 1
+            self._write(line)
+        return header
 
     def _state(self, resource: str, key: str) -> dict[str, Any]:
-        found = self._rows.one(_STATE, resource_id=resource, key=key)
+        found = self._rows.state(resource, key)
         if found is None:
             raise MvuError(Code.STORAGE_CORRUPT, f"the imported state {key} of {resource} is missing",
                            id=resource, key=key)
@@ -118,8 +87,7 @@ class _Export:
         return recorded(json.loads(found["body"]), meta.get("import", {}).get("restore"))
 
     def _instance(self, header: Any) -> str | None:
-        found = self._rows.one(_SELECTED, session_id=self._session)
-        template = found["template_id"] if found is not None else None
+        template = self._rows.selected_template()
         identity = header.identity()
         return instance_id(template, identity) if template is not None and identity is not None else None
 
@@ -130,10 +98,10 @@ class _Export:
         states: dict[int, dict[str, Any]] = {}
         if resource is not None and self._last is None:
             # A session never imported: its first user's message carries the instance's initial data.
-            initial = self._rows.one(_INITIAL, resource_id=resource)
-            self._last = continued(json.loads(initial["body"]), None) if initial is not None else None
+            initial = self._rows.initial(resource)
+            self._last = continued(json.loads(initial), None) if initial is not None else None
         if resource is not None:
-            for row in self._rows.all(_REPLIES, resource_id=resource, after=after):
+            for row in self._rows.replies(resource, after):
                 states[int(row["message_seq"])] = json.loads(row["body"])
         ends = {event.data.get("turn"): event.data.get("at") for event in events if event.type == "turn/end"}
         for event in events:
@@ -161,10 +129,10 @@ async def export_chat(ledger: Ledger, session_id: str, path: str | Path) -> int:
     messages written (``MVU_MISSING`` for an unknown session)."""
     target = Path(path)
 
-    def work(rows: ReadRows) -> int:
+    def work(rows: ChatExportRows) -> int:
         with atomic_file(target) as out:
-            export = _Export(rows, session_id, out)
+            export = _Export(rows, out)
             export.run()
         return export.messages
 
-    return await ledger.read_rows(work)
+    return await ledger.export_chat_rows(session_id, work)

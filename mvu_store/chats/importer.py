@@ -33,8 +33,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import bindparam, select
-
 from mvu_store.cards.reader import CardDefinition
 from mvu_store.chats.reader import ChatHeader, ChatMessage, line_error, read_chat, slot
 from mvu_store.chats.states import StoredState, stored_state
@@ -44,12 +42,7 @@ from mvu_store.errors import Code, MvuError
 from mvu_store.host import SessionEvent
 from mvu_store.jsonvalue import JsonValue, canonical_text, js_json, measure_state, sha256_hex
 from mvu_store.lang.macros import MAX_NAME_CHARS, Names
-from mvu_store.ledger import Ledger
-from mvu_store.ledger import tables as t
-from mvu_store.ledger.query import LEDGER, Query
-from mvu_store.ledger.records import NewResource
-from mvu_store.ledger.store import USAGE, now_ms
-from mvu_store.ledger.writer import WriteTx
+from mvu_store.ledger import ChatImportRows, ImportedVersion, Ledger, NewResource
 from mvu_store.service.identity import character_template_id, instance_id
 from mvu_store.service.initial import with_names
 from mvu_store.service.models import CharacterDefinition
@@ -70,12 +63,6 @@ message of many swipes (a hostile file's million) costs work in proportion to it
 to its swipes times the state before. The rest count as unchecked."""
 MAX_DIFFERENCES = 1000
 """Differences listed in a summary (``differed`` counts them all)."""
-
-_c = t.chat_imports.c
-_IMPORT = Query("chat-import", lambda: select(_c.sha256, _c.summary).where(
-    _c.ledger_id == LEDGER, _c.session_id == bindparam("session_id")))
-_SAME_FILE = Query("chat-import-by-digest", lambda: select(_c.summary).where(
-    _c.ledger_id == LEDGER, _c.sha256 == bindparam("sha256")).order_by(_c.session_id).limit(1))
 
 Progress = Callable[[int], None]
 """Told the bytes of the file read so far (from the unit of work's thread)."""
@@ -175,8 +162,10 @@ async def import_chat(ledger: Ledger, path: str | Path, *, card: CardDefinition 
                                    "(its branches add to it)", field="sessionId")
     summary = ChatImport(session, digest, size)
     async with ledger.session_lock(session):
-        return await ledger.write(lambda tx: _Import(ledger, tx, summary, template, progress, verify).run(
-            file, any_session=session_id is None))
+        return await ledger.import_chat_rows(
+            session, digest, any_session=session_id is None,
+            write=lambda rows: _Import(rows, summary, template, progress, verify).run(file),
+            again=lambda stored: ChatImport.from_dict(json.loads(stored), imported=False))
 
 
 @dataclass(slots=True)
@@ -194,9 +183,9 @@ class _Head:
 class _Import:
     """One import, inside its unit of work."""
 
-    def __init__(self, ledger: Ledger, tx: WriteTx, summary: ChatImport, template: dict[str, Any] | None,
+    def __init__(self, rows: ChatImportRows, summary: ChatImport, template: dict[str, Any] | None,
                  progress: Progress | None, verify: bool) -> None:
-        self._ledger, self._tx, self._summary = ledger, tx, summary
+        self._rows, self._summary = rows, summary
         self._checks = verify
         self._template = template
         self._progress = progress
@@ -216,24 +205,11 @@ class _Import:
         """The last stored form written as a blob, and the blob's hash."""
         self._previous_size = 0
         """Its stored bytes: what checking a reply against it costs (:data:`CHECK_WORK_FACTOR`)."""
-        usage = tx.one(USAGE)
-        self._room = (int(usage["limit_bytes"]) - int(usage["used_bytes"])) if usage else 0
 
     # -- the file ---------------------------------------------------------------------------
 
-    def run(self, file: Path, *, any_session: bool) -> ChatImport:
-        """``any_session``: the same file imported under any session id is this import's answer
-        (no session was named)."""
+    def run(self, file: Path) -> ChatImport:
         summary = self._summary
-        same = self._tx.one(_SAME_FILE, sha256=summary.sha256) if any_session else None
-        if same is not None:
-            return ChatImport.from_dict(json.loads(same["summary"]), imported=False)
-        stored = self._tx.one(_IMPORT, session_id=summary.session_id)
-        if stored is not None:
-            if stored["sha256"] != summary.sha256:
-                raise MvuError(Code.ID_CONFLICT, f"session {summary.session_id!r} holds another imported chat",
-                               session_id=summary.session_id, sha256=stored["sha256"])
-            return ChatImport.from_dict(json.loads(stored["summary"]), imported=False)
         line = 1
         with file.open("rb") as stream:
             for item in read_chat(stream):
@@ -257,15 +233,16 @@ class _Import:
     def _check_room(self, line: int) -> None:
         """``PLAY_STORAGE_LIMIT`` naming the line once the rows written so far pass the budget
         (the commit would refuse them anyway, without saying where)."""
-        if self._tx.charged > self._room:
-            raise line_error(line, f"the ledger has no room for the chat: {self._room} bytes are free",
-                             Code.STORAGE_LIMIT, limit=self._room, requested=self._tx.charged)
+        room, charged = self._rows.room, self._rows.charged
+        if charged > room:
+            raise line_error(line, f"the ledger has no room for the chat: {room} bytes are free",
+                             Code.STORAGE_LIMIT, limit=room, requested=charged)
 
     def _header(self, header: ChatHeader) -> None:
         summary = self._summary
         self._names = Names(user=_name(header.user_name), char=_name(header.character_name))
         self._created_at = header.create_date if header.create_date not in (None, "") else f"sha256:{summary.sha256}"
-        self._ledger.insert_host_session(self._tx, session_header(summary.session_id, created_at=self._created_at))
+        self._rows.create_session(session_header(summary.session_id, created_at=self._created_at))
         self._queue(self._names_event())
         self._line(0, header.raw, None)
 
@@ -356,7 +333,7 @@ class _Import:
 
     def _flush(self) -> None:
         if self._pending:
-            self._ledger.insert_host_events(self._tx, self._summary.session_id, self._pending)
+            self._rows.append_events(self._summary.session_id, self._pending)
             self._pending = []
 
     def _line(self, position: int, raw: dict[str, Any], refs: list[list[JsonValue]] | None) -> None:
@@ -368,9 +345,8 @@ class _Import:
                 assert isinstance(swipe, int)
                 variables[slot(variables, swipe)] = None  # type: ignore[index]
             body = {**raw, "variables": variables}
-        self._ledger.insert_row(self._tx, t.chat_lines, {
-            "session_id": self._summary.session_id, "position": position, "body": js_json(body),
-            "states": None if refs is None else canonical_text(refs)})
+        self._rows.add_line(self._summary.session_id, position, js_json(body),
+                            None if refs is None else canonical_text(refs))
 
     def _identity(self, session_id: str) -> dict[str, JsonValue]:
         return {"sessionId": session_id, "createdAt": self._created_at}
@@ -389,12 +365,12 @@ class _Import:
             summary.template_from = FROM_FIRST_STATE
         else:
             summary.template_from = "card"
-        template = self._ledger.keep_template(self._tx, self._template["id"], self._template)
+        template = self._rows.keep_template(self._template["id"], self._template)
         assert isinstance(template, dict)
         self._template = template
         summary.template_id = template["id"]
         resource = instance_id(template["id"], self._identity(summary.session_id))
-        self._ledger.insert_resource(self._tx, self._new(template, resource, summary.session_id))
+        self._rows.create_instance(self._new(template, resource, summary.session_id))
         summary.instance_id = resource
         self._main = _Head(resource)
         return self._main
@@ -415,35 +391,32 @@ class _Import:
     def _version(self, head: _Head, session: str, stored: StoredState, message: ChatMessage, swipe: int,
                  seq: int) -> None:
         """The recorded ``stored`` as the next version of ``head`` (whose key is its parent)."""
-        ledger, tx = self._ledger, self._tx
         if self._blob is not None and self._blob[0] is stored:
             blob_hash = self._blob[1]  # stored once (a blob is content-addressed): no second statement
         else:
-            blob_hash = ledger.put_blob(tx, ledger.prepare_state(stored.variables, stored.encoded))
+            blob_hash = self._rows.put_state(stored.variables, stored.encoded)
             self._blob = stored, blob_hash
         shown = swipe == message.selected and session == self._summary.session_id
         source: dict[str, JsonValue] = {
             "sessionId": session, "createdAt": self._created_at, "import": FORMAT, "messageSeq": seq,
             "messageId": message_id(message.index, None if shown else swipe), "swipe": swipe, "turn": self._turns.turn}
         key = sha256_hex(canonical_text(source))
-        ledger.insert_row(tx, t.versions, {
-            "resource_id": head.id, "key": key, "position": head.position, "kind": "import",
-            "revision": head.revision + 1, "parent_key": head.key, "variables_hash": blob_hash, "session_id": session,
-            "message_seq": seq, "operation_id": None, "fingerprint": None, "error": None,
-            "source": canonical_text(source),
-            "meta": canonical_text({"import": {"format": FORMAT, "message": message.index, "line": message.line,
-                                               "swipe": swipe, "restore": stored.restore}}),
-            "created_at": message.sent_at if message.sent_at is not None else now_ms()})
+        self._rows.add_version(ImportedVersion(
+            resource_id=head.id, key=key, position=head.position, revision=head.revision + 1, parent_key=head.key,
+            variables_hash=blob_hash, session_id=session, message_seq=seq, source=canonical_text(source),
+            meta=canonical_text({"import": {"format": FORMAT, "message": message.index, "line": message.line,
+                                            "swipe": swipe, "restore": stored.restore}}),
+            created_at=message.sent_at))
         head.position, head.revision, head.key, head.blob_hash = head.position + 1, head.revision + 1, key, blob_hash
         self._summary.states += 1
 
     def _branch(self, message: ChatMessage, swipe: int, user: ChatMessage | None, stored: StoredState) -> _Head:
         """A swipe not shown, with its state: a branch session holding that turn with the swipe as
         its reply, and an instance forked from the chat's at the state before the turn."""
-        ledger, tx, summary = self._ledger, self._tx, self._summary
+        summary = self._summary
         main = self._instance(stored)
         child = f"{summary.session_id}.swipe-{message.index}-{swipe}"
-        ledger.insert_host_session(tx, session_header(child, created_at=self._created_at,
+        self._rows.create_session(session_header(child, created_at=self._created_at,
                                                       parent_session=summary.session_id, inherited_event_count=0))
         turn = self._turns.turn
         events: list[Event] = [*self._names_event(), ("turn/start", {"turn": turn})]
@@ -452,10 +425,10 @@ class _Import:
         events += [reply_event(turn, message.swipes[swipe], message_id(message.index, swipe)),
                    end_event(turn, message.sent_at)]
         kept = [keep({"seq": seq, "type": kind, "data": data}) for seq, (kind, data) in enumerate(events)]
-        ledger.insert_host_events(tx, child, [(item.event, item.text) for item in kept])
+        self._rows.append_events(child, [(item.event, item.text) for item in kept])
         assert self._template is not None
         resource = instance_id(self._template["id"], self._identity(child))
-        ledger.insert_fork(tx, main.id, self._new(self._template, resource, child), main.key)
+        self._rows.create_instance(self._new(self._template, resource, child), fork_of=(main.id, main.key))
         branch = _Head(resource, key=main.key)  # a fork child starts at revision 0, at its parent's version
         self._version(branch, child, stored, message, swipe, len(events) - 2)
         self._settle(branch, child, len(events))
@@ -465,14 +438,12 @@ class _Import:
     def _settle(self, head: _Head, session_id: str, boundary: int) -> None:
         """The resource's head at its last version; the session selects the template, and the
         replies it holds are never applied again."""
-        ledger, tx = self._ledger, self._tx
-        if head.key is not None:
-            ledger.update_row(tx, t.resources, {"id": head.id}, {"revision": head.revision, "head_key": head.key,
-                                                                 "head_hash": head.blob_hash})
         assert self._template is not None
-        ledger.set_selection(tx, session_id, self._template["id"])
-        ledger.set_activation(tx, self._template["id"], session_id, boundary)
-        ledger.set_activation(tx, head.id, session_id, boundary)
+        moved = None
+        if head.key is not None:
+            assert head.blob_hash is not None  # a head key is a version's, whose state was stored
+            moved = head.revision, head.key, head.blob_hash
+        self._rows.settle(head.id, moved, session_id, self._template["id"], boundary)
 
     def _finish(self) -> None:
         summary = self._summary
@@ -485,6 +456,4 @@ class _Import:
         if self._main is not None:
             self._settle(self._main, summary.session_id, self._seq + 1)
         # Last, with the whole summary: a row's charged text is never updated.
-        self._ledger.insert_row(self._tx, t.chat_imports, {"session_id": summary.session_id, "sha256": summary.sha256,
-                                                          "size": summary.size,
-                                                          "summary": canonical_text(summary.to_dict())})
+        self._rows.finish(summary.session_id, summary.sha256, summary.size, canonical_text(summary.to_dict()))

@@ -17,10 +17,13 @@ from mvu_store.lang.commands import Command, contains_update, parse_commands
 from mvu_store.lang.creation import CandidateValidator, Validation
 from mvu_store.lang.greeting import apply_greeting
 from mvu_store.lang.initvar import initialize_variables
+from mvu_store.lang.macros import MAX_NAME_CHARS, Names
 
 __all__ = [
+    "MAX_NAME_CHARS",
     "CandidateValidator",
     "Command",
+    "Names",
     "StateCheck",
     "UpdateResult",
     "Validation",

@@ -13,9 +13,15 @@ from mvu_store.errors import Code, MvuError
 from mvu_store.jsonvalue import MAX_STATE_BYTES
 from mvu_store.ledger import migrate
 from mvu_store.ledger import tables as t
-from mvu_store.ledger.database_file import create_if_missing
+from mvu_store.ledger.chat_rows import ChatExportRows, ChatImportRows, ImportedVersion
+from mvu_store.ledger.database_file import LEFTOVERS, create_if_missing, ledger_file, refuse_a_lost_file
 from mvu_store.ledger.dialect import dialect_of, translated
 from mvu_store.ledger.engine import EngineOptions, Synchronous, create_sync_engine
+from mvu_store.ledger.facade import Ledger
+from mvu_store.ledger.fact_log import FACTS_MAX_RECORDS
+from mvu_store.ledger.host_sessions import Appended, StoredSession
+from mvu_store.ledger.migrate import check as check_schema
+from mvu_store.ledger.migrate import current_revision, head_revision
 from mvu_store.ledger.records import (
     CheckpointRecord,
     CommitOutcome,
@@ -24,27 +30,50 @@ from mvu_store.ledger.records import (
     Head,
     NewResource,
     ResourceRecord,
+    SessionRows,
+    SessionRowsQuery,
     Usage,
     VersionRecord,
 )
-from mvu_store.ledger.repository import Ledger
+from mvu_store.ledger.tables import FORMAT_VERSION
+from mvu_store.ledger.transfer import Step, export_directory, import_directory
 
 DEFAULT_LEDGER_LIMIT_BYTES = 32 * 1024 * 1024
 _LEDGER_ID = re.compile(r"^[A-Za-z0-9_.:-]{1,64}$")
 
 __all__ = [
     "DEFAULT_LEDGER_LIMIT_BYTES",
+    "FACTS_MAX_RECORDS",
+    "FORMAT_VERSION",
+    "LEFTOVERS",
+    "Appended",
+    "ChatExportRows",
+    "ChatImportRows",
     "CheckpointRecord",
     "CommitOutcome",
     "CommitRequest",
+    "EngineOptions",
     "Finding",
     "Head",
+    "ImportedVersion",
     "Ledger",
     "NewResource",
     "ResourceRecord",
+    "SessionRows",
+    "SessionRowsQuery",
+    "Step",
+    "StoredSession",
     "Usage",
     "VersionRecord",
+    "check_schema",
+    "create_sync_engine",
+    "current_revision",
+    "export_directory",
+    "head_revision",
+    "import_directory",
+    "ledger_file",
     "open_ledger",
+    "refuse_a_lost_file",
 ]
 
 

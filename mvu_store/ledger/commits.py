@@ -17,13 +17,13 @@ from mvu_store.errors import Code, MvuError
 from mvu_store.jsonvalue import JsonValue, canonical_text
 from mvu_store.ledger import tables as t
 from mvu_store.ledger.blob import Blob
-from mvu_store.ledger.facts import Facts, PreparedFact, prepare_facts
+from mvu_store.ledger.fact_log import FactLog, PreparedFact, prepare_facts
 from mvu_store.ledger.query import LEDGER, Query, Row
 from mvu_store.ledger.records import CommitOutcome, CommitRequest
 from mvu_store.ledger.resources import VERSION_BY_KEY
 from mvu_store.ledger.results import restored_result, stored_result
 from mvu_store.ledger.rules import check_request, check_text, default_key
-from mvu_store.ledger.store import now_ms
+from mvu_store.ledger.store import Store, now_ms
 from mvu_store.ledger.writer import WriteTx
 
 _r, _x, _v, _b = t.resources.c, t.receipts.c, t.versions.c, t.blobs.c
@@ -58,8 +58,11 @@ _VERSION_STATE = Query(
 """The state a resource's own version wrote (``resource_id``, ``key``), as stored text."""
 
 
-class Commits(Facts):
+class Commits:
     """Writing versions and preferences under CAS and idempotency."""
+
+    def __init__(self, store: Store, facts: FactLog) -> None:
+        self._store, self._facts = store, facts
 
     async def commit(self, request: CommitRequest) -> CommitOutcome:
         """Write one state version under CAS and idempotency (see :class:`CommitRequest`).
@@ -70,7 +73,7 @@ class Commits(Facts):
         ``PLAY_STORAGE_LIMIT`` (ledger over budget). A refused commit writes nothing.
         """
         check_request(request)
-        blob = self.prepare_state(request.variables, request.encoded)
+        blob = self._store.prepare_state(request.variables, request.encoded)
         source = canonical_text(request.source)
         meta = canonical_text(request.meta)
         key = request.key or default_key(request)
@@ -81,7 +84,7 @@ class Commits(Facts):
             facts = prepare_facts(request.facts)
         except Exception as error:  # facts are an observation: refusing them never refuses the write
             facts = _fact_refusal(error)
-        return await self.write(lambda tx: self._commit(tx, request, blob, key, source, meta, check_key, facts))
+        return await self._store.write(lambda tx: self._commit(tx, request, blob, key, source, meta, check_key, facts))
 
     def _head_and_receipt(self, tx: WriteTx, resource_id: str, operation_id: str | None) -> Row:
         """A resource's revision, head key and next version position, with the receipt of
@@ -144,7 +147,7 @@ class Commits(Facts):
         moves_head = request.kind in t.COMMITTED_KINDS
         revision = current_revision + 1
         # The blob first: the head references it (foreign key). A refused CAS rolls it back.
-        variables_hash = self.put_blob(tx, blob)
+        variables_hash = self._store.put_blob(tx, blob)
         # The revision (and the head) only move through this conditional write. Transactions of
         # a ledger are serialised (see Store._serialize), so it fails only if that guarantee was broken.
         head = {"head_key": key, "head_hash": blob.hash} if moves_head else {}
@@ -156,7 +159,7 @@ class Commits(Facts):
             if request.error is not None:
                 result["error"] = request.error
         position = int(row["next_position"])
-        self.insert_row(
+        self._store.insert_row(
             tx,
             t.versions,
             {
@@ -196,7 +199,7 @@ class Commits(Facts):
         tx.cursor.execute("SAVEPOINT commit_facts")
         refusal: str | None = None
         try:
-            self.insert_facts(tx, facts)
+            self._facts.insert_facts(tx, facts)
         except Exception as error:  # an optional write must never fail the update it observed
             tx.cursor.execute("ROLLBACK TO SAVEPOINT commit_facts")
             refusal = _fact_refusal(error)
@@ -223,7 +226,7 @@ class Commits(Facts):
         self, tx: WriteTx, resource_id: str, operation_id: str, kind: str, fingerprint: str, revision: int,
         version_key: str | None, text: str, position: int,
     ) -> None:
-        self.insert_row(
+        self._store.insert_row(
             tx,
             t.receipts,
             {
@@ -263,12 +266,12 @@ class Commits(Facts):
             if not self._cas(tx, resource_id, expected_revision, management_mode=mode):
                 raise self._conflict(request, current)
             result = {"id": resource_id, "managementMode": mode, "revision": revision}
-            position = self.next_position(tx, t.receipts, "resource_id", resource_id)
+            position = self._store.next_position(tx, t.receipts, "resource_id", resource_id)
             self._insert_receipt(tx, resource_id, operation_id, "management", fingerprint, revision, None,
                                  canonical_text(result), position)
             return CommitOutcome(resource_id, revision, None, result, False)
 
-        return await self.write(work)
+        return await self._store.write(work)
 
 
 @functools.cache

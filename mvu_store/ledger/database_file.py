@@ -13,6 +13,8 @@ import errno
 import os
 from pathlib import Path
 
+from sqlalchemy.engine import make_url
+
 from mvu_store.errors import Code, MvuError
 from mvu_store.private_files import FILE_MODE, make_private_folders
 
@@ -45,6 +47,14 @@ class DatabaseFile:
             raise MvuError(Code.STORAGE_IO, f"the ledger's database file {self.path} cannot be looked at: "
                                             f"{error.strerror}", path=self.path) from None
         return status.st_dev, status.st_ino
+
+
+def ledger_file(url: str) -> Path | None:
+    """The path of a SQLite ledger file; None for a server database or ``:memory:``."""
+    parsed = make_url(url)
+    if not parsed.get_backend_name().startswith("sqlite") or parsed.database in (None, "", ":memory:"):
+        return None
+    return Path(parsed.database)
 
 
 LEFTOVERS = ("-wal", "-shm", ".locks")

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from sqlalchemy import bindparam, select, text
 
 from mvu_store.errors import Code, MvuError
-from mvu_store.host import SessionEvent, SessionHeader, chain_fingerprint, header_fingerprint
+from mvu_store.host import SessionEvent, SessionHeader, SessionTail, chain_fingerprint, header_fingerprint
 from mvu_store.jsonvalue import canonical_text
 from mvu_store.ledger import tables as t
 from mvu_store.ledger.query import LEDGER, Query, ReadRows, Row
@@ -74,6 +74,10 @@ class StoredTail:
     session: StoredSession
     base_fingerprint: str | None
     events: tuple[SessionEvent, ...]
+
+    def session_tail(self) -> SessionTail:
+        """The tail as the host protocol answers it."""
+        return SessionTail(self.session.header, self.base_fingerprint, self.events)
 
 
 def _stored(row: Row) -> StoredSession:
@@ -145,13 +149,16 @@ def _event(row: Row) -> SessionEvent:
     return SessionEvent(int(row["seq"]), row["type"], json.loads(row["data"]))
 
 
-class HostSessions(Store):
+class HostSessions:
     """Sessions of the store-backed host (``mvu_store.store_host.StoreHost``)."""
+
+    def __init__(self, store: Store) -> None:
+        self._store = store
 
     async def create_host_session(self, header: SessionHeader) -> tuple[StoredSession, bool]:
         """Create a session (``True``), or find the identical one (``False``); another header
         under the id is ``MVU_ID_CONFLICT``."""
-        return await self.write(lambda tx: self.insert_host_session(tx, header))
+        return await self._store.write(lambda tx: self.insert_host_session(tx, header))
 
     def insert_host_session(self, tx: WriteTx, header: SessionHeader) -> tuple[StoredSession, bool]:
         """:meth:`create_host_session` inside a unit of work (an import writes a session whole)."""
@@ -163,7 +170,7 @@ class HostSessions(Store):
                                session_id=header.id)
             return stored, False
         fingerprint = header_fingerprint(header)
-        self.insert_row(tx, t.host_sessions, {
+        self._store.insert_row(tx, t.host_sessions, {
             "id": header.id, "format_version": header.version,
             "created_at": None if header.created_at is None else canonical_text(header.created_at),
             "parent_session": header.parent_session, "origin": header.origin,
@@ -174,7 +181,7 @@ class HostSessions(Store):
     async def append_host_events(self, session_id: str, events: Sequence[tuple[SessionEvent, str]]) -> Appended:
         """Append consecutive events (each with its canonical data text): those at stored seqs
         must equal the stored ones, the rest must follow the last stored event."""
-        return await self.write(lambda tx: self.insert_host_events(tx, session_id, events))
+        return await self._store.write(lambda tx: self.insert_host_events(tx, session_id, events))
 
     def insert_host_events(self, tx: WriteTx, session_id: str,
                            events: Sequence[tuple[SessionEvent, str]]) -> Appended:
@@ -207,36 +214,36 @@ class HostSessions(Store):
             if event.type in TURN_MARKS:
                 _check_marks_turn_once(tx, session_id, event, turn)
             link = chain_fingerprint(link, event)
-            self.insert_row(tx, t.host_events, {"session_id": session_id, "seq": event.seq, "type": event.type,
+            self._store.insert_row(tx, t.host_events, {"session_id": session_id, "seq": event.seq, "type": event.type,
                                                 "turn": turn, "data": text, "fingerprint": link})
         last = fresh[-1][0].seq
-        self.update_row(tx, t.host_sessions, {"id": session_id}, {
+        self._store.update_row(tx, t.host_sessions, {"id": session_id}, {
             "last_seq": last, "fingerprint": link, "open_turn": order.open_turn, "end_seed": order.end_seed})
         return Appended(StoredSession(stored.header, last, link), len(fresh), len(overlap))
 
     async def host_session(self, session_id: str) -> StoredSession | None:
-        row = await self.read_one(_HEADER, session_id=session_id)
+        row = await self._store.read_one(_HEADER, session_id=session_id)
         return None if row is None else _stored(row)
 
     async def host_session_tail(self, session_id: str, after_seq: int) -> StoredTail | None:
         """The header and the events after ``after_seq``, in one reader round trip."""
-        return await self.read_rows(lambda rows: self.host_session_tail_in(rows, session_id, after_seq))
-
-    @staticmethod
-    def host_session_tail_in(rows: ReadRows, session_id: str, after_seq: int) -> StoredTail | None:
-        """:meth:`host_session_tail` inside a round trip that reads more (the service's reads)."""
-        row = rows.one(_HEADER, session_id=session_id)
-        if row is None:
-            return None
-        stored = _stored(row)
-        if after_seq < 0 or after_seq > stored.last_seq:
-            # From the start; or from an event the session does not have: no base, every event.
-            base = header_fingerprint(stored.header) if after_seq < 0 else None
-            return StoredTail(stored, base,
-                              tuple(_event(e) for e in rows.all(_EVENTS_FROM, session_id=session_id, first=0)))
-        found = rows.all(_EVENTS_FROM, session_id=session_id, first=after_seq)
-        base = found[0]["fingerprint"] if found and int(found[0]["seq"]) == after_seq else None
-        return StoredTail(stored, base, tuple(_event(e) for e in found[1:]))
+        return await self._store.read_rows(lambda rows: stored_tail(rows, session_id, after_seq))
 
     async def host_session_ids(self) -> list[str]:
-        return [row["id"] for row in await self.read_all(_SESSION_IDS)]
+        return [row["id"] for row in await self._store.read_all(_SESSION_IDS)]
+
+
+def stored_tail(rows: ReadRows, session_id: str, after_seq: int) -> StoredTail | None:
+    """:meth:`HostSessions.host_session_tail` inside a round trip that reads more (a session's read)."""
+    row = rows.one(_HEADER, session_id=session_id)
+    if row is None:
+        return None
+    stored = _stored(row)
+    if after_seq < 0 or after_seq > stored.last_seq:
+        # From the start; or from an event the session does not have: no base, every event.
+        base = header_fingerprint(stored.header) if after_seq < 0 else None
+        return StoredTail(stored, base,
+                          tuple(_event(e) for e in rows.all(_EVENTS_FROM, session_id=session_id, first=0)))
+    found = rows.all(_EVENTS_FROM, session_id=session_id, first=after_seq)
+    base = found[0]["fingerprint"] if found and int(found[0]["seq"]) == after_seq else None
+    return StoredTail(stored, base, tuple(_event(e) for e in found[1:]))

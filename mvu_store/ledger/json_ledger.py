@@ -54,7 +54,7 @@ from mvu_store.jsonvalue import (
 )
 from mvu_store.ledger import tables as t
 from mvu_store.ledger.blob import Blob
-from mvu_store.ledger.facts import FACTS_MAX_BYTES, FACTS_MAX_RECORDS
+from mvu_store.ledger.fact_log import FACTS_MAX_BYTES, FACTS_MAX_RECORDS
 from mvu_store.ledger.records import NewResource, ResourceKind, VersionKind
 from mvu_store.ledger.results import STATE_FIELDS, holds_marker, restored_result
 

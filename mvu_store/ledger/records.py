@@ -113,6 +113,21 @@ class StoredTemplate:
 
 
 @dataclass(frozen=True, slots=True)
+class SessionRowsQuery:
+    """What a session's read asks the ledger for (:meth:`Views.session_rows`): the session's rows,
+    the templates ``template_ids`` besides the selected one, the digest of the legacy file
+    ``legacy_name``, the head state of the resources ``heads`` among those read (None: of all of
+    them) and, with ``turn``, what a turn needs besides: the session's activation boundaries and
+    its instances' heads."""
+
+    session_id: str
+    legacy_name: str
+    template_ids: frozenset[str] = frozenset()
+    heads: tuple[str, ...] | None = ()
+    turn: bool = False
+
+
+@dataclass(frozen=True, slots=True)
 class SessionRows:
     """What the ledger holds for a session's read, from one round trip (:meth:`Views.session_rows`)."""
 

@@ -115,8 +115,11 @@ def _checkpoint_at(rows: Rows, resource_id: str, session_id: str, turn: int) -> 
     return None if row is None else record(CheckpointRecord, row)
 
 
-class Resources(Store):
+class Resources:
     """Creating, forking and reading resources, their history and their checkpoints."""
+
+    def __init__(self, store: Store) -> None:
+        self._store = store
 
     # -- writes -------------------------------------------------------------------------------
 
@@ -141,17 +144,17 @@ class Resources(Store):
             raise MvuError(Code.OPERATION, f"unknown resource kind {new.kind!r}", kind=new.kind)
         if self.resource_exists(tx, new.id):
             raise MvuError(Code.ID_CONFLICT, f"resource {new.id!r} already exists", id=new.id)
-        initial = self.prepare_state(new.initial, new.encoded_initial)
-        initial_hash = self.put_blob(tx, initial)
-        definition_hash = self.put_blob(tx, Blob.of(new.definition))
+        initial = self._store.prepare_state(new.initial, new.encoded_initial)
+        initial_hash = self._store.put_blob(tx, initial)
+        definition_hash = self._store.put_blob(tx, Blob.of(new.definition))
         head_key, head_hash = head if head else (None, initial_hash)
         meta = canonical_text(new.meta)
-        self.insert_row(
+        self._store.insert_row(
             tx,
             t.resources,
             {
                 "id": new.id,
-                "position": self.next_position(tx, t.resources, None, None),
+                "position": self._store.next_position(tx, t.resources, None, None),
                 "kind": new.kind,
                 "template_id": new.template_id,
                 "session_id": new.session_id,
@@ -176,7 +179,7 @@ class Resources(Store):
         An existing id is ``MVU_ID_CONFLICT``; an initial envelope over the state budget is
         ``MVU_LIMIT``; a ledger without room is ``PLAY_STORAGE_LIMIT``.
         """
-        await self.write(lambda tx: self.insert_resource(tx, new))
+        await self._store.write(lambda tx: self.insert_resource(tx, new))
         return await self._require(new.id)
 
     async def fork(self, source_id: str, new: NewResource, *, at_key: str | None) -> ResourceRecord:
@@ -186,7 +189,7 @@ class Resources(Store):
         copying history: one row, whatever the length of the parent's history.
         """
 
-        await self.write(lambda tx: self.insert_fork(tx, source_id, new, at_key))
+        await self._store.write(lambda tx: self.insert_fork(tx, source_id, new, at_key))
         return await self._require(new.id)
 
     def insert_fork(self, tx: WriteTx, source_id: str, new: NewResource, at_key: str | None) -> None:
@@ -226,7 +229,7 @@ class Resources(Store):
                 raise MvuError(Code.MISSING, f"no resource {resource_id!r}", id=resource_id)
             point = CheckpointRecord(
                 resource_id=resource_id,
-                position=self.next_position(tx, t.checkpoints, "resource_id", resource_id),
+                position=self._store.next_position(tx, t.checkpoints, "resource_id", resource_id),
                 session_id=session_id,
                 turn=turn,
                 seq=seq,
@@ -238,16 +241,16 @@ class Resources(Store):
             self.insert_checkpoint(tx, point)
             return point
 
-        return await self.write(work)
+        return await self._store.write(work)
 
     def insert_checkpoint(self, tx: WriteTx, point: CheckpointRecord) -> None:
-        self.insert_row(tx, t.checkpoints, values(point))
+        self._store.insert_row(tx, t.checkpoints, values(point))
 
     # -- reads --------------------------------------------------------------------------------
 
     async def resource(self, resource_id: str) -> ResourceRecord | None:
         """A resource's row by id (a lookup by key: on the loop for SQLite)."""
-        row = await self.read_rows(lambda rows: rows.one(_RESOURCE, id=resource_id), brief=True)
+        row = await self._store.read_rows(lambda rows: rows.one(_RESOURCE, id=resource_id), brief=True)
         return None if row is None else record(ResourceRecord, row)
 
     async def resources(
@@ -255,7 +258,7 @@ class Resources(Store):
     ) -> list[ResourceRecord]:
         """Resources in creation order; ``session_id`` keeps an instance session's, ``kinds`` some kinds."""
         query = _resources_query(session_id is not None, None if kinds is None else tuple(sorted(set(kinds))))
-        rows = await self.read_all(query, session_id=session_id)
+        rows = await self._store.read_all(query, session_id=session_id)
         return [record(ResourceRecord, row) for row in rows]
 
     async def _require(self, resource_id: str) -> ResourceRecord:
@@ -266,12 +269,12 @@ class Resources(Store):
 
     async def head(self, resource_id: str) -> Head:
         """The current revision, version key and variables of a resource (``MVU_MISSING``)."""
-        return await self.read_rows(lambda rows: _head(rows, resource_id), brief=True)
+        return await self._store.read_rows(lambda rows: _head(rows, resource_id), brief=True)
 
     async def head_version(self, resource_id: str) -> tuple[Head, VersionRecord | None]:
         """:meth:`head` with the version it is at (its own or inherited; None for a head no
         version wrote, as a new resource's), in one round trip."""
-        return await self.read_rows(lambda rows: _head_version(rows, resource_id), brief=True)
+        return await self._store.read_rows(lambda rows: _head_version(rows, resource_id), brief=True)
 
     async def resource_head(self, resource_id: str) -> tuple[ResourceRecord, Head, VersionRecord | None] | None:
         """:meth:`resource` and :meth:`head_version` in one round trip (one snapshot); None
@@ -283,7 +286,7 @@ class Resources(Store):
                 return None
             return record(ResourceRecord, row), *_head_version(rows, resource_id)
 
-        return await self.read_rows(read, brief=True)
+        return await self._store.read_rows(read, brief=True)
 
     async def blob(self, blob_hash: str) -> JsonValue:
         """A stored payload (a state, a definition, a seed) by its hash."""
@@ -301,7 +304,7 @@ class Resources(Store):
         def read(rows: ReadRows) -> dict[str, JsonValue]:
             return {blob_hash: json.loads(body) for blob_hash, body in blob_bodies(rows, wanted).items()}
 
-        return await self.read_rows(read)
+        return await self._store.read_rows(read)
 
     async def versions(self, resource_id: str, *, include_lineage: bool = True,
                        after_position: int | None = None) -> list[VersionRecord]:
@@ -324,7 +327,7 @@ class Resources(Store):
                 )
             return history
 
-        return await self.read_rows(read)
+        return await self._store.read_rows(read)
 
     async def last_message_seq(self, resource_id: str, session_id: str | None) -> int | None:
         """The message sequence number of the latest version in the resource's history (its own,
@@ -341,21 +344,21 @@ class Resources(Store):
                     return int(row["message_seq"])
             return None
 
-        return await self.read_rows(read)
+        return await self._store.read_rows(read)
 
     async def own_version(self, resource_id: str, key: str) -> VersionRecord | None:
         """One of the resource's own versions (never an inherited one) by its key, by index."""
-        row = await self.read_rows(lambda rows: rows.one(_VERSION_RECORD, resource_id=resource_id, key=key),
+        row = await self._store.read_rows(lambda rows: rows.one(_VERSION_RECORD, resource_id=resource_id, key=key),
                                    brief=True)
         return None if row is None else record(VersionRecord, row, inherited=False)
 
     async def checkpoints(self, resource_id: str) -> list[CheckpointRecord]:
-        rows = await self.read_all(_CHECKPOINTS, resource_id=resource_id)
+        rows = await self._store.read_all(_CHECKPOINTS, resource_id=resource_id)
         return [record(CheckpointRecord, row) for row in rows]
 
     async def checkpoint(self, resource_id: str, *, session_id: str, turn: int) -> CheckpointRecord | None:
         """The frozen baseline of one turn, or None."""
-        return await self.read_rows(lambda rows: _checkpoint_at(rows, resource_id, session_id, turn), brief=True)
+        return await self._store.read_rows(lambda rows: _checkpoint_at(rows, resource_id, session_id, turn), brief=True)
 
 
 def _select_resources() -> Any:

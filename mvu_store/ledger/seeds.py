@@ -1,7 +1,7 @@
 """Seeds: fork / swipe / retry tickets (DIGEST F-1 ... F-7), captured and installed atomically.
 
 Installing a seed forks its children (``Resources``) and sets their activation boundaries
-(``Sessions``) in the same unit of work that marks the ticket installed, so it builds on both.
+(``Selections``) in the same unit of work that marks the ticket installed, so it holds both.
 """
 
 from __future__ import annotations
@@ -19,7 +19,8 @@ from mvu_store.ledger.records import SeedChild, SeedRecord
 from mvu_store.ledger.resources import Resources
 from mvu_store.ledger.rows import columns, record
 from mvu_store.ledger.rules import check_text
-from mvu_store.ledger.sessions import Sessions
+from mvu_store.ledger.selections import Selections
+from mvu_store.ledger.store import Store
 from mvu_store.ledger.writer import WriteTx
 
 _sd, _r, _b = t.seeds.c, t.resources.c, t.blobs.c
@@ -52,8 +53,11 @@ _INSTALL = Query(
 )
 
 
-class Seeds(Resources, Sessions):
+class Seeds:
     """Capturing seed tickets and installing their children."""
+
+    def __init__(self, store: Store, resources: Resources, selections: Selections) -> None:
+        self._store, self._resources, self._selections = store, resources, selections
 
     async def put_seed(self, ticket: str, *, kind: str, source_session_id: str, target_session_id: str | None,
                        body: dict[str, JsonValue]) -> None:
@@ -76,22 +80,22 @@ class Seeds(Resources, Sessions):
             ):
                 raise MvuError(Code.SEED_CONFLICT, "the target session already has state or a creation intent",
                                session_id=target_session_id)
-            self.put_blob(tx, blob)
-            self.insert_row(tx, t.seeds, {
-                "ticket": ticket, "position": self.next_position(tx, t.seeds, None, None), "kind": kind,
+            self._store.put_blob(tx, blob)
+            self._store.insert_row(tx, t.seeds, {
+                "ticket": ticket, "position": self._store.next_position(tx, t.seeds, None, None), "kind": kind,
                 "source_session_id": source_session_id, "target_session_id": target_session_id,
                 "installed": False, "body_hash": blob.hash,
             })
 
-        await self.write(work)
+        await self._store.write(work)
 
     async def seed(self, ticket: str) -> SeedRecord | None:
-        row = await self.read_one(_SEED, ticket=ticket)
+        row = await self._store.read_one(_SEED, ticket=ticket)
         return None if row is None else record(SeedRecord, row, installed=bool(row["installed"]))
 
     async def seed_pending(self, target_session_id: str) -> bool:
         """Whether an uninstalled seed ticket targets this session (DIGEST F-5: MVU_SEED_PENDING)."""
-        return await self.read_one(_PENDING, target=target_session_id) is not None
+        return await self._store.read_one(_PENDING, target=target_session_id) is not None
 
     async def install_seed(self, ticket: str, *, target_session_id: str, body: dict[str, JsonValue],
                            children: list[SeedChild]) -> None:
@@ -104,14 +108,14 @@ class Seeds(Resources, Sessions):
         blob = Blob.of(body)
 
         def work(tx: WriteTx) -> None:
-            self.put_blob(tx, blob)
+            self._store.put_blob(tx, blob)
             if tx.execute(_INSTALL, ticket=ticket, target=target_session_id, body_hash=blob.hash).rowcount != 1:
                 raise MvuError(Code.SEED_CONFLICT, "the seed is unknown or was already installed", ticket=ticket)
             for child in children:
-                self.insert_fork(tx, child.source_id, child.new, child.at_key)
-                self.set_activation(tx, child.new.id, target_session_id, child.activation_seq)
+                self._resources.insert_fork(tx, child.source_id, child.new, child.at_key)
+                self._selections.set_activation(tx, child.new.id, target_session_id, child.activation_seq)
                 for position, point in enumerate(child.checkpoints):
-                    self.insert_checkpoint(tx, dataclasses.replace(
+                    self._resources.insert_checkpoint(tx, dataclasses.replace(
                         point, resource_id=child.new.id, position=position, session_id=target_session_id))
 
-        await self.write(work)
+        await self._store.write(work)

@@ -16,7 +16,7 @@ import functools
 import time
 from collections.abc import Callable
 from contextlib import AbstractAsyncContextManager
-from typing import Any, Self, TypeVar
+from typing import Any, TypeVar
 
 from sqlalchemy import Engine, Table, bindparam, func, insert, select, update
 
@@ -55,7 +55,8 @@ def now_ms() -> int:
 
 
 class Store:
-    """One budget domain's storage; the ledger's parts (``Commits``, ``Resources``, ...) build on it."""
+    """One budget domain's storage, private to the ledger: its repositories (``Commits``,
+    ``Resources``, ...) hold it and run their units of work and reads through it."""
 
     def __init__(self, *, writer_engine: Engine, reader_engine: Engine, ledger_id: str, state_limit_bytes: int) -> None:
         self.ledger_id = ledger_id
@@ -98,12 +99,6 @@ class Store:
         self._writer_engine.dispose()
         self._reader_engine.dispose()
 
-    async def __aenter__(self) -> Self:
-        return self
-
-    async def __aexit__(self, *_exc: object) -> None:
-        await self.close()
-
     @property
     def url(self) -> str:
         return self._writer_engine.url.render_as_string(hide_password=True)
@@ -111,6 +106,16 @@ class Store:
     @property
     def state_limit_bytes(self) -> int:
         return self._state_limit
+
+    @property
+    def embedded(self) -> bool:
+        """Whether the database is an embedded file (SQLite)."""
+        return self._dialect.embedded
+
+    @property
+    def file_path(self) -> str | None:
+        """The embedded database's file, None for a server database."""
+        return self._file.path if self._file is not None else None
 
     # -- the session lock ---------------------------------------------------------------------
 
@@ -128,7 +133,8 @@ class Store:
     # -- the boundaries -----------------------------------------------------------------------
 
     async def write(self, work: Callable[[WriteTx], T]) -> T:
-        """Run ``work`` as one atomic unit on the writer (for in-package use: importers)."""
+        """Run ``work`` as one atomic unit on the writer: the body of each repository method that
+        writes (the transaction never leaves the ledger package)."""
         if self._closed:
             raise MvuError(Code.DISPOSED, "the ledger is closed")
         return await self._writer.submit(work)

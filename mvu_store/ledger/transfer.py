@@ -41,25 +41,20 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import os
 import tempfile
 import time
 from collections import defaultdict
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
-from sqlalchemy import Table, select
-
 from mvu_store.errors import Code, MvuError
-from mvu_store.jsonvalue import JsonValue, dumps, js_json, sha256_hex
+from mvu_store.jsonvalue import JsonValue, dumps, js_json
 from mvu_store.ledger import json_ledger as jl
-from mvu_store.ledger import tables as t
-from mvu_store.ledger.dialect import dialect_of
-from mvu_store.ledger.repository import Ledger
-from mvu_store.ledger.writer import WriteTx
+from mvu_store.ledger.facade import Ledger
+from mvu_store.ledger.transfer_rows import ImportWork, Snapshot
 from mvu_store.private_files import make_private_folders
 
 Step = Callable[[str], None]
@@ -96,47 +91,7 @@ class ExportReport:
         return {"directory": self.directory, "files": self.files, "counts": self.counts}
 
 
-@dataclass(slots=True)
-class Snapshot:
-    """The ledger's content in the original shapes (what export writes, what import compares)."""
-
-    templates: dict[str, JsonValue] = field(default_factory=dict)
-    resources: dict[str, JsonValue] = field(default_factory=dict)
-    seeds: dict[str, JsonValue] = field(default_factory=dict)
-    selections: dict[str, str | None] = field(default_factory=dict)
-    facts: list[JsonValue] = field(default_factory=list)
-    facts_floor: int | None = None
-    """Once the facts store has evicted records: the oldest stored ``recordedAt`` (see module doc)."""
-    legacy: dict[str, bytes] = field(default_factory=dict)
-
-
 # -- import -------------------------------------------------------------------------------------
-
-
-@dataclass(slots=True)
-class _Work:
-    """What one import writes: the plans minus what the ledger already holds."""
-
-    instances: jl.InstancesPlan
-    facts: list[jl.FactPlan]
-    legacy: bytes | None
-    skipped: dict[str, int]
-
-    def counts(self) -> dict[str, int]:
-        resources = self.instances.resources
-        return {
-            "templates": len(self.instances.templates),
-            "resources": len(resources),
-            "versions": sum(len(plan.rows.versions) for plan in resources),
-            "checkpoints": sum(len(plan.rows.checkpoints) for plan in resources),
-            "receipts": sum(len(plan.rows.receipts) for plan in resources),
-            "activations": (sum(len(plan.rows.activations) for plan in resources)
-                            + sum(len(plan.activations) for plan in self.instances.templates)),
-            "seeds": len(self.instances.seeds),
-            "discoverySelections": len(self.instances.selections),
-            "facts": len(self.facts),
-            "legacyFiles": int(self.legacy is not None),
-        }
 
 
 async def import_directory(ledger: Ledger, directory: str | os.PathLike[str], *,
@@ -153,12 +108,12 @@ async def import_directory(ledger: Ledger, directory: str | os.PathLike[str], *,
     # Seconds of CPU for a large file: off the event loop, like the database work.
     instances, facts = await asyncio.to_thread(_validate, sources, ledger.state_limit_bytes)
     tell("comparing with the ledger")
-    work = _subtract(await snapshot(ledger), instances, facts, sources.get(jl.LEGACY_FILE))
+    work = _subtract(await ledger.snapshot(), instances, facts, sources.get(jl.LEGACY_FILE))
     created = work.counts()
     charged = 0
     if any(created.values()):
         tell("writing")
-        charged = await ledger.write(lambda tx: _write(ledger, tx, work))
+        charged = await ledger.import_rows(work)
     return ImportReport(str(root), tuple(sorted(sources)), created, work.skipped, charged)
 
 
@@ -195,7 +150,7 @@ def _read_sources(root: Path) -> dict[str, bytes]:
 
 
 def _subtract(current: Snapshot, instances: jl.InstancesPlan, facts: list[jl.FactPlan],
-              legacy: bytes | None) -> _Work:
+              legacy: bytes | None) -> ImportWork:
     """Drop what the ledger already holds (equal as JSON); refuse what it holds otherwise."""
     skipped: dict[str, int] = defaultdict(int)
 
@@ -224,7 +179,7 @@ def _subtract(current: Snapshot, instances: jl.InstancesPlan, facts: list[jl.Fac
             raise jl.refuse(Code.ID_CONFLICT, "the ledger already holds another legacy file", (), jl.LEGACY_FILE)
         skipped["legacyFiles"] = 1
         legacy = None
-    return _Work(kept, new_facts, legacy, dict(skipped))
+    return ImportWork(kept, new_facts, legacy, dict(skipped))
 
 
 def _evicted(fact: jl.FactPlan, floor: int | None) -> bool:
@@ -233,150 +188,7 @@ def _evicted(fact: jl.FactPlan, floor: int | None) -> bool:
     return floor is not None and type(recorded_at) is int and recorded_at <= floor
 
 
-def _write(ledger: Ledger, tx: WriteTx, work: _Work) -> int:
-    """The import's one unit of work; returns the bytes it charged to the budget."""
-    position = ledger.next_position(tx, t.templates, None, None)
-    for index, template in enumerate(work.instances.templates):
-        ledger.insert_row(tx, t.templates, {"id": template.id, "position": position + index,
-                                            "definition_hash": ledger.put_blob(tx, template.blob)})
-        for row in template.activations:
-            ledger.insert_row(tx, t.activations, row)
-    for plan in work.instances.resources:
-        rows = plan.rows
-        # Blobs first: the resource's head and the history rows reference them.
-        for blob in rows.blobs.values():
-            ledger.put_blob(tx, blob)
-        ledger.insert_resource(tx, plan.new, revision=plan.revision, head=(plan.head_key, plan.head_hash))
-        for table, values in ((t.versions, rows.versions), (t.checkpoints, rows.checkpoints),
-                              (t.receipts, rows.receipts), (t.activations, rows.activations)):
-            for row in values:
-                ledger.insert_row(tx, table, row)
-    position = ledger.next_position(tx, t.seeds, None, None)
-    for index, seed in enumerate(work.instances.seeds):
-        ledger.insert_row(tx, t.seeds, {**seed.row, "position": position + index,
-                                        "body_hash": ledger.put_blob(tx, seed.blob)})
-    for session_id, template_id in work.instances.selections.items():
-        ledger.insert_row(tx, t.selections, {"session_id": session_id, "template_id": template_id})
-    ledger.insert_facts(tx, [(fact.text, fact.record) for fact in work.facts])
-    if work.legacy is not None:
-        ledger.insert_row(tx, t.legacy_files, {"name": jl.LEGACY_FILE, "sha256": sha256_hex(work.legacy),
-                                               "size": len(work.legacy), "body": work.legacy})
-        # The legacy bytes count against the budget like any stored byte (``size``, not ``bytes``).
-        tx.charge(len(work.legacy))
-    return tx.charged
-
-
 # -- export -------------------------------------------------------------------------------------
-
-
-async def snapshot(ledger: Ledger) -> Snapshot:
-    """The whole ledger in the original shapes, read in one consistent snapshot."""
-    return await ledger.read(lambda connection: _snapshot(connection, ledger.ledger_id))
-
-
-def _snapshot(connection: Any, ledger_id: str) -> Snapshot:
-    isolation = dialect_of(connection).snapshot_isolation
-    if isolation is not None:
-        # One snapshot for all the reads below (SQLite's reader BEGIN already gives one).
-        connection = connection.execution_options(isolation_level=isolation)
-
-    def rows(table: Table, *columns: str, order: tuple[str, ...] = ()) -> list[Any]:
-        query = select(*(table.c[name] for name in columns)).where(table.c.ledger_id == ledger_id)
-        return list(connection.execute(query.order_by(*(table.c[name] for name in order))))
-
-    texts = {row.hash: row.body for row in rows(t.blobs, "hash", "body")}
-    parsed: dict[str, JsonValue] = {}
-
-    def blob(key: str) -> JsonValue:
-        if key not in parsed:
-            # An export is what a user keeps: a state that is not what its hash says is refused,
-            # never written out changed.
-            if key not in texts or sha256_hex(texts[key]) != key:
-                raise MvuError(Code.STORAGE_CORRUPT, f"the stored state {key} is missing or does not match its hash: "
-                                                     "the ledger is damaged (run mvu audit); nothing was exported",
-                               hash=key)
-            parsed[key] = json.loads(texts[key])
-        return parsed[key]
-
-    receipts = rows(t.receipts, "resource_id", "operation_id", "kind", "fingerprint", "version_key", "result",
-                    order=("resource_id", "position"))
-    results = {(r.resource_id, r.version_key): r.result for r in receipts if r.kind == "commit"}
-    management: dict[str, list[dict[str, Any]]] = defaultdict(list)
-    for receipt in receipts:
-        if receipt.kind == "management":
-            management[receipt.resource_id].append(jl.rebuild_management(receipt))
-    own: dict[str, list[Any]] = defaultdict(list)
-    for row in rows(t.versions, "resource_id", "key", "position", "revision", "parent_key", "variables_hash",
-                    "operation_id", "fingerprint", "error", "source", "meta", order=("resource_id", "position")):
-        own[row.resource_id].append(row)
-    checkpoints: dict[str, list[Any]] = defaultdict(list)
-    for row in rows(t.checkpoints, "resource_id", "session_id", "turn", "seq", "revision", "version_key",
-                    "variables_hash", "meta", order=("resource_id", "position")):
-        checkpoints[row.resource_id].append(row)
-    activations: dict[str, dict[str, int]] = defaultdict(dict)
-    for row in rows(t.activations, "owner_id", "session_id", "seq"):
-        activations[row.owner_id][row.session_id] = row.seq
-    result = Snapshot()
-    for row in rows(t.templates, "id", "definition_hash", order=("position",)):
-        # A template's activation boundaries are rows (owner_id = template id), as a resource's.
-        result.templates[row.id] = jl.fold_activations(blob(row.definition_hash), activations[row.id])
-    # Creation order: a fork's owner comes before the child, so its history is already built.
-    histories: dict[str, list[dict[str, Any]]] = {}
-    for row in rows(t.resources, "id", "revision", "head_key", "definition_hash", "initial_hash", "management_mode",
-                    "meta", "session_id", "session_created_at", "parent_id", "parent_position", order=("position",)):
-        inherited = _inherited(row, histories, own)
-        # The child's own rows name its fork point by the owner's key; the file names the copy.
-        renamed = {copy["inheritedFrom"]["versionKey"]: copy["key"] for copy in inherited}
-        versions = [*inherited]
-        for version in own[row.id]:
-            record = jl.rebuild_version(version, blob(version.variables_hash), results.get((row.id, version.key)))
-            if "parentKey" in record:
-                record["parentKey"] = _rename(renamed, record["parentKey"])
-            versions.append(record)
-        histories[row.id] = versions
-        points = [jl.rebuild_checkpoint(point, blob(point.variables_hash)) for point in checkpoints[row.id]]
-        for point in points:
-            if "versionKey" in point:
-                point["versionKey"] = _rename(renamed, point["versionKey"])
-        result.resources[row.id] = jl.rebuild_resource(
-            row, blob(row.definition_hash), blob(row.initial_hash), current_key=_rename(renamed, row.head_key),
-            versions=versions, checkpoints=points, management=management[row.id], activations=activations[row.id])
-    for row in rows(t.seeds, "ticket", "body_hash", order=("position",)):
-        result.seeds[row.ticket] = blob(row.body_hash)
-    for row in rows(t.selections, "session_id", "template_id", order=("session_id",)):
-        result.selections[row.session_id] = row.template_id
-    facts = rows(t.facts, "body", "recorded_at", order=("seq",))
-    result.facts = [json.loads(row.body) for row in facts]
-    counters = rows(t.ledger, "facts_count", "facts_next_seq")
-    # Sequence numbers start at 1 and are never reused: fewer rows than numbers means evictions.
-    if facts and counters and counters[0].facts_next_seq - 1 > counters[0].facts_count:
-        result.facts_floor = min(row.recorded_at for row in facts)
-    result.legacy = {row.name: bytes(row.body) for row in rows(t.legacy_files, "name", "body", order=("name",))}
-    return result
-
-
-def _rename(renamed: dict[str, str], key: Any) -> Any:
-    return renamed.get(key, key) if isinstance(key, str) else key
-
-
-def _inherited(row: Any, histories: dict[str, list[dict[str, Any]]], own: dict[str, list[Any]]
-               ) -> list[dict[str, Any]]:
-    """The history a fork made by ``Ledger.fork`` inherits, copied the way the original copies it.
-
-    The ledger links the child to the owner of its fork point (``parent_id``) and a position in
-    the owner's own rows instead of copying: the child sees the owner's whole history up to that
-    row, the owner's own inherited part included. The original's file holds copies instead
-    (``json_ledger.inherited_version``), so export makes them: a grandchild's are copies of its
-    owner's copies, as in the original. A fork of an inherited version links to the version's
-    owner, not to the resource forked, so it exports as a fork of that owner.
-    """
-    if row.parent_id is None:
-        return []
-    owner, owner_rows = histories[row.parent_id], own[row.parent_id]
-    seen = len(owner) - len(owner_rows) + sum(1 for version in owner_rows if version.position <= row.parent_position)
-    created_at = None if row.session_created_at is None else json.loads(row.session_created_at)
-    identity = jl.instance_identity(row.session_id, created_at)
-    return [jl.inherited_version(version, row.id, identity) for version in owner[:seen]]
 
 
 async def export_directory(ledger: Ledger, directory: str | os.PathLike[str], *,
@@ -394,7 +206,7 @@ async def export_directory(ledger: Ledger, directory: str | os.PathLike[str], *,
                                              "nothing was exported: run mvu audit", findings=len(damage),
                        subject=damage[0].subject)
     tell("reading the ledger")
-    content = await snapshot(ledger)
+    content = await ledger.snapshot()
     files: dict[str, bytes] = {
         jl.INSTANCES_FILE: _encode(jl.instances_document(content.resources, content.templates, content.seeds,
                                                          content.selections)),

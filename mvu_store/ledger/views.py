@@ -12,17 +12,18 @@ head states asked for.
 from __future__ import annotations
 
 import functools
-from collections.abc import Collection
 from typing import Any
 
 from sqlalchemy import ColumnElement, and_, bindparam, exists, false, or_, select, true
 
+from mvu_store.host import SessionTail
 from mvu_store.ledger import tables as t
+from mvu_store.ledger.host_sessions import stored_tail
 from mvu_store.ledger.query import LEDGER, Query, ReadRows
-from mvu_store.ledger.records import ResourceRecord, SessionRows, StoredTemplate
+from mvu_store.ledger.records import ResourceRecord, SessionRows, SessionRowsQuery, StoredTemplate
 from mvu_store.ledger.rows import columns, record
-from mvu_store.ledger.seeds import Seeds
-from mvu_store.ledger.sessions import ACTIVATIONS
+from mvu_store.ledger.selections import ACTIVATIONS
+from mvu_store.ledger.store import Store
 
 _s, _sd, _l, _tp, _b, _r = t.selections.c, t.seeds.c, t.legacy_files.c, t.templates.c, t.blobs.c, t.resources.c
 
@@ -84,43 +85,51 @@ def _resources_query(heads: int | None, instance_heads: bool) -> Query:
     return Query(f"session-resources:{heads}:{instance_heads}", build)
 
 
-class Views(Seeds):
-    """Reads that gather, in one round trip, what a use case needs."""
+class Views:
+    """Reads that gather, in one round trip, what a session's read or turn needs."""
 
-    async def session_rows(self, session_id: str, *, template_ids: Collection[str] = (), legacy_name: str,
-                           heads: Collection[str] | None = (), turn: bool = False) -> SessionRows:
-        """The session's rows (see :class:`SessionRows`): the templates ``template_ids`` besides
-        the selected one, the digest of the legacy file ``legacy_name``, the head state of the
-        resources ``heads`` among those read (None: of all of them) and, with ``turn``, what a
-        turn needs besides: the session's activation boundaries and its instances' heads."""
-        return await self.read_rows(lambda rows: self.session_rows_in(
-            rows, session_id, template_ids=template_ids, legacy_name=legacy_name, heads=heads, turn=turn))
+    def __init__(self, store: Store) -> None:
+        self._store = store
 
-    @staticmethod
-    def session_rows_in(rows: ReadRows, session_id: str, *, template_ids: Collection[str] = (), legacy_name: str,
-                        heads: Collection[str] | None = (), turn: bool = False) -> SessionRows:
-        """:meth:`session_rows` inside a round trip that reads more (a session's new events)."""
-        wanted = None if heads is None else sorted(set(heads))
-        header = rows.one(_HEADER, session_id=session_id, legacy_name=legacy_name)
-        assert header is not None  # a SELECT without FROM has one row
-        template_id = header["template_id"]
-        templates: dict[str, StoredTemplate | None] = {}
-        if template_id is not None:
-            templates[template_id] = None if header["definition_hash"] is None else StoredTemplate(
-                header["definition_hash"], header["body"])
-        for other in set(template_ids) - set(templates):
-            found = rows.one(_TEMPLATE, id=other)
-            templates[other] = None if found is None else StoredTemplate(found["definition_hash"], found["body"])
-        binds = {} if wanted is None else {f"head_{n}": head for n, head in enumerate(wanted)}
-        listed = rows.all(_resources_query(None if wanted is None else len(wanted), turn), session_id=session_id,
-                          **binds)
-        resources = [(record(ResourceRecord, row), row["head_body"]) for row in listed]
-        return SessionRows(
-            session_id=session_id, seed_pending=bool(header["seed_pending"]), selected=bool(header["selected"]),
-            template_id=template_id, templates=templates,
-            instances=tuple(resource for resource, _ in resources if resource.kind == "instance"),
-            shared=tuple(resource for resource, _ in resources if resource.kind != "instance"),
-            legacy_digest=header["legacy_digest"],
-            heads={resource.id: body for resource, body in resources if body is not None},
-            activations={row["owner_id"]: int(row["seq"]) for row in rows.all(ACTIVATIONS, session_id=session_id)}
-            if turn else None)
+    async def session_rows(self, query: SessionRowsQuery, *, brief: bool = False) -> SessionRows:
+        """The session's rows (see :class:`SessionRowsQuery`); ``brief`` as in ``Store.read_rows``."""
+        return await self._store.read_rows(lambda rows: _session_rows(rows, query), brief=brief)
+
+    async def session_rows_since(self, query: SessionRowsQuery, after_seq: int, *,
+                                 brief: bool) -> tuple[SessionTail | None, SessionRows]:
+        """The session's events after ``after_seq`` as the store-backed host keeps them
+        (:meth:`HostSessions.host_session_tail`), then :meth:`session_rows`, in one round trip."""
+
+        def read(rows: ReadRows) -> tuple[SessionTail | None, SessionRows]:
+            tail = stored_tail(rows, query.session_id, after_seq)
+            return None if tail is None else tail.session_tail(), _session_rows(rows, query)
+
+        return await self._store.read_rows(read, brief=brief)
+
+
+def _session_rows(rows: ReadRows, query: SessionRowsQuery) -> SessionRows:
+    session_id = query.session_id
+    wanted = None if query.heads is None else sorted(set(query.heads))
+    header = rows.one(_HEADER, session_id=session_id, legacy_name=query.legacy_name)
+    assert header is not None  # a SELECT without FROM has one row
+    template_id = header["template_id"]
+    templates: dict[str, StoredTemplate | None] = {}
+    if template_id is not None:
+        templates[template_id] = None if header["definition_hash"] is None else StoredTemplate(
+            header["definition_hash"], header["body"])
+    for other in query.template_ids - set(templates):
+        found = rows.one(_TEMPLATE, id=other)
+        templates[other] = None if found is None else StoredTemplate(found["definition_hash"], found["body"])
+    binds = {} if wanted is None else {f"head_{n}": head for n, head in enumerate(wanted)}
+    listed = rows.all(_resources_query(None if wanted is None else len(wanted), query.turn), session_id=session_id,
+                      **binds)
+    resources = [(record(ResourceRecord, row), row["head_body"]) for row in listed]
+    return SessionRows(
+        session_id=session_id, seed_pending=bool(header["seed_pending"]), selected=bool(header["selected"]),
+        template_id=template_id, templates=templates,
+        instances=tuple(resource for resource, _ in resources if resource.kind == "instance"),
+        shared=tuple(resource for resource, _ in resources if resource.kind != "instance"),
+        legacy_digest=header["legacy_digest"],
+        heads={resource.id: body for resource, body in resources if body is not None},
+        activations={row["owner_id"]: int(row["seq"]) for row in rows.all(ACTIVATIONS, session_id=session_id)}
+        if query.turn else None)

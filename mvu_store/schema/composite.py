@@ -29,6 +29,7 @@ from mvu_store.schema.issues import (
 )
 from mvu_store.schema.primitives import LiteralSchema, SizedSchema, StringSchema
 from mvu_store.schema.types import (
+    CONTAINERS,
     Catch,
     Check,
     Default,
@@ -542,3 +543,9 @@ def _merge_values(left: Any, right: Any) -> Any:
     if strict_equals(left, right) or left is right:
         return left
     raise fail("Unmergable intersection")
+
+
+# Every schema's .array(), .or() and .and() make these (types.Containers says why they are set here).
+CONTAINERS.array = ArraySchema
+CONTAINERS.union = UnionSchema
+CONTAINERS.intersection = IntersectionSchema

@@ -72,6 +72,23 @@ def as_schema(value: Any, what: str) -> Schema:
     return value
 
 
+class Containers:
+    """The container schemas that every schema's ``.array()``, ``.or()`` and ``.and()`` make.
+
+    They are schemas themselves, so they are defined above this module (in :mod:`composite`),
+    which installs them in :data:`CONTAINERS` when it loads: this module names none of them, and
+    the two do not import each other. ``mvu_store.schema``'s root loads :mod:`composite` (through
+    :mod:`native`), so they are installed before any schema exists.
+    """
+
+    array: Callable[[Schema], Schema]
+    union: Callable[[list[Schema]], Schema]
+    intersection: Callable[[Schema, Schema], Schema]
+
+
+CONTAINERS = Containers()
+
+
 class Schema(Opaque):
     """Base of every schema node."""
 
@@ -223,19 +240,13 @@ class Schema(Opaque):
         return self
 
     def m_array(self, budget: Budget, args: list[Any]) -> Schema:
-        from mvu_store.schema.composite import ArraySchema
-
-        return ArraySchema(self)
+        return CONTAINERS.array(self)
 
     def m_or(self, budget: Budget, args: list[Any]) -> Schema:
-        from mvu_store.schema.composite import UnionSchema
-
-        return UnionSchema([self, as_schema(arg(args, 0), "or()'s argument")])
+        return CONTAINERS.union([self, as_schema(arg(args, 0), "or()'s argument")])
 
     def m_and(self, budget: Budget, args: list[Any]) -> Schema:
-        from mvu_store.schema.composite import IntersectionSchema
-
-        return IntersectionSchema(self, as_schema(arg(args, 0), "and()'s argument"))
+        return CONTAINERS.intersection(self, as_schema(arg(args, 0), "and()'s argument"))
 
     def m_safeParse(self, budget: Budget, args: list[Any]) -> Any:
         """``schema.safeParse(v)`` inside a declaration: ``{success, data}`` or ``{success, error}``."""

@@ -88,6 +88,18 @@ def _new_instance(template: dict[str, Any], resource_id: str, identity: dict[str
     )
 
 
+async def _apply_outgoing(ingest: Ingest, session_id: str, log: SessionLog, signal: Signal | None,
+                          lease: Lease) -> None:
+    """Apply the outgoing character's replies before its boundary moves. An outgoing selection
+    that could never allocate has nothing to apply: switching away from it (or unselecting) must
+    stay possible."""
+    try:
+        await ingest(session_id, log, signal, lease)
+    except MvuError as error:
+        if error.code not in (Code.MIGRATION_REQUIRED, Code.SEED_REQUIRED):
+            raise
+
+
 class Allocation:
     def __init__(self, ctx: ServiceContext) -> None:
         self._ctx = ctx
@@ -140,60 +152,65 @@ class Allocation:
         check_session_id(session_id)
         if greeting_index is not None:
             check_greeting_index(greeting_index)
-        template_id = card = None
-        if character_id is not None:
-            if not isinstance(character_id, str) or not character_id:
-                raise MvuError(Code.CONFIG, "character_id must be a non-empty string or None")
-            template_id = character_template_id(character_id)
-            card = await ctx.ledger.template(template_id)
-            if not isinstance(card, dict) or card.get("discovered") is not True:
-                raise MvuError(Code.MISSING, f"no card is registered for character {character_id!r}: register it "
-                                             "first (POST /mvu/cards?characterId=… over HTTP, MvuService.discover in "
-                                             "Python), then select it", id=template_id)
+        card = await self._registered_card(character_id) if character_id is not None else None
 
         async def work() -> SelectionResult:
             lease = await ctx.lease(session_id)
             log, identity = await ctx.durable(session_id)
             selected, previous = await ctx.ledger.selection(session_id)
-            chosen_template = None
+            chosen = await self._greeting_choice(card, previous, greeting_index, log) if card is not None else None
+            template_id = chosen["id"] if chosen is not None else None
             opened: dict[str, dict[str, Any]] = {}
-            if isinstance(card, dict):
-                chosen_template = await self._greeting_choice(card, previous, greeting_index, log)
-            template_id = chosen_template["id"] if chosen_template is not None else None
-            boundary = log.last_seq + 1
             if not (selected and previous == template_id):
-                chosen_id = str(template_id)
-                if chosen_template is not None and not await ctx.ledger.resource(instance_id(chosen_id, identity)):
-                    # Refused before anything is stored: a refused selection must not stick (L-1, F-5).
-                    self.check_allocatable(chosen_id, log.snapshot(), await ctx.catalog.legacy())
-                    # Kept for the allocation below: the greeting is opened once per selection.
-                    opened[chosen_id] = await _opening(chosen_template, (names or Names()).over(log.names))
-                try:
-                    # Replies of the outgoing character are applied before its boundary moves.
-                    await ingest(session_id, log, signal, lease)
-                except MvuError as error:
-                    # An outgoing selection that could never allocate has nothing to apply:
-                    # switching away from it (or unselecting) must stay possible.
-                    if error.code not in (Code.MIGRATION_REQUIRED, Code.SEED_REQUIRED):
-                        raise
-                if chosen_template is not None and chosen_template is not card:
+                opened = await self._opened(chosen, log, identity, names)
+                await _apply_outgoing(ingest, session_id, log, signal, lease)
+                if chosen is not None and chosen is not card:
                     # A greeting template is (re)written from its card when chosen: a card's new
                     # greetings reach the sessions that choose them from now on.
-                    await ctx.ledger.put_template(chosen_id, chosen_template)
+                    await ctx.ledger.put_template(chosen["id"], chosen)
                 ctx.check_before_commit(signal, lease)
-                await ctx.ledger.write(lambda tx: self._select(tx, session_id, template_id, identity, boundary))
+                await ctx.ledger.record_selection(
+                    session_id, template_id, boundary=log.last_seq + 1,
+                    instance_id=instance_id(template_id, identity) if template_id is not None else None)
             # Every selection call starts a new generation: a greeting view read before it is old.
             ctx.views.bump(session_id)
-            instances = await self.instances(session_id, log, allocate=True, names=names, opened=opened)
-            chosen = next((entry for entry in instances if entry.row and entry.row.template_id == template_id), None)
-            boundaries = await ctx.ledger.activations(session_id)
-            return SelectionResult(session_id=session_id, template_id=template_id,
-                                   instance_id=chosen.id if chosen else None,
-                                   boundary=boundaries.get(chosen.id) if chosen else None,
-                                   greeting_index=greeting_index_of(chosen_template)
-                                   if chosen_template is not None else None)
+            return await self._selection(session_id, log, chosen, names, opened)
 
         return await ctx.locked(session_id, work)
+
+    async def _registered_card(self, character_id: str) -> dict[str, Any]:
+        """The card registered for ``character_id`` (``MVU_MISSING`` without one)."""
+        if not isinstance(character_id, str) or not character_id:
+            raise MvuError(Code.CONFIG, "character_id must be a non-empty string or None")
+        template_id = character_template_id(character_id)
+        card = await self._ctx.ledger.template(template_id)
+        if not isinstance(card, dict) or card.get("discovered") is not True:
+            raise MvuError(Code.MISSING, f"no card is registered for character {character_id!r}: register it "
+                                         "first (POST /mvu/cards?characterId=… over HTTP, MvuService.discover in "
+                                         "Python), then select it", id=template_id)
+        return card
+
+    async def _opened(self, chosen: dict[str, Any] | None, log: SessionLog, identity: dict[str, JsonValue],
+                      names: Names | None) -> dict[str, dict[str, Any]]:
+        """The initial data of the chosen template's instance when the session has none yet (by
+        template id), its greeting opened once per selection; refused before anything is stored,
+        since a refused selection must not stick (L-1, F-5)."""
+        if chosen is None or await self._ctx.ledger.resource(instance_id(chosen["id"], identity)):
+            return {}
+        self.check_allocatable(chosen["id"], log.snapshot(), await self._ctx.catalog.legacy())
+        return {chosen["id"]: await _opening(chosen, (names or Names()).over(log.names))}
+
+    async def _selection(self, session_id: str, log: SessionLog, chosen: dict[str, Any] | None,
+                         names: Names | None, opened: dict[str, dict[str, Any]]) -> SelectionResult:
+        """The session's selection once recorded, its instances allocated."""
+        template_id = chosen["id"] if chosen is not None else None
+        instances = await self.instances(session_id, log, allocate=True, names=names, opened=opened)
+        entry = next((entry for entry in instances if entry.row and entry.row.template_id == template_id), None)
+        boundaries = await self._ctx.ledger.activations(session_id)
+        return SelectionResult(session_id=session_id, template_id=template_id,
+                               instance_id=entry.id if entry else None,
+                               boundary=boundaries.get(entry.id) if entry else None,
+                               greeting_index=greeting_index_of(chosen) if chosen is not None else None)
 
     async def _greeting_choice(self, card: dict[str, Any], previous: str | None, index: int | None,
                                log: SessionLog) -> dict[str, Any]:
@@ -218,17 +235,6 @@ class Allocation:
                 if row.template_id is not None and card_template_id_of(row.template_id) == card_template_id]
         copies = [str(row.template_id) for row in rows]
         return live_copy(card_template_id, copies, None, await self._played(rows, None)) if copies else None
-
-    def _select(self, tx: Any, session_id: str, template_id: str | None, identity: dict[str, JsonValue],
-                boundary: int) -> None:
-        ledger = self._ctx.ledger
-        ledger.set_selection(tx, session_id, template_id)
-        if template_id is None:
-            return
-        ledger.set_activation(tx, template_id, session_id, boundary)
-        existing = instance_id(template_id, identity)
-        if ledger.resource_exists(tx, existing):
-            ledger.set_activation(tx, existing, session_id, boundary)
 
     async def active_templates(self, session_id: str,
                                reads: LedgerReads | None = None) -> tuple[bool, list[dict[str, Any]]]:
@@ -389,18 +395,12 @@ class Allocation:
     async def _create_instance(self, template: dict[str, Any], resource_id: str, identity: dict[str, JsonValue],
                                boundary: int, initial: dict[str, Any]) -> None:
         ledger = self._ctx.ledger
-        session_id = str(identity["sessionId"])
         new = _new_instance(template, resource_id, identity, initial)
         if template.get("discovered") is not True:
             # A configured template is stored when first used, so an export carries it.
             await ledger.put_template(template["id"], template)
-
-        def work(tx: Any) -> None:
-            ledger.insert_resource(tx, new)
-            ledger.set_activation(tx, resource_id, session_id, boundary)
-
         try:
-            await ledger.write(work)
+            await ledger.create_instance(new, boundary=boundary)
         except MvuError as error:
             if error.code != Code.ID_CONFLICT:
                 raise

@@ -16,8 +16,7 @@ from __future__ import annotations
 import asyncio
 import sys
 import weakref
-from collections.abc import Callable
-from typing import Protocol, TypeVar, runtime_checkable
+from typing import Protocol, runtime_checkable
 
 from mvu_store.bounded import BoundedCache
 from mvu_store.host import (
@@ -32,8 +31,7 @@ from mvu_store.host import (
     tail_of,
 )
 from mvu_store.lang.macros import Names
-from mvu_store.ledger import Ledger
-from mvu_store.ledger.query import ReadRows
+from mvu_store.ledger import Ledger, SessionRows, SessionRowsQuery
 from mvu_store.service.turns import Reply, ReplyParser, seed_boundary
 
 # Sessions whose copy is kept, and what their copies may weigh in all (about the memory they
@@ -46,7 +44,6 @@ MIN_MEMORY_BYTES = 1024 * 1024
 # share of the parsed replies). Measured: a turn of four events held 4.8 KiB with short
 # messages and 8.9 KiB with a 4 KiB reply, which the weight puts at 4.5 and 8.6.
 EVENT_OVERHEAD_BYTES = 1024
-T = TypeVar("T")
 
 
 class SessionLog:
@@ -137,13 +134,11 @@ class SessionLog:
 
 @runtime_checkable
 class LedgerHost(Protocol):
-    """A host whose sessions are in a ledger's own tables (``StoreHost``): it reads a session's
-    new events inside a round trip of that ledger, so a read gets them with its rows in one."""
+    """A host whose sessions are in a ledger's own tables (``StoreHost``): that ledger reads a
+    session's new events with the session's rows (``Ledger.session_rows_since``), in one round trip."""
 
     @property
     def ledger(self) -> Ledger: ...
-
-    def read_tail(self, rows: ReadRows, session_id: str, after_seq: int) -> SessionTail | None: ...
 
 
 class SessionCache:
@@ -175,20 +170,19 @@ class SessionCache:
             return await self._take(session_id, cached, tail)
 
     async def log_with(self, session_id: str, ledger: Ledger,
-                       work: Callable[[ReadRows], T]) -> tuple[SessionLog | None, T]:
-        """:meth:`log`, then ``ledger.read_rows(work)``: in one round trip when the host keeps its
-        sessions in ``ledger`` (a :class:`LedgerHost`), the session's new events read first.
-        ``work`` is a few lookups by key: once the session's log is kept here (so that only its
-        new events are read), the round trip is ``brief``."""
+                       query: SessionRowsQuery) -> tuple[SessionLog | None, SessionRows]:
+        """:meth:`log`, then the session's rows ``query`` asks ``ledger`` for: in one round trip
+        when the host keeps its sessions in ``ledger`` (a :class:`LedgerHost`), the session's new
+        events read first. The rows are a few lookups by key: once the session's log is kept here
+        (so that only its new events are read), the round trip is ``brief``."""
         host = self._ledger_host
         if host is None or host.ledger is not ledger:
-            return await self.log(session_id), await ledger.read_rows(work, brief=True)
+            return await self.log(session_id), await ledger.session_rows(query, brief=True)
         async with self._lock(session_id):
             cached = self._logs.get(session_id)
             after_seq = cached.last_seq if cached is not None else -1
-            tail, result = await ledger.read_rows(lambda rows: (host.read_tail(rows, session_id, after_seq),
-                                                                work(rows)), brief=cached is not None)
-            return await self._take(session_id, cached, tail), result
+            tail, rows = await ledger.session_rows_since(query, after_seq, brief=cached is not None)
+            return await self._take(session_id, cached, tail), rows
 
     def _lock(self, session_id: str) -> asyncio.Lock:
         lock = self._locks.get(session_id)

@@ -2,7 +2,7 @@
 
 The parts that list a session's resources (:mod:`allocation`, :mod:`catalog`) ask their
 questions through :class:`LedgerReads`. The ledger is one; a :class:`SessionView` is another: it
-answers from the rows :meth:`~mvu_store.ledger.Ledger.session_rows_in` read in one round trip
+answers from the rows :meth:`~mvu_store.ledger.Ledger.session_rows` read in one round trip
 (with the session's new events, when the host keeps them in the ledger), and asks the ledger only
 what those rows cannot tell (another session, a template nobody asked for).
 So a read or a turn costs one round trip instead of one per lookup, and every answer comes from
@@ -20,8 +20,7 @@ from typing import Any, Protocol
 
 from mvu_store.jsonvalue import JsonValue
 from mvu_store.ledger import Ledger
-from mvu_store.ledger.query import ReadRows
-from mvu_store.ledger.records import Head, ResourceRecord, SessionRows
+from mvu_store.ledger.records import Head, ResourceRecord, SessionRows, SessionRowsQuery
 from mvu_store.ledger.views import SHARED_KINDS
 from mvu_store.service.identity import character_template_id
 from mvu_store.service.legacy import LEGACY_FILE
@@ -63,16 +62,15 @@ class SessionView:
 
     @staticmethod
     def reader(session_id: str, *, configs: Sequence[ResourceConfig], heads: Collection[str] | None,
-               turn: bool = False) -> Callable[[ReadRows], SessionRows]:
-        """What reads the session's rows inside a round trip: with the templates its configured
-        resources start from, the head state of ``heads`` (None: of every resource it may see)
-        and, for a ``turn``, the session's activation boundaries and its instances' heads."""
-        template_ids = {character_template_id(config.character_id) for config in configs
-                        if config.character_id is not None}
-        if heads is not None:
-            heads = [head for head in heads if storable(head)]  # an id no row can have is nobody's head
-        return lambda rows: Ledger.session_rows_in(rows, session_id, template_ids=template_ids,
-                                                   legacy_name=LEGACY_FILE, heads=heads, turn=turn)
+               turn: bool = False) -> SessionRowsQuery:
+        """What the session's rows are read with: the templates its configured resources start
+        from, the head state of ``heads`` (None: of every resource it may see) and, for a
+        ``turn``, the session's activation boundaries and its instances' heads."""
+        template_ids = frozenset(character_template_id(config.character_id) for config in configs
+                                 if config.character_id is not None)
+        # An id no row can have is nobody's head.
+        wanted = None if heads is None else tuple(head for head in heads if storable(head))
+        return SessionRowsQuery(session_id, LEGACY_FILE, template_ids=template_ids, heads=wanted, turn=turn)
 
     def wrote(self) -> None:
         """Something was written since the rows were read: answer from the ledger from now on."""

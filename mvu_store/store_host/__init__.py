@@ -6,7 +6,8 @@
 - :mod:`logs`: JSONL session logs brought into the store (``mvu sessions import``).
 """
 
+from mvu_store.store_host.facts import MAX_ID, MAX_NODES
 from mvu_store.store_host.feed import FeedResult, feed, play_turn
-from mvu_store.store_host.host import StoreHost
+from mvu_store.store_host.host import StoreHost, check_store_session_id
 
-__all__ = ["FeedResult", "StoreHost", "feed", "play_turn"]
+__all__ = ["MAX_ID", "MAX_NODES", "FeedResult", "StoreHost", "check_store_session_id", "feed", "play_turn"]

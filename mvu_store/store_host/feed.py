@@ -18,7 +18,7 @@ from mvu_store.errors import Code, MvuError
 from mvu_store.host import SessionEvent, turn_events
 from mvu_store.lang.macros import Names
 from mvu_store.ledger.host_sessions import Appended
-from mvu_store.service.models import CheckpointInfo, IngestReport
+from mvu_store.service import CheckpointInfo, IngestReport
 from mvu_store.store_host.events import keep_batch
 from mvu_store.store_host.host import StoreHost
 

@@ -30,9 +30,7 @@ from mvu_store.host import (
 )
 from mvu_store.js.values import MAX_SAFE_INTEGER
 from mvu_store.jsonvalue import normalize, utf8
-from mvu_store.ledger import Ledger
-from mvu_store.ledger.host_sessions import Appended, StoredSession
-from mvu_store.ledger.query import ReadRows
+from mvu_store.ledger import Appended, Ledger, StoredSession
 from mvu_store.store_host.events import Kept, keep_batch
 from mvu_store.store_host.facts import HostFacts
 from mvu_store.store_host.recent import RecentAppends
@@ -105,20 +103,14 @@ class StoreHost:
         return None if tail is None else SessionSnapshot(tail.header, tail.events)
 
     async def inspect_since(self, session_id: str, after_seq: int) -> SessionTail | None:
-        return await self._ledger.read_rows(lambda rows: self.read_tail(rows, session_id, after_seq))
-
-    # -- reads inside the service's round trips (mvu_store.service.session_cache.LedgerHost) ---------
+        tail = await self._ledger.host_session_tail(session_id, after_seq)
+        return None if tail is None else tail.session_tail()
 
     @property
     def ledger(self) -> Ledger:
-        """The ledger whose tables hold the sessions."""
+        """The ledger whose tables hold the sessions (``mvu_store.service.session_cache.LedgerHost``): a
+        read of the service gets the session's new events with its own rows in one round trip."""
         return self._ledger
-
-    def read_tail(self, rows: ReadRows, session_id: str, after_seq: int) -> SessionTail | None:
-        """:meth:`inspect_since` inside a round trip of :attr:`ledger` that reads more: a read of
-        the service gets the session's new events and its own rows in one."""
-        tail = self._ledger.host_session_tail_in(rows, session_id, after_seq)
-        return None if tail is None else SessionTail(tail.session.header, tail.base_fingerprint, tail.events)
 
     async def capture_session_lease(self, session_id: str) -> Lease:
         # Sessions are never deleted: one seen once needs no second look (a lease is taken on

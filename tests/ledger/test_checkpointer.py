@@ -67,7 +67,7 @@ async def test_the_writer_checkpoints_by_itself_only_at_the_fallback_mark(sqlite
     def pages(tx: Any) -> int:
         return int(tx.cursor.execute("PRAGMA wal_autocheckpoint").fetchone()[0])
 
-    assert await ledger.write(pages) == FALLBACK_AUTOCHECKPOINT_PAGES
+    assert await ledger._store.write(pages) == FALLBACK_AUTOCHECKPOINT_PAGES
 
 
 async def test_a_wal_grown_in_a_burst_is_cut_back_once_checkpointed(sqlite_ledger: tuple[Ledger, str]) -> None:
@@ -101,7 +101,7 @@ async def test_a_failing_checkpoint_warns_once_and_the_next_commits_try_again(
         sqlite_ledger: tuple[Ledger, str], monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
     ledger, url = sqlite_ledger
     path = database_file(url)
-    checkpointer = ledger._checkpointer
+    checkpointer = ledger._store._checkpointer
     assert checkpointer is not None
     refusals = [sqlite3.OperationalError("disk I/O error") for _ in range(3)]
     real = checkpointer._checkpoint
@@ -134,7 +134,7 @@ async def test_a_failing_checkpoint_warns_once_and_the_next_commits_try_again(
 
 async def test_closing_the_ledger_stops_the_thread(tmp_path: Path) -> None:
     ledger = await open_ledger(f"sqlite:///{tmp_path / 'ledger.sqlite3'}")
-    checkpointer = ledger._checkpointer
+    checkpointer = ledger._store._checkpointer
     assert checkpointer is not None and checkpointer._thread.is_alive()
     await ledger.close()
     assert not checkpointer._thread.is_alive()

@@ -10,7 +10,7 @@ import pytest
 from mvu_store.errors import Code, MvuError
 from mvu_store.jsonvalue import JsonValue
 from mvu_store.ledger import CommitRequest, Ledger, NewResource
-from mvu_store.ledger.facts import Facts
+from mvu_store.ledger.fact_log import FactLog
 
 STATE = {"stat_data": {"hp": 10}}
 
@@ -54,13 +54,13 @@ async def test_a_replay_and_a_refused_commit_store_no_facts(ledger: Ledger, reso
 
 async def test_facts_the_store_refuses_roll_back_alone(ledger: Ledger, resource: str,
                                                        monkeypatch: pytest.MonkeyPatch) -> None:
-    written = Facts.insert_facts
+    written = FactLog.insert_facts
 
-    def refusing(self: Facts, tx: Any, facts: Any) -> list[int]:
+    def refusing(self: FactLog, tx: Any, facts: Any) -> list[int]:
         written(self, tx, facts)  # the rows are written, then refused: the savepoint takes them back
         raise MvuError(Code.LIMIT, "too many facts")
 
-    monkeypatch.setattr(Facts, "insert_facts", refusing)
+    monkeypatch.setattr(FactLog, "insert_facts", refusing)
     outcome = await ledger.commit(request(0, 20, operation="op-1"))
     monkeypatch.undo()
 
@@ -85,10 +85,10 @@ async def test_facts_refused_before_the_writer_runs_leave_the_commit_standing(le
 
 async def test_a_failure_that_is_no_refusal_is_reported_as_a_fact_write_failure(
         ledger: Ledger, resource: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    def broken(self: Facts, tx: Any, facts: Any) -> list[int]:
+    def broken(self: FactLog, tx: Any, facts: Any) -> list[int]:
         raise RuntimeError("the facts store broke")
 
-    monkeypatch.setattr(Facts, "insert_facts", broken)
+    monkeypatch.setattr(FactLog, "insert_facts", broken)
     outcome = await ledger.commit(request(0, 20, operation="op-1"))
 
     assert (outcome.revision, outcome.fact_error) == (1, Code.FACT_WRITE.value)

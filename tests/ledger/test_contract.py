@@ -176,17 +176,17 @@ async def test_the_database_refuses_two_versions_claiming_one_revision(ledger: L
     blob = Blob.of(STATE)
 
     def insert(tx: WriteTx, position: int, kind: str) -> None:
-        ledger.put_blob(tx, blob)
-        ledger.insert_row(tx, t.versions, {
+        ledger._store.put_blob(tx, blob)
+        ledger._store.insert_row(tx, t.versions, {
             "resource_id": "mvu:a", "position": position, "key": f"{position}" * 64, "kind": kind,
             "revision": 1, "parent_key": None, "variables_hash": blob.hash, "session_id": "s1",
             "message_seq": position, "operation_id": None, "fingerprint": "f", "error": None, "source": "{}",
             "meta": "{}", "created_at": 0,
         })
 
-    await ledger.write(lambda tx: insert(tx, 0, kinds[0]))
+    await ledger._store.write(lambda tx: insert(tx, 0, kinds[0]))
     with pytest.raises(MvuError) as refused:
-        await ledger.write(lambda tx: insert(tx, 1, kinds[1]))
+        await ledger._store.write(lambda tx: insert(tx, 1, kinds[1]))
 
     # PostgreSQL names the index (a revision conflict); SQLite only says a unique key was taken.
     expected = "REVISION_CONFLICT" if ledger.dialect == "postgresql" else "MVU_ID_CONFLICT"
@@ -199,16 +199,16 @@ async def test_inherited_versions_claim_no_revision(ledger: Ledger) -> None:
     blob = Blob.of(STATE)
 
     def insert(tx: WriteTx) -> None:
-        ledger.put_blob(tx, blob)
+        ledger._store.put_blob(tx, blob)
         for position in range(2):
-            ledger.insert_row(tx, t.versions, {
+            ledger._store.insert_row(tx, t.versions, {
                 "resource_id": "mvu:a", "position": position, "key": f"{position}" * 64, "kind": "inherited",
                 "revision": 0, "parent_key": None, "variables_hash": blob.hash, "session_id": None,
                 "message_seq": None, "operation_id": None, "fingerprint": None, "error": None, "source": "{}",
                 "meta": "{}", "created_at": 0,
             })
 
-    await ledger.write(insert)
+    await ledger._store.write(insert)
     assert len(await ledger.versions("mvu:a")) == 2
 
 
@@ -434,11 +434,11 @@ async def test_a_failing_unit_leaves_nothing(ledger: Ledger) -> None:
     before = await ledger.usage()
 
     def work(tx: object) -> None:
-        ledger.put_blob(tx, ledger.prepare_state({"stat_data": {"orphan": True}}))  # type: ignore[arg-type]
+        ledger._store.put_blob(tx, ledger._store.prepare_state({"stat_data": {"orphan": True}}))  # type: ignore[arg-type]
         raise RuntimeError("boom")
 
     with pytest.raises(RuntimeError):
-        await ledger.write(work)  # type: ignore[arg-type]
+        await ledger._store.write(work)  # type: ignore[arg-type]
     assert await ledger.usage() == before
     assert await ledger.audit() == []
 

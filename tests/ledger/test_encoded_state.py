@@ -23,7 +23,7 @@ async def test_the_given_bytes_are_what_the_version_stores(ledger: Ledger) -> No
 
     await ledger.commit(CommitRequest("mvu:a", 0, "manual", variables, "fp", {"manual": True}, encoded=encoded))
 
-    row = await ledger.read_one(BODY, id="mvu:a")
+    row = await ledger._store.read_one(BODY, id="mvu:a")
     assert row is not None and row["body"].encode() == encoded
     assert (await ledger.head("mvu:a")).variables == variables
 

@@ -88,7 +88,7 @@ async def test_blobs_of_more_hashes_than_one_statement_binds_are_all_found_in_on
     ledger: Ledger, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     states = [Blob.of({"stat_data": {"n": n}}) for n in range(600)]
-    await ledger.write(lambda tx: [ledger.put_blob(tx, blob) for blob in states])
+    await ledger._store.write(lambda tx: [ledger._store.put_blob(tx, blob) for blob in states])
     reads = count_round_trips(ledger, monkeypatch)
     for count in (1, 3, 256, 257, 600):
         found = await ledger.blobs([blob.hash for blob in states[:count]])
@@ -100,8 +100,8 @@ async def test_blobs_of_nothing_reads_nothing(ledger: Ledger, monkeypatch: pytes
     async def refused(_work: Callable[[Any], Any]) -> Any:
         raise AssertionError("read")
 
-    monkeypatch.setattr(ledger, "read", refused)
-    monkeypatch.setattr(ledger, "read_rows", refused)
+    monkeypatch.setattr(ledger._store, "read", refused)
+    monkeypatch.setattr(ledger._store, "read_rows", refused)
     assert await ledger.blobs([]) == {}
 
 

@@ -80,7 +80,7 @@ async def test_sqlite_pragmas_are_durable(tmp_path: Path) -> None:
                 run("PRAGMA synchronous").scalar(),
             )
 
-        journal, foreign_keys, _ = await ledger.read(pragmas)
+        journal, foreign_keys, _ = await ledger._store.read(pragmas)
         assert (journal, foreign_keys) == ("wal", 1)
     finally:
         await ledger.close()

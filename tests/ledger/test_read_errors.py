@@ -89,7 +89,7 @@ async def test_a_read_kept_from_its_lock_past_the_busy_timeout_is_busy(ledger_ur
 
     try:
         with pytest.raises(MvuError) as busy:
-            await ledger.read(work)
+            await ledger._store.read(work)
         assert busy.value.code == "MVU_STORAGE_BUSY"
         if other.in_transaction:
             other.execute("ROLLBACK")
@@ -104,7 +104,7 @@ async def test_a_brief_read_whose_kept_connection_broke_is_refused_and_the_next_
         ledger: Ledger) -> None:
     await ledger.create_resource(NewResource(id="mvu:a", kind="instance", initial={}, definition={}))
     assert (await ledger.head("mvu:a")).revision == 0  # a brief read: it keeps its connection
-    kept = ledger._loop_reader
+    kept = ledger._store._loop_reader
     assert kept is not None
     kept.driver_connection.close()  # as a connection the driver lost under us
 
@@ -112,7 +112,7 @@ async def test_a_brief_read_whose_kept_connection_broke_is_refused_and_the_next_
         await ledger.head("mvu:a")
     assert refused.value.code == "MVU_STORAGE_CORRUPT"
     assert (await ledger.head("mvu:a")).revision == 0
-    assert ledger._loop_reader is not None and ledger._loop_reader is not kept
+    assert ledger._store._loop_reader is not None and ledger._store._loop_reader is not kept
 
 
 @ON_SQLITE
@@ -135,9 +135,9 @@ async def test_every_public_read_whose_connection_fails_is_storage_busy(
         raise sqlalchemy.exc.OperationalError("connect", None, driver_error)
 
     # Reads take a Core connection (``read``) or a raw one (``read_rows``): both fail.
-    monkeypatch.setattr(ledger._reader_engine, "connect", connect)
-    monkeypatch.setattr(ledger._reader_engine, "raw_connection", connect)
-    ledger._drop_loop_reader()  # brief reads keep the connection they opened: make them open one
+    monkeypatch.setattr(ledger._store._reader_engine, "connect", connect)
+    monkeypatch.setattr(ledger._store._reader_engine, "raw_connection", connect)
+    ledger._store._drop_loop_reader()  # brief reads keep the connection they opened: make them open one
     for name, read in PUBLIC_READS.items():
         with pytest.raises(MvuError) as busy:
             await read(ledger)
@@ -156,7 +156,7 @@ async def test_a_read_blocked_past_its_lock_timeout_is_storage_busy(ledger: Ledg
     with psycopg.connect(ledger_url) as holder:
         holder.execute("LOCK TABLE facts IN ACCESS EXCLUSIVE MODE")
         with pytest.raises(MvuError) as busy:
-            await ledger.read(work)
+            await ledger._store.read(work)
         holder.rollback()
     assert busy.value.code == "MVU_STORAGE_BUSY"
     assert await ledger.facts() == []
@@ -167,7 +167,7 @@ async def test_a_read_blocked_past_its_lock_timeout_is_storage_busy(ledger: Ledg
 async def test_a_read_whose_connection_is_lost_is_storage_busy_and_the_next_reconnects(ledger: Ledger) -> None:
     await ledger.create_resource(NewResource(id="mvu:a", kind="instance", initial={}, definition={}))
     with pytest.raises(MvuError) as lost:
-        await ledger.read(lambda c: c.exec_driver_sql("SELECT pg_terminate_backend(pg_backend_pid())").all())
+        await ledger._store.read(lambda c: c.exec_driver_sql("SELECT pg_terminate_backend(pg_backend_pid())").all())
     assert lost.value.code == "MVU_STORAGE_BUSY"
     assert (await ledger.head("mvu:a")).revision == 0
 
@@ -179,7 +179,7 @@ async def test_a_round_trip_whose_connection_is_lost_is_storage_busy_and_the_nex
     terminate = Query("test-terminate", lambda: text("SELECT pg_terminate_backend(pg_backend_pid())"))
     for _ in range(2):  # every pooled connection may be the one taken next
         with pytest.raises(MvuError) as lost:
-            await ledger.read_rows(lambda rows: rows.all(terminate))
+            await ledger._store.read_rows(lambda rows: rows.all(terminate))
         assert lost.value.code == "MVU_STORAGE_BUSY"
         assert (await ledger.head("mvu:a")).revision == 0
 
@@ -192,7 +192,7 @@ async def test_a_round_trip_on_a_damaged_database_is_storage_corrupt_on_the_loop
     with contextlib.closing(sqlite3.connect(sqlite_path(ledger_url), isolation_level=None)) as outside:
         outside.execute("DROP VIEW audit_findings")
     with pytest.raises(MvuError) as corrupt:
-        await ledger.read_rows(lambda rows: rows.all(findings), brief=brief)
+        await ledger._store.read_rows(lambda rows: rows.all(findings), brief=brief)
     assert corrupt.value.code == "MVU_STORAGE_CORRUPT"
 
 
@@ -209,8 +209,8 @@ async def test_the_statements_of_one_round_trip_see_one_snapshot(ledger: Ledger,
         return first, rows.one(usage)
 
     try:
-        first, second = await ledger.read_rows(work, brief=brief)
+        first, second = await ledger._store.read_rows(work, brief=brief)
         assert first == second
-        assert await ledger.read_one(usage) != first  # the next round trip sees the commit
+        assert await ledger._store.read_one(usage) != first  # the next round trip sees the commit
     finally:
         other.close()

@@ -41,7 +41,7 @@ async def test_the_receipt_row_names_the_state_instead_of_holding_it(ledger: Led
     outcome = await ledger.commit(request)
 
     assert outcome.result == result and not outcome.replayed
-    row = await ledger.read_one(RECEIPT, operation_id="op-1")
+    row = await ledger._store.read_one(RECEIPT, operation_id="op-1")
     assert row is not None
     stored = json.loads(row["result"])
     assert stored[STATE_FIELDS] == ["content"] and "content" not in stored
@@ -67,7 +67,7 @@ async def test_a_result_that_only_equals_the_state_is_stored_whole(ledger: Ledge
     request.result["content"] = json.loads(json.dumps(request.variables))  # equal, not the same object
     await ledger.commit(request)
 
-    row = await ledger.read_one(RECEIPT, operation_id="op-1")
+    row = await ledger._store.read_one(RECEIPT, operation_id="op-1")
     assert row is not None and json.loads(row["result"]) == result
 
 

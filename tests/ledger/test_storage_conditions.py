@@ -70,15 +70,15 @@ async def test_a_full_database_refuses_the_write_with_storage_full_and_recovers(
     ledger = await open_ledger(f"sqlite:///{tmp_path / 'l.sqlite3'}")
     try:
         await ledger.create_resource(NewResource(id="mvu:a", kind="shared", initial=STATE, definition={}))
-        pages = await ledger.write(lambda tx: int(tx.cursor.execute("PRAGMA page_count").fetchone()[0]))
-        await ledger.write(lambda tx: tx.cursor.execute(f"PRAGMA max_page_count = {pages}"))
+        pages = await ledger._store.write(lambda tx: int(tx.cursor.execute("PRAGMA page_count").fetchone()[0]))
+        await ledger._store.write(lambda tx: tx.cursor.execute(f"PRAGMA max_page_count = {pages}"))
         big = {"stat_data": {"text": "x" * 200_000}}
         with pytest.raises(MvuError) as full:
             await ledger.commit(CommitRequest("mvu:a", 0, "manual", big, "fp", {"manual": True}, operation_id="op"))
         assert full.value.code == "MVU_STORAGE_FULL"
         assert (await ledger.head("mvu:a")).revision == 0
 
-        await ledger.write(lambda tx: tx.cursor.execute("PRAGMA max_page_count = 1073741823"))  # space is back
+        await ledger._store.write(lambda tx: tx.cursor.execute("PRAGMA max_page_count = 1073741823"))  # space is back
         outcome = await ledger.commit(CommitRequest("mvu:a", 0, "manual", big, "fp", {"manual": True},
                                                     operation_id="op"))
         assert outcome.revision == 1 and await ledger.audit() == []

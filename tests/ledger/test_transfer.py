@@ -14,7 +14,8 @@ from mvu_store.errors import MvuError
 from mvu_store.jsonvalue import dumps, normalize
 from mvu_store.ledger import CommitRequest, Ledger
 from mvu_store.ledger import tables as t
-from mvu_store.ledger.transfer import Snapshot, export_directory, import_directory, snapshot
+from mvu_store.ledger.transfer import export_directory, import_directory
+from mvu_store.ledger.transfer_rows import Snapshot
 from tests.ledger.transfer_fixtures import LEGACY_TEXT, LedgerBuilder, realistic
 
 FILES = ("mvu-instances.json", "mvu-facts.json")
@@ -68,13 +69,13 @@ async def test_import_export_import_is_a_fixed_point(ledger: Ledger, others: Cal
 
     for name in (*FILES, "mvu-state.json"):
         assert (tmp_path / "second" / name).read_bytes() == (tmp_path / "first" / name).read_bytes()
-    assert state(await snapshot(second)) == state(await snapshot(ledger))
+    assert state(await second.snapshot()) == state(await ledger.snapshot())
     assert (await second.usage()).used_bytes == (await ledger.usage()).used_bytes
 
 
 async def test_importing_twice_changes_nothing(ledger: Ledger, source: Path) -> None:
     first = await import_directory(ledger, source)
-    usage, before = await ledger.usage(), state(await snapshot(ledger))
+    usage, before = await ledger.usage(), state(await ledger.snapshot())
 
     again = await import_directory(ledger, source)
 
@@ -84,7 +85,7 @@ async def test_importing_twice_changes_nothing(ledger: Ledger, source: Path) -> 
                              "legacyFiles": 1}
     assert first.bytes_charged == usage.used_bytes
     assert await ledger.usage() == usage
-    assert state(await snapshot(ledger)) == before
+    assert state(await ledger.snapshot()) == before
 
 
 async def test_imported_data_passes_the_audit(ledger: Ledger, source: Path) -> None:
@@ -120,7 +121,7 @@ async def test_rows_say_what_the_records_were(ledger: Ledger, source: Path) -> N
             select(c.operation_id, c.kind, c.version_key)
             .where(c.ledger_id == ledger.ledger_id, c.resource_id == play.id).order_by(c.position)))
 
-    rows = [tuple(row) for row in await ledger.read(receipts)]
+    rows = [tuple(row) for row in await ledger._store.read(receipts)]
     keys = {v["operationId"]: v["key"] for v in play.record["versions"] if "operationId" in v}
     assert rows == [("op-open", "commit", keys["op-open"]), ("op-manual-1", "commit", keys["op-manual-1"]),
                     ("op-card-1", "commit", keys["op-card-1"]), ("op-manage-1", "management", None)]
@@ -151,14 +152,14 @@ async def test_a_budget_too_small_refuses_the_whole_import(others: Callable[...,
     assert refused.value.details["used"] == 0
     assert refused.value.details["requested"] > 10_000
     assert (await small.usage()).used_bytes == 0
-    assert await snapshot(small) == Snapshot()
+    assert await small.snapshot() == Snapshot()
     assert await small.audit() == []
 
 
 async def test_a_different_record_under_an_existing_id_is_refused(ledger: Ledger, source: Path,
                                                                   tmp_path: Path) -> None:
     await import_directory(ledger, source)
-    before = state(await snapshot(ledger))
+    before = state(await ledger.snapshot())
     build = realistic()
     build.instances[2].record["recoveryError"]["code"] = "MVU_HISTORY_CHANGED"
     build.template("carol", hp=1)  # new, but the import is refused as a whole
@@ -168,7 +169,7 @@ async def test_a_different_record_under_an_existing_id_is_refused(ledger: Ledger
 
     assert refused.value.code == "MVU_ID_CONFLICT"
     assert refused.value.details["path"] == f"/resources/{build.instances[2].id}"
-    assert state(await snapshot(ledger)) == before
+    assert state(await ledger.snapshot()) == before
 
 
 async def test_a_disjoint_directory_merges_into_a_non_empty_ledger(ledger: Ledger, source: Path,
@@ -387,7 +388,7 @@ async def test_a_templates_activation_seqs_are_rows_and_come_back(ledger: Ledger
 
     assert report.created["activations"] == 3  # two of the template's, one of the instance's
     play = build.instances[0]
-    assert await ledger.read(activation_rows(ledger)) == sorted([
+    assert await ledger._store.read(activation_rows(ledger)) == sorted([
         (alice, "s-new", 2**40), (alice, "s-old", 4), (play.id, "s-1", 3)])
     stored = await ledger.templates()
     assert "activationSeqs" not in stored[alice]  # type: ignore[operator]
@@ -405,18 +406,19 @@ async def test_template_activation_rows_merge_with_a_stored_map_rows_winning(
     await ledger.put_template(template, {"id": template, "sessionIds": ["*"], "initial": {"stat_data": {}},
                                          "activationSeqs": {"s-a": 1, "s-b": 2}})
     # What the service does when it discovers a boundary: a row owned by the template.
-    await ledger.write(lambda tx: [ledger.insert_row(tx, t.activations, {"owner_id": template, "session_id": s,
-                                                                         "seq": n})
-                                   for s, n in (("s-b", 5), ("s-c", 7))])
+    store = ledger._store
+    await store.write(lambda tx: [store.insert_row(tx, t.activations, {"owner_id": template, "session_id": s,
+                                                                       "seq": n})
+                                  for s, n in (("s-b", 5), ("s-c", 7))])
 
-    exported = (await snapshot(ledger)).templates[template]
+    exported = (await ledger.snapshot()).templates[template]
 
     assert exported["activationSeqs"] == {"s-a": 1, "s-b": 5, "s-c": 7}  # type: ignore[index,call-overload]
     assert await ledger.audit() == []
     await export_directory(ledger, tmp_path / "first")
     copy = await others()
     await import_directory(copy, tmp_path / "first")
-    assert await copy.read(activation_rows(copy)) == [(template, "s-a", 1), (template, "s-b", 5),
+    assert await copy._store.read(activation_rows(copy)) == [(template, "s-a", 1), (template, "s-b", 5),
                                                       (template, "s-c", 7)]
     await export_directory(copy, tmp_path / "second")
     assert (tmp_path / "second" / "mvu-instances.json").read_bytes() == (

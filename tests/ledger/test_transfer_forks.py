@@ -10,7 +10,7 @@ from typing import Any
 
 from mvu_store.jsonvalue import JsonValue
 from mvu_store.ledger import CommitRequest, Ledger, NewResource
-from mvu_store.ledger.transfer import export_directory, import_directory, snapshot
+from mvu_store.ledger.transfer import export_directory, import_directory
 from tests.ledger.test_transfer import as_json, read, state
 
 TEMPLATE = "mvu:character-0123456789abcdef0123456789abcdef"
@@ -120,7 +120,7 @@ async def test_a_native_fork_exports_as_the_originals_fork_child(ledger: Ledger,
 async def test_a_native_fork_reimports_to_a_fixed_point(ledger: Ledger, others: Callable[..., Awaitable[Ledger]],
                                                         tmp_path: Path) -> None:
     await native_forks(ledger)
-    native = state(await snapshot(ledger))
+    native = state(await ledger.snapshot())
     await export_directory(ledger, tmp_path / "first")
 
     copy = await others()
@@ -136,4 +136,4 @@ async def test_a_native_fork_reimports_to_a_fixed_point(ledger: Ledger, others: 
     # Importing the export into the ledger it came from finds everything already there.
     again = await import_directory(ledger, tmp_path / "first")
     assert again.unchanged
-    assert state(await snapshot(ledger)) == native
+    assert state(await ledger.snapshot()) == native

@@ -20,7 +20,8 @@ from mvu_store.errors import MvuError
 from mvu_store.jsonvalue import dumps, normalize
 from mvu_store.ledger import open_ledger
 from mvu_store.ledger.json_ledger import parse_instances
-from mvu_store.ledger.transfer import Snapshot, import_directory, snapshot
+from mvu_store.ledger.transfer import import_directory
+from mvu_store.ledger.transfer_rows import Snapshot
 from tests.ledger.transfer_fixtures import realistic
 
 BASE = realistic().instances_document()
@@ -116,11 +117,11 @@ async def test_an_import_is_whole_lossless_or_nothing(ledger_url: str, mutations
                 await import_directory(ledger, scratch)
             except MvuError as error:
                 event(f"refused {error.code}")
-                assert await snapshot(ledger) == Snapshot()
+                assert await ledger.snapshot() == Snapshot()
                 assert (await ledger.usage()).used_bytes == 0
                 return
             event("imported")
-            stored = await snapshot(ledger)
+            stored = await ledger.snapshot()
             expected = {"templates": {}, "seeds": {}, "discoverySelections": {},
                         **json.loads(texts["mvu-instances.json"]), "facts": json.loads(texts["mvu-facts.json"])}
             for section, got in (("resources", stored.resources), ("templates", stored.templates),

@@ -12,7 +12,8 @@ import pytest
 
 from mvu_store.errors import MvuError
 from mvu_store.ledger import Ledger
-from mvu_store.ledger.transfer import Snapshot, import_directory, snapshot
+from mvu_store.ledger.transfer import import_directory
+from mvu_store.ledger.transfer_rows import Snapshot
 from tests.ledger.transfer_fixtures import LedgerBuilder, realistic
 
 BUILD = realistic()
@@ -208,4 +209,4 @@ async def test_malformed_input_is_refused_with_its_path(ledger: Ledger, tmp_path
     assert (refused.value.code, refused.value.details["path"], refused.value.details["file"]) == (
         case.code, case.path, case.file)
     assert (await ledger.usage()).used_bytes == 0
-    assert await snapshot(ledger) == Snapshot()
+    assert await ledger.snapshot() == Snapshot()

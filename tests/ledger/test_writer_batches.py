@@ -28,12 +28,12 @@ class Refused(Exception):
 def storing(ledger: Ledger, tag: str, runs: Counter[str], cursors: list[int], *,
             fail: bool = False) -> Callable[[WriteTx], str]:
     """A unit that stores a blob of its own (and then raises, with ``fail``)."""
-    blob = ledger.prepare_state({"stat_data": {"tag": tag}})
+    blob = ledger._store.prepare_state({"stat_data": {"tag": tag}})
 
     def unit(tx: WriteTx) -> str:
         runs[tag] += 1
         cursors.append(id(tx.cursor))
-        ledger.put_blob(tx, blob)
+        ledger._store.put_blob(tx, blob)
         if fail:
             raise Refused(blob.hash)
         return blob.hash
@@ -59,13 +59,14 @@ async def stored(ledger: Ledger, blob_hash: str) -> bool:
             f"SELECT count(*) FROM blobs WHERE ledger_id = '{ledger.ledger_id}' AND hash = '{blob_hash}'"
         ).scalar_one())
 
-    return await ledger.read(count) == 1
+    return await ledger._store.read(count) == 1
 
 
 async def test_writes_submitted_together_share_one_transaction(ledger: Ledger) -> None:
     runs: Counter[str] = Counter()
     cursors: list[int] = []
-    hashes = await asyncio.gather(*(ledger.write(storing(ledger, f"u{index}", runs, cursors)) for index in range(16)))
+    hashes = await asyncio.gather(*(ledger._store.write(storing(ledger, f"u{index}", runs, cursors))
+                                    for index in range(16)))
     assert len(set(cursors)) == 1, "16 writes of one loop iteration did not form one batch"
     assert all([await stored(ledger, blob_hash) for blob_hash in hashes])
     assert await ledger.audit() == []
@@ -76,9 +77,9 @@ async def test_a_unit_refused_before_writing_costs_its_batch_nothing(ledger: Led
     cursors: list[int] = []
     before = await ledger.usage()
     results = await asyncio.gather(
-        ledger.write(storing(ledger, "first", runs, cursors)),
-        ledger.write(refusing("refused", runs, cursors)),
-        ledger.write(storing(ledger, "last", runs, cursors)),
+        ledger._store.write(storing(ledger, "first", runs, cursors)),
+        ledger._store.write(refusing("refused", runs, cursors)),
+        ledger._store.write(storing(ledger, "last", runs, cursors)),
         return_exceptions=True,
     )
     first, refused, last = results
@@ -97,16 +98,16 @@ async def test_a_unit_failing_after_writing_leaves_nothing_and_spares_its_batch(
     cursors: list[int] = []
     before = await ledger.usage()
     first, failed, last = await asyncio.gather(
-        ledger.write(storing(ledger, "first", runs, cursors)),
-        ledger.write(storing(ledger, "failed", runs, cursors, fail=True)),
-        ledger.write(storing(ledger, "last", runs, cursors)),
+        ledger._store.write(storing(ledger, "first", runs, cursors)),
+        ledger._store.write(storing(ledger, "failed", runs, cursors, fail=True)),
+        ledger._store.write(storing(ledger, "last", runs, cursors)),
         return_exceptions=True,
     )
     assert isinstance(failed, Refused)
     assert not await stored(ledger, str(failed))
     assert isinstance(first, str) and isinstance(last, str)
     assert await stored(ledger, first) and await stored(ledger, last)
-    kept = ledger.prepare_state({"stat_data": {"tag": "first"}}).size + ledger.prepare_state(
+    kept = ledger._store.prepare_state({"stat_data": {"tag": "first"}}).size + ledger._store.prepare_state(
         {"stat_data": {"tag": "last"}}).size
     assert (await ledger.usage()).used_bytes == before.used_bytes + kept
     # SQLite ran the batch shared up to the failure, then again with a savepoint per unit.
@@ -118,13 +119,13 @@ async def test_a_unit_failing_after_writing_leaves_nothing_and_spares_its_batch(
 @pytest.mark.parametrize("ledger_url", ["sqlite"], indirect=True)
 async def test_close_finishes_a_write_its_loop_has_not_handed_over_yet(ledger: Ledger) -> None:
     runs: Counter[str] = Counter()
-    task = asyncio.create_task(ledger.write(storing(ledger, "late", runs, [])))
+    task = asyncio.create_task(ledger._store.write(storing(ledger, "late", runs, [])))
     await asyncio.sleep(0)  # the write is submitted; its loop hands it to the writer next iteration
-    ledger._writer.close()  # the writer itself, before that iteration
+    ledger._store._writer.close()  # the writer itself, before that iteration
     blob_hash = await task
     assert runs == {"late": 1}
     with pytest.raises(MvuError) as refused:
-        await ledger.write(storing(ledger, "after", runs, []))
+        await ledger._store.write(storing(ledger, "after", runs, []))
     assert refused.value.code == Code.DISPOSED
     await ledger.close()
     assert blob_hash

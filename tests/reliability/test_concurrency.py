@@ -65,7 +65,7 @@ async def create(ledger: Ledger, resource: str) -> None:
 
 async def rows(ledger: Ledger, sql: str, **params: Any) -> list[tuple[Any, ...]]:
     params = {"ledger_id": ledger.ledger_id, **params}
-    result = await ledger.read(lambda c: c.execute(text(sql), params).all())
+    result = await ledger._store.read(lambda c: c.execute(text(sql), params).all())
     return [tuple(row) for row in result]
 
 
@@ -127,7 +127,7 @@ class WriterGate:
         assert self.release.wait(30), "the gate was never released"
 
     async def close_on(self, ledger: Ledger) -> asyncio.Task[None]:
-        task = asyncio.create_task(ledger.write(self.unit))
+        task = asyncio.create_task(ledger._store.write(self.unit))
         assert await asyncio.to_thread(self.entered.wait, 30)
         return task
 
@@ -264,11 +264,11 @@ class Boom(RuntimeError):
 
 def failing_unit(ledger: Ledger, resource: str, tag: object, seen: list[Any]) -> Callable[[WriteTx], None]:
     """A unit that stores a blob (charged), moves a resource's revision, then raises."""
-    blob = ledger.prepare_state(variables(resource, f"doomed-{tag}"))
+    blob = ledger._store.prepare_state(variables(resource, f"doomed-{tag}"))
 
     def unit(tx: WriteTx) -> None:
         seen.append(tx.cursor)
-        ledger.put_blob(tx, blob)
+        ledger._store.put_blob(tx, blob)
         tx.cursor.execute(
             f"UPDATE resources SET revision = revision + 100 WHERE ledger_id = '{ledger.ledger_id}'"
             f" AND id = '{resource}'"
@@ -279,11 +279,11 @@ def failing_unit(ledger: Ledger, resource: str, tag: object, seen: list[Any]) ->
 
 
 def succeeding_unit(ledger: Ledger, resource: str, tag: object, seen: list[Any]) -> Callable[[WriteTx], str]:
-    blob = ledger.prepare_state(variables(resource, f"kept-{tag}"))
+    blob = ledger._store.prepare_state(variables(resource, f"kept-{tag}"))
 
     def unit(tx: WriteTx) -> str:
         seen.append(tx.cursor)
-        return ledger.put_blob(tx, blob)
+        return ledger._store.put_blob(tx, blob)
 
     return unit
 
@@ -292,7 +292,7 @@ async def test_exception_inside_a_unit_leaves_nothing(ledger: Ledger) -> None:
     await create(ledger, "boom")
     before = await ledger.usage()
     with pytest.raises(Boom) as caught:
-        await ledger.write(failing_unit(ledger, "boom", "alone", []))
+        await ledger._store.write(failing_unit(ledger, "boom", "alone", []))
     assert not await blob_exists(ledger, str(caught.value))
     assert (await ledger.head("boom")).revision == 0
     assert await ledger.usage() == before
@@ -312,9 +312,9 @@ async def test_exception_inside_a_batched_unit_leaves_nothing_and_spares_the_oth
         kind = ("fail", "ok", "commit")[index % 3]
         kinds.append(kind)
         if kind == "fail":
-            jobs.append(ledger.write(failing_unit(ledger, resource, index, seen)))
+            jobs.append(ledger._store.write(failing_unit(ledger, resource, index, seen)))
         elif kind == "ok":
-            jobs.append(ledger.write(succeeding_unit(ledger, resource, index, seen)))
+            jobs.append(ledger._store.write(succeeding_unit(ledger, resource, index, seen)))
         else:
             jobs.append(ledger.commit(request(resource, index // 24, f"c-{index}")))
     tasks = [asyncio.create_task(job) for job in jobs]
@@ -360,8 +360,8 @@ async def test_database_error_inside_a_batched_unit_spares_the_others(ledger: Le
             f" ('{ledger.ledger_id}', '{existing.initial_hash}', 1, 'x')"
         )
 
-    tasks = [asyncio.create_task(ledger.write(succeeding_unit(ledger, "dup", "before", seen))),
-             asyncio.create_task(ledger.write(duplicate)),
+    tasks = [asyncio.create_task(ledger._store.write(succeeding_unit(ledger, "dup", "before", seen))),
+             asyncio.create_task(ledger._store.write(duplicate)),
              asyncio.create_task(ledger.commit(request("dup", 0, "after")))]
     await asyncio.sleep(0.05)
     gate.release.set()
@@ -410,19 +410,19 @@ async def test_cancelled_while_its_unit_runs_writes_nothing(ledger: Ledger, batc
     gate = WriterGate()
     held = await gate.close_on(ledger) if batched else None
     seen: list[Any] = []
-    neighbour = asyncio.create_task(ledger.write(succeeding_unit(ledger, "mid", "neighbour", seen))) if batched \
+    neighbour = asyncio.create_task(ledger._store.write(succeeding_unit(ledger, "mid", "neighbour", seen))) if batched \
         else None
     inside = threading.Event()
     resume = threading.Event()
-    blob = ledger.prepare_state(variables("mid", "cancelled"))
+    blob = ledger._store.prepare_state(variables("mid", "cancelled"))
 
     def slow(tx: WriteTx) -> None:
         seen.append(tx.cursor)
-        ledger.put_blob(tx, blob)
+        ledger._store.put_blob(tx, blob)
         inside.set()
         assert resume.wait(30)
 
-    task = asyncio.create_task(ledger.write(slow))
+    task = asyncio.create_task(ledger._store.write(slow))
     await asyncio.sleep(0.05)
     if gate is not None:
         gate.release.set()
@@ -440,7 +440,7 @@ async def test_cancelled_while_its_unit_runs_writes_nothing(ledger: Ledger, batc
         # the neighbour ran again on its own, so it is kept whole.
         assert await blob_exists(ledger, kept)
         assert len({id(cursor) for cursor in seen}) == 2
-    await ledger.write(lambda _tx: None)  # a barrier: the writer is past that transaction
+    await ledger._store.write(lambda _tx: None)  # a barrier: the writer is past that transaction
     assert not await blob_exists(ledger, blob.hash)
     await assert_audit_clean(ledger)
 
@@ -473,7 +473,7 @@ async def test_random_cancellation_leaves_whole_commits_or_nothing(ledger: Ledge
         results = await asyncio.gather(*tasks, return_exceptions=True)
         assert all(isinstance(result, asyncio.CancelledError) for result in results), results
         cancelled += len(in_flight)
-        await ledger.write(lambda _tx: None)  # a barrier: whatever was queued has settled
+        await ledger._store.write(lambda _tx: None)  # a barrier: whatever was queued has settled
         for resource in resources:
             revision = await assert_consistent(ledger, resource)
             pending = in_flight.pop(resource, None)

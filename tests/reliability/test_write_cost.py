@@ -41,11 +41,11 @@ class StepCounter:
         def remove(tx: WriteTx) -> None:
             tx.cursor.connection.set_progress_handler(None, 0)
 
-        await ledger.write(install)
+        await ledger._store.write(install)
         self.calls = 0
         await write  # type: ignore[misc]
         steps = self.calls
-        await ledger.write(remove)
+        await ledger._store.write(remove)
         return steps
 
 

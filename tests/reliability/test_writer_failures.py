@@ -49,7 +49,7 @@ async def test_writer_survives_a_dropped_postgresql_connection(ledger: Ledger, l
         tx.cursor.execute("SELECT pg_backend_pid()")
         return int(tx.cursor.fetchone()[0])
 
-    pid = await ledger.write(backend_pid)
+    pid = await ledger._store.write(backend_pid)
     with psycopg.connect(ledger_url, autocommit=True) as admin:
         admin.execute("SELECT pg_terminate_backend(%s)", (pid,))
 
@@ -83,7 +83,7 @@ async def test_writer_survives_a_caller_whose_event_loop_closed(ledger: Ledger) 
         assert release.wait(WAIT), "never released"
 
     async def leave_with_a_write_in_flight() -> None:
-        asyncio.ensure_future(ledger.write(slow))  # noqa: RUF006 - abandoned on purpose
+        asyncio.ensure_future(ledger._store.write(slow))  # noqa: RUF006 - abandoned on purpose
         assert await asyncio.to_thread(inside.wait, WAIT), "the writer never took the write"
         # Returning ends asyncio.run: the pending write is cancelled and the loop closed while
         # the writer thread is still inside ``slow``.

@@ -126,7 +126,7 @@ class GatedHost(MemoryHost):
 async def seed_rows(ledger: Ledger) -> int:
     """How many seed tickets this ledger holds (installed or not)."""
     seeds = tables.seeds.c
-    rows = await ledger.read(lambda connection: connection.execute(
+    rows = await ledger._store.read(lambda connection: connection.execute(
         select(func.count()).select_from(tables.seeds).where(seeds.ledger_id == ledger.ledger_id)).scalar_one())
     return int(rows)
 

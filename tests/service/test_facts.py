@@ -10,7 +10,7 @@ import pytest
 
 from mvu_store.errors import Code, MvuError
 from mvu_store.ledger import Ledger
-from mvu_store.ledger.facts import Facts as StoredFacts
+from mvu_store.ledger.fact_log import FactLog as StoredFacts
 from mvu_store.memory_host import MemoryHost
 from mvu_store.service import MvuService
 from tests.service.support import PLAIN, finish_turn, playing, scope, text_message, turn_end

@@ -34,7 +34,7 @@ async def every_row(ledger: Ledger) -> dict[str, list[tuple[Any, ...]]]:
             rows[table.name] = sorted((tuple(row) for row in connection.execute(query)), key=repr)
         return rows
 
-    return await ledger.read(read)
+    return await ledger._store.read(read)
 
 
 class CountingHost(MemoryHost):

@@ -191,7 +191,7 @@ async def test_the_sql_audit_finds_a_session_whose_events_were_tampered_with(led
                           "DELETE FROM host_events WHERE ledger_id = ? AND session_id = 's1' AND seq = 1",
                           (ledger.ledger_id,))
 
-    await ledger.write(tamper)
+    await ledger._store.write(tamper)
     findings = await ledger.audit()
     assert [(f.check, f.subject) for f in findings] == [("host_sessions", "s1")]
     assert "holds 2 events" in findings[0].detail

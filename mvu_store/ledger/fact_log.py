@@ -54,8 +54,11 @@ def prepare_facts(records: Iterable[dict[str, JsonValue]]) -> list[PreparedFact]
 _EVICT = Query("facts-evict", lambda: t.facts.delete().where(_f.ledger_id == LEDGER, _f.seq == bindparam("seq")))
 
 
-class Facts(Store):
+class FactLog:
     """Appending and reading facts; the ledger's usage."""
+
+    def __init__(self, store: Store) -> None:
+        self._store = store
 
     async def append_fact(self, record: dict[str, JsonValue]) -> int:
         """Append a fact; evict the oldest beyond 2,048 records or 1 MiB (DIGEST A-5).
@@ -69,7 +72,7 @@ class Facts(Store):
     async def append_facts(self, records: list[dict[str, JsonValue]]) -> list[int]:
         """Append several facts in one unit (see :meth:`append_fact`)."""
         prepared = prepare_facts(records)
-        return await self.write(lambda tx: self.insert_facts(tx, prepared))
+        return await self._store.write(lambda tx: self.insert_facts(tx, prepared))
 
     def insert_facts(self, tx: WriteTx, facts: list[PreparedFact]) -> list[int]:
         """Insert facts ``(canonical text, fields)`` in order, evicting the oldest beyond the bound;
@@ -81,7 +84,7 @@ class Facts(Store):
         count, total, next_seq = counters["facts_count"], counters["facts_bytes"], counters["facts_next_seq"]
         seqs = []
         for body, fields in facts:
-            size = self.insert_row(tx, t.facts, {
+            size = self._store.insert_row(tx, t.facts, {
                 "seq": next_seq,
                 "phase": str(fields.get("phase", ""))[:16],
                 "session_id": indexable(fields.get("sessionId")),
@@ -101,11 +104,11 @@ class Facts(Store):
         return seqs
 
     async def facts(self, *, session_id: str | None = None) -> list[JsonValue]:
-        found = await self.read_all(_facts_query(session_id is not None), session_id=session_id)
+        found = await self._store.read_all(_facts_query(session_id is not None), session_id=session_id)
         return [json.loads(row["body"]) for row in found]
 
     async def usage(self) -> Usage:
-        row = await self.read_one(USAGE)
+        row = await self._store.read_one(USAGE)
         assert row is not None, "open_ledger creates the ledger row"
         return rows.record(Usage, row)
 

@@ -35,29 +35,32 @@ _LEGACY_DIGEST = Query(
 _LEGACY_FILE = Query("legacy-file", lambda: select(_l.body).where(_l.ledger_id == LEDGER, _l.name == bindparam("name")))
 
 
-class Sessions(Store):
+class Selections:
     """Selections, activation boundaries (DIGEST I-5), templates and legacy files."""
+
+    def __init__(self, store: Store) -> None:
+        self._store = store
 
     def set_selection(self, tx: WriteTx, session_id: str, template_id: str | None) -> None:
         """Record the template a session selected (None: an explicit unselect)."""
         check_text("session id", session_id, t.ID)
         check_text("template id", template_id, t.ID)
-        self.upsert_row(tx, t.selections, {"session_id": session_id}, {"template_id": template_id})
+        self._store.upsert_row(tx, t.selections, {"session_id": session_id}, {"template_id": template_id})
 
     def set_activation(self, tx: WriteTx, owner_id: str, session_id: str, seq: int) -> None:
         """Set the activation boundary of a template or resource in a session (DIGEST I-5)."""
         check_text("owner id", owner_id, t.ID)
         check_text("session id", session_id, t.ID)
-        self.upsert_row(tx, t.activations, {"owner_id": owner_id, "session_id": session_id}, {"seq": seq})
+        self._store.upsert_row(tx, t.activations, {"owner_id": owner_id, "session_id": session_id}, {"seq": seq})
 
     async def selection(self, session_id: str) -> tuple[bool, str | None]:
         """Whether the session ever selected or unselected, and the template it selected."""
-        row = await self.read_one(_SELECTION, session_id=session_id)
+        row = await self._store.read_one(_SELECTION, session_id=session_id)
         return (row is not None, row["template_id"] if row is not None else None)
 
     async def activations(self, session_id: str) -> dict[str, int]:
         """The activation boundaries in a session, by owner (template or resource id)."""
-        rows = await self.read_all(ACTIVATIONS, session_id=session_id)
+        rows = await self._store.read_all(ACTIVATIONS, session_id=session_id)
         return {row["owner_id"]: int(row["seq"]) for row in rows}
 
     async def put_template(self, template_id: str, definition: JsonValue) -> None:
@@ -79,11 +82,12 @@ class Sessions(Store):
             revised = revise(current)
             blob = Blob.of(revised)
             if row is None or row["definition_hash"] != blob.hash:
-                self.upsert_row(tx, t.templates, {"id": template_id}, {"definition_hash": self.put_blob(tx, blob)},
-                                lambda: {"position": self.next_position(tx, t.templates, None, None)})
+                store = self._store
+                store.upsert_row(tx, t.templates, {"id": template_id}, {"definition_hash": store.put_blob(tx, blob)},
+                                 lambda: {"position": store.next_position(tx, t.templates, None, None)})
             return current, revised
 
-        return await self.write(work)
+        return await self._store.write(work)
 
     def keep_template(self, tx: WriteTx, template_id: str, definition: JsonValue) -> JsonValue:
         """The stored template ``template_id``, or ``definition`` stored as it when there is none
@@ -92,28 +96,28 @@ class Sessions(Store):
         row = tx.one(_TEMPLATE, id=template_id)
         if row is not None:
             return json.loads(row["body"])
-        position = self.next_position(tx, t.templates, None, None)
-        self.insert_row(tx, t.templates, {"id": template_id, "position": position,
-                                          "definition_hash": self.put_blob(tx, Blob.of(definition))})
+        position = self._store.next_position(tx, t.templates, None, None)
+        self._store.insert_row(tx, t.templates, {"id": template_id, "position": position,
+                                          "definition_hash": self._store.put_blob(tx, Blob.of(definition))})
         return definition
 
     async def templates(self) -> dict[str, JsonValue]:
-        rows = await self.read_all(_TEMPLATES)
+        rows = await self._store.read_all(_TEMPLATES)
         return {row["id"]: json.loads(row["body"]) for row in rows}
 
     async def template(self, template_id: str) -> JsonValue:
         """One template definition, or None."""
-        row = await self.read_one(_TEMPLATE, id=template_id)
+        row = await self._store.read_one(_TEMPLATE, id=template_id)
         return None if row is None else json.loads(row["body"])
 
     async def legacy_digest(self, name: str) -> str | None:
         """The sha256 of an imported legacy file (DIGEST L-1), or None: cheap to ask often."""
-        row = await self.read_one(_LEGACY_DIGEST, name=name)
+        row = await self._store.read_one(_LEGACY_DIGEST, name=name)
         return None if row is None else str(row["sha256"])
 
     async def legacy_file(self, name: str) -> bytes | None:
         """An imported legacy file, byte for byte (kept, never rewritten: DIGEST L-1)."""
-        row = await self.read_one(_LEGACY_FILE, name=name)
+        row = await self._store.read_one(_LEGACY_FILE, name=name)
         return None if row is None else bytes(row["body"])
 
 

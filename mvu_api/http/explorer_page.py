@@ -20,7 +20,7 @@ from starlette.types import Scope
 
 from mvu_api.http.index import EXPLORER as PAGE
 from mvu_api.http.index import INSPECTOR, wants_html
-from mvu_api.inspector.page import PAGE_HEADERS
+from mvu_api.http.inspector_page import PAGE_HEADERS
 from mvu_api.inspector.signin import own_origin
 
 STATIC = "/explorer/static"
