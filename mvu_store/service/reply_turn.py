@@ -110,11 +110,12 @@ class ReplyTurn:
         facts = Facts(id=entry.id, eventId=reply.key, sessionId=reply.source["sessionId"], turn=reply.turn,
                       turnKind="human" if reply.human else "unknown", on="assistant_message_committed")
         facts.add("started")
-        source = CommandSource(*await command_source(entry, call.reads))
-        # A card's script may push a repaired operation back: a reply without a command may still run.
-        repairable = claims(self._ctx.processor, entry.id, source.source)
         names = call.names.over(reply.names)
-        parsed = await off_loop(lambda: stages.parse(reply.text, names, repairable=repairable))
+        parsed = await off_loop(lambda: stages.parse(reply.text, names))
+        source = CommandSource(*await command_source(entry, call.reads))
+        if not parsed.has_update and parsed.error is None and claims(self._ctx.processor, entry.id, source.source):
+            # A card's script may push a repaired operation back: a reply without a command may still run.
+            parsed = await off_loop(lambda: stages.repairable(parsed))
         return ReplyRun(entry, reply, parsed, source, facts, Allowance("the reply's declaration work"),
                         signal=call.signal, lease=call.lease, user_text=call.user_text)
 

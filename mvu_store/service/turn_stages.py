@@ -3,7 +3,8 @@
 Each stage is a function of what the stages before it returned, and returns a frozen record;
 none keeps state of its own, so a stage can be tested, and read, alone:
 
-1. :func:`parse` reads the reply's text once (:class:`Parsed`);
+1. :func:`parse` reads the reply's text once (:class:`Parsed`; :func:`repairable` looks again at a
+   reply without a command that a card's script may repair);
 2. :func:`decide` asks the usage policy whether it runs (a :class:`~mvu_store.service.usage.Decision`);
 3. :func:`process` lets the command processor choose among the commands, on one head
    (:class:`ReplyRun` with what was chosen, the head a card's script saw and, computed meanwhile,
@@ -114,18 +115,25 @@ class TurnFailed(Exception):
 
 # -- 1. parse -------------------------------------------------------------------------------------
 
-def parse(raw: str, names: Names, *, repairable: bool) -> Parsed:
-    """The reply ``raw`` read with ``names`` put in for its macros, its commands parsed once.
-    A reply that did not parse is scanned again for an update attempt and, with ``repairable``
-    (a card's script may push a repaired operation back), one without a command is checked for
-    a repair: up to a megabyte of text each time, so the caller runs this in a worker thread."""
+def parse(raw: str, names: Names) -> Parsed:
+    """The reply ``raw`` read with ``names`` put in for its macros, its commands parsed once. A
+    reply that did not parse is scanned again for an update attempt: up to a megabyte of text
+    each time, so the caller runs this in a worker thread."""
     text = raw
     try:
         text = substitute(raw, names)
         commands = tuple(parse_commands(text))
     except MvuError as error:
         return Parsed(text, (), error, contains_update(text))
-    return Parsed(text, commands, None, bool(commands) or (repairable and bool(repairs(text))))
+    return Parsed(text, commands, None, bool(commands))
+
+
+def repairable(parsed: Parsed) -> Parsed:
+    """A reply without a command, for a card's script, which may push a repaired operation back:
+    it attempts an update if its text has a repair (the text is parsed again: a worker thread's)."""
+    if parsed.has_update or parsed.error is not None:
+        return parsed
+    return replace(parsed, has_update=bool(repairs(parsed.text)))
 
 
 # -- 2. decide ------------------------------------------------------------------------------------

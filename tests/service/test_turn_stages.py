@@ -36,10 +36,10 @@ def reply(text: str) -> Reply:
                  fingerprint="f", human=True)
 
 
-def run_of(text: str, *, source: CommandSource | None = None, repairable: bool = False) -> ReplyRun:
+def run_of(text: str, *, source: CommandSource | None = None) -> ReplyRun:
     facts = Facts(id="r", eventId="k-1")
     facts.add("started")
-    return ReplyRun(Entry("r", {}), reply(text), stages.parse(text, Names(), repairable=repairable),
+    return ReplyRun(Entry("r", {}), reply(text), stages.parse(text, Names()),
                     source or CommandSource(), facts, Allowance("a test's declaration work"))
 
 
@@ -87,23 +87,27 @@ class Cards:
 # -- parse ----------------------------------------------------------------------------------------
 
 def test_parse_reads_the_commands_with_the_names_put_in() -> None:
-    parsed = stages.parse("{{user}} wins: _.set('hp', 5);", Names(user="Ann"), repairable=False)
+    parsed = stages.parse("{{user}} wins: _.set('hp', 5);", Names(user="Ann"))
     assert parsed.text == "Ann wins: _.set('hp', 5);"
     assert [command.type for command in parsed.commands] == ["set"] and parsed.has_update
     assert parsed.error is None
 
 
 def test_parse_keeps_the_refusal_of_a_reply_that_does_not_read_and_still_sees_its_update() -> None:
-    parsed = stages.parse("_.set('__proto__.hp', 1);", Names(), repairable=False)
+    parsed = stages.parse("_.set('__proto__.hp', 1);", Names())
     assert parsed.error is not None and parsed.error.code == Code.PATH
     assert parsed.commands == () and parsed.has_update
 
 
-@pytest.mark.parametrize(("repairable", "has_update"), [(True, True), (False, False)])
-def test_parse_counts_a_repairable_patch_as_an_update_only_for_a_card_script(repairable: bool,
-                                                                           has_update: bool) -> None:
-    parsed = stages.parse(UNREPAIRED, Names(), repairable=repairable)
-    assert parsed.commands == () and parsed.error is None and parsed.has_update is has_update
+def test_a_repairable_patch_is_an_update_only_once_checked_for_a_card_script() -> None:
+    parsed = stages.parse(UNREPAIRED, Names())
+    assert parsed.commands == () and parsed.error is None and not parsed.has_update
+    repaired = stages.repairable(parsed)
+    assert repaired.has_update and repaired.commands == () and repaired.text == parsed.text
+    words = stages.parse("just words", Names())
+    assert stages.repairable(words) == words  # nothing to repair: still no update
+    refused = stages.parse("_.set('__proto__.hp', 1);", Names())
+    assert stages.repairable(refused) is refused  # a refusal is never repaired
 
 
 # -- decide ---------------------------------------------------------------------------------------
