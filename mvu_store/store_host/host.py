@@ -59,7 +59,7 @@ class StoreHost:
 
     @property
     def ledger(self) -> Ledger:
-        """The ledger whose tables hold the sessions (``mvu_store.service.sessions.LedgerHost``): a
+        """The ledger whose tables hold the sessions (``mvu_store.service.session_cache.LedgerHost``): a
         read of the service gets the session's new events with its own rows in one round trip."""
         return self._ledger
 
