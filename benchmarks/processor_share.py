@@ -29,8 +29,8 @@ from typing import Any
 from mvu_store.errors import MvuError
 from mvu_store.lang import parse_commands
 from mvu_store.processor.declaration import Declaration
+from mvu_store.processor.port import ProcessorTurn
 from mvu_store.processor.registry import CardProcessors
-from mvu_store.service.processing import ProcessorTurn
 
 
 def _helper(body: str) -> str:

@@ -245,8 +245,7 @@ async def cmd_sessions_import(args: argparse.Namespace) -> int:
     from rich.table import Table
     from rich.text import Text
 
-    from mvu_store.store_host import StoreHost
-    from mvu_store.store_host.logs import import_logs
+    from mvu_store.store_host import StoreHost, import_logs
 
     ledger = await open_ledger_of(args, writes=True)
     try:

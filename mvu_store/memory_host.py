@@ -14,8 +14,6 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import re
-import stat
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -26,22 +24,25 @@ from mvu_store.host import (
     SESSION_FORMAT_VERSION,
     AppendsSince,
     CardGrant,
+    HostFacts,
     Lease,
     Membership,
     SessionEvent,
     SessionHeader,
     SessionSnapshot,
     SessionTail,
-    chain_fingerprint,
+    chain_link,
+    check_session_id,
+    event_line,
+    event_text,
     fingerprint_chain,
+    header_line,
+    read_log,
+    session_header,
     turn_events,
 )
-from mvu_store.jsonvalue import JsonValue, normalize
+from mvu_store.jsonvalue import JsonValue, normalize, utf8
 from mvu_store.private_files import make_private_folders, private_opener
-from mvu_store.store_host.facts import HostFacts
-
-# Session ids become file names: keep them to a portable, unambiguous alphabet.
-_SESSION_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,159}$")
 
 
 @dataclass(slots=True)
@@ -103,10 +104,11 @@ class MemoryHost:
         session = self._sessions.get(session_id)
         if session is None:
             return None
-        # Events are numbered densely from 0 here, so an event's seq is its index.
+        # Events are numbered densely from 0 here, so an event's seq is its index; any negative
+        # seq means from the start, as in ``mvu_store.host.tail_of``.
+        after_seq = max(after_seq, -1)
         if after_seq < len(session.events):
-            return SessionTail(session.header, session.chain[after_seq + 1] if after_seq >= -1 else None,
-                               tuple(session.events[max(after_seq + 1, 0):]))
+            return SessionTail(session.header, session.chain[after_seq + 1], tuple(session.events[after_seq + 1:]))
         return SessionTail(session.header, None, tuple(session.events))
 
     async def capture_session_lease(self, session_id: str) -> Lease:
@@ -151,18 +153,25 @@ class MemoryHost:
         version: int = SESSION_FORMAT_VERSION,
         parent_session: str | None = None,
         origin: str | None = None,
+        inherited_event_count: int | None = None,
     ) -> SessionHeader:
-        if not _SESSION_ID.match(session_id):
-            raise MvuError(Code.SCOPE, f"session id {session_id!r} must be 1-160 letters, digits or _.:-")
-        if session_id in self._sessions:
-            raise MvuError(Code.ID_CONFLICT, f"session {session_id!r} already exists", session_id=session_id)
-        header = SessionHeader(session_id, version, created_at, parent_session, origin)
+        """Create a session, checked as every host checks a header (``mvu_store.host.headers``).
+        The same header again is a replay that changes nothing; another header under the id is
+        ``MVU_ID_CONFLICT`` (as ``POST /sessions`` answers, docs/host-protocol.md)."""
+        header = session_header(session_id, created_at=created_at, version=version, parent_session=parent_session,
+                                origin=origin, inherited_event_count=inherited_event_count)
+        existing = self._sessions.get(session_id)
+        if existing is not None:
+            if existing.header != header:
+                raise MvuError(Code.ID_CONFLICT, f"session {session_id!r} already exists with another header",
+                               session_id=session_id)
+            return existing.header
         self._sessions[session_id] = session = _Session(header)
         session.rechain()
         if self._path is not None:
-            # The one place a file name comes from a session id: one the pattern above admits.
+            # The one place a file name comes from a session id: one the header check admits.
             self._files[session_id] = self._path / f"{session_id}.jsonl"
-        self._write(session_id, _header_json(header), truncate=True)
+        self._write(session_id, header_line(header), truncate=True)
         return header
 
     def append(self, session_id: str, type: str, data: dict[str, JsonValue] | None = None) -> int:
@@ -177,13 +186,12 @@ class MemoryHost:
         return event.seq
 
     def _append(self, session_id: str, type: str, data: dict[str, JsonValue] | None) -> SessionEvent:
-        session = self._require(session_id)
-        payload, _, _ = normalize(data or {})
-        event = SessionEvent(len(session.events), type, payload)
+        session = self._require(check_session_id(session_id))
+        event, text = self._event(len(session.events), type, data or {})
         session.events.append(event)
-        session.chain.append(chain_fingerprint(session.chain[-1], event))
+        session.chain.append(chain_link(session.chain[-1], text))
         session.generation += 1
-        self._write(session_id, {"seq": event.seq, "type": type, "data": payload})
+        self._write(session_id, event_line(event))
         return event
 
     def replace_event(self, session_id: str, seq: int, type: str, data: dict[str, JsonValue]) -> None:
@@ -191,8 +199,7 @@ class MemoryHost:
         session = self._require(session_id)
         if not 0 <= seq < len(session.events):
             raise MvuError(Code.MISSING, f"no event {seq} in session {session_id!r}", seq=seq)
-        payload, _, _ = normalize(data)
-        session.events[seq] = SessionEvent(seq, type, payload)
+        session.events[seq], _ = self._event(seq, type, data)
         session.rechain()
         session.generation += 1
         self._rewrite(session_id)
@@ -237,7 +244,7 @@ class MemoryHost:
         child.events.extend(source.events[: cut + 1])
         child.rechain()
         for event in child.events:
-            self._write(new_session_id, {"seq": event.seq, "type": event.type, "data": event.data})
+            self._write(new_session_id, event_line(event))
         open_turns = [e.data.get("turn") for e in child.events if e.type == "turn/start"]
         ended = {e.data.get("turn") for e in child.events if e.type == "turn/end"}
         if open_turns and open_turns[-1] not in ended:
@@ -303,6 +310,18 @@ class MemoryHost:
             raise MvuError(Code.MISSING, f"no session {session_id!r}", session_id=session_id)
         return session
 
+    def _event(self, seq: int, type: str, data: Mapping[str, Any]) -> tuple[SessionEvent, str]:
+        """An event as this host keeps it, with its text in the fingerprint chain: JSON values
+        only (normalised: 1.0 is the 1 a JavaScript host meant). In memory a lone surrogate is
+        kept (a host's text may hold one: the chain hashes it); a log line is UTF-8, so with
+        ``path`` it is refused (``MVU_JSON``) before anything changes, as ``StoreHost`` refuses it."""
+        payload, _, _ = normalize(data)
+        event = SessionEvent(seq, type, payload)
+        text = event_text(event)
+        if self._path is not None:
+            utf8(text)
+        return event, text
+
     def _write(self, session_id: str, line: dict[str, Any], *, truncate: bool = False) -> None:
         if self._path is None:
             return
@@ -318,9 +337,7 @@ class MemoryHost:
         target = self._files[session_id]
         temporary = target.with_suffix(".jsonl.tmp")
         with open(temporary, "w", encoding="utf-8", opener=private_opener) as log:
-            for line in [_header_json(session.header)] + [
-                {"seq": e.seq, "type": e.type, "data": e.data} for e in session.events
-            ]:
+            for line in [header_line(session.header), *map(event_line, session.events)]:
                 log.write(json.dumps(line, ensure_ascii=False, separators=(",", ":")) + "\n")
             log.flush()
             os.fsync(log.fileno())
@@ -340,56 +357,3 @@ class MemoryHost:
         self._files[header.id] = log
         if torn:
             self._rewrite(header.id)  # so the next append does not follow the torn bytes
-
-
-def read_log(log: Path) -> tuple[SessionHeader, list[SessionEvent], bool] | None:
-    """A session log file: its header, its events and whether a crash tore the last line (that
-    line is left out: everything before it was fsynced whole). None for an empty file.
-
-    A log is ``<session id>.jsonl`` and its header names that id (one the session id pattern
-    admits): any other file is refused with a typed error naming it, as are a symbolic link, a
-    file that is not a regular one (a device, a pipe) and a log that is not what this host
-    writes (``MVU_JSON``)."""
-    try:
-        status = os.lstat(log)
-    except OSError as error:
-        raise MvuError(Code.MISSING, f"{log.name}: {error.strerror}", path=str(log)) from None
-    if not stat.S_ISREG(status.st_mode):
-        raise MvuError(Code.SCOPE, f"{log.name} is not a regular file (a link, a device or a pipe): not read",
-                       path=str(log))
-    try:
-        lines = [line for line in log.read_text(encoding="utf-8").splitlines() if line.strip()]
-        if not lines:
-            return None
-        head = json.loads(lines[0])
-        header = SessionHeader(
-            head["id"], int(head["version"]), head.get("createdAt"), head.get("parentSession"), head.get("origin")
-        )
-    except (ValueError, KeyError, TypeError, AttributeError) as error:  # UnicodeDecodeError is a ValueError
-        raise MvuError(Code.JSON, f"{log.name}: not a session log ({error!r})", path=str(log)) from None
-    if not isinstance(header.id, str) or not _SESSION_ID.match(header.id) or log.name != f"{header.id}.jsonl":
-        raise MvuError(Code.SCOPE, f"{log.name}: its header names session {header.id!r}, not the one its file "
-                                   "name does", path=str(log))
-    events: list[SessionEvent] = []
-    for number, line in enumerate(lines[1:], start=2):
-        try:
-            event = json.loads(line)
-        except ValueError as error:
-            if number == len(lines):
-                return header, events, True  # torn by a crash: the line never finished
-            raise MvuError(Code.JSON, f"{log.name}: line {number} is not JSON ({error})", path=str(log)) from None
-        try:
-            events.append(SessionEvent(int(event["seq"]), str(event["type"]), event.get("data") or {}))
-        except (ValueError, KeyError, TypeError, AttributeError) as error:
-            raise MvuError(Code.JSON, f"{log.name}: line {number} is not an event ({error!r})",
-                           path=str(log)) from None
-    return header, events, False
-
-
-def _header_json(header: SessionHeader) -> dict[str, Any]:
-    line: dict[str, Any] = {"id": header.id, "version": header.version, "createdAt": header.created_at}
-    if header.parent_session is not None:
-        line["parentSession"] = header.parent_session
-    if header.origin is not None:
-        line["origin"] = header.origin
-    return line

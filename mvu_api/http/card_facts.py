@@ -1,6 +1,6 @@
 """The host-fact routes a remote host reports card facts with (docs/cards.md): its playthroughs
 (membership, the timeline's variants and head) and its card scripts' grants. Kept in the
-server's memory (:class:`mvu_store.store_host.facts.HostFacts`): report them again after a restart."""
+server's memory (:class:`mvu_store.host.HostFacts`): report them again after a restart."""
 
 from __future__ import annotations
 

@@ -21,7 +21,12 @@ INDEX_PATHS = ("/", f"{API_PREFIX}/", API_PREFIX)
 """Where the index answers: the API's root, which ``mvu serve`` prints (with or without its
 slash, as people type it), and the server's root."""
 GUIDES = {
-    "README.md": "what the store does, the Python API, the HTTP API, the command line",
+    "README.md": "what the store does, the two commands, a first turn",
+    "ARCHITECTURE.md": "the code's layers and rooms, and where a new feature goes",
+    "docs/python-api.md": "the Python API, call by call",
+    "docs/http-api.md": "the HTTP API: state routes, host routes, errors, the original's transport",
+    "docs/cli.md": "the mvu command",
+    "docs/serving.md": "running mvu serve: what it serves, its token, the inspector and the explorer",
     "docs/host-protocol.md": "feeding sessions over HTTP, route by route, with curl",
     "docs/host-events.md": "the session and event format the store reads",
     "docs/requirements.md": "what the requirement ids in the texts promise",

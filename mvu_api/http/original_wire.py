@@ -7,7 +7,7 @@ versions}`` (an unknown id on ``resource`` is 200 with ``record: null``; ``histo
 and refusals as ``{ok: false, code, error}`` with the original's statuses (409 for a conflict or an
 ambiguity, 403 for a denial or a read-only scope, 400 else; a storage fault of this store keeps
 its own 5xx, which the original has no code for). The rest of this API (``…/api/v1/mvu/…``) keeps
-its own shapes and RFC 9457 problems (README, "The wire and the original's transport").
+its own shapes and RFC 9457 problems (docs/http-api.md, "The wire and the original's transport").
 """
 
 from __future__ import annotations

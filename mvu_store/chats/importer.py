@@ -40,7 +40,8 @@ from mvu_store.chats.states import StoredState, stored_state
 from mvu_store.chats.turns import Event, Turns, end_event, message_id, reply_event, user_event
 from mvu_store.chats.verify import check_transition
 from mvu_store.errors import Code, MvuError
-from mvu_store.host import SessionEvent
+from mvu_store.host import SessionEvent, session_header
+from mvu_store.host import check_session_id as check_store_session_id
 from mvu_store.jsonvalue import JsonValue, canonical_text, dumps, js_json, measure_state, sha256_hex
 from mvu_store.lang.macros import MAX_NAME_CHARS, Names
 from mvu_store.ledger import ChatImportRows, ImportedVersion, Ledger, NewResource
@@ -49,7 +50,6 @@ from mvu_store.service.initial import with_names
 from mvu_store.service.models import CharacterDefinition
 from mvu_store.service.templates import discovered_definition, instance_definition
 from mvu_store.store_host.events import keep
-from mvu_store.store_host.host import check_store_session_id, session_header
 
 FORMAT = "sillytavern"
 MAX_SESSION_ID = 120

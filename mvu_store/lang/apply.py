@@ -6,7 +6,7 @@ reason (a missing path: ``MVU_PATH_MISSING``; the native schema or a value that 
 the run continues, as in MagVarUpdate, where such errors are logged and skipped. Anything else
 (limits, an unsafe path or value, a malformed envelope) raises :class:`MvuError` and nothing is
 applied. The semantics of each command are MagVarUpdate's as observed by running it (the
-README's compatibility section); the executors live in :mod:`mvu_store.lang.executors`. Under a
+docs/compatibility.md); the executors live in :mod:`mvu_store.lang.executors`. Under a
 card's interpreter-v2 declaration they are the ``mvu_zod`` helper's (:mod:`mvu_store.lang.declared`).
 """
 

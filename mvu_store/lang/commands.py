@@ -7,7 +7,7 @@ line and runs to the end of its line. Everything is found by linear scans, never
 backtracking pattern, so adversarial replies cost time proportional to their length.
 
 One deliberate difference: commands inside a closed ``<thinking>``/``<think>`` block are not
-extracted (MagVarUpdate applies the model's drafts too; see the compatibility table in README.md).
+extracted (MagVarUpdate applies the model's drafts too; see the compatibility table in docs/compatibility.md).
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 Each executor checks everything first and writes once at the end, so a refused command leaves
 the state as it was. Refusals raise :class:`MvuError` with a diagnostic code (see
-:mod:`mvu_store.lang.apply`). Rules and quirks follow MagVarUpdate as observed (the README's compatibility section);
+:mod:`mvu_store.lang.apply`). Rules and quirks follow MagVarUpdate as observed (docs/compatibility.md);
 the comments name the quirk where the code would otherwise look wrong.
 
 States are persistent: a write copies the containers from the root to the changed place and

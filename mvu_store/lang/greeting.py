@@ -9,7 +9,7 @@ The chosen greeting's *explicit update blocks* run once on the freshly initialis
 * then JSON Patch blocks, and function commands written inside an ``<UpdateVariable>`` block.
 
 A ``_.set(...)`` lying loose in the greeting's prose is not an update block and is not applied
-(MagVarUpdate would apply it; see the compatibility table in README.md). Unlike a conversation
+(MagVarUpdate would apply it; see the compatibility table in docs/compatibility.md). Unlike a conversation
 turn, nothing may be skipped silently: an unreadable ``<initvar>`` block or any per-command
 diagnostic refuses the whole opening with ``MVU_INITIALIZATION_INVALID`` (for commands, its
 details list the diagnostics).

@@ -5,7 +5,7 @@ A card's ``[initvar]`` data may carry ``$meta`` objects (``extensible``, ``recur
 ``concatTemplateArray``), array elements ``{"$arrayMeta": true, "$meta": {...}}`` and the marker
 string ``"$__META_EXTENSIBLE__$"``. They are turned into a schema tree stored beside
 ``stat_data`` (same JSON shape as MagVarUpdate's ``variables.schema``) and removed from the data.
-The rules are MagVarUpdate's, as observed by running it (the README's compatibility section).
+The rules are MagVarUpdate's, as observed by running it (docs/compatibility.md).
 """
 
 from __future__ import annotations

@@ -2,8 +2,8 @@
 
 QuickJS can crash its whole process on some out-of-memory paths (seen with quickjs-bindings
 0.1.1: an allocation failing while an error's backtrace is built), so no script runs inside the
-service's process. This file is started as a script (``python -I child.py``) and imports nothing
-of mvu_store, so it starts fast and shares no state with the service. A request is a frame
+service's process. This file is started as a script (``python -I child.py``) and takes nothing
+from mvu_store, so it starts fast and shares no state with the service. A request is a frame
 (:func:`frame`): one JSON header line, then ``size`` bytes of UTF-8 text (the header says how
 many), so the largest part of a request, the payload or the source, is never escaped inside
 JSON and parsed again. Each request that expects one gets one JSON answer line on stdout:

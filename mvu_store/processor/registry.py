@@ -1,6 +1,6 @@
 """Card command processors of a service: one registration per state instance, run before commits.
 
-:class:`CardProcessors` is the service's :class:`~mvu_store.service.processing.CommandProcessor`.
+:class:`CardProcessors` is the service's :class:`~mvu_store.processor.port.CardRegistry`.
 For each reply it finds the resource's registration: one the host made with
 :meth:`register` (``origin="host"``), else one made on first use from the declaration the
 resource's card carries (``origin="card"``). Without either, the commands pass through.
@@ -30,10 +30,11 @@ import asyncio
 import contextlib
 import json
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from mvu_store.bounded import BoundedCache
 from mvu_store.errors import Code, MvuError
 from mvu_store.host import Lease, holds
 from mvu_store.jsonvalue import JsonValue
@@ -41,9 +42,8 @@ from mvu_store.lang import Command
 from mvu_store.processor.adapter import commands_back, views
 from mvu_store.processor.declaration import PROTOCOL_VERSION, Declaration, declaration, utf16_length
 from mvu_store.processor.engine import Cancel, Unknown, Worker
+from mvu_store.processor.port import ProcessorTurn, Registered
 from mvu_store.processor.repair import repairs
-from mvu_store.service.bounded import BoundedCache
-from mvu_store.service.processing import ProcessorTurn
 
 MAX_USER_TEXT_UNITS = 64 * 1024
 """UTF-16 code units of the turn's user text the gate may read; longer text is dropped whole."""
@@ -70,12 +70,6 @@ class Registration:
         return {"protocolVersion": PROTOCOL_VERSION, "registered": True, "registrationId": self.id,
                 "source": self.declaration.source, "sha256": self.declaration.sha256,
                 "listenerCount": self.listener_count}
-
-
-@dataclass(frozen=True, slots=True)
-class Registered:
-    receipt: dict[str, JsonValue]
-    dispose: Callable[[], None]
 
 
 class CardProcessors:

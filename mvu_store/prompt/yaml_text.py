@@ -345,11 +345,14 @@ def _fold(text: str, indent: str, mode: str, indent_at_start: int | None) -> str
                     end = fold_at + end_step
                     split = None
         prev = ch
-    if not folds:
-        return text
+    return _join_folds(text, folds, escaped_folds, indent, mode) if folds else text
+
+
+def _join_folds(text: str, folds: list[int], escaped_folds: set[int], indent: str, mode: str) -> str:
+    """The text broken at each fold position (a fold at 0 starts the scalar on its own line)."""
     out = [text[: folds[0]]]
     for number, fold in enumerate(folds):
-        stop = folds[number + 1] if number + 1 < len(folds) else size
+        stop = folds[number + 1] if number + 1 < len(folds) else len(text)
         if fold == 0:
             out = ["\n", indent, text[:stop]]
         else:

@@ -36,6 +36,8 @@ from mvu_store.js.values import (
 from mvu_store.jsonvalue import UNSAFE_KEYS
 from mvu_store.schema.arrays import array_from, array_like, make_array
 from mvu_store.schema.dates import DATE, JsDate
+from mvu_store.schema.locale_numbers import INTL
+from mvu_store.schema.maps import JsMap
 from mvu_store.schema.numeric import MATH, NUMBER, parse_float, parse_int, to_num
 from mvu_store.schema.regex import REGEXP
 from mvu_store.schema.strings import STRING_STATICS
@@ -47,6 +49,8 @@ def iterate(budget: Budget, value: Any) -> list[Any]:
     """The items ``...value`` spreads (arrays, strings and sets)."""
     if isinstance(value, JsSet):
         value = value.items
+    if isinstance(value, JsMap):
+        value = value.pairs()
     if type(value) is list:
         budget.charge(len(value))
         return list(value)
@@ -265,7 +269,9 @@ def values(budget: Budget, args: list[Any]) -> Any:
 
 def from_entries(budget: Budget, args: list[Any]) -> Any:
     result: dict[str, Any] = {}
-    for _, pair in collection(budget, arg(args, 0)):
+    source = arg(args, 0)
+    iterable = isinstance(source, JsMap | JsSet)
+    for _, pair in list(enumerate(iterate(budget, source))) if iterable else collection(budget, source):
         if type(pair) is not list:
             raise fail("fromEntries needs [key, value] pairs")
         result[safe_key(to_string(arg(pair, 0)))] = arg(pair, 1)
@@ -341,7 +347,7 @@ def _array_from(budget: Budget, args: list[Any]) -> Any:
     source = arg(args, 0)
     if type(source) is dict:  # Array.from({ length: n }, fn)
         items = array_like(budget, source)
-    elif type(source) is list or type(source) is str or isinstance(source, JsSet):
+    elif type(source) is list or type(source) is str or isinstance(source, JsSet | JsMap):
         items = iterate(budget, source)
     else:
         items = []
@@ -448,7 +454,22 @@ def _primitive_or(answer: bool) -> Fn:
     return lambda budget, args: (type(arg(args, 0)) not in (dict, list)) != answer
 
 
-OBJECT = Namespace("Object", {
+class _ObjectFunction(Namespace, JsCallable):
+    """``Object``: a namespace of statics that can also be called (``Object(value)``, which
+    lodash's ``setWith(target, path, value, Object)`` calls for each container it needs)."""
+
+    __slots__ = ()
+
+    def call(self, budget: Budget, args: list[Any]) -> Any:
+        value = arg(args, 0)
+        if value is None or value is UNDEFINED:
+            return {}
+        if type(value) is dict or type(value) is list or isinstance(value, Opaque):
+            return value
+        raise MvuError(Code.UNSUPPORTED, f"`Object(value)` of a {typeof(value)}: wrapper objects are not supported")
+
+
+OBJECT = _ObjectFunction("Object", {
     "keys": Builtin("keys", lambda budget, args: [key for key, _ in _own_entries(budget, arg(args, 0))]),
     "values": Builtin("values", lambda budget, args: [item for _, item in _own_entries(budget, arg(args, 0))]),
     "entries": Builtin("entries", lambda budget, args: [
@@ -482,6 +503,7 @@ GLOBALS: dict[str, Any] = {
     "Object": OBJECT,
     "JSON": Namespace("JSON", {"stringify": Builtin("stringify", _stringify), "parse": Builtin("parse", _json_parse)}),
     "Date": DATE,
+    "Intl": INTL,
     "RegExp": REGEXP,
     "parseInt": Builtin("parseInt", parse_int),
     "parseFloat": Builtin("parseFloat", parse_float),

@@ -14,14 +14,15 @@ from typing import Any
 from mvu_store.js.values import JsCallable, Opaque
 from mvu_store.schema.builtins import JsSet
 from mvu_store.schema.dates import JsDate
+from mvu_store.schema.maps import JsMap
 from mvu_store.schema.promises import JsPromise
 from mvu_store.schema.regex import Regex
 
 ERRORS = frozenset({"Error", "TypeError", "RangeError", "SyntaxError", "ReferenceError", "EvalError", "URIError"})
-# Classes whose instances the interpreter never makes (maps, boxed primitives): always false.
-_NEVER = frozenset({"Map", "WeakMap", "WeakSet", "String", "Number", "Boolean", "Symbol", "BigInt"})
-_KINDS: dict[str, Any] = {"Date": JsDate, "RegExp": Regex, "Set": JsSet, "Array": list, "Function": JsCallable,
-                          "Promise": JsPromise}
+# Classes whose instances the interpreter never makes (weak maps, boxed primitives): always false.
+_NEVER = frozenset({"WeakMap", "WeakSet", "String", "Number", "Boolean", "Symbol", "BigInt"})
+_KINDS: dict[str, Any] = {"Date": JsDate, "RegExp": Regex, "Set": JsSet, "Map": JsMap, "Array": list,
+                          "Function": JsCallable, "Promise": JsPromise}
 CLASS_NAMES = ERRORS | _NEVER | set(_KINDS) | {"Object"}
 
 

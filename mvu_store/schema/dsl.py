@@ -200,9 +200,9 @@ def _issue_codes() -> Namespace:
     return Namespace("z.ZodIssueCode", {code: code for code in codes})
 
 
-def make_z(version: int) -> Namespace:
-    """The ``z`` of a declaration compiled with ``interpreter_version``."""
-    members: dict[str, Any] = {
+def _value_makers() -> dict[str, Any]:
+    """``z.string()``, ``z.object()``, ``z.literal()``...: the schemas of one kind of value."""
+    return {
         "object": Builtin("object", _object("strip")),
         "looseObject": Builtin("looseObject", _object("loose")),
         "strictObject": Builtin("strictObject", _object("strict")),
@@ -218,13 +218,6 @@ def make_z(version: int) -> Namespace:
         "literal": Builtin("literal", _literal),
         "enum": Builtin("enum", _enum),
         "nativeEnum": Builtin("nativeEnum", _enum),
-        "array": Builtin("array", lambda budget, args: ArraySchema(as_schema(arg(args, 0), "array's items"))),
-        "tuple": Builtin("tuple", _tuple),
-        "record": Builtin("record", _record(partial=False)),
-        "partialRecord": Builtin("partialRecord", _record(partial=True)),
-        "union": Builtin("union", _union(UnionSchema)),
-        "xor": Builtin("xor", _union(XorSchema)),
-        "looseRecord": Builtin("looseRecord", _loose_record),
         "templateLiteral": Builtin("templateLiteral", _template_literal),
         "stringbool": Builtin("stringbool", lambda budget, args: StringBoolSchema(arg(args, 0))),
         "nan": _make(nan_schema),
@@ -232,14 +225,18 @@ def make_z(version: int) -> Namespace:
         "date": _make(DateSchema),
         "json": _make(JsonSchema),
         "custom": Builtin("custom", _custom),
+    }
+
+
+def _format_makers() -> dict[str, Any]:
+    """The string formats (``z.email()``, ``z.iso.date()``...), the ranged numbers and the
+    constructors refused by name."""
+    return {
         "iso": _iso(),
         "int32": _ranged(-2147483648, 2147483647, True),
         "uint32": _ranged(0, 4294967295, True),
         "float32": _ranged(-_FLOAT32, _FLOAT32, False),
         "float64": _ranged(-_FLOAT64, _FLOAT64, False),
-        "nonoptional": Builtin("nonoptional", _wrap_first(NonOptional)),
-        "exactOptional": Builtin("exactOptional", _wrap_first(ExactOptional)),
-        "readonly": Builtin("readonly", _wrap_first(Readonly)),
         **{name: _string_format(name) for name in _FORMATS},
         "jwt": Builtin("jwt", lambda budget, args: StringSchema().m_jwt(budget, args)),
         "mac": Builtin("mac", lambda budget, args: StringSchema().mac(args)),
@@ -247,18 +244,38 @@ def make_z(version: int) -> Namespace:
         "httpUrl": _string_format("httpUrl", lambda base, options: base.url(options, http=True)),
         "hash": Builtin("hash", lambda budget, args: StringSchema().digest(args)),
         **{name: _refused(name) for name in REFUSED},
+    }
+
+
+def _composite_makers() -> dict[str, Any]:
+    """The schemas built of other schemas: containers, unions, wrappers, ``coerce``."""
+    return {
+        "array": Builtin("array", lambda budget, args: ArraySchema(as_schema(arg(args, 0), "array's items"))),
+        "tuple": Builtin("tuple", _tuple),
+        "record": Builtin("record", _record(partial=False)),
+        "partialRecord": Builtin("partialRecord", _record(partial=True)),
+        "looseRecord": Builtin("looseRecord", _loose_record),
+        "union": Builtin("union", _union(UnionSchema)),
+        "xor": Builtin("xor", _union(XorSchema)),
         "intersection": Builtin("intersection", lambda budget, args: IntersectionSchema(
             as_schema(arg(args, 0), "intersection's left"), as_schema(arg(args, 1), "intersection's right"))),
         "discriminatedUnion": Builtin("discriminatedUnion", _discriminated),
+        "nonoptional": Builtin("nonoptional", _wrap_first(NonOptional)),
+        "exactOptional": Builtin("exactOptional", _wrap_first(ExactOptional)),
+        "readonly": Builtin("readonly", _wrap_first(Readonly)),
         "optional": Builtin("optional", _wrap_first(Optional)),
         "nullable": Builtin("nullable", _wrap_first(Nullable)),
         "nullish": Builtin("nullish", lambda budget, args: Optional(Nullable(as_schema(arg(args, 0), "nullish")))),
         "preprocess": Builtin("preprocess", _preprocess),
         "lazy": Builtin("lazy", lambda budget, args: Lazy(function_arg(arg(args, 0), "z.lazy"))),
         "coerce": _coerce(),
-        "NEVER": NEVER,
-        "ZodIssueCode": _issue_codes(),
     }
+
+
+def make_z(version: int) -> Namespace:
+    """The ``z`` of a declaration compiled with ``interpreter_version``."""
+    members: dict[str, Any] = {**_value_makers(), **_format_makers(), **_composite_makers(),
+                               "NEVER": NEVER, "ZodIssueCode": _issue_codes()}
     if version < 2:
         members = {name: value for name, value in members.items() if name not in _V2_ONLY}
     namespace = Namespace("z", members)

@@ -32,6 +32,7 @@ from mvu_store.js.values import (
 from mvu_store.jsonvalue import UNSAFE_KEYS
 from mvu_store.schema import builtins, dates
 from mvu_store.schema.classes import instance_of
+from mvu_store.schema.maps import JsMap
 from mvu_store.schema.operators import BINARY, UNARY, clip
 from mvu_store.schema.promises import AsyncFunction, awaited
 from mvu_store.schema.regex import REGEXP, Regex, compile_regex
@@ -42,6 +43,7 @@ from mvu_store.schema.runtime import (
     Exec,
     Frame,
     JsFunction,
+    Jump,
     Return,
     bind,
     destructure,
@@ -71,6 +73,7 @@ class Compiler:
         bound = _bound_names(program)
         self.fixed = {name: value for name, value in fixed.items() if name not in bound}
         self.modules = modules  # resolves `await import(url)` to a local capability
+        self.labels: frozenset[str] = frozenset()  # the labels of the loop compiled next
 
     def expression(self, node: Node) -> Eval:
         if node.kind in {"member", "index", "call"} and _has_optional(node):
@@ -503,6 +506,9 @@ class Compiler:
         if name == "Set":
             items = self.expression(node.child(0)) if node.kids else _constant([])
             return lambda frame: builtins.JsSet(builtins.iterate(frame.budget, items(frame)))
+        if name == "Map":
+            entries = self.expression(node.child(0)) if node.kids else _constant([])
+            return lambda frame: JsMap.of(frame.budget, _map_entries(frame.budget, entries(frame)))
         if name in ("Date", "RegExp", "Array"):
             parts = [self.expression(kid) for kid in node.kids if kid is not None]
             build = {"Date": dates.construct, "RegExp": REGEXP.fn}.get(name, builtins.GLOBALS["Array"].fn)
@@ -600,10 +606,37 @@ class Compiler:
         return switch
 
     def s_break(self, node: Node) -> Exec:
-        return lambda frame: BREAK
+        jump = BREAK if node.value is None else Jump(node.value, breaks=True)
+        return lambda frame: jump
 
     def s_continue(self, node: Node) -> Exec:
-        return lambda frame: CONTINUE
+        jump = CONTINUE if node.value is None else Jump(node.value, breaks=False)
+        return lambda frame: jump
+
+    def s_labeled(self, node: Node) -> Exec:
+        """``label: statement``: a ``break label`` inside ends it; a loop so labelled also takes
+        ``continue label`` (the loop reads :attr:`labels` when it is compiled)."""
+        labels = {node.value}
+        inner = node.child(0)
+        while inner.kind == "labeled":  # `a: b: for (...)`
+            labels.add(inner.value)
+            inner = inner.child(0)
+        self.labels = frozenset(labels) if inner.kind in _LOOPS else frozenset()
+        body = self.statement(inner)
+        self.labels = frozenset()
+
+        def labeled(frame: Frame) -> Any:
+            completion = body(frame)
+            if type(completion) is Jump and completion.breaks and completion.label in labels:
+                return None
+            return completion
+
+        return labeled
+
+    def take_labels(self) -> frozenset[str]:
+        """The labels of the loop being compiled (none for the loops nested in its body)."""
+        labels, self.labels = self.labels, frozenset()
+        return labels
 
     def pattern(self, pattern: tuple[Any, ...]) -> tuple[Any, ...]:
         """A binding pattern with its default values compiled to closures."""
@@ -644,6 +677,7 @@ class Compiler:
         return self.loop(node, _own_keys)
 
     def loop(self, node: Node, items_of: Callable[[Any], list[Any]]) -> Exec:
+        labels = self.take_labels()
         binding, pattern = node.value[0], self.pattern(node.value[1])
         const = binding == "const"
         iterable = self.expression(node.child(0))
@@ -659,10 +693,11 @@ class Compiler:
                 inner = Frame(frame, frame.budget)
                 bind(inner, pattern, item, const=const)
                 completion = body(inner)
-                if completion is BREAK:
-                    break
-                if type(completion) is Return:
-                    return completion
+                if completion is not None and completion is not CONTINUE:
+                    if _ends_loop(completion, labels):
+                        break
+                    if not _continues_loop(completion, labels):
+                        return completion
             return None
 
         return loop
@@ -671,6 +706,7 @@ class Compiler:
         """``while`` and ``do…while``: each pass pays for its test and body like a ``for…of`` item,
         and a loop runs its body at most :data:`MAX_LOOP_ITEMS` times, so ``while (true) {}`` is a
         clear ``MVU_LIMIT`` long before the budget would run out."""
+        labels = self.take_labels()
         test = self.expression(node.child(0))
         body = self.scoped(node.child(1))
         cost = 1 + node.child(0).size() + node.child(1).size()
@@ -682,10 +718,11 @@ class Compiler:
             for _ in range(MAX_LOOP_ITEMS):
                 frame.budget.charge(cost)
                 completion = body(frame)
-                if completion is BREAK:
-                    return None
-                if type(completion) is Return:
-                    return completion
+                if completion is not None and completion is not CONTINUE:
+                    if _ends_loop(completion, labels):
+                        return None
+                    if not _continues_loop(completion, labels):
+                        return completion
                 if not truthy(test(frame)):  # `continue` comes here too, as in JavaScript
                     return None
             raise _iteration_limit()
@@ -698,6 +735,7 @@ class Compiler:
         copy of the loop variables (closures made in a pass keep that pass's values), copied
         before the update runs. Each pass pays like a ``while`` pass, at most
         :data:`MAX_LOOP_ITEMS` of them."""
+        labels = self.take_labels()
         init = None if node.kids[0] is None else self.statement(node.child(0))
         test = None if node.kids[1] is None else self.expression(node.child(1))
         update = None if node.kids[2] is None else self.expression(node.child(2))
@@ -714,10 +752,11 @@ class Compiler:
                 if test is not None and not truthy(test(scope)):
                     return None
                 completion = body(scope)
-                if completion is BREAK:
-                    return None
-                if type(completion) is Return:
-                    return completion
+                if completion is not None and completion is not CONTINUE:
+                    if _ends_loop(completion, labels):
+                        return None
+                    if not _continues_loop(completion, labels):
+                        return completion
                 if per_pass:  # the next pass's copy, made before the update
                     scope = Frame(frame, frame.budget, dict(scope.vars))
                 if update is not None:
@@ -727,13 +766,32 @@ class Compiler:
         return loop
 
 
+_LOOPS = frozenset({"for_of", "for_in", "while", "for"})
+
+
+def _ends_loop(completion: Any, labels: frozenset[str]) -> bool:
+    """A ``break``, or a ``break label`` naming this loop."""
+    return completion is BREAK or (type(completion) is Jump and completion.breaks and completion.label in labels)
+
+
+def _continues_loop(completion: Any, labels: frozenset[str]) -> bool:
+    """A ``continue label`` naming this loop (a plain ``continue`` never gets here)."""
+    return type(completion) is Jump and not completion.breaks and completion.label in labels
+
+
 def _iteration_limit() -> MvuError:
     return MvuError(Code.LIMIT, f"loops visit at most {MAX_LOOP_ITEMS} items", limit=MAX_LOOP_ITEMS, kind="loop")
+
+
+def _map_entries(budget: Budget, value: Any) -> list[Any]:
+    return [] if value is None or value is UNDEFINED else builtins.iterate(budget, value)
 
 
 def _array_items(value: Any) -> list[Any]:
     if isinstance(value, builtins.JsSet):
         return list(value.items)
+    if isinstance(value, JsMap):
+        return value.pairs()
     if type(value) is not list and type(value) is not str:
         raise fail("for...of needs an array")
     return list(value)

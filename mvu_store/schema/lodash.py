@@ -7,14 +7,13 @@ touches and never mutates its input unless lodash itself does (``_.merge``, ``_.
 from __future__ import annotations
 
 import math
-import re
 import sys
 from collections.abc import Callable
-from functools import cmp_to_key
 from typing import Any
 
-from mvu_store.js.members import array_index, check_writable, data_member, delete_own, safe_key, set_own
-from mvu_store.js.strings import units
+from mvu_store.errors import Code, MvuError
+from mvu_store.js.members import array_index, check_writable, data_member, safe_key, set_own
+from mvu_store.js.strings import joined, units
 from mvu_store.js.values import (
     UNDEFINED,
     Budget,
@@ -29,7 +28,6 @@ from mvu_store.js.values import (
     to_string,
     truthy,
 )
-from mvu_store.jsonvalue import UNSAFE_KEYS
 from mvu_store.schema.arrays import size_limit
 from mvu_store.schema.builtins import (
     Fn,
@@ -39,7 +37,6 @@ from mvu_store.schema.builtins import (
     deep_copy,
     entries,
     item_string,
-    js_compare,
     keys,
     lodash_array,
     lodash_string,
@@ -51,8 +48,13 @@ from mvu_store.schema.builtins import (
     values,
 )
 from mvu_store.schema.lodash_comparators import COMPARATOR_HELPERS
-from mvu_store.schema.lodash_extra import EXTRA_HELPERS, last_match
+from mvu_store.schema.lodash_extra import EXTRA_HELPERS, has_in, last_match
+from mvu_store.schema.lodash_functions import FUNCTION_HELPERS
+from mvu_store.schema.lodash_merge import MERGE_HELPERS
+from mvu_store.schema.lodash_order import order_by, primitive, sort_by
+from mvu_store.schema.lodash_paths import PATH_HELPERS, set_with
 from mvu_store.schema.lodash_patterns import PATTERN_HELPERS
+from mvu_store.schema.lodash_text import TEXT_HELPERS, to_array_of_text
 from mvu_store.schema.numeric import MATH_FUNCTIONS, is_integer, range_error, to_integer, to_num
 from mvu_store.schema.operators import BINARY, clip
 
@@ -95,14 +97,25 @@ def _pick_by(keep: bool) -> Fn:
     return pick_by
 
 
-def _pick(keep: bool) -> Fn:
-    def pick(budget: Budget, args: list[Any]) -> Any:
-        names: set[str] = set()
-        for item in args[1:]:
-            names.update(to_string(name) for name in (item if type(item) is list else [item]))
-        return {key: item for key, item in _keyed(budget, arg(args, 0)) if (key in names) == keep}
+def _omit(budget: Budget, args: list[Any]) -> Any:
+    names: set[str] = set()
+    for item in args[1:]:
+        names.update(to_string(name) for name in (item if type(item) is list else [item]))
+    return {key: item for key, item in _keyed(budget, arg(args, 0)) if key not in names}
 
-    return pick
+
+def _pick(budget: Budget, args: list[Any]) -> Any:
+    """``_.pick(object, ...paths)``: each path the object has (own or not) copied with its value,
+    nested paths rebuilt (``'b.c'`` gives ``{b: {c}}``)."""
+    source = arg(args, 0)
+    result: dict[str, Any] = {}
+    if source is None or source is UNDEFINED:
+        return result
+    for path in (path for part in args[1:] for path in (part if type(part) is list else [part])):
+        parts = path_parts(path, source)
+        if has_in(budget, [source, parts]):
+            set_with(budget, result, parts, read_path(source, parts))
+    return result
 
 
 def _map_values(budget: Budget, args: list[Any]) -> Any:
@@ -151,23 +164,6 @@ def _is_empty(budget: Budget, args: list[Any]) -> bool:
     return True
 
 
-def _sort_by(budget: Budget, args: list[Any]) -> Any:
-    items = [item for _, item in collection(budget, arg(args, 0))]
-    keys = arg(args, 1)
-    mappers = [make_mapper(budget, key) for key in (keys if type(keys) is list else [keys])]
-    budget.charge(len(items) * max(1, len(items).bit_length()))
-    decorated = [([mapper(item, None) for mapper in mappers], item) for item in items]
-
-    def compare(left: tuple[list[Any], Any], right: tuple[list[Any], Any]) -> int:
-        for a, b in zip(left[0], right[0], strict=True):
-            order = js_compare(a, b)
-            if order:
-                return order
-        return 0
-
-    return [item for _, item in sorted(decorated, key=cmp_to_key(compare))]
-
-
 def _uniq(budget: Budget, args: list[Any]) -> Any:
     items = lodash_array(budget, arg(args, 0))
     seen: set[tuple[str, Any]] = set()
@@ -178,27 +174,6 @@ def _uniq(budget: Budget, args: list[Any]) -> Any:
             seen.add(key)
             result.append(item)
     return result
-
-
-def _merge(budget: Budget, args: list[Any]) -> Any:
-    target = arg(args, 0)
-    check_writable(budget, target)
-
-    def merge_into(into: dict[str, Any], source: Any) -> None:
-        if type(source) is not dict:
-            return
-        budget.charge(len(source))
-        for key, item in source.items():
-            if key in UNSAFE_KEYS:
-                continue
-            if type(item) is dict and type(into.get(key)) is dict and id(into[key]) not in budget.frozen:
-                merge_into(into[key], item)
-            else:
-                into[key] = deep_copy(budget, item)
-
-    for source in args[1:]:
-        merge_into(target, source)
-    return target
 
 
 def to_finite(value: Any) -> float | int:
@@ -224,7 +199,10 @@ def _range_of(reverse: bool) -> Fn:
             raise range_error("Invalid array length")
         count = math.ceil(span) if span > 0 else 0
         size_limit(budget, count)
-        items = [clip(start + index * step) for index in range(count)]
+        items = []
+        for _ in range(count):  # lodash adds the step each time (0.1 steps drift as they do there)
+            items.append(start)
+            start = clip(start + step)
         return items[::-1] if reverse else items
 
     return build
@@ -259,13 +237,8 @@ def _base_sum(budget: Budget, items: list[Any], get: Callable[[Any, Any], Any]) 
     for item in items:
         current = get(item, UNDEFINED)
         if current is not UNDEFINED:
-            result = current if result is UNDEFINED else BINARY["+"](_primitive(result), _primitive(current))
+            result = current if result is UNDEFINED else BINARY["+"](primitive(result), primitive(current))
     return result
-
-
-def _primitive(value: Any) -> Any:
-    """JavaScript's ToPrimitive for lodash's ``+``, ``/``, ``<``: an array or object as its text."""
-    return to_string(value) if type(value) is list or type(value) is dict else value
 
 
 def _summed(mean: bool) -> Fn:
@@ -275,7 +248,9 @@ def _summed(mean: bool) -> Fn:
         if not items:
             return math.nan if mean else 0
         result = _base_sum(budget, items, make_mapper(budget, arg(args, 1)))
-        return BINARY["/"](_primitive(result), len(items)) if mean else result
+        if type(result) is str:  # strings' units concatenated: a surrogate pair is one character again
+            result = joined(result)
+        return BINARY["/"](primitive(result), len(items)) if mean else result
 
     return total
 
@@ -293,8 +268,8 @@ def _extremum(operator: str) -> Fn:
             current = get(item, UNDEFINED)
             if current is None or current is UNDEFINED:
                 continue
-            if (current == current) if computed is UNDEFINED else truthy(beats(_primitive(current),
-                                                                                _primitive(computed))):
+            if (current == current) if computed is UNDEFINED else truthy(beats(primitive(current),
+                                                                                primitive(computed))):
                 computed, result = current, item
         return result
 
@@ -404,14 +379,14 @@ _LODASH_HELPERS: dict[str, Any] = {
     "clamp": Builtin("clamp", _clamp),
     "pickBy": Builtin("pickBy", _pick_by(True)),
     "omitBy": Builtin("omitBy", _pick_by(False)),
-    "pick": Builtin("pick", _pick(True)),
-    "omit": Builtin("omit", _pick(False)),
+    "pick": Builtin("pick", _pick),
+    "omit": Builtin("omit", _omit),
     "mapValues": Builtin("mapValues", _map_values),
     "map": Builtin("map", _lodash_map),
     "filter": Builtin("filter", _lodash_filter),
     "get": Builtin("get", _lodash_get),
     "isEmpty": Builtin("isEmpty", _is_empty),
-    "sortBy": Builtin("sortBy", _sort_by),
+    "sortBy": Builtin("sortBy", sort_by),
     "uniq": Builtin("uniq", _uniq),
     "sum": Builtin("sum", _summed(mean=False)),
     "keys": Builtin("keys", keys),
@@ -429,7 +404,6 @@ _LODASH_HELPERS: dict[str, Any] = {
     "takeRight": Builtin("takeRight", _take(True)),
     "range": Builtin("range", _range_of(reverse=False)),
     "rangeRight": Builtin("rangeRight", _range_of(reverse=True)),
-    "merge": Builtin("merge", _merge),
     "cloneDeep": Builtin("cloneDeep", lambda budget, args: deep_copy(budget, arg(args, 0))),
     "has": Builtin("has", _has),
     "includes": Builtin("includes", _includes),
@@ -527,18 +501,11 @@ def _group(mode: str) -> Fn:
     return group
 
 
-def _order_by(budget: Budget, args: list[Any]) -> Any:
-    orders = arg(args, 2)
-    ordered = _sort_by(budget, args[:2])
-    descending = (type(orders) is list and orders[:1] == ["desc"]) or orders == "desc"
-    return ordered[::-1] if descending else ordered
-
-
 def _map_keys(budget: Budget, args: list[Any]) -> Any:
+    """``_.mapKeys``: each own key (an array's as text) renamed by the iteratee (the value itself
+    without one)."""
     get = make_mapper(budget, arg(args, 1))
-    renamed = arg(args, 1) is not UNDEFINED
-    return {safe_key(to_string(get(item, key) if renamed else key)): item
-            for key, item in collection(budget, arg(args, 0))}
+    return {safe_key(to_string(get(item, key))): item for key, item in _keyed(budget, arg(args, 0))}
 
 
 def _set_ops(mode: str) -> Fn:
@@ -561,18 +528,6 @@ def _flatten(budget: Budget, args: list[Any]) -> Any:
     return [part for item in lodash_array(budget, arg(args, 0)) for part in (item if type(item) is list else [item])]
 
 
-def _is_equal(budget: Budget, args: list[Any]) -> bool:
-    def equal(left: Any, right: Any) -> bool:
-        budget.charge(1)
-        if type(left) is dict and type(right) is dict:
-            return left.keys() == right.keys() and all(equal(left[key], right[key]) for key in left)
-        if type(left) is list and type(right) is list:
-            return len(left) == len(right) and all(equal(a, b) for a, b in zip(left, right, strict=True))
-        return strict_equals(left, right) or (left is right)
-
-    return equal(arg(args, 0), arg(args, 1))
-
-
 def _drop(from_end: bool) -> Fn:
     def drop(budget: Budget, args: list[Any]) -> Any:
         items = lodash_array(budget, arg(args, 0))
@@ -582,46 +537,23 @@ def _drop(from_end: bool) -> Fn:
     return drop
 
 
-def _update_path(budget: Budget, args: list[Any]) -> Any:
-    """``_.update(object, path, updater)``: ``set`` with the updater's result for the old value."""
-    old = read_path(arg(args, 0), path_parts(arg(args, 1), arg(args, 0)))
-    return _set_path(budget, [arg(args, 0), arg(args, 1), call_fn(budget, arg(args, 2), old)])
-
-
-def _set_path(budget: Budget, args: list[Any]) -> Any:
-    """lodash's ``baseSet``: containers created along the path are arrays where the next key is
-    an index and objects otherwise; a prototype key anywhere stops the write; a non-object
-    target is returned as it is."""
-    target, value = arg(args, 0), arg(args, 2)
-    if type(target) is not dict and type(target) is not list:
-        return target
-    parts = path_parts(arg(args, 1), target)
-    budget.charge(len(parts))
-    node = target
-    for position, part in enumerate(parts):
-        key = item_string(part)
-        if key in _PROTOTYPE_KEYS:
-            return target
-        child = value
-        if position < len(parts) - 1:
-            child = data_member(node, key)
-            if type(child) is not dict and type(child) is not list:
-                child = [] if _is_index(parts[position + 1]) else {}
-        check_writable(budget, node)
-        set_own(budget, node, key, child)
-        node = child
-    return target
-
-
-_PROTOTYPE_KEYS = frozenset({"__proto__", "constructor", "prototype"})
-_INDEX = re.compile(r"0|[1-9][0-9]*")
-
-
-def _is_index(key: Any) -> bool:
-    """lodash's ``isIndex`` without a length: a safe non-negative integer or its digits."""
-    if is_number(key):
-        return bool(key == key and key > -1 and key % 1 == 0 and key < 2 ** 53 - 1)
-    return type(key) is str and _INDEX.fullmatch(key) is not None and int(key) < 2 ** 53 - 1
+def _reverse(budget: Budget, args: list[Any]) -> Any:
+    """``_.reverse``: an array reversed in place; other values as ``Array.prototype.reverse``
+    leaves them (a string of two or more characters cannot be changed: TypeError; a number or
+    boolean comes back as its wrapper object, which has no own keys)."""
+    value = arg(args, 0)
+    if type(value) is list:
+        check_writable(budget, value)
+        budget.charge(len(value))
+        value.reverse()
+        return value
+    if type(value) is str:
+        if len(units(value)) > 1:
+            raise fail("cannot assign to the characters of a string")
+        return {"0": value} if value else {}
+    if type(value) in (bool, int, float):
+        return {}
+    return value
 
 
 def _times(budget: Budget, args: list[Any]) -> Any:
@@ -657,24 +589,20 @@ _LODASH_HELPERS.update({
     "groupBy": Builtin("groupBy", _group("group")),
     "keyBy": Builtin("keyBy", _group("key")),
     "countBy": Builtin("countBy", _group("count")),
-    "orderBy": Builtin("orderBy", _order_by),
+    "orderBy": Builtin("orderBy", order_by),
     "mapKeys": Builtin("mapKeys", _map_keys),
     "union": Builtin("union", _set_ops("union")),
     "difference": Builtin("difference", _set_ops("difference")),
     "without": Builtin("without", lambda budget, args: _set_ops("difference")(budget, [arg(args, 0), list(args[1:])])),
     "flatten": Builtin("flatten", _flatten),
-    "isEqual": Builtin("isEqual", _is_equal),
     "assign": Builtin("assign", assign_into(defaults_only=False)),
     "assignIn": Builtin("assignIn", assign_into(defaults_only=False)),
     "extend": Builtin("extend", assign_into(defaults_only=False)),
     "defaults": Builtin("defaults", assign_into(defaults_only=True)),
     "drop": Builtin("drop", _drop(from_end=False)),
     "dropRight": Builtin("dropRight", _drop(from_end=True)),
-    "reverse": Builtin("reverse", lambda budget, args: lodash_array(budget, arg(args, 0))[::-1]
-                       if type(arg(args, 0)) is list else arg(args, 0)),
+    "reverse": Builtin("reverse", _reverse),
     "clone": Builtin("clone", lambda budget, args: spread_copy(arg(args, 0))),
-    "set": Builtin("set", _set_path),
-    "update": Builtin("update", _update_path),
     "times": Builtin("times", _times),
     "isUndefined": plain("isUndefined", lambda value=UNDEFINED, *_: value is UNDEFINED),
     "isNull": plain("isNull", lambda value=UNDEFINED, *_: value is None),
@@ -715,15 +643,6 @@ def _zip_object(budget: Budget, args: list[Any]) -> Any:
             for index, name in enumerate(names)}
 
 
-def _zip_object_deep(budget: Budget, args: list[Any]) -> Any:
-    """``zipObjectDeep``: ``_.set`` of each path to the value at its index."""
-    names, items = lodash_array(budget, arg(args, 0)), lodash_array(budget, arg(args, 1))
-    result: dict[str, Any] = {}
-    for index, name in enumerate(names):
-        _set_path(budget, [result, name, items[index] if index < len(items) else UNDEFINED])
-    return result
-
-
 def _invert(budget: Budget, args: list[Any]) -> Any:
     return {safe_key(to_string(item)): to_string(key) for key, item in collection(budget, arg(args, 0))}
 
@@ -745,31 +664,11 @@ def _find_index(from_end: bool) -> Fn:
     return find_index
 
 
-def _truncate(budget: Budget, args: list[Any]) -> Any:
-    text = _text_of(args, 0)
-    options = arg(args, 1)
-    length = to_integer(options.get("length", 30)) if type(options) is dict else 30
-    omission = to_string(options.get("omission", "...")) if type(options) is dict else "..."
-    return text if len(text) <= length else text[:max(0, length - len(omission))] + omission
-
-
-def _unset_path(budget: Budget, args: list[Any]) -> Any:
-    """lodash's ``baseUnset``: delete the last key from the value the rest of the path reads."""
-    target = arg(args, 0)
-    parts = path_parts(arg(args, 1), target)
-    budget.charge(len(parts))
-    parent = read_path(target, parts[:-1])
-    if type(parent) is dict:
-        delete_own(budget, parent, item_string(parts[-1]))
-    return True
-
-
 _LODASH_HELPERS.update({
     "chunk": Builtin("chunk", _chunk),
     "partition": Builtin("partition", _partition),
     "intersection": Builtin("intersection", _intersection),
     "zipObject": Builtin("zipObject", _zip_object),
-    "zipObjectDeep": Builtin("zipObjectDeep", _zip_object_deep),
     "invert": Builtin("invert", _invert),
     "findLast": Builtin("findLast", _find_last),
     "findIndex": Builtin("findIndex", _find_index(from_end=False)),
@@ -783,15 +682,14 @@ _LODASH_HELPERS.update({
     "nth": Builtin("nth", lambda budget, args: _nth(lodash_array(budget, arg(args, 0)), arg(args, 1))),
     "tail": Builtin("tail", lambda budget, args: lodash_array(budget, arg(args, 0))[1:]),
     "initial": Builtin("initial", lambda budget, args: lodash_array(budget, arg(args, 0))[:-1]),
-    "toArray": Builtin("toArray", lambda budget, args: _items(budget, arg(args, 0))),
+    "toArray": Builtin("toArray", lambda budget, args: to_array_of_text(arg(args, 0)) if type(arg(args, 0)) is str
+                       else _items(budget, arg(args, 0))),
     "castArray": plain("castArray", lambda value=UNDEFINED, *_: value if type(value) is list else [value]),
     "defaultTo": plain("defaultTo", lambda value=UNDEFINED, fallback=UNDEFINED, *_:
                        fallback if value is None or value is UNDEFINED or value != value else value),
     "identity": plain("identity", lambda value=UNDEFINED, *_: value),
     "isFunction": plain("isFunction", lambda value=UNDEFINED, *_: isinstance(value, Builtin) or (callable(
         getattr(value, "call", None)) and not isinstance(value, (dict, list, str)))),
-    "truncate": Builtin("truncate", _truncate),
-    "unset": Builtin("unset", _unset_path),
     "upperFirst": _text(lambda text: text[:1].upper() + text[1:]),
     "lowerFirst": _text(lambda text: text[:1].lower() + text[1:]),
     "padStart": Builtin("padStart", lambda budget, args: _pad(budget, args, at_start=True)),
@@ -800,9 +698,44 @@ _LODASH_HELPERS.update({
 })
 _LODASH_HELPERS.update(EXTRA_HELPERS)
 _LODASH_HELPERS.update(PATTERN_HELPERS)
+_LODASH_HELPERS.update(TEXT_HELPERS)
+_LODASH_HELPERS.update(PATH_HELPERS)
+_LODASH_HELPERS.update(MERGE_HELPERS)
+_LODASH_HELPERS.update(FUNCTION_HELPERS)
 _LODASH_HELPERS.update(COMPARATOR_HELPERS)
 _LODASH_HELPERS["chain"] = Builtin("chain", lambda budget, args: LodashChain(arg(args, 0), explicit=True))
-LODASH = Builtin("_", lambda budget, args: LodashChain(arg(args, 0), explicit=False), _LODASH_HELPERS)
+
+REFUSED_LODASH = {
+    "random": "it draws chance", "sample": "it draws chance", "sampleSize": "it draws chance",
+    "shuffle": "it draws chance", "now": "it reads the clock; `Date.now()` reads the turn's clock",
+    "uniqueId": "its counter is shared between calls", "debounce": "timers", "throttle": "timers",
+    "defer": "timers", "delay": "timers", "template": "it compiles text to code",
+    "curry": "it reads a function's arity", "curryRight": "it reads a function's arity",
+    "bind": "declarations have no `this`", "bindAll": "declarations have no `this`",
+    "bindKey": "declarations have no `this`", "attempt": "it turns errors into Error objects",
+    "mixin": "it changes lodash itself", "runInContext": "it makes another lodash",
+    "noConflict": "it changes the global scope",
+}
+"""lodash functions refused by name (docs/schema.md lists them with these reasons)."""
+
+
+class _Lodash(Builtin):
+    """``_``: callable (an implicit chain) with the helpers as members; a refused helper is
+    ``MVU_UNSUPPORTED`` naming it and why."""
+
+    __slots__ = ()
+
+    def get(self, key: str) -> Any:
+        helper = self.members.get(key)
+        if helper is not None:  # the hot road: `_.clamp` is read on every transform call
+            return helper
+        reason = REFUSED_LODASH.get(key)
+        if reason is not None:
+            raise MvuError(Code.UNSUPPORTED, f"`_.{key}` is not supported: {reason}", function=f"_.{key}")
+        return super().get(key)
+
+
+LODASH = _Lodash("_", lambda budget, args: LodashChain(arg(args, 0), explicit=False), _LODASH_HELPERS)
 
 
 def _nth(items: list[Any], position: Any) -> Any:

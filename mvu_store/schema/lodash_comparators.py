@@ -12,7 +12,7 @@ from typing import Any
 from mvu_store.js.members import check_writable
 from mvu_store.js.values import UNDEFINED, Budget, Builtin, JsCallable, arg, same_value_key, truthy
 from mvu_store.schema.builtins import call_fn, lodash_array, make_mapper
-from mvu_store.schema.lodash_extra import sorted_index
+from mvu_store.schema.lodash_order import sorted_index
 
 
 def _includes_with(budget: Budget, comparator: Any, items: list[Any], value: Any) -> bool:
@@ -105,7 +105,7 @@ def _sorted_index_by(budget: Budget, args: list[Any]) -> Any:
     get = make_mapper(budget, arg(args, 2))
     items = arg(args, 0) if type(arg(args, 0)) is list else []
     keys = [get(item, UNDEFINED) for item in items]
-    return sorted_index(budget, keys, get(arg(args, 1), UNDEFINED), last=False)
+    return sorted_index(budget, keys, get(arg(args, 1), UNDEFINED), last=False, by=True)
 
 
 COMPARATOR_HELPERS: dict[str, Builtin] = {

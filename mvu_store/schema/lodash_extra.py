@@ -10,7 +10,6 @@ from __future__ import annotations
 import math
 import re
 import sys
-import unicodedata
 from collections.abc import Callable
 from typing import Any
 
@@ -23,6 +22,7 @@ from mvu_store.js.values import (
     Builtin,
     JsCallable,
     arg,
+    fail,
     is_number,
     loose_equals,
     same_value_key,
@@ -44,6 +44,9 @@ from mvu_store.schema.builtins import (
     read_path,
 )
 from mvu_store.schema.dates import JsDate
+from mvu_store.schema.lodash_order import sorted_index
+from mvu_store.schema.lodash_paths import index_of
+from mvu_store.schema.maps import JsMap
 from mvu_store.schema.numeric import to_integer, to_num
 from mvu_store.schema.operators import BINARY
 
@@ -115,10 +118,10 @@ def _own_pairs(budget: Budget, value: Any) -> list[tuple[Any, Any]]:
 
 
 def _while(from_end: bool, take: bool) -> Fn:
+    """``takeWhile``/``dropWhile`` and their ``Right`` forms over an array-like (a string's
+    characters too): the iteratee sees (item, index)."""
     def slicer(budget: Budget, args: list[Any]) -> Any:
-        items = arg(args, 0)
-        if type(items) is not list:
-            return []
+        items = lodash_array(budget, arg(args, 0))
         test = make_predicate(budget, arg(args, 1))
         order = range(len(items) - 1, -1, -1) if from_end else range(len(items))
         count = 0
@@ -142,14 +145,12 @@ def _flatten_deep(items: list[Any], budget: Budget) -> list[Any]:
 
 
 def _uniq_by(budget: Budget, args: list[Any]) -> Any:
-    items = arg(args, 0)
-    if type(items) is not list:
-        return []
+    items = lodash_array(budget, arg(args, 0))
     mapper = make_mapper(budget, arg(args, 1))
     seen: set[tuple[str, Any]] = set()
     result = []
-    for index, item in enumerate(items):
-        key = same_value_key(mapper(item, index))
+    for item in items:
+        key = same_value_key(mapper(item, UNDEFINED))  # lodash passes the item alone
         if key not in seen:
             seen.add(key)
             result.append(item)
@@ -205,7 +206,7 @@ def _invert_by(budget: Budget, args: list[Any]) -> Any:
     mapper = make_mapper(budget, arg(args, 1))
     result: dict[str, list[str]] = {}
     for key, item in _own_pairs(budget, arg(args, 0)):
-        result.setdefault(safe_key(to_string(mapper(item, key))), []).append(to_string(key))
+        result.setdefault(safe_key(to_string(mapper(item, UNDEFINED))), []).append(to_string(key))
     return result
 
 
@@ -214,7 +215,8 @@ def _transform(budget: Budget, args: list[Any]) -> Any:
     accumulator = arg(args, 2)
     if accumulator is UNDEFINED:
         accumulator = [] if type(target) is list else {}
-    for key, item in collection(budget, target):
+    pairs = collection(budget, target) if type(target) is list else _own_pairs(budget, target)
+    for key, item in pairs:  # an array's indexes are numbers, other keys (a string's too) text
         if isinstance(fn, JsCallable) and fn.call(budget, [accumulator, item, key, target]) is False:
             break
     return accumulator
@@ -229,21 +231,6 @@ def last_match(budget: Budget, pairs: list[tuple[Any, Any]], matcher: Any) -> tu
 def _find_last_key(budget: Budget, args: list[Any]) -> Any:
     found = last_match(budget, _own_pairs(budget, arg(args, 0)), arg(args, 1))
     return UNDEFINED if found is None else found[0]
-
-
-def _words(text: str) -> list[str]:
-    """lodash's ``words`` for Latin text: runs of capitals, capitalised words, lowercase words
-    and digits (other scripts: runs of letters)."""
-    return re.findall(r"[A-Z]{2,}(?=[A-Z][a-z]|\b|[^A-Za-z])|[A-Z]?[a-z]+|[A-Z]+|\d+|[^\W\d_]+", text)
-
-
-def _deburr(text: str) -> str:
-    decomposed = unicodedata.normalize("NFKD", text)
-    return "".join(char for char in decomposed if not unicodedata.combining(char))
-
-
-def _case(join: Callable[[list[str]], str]) -> Fn:
-    return lambda budget, args: join(_words(_deburr(_text(args)).replace("'", "").replace("\u2019", "")))
 
 
 def _text(args: list[Any]) -> str:
@@ -277,7 +264,7 @@ def _result(budget: Budget, args: list[Any]) -> Any:
     return arg(args, 2) if value is UNDEFINED else value
 
 
-def _has_in(budget: Budget, args: list[Any]) -> bool:
+def has_in(budget: Budget, args: list[Any]) -> bool:
     value = arg(args, 0)
     for part in path_parts(arg(args, 1), value):
         if type(value) is dict and to_string(part) in value:
@@ -367,18 +354,30 @@ def _writable(budget: Budget, value: Any) -> list[Any] | None:
 
 
 def _pull_at(budget: Budget, args: list[Any]) -> list[Any]:
+    """``_.pullAt(array, ...paths)``: the values at the paths (``_.at``), then the array indexes
+    among them removed in place."""
     items = _writable(budget, arg(args, 0))
     if items is None:
         return []
-    indexes = [to_integer(index) for part in args[1:] for index in (part if type(part) is list else [part])]
-    picked = [items[index] if 0 <= index < len(items) else UNDEFINED for index in indexes]
-    for index in sorted({index for index in indexes if 0 <= index < len(items)}, reverse=True):
+    paths = [path for part in args[1:] for path in (part if type(part) is list else [part])]
+    size_limit(budget, len(paths))
+    picked = [read_path(items, path_parts(path, items)) for path in paths]
+    indexes = {index for path in paths if (index := index_of(path)) is not None and index < len(items)}
+    for index in sorted(indexes, reverse=True):
         del items[index]
     return picked
 
 
 def _remove(budget: Budget, args: list[Any]) -> list[Any]:
-    items = _writable(budget, arg(args, 0))
+    """``_.remove``: the items the predicate accepts, taken out of the array in place (a string
+    cannot lose characters: TypeError once there is one to remove)."""
+    target = arg(args, 0)
+    if type(target) is str:
+        test = make_predicate(budget, arg(args, 1))
+        if any(test(item, index) for index, item in enumerate(lodash_array(budget, target))):
+            raise fail("cannot remove the characters of a string")
+        return []
+    items = _writable(budget, target)
     if items is None:
         return []
     test = make_predicate(budget, arg(args, 1))
@@ -400,21 +399,6 @@ def _flatten_depth(budget: Budget, args: list[Any]) -> list[Any]:
         return result
 
     return flat(_list(arg(args, 0)), min(depth, 64))
-
-
-def sorted_index(budget: Budget, items: list[Any], value: Any, *, last: bool) -> int:
-    """The binary-search position of ``value`` in ``items`` (after equal ones when ``last``)."""
-    budget.charge(len(items).bit_length() + 1)
-    low, high = 0, len(items)
-    while low < high:
-        middle = (low + high) // 2
-        item = items[middle]
-        comparable = (is_number(item) and is_number(value)) or (type(item) is str and type(value) is str)
-        if comparable and ((item <= value) if last else (item < value)):
-            low = middle + 1
-        else:
-            high = middle
-    return low
 
 
 def _sorted_index(last: bool) -> Fn:
@@ -524,20 +508,11 @@ EXTRA_HELPERS: dict[str, Any] = {
     "invertBy": Builtin("invertBy", _invert_by),
     "transform": Builtin("transform", _transform),
     "result": Builtin("result", _result),
-    "hasIn": Builtin("hasIn", _has_in),
+    "hasIn": Builtin("hasIn", has_in),
     "keysIn": Builtin("keysIn", lambda budget, args: [str(key) for key, _ in _own_pairs(budget, arg(args, 0))]),
     "valuesIn": Builtin("valuesIn", lambda budget, args: [item for _, item in _own_pairs(budget, arg(args, 0))]),
     "toPairsIn": Builtin("toPairsIn", lambda budget, args: [[str(key), item]
                                                             for key, item in _own_pairs(budget, arg(args, 0))]),
-    "camelCase": Builtin("camelCase", _case(lambda words: "".join(
-        word.lower() if index == 0 else word[:1].upper() + word[1:].lower() for index, word in enumerate(words)))),
-    "kebabCase": Builtin("kebabCase", _case(lambda words: "-".join(word.lower() for word in words))),
-    "snakeCase": Builtin("snakeCase", _case(lambda words: "_".join(word.lower() for word in words))),
-    "lowerCase": Builtin("lowerCase", _case(lambda words: " ".join(word.lower() for word in words))),
-    "upperCase": Builtin("upperCase", _case(lambda words: " ".join(word.upper() for word in words))),
-    "startCase": Builtin("startCase", _case(lambda words: " ".join(word[:1].upper() + word[1:] for word in words))),
-    "words": Builtin("words", lambda budget, args: _words(_text(args))),
-    "deburr": Builtin("deburr", lambda budget, args: _deburr(_text(args))),
     "escape": Builtin("escape", lambda budget, args: re.sub("[&<>\"']", lambda found: _ESCAPE[found.group()],
                                                             _text(args))),
     "unescape": Builtin("unescape", lambda budget, args: re.sub(
@@ -559,7 +534,7 @@ EXTRA_HELPERS: dict[str, Any] = {
     "isDate": Builtin("isDate", _type_check(lambda value: isinstance(value, JsDate))),
     "isError": Builtin("isError", _type_check(lambda value: False)),
     "isSymbol": Builtin("isSymbol", _type_check(lambda value: False)),
-    "isMap": Builtin("isMap", _type_check(lambda value: False)),
+    "isMap": Builtin("isMap", _type_check(lambda value: isinstance(value, JsMap))),
     "isWeakMap": Builtin("isWeakMap", _type_check(lambda value: False)),
     "isWeakSet": Builtin("isWeakSet", _type_check(lambda value: False)),
     "isArguments": Builtin("isArguments", _type_check(lambda value: False)),

@@ -34,6 +34,7 @@ from mvu_store.js.values import (
     to_number,
     to_string,
 )
+from mvu_store.schema.locale_numbers import to_locale
 
 Fn = Callable[[Budget, list[Any]], Any]
 
@@ -430,33 +431,12 @@ def _to_string(budget: Budget, number: Any, args: list[Any]) -> str:
     return radix_string(number, radix)
 
 
-def _group(digits: str) -> str:
-    head = len(digits) % 3 or 3
-    return ",".join([digits[:head]] + [digits[index:index + 3] for index in range(head, len(digits), 3)])
-
-
-def _to_locale(budget: Budget, number: Any, args: list[Any]) -> str:
-    """``toLocaleString()`` as en-US and zh-CN write it (they agree): grouped thousands, at
-    most three fraction digits, halves away from zero; other options are refused upstream."""
-    if type(number) is bool:
-        return to_string(number)
-    if math.isnan(number):
-        return "NaN"
-    if math.isinf(number):
-        return "∞" if number > 0 else "-∞"
-    text = to_fixed(round(float(number), 12) if abs(number) < 1e15 else number, 3)
-    whole, _, fraction = text.lstrip("-").partition(".")
-    fraction = fraction.rstrip("0")
-    sign = "-" if text.startswith("-") and (whole.strip("0") or fraction) else ""
-    return sign + _group(whole) + ("." + fraction if fraction else "")
-
-
 NUMBER_METHODS: dict[str, Callable[[Budget, Any, list[Any]], Any]] = {
     "toFixed": _to_fixed,
     "toPrecision": _to_precision,
     "toExponential": _to_exponential,
     "toString": _to_string,
-    "toLocaleString": _to_locale,
+    "toLocaleString": to_locale,
     "valueOf": lambda budget, number, args: number,
 }
 REFUSED_NUMBER_METHODS: dict[str, str] = {}

@@ -22,6 +22,7 @@ from mvu_store.schema.dsl import make_z
 from mvu_store.schema.evaluate import Compiler, hoisted
 from mvu_store.schema.host import HOST_GLOBALS
 from mvu_store.schema.lodash import LODASH
+from mvu_store.schema.maps import JsMap
 from mvu_store.schema.regex import Regex
 from mvu_store.schema.runtime import Frame, JsFunction
 from mvu_store.schema.syntax import Node, parse_program, pattern_names
@@ -189,6 +190,9 @@ def _freeze(top: Frame, registry: _Registry) -> Iterator[int]:
         elif isinstance(item, JsSet):
             yield id(item)
             stack.extend(item.items)
+        elif isinstance(item, JsMap):
+            yield id(item)
+            stack.extend(value for pair in item.pairs() for value in pair)
         elif isinstance(item, Regex):
             yield id(item)  # `const RE = /x/g`: each validation keeps its own lastIndex
         elif isinstance(item, JsDate):

@@ -33,7 +33,7 @@ from mvu_store.schema import builtins, methods, regex
 _ABSENT = object()
 
 Eval = Callable[["Frame"], Any]
-Exec = Callable[["Frame"], Any]  # returns None, BREAK, CONTINUE or a Return
+Exec = Callable[["Frame"], Any]  # returns None, BREAK, CONTINUE, a Jump or a Return
 Param = tuple[tuple[Any, ...], Eval | None]  # (binding pattern, default value)
 
 
@@ -83,6 +83,17 @@ class Return:
 
 BREAK = object()
 CONTINUE = object()
+
+
+class Jump:
+    """``break label`` / ``continue label``: the completion travels out through every statement
+    until the labelled statement (or loop) it names."""
+
+    __slots__ = ("breaks", "label")
+
+    def __init__(self, label: str, *, breaks: bool) -> None:
+        self.label = label
+        self.breaks = breaks
 
 class JsFunction(FunctionObject):
     """A declaration's arrow or function expression, closed over its defining frame."""

@@ -213,6 +213,7 @@ STRING_METHODS: dict[str, Method] = {
     "toLocaleUpperCase": lambda budget, text, args: text.upper(),
     "toLowerCase": lambda budget, text, args: text.lower(),
     "toString": lambda budget, text, args: text,
+    "toLocaleString": lambda budget, text, args: text,  # Object.prototype's: the string itself
     "toUpperCase": lambda budget, text, args: text.upper(),
     "toWellFormed": lambda budget, text, args: well_formed(text),
     "trim": lambda budget, text, args: text.strip(WHITESPACE),

@@ -44,7 +44,7 @@ UNARY_OPERATORS = frozenset({"!", "-", "+", "typeof", "void", "~"})
 ASSIGN_OPERATORS = frozenset(
     {"=", "+=", "-=", "*=", "/=", "%=", "**=", "&&=", "||=", "??=", "|=", "&=", "^=", "<<=", ">>="}
 )
-CONSTRUCTORS = frozenset({"Error", "TypeError", "RangeError", "Set", "Date", "RegExp", "Array"})
+CONSTRUCTORS = frozenset({"Error", "TypeError", "RangeError", "Set", "Map", "Date", "RegExp", "Array"})
 HOST_WAIT = "waitGlobalInitialized"  # the one host call a declaration may await (a no-op here)
 _ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "b": "\b", "f": "\f", "v": "\v", "0": "\0"}
 
@@ -260,11 +260,20 @@ class _Lowerer:
             return self.try_statement(cst)
         if kind == "throw_statement":
             return self.node(cst, "throw", None, self.expression(self.children(cst)[0]))
-        if kind in {"break_statement", "continue_statement"}:
-            if self.children(cst):
-                raise refuse(cst, "labelled jumps are not supported")
-            return self.node(cst, kind.split("_")[0])
+        if kind in {"break_statement", "continue_statement", "labeled_statement"}:
+            return self.jump(cst)
         raise refuse(cst, _describe_refusal(kind))
+
+    def jump(self, cst: CstNode) -> Node:
+        """``break``/``continue`` (value: the label or None) and ``label: statement`` (value:
+        the label, kid: the statement); the original interpreter has no labels (S-8)."""
+        label = cst.child_by_field_name("label")
+        if label is not None and self.original:
+            raise refuse(cst, "the original interpreter has no labelled statements or jumps (S-8)")
+        if cst.type == "labeled_statement":
+            labelled = self.statement(self.field(cst, "body")) or self.node(cst, "block")
+            return self.node(cst, "labeled", self.text(self.field(cst, "label")), labelled)
+        return self.node(cst, cst.type.split("_")[0], None if label is None else self.text(label))
 
     def switch(self, cst: CstNode) -> Node:
         """``switch``: kids are the discriminant, then ``case`` nodes (test or None for default)."""
@@ -609,10 +618,13 @@ class _Lowerer:
         ``new Date(...)``."""
         constructor = self.field(cst, "constructor")
         name = self.text(constructor)
-        if constructor.type != "identifier" or name not in CONSTRUCTORS:
-            raise refuse(cst, "classes and `new` are not supported")
         arguments = cst.child_by_field_name("arguments")
         args = [] if arguments is None else [self.expression(child) for child in self.children(arguments)]
+        if name.startswith("Intl.") and constructor.type == "member_expression":
+            # `new Intl.NumberFormat(...)` is the call `Intl.NumberFormat(...)` (the rest is refused there)
+            return self.node(cst, "call", False, self.expression(constructor), *args)
+        if constructor.type != "identifier" or name not in CONSTRUCTORS:
+            raise refuse(cst, "classes and `new` are not supported")
         return self.node(cst, "new", name, *(args if name in ("Date", "RegExp", "Array") else args[:1]))
 
     def x_unary_expression(self, cst: CstNode) -> Node:

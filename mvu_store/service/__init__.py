@@ -1,5 +1,6 @@
 """The host-facing state service (DIGEST I, F-6, P, A, L). See :class:`MvuService`."""
 
+from mvu_store.processor.port import CommandProcessor, ProcessorTurn
 from mvu_store.service.card_scopes import MAX_SCOPE_CHARS
 from mvu_store.service.models import (
     MAX_OPERATION_ID,
@@ -21,10 +22,10 @@ from mvu_store.service.models import (
     UpdateReceipt,
 )
 from mvu_store.service.offload import off_loop
-from mvu_store.service.processing import CommandProcessor, PassThrough, ProcessorTurn
+from mvu_store.service.processing import PassThrough
 from mvu_store.service.prompting import ManagementDefaults, PromptDependency, RenderedPrompt, StateAssembly
 from mvu_store.service.service import MvuService
-from mvu_store.service.sessions import DEFAULT_MEMORY_BYTES as DEFAULT_SESSION_MEMORY_BYTES
+from mvu_store.service.session_cache import DEFAULT_MEMORY_BYTES as DEFAULT_SESSION_MEMORY_BYTES
 
 __all__ = [
     "DEFAULT_SESSION_MEMORY_BYTES",

@@ -41,7 +41,7 @@ from mvu_store.service.openings import (
     live_copy,
     opening_envelope,
 )
-from mvu_store.service.sessions import SessionLog
+from mvu_store.service.session_cache import SessionLog
 from mvu_store.service.templates import (
     configured_definition,
     discovered_definition,

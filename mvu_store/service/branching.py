@@ -34,7 +34,7 @@ from mvu_store.service.seeds import (
     frozen_prefix,
     target_turn,
 )
-from mvu_store.service.sessions import SessionLog
+from mvu_store.service.session_cache import SessionLog
 from mvu_store.service.templates import instance_definition
 
 

@@ -35,13 +35,13 @@ from mvu_store.service.allocation import Allocation
 from mvu_store.service.card_scopes import HEX64, CardScope, Evidence, parse_card_scope, read_only, resolve
 from mvu_store.service.catalog import Entry
 from mvu_store.service.context import ServiceContext, Signal, check_signal, now_ms
-from mvu_store.service.edits import edit_content, edited_envelope
-from mvu_store.service.facts import Facts
+from mvu_store.service.edit_rules import edit_content, edited_envelope
 from mvu_store.service.initial import DeclaredSchema
 from mvu_store.service.models import Scope, check_operation_id, check_revision
 from mvu_store.service.offload import off_loop
 from mvu_store.service.processing import registered_receipt
 from mvu_store.service.reads import Reads
+from mvu_store.service.trigger_facts import Facts
 
 MAX_BINDINGS = 512
 """Live and pending bindings together."""
@@ -334,13 +334,7 @@ class Cards:
         session_lease = await ctx.lease(scope.session_id)
         grant = await self._grant(binding.grant_id, binding.source_identity, scope)
         evidence = await self._evidence(binding)
-        found = await ctx.catalog.entry_with_head(binding.resource_id)
-        seen = found[1] if found is not None else None
-        if found is None or seen is None:
-            raise read_only("the bound resource is gone")
-        entry, (head, version) = found[0], seen
-        entry.require_writable()
-        await ctx.verifier.check(entry, None)
+        entry, head, version = await self._bound_head(binding)
         fingerprint = sha256_hex(js_json({"operation": operation, "value": value, "expectedRevision": expected_revision,
                                           "operationId": operation_id, "cause": cause, "scope": scope.raw,
                                           "sourceIdentity": binding.source_identity}))
@@ -367,18 +361,7 @@ class Cards:
         if previous is None and not json_equal(before, variables.get("stat_data")):
             _no_config(ended, "applied", revision=revision, detail="state-committed")
         _no_config(ended, "completed", revision=revision, detail="card-write")
-        # The last await before the commit: the second look at the scope.
-        final = await self._evidence(binding)
-        if final.message_id != evidence.message_id or final.fingerprint != evidence.fingerprint:
-            raise read_only("the scope's message changed")
-        check_signal(signal)
-        ctx.alive()
-        if grant.check_current() is not True or binding.grant_lease() is not True:
-            raise _denied("the card's grant was revoked")
-        if session_lease() is not True or final.check_current() is not True:
-            raise read_only("the session changed before the card write")
-        if self._live.get(binding.capability) is not binding:
-            raise _denied("the card binding was revoked")
+        await self._still_bound(binding, grant, evidence, session_lease, signal)
         source, meta = _card_source(binding, version, evidence)
         outcome = await ctx.ledger.commit(CommitRequest(
             entry.id, expected_revision, "card", variables, fingerprint, source, operation_id=operation_id,
@@ -389,6 +372,33 @@ class Cards:
             await ended.committed(outcome, ctx.usage)
         stored = outcome.result if isinstance(outcome.result, dict) else result
         return dict(stored)
+
+    async def _bound_head(self, binding: Binding) -> tuple[Entry, Head, VersionRecord | None]:
+        """The bound resource, writable and checked against history, with its head and version."""
+        found = await self._ctx.catalog.entry_with_head(binding.resource_id)
+        seen = found[1] if found is not None else None
+        if found is None or seen is None:
+            raise read_only("the bound resource is gone")
+        entry, (head, version) = found[0], seen
+        entry.require_writable()
+        await self._ctx.verifier.check(entry, None)
+        return entry, head, version
+
+    async def _still_bound(self, binding: Binding, grant: CardGrant, evidence: Evidence, session_lease: Lease,
+                           signal: Signal | None) -> None:
+        """The last await before a card write's commit: the second look at the scope, then,
+        synchronously, the caller, the service, the grant, the session and the binding."""
+        final = await self._evidence(binding)
+        if final.message_id != evidence.message_id or final.fingerprint != evidence.fingerprint:
+            raise read_only("the scope's message changed")
+        check_signal(signal)
+        self._ctx.alive()
+        if grant.check_current() is not True or binding.grant_lease() is not True:
+            raise _denied("the card's grant was revoked")
+        if session_lease() is not True or final.check_current() is not True:
+            raise read_only("the session changed before the card write")
+        if self._live.get(binding.capability) is not binding:
+            raise _denied("the card binding was revoked")
 
     async def _evidence(self, binding: Binding) -> Evidence:
         """The bound scope's evidence now; the binding must still stand on the scope it was made

@@ -10,11 +10,11 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+from mvu_store.bounded import BoundedCache
 from mvu_store.errors import Code, MvuError
 from mvu_store.jsonvalue import JsonValue
 from mvu_store.ledger import Ledger
 from mvu_store.ledger.records import Head, ResourceRecord, VersionRecord
-from mvu_store.service.bounded import BoundedCache
 from mvu_store.service.legacy import CAPABILITIES, LEGACY_FILE, LegacyResource, parse_legacy
 from mvu_store.service.models import Scope, storable
 from mvu_store.service.views import LedgerReads

@@ -13,20 +13,21 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
 from typing import TypeVar
 
+from mvu_store.bounded import Generations
 from mvu_store.errors import Code, MvuError
 from mvu_store.host import Host, Lease
 from mvu_store.jsonvalue import JsonValue
 from mvu_store.ledger import Ledger
+from mvu_store.processor.port import CommandProcessor
 from mvu_store.service.catalog import Catalog
 from mvu_store.service.identity import session_identity
 from mvu_store.service.models import ResourceConfig
-from mvu_store.service.processing import CommandProcessor
 from mvu_store.service.selection_views import ViewGenerations
-from mvu_store.service.sessions import DEFAULT_MEMORY_BYTES, SessionCache, SessionLog
+from mvu_store.service.session_cache import DEFAULT_MEMORY_BYTES, SessionCache, SessionLog
 from mvu_store.service.usage import Usage
 from mvu_store.service.verification import Verifier
 
@@ -46,29 +47,58 @@ def check_signal(signal: Signal | None) -> None:
         raise asyncio.CancelledError("cancelled by the caller's signal")
 
 
-@dataclass(slots=True)
+SESSION_CHANGES = 65_536
+"""Sessions whose count of changing work is remembered; one forgotten reads as changed."""
+
+
+class _Closed:
+    """Whether the service was closed: the one switch of the context, and it only turns on."""
+
+    __slots__ = ("on",)
+
+    def __init__(self) -> None:
+        self.on = False
+
+
+@dataclass(frozen=True, slots=True)
 class ServiceContext:
+    """The pieces every part shares; frozen, so no part swaps one for the others. What changes
+    changes inside its own piece (the caches, the usage registrations, the generations), and
+    closing is one switch (:meth:`close`). Made by :meth:`open`."""
+
     ledger: Ledger
     host: Host
-    configs: list[ResourceConfig]
+    configs: tuple[ResourceConfig, ...]
     processor: CommandProcessor
-    session_memory_bytes: int = DEFAULT_MEMORY_BYTES
-    """What the copies of the sessions in use may hold in memory (:class:`SessionCache`)."""
-    catalog: Catalog = field(init=False)
-    sessions: SessionCache = field(init=False)
-    verifier: Verifier = field(init=False)
-    usage: Usage = field(default_factory=Usage)
-    views: ViewGenerations = field(default_factory=ViewGenerations)
+    catalog: Catalog
+    sessions: SessionCache
+    verifier: Verifier
+    usage: Usage
+    views: ViewGenerations
     """Each session's selection generation (greeting views; docs/cards.md)."""
-    disposed: bool = False
-    session_changes: dict[str, int] = field(default_factory=dict)
-    """How many times work that may change a session's state (a selection, a reply, an edit)
-    ran here: a prompt read stays current only while its session's count stands."""
+    session_changes: Generations[str]
+    """Each session's generation of work that may change its state (a selection, a reply, an
+    edit): a prompt read stays current only while its session's generation stands (bounded: a
+    session forgotten reads as changed, never as unchanged)."""
+    _closed: _Closed
 
-    def __post_init__(self) -> None:
-        self.catalog = Catalog(self.ledger)
-        self.sessions = SessionCache(self.host, memory_bytes=self.session_memory_bytes)
-        self.verifier = Verifier(self.ledger, self.sessions)
+    @staticmethod
+    def open(*, ledger: Ledger, host: Host, configs: Sequence[ResourceConfig], processor: CommandProcessor,
+             session_memory_bytes: int = DEFAULT_MEMORY_BYTES) -> ServiceContext:
+        """A context over ``ledger`` and ``host``; ``session_memory_bytes``: what the copies of
+        the sessions in use may hold in memory (:class:`SessionCache`)."""
+        sessions = SessionCache(host, memory_bytes=session_memory_bytes)
+        return ServiceContext(ledger, host, tuple(configs), processor, Catalog(ledger), sessions,
+                              Verifier(ledger, sessions), Usage(), ViewGenerations(), Generations(SESSION_CHANGES),
+                              _Closed())
+
+    @property
+    def disposed(self) -> bool:
+        return self._closed.on
+
+    def close(self) -> None:
+        """Refuse every call from now on (``MVU_DISPOSED``)."""
+        self._closed.on = True
 
     def alive(self) -> None:
         if self.disposed:
@@ -82,7 +112,7 @@ class ServiceContext:
             try:
                 return await work()
             finally:
-                self.session_changes[session_id] = self.session_changes.get(session_id, 0) + 1
+                self.session_changes.bump(session_id)
 
     def check_before_commit(self, signal: Signal | None, *leases: Lease | None) -> None:
         """Synchronously, after the last await and before a commit is queued (A-1): the caller

@@ -4,7 +4,7 @@ Each is refused wherever a read would be (drifted history, a changed identity) a
 instance's turn is running; each commits once under the caller's expected revision (its conflict
 is the caller's to resolve, so no retry loop applies) and is idempotent under the caller's
 operation id. What an edit may
-change is decided in :mod:`mvu_store.service.edits`.
+change is decided in :mod:`mvu_store.service.edit_rules`.
 """
 
 from __future__ import annotations
@@ -20,8 +20,7 @@ from mvu_store.ledger.records import CommitRequest, NewResource, VersionRecord
 from mvu_store.service.allocation import Allocation
 from mvu_store.service.catalog import Entry, SeenHead
 from mvu_store.service.context import ServiceContext, Signal, check_signal, now_ms
-from mvu_store.service.edits import edit_content, edited_envelope
-from mvu_store.service.facts import Facts
+from mvu_store.service.edit_rules import edit_content, edited_envelope
 from mvu_store.service.models import (
     RESOURCE_ID,
     ManagementReceipt,
@@ -35,6 +34,7 @@ from mvu_store.service.models import (
 )
 from mvu_store.service.offload import off_loop
 from mvu_store.service.reads import Reads
+from mvu_store.service.trigger_facts import Facts
 
 T = TypeVar("T")
 

@@ -17,8 +17,8 @@ from mvu_store.host import event_turn
 from mvu_store.jsonvalue import JsonValue
 from mvu_store.prompt.observed import OWNERS, evidence, messages_digest
 from mvu_store.service.context import ServiceContext, Signal, check_signal
-from mvu_store.service.facts import Facts
 from mvu_store.service.models import check_session_id
+from mvu_store.service.trigger_facts import Facts
 
 DETAIL = "dsh-request-observed"
 _PHASES = ("started", "triggered", "applied", "completed")

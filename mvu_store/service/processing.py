@@ -10,70 +10,25 @@ its text (:func:`mvu_store.processor.repair.repairs`) is what it may filter. A p
 raises, or returns something other than commands of this reply, leaves a failed receipt: the
 state unchanged, the reply consumed.
 
-A processor that can be revoked while a reply is on its way (a card's registration) also
-implements :class:`Revocable`: the pipeline asks it again right before the commit.
+The protocols both sides share live in the processor's port (:mod:`mvu_store.processor.port`);
+here are the service's uses of them. A processor that can be revoked while a reply is on its way
+(a card's registration) also implements :class:`~mvu_store.processor.port.Revocable`: the
+pipeline asks it again right before the commit.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Protocol, runtime_checkable
 
 from mvu_store.errors import Code, MvuError
 from mvu_store.jsonvalue import JsonValue
 from mvu_store.lang import Command
+from mvu_store.processor.port import CommandProcessor, ProcessorTurn, Revocable
 from mvu_store.processor.repair import repairs
 from mvu_store.service.catalog import Entry
 from mvu_store.service.offload import off_loop
 from mvu_store.service.openings import card_template_id_of
 from mvu_store.service.views import LedgerReads
-
-
-@dataclass(frozen=True, slots=True)
-class ProcessorTurn:
-    """What a processor may know of the reply it filters (never more than the pipeline has)."""
-
-    resource_id: str
-    session_id: str
-    turn: int
-    message_seq: int
-    text: str
-    variables: JsonValue
-    """The envelope the reply was decided on (the head at the decision): a private copy, which a
-    processor may change without touching the state (C-2). A card's script gets the head itself,
-    which its processors only serialise."""
-    user_text: str = ""
-    """The user's own text of the same turn (its last user message before the reply), or ''."""
-    command_source: str | None = None
-    """The command processor declaration the resource's card (or configuration) carries."""
-
-
-@runtime_checkable
-class CommandProcessor(Protocol):
-    async def process(self, commands: tuple[Command, ...], turn: ProcessorTurn) -> Sequence[Command]:
-        """The commands to run: ``commands`` filtered, in their original order."""
-        ...
-
-
-@runtime_checkable
-class Revocable(Protocol):
-    def claims(self, resource_id: str, command_source: str | None) -> bool:
-        """Whether replies to the resource go through this processor (so a reply without a
-        command, but with a repairable update, is worth processing)."""
-        ...
-
-    def check_current(self, turn: ProcessorTurn) -> None:
-        """Synchronously before the commit: raise if what processed ``turn`` was revoked since."""
-        ...
-
-    def receipt(self, resource_id: str) -> dict[str, JsonValue] | None:
-        """The resource's registration receipt, for its records (None: none)."""
-        ...
-
-    async def registered(self, resource_id: str, command_source: str | None) -> dict[str, JsonValue] | None:
-        """:meth:`receipt`, after registering ``command_source`` if nothing is registered yet."""
-        ...
 
 
 def claims(processor: CommandProcessor, resource_id: str, command_source: str | None) -> bool:
@@ -83,10 +38,6 @@ def claims(processor: CommandProcessor, resource_id: str, command_source: str | 
 def check_current(processor: CommandProcessor, turn: ProcessorTurn | None) -> None:
     if turn is not None and isinstance(processor, Revocable):
         processor.check_current(turn)
-
-
-def receipt(processor: CommandProcessor, resource_id: str) -> dict[str, JsonValue] | None:
-    return processor.receipt(resource_id) if isinstance(processor, Revocable) else None
 
 
 async def registered_receipt(processor: CommandProcessor, entry: Entry,

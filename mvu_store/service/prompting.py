@@ -26,6 +26,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from mvu_store.bounded import Generations
 from mvu_store.errors import Code, MvuError
 from mvu_store.host import Lease, Leases, SessionEvent, holds
 from mvu_store.jsonvalue import JsonValue, copy_json, js_json, sha256_hex
@@ -48,6 +49,8 @@ DEFAULT_INSTRUCTIONS = ('Return variable changes as <JSONPatch>[{"op":"replace",
                         "</JSONPatch>. Use delta for numeric changes. Output literal values only.")
 _EVENT_KEYS = frozenset({"preview", "turn", "step", "usage", "consumer"})
 _REQUIRED_EVENT_KEYS = frozenset({"preview", "usage", "consumer"})
+# Resources whose changes a prompt read's lease counts; one forgotten reads as changed.
+_RESOURCE_CHANGES = 65_536
 # Verified bindings kept for management defaults; an older one reads as none (a read renews it).
 _MAX_BINDINGS = 4096
 # Why a record cannot be given to the model now: it is then unavailable (None), not an error.
@@ -126,7 +129,7 @@ class PromptReads:
     def __init__(self, ctx: ServiceContext, reads: Reads) -> None:
         self._ctx = ctx
         self._reads = reads
-        self._resource_changes: dict[str, int] = {}
+        self._resource_changes: Generations[str] = Generations(_RESOURCE_CHANGES)
         self._bindings: dict[tuple[str, str | None], tuple[int, Callable[[], bool]]] = {}
         # Facts name the resource a commit or an edit changed; counting them here lets a lease
         # notice a change without reading the ledger (it must answer synchronously).
@@ -135,7 +138,7 @@ class PromptReads:
     def _noticed(self, fact: dict[str, JsonValue]) -> None:
         resource_id = fact.get("id")
         if isinstance(resource_id, str) and fact.get("phase") in ("applied", "completed", "failed"):
-            self._resource_changes[resource_id] = self._resource_changes.get(resource_id, 0) + 1
+            self._resource_changes.bump(resource_id)
 
     # -- dependencies -----------------------------------------------------------------------------
 
@@ -244,13 +247,14 @@ class PromptReads:
         """Current while the service is open, the signal unset, the session's work and the
         resource's changes as they were now."""
         ctx = self._ctx
-        session_mark = ctx.session_changes.get(session_id, 0)
-        resource_mark = self._resource_changes.get(resource_id, 0) if resource_id is not None else 0
+        sessions, resources = ctx.session_changes, self._resource_changes
+        session_mark = sessions.generation(session_id)
+        resource_mark = resources.generation(resource_id) if resource_id is not None else 0
 
         def current() -> bool:
             return (not ctx.disposed and (signal is None or not signal.is_set())
-                    and ctx.session_changes.get(session_id, 0) == session_mark
-                    and (resource_id is None or self._resource_changes.get(resource_id, 0) == resource_mark))
+                    and sessions.generation(session_id) == session_mark
+                    and (resource_id is None or resources.generation(resource_id) == resource_mark))
 
         return current
 

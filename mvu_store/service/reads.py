@@ -11,11 +11,11 @@ from __future__ import annotations
 from collections.abc import Collection
 from typing import Any
 
+from mvu_store.bounded import BoundedCache
 from mvu_store.errors import Code, MvuError
 from mvu_store.jsonvalue import JsonValue
 from mvu_store.ledger.records import CheckpointRecord, VersionRecord
 from mvu_store.service.allocation import Allocation
-from mvu_store.service.bounded import BoundedCache
 from mvu_store.service.catalog import Entry
 from mvu_store.service.context import ServiceContext, Signal, check_signal
 from mvu_store.service.legacy import CAPABILITIES

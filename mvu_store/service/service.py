@@ -8,7 +8,7 @@ one job it is, all sharing one :class:`~mvu_store.service.context.ServiceContext
 - :mod:`reads`: records, history pages, facts, checkpoint states (pure: no row written);
 - :mod:`editing`: manual edits, management-mode preferences, copies;
 - :mod:`branching`: seeds for forks, swipes and retries;
-- :mod:`verification` with :mod:`sessions`: recorded history checked against the host once,
+- :mod:`verification` with :mod:`session_cache`: recorded history checked against the host once,
   then only what is new.
 """
 
@@ -23,7 +23,8 @@ from mvu_store.host import Host, Lease
 from mvu_store.jsonvalue import JsonValue
 from mvu_store.lang.macros import Names
 from mvu_store.ledger import Ledger
-from mvu_store.processor.registry import CardProcessors, Registered
+from mvu_store.processor.port import CardRegistry, CommandProcessor, Registered
+from mvu_store.processor.registry import CardProcessors
 from mvu_store.service.allocation import Allocation
 from mvu_store.service.branching import Branching
 from mvu_store.service.cards import Cards
@@ -48,7 +49,6 @@ from mvu_store.service.models import (
 )
 from mvu_store.service.observed_requests import observe_request
 from mvu_store.service.pipeline import Pipeline
-from mvu_store.service.processing import CommandProcessor
 from mvu_store.service.prompting import (
     ManagementDefaults,
     PromptDependency,
@@ -57,8 +57,8 @@ from mvu_store.service.prompting import (
     StateAssembly,
 )
 from mvu_store.service.reads import Reads
-from mvu_store.service.sessions import DEFAULT_MEMORY_BYTES as DEFAULT_SESSION_MEMORY_BYTES
-from mvu_store.service.sessions import MIN_MEMORY_BYTES as MIN_SESSION_MEMORY_BYTES
+from mvu_store.service.session_cache import DEFAULT_MEMORY_BYTES as DEFAULT_SESSION_MEMORY_BYTES
+from mvu_store.service.session_cache import MIN_MEMORY_BYTES as MIN_SESSION_MEMORY_BYTES
 from mvu_store.service.usage import Dispose, Observer, UsageHandler
 from mvu_store.service.validation import validate_config
 
@@ -80,9 +80,9 @@ class MvuService:
             raise MvuError(Code.CONFIG, "duplicate resource id in the configuration")
         if processor is not None and not isinstance(processor, CommandProcessor):
             raise MvuError(Code.CONFIG, "processor must have an async process(commands, turn) method")
-        self._ctx = ctx = ServiceContext(ledger=ledger, host=host, configs=configs,
-                                         processor=processor if processor is not None else CardProcessors(),
-                                         session_memory_bytes=session_memory_bytes)
+        self._ctx = ctx = ServiceContext.open(ledger=ledger, host=host, configs=configs,
+                                              processor=processor if processor is not None else CardProcessors(),
+                                              session_memory_bytes=session_memory_bytes)
         self._allocation = Allocation(ctx)
         self._pipeline = Pipeline(ctx, self._allocation)
         self._reads = Reads(ctx, self._allocation)
@@ -95,8 +95,8 @@ class MvuService:
 
     async def close(self) -> None:
         """Refuse further calls (``MVU_DISPOSED``); the ledger and host stay the caller's."""
-        self._ctx.disposed = True
-        if isinstance(self._ctx.processor, CardProcessors):
+        self._ctx.close()
+        if isinstance(self._ctx.processor, CardRegistry):
             self._ctx.processor.dispose()  # every registration ends; running scripts are interrupted
 
     @staticmethod
@@ -130,7 +130,7 @@ class MvuService:
         nothing recorded, the reply left for a retry)."""
         ctx = self._ctx
         ctx.alive()
-        if not isinstance(ctx.processor, CardProcessors):
+        if not isinstance(ctx.processor, CardRegistry):
             raise MvuError(Code.CONFIG, "this service was given its own command processor")
         configured = isinstance(id, str) and any(config.id == id for config in ctx.configs)
         if not configured and (not isinstance(id, str) or await ctx.catalog.entry(id) is None):

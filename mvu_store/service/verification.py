@@ -16,14 +16,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from mvu_store.bounded import BoundedCache
 from mvu_store.errors import Code, MvuError
 from mvu_store.jsonvalue import json_equal
 from mvu_store.ledger import Ledger
 from mvu_store.ledger.records import VersionRecord
-from mvu_store.service.bounded import BoundedCache
 from mvu_store.service.catalog import Entry
 from mvu_store.service.identity import session_identity
-from mvu_store.service.sessions import SessionCache, SessionLog
+from mvu_store.service.session_cache import SessionCache, SessionLog
 from mvu_store.service.turns import verify_recorded
 
 # Version kinds whose source names a durable message to check against the session.
@@ -34,8 +34,8 @@ _NOT_REPLIES = frozenset({"manual", "card"})
 # holds about KEY_BYTES a reply it wrote: its version key and text fingerprint, two 64-character
 # strings in a dict, measured at about 250 bytes); one beyond either is checked in full when used
 # again.
-DEFAULT_CAPACITY = 4096
-DEFAULT_MEMORY_BYTES = 64 * 1024 * 1024
+CAPACITY = 4096
+MEMORY_BYTES = 64 * 1024 * 1024
 KEY_BYTES = 300
 
 Logs = dict[str, SessionLog | None]
@@ -58,42 +58,22 @@ class _Checked:
 
 
 class Verifier:
-    def __init__(self, ledger: Ledger, sessions: SessionCache, *, capacity: int = DEFAULT_CAPACITY,
-                 memory_bytes: int = DEFAULT_MEMORY_BYTES) -> None:
+    def __init__(self, ledger: Ledger, sessions: SessionCache) -> None:
         self._ledger = ledger
         self._sessions = sessions
         self._checked: BoundedCache[str, _Checked] = BoundedCache(
-            memory_bytes, weigh=lambda state: KEY_BYTES * (len(state.keys) + 1), max_entries=capacity)
+            MEMORY_BYTES, weigh=lambda state: KEY_BYTES * (len(state.keys) + 1), max_entries=CAPACITY)
 
     async def check(self, entry: Entry, logs: Logs | None = None) -> Mapping[str, str | None]:
         """Check ``entry`` against durable history; returns its recorded version keys with their
         text fingerprints (so the pipeline knows which replies are recorded without a read)."""
         known: Logs = logs if logs is not None else {}
-
-        async def log_of(session_id: str) -> SessionLog | None:
-            if session_id not in known:
-                known[session_id] = await self._sessions.log(session_id)
-            return known[session_id]
-
-        identity = entry.instance
-        own: str | None = None
-        if identity is not None:
-            own = str(identity["sessionId"])
-            own_log = await log_of(own)
-            current = session_identity(own_log.snapshot() if own_log is not None else None, own)
-            if not json_equal(identity, current):
-                raise MvuError(Code.SESSION_IDENTITY, "the instance's durable session identity changed", id=entry.id)
+        own = await self._check_identity(entry, known)
         if entry.initial is not None:
             return {}  # not allocated yet: no version can exist
         assert entry.row is not None
         row = (entry.row.position, entry.row.revision)
-        state = self._checked.get(entry.id)
-        if state is not None:
-            for session_id, generation in state.generations.items():
-                log = await log_of(session_id)
-                if log is None or log.generation != generation:
-                    state = None  # an earlier part of that session changed: check everything again
-                    break
+        state = await self._still_checked(entry.id, known)
         if state is not None and state.row == row:
             return state.keys  # nothing written since, checked against the same session logs
         if state is None:
@@ -101,23 +81,10 @@ class Verifier:
             versions = await self._ledger.versions(entry.id)
         else:
             versions = await self._ledger.versions(entry.id, after_position=state.through)
-        generations: dict[str, int] = {}
-        for version in versions:
-            source_session = self._session_of(version, own)
-            if source_session is None:
-                continue
-            log = await log_of(source_session)
-            if log is None:
-                raise MvuError(Code.HISTORY_UNAVAILABLE, f"source session {source_session!r} is unavailable",
-                               id=entry.id, session_id=source_session)
-            fingerprint = version.meta.get("sourceFingerprint") or version.fingerprint
-            verify_recorded(version.source, fingerprint if isinstance(fingerprint, str) else None, log.snapshot(),
-                            inherited=version.inherited)
-            generations[source_session] = log.generation
+        generations = await self._verify(entry, versions, own, known)
         # Everything new checked out: remember it (never before, so a refusal repeats until fixed).
-        if own is not None and known.get(own) is not None:
-            own_log = known[own]
-            assert own_log is not None
+        own_log = known.get(own) if own is not None else None
+        if own is not None and own_log is not None:
             generations.setdefault(own, own_log.generation)
         state.generations.update(generations)
         state.row = row
@@ -128,6 +95,54 @@ class Verifier:
                 state.through = max(state.through, version.position)
         self._checked.put(entry.id, state)
         return state.keys
+
+    async def _log(self, known: Logs, session_id: str) -> SessionLog | None:
+        """A session's log, read at most once a call."""
+        if session_id not in known:
+            known[session_id] = await self._sessions.log(session_id)
+        return known[session_id]
+
+    async def _check_identity(self, entry: Entry, known: Logs) -> str | None:
+        """An instance's session, whose durable identity must be the one it was made in."""
+        identity = entry.instance
+        if identity is None:
+            return None
+        own = str(identity["sessionId"])
+        own_log = await self._log(known, own)
+        current = session_identity(own_log.snapshot() if own_log is not None else None, own)
+        if not json_equal(identity, current):
+            raise MvuError(Code.SESSION_IDENTITY, "the instance's durable session identity changed", id=entry.id)
+        return own
+
+    async def _still_checked(self, resource_id: str, known: Logs) -> _Checked | None:
+        """What was checked of the record, while every session log it was checked against keeps
+        its generation (None: an earlier part of one changed, so everything is checked again)."""
+        state = self._checked.get(resource_id)
+        if state is None:
+            return None
+        for session_id, generation in state.generations.items():
+            log = await self._log(known, session_id)
+            if log is None or log.generation != generation:
+                return None
+        return state
+
+    async def _verify(self, entry: Entry, versions: list[VersionRecord], own: str | None,
+                      known: Logs) -> dict[str, int]:
+        """Check ``versions`` against their sessions' logs; the generation of each log used."""
+        generations: dict[str, int] = {}
+        for version in versions:
+            source_session = self._session_of(version, own)
+            if source_session is None:
+                continue
+            log = await self._log(known, source_session)
+            if log is None:
+                raise MvuError(Code.HISTORY_UNAVAILABLE, f"source session {source_session!r} is unavailable",
+                               id=entry.id, session_id=source_session)
+            fingerprint = version.meta.get("sourceFingerprint") or version.fingerprint
+            verify_recorded(version.source, fingerprint if isinstance(fingerprint, str) else None, log.snapshot(),
+                            inherited=version.inherited)
+            generations[source_session] = log.generation
+        return generations
 
     def recorded(self, entry: Entry, base_revision: int, revision: int, *, key: str | None, fingerprint: str,
                  evidence: tuple[str, int] | None = None) -> None:

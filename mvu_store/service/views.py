@@ -15,7 +15,7 @@ instance it has not moved yet in this call.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Sequence
 from typing import Any, Protocol
 
 from mvu_store.jsonvalue import JsonValue
@@ -61,7 +61,7 @@ class SessionView:
         self._current = True
 
     @staticmethod
-    def reader(session_id: str, *, configs: list[ResourceConfig], heads: Collection[str] | None,
+    def reader(session_id: str, *, configs: Sequence[ResourceConfig], heads: Collection[str] | None,
                turn: bool = False) -> SessionRowsQuery:
         """What the session's rows are read with: the templates its configured resources start
         from, the head state of ``heads`` (None: of every resource it may see) and, for a

@@ -13,7 +13,6 @@ lock.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -22,65 +21,17 @@ from mvu_store.host import (
     SESSION_FORMAT_VERSION,
     AppendsSince,
     CardGrant,
+    HostFacts,
     Lease,
     Membership,
-    SessionHeader,
     SessionSnapshot,
     SessionTail,
+    check_session_id,
+    session_header,
 )
-from mvu_store.js.values import MAX_SAFE_INTEGER
-from mvu_store.jsonvalue import normalize, utf8
 from mvu_store.ledger import Appended, Ledger, StoredSession
 from mvu_store.store_host.events import Kept, keep_batch
-from mvu_store.store_host.facts import HostFacts
 from mvu_store.store_host.recent import RecentAppends
-
-# Session ids appear in URL paths and file names: a portable, unambiguous alphabet.
-SESSION_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,159}$")
-MAX_CREATED_AT = 200
-MAX_ORIGIN = 64
-
-
-def check_store_session_id(session_id: Any) -> str:
-    if not isinstance(session_id, str) or not SESSION_ID.match(session_id):
-        raise MvuError(Code.SCOPE, "a session id is 1 to 160 letters, digits or _.:- (starting with a letter or "
-                                   "digit)", field="sessionId")
-    return session_id
-
-
-def session_header(session_id: Any, *, created_at: Any, version: Any = SESSION_FORMAT_VERSION,
-                   parent_session: Any = None, origin: Any = None, inherited_event_count: Any = None) -> SessionHeader:
-    """A checked session header (``MvuError`` naming the first bad field)."""
-    check_store_session_id(session_id)
-    if isinstance(created_at, bool) or not isinstance(created_at, int | float | str) or created_at == "" or (
-            isinstance(created_at, str) and len(created_at) > MAX_CREATED_AT):
-        raise MvuError(Code.OPERATION, f"createdAt must be a number or a string of 1 to {MAX_CREATED_AT} "
-                                       "characters: with the id it is the session's durable identity",
-                       field="createdAt")
-    created_at, _, _ = normalize(created_at)
-    if type(version) is not int or not 1 <= version <= 1_000:
-        raise MvuError(Code.OPERATION, "formatVersion must be an integer from 1 to 1000", field="formatVersion")
-    if parent_session is not None:
-        try:
-            check_store_session_id(parent_session)
-        except MvuError:
-            raise MvuError(Code.OPERATION, "parentSession must be a session id", field="parentSession") from None
-        if parent_session == session_id:
-            raise MvuError(Code.OPERATION, "a session is not its own parent", field="parentSession")
-    if origin is not None and (not isinstance(origin, str) or not 1 <= len(origin) <= MAX_ORIGIN):
-        raise MvuError(Code.OPERATION, f"origin must be a string of 1 to {MAX_ORIGIN} characters", field="origin")
-    if inherited_event_count is not None and (type(inherited_event_count) is not int
-                                              or not 0 <= inherited_event_count <= MAX_SAFE_INTEGER):
-        raise MvuError(Code.OPERATION, "inheritedEventCount must be a non-negative integer",
-                       field="inheritedEventCount")
-    if inherited_event_count is not None and parent_session is None:
-        raise MvuError(Code.OPERATION, "inheritedEventCount says where a branch's own events start: it needs "
-                                       "parentSession", field="inheritedEventCount")
-    if isinstance(created_at, str):
-        utf8(created_at)
-    if isinstance(origin, str):
-        utf8(origin)
-    return SessionHeader(session_id, version, created_at, parent_session, origin, inherited_event_count)
 
 
 class StoreHost:
@@ -108,7 +59,7 @@ class StoreHost:
 
     @property
     def ledger(self) -> Ledger:
-        """The ledger whose tables hold the sessions (``mvu_store.service.sessions.LedgerHost``): a
+        """The ledger whose tables hold the sessions (``mvu_store.service.session_cache.LedgerHost``): a
         read of the service gets the session's new events with its own rows in one round trip."""
         return self._ledger
 
@@ -149,7 +100,7 @@ class StoreHost:
         return await self._ledger.create_host_session(header)
 
     async def session(self, session_id: str) -> StoredSession | None:
-        return await self._ledger.host_session(check_store_session_id(session_id))
+        return await self._ledger.host_session(check_session_id(session_id))
 
     async def append(self, session_id: str, events: Any) -> Appended:
         """Append a batch of events as a host sends them (``[{seq, type, data}, ...]``), all or
@@ -159,7 +110,7 @@ class StoreHost:
 
     async def append_kept(self, session_id: str, batch: Sequence[Kept]) -> Appended:
         """:meth:`append` for a batch already checked by :func:`~mvu_store.store_host.events.keep_batch`."""
-        check_store_session_id(session_id)
+        check_session_id(session_id)
         async with self._ledger.session_lock(session_id):
             appended = await self._ledger.append_host_events(session_id, [(kept.event, kept.text) for kept in batch])
             if appended.appended:

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from mvu_store.errors import Code, MvuError
-from mvu_store.memory_host import read_log
+from mvu_store.host import read_log
 from mvu_store.store_host.events import MAX_BATCH_EVENTS, Kept, keep
 from mvu_store.store_host.host import StoreHost
 

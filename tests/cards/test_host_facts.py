@@ -8,11 +8,10 @@ from pathlib import Path
 import pytest
 
 from mvu_store.errors import MvuError
-from mvu_store.host import CardHost, Leases, Playthrough, TimelineNode, Variant
+from mvu_store.host import CardHost, HostFacts, Leases, Playthrough, TimelineNode, Variant
 from mvu_store.ledger import open_ledger
 from mvu_store.memory_host import MemoryHost
 from mvu_store.store_host import StoreHost
-from mvu_store.store_host.facts import HostFacts
 
 
 def test_leases_hold_together() -> None:

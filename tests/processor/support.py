@@ -15,9 +15,9 @@ from mvu_store.errors import MvuError
 from mvu_store.ledger import Ledger
 from mvu_store.memory_host import MemoryHost
 from mvu_store.processor.declaration import Declaration
+from mvu_store.processor.port import ProcessorTurn
 from mvu_store.processor.registry import CardProcessors
 from mvu_store.service import MvuService
-from mvu_store.service.processing import ProcessorTurn
 
 RESOURCE = "mvu:test"
 SESSION = "s"

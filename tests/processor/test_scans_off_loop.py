@@ -16,7 +16,7 @@ from mvu_store.lang import contains_update
 from mvu_store.ledger import Ledger
 from mvu_store.memory_host import MemoryHost
 from mvu_store.processor.repair import repairs
-from mvu_store.service import pipeline, processing
+from mvu_store.service import processing, turn_stages
 from tests.processor.support import SESSION, helper, hp, make_service
 
 PUSHING = helper("if (text.includes('\"path\":\"/hp\":')) commands.push({type: 'set', args: ['hp', '{\"n\":1}'],"
@@ -36,7 +36,7 @@ def recording(where: list[str], work: Callable[..., Any]) -> Callable[..., Any]:
 async def test_a_repairable_reply_is_parsed_again_in_a_worker_thread(ledger: Ledger,
                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
     where: list[str] = []
-    monkeypatch.setattr(pipeline, "repairs", recording(where, repairs))
+    monkeypatch.setattr(turn_stages, "repairs", recording(where, repairs))
     monkeypatch.setattr(processing, "repairs", recording(where, repairs))
     host = MemoryHost()
     service = make_service(ledger, host, PUSHING)
@@ -49,7 +49,7 @@ async def test_a_repairable_reply_is_parsed_again_in_a_worker_thread(ledger: Led
 async def test_a_reply_that_did_not_parse_is_scanned_again_in_a_worker_thread(
         ledger: Ledger, monkeypatch: pytest.MonkeyPatch) -> None:
     where: list[str] = []
-    monkeypatch.setattr(pipeline, "contains_update", recording(where, contains_update))
+    monkeypatch.setattr(turn_stages, "contains_update", recording(where, contains_update))
     host = MemoryHost()
     service = make_service(ledger, host)
     await host.turn(SESSION, turn=1, user="go", reply="_.set('__proto__.hp', 1);")

@@ -13,8 +13,9 @@ from typing import Any
 import pytest
 
 from mvu_store.errors import MvuError
+from mvu_store.ledger import Ledger
 from mvu_store.memory_host import MemoryHost
-from mvu_store.service import MvuService
+from mvu_store.service import MvuService, context, prompting
 from tests.service.support import PLAIN, playing, stat_data
 
 MANAGER = "dsh-memory-manager"
@@ -306,3 +307,22 @@ async def test_world_book_entries_read_the_state_only_when_active_and_naming_it(
     with pytest.raises(MvuError) as malformed:
         await service.render_world_book(scope=local(), entries=[{"text": 1}])
     assert malformed.value.code == "MVU_OPERATION"
+
+
+async def test_a_lease_whose_session_and_resource_counts_were_forgotten_is_no_longer_current(
+        ledger: Ledger, monkeypatch: pytest.MonkeyPatch) -> None:
+    # One session and one resource remembered: work on another session forgets the first's counts.
+    monkeypatch.setattr(context, "SESSION_CHANGES", 1)
+    monkeypatch.setattr(prompting, "_RESOURCE_CHANGES", 1)
+    host = MemoryHost()
+    service = MvuService(ledger=ledger, host=host)
+    host.attach(service)
+    instance = await playing(service, host, card=PLAIN)
+    found = await service.resolve_prompt_dependency(id=instance, scope=local(), event=event())
+    assert found is not None and found.check_current() is True
+    await playing(service, host, "s2", card=PLAIN)  # a selection elsewhere: nothing of s1 changed...
+    # ... but s1's count is forgotten, and a forgotten count must never pass for an unchanged one.
+    assert found.check_current() is False
+    again = await service.resolve_prompt_dependency(id=instance, scope=local(), event=event())
+    assert again is not None and again.check_current() is True
+    await service.close()

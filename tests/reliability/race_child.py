@@ -35,8 +35,8 @@ from mvu_store.host import Lease, SessionSnapshot
 from mvu_store.lang import Command
 from mvu_store.ledger import open_ledger
 from mvu_store.memory_host import MemoryHost
+from mvu_store.processor.port import ProcessorTurn
 from mvu_store.service import MvuService
-from mvu_store.service.processing import ProcessorTurn
 
 
 def emit(line: str) -> None:

@@ -14,9 +14,9 @@ from mvu_store.host import SessionSnapshot, SessionTail
 from mvu_store.lang import Command, parse_commands
 from mvu_store.ledger import Ledger, tables
 from mvu_store.memory_host import MemoryHost
+from mvu_store.processor.port import ProcessorTurn
 from mvu_store.service import MvuService
-from mvu_store.service.processing import ProcessorTurn
-from mvu_store.service.sessions import SessionCache
+from mvu_store.service.session_cache import SessionCache
 from tests.service.support import PLAIN, playing, scope, stat_data, text_message
 
 # -- helpers ---------------------------------------------------------------------------------------

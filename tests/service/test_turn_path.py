@@ -164,11 +164,14 @@ async def test_what_the_verifier_remembers_of_a_record_does_not_grow_with_its_ed
 
 
 async def test_what_the_verifier_remembers_is_bounded_by_weight_and_a_forgotten_record_is_checked_again(
-        service: MvuService, host: MemoryHost, ledger: Ledger) -> None:
-    from mvu_store.service.verification import KEY_BYTES, Verifier
+        ledger: Ledger, monkeypatch: pytest.MonkeyPatch) -> None:
+    from mvu_store.service import verification
 
+    monkeypatch.setattr(verification, "MEMORY_BYTES", verification.KEY_BYTES * 4)  # three reply keys and the state
+    host = MemoryHost()
+    service = MvuService(ledger=ledger, host=host)
+    host.attach(service)
     ctx = service._ctx
-    ctx.verifier = Verifier(ledger, ctx.sessions, memory_bytes=KEY_BYTES * 4)  # three reply keys and the state
     instance = await playing(service, host)
     for turn in range(1, 4):
         await host.turn("s1", turn=turn, user="a", reply=f"_.set('hp', {turn});")

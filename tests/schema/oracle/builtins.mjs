@@ -422,6 +422,67 @@ for (const call of ["_.chain([3, 1, 2]).sortBy().map(x => x * 2).value()", "_([1
   "_.add('1', 2)", "_.divide(1, 0)", "_.max(['a', 'b'])", "_.meanBy([{n: 4}, {n: 6}], 'n')", "_.minBy([], 'n')"])
   add('lodash', call);
 
+// lodash's function helpers, customizers and Unicode words (the functions they build are called here)
+for (const call of ["_.flowRight([x => x + 1, x => x * 2])(3)", "_.flow(x => x + 1, [x => x * 2])(3)", "_.flow()(3, 4)",
+  "_.rearg((a, b, c) => [a, b, c], [2, 0, 1])(1, 2, 3)", "_.spread((a, b) => a + b)([1, 2])", "_.rest((a, r) => r, 1)(1, 2, 3)",
+  "_.nthArg(-1)(1, 2, 3)", "_.nthArg()(7, 8)", "_.partialRight((a, b, c) => [a, b, c], 'x')(1, 2)",
+  "_.partial((a, b, c) => [a, b, c], _, 'x')(1, 2)", "_.overEvery([Boolean, isFinite])('1')", "_.overSome([x => x > 3, x => x < 0])(5)",
+  "_.negate(x => x)(0)", "_.unary(parseInt)('08', 2)", "_.flip((a, b) => [a, b])(1, 2, 3)", "_.ary((a, b, c) => [a, b, c], 1)(1, 2, 3)",
+  "((f) => [f(1), f(2), f(3)])(_.once(x => x * 10))", "((f) => [f(1), f(2), f(3), f(4)])(_.before(3, x => x))",
+  "((f) => [f(1), f(2), f(3)])(_.after(2, x => x))", "((f) => [f(2), f(2), f(3)])(_.memoize(x => ({v: x})))",
+  "_.invoke([1, 2, 3], 'slice', 1)", "_.invoke({a: [1, 2]}, 'a.join', '-')", "_.invoke({a: 'abc'}, 'a.toUpperCase')",
+  "_.invoke({}, 'a.b')", "_.invokeMap([[5, 1], [3, 2]], 'sort')", "_.method('a.b', 2)({a: {b: x => x * 3}})",
+  "_.methodOf({a: {b: x => x + 1}}, 4)('a.b')", "_.propertyOf({a: {b: 1}})('a.b')", "_.wrap(1, (f, x) => f + x)(2)",
+  "_.cond([[x => x > 1, () => 'big'], [_.stubTrue, () => 'small']])(0)", "_.cond([[x => x > 1, () => 'big']])(0)",
+  "_.tap({a: 1}, o => { o.b = 2; })", "_.updateWith({}, 'a[0].b', () => 1, Object)", "_.updateWith({}, 'a[0].b', () => 1)",
+  "_.assignInWith({a: 1}, {a: 2, b: 3}, (o, s) => o === undefined ? s : o)", "_.assignWith({a: 1}, {a: 2}, {b: 3})",
+  "_.defaultsDeep({a: {b: 1}}, {a: {b: 2, c: 3}}, {d: [1, 2]})", "_.defaultsDeep({a: [1]}, {a: [2, 3]})",
+  "_.mergeWith({a: [1]}, {a: [2]}, {a: [3]}, (x, y) => Array.isArray(x) ? x.concat(y) : undefined)",
+  "_.merge({a: {b: 1}}, null, {a: {c: 2}}, 0, {a: {b: undefined}})", "_.merge({}, 'ab')", "_.merge([1, [2]], [[3], [4, 5]])",
+  "_.isEqualWith([1, 2], [1, 3], (a, b, k) => k === 1 ? true : undefined)", "_.isEqualWith(1, 2, () => 1)",
+  "_.isEqualWith({a: 'x'}, {a: 'X'}, (a, b) => typeof a === 'string' ? a.toLowerCase() === b.toLowerCase() : undefined)",
+  "_.set({}, 'list[3]', 1)", "_.set({a: [1, 2, 3]}, 'a.length', 1)", "_.unset({a: [1, 2]}, 'a[0]')",
+  "_.sortBy([undefined, NaN, null, 3, 'b', 1, 'a', null, undefined, NaN, 2])", "_.sortBy([true, false, 0, 1])",
+  "_.orderBy([undefined, NaN, null, 3, 1], undefined, 'desc')", "_.orderBy([{a: 1, b: 2}, {a: 1, b: 1}], ['a', 'b'], ['asc', 'desc'])",
+  "_.sortedIndex([null, null], 1)", "_.sortedLastIndex([1, 2, NaN, undefined], NaN)", "_.sortedIndex([1, 2, null], undefined)",
+  "_.range(0, 1, 0.1)", "_.rangeRight(0, 1, 0.1)", "_.truncate('hello world foo', {length: 12, separator: /o/})",
+  "_.truncate('hello world', {length: 8, separator: /\\s/})", "_.truncate('\\u{1F600}\\u{1F600}\\u{1F600}\\u{1F600}', {length: 3, omission: ''})",
+  "_.toArray('e\\u0301x\\u{1F600}')", "_.toArray('👍🏽ok👨‍👩‍👧🇫🇷🇩🇪a\\u0301\\u0302✂️x')", "_.words('ПриветМир 中文abc字符 ÀÉÎõü 1st 2ND 3rd 11th')", "_.words('👍🏽 ok 👨‍👩‍👧 x 🇫🇷🇩🇪')",
+  "_.camelCase('XMLHttpRequest foo’s BAR')", "_.kebabCase('camelCaseWord123 HELLO_world')", "_.startCase('ñandú æble øre')",
+  "_.deburr('ÆØÅ ß Łódź Œuvre ſ ĳ ŉ e\\u0301 \\u00a0')", "_.snakeCase('don\\'t stop DON\\'T STOP')",
+  "_.pick({a: {b: 1, c: 2}, d: 3}, 'a.b', ['d'])", "_.pullAt([1, 2, 3], '1', 1)", "_.mapKeys([1, 2], (v, k) => typeof k)",
+  "_.uniqBy([2.1, 1.2, 2.3], Math.floor)", "_.invertBy({a: 1, b: 2, c: 1}, v => 'g' + v)", "_.reverse([1, 2, 3])"])
+  add('lodash', call);
+
+// Reading what a value lacks is undefined (S-7 keeps prototype machinery out of reach).
+for (const read of ["'s'.foo", '[1].bar', '(5).foo', 'true.foo', "'abc'[5]", "'abc'['x']", "[1]['-1']", '[1][1]', "'s'.foo === undefined",
+  '[1, 2].foo?.bar', '[1].bar ?? 2', "'x'.toSorted", "'s'.foo?.()", '((a) => a.bar)([1])', '(({foo}) => foo)("s")',
+  "((a) => { const {bar, length} = a; return [bar, length]; })([1])", "(o => o.name.first)({name: 'x'})", "'bar' in [1]",
+  '[1, 2].length', "'\\u{1F600}'.length", "[][0]"])
+  add('language', read);
+// Labelled statements, Map and Intl.NumberFormat.
+for (const code of [
+  "(() => { const out = []; outer: for (let i = 0; i < 3; i++) { for (let j = 0; j < 3; j++) { if (j == 1) continue outer; if (i == 2) break outer; out.push([i, j]); } } return out; })()",
+  "(() => { let n = 0; a: { n = 1; break a; n = 2; } return n; })()",
+  "(() => { const out = []; rows: for (const r of [[1, 2], [3, -1], [5, 6]]) { for (const x of r) { if (x < 0) continue rows; out.push(x); } } return out; })()",
+  "(() => { let i = 0, out = []; w: while (i < 5) { i++; switch (i) { case 2: continue w; case 4: break w; } out.push(i); } return out; })()",
+  "(() => { let i = 0; d: do { i++; if (i < 3) continue d; break d; } while (true); return i; })()",
+  "(() => { const out = []; a: b: for (const x of [1, 2, 3]) { for (const y of [1, 2]) { if (y === 2) continue a; if (x === 3) break b; out.push(x * 10 + y); } } return out; })()",
+  "(() => { const out = []; k: for (const key in {a: 1, b: 2, c: 3}) { if (key === 'b') continue k; out.push(key); } return out; })()",
+  "(() => { let out = 0; for (const x of [1, 2, 3]) { inner: { if (x === 2) break inner; out += x; } } return out; })()",
+  "new Map([[1, 'a'], ['1', 'b'], [NaN, 'n']]).get(NaN)",
+  "(() => { const m = new Map(); m.set('x', 1).set('y', 2); m.set('x', 3); return [m.size, m.get('x'), m.has('y'), m.delete('y'), m.has('y'), m.delete('q'), [...m.keys()], [...m.values()], [...m.entries()], m.size]; })()",
+  "(() => { const m = new Map([[0, 'z']]); return [m.get(-0), m.has(-0), Array.from(m), [...m], [...m.keys()]]; })()",
+  "(() => { const m = new Map([['a', 1], ['b', 2]]); const out = []; m.forEach((v, k, map) => out.push(k + v + (map === m))); for (const [k, v] of m) out.push(k); return out; })()",
+  "(() => { const o = {}; const m = new Map([[o, 1]]); return [m.get(o), m.get({}), new Map().get('q'), new Map() instanceof Map, typeof new Map()]; })()",
+  "(() => { const m = new Map([[1, 2]]); m.clear(); return [m.size, new Map().size, new Map(null).size]; })()",
+  "(() => { const m = new Map(); for (const w of ['a', 'b', 'a']) m.set(w, (m.get(w) || 0) + 1); return Object.fromEntries(m); })()",
+  ...['1234567.891', '-0', 'NaN', "'12345.6789'", '1e21', 'Infinity', '-1234.5', '0.0001234', '-0.0004', '1.7976931348623157e308', '999.9995']
+    .flatMap(n => [`new Intl.NumberFormat('en-US').format(${n})`, `Intl.NumberFormat('zh-CN').format(${n})`,
+      `new Intl.NumberFormat().format(${n})`, `(${n}).toLocaleString()`, `Number(${n}).toLocaleString('zh-CN')`]),
+  "new Intl.NumberFormat(['en-US']).format(1234)", "new Intl.NumberFormat('en', {}).format(5)", "new Intl.NumberFormat('zh').format()"])
+  add('language', code);
+
 // Work no budget allows: the interpreter must answer MVU_LIMIT (node is not asked: it would
 // spend gigabytes or throw a RangeError of its own).
 const BUDGET = ["'x'.repeat(2 ** 25)", "'x'.padStart(2 ** 25)", "'x'.padEnd(2 ** 28, 'ab')", 'Array(1e9)', 'new Array(1e9).join()',

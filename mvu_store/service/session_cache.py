@@ -18,6 +18,7 @@ import sys
 import weakref
 from typing import Protocol, runtime_checkable
 
+from mvu_store.bounded import BoundedCache
 from mvu_store.host import (
     Host,
     IncrementalHost,
@@ -31,7 +32,6 @@ from mvu_store.host import (
 )
 from mvu_store.lang.macros import Names
 from mvu_store.ledger import Ledger, SessionRows, SessionRowsQuery
-from mvu_store.service.bounded import BoundedCache
 from mvu_store.service.turns import Reply, ReplyParser, seed_boundary
 
 # Sessions whose copy is kept, and what their copies may weigh in all (about the memory they

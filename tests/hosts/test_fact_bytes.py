@@ -5,8 +5,7 @@ from __future__ import annotations
 import pytest
 
 from mvu_store.errors import MvuError
-from mvu_store.host import Playthrough, TimelineNode, Variant
-from mvu_store.store_host.facts import MAX_FACT_BYTES, HostFacts, playthrough_bytes
+from mvu_store.host import MAX_FACT_BYTES, HostFacts, Playthrough, TimelineNode, Variant, playthrough_bytes
 
 
 def big(playthrough_id: str, nodes: int = 1_000) -> Playthrough:

@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from mvu_store.errors import Code, MvuError
-from mvu_store.host import CardGrant, Lease, Membership, Playthrough, TimelineNode, Variant
+from mvu_store.host.protocol import CardGrant, Lease, Membership, Playthrough, TimelineNode, Variant
 
 MAX_PLAYTHROUGHS = 10_000
 MAX_NODES = 10_000

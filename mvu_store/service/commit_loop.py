@@ -1,9 +1,11 @@
-"""The one compare-and-swap retry loop of the writers that choose their own expected revision
+"""The one compare-and-swap commit loop of the writers that choose their own expected revision
 (a reply's version, a failed receipt).
 
 A conflict means another writer moved the head: the work is redone on the new head, a bounded
 number of times (a livelock ends as ``REVISION_CONFLICT``). Manual edits and management
 operations commit under the caller's expected revision instead: their conflict is the caller's.
+An attempt whose checks before the commit fail raises :class:`Refused`, which ends the loop
+without a retry: the refusal is the caller's to report, with nothing recorded.
 """
 
 from __future__ import annotations
@@ -18,6 +20,22 @@ from mvu_store.ledger.records import Head
 T = TypeVar("T")
 
 CAS_ATTEMPTS = 16
+
+
+class Refused(Exception):
+    """A check before a commit failed: the refusal is raised as it is, with nothing recorded."""
+
+    def __init__(self, error: MvuError) -> None:
+        super().__init__(error.code)
+        self.error = error
+
+
+def refusing(check: Callable[[], None]) -> None:
+    """Run the synchronous checks before a commit; a refusal ends the loop as :class:`Refused`."""
+    try:
+        check()
+    except MvuError as refusal:
+        raise Refused(refusal) from None
 
 
 async def on_head(ledger: Ledger, resource_id: str, attempt: Callable[[Head], Awaitable[T]], *,

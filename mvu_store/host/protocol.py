@@ -2,7 +2,8 @@
 
 The service never reads host files. A host implements :class:`Host`; the shapes are those of
 ``docs/host-events.md`` (the service freezes only these fields). ``MemoryHost`` in
-``memory_host.py`` is a reference implementation for tests, the demo and newcomers.
+``mvu_store/memory_host.py`` is a reference implementation for tests, the demo and newcomers;
+``tests/hosts`` runs one contract against it and ``StoreHost``.
 
 A host that can also answer :meth:`IncrementalHost.inspect_since` lets the service check a
 session's history once: the service keeps its own copy of each session it works on and asks only
@@ -276,7 +277,8 @@ class IncrementalHost(Host, Protocol):
 AppendsSince = Callable[[], Sequence[SessionEvent] | None]
 """Synchronous: the events appended to a session since the call that gave it (in order), or None
 once anything else changed it (an earlier event or the header rewritten, the session replaced)
-or more were appended than the host keeps in memory."""
+or more were appended than the host keeps in memory. An event may come without what no lease rule
+reads (a message's ``message``, an assembly's evidence): ``StoreHost`` keeps them out of memory."""
 
 
 @runtime_checkable

@@ -63,3 +63,31 @@ class BoundedCache(Generic[K, V]):
         item = self._items.pop(key, None)
         if item is not None:
             self._weight -= item[1]
+
+
+class Generations(Generic[K]):
+    """A generation per key, for at most ``capacity`` keys (the least recently used beyond are
+    forgotten): every :meth:`bump` issues a new one, so a generation read before a change never
+    matches again. A key never bumped, or forgotten, has the current *floor* (zero or below,
+    never an issued generation), which moves down whenever a key is forgotten: a generation read
+    before a bump still never matches once that bump is forgotten. Forgetting costs a false
+    "changed", never a false "unchanged"."""
+
+    def __init__(self, capacity: int) -> None:
+        self._capacity = capacity
+        self._next = 0
+        self._floor = 0
+        self._generations: BoundedCache[K, int] = BoundedCache(capacity)
+
+    def bump(self, key: K) -> None:
+        if self._generations.get(key) is None and len(self._generations) >= self._capacity:
+            self._floor -= 1  # the put below forgets the least recently used key
+        self._next += 1
+        self._generations.put(key, self._next)
+
+    def generation(self, key: K) -> int:
+        found = self._generations.get(key)
+        return self._floor if found is None else found
+
+    def __len__(self) -> int:
+        return len(self._generations)

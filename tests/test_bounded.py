@@ -1,8 +1,9 @@
-"""The service's bounded caches forget their least recently used entries, by count or by weight."""
+"""The bounded maps: caches that forget their least recently used entries, by count or by weight,
+and generations whose forgotten keys read as changed."""
 
 from __future__ import annotations
 
-from mvu_store.service.bounded import BoundedCache
+from mvu_store.bounded import BoundedCache, Generations
 
 
 def test_beyond_its_capacity_the_least_recently_used_entry_goes() -> None:
@@ -38,3 +39,25 @@ def test_a_weighed_cache_can_bound_its_number_of_entries_too() -> None:
     assert (len(cache), cache.weight) == (2, 2)
     cache.put("d", b"x" * 99)  # too heavy with both others: the least recently used goes first
     assert [cache.get(key) for key in "bcd"] == [None, b"x", b"x" * 99] and cache.weight == 100
+
+
+def test_a_generation_read_before_a_change_never_matches_again_even_once_forgotten() -> None:
+    generations: Generations[str] = Generations(2)
+    never = generations.generation("a")  # never bumped: the floor
+    generations.bump("a")
+    bumped = generations.generation("a")
+    assert bumped != never and generations.generation("a") == bumped  # stands until the next bump
+    generations.bump("b")
+    generations.bump("c")  # "a" is forgotten: it reads as changed, never as the floor it had
+    assert len(generations) == 2
+    assert generations.generation("a") not in (bumped, never)
+
+
+def test_forgetting_any_key_moves_the_floor_so_a_never_changed_read_is_not_kept_current() -> None:
+    generations: Generations[str] = Generations(1)
+    floor = generations.generation("quiet")
+    generations.bump("x")
+    assert generations.generation("quiet") == floor  # nothing forgotten yet: still current
+    generations.bump("y")  # "x" forgotten: whatever was forgotten may have been "quiet" before
+    assert generations.generation("quiet") != floor
+    assert generations.generation("x") == generations.generation("quiet")  # both at the new floor

@@ -1,0 +1,117 @@
+"""The host protocol and what every host shares (layer 2: it imports only errors and jsonvalue).
+
+- :mod:`protocol`: what the service asks of a host (:class:`Host` and the protocols beside it),
+  the session shapes and the fingerprint chain (``docs/host-events.md``);
+- :mod:`headers`: a session header's checks, the same for every host;
+- :mod:`card_reports`: :class:`HostFacts`, the playthroughs and card grants a host reports;
+- :mod:`session_logs`: the JSONL session log format.
+
+``MemoryHost`` (``mvu_store.memory_host``) and ``StoreHost`` (``mvu_store.store_host``) implement
+the protocol over these; ``tests/hosts`` holds the one contract both pass.
+"""
+
+from mvu_store.host.card_reports import (
+    MAX_FACT_BYTES,
+    MAX_GRANTS,
+    MAX_ID,
+    MAX_NODES,
+    MAX_PLAYTHROUGHS,
+    MAX_VARIANTS,
+    HostFacts,
+    check_playthrough,
+    playthrough_bytes,
+)
+from mvu_store.host.headers import (
+    MAX_CREATED_AT,
+    MAX_ORIGIN,
+    SESSION_ID,
+    check_session_id,
+    session_header,
+)
+from mvu_store.host.protocol import (
+    SESSION_FORMAT_VERSION,
+    AppendsSince,
+    AppendWatchHost,
+    CardGrant,
+    CardHost,
+    Host,
+    IncrementalHost,
+    Lease,
+    Leases,
+    Membership,
+    Playthrough,
+    SessionEvent,
+    SessionHeader,
+    SessionSnapshot,
+    SessionTail,
+    TimelineNode,
+    Variant,
+    chain_fingerprint,
+    chain_link,
+    event_text,
+    event_turn,
+    fingerprint_chain,
+    has_tool_call,
+    header_fingerprint,
+    holds,
+    message_id,
+    message_text,
+    tail_of,
+    turn_events,
+    user_source_kind,
+)
+from mvu_store.host.session_logs import (
+    event_line,
+    header_line,
+    read_log,
+)
+
+__all__ = [
+    "MAX_CREATED_AT",
+    "MAX_FACT_BYTES",
+    "MAX_GRANTS",
+    "MAX_ID",
+    "MAX_NODES",
+    "MAX_ORIGIN",
+    "MAX_PLAYTHROUGHS",
+    "MAX_VARIANTS",
+    "SESSION_FORMAT_VERSION",
+    "SESSION_ID",
+    "AppendWatchHost",
+    "AppendsSince",
+    "CardGrant",
+    "CardHost",
+    "Host",
+    "HostFacts",
+    "IncrementalHost",
+    "Lease",
+    "Leases",
+    "Membership",
+    "Playthrough",
+    "SessionEvent",
+    "SessionHeader",
+    "SessionSnapshot",
+    "SessionTail",
+    "TimelineNode",
+    "Variant",
+    "chain_fingerprint",
+    "chain_link",
+    "check_playthrough",
+    "check_session_id",
+    "event_line",
+    "event_text",
+    "event_turn",
+    "fingerprint_chain",
+    "has_tool_call",
+    "header_fingerprint",
+    "header_line",
+    "holds",
+    "message_id",
+    "message_text",
+    "playthrough_bytes",
+    "read_log",
+    "session_header",
+    "tail_of",
+    "turn_events",
+    "user_source_kind",
+]

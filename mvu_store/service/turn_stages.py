@@ -1,0 +1,285 @@
+"""A reply's turn for one resource, in stages: parse, decide, process, apply.
+
+Each stage is a function of what the stages before it returned, and returns a frozen record;
+none keeps state of its own, so a stage can be tested, and read, alone:
+
+1. :func:`parse` reads the reply's text once (:class:`Parsed`; :func:`repairable` looks again at a
+   reply without a command that a card's script may repair);
+2. :func:`decide` asks the usage policy whether it runs (a :class:`~mvu_store.service.usage.Decision`);
+3. :func:`process` lets the command processor choose among the commands, on one head
+   (:class:`ReplyRun` with what was chosen, the head a card's script saw and, computed meanwhile,
+   every command applied ahead);
+4. :func:`apply` runs what was chosen on a head (an :class:`~mvu_store.lang.apply.UpdateResult`).
+
+:class:`ReplyRun` is the one record of the reply's run that the commit attempts
+(:mod:`~mvu_store.service.reply_turn`) and its failure paths read. A stage that fails raises
+:class:`TurnFailed` with the run as far as it got, since what a failed receipt may claim depends
+on it (the head a card's script failed on, the registration it ran under).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from contextlib import suppress
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from mvu_store.errors import MvuError
+from mvu_store.host import Lease
+from mvu_store.jsonvalue import JsonValue, copy_json
+from mvu_store.lang import Command, contains_update, parse_commands
+from mvu_store.lang.apply import UpdateResult, private_envelope, run_commands
+from mvu_store.lang.macros import Names, substitute
+from mvu_store.ledger.records import Head
+from mvu_store.processor.port import CardRegistry, CommandProcessor, ProcessorTurn
+from mvu_store.processor.repair import repairs
+from mvu_store.schema import ValidationMemo
+from mvu_store.schema.allowance import Allowance
+from mvu_store.service.catalog import Entry
+from mvu_store.service.context import Signal
+from mvu_store.service.initial import DeclaredSchema
+from mvu_store.service.offload import off_loop
+from mvu_store.service.processing import processed
+from mvu_store.service.trigger_facts import Facts
+from mvu_store.service.turns import Reply
+from mvu_store.service.usage import Decision, Usage
+
+
+@dataclass(frozen=True, slots=True)
+class Parsed:
+    """The reply's text with its names put in, its commands, and whether it attempts an update."""
+
+    text: str
+    commands: tuple[Command, ...]
+    error: MvuError | None
+    """Why the text could not be read (its commands are then none): the reply's refusal."""
+    has_update: bool
+
+
+@dataclass(frozen=True, slots=True)
+class CommandSource:
+    """The command processor declaration the resource's card carries now, or why it was refused."""
+
+    source: str | None = None
+    refused: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ReplyRun:
+    """One reply's run for one resource: what the stages found, and what the commit attempts
+    and the failure paths read. A stage returns a new record; none is changed in place."""
+
+    entry: Entry
+    reply: Reply
+    parsed: Parsed
+    source: CommandSource
+    facts: Facts = field(compare=False)
+    """The facts so far (``started``, then ``triggered`` or ``skipped``); each commit attempt or
+    failure path ends a copy of its own."""
+    allowance: Allowance = field(compare=False)
+    """One allowance for all the declaration work of this reply: every command's check, on
+    every compare-and-swap attempt and while a card's script chooses."""
+    signal: Signal | None = None
+    lease: Lease | None = None
+    user_text: str = ""
+    decision: Decision | None = None
+    scripted: bool = False
+    """A card's script chooses: it chooses again on a head that moved (C-4)."""
+    turn: ProcessorTurn | None = None
+    """What the processor saw, once it ran (its registration is re-checked before a commit)."""
+    chosen: tuple[Command, ...] = ()
+    seen: Head | None = None
+    """The head a card's script chose on, if one ran."""
+    ahead: UpdateResult | None = None
+    """Every command applied to :attr:`seen` while the script ran (None: not computed)."""
+
+    @property
+    def runs(self) -> bool:
+        """The reply attempts an update and the usage policy lets it run."""
+        return self.parsed.has_update and self.decision is not None and self.decision.enabled
+
+    @property
+    def session_id(self) -> str:
+        return str(self.reply.source["sessionId"])
+
+
+class TurnFailed(Exception):
+    """A stage failed: ``error`` is the reply's refusal, ``run`` the run as far as it got and
+    ``head`` the head it failed on."""
+
+    def __init__(self, run: ReplyRun, head: Head, error: MvuError) -> None:
+        super().__init__(error.code)
+        self.run, self.head, self.error = run, head, error
+
+
+# -- 1. parse -------------------------------------------------------------------------------------
+
+def parse(raw: str, names: Names) -> Parsed:
+    """The reply ``raw`` read with ``names`` put in for its macros, its commands parsed once. A
+    reply that did not parse is scanned again for an update attempt: up to a megabyte of text
+    each time, so the caller runs this in a worker thread."""
+    text = raw
+    try:
+        text = substitute(raw, names)
+        commands = tuple(parse_commands(text))
+    except MvuError as error:
+        return Parsed(text, (), error, contains_update(text))
+    return Parsed(text, commands, None, bool(commands))
+
+
+def repairable(parsed: Parsed) -> Parsed:
+    """A reply without a command, for a card's script, which may push a repaired operation back:
+    it attempts an update if its text has a repair (the text is parsed again: a worker thread's)."""
+    if parsed.has_update or parsed.error is not None:
+        return parsed
+    return replace(parsed, has_update=bool(repairs(parsed.text)))
+
+
+# -- 2. decide ------------------------------------------------------------------------------------
+
+async def decide(usage: Usage, run: ReplyRun, baseline: Head) -> Decision:
+    """The usage policy's decision on the reply, made on ``baseline`` (I-8)."""
+    has_update = run.parsed.has_update
+    scope: dict[str, JsonValue] = {"authority": "local", "sessionId": run.reply.source["sessionId"]}
+    return await usage.decide(
+        "assistant_message_committed", resource_id=run.entry.id, scope=scope,
+        # The original's key, and the Python spelling the issue names, for Python handlers.
+        event={**run.reply.source, "text": run.parsed.text, "containsMvuUpdate": has_update,
+               "contains_mvu_update": has_update},
+        variables=baseline.variables, signal=run.signal)
+
+
+def decided(run: ReplyRun, decision: Decision, scripted: bool) -> ReplyRun:
+    """``run`` with its decision, its ``triggered`` or ``skipped`` fact, and whether a card's
+    script chooses (only for a reply that runs)."""
+    facts = run.facts.copy()
+    run = replace(run, decision=decision, facts=facts)
+    if run.runs:
+        facts.add("triggered", configRevision=decision.config_revision)
+    else:
+        facts.add("skipped", detail="no-update" if decision.enabled else "usage-policy",
+                  configRevision=decision.config_revision)
+    return replace(run, scripted=run.runs and scripted)
+
+
+# -- 3. process -----------------------------------------------------------------------------------
+
+async def process(processor: CommandProcessor, run: ReplyRun, head: Head) -> ReplyRun:
+    """The commands the processor keeps on ``head`` (``TurnFailed`` on a refusal)."""
+    try:
+        if run.parsed.error is not None:
+            raise run.parsed.error
+        if run.source.refused is not None:
+            raise MvuError(run.source.refused, "the card's command processor declaration is refused: "
+                                               "its replies never run unfiltered", id=run.entry.id)
+    except MvuError as error:
+        raise TurnFailed(run, head, error) from None
+    ready = on_head(processor, run, head)
+    assert ready.turn is not None
+    commands = run.parsed.commands
+    try:
+        if run.scripted:
+            chosen, ahead = await _processed_ahead(processor, commands, ready.turn,
+                                                   lambda: apply_commands(ready, head, commands))
+        else:
+            chosen, ahead = await processed(processor, commands, ready.turn), None
+    except MvuError as error:
+        raise TurnFailed(ready, head, error) from None
+    return replace(ready, chosen=tuple(chosen), ahead=ahead)
+
+
+def on_head(processor: CommandProcessor, run: ReplyRun, head: Head) -> ReplyRun:
+    """``run`` about to be processed on ``head``: the turn the processor sees and, for a card's
+    script, ``head`` as the one it chooses on."""
+    # A private copy: a processor filters, it never writes the state (C-2). A card registry
+    # only serialises the variables for its script's own copy: it gets the head itself.
+    shared = run.scripted and isinstance(processor, CardRegistry)
+    variables = head.variables if shared else copy_json(head.variables)
+    turn = ProcessorTurn(resource_id=run.entry.id, session_id=run.session_id, turn=run.reply.turn,
+                         message_seq=run.reply.message.seq, text=run.parsed.text, variables=variables,
+                         user_text=run.user_text, command_source=run.source.source)
+    return replace(run, turn=turn, seen=head if run.scripted else run.seen)
+
+
+async def _processed_ahead(processor: CommandProcessor, commands: tuple[Command, ...], turn: ProcessorTurn,
+                           apply_all: Callable[[], UpdateResult]) -> tuple[list[Command], UpdateResult | None]:
+    """A card's script's choice of ``commands`` and, computed in a worker thread while the script
+    runs in its engine process, all of them applied to the baseline (None: there were none, or a
+    command failed fatally, which is left to the application of what it chose). The script keeps
+    every command on most turns; then that result is the turn's, and the script costs the turn
+    only the part of its round trip the application did not cover."""
+    choosing = asyncio.ensure_future(processed(processor, commands, turn))
+    try:
+        ahead: UpdateResult | None = None
+        if commands:
+            # Optional: whatever fails here fails again where the chosen commands are applied, if
+            # the script keeps the command that failed.
+            with suppress(Exception):
+                ahead = await off_loop(apply_all)
+        return await choosing, ahead
+    except BaseException:
+        choosing.cancel()
+        raise
+
+
+# -- 4. apply -------------------------------------------------------------------------------------
+
+def applied_ahead(run: ReplyRun, head: Head) -> UpdateResult | None:
+    """The result computed ahead, when it is the one of what was chosen on ``head``: the script
+    chose on this head and kept every command."""
+    commands = run.parsed.commands
+    kept_all = head is run.seen and len(run.chosen) == len(commands) and all(
+        mine is theirs for mine, theirs in zip(run.chosen, commands, strict=True))
+    return run.ahead if kept_all else None
+
+
+def apply(run: ReplyRun, head: Head) -> UpdateResult:
+    """What was chosen, applied to a private copy of ``head`` (CPU work: a worker thread's)."""
+    return apply_commands(run, head, run.chosen)
+
+
+def apply_commands(run: ReplyRun, head: Head, commands: tuple[Command, ...]) -> UpdateResult:
+    # The declaration, at the turn's time; after the first command it parses only what each
+    # command changed.
+    declared = DeclaredSchema.of(head.variables, run.reply.at, ValidationMemo(), run.allowance)
+    return run_commands(private_envelope(head.variables), list(commands), declared,
+                        declared.check if declared is not None else None)
+
+
+@dataclass(frozen=True, slots=True)
+class Applied:
+    """What a commit attempt stores: the new variables, or the head's own for a reply that does
+    not run (then ``encoded`` is None: the ledger encodes what it did not measure)."""
+
+    variables: JsonValue
+    changed: bool = False
+    encoded: bytes | None = None
+    diagnostics: tuple[dict[str, Any], ...] = ()
+
+    @staticmethod
+    def of(result: UpdateResult) -> Applied:
+        return Applied(result.variables, result.changed, result.encoded,
+                       tuple(dict(item) for item in result.diagnostics))
+
+
+async def applied(run: ReplyRun, head: Head) -> Applied:
+    """The apply stage on ``head``, for one commit attempt."""
+    if not run.runs:
+        return Applied(head.variables)
+    result = applied_ahead(run, head)
+    return Applied.of(result if result is not None else await off_loop(lambda: apply(run, head)))
+
+
+def ended_facts(run: ReplyRun, head: Head, changed: bool) -> Facts:
+    """The reply's facts as a commit on ``head`` ends them."""
+    assert run.decision is not None
+    config_revision = run.decision.config_revision
+    ended = run.facts.copy()
+    if changed:
+        ended.add("applied", revision=head.revision + 1, detail="state-committed", configRevision=config_revision)
+    # 'state-committed' says the state changed (A-4): a skipped or no-op reply is recorded (its
+    # version keeps the state) but completes without that claim.
+    ended.add("completed", revision=head.revision + 1, detail="state-committed" if changed else None,
+              configRevision=config_revision)
+    return ended
