@@ -8,9 +8,11 @@ import json
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from mvu_store.chats.line_text import written_as
-from mvu_store.chats.reader import ChatHeader, ChatMessage, read_chat, slot
+from mvu_store.chats.reader import ChatHeader, ChatMessage, parse_line, read_chat, slot
 from mvu_store.chats.states import stored_state
 from mvu_store.errors import MvuError
 from mvu_store.jsonvalue import js_json
@@ -31,10 +33,9 @@ def _messages(data: bytes) -> list[ChatMessage]:
 
 def _dropped_body(raw: dict[str, Any], swipes: list[int]) -> str:
     variables = raw["variables"]
-    kept = dict(variables) if isinstance(variables, dict) else list(variables)
-    for swipe in swipes:
-        kept[slot(variables, swipe)] = None
-    return js_json({**raw, "variables": kept})
+    if isinstance(variables, dict):
+        return js_json({**raw, "variables": {**variables, **{str(swipe): None for swipe in swipes}}})
+    return js_json({**raw, "variables": [None if place in swipes else item for place, item in enumerate(variables)]})
 
 
 @pytest.mark.parametrize("spec", SPECS)
@@ -116,7 +117,7 @@ def test_a_file_of_lines_written_otherwise_reads_each_line_carefully() -> None:
     items = list(read_chat(io.BytesIO(spaced)))
     assert isinstance(items[0], ChatHeader)
     assert all(isinstance(item, ChatMessage) and item.written is None for item in items[1:])
-    assert [item.raw for item in items[1:]] == lines[1:]  # type: ignore[union-attr]
+    assert [item.raw for item in items[1:]] == lines[1:]
     assert [item.raw for item in items[1:]] == [item.raw for item in _messages(chat_text(lines))]
 
 
@@ -144,3 +145,39 @@ def test_a_stringified_line_is_held_to_the_bounds_as_any_other(element: dict[str
             return error.code, error.details
 
     assert outcome(parts) == outcome(None) and outcome(parts)[0] == code
+
+
+_KEYS = st.sampled_from(["a", "b", "stat_data", "schema", "variables", "键", "", 'q"', "x\\y"])
+_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers(-10**6, 10**6) | st.text(max_size=5)
+    | st.floats(allow_nan=False, allow_infinity=False).filter(lambda number: not number.is_integer()),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(_KEYS, inner, max_size=4), max_leaves=20)
+
+
+def _with_twice(value: Any, target: int, counter: list[int]) -> str:
+    """``value`` as js_json writes it, except that its ``target``-th object (in the order they
+    are written) names its first key a second time, last."""
+    if isinstance(value, list):
+        return "[" + ",".join(_with_twice(item, target, counter) for item in value) + "]"
+    if not isinstance(value, dict):
+        return js_json(value)
+    place = counter[0]
+    counter[0] += 1
+    members = [f"{js_json(key)}:{_with_twice(item, target, counter)}" for key, item in value.items()]
+    if place == target and value:
+        key = next(iter(value))
+        members.append(f"{js_json(key)}:{js_json(value[key])}")
+    return "{" + ",".join(members) + "}"
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.dictionaries(_KEYS, _JSON, max_size=5), st.integers(0, 30))
+def test_any_key_named_twice_in_a_stringified_line_is_refused(message: dict[str, Any], target: int) -> None:
+    line = _with_twice(message, target, [0])
+    if line == js_json(message):  # no object to name a key twice in
+        value, parts = parse_line(line, 3)
+        assert value == message and parts is not None and parts.line() == line
+        return
+    with pytest.raises(MvuError) as caught:
+        parse_line(line, 3)
+    assert caught.value.details["line"] == 3 and "twice" in caught.value.message
