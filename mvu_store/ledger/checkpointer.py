@@ -9,6 +9,16 @@ thread runs a ``PASSIVE`` checkpoint on a connection of its own at most every
 Durability is unchanged: a commit is durable once its WAL frames are synced, before it is
 acknowledged; a checkpoint only moves durable pages.
 
+A checkpoint alone does not make the WAL small again: SQLite starts writing it over from its
+beginning only at a write that finds *every* frame copied back. A pass on this thread never
+leaves it so while the writer keeps committing (what was appended during the pass is left), so
+the WAL grew to the fallback mark, and every commit appended to a growing file, whose sync then
+also writes the file's new size (``benchmarks/commit_path.py``'s single writer lost about a
+third of its speed to it). So once a pass has copied the bulk, the writer, after its next commit
+and once that batch's callers have their answers, copies the few frames left itself (on its own
+thread and connection, where no commit can come between: :meth:`Checkpointer.committed`), and
+its next write starts the WAL over.
+
 The writer keeps SQLite's own checkpoint as a fallback at a higher mark
 (:data:`FALLBACK_AUTOCHECKPOINT_PAGES`): should this thread fall behind or fail (it logs and
 retries on a fresh connection), the WAL stays bounded all the same.
@@ -40,12 +50,27 @@ class Checkpointer:
         self._wake = threading.Event()  # a commit happened since the last checkpoint
         self._stop = threading.Event()
         self._failing = False  # one warning per run of failures, not one per pass
+        # A pass copied the WAL back since the writer last finished one (set here, cleared by the
+        # writer; a race costs at most one finishing checkpoint more or one later).
+        self._copied = False
         self._thread = threading.Thread(target=self._run, name=f"mvu-checkpoint-{name}", daemon=True)
         self._thread.start()
 
-    def committed(self) -> None:
-        """Called by the writer after each COMMIT (cheap: sets an event)."""
-        self._wake.set()
+    def committed(self, connection: Any) -> None:
+        """Called by the writer, on its thread and ``connection`` (DB-API), after a batch that
+        committed, once the batch's callers have their answers: wakes this thread, and finishes
+        the pass it made since the last call, if any (see the module's docstring).
+
+        Never raises: a failed finish leaves the WAL to this thread and the fallback mark.
+        """
+        if self._copied:
+            self._copied = False
+            try:
+                _passive_checkpoint(connection)
+            except Exception as error:  # the writer's next batch meets a failing database itself
+                log.warning("the writer could not finish a WAL checkpoint (%s); the WAL grows until one does", error)
+        if not self._wake.is_set():  # setting a set event still takes its lock and notifies
+            self._wake.set()
 
     def close(self) -> None:
         """Stop the thread (after its current checkpoint, if one is running)."""
@@ -74,11 +99,8 @@ class Checkpointer:
         try:
             if connection is None:
                 connection = self._engine.raw_connection()
-            cursor = connection.cursor()
-            try:
-                cursor.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
-            finally:
-                cursor.close()
+            _passive_checkpoint(connection)
+            self._copied = True
         except Exception as error:  # the writer's fallback checkpoint still bounds the WAL
             if not self._failing:
                 log.warning("background WAL checkpoints fail (%s); they are tried again after each commit", error)
@@ -91,3 +113,11 @@ class Checkpointer:
             log.warning("background WAL checkpoints work again")
             self._failing = False
         return connection
+
+
+def _passive_checkpoint(connection: Any) -> None:
+    cursor = connection.cursor()
+    try:
+        cursor.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
+    finally:
+        cursor.close()
