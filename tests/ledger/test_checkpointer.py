@@ -78,17 +78,17 @@ async def test_the_writer_finishes_a_pass_so_the_wal_starts_over(sqlite_ledger: 
     wal = Path(f"{database_file(url)}-wal")
     reader = sqlite3.connect(database_file(url), isolation_level=None)
     reader.execute("BEGIN")
-    reader.execute("SELECT count(*) FROM versions").fetchone()  # a pass copies nothing it would change
+    reader.execute("SELECT count(*) FROM versions").fetchone()  # no pass copies what is committed after this
     await commit_states(ledger, 8)
     until(lambda: checkpointer._copied, "a background pass over the commits")
     reader.execute("COMMIT")
     reader.close()
     checkpointer.close()  # from here on only the writer can copy the WAL back
     restarts = wal_restarts(wal)
-    await commit_states(ledger, 1, start=8)  # the writer copies the rest after this one...
-    assert wal_restarts(wal) == restarts
-    await commit_states(ledger, 1, start=9)  # ...so this one writes the WAL from its beginning
-    assert wal_restarts(wal) == restarts + 1
+    # The writer copies what is left after the first commit (unless a last pass of the thread,
+    # which closing let finish, did), so the second writes the WAL from its beginning at the latest.
+    await commit_states(ledger, 2, start=8)
+    assert wal_restarts(wal) > restarts
 
 
 async def test_sqlite_checkpoints_inside_a_commit_only_at_the_fallback_mark(sqlite_ledger: tuple[Ledger, str]) -> None:
