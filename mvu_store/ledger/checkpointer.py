@@ -14,10 +14,11 @@ beginning only at a write that finds *every* frame copied back. A pass on this t
 leaves it so while the writer keeps committing (what was appended during the pass is left), so
 the WAL grew to the fallback mark, and every commit appended to a growing file, whose sync then
 also writes the file's new size (``benchmarks/commit_path.py``'s single writer lost about a
-third of its speed to it). So once a pass has copied the bulk, the writer, after its next commit
-and once that batch's callers have their answers, copies the few frames left itself (on its own
-thread and connection, where no commit can come between: :meth:`Checkpointer.committed`), and
-its next write starts the WAL over.
+third of its speed to it). So once a pass finds the WAL past :data:`RESTART_PAGES`, the writer,
+after its next commit and once that batch's callers have their answers, copies the few frames
+the pass left itself (on its own thread and connection, where no commit can come between:
+:meth:`Checkpointer.committed`), and its next write starts the WAL over: it is written over in
+place, in a file that no longer grows. Below that mark the writer adds no sync of its own.
 
 The writer keeps SQLite's own checkpoint as a fallback at a higher mark
 (:data:`FALLBACK_AUTOCHECKPOINT_PAGES`): should this thread fall behind or fail (it logs and
@@ -38,6 +39,10 @@ log = logging.getLogger(__name__)
 CHECKPOINT_INTERVAL_S = 0.05
 """The least time between two checkpoints: about 1,000 pages of WAL at full write speed."""
 
+RESTART_PAGES = 1_000
+"""The WAL size from which the writer finishes a pass so that the WAL starts over (SQLite's own
+checkpoint mark: about 4 MiB); each finish costs the writer a sync of the database file."""
+
 FALLBACK_AUTOCHECKPOINT_PAGES = 10_000
 """Where the writer checkpoints by itself (about 40 MiB of WAL), if this thread has not."""
 
@@ -50,8 +55,8 @@ class Checkpointer:
         self._wake = threading.Event()  # a commit happened since the last checkpoint
         self._stop = threading.Event()
         self._failing = False  # one warning per run of failures, not one per pass
-        # A pass copied the WAL back since the writer last finished one (set here, cleared by the
-        # writer; a race costs at most one finishing checkpoint more or one later).
+        # A pass over a WAL past RESTART_PAGES ended since the writer last finished one (set here,
+        # cleared by the writer; a race costs at most one finishing checkpoint more or one later).
         self._copied = False
         self._thread = threading.Thread(target=self._run, name=f"mvu-checkpoint-{name}", daemon=True)
         self._thread.start()
@@ -99,8 +104,7 @@ class Checkpointer:
         try:
             if connection is None:
                 connection = self._engine.raw_connection()
-            _passive_checkpoint(connection)
-            self._copied = True
+            self._copied = _passive_checkpoint(connection) >= RESTART_PAGES
         except Exception as error:  # the writer's fallback checkpoint still bounds the WAL
             if not self._failing:
                 log.warning("background WAL checkpoints fail (%s); they are tried again after each commit", error)
@@ -115,9 +119,12 @@ class Checkpointer:
         return connection
 
 
-def _passive_checkpoint(connection: Any) -> None:
+def _passive_checkpoint(connection: Any) -> int:
+    """Copy back what the WAL holds that no reader still needs; the WAL's size in pages (-1 when
+    another checkpoint was under way)."""
     cursor = connection.cursor()
     try:
-        cursor.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
+        _busy, pages, _copied = cursor.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
     finally:
         cursor.close()
+    return int(pages)

@@ -16,7 +16,7 @@ import pytest
 from sqlalchemy.engine import make_url
 
 from mvu_store.ledger import CommitRequest, Ledger, NewResource, open_ledger
-from mvu_store.ledger.checkpointer import FALLBACK_AUTOCHECKPOINT_PAGES
+from mvu_store.ledger.checkpointer import FALLBACK_AUTOCHECKPOINT_PAGES, RESTART_PAGES
 from mvu_store.ledger.engine import WAL_SIZE_LIMIT_BYTES
 from tests.lock_waits import until
 
@@ -69,9 +69,10 @@ def wal_restarts(wal: Path) -> int:
 
 
 async def test_the_writer_finishes_a_pass_so_the_wal_starts_over(sqlite_ledger: tuple[Ledger, str]) -> None:
-    """A pass on the thread leaves what it could not copy (here: what a long read still sees the
-    WAL without); the writer copies the rest after its next commit, so the write after that
-    starts the WAL over (a WAL that only grows makes every commit's sync write its size too)."""
+    """A pass on the thread over a WAL past the restart mark leaves what it could not copy (here:
+    what a long read still sees the WAL without); the writer copies the rest after its next
+    commit, so the write after that starts the WAL over (a WAL that only grows makes every
+    commit's sync write its size too)."""
     ledger, url = sqlite_ledger
     checkpointer = ledger._checkpointer
     assert checkpointer is not None
@@ -79,7 +80,8 @@ async def test_the_writer_finishes_a_pass_so_the_wal_starts_over(sqlite_ledger: 
     reader = sqlite3.connect(database_file(url), isolation_level=None)
     reader.execute("BEGIN")
     reader.execute("SELECT count(*) FROM versions").fetchone()  # no pass copies what is committed after this
-    await commit_states(ledger, 8)
+    states = RESTART_PAGES * 4096 // STATE_TEXT + 1  # each state takes more than STATE_TEXT of WAL
+    await commit_states(ledger, states)
     until(lambda: checkpointer._copied, "a background pass over the commits")
     reader.execute("COMMIT")
     reader.close()
@@ -87,7 +89,7 @@ async def test_the_writer_finishes_a_pass_so_the_wal_starts_over(sqlite_ledger: 
     restarts = wal_restarts(wal)
     # The writer copies what is left after the first commit (unless a last pass of the thread,
     # which closing let finish, did), so the second writes the WAL from its beginning at the latest.
-    await commit_states(ledger, 2, start=8)
+    await commit_states(ledger, 2, start=states)
     assert wal_restarts(wal) > restarts
 
 
