@@ -57,19 +57,19 @@ class Checkpointer:
         self._failing = False  # one warning per run of failures, not one per pass
         # A pass over a WAL past RESTART_PAGES ended since the writer last finished one (set here,
         # cleared by the writer; a race costs at most one finishing checkpoint more or one later).
-        self._copied = False
+        self._restart_due = False
         self._thread = threading.Thread(target=self._run, name=f"mvu-checkpoint-{name}", daemon=True)
         self._thread.start()
 
     def committed(self, connection: Any) -> None:
         """Called by the writer, on its thread and ``connection`` (DB-API), after a batch that
         committed, once the batch's callers have their answers: wakes this thread, and finishes
-        the pass it made since the last call, if any (see the module's docstring).
+        its last pass if that found the WAL past :data:`RESTART_PAGES` (see the module's docstring).
 
         Never raises: a failed finish leaves the WAL to this thread and the fallback mark.
         """
-        if self._copied:
-            self._copied = False
+        if self._restart_due:
+            self._restart_due = False
             try:
                 _passive_checkpoint(connection)
             except Exception as error:  # the writer's next batch meets a failing database itself
@@ -104,7 +104,7 @@ class Checkpointer:
         try:
             if connection is None:
                 connection = self._engine.raw_connection()
-            self._copied = _passive_checkpoint(connection) >= RESTART_PAGES
+            self._restart_due = _passive_checkpoint(connection) >= RESTART_PAGES
         except Exception as error:  # the writer's fallback checkpoint still bounds the WAL
             if not self._failing:
                 log.warning("background WAL checkpoints fail (%s); they are tried again after each commit", error)

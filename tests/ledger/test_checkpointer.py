@@ -82,7 +82,7 @@ async def test_the_writer_finishes_a_pass_so_the_wal_starts_over(sqlite_ledger: 
     reader.execute("SELECT count(*) FROM versions").fetchone()  # no pass copies what is committed after this
     states = RESTART_PAGES * 4096 // STATE_TEXT + 1  # each state takes more than STATE_TEXT of WAL
     await commit_states(ledger, states)
-    until(lambda: checkpointer._copied, "a background pass over the commits")
+    until(lambda: checkpointer._restart_due, "a background pass over the commits")
     reader.execute("COMMIT")
     reader.close()
     checkpointer.close()  # from here on only the writer can copy the WAL back
