@@ -93,7 +93,7 @@ class Writer:
 
     def __init__(
         self, engine: Engine, ledger_id: str, settle: Settle, *, serialize: Settle, max_batch: int = 64,
-        committed: Callable[[], None] | None = None, admit: Callable[[], None] | None = None,
+        committed: Callable[[Any], None] | None = None, admit: Callable[[], None] | None = None,
     ) -> None:
         self.statements = Statements(engine.dialect)
         self._engine = engine
@@ -101,7 +101,10 @@ class Writer:
         self._settle = settle
         self._serialize = serialize
         self._max_batch = max_batch
-        self._committed = committed  # told after every COMMIT (the WAL checkpointer)
+        # Told after every batch that committed, with the connection, once the batch's callers
+        # have their answers (the WAL checkpointer, which may finish a checkpoint there).
+        self._committed = committed
+        self._unreported = False  # a COMMIT not yet told to ``committed``
         # Asked before every batch: an MvuError it raises refuses the whole batch, and the
         # connection is kept as it is (the database file check: reconnecting could create one).
         self._admit = admit
@@ -237,6 +240,9 @@ class Writer:
                     connection.invalidate()
                 connection = None
         self._resolve(live, outcomes)
+        if self._unreported and connection is not None and self._committed is not None:
+            self._unreported = False
+            self._committed(connection.dbapi_connection)
         return connection
 
     @staticmethod
@@ -270,8 +276,7 @@ class Writer:
                     outcomes = self._run_shared(dbapi, cursor, live)
                 if outcomes and any(ok for ok, _ in outcomes) and not any(job.future.cancelled() for job in live):
                     dbapi.commit()
-                    if self._committed is not None:
-                        self._committed()
+                    self._unreported = True
                 else:
                     dbapi.rollback()
                 return outcomes

@@ -1,6 +1,6 @@
 """SQLite's WAL is checkpointed by a thread of the ledger's own, after commits and off the
-writer's path; a failing checkpoint is reported once and tried again; the writer's own
-checkpoint is only the fallback."""
+writer's path; the writer finishes a pass so the WAL starts over; a failing checkpoint is
+reported once and tried again; SQLite's own checkpoint in a commit is only the fallback."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ import pytest
 from sqlalchemy.engine import make_url
 
 from mvu_store.ledger import CommitRequest, Ledger, NewResource, open_ledger
-from mvu_store.ledger.checkpointer import FALLBACK_AUTOCHECKPOINT_PAGES
+from mvu_store.ledger.checkpointer import FALLBACK_AUTOCHECKPOINT_PAGES, RESTART_PAGES
 from mvu_store.ledger.engine import WAL_SIZE_LIMIT_BYTES
 from tests.lock_waits import until
 
@@ -61,7 +61,39 @@ async def test_commits_reach_the_database_file_through_the_background_checkpoint
         assert outside.execute("SELECT count(*) FROM versions WHERE resource_id = 'mvu:a'").fetchone() == (32,)
 
 
-async def test_the_writer_checkpoints_by_itself_only_at_the_fallback_mark(sqlite_ledger: tuple[Ledger, str]) -> None:
+def wal_restarts(wal: Path) -> int:
+    """How many times the WAL was started over from its beginning: its header's checkpoint
+    sequence number (bytes 12-15, big-endian), which SQLite increments at each restart."""
+    with wal.open("rb") as handle:
+        return int.from_bytes(handle.read(16)[12:16], "big")
+
+
+async def test_the_writer_finishes_a_pass_so_the_wal_starts_over(sqlite_ledger: tuple[Ledger, str]) -> None:
+    """A pass on the thread over a WAL past the restart mark leaves what it could not copy (here:
+    what a long read still sees the WAL without); the writer copies the rest after its next
+    commit, so the write after that starts the WAL over (a WAL that only grows makes every
+    commit's sync write its size too)."""
+    ledger, url = sqlite_ledger
+    checkpointer = ledger._checkpointer
+    assert checkpointer is not None
+    wal = Path(f"{database_file(url)}-wal")
+    reader = sqlite3.connect(database_file(url), isolation_level=None)
+    reader.execute("BEGIN")
+    reader.execute("SELECT count(*) FROM versions").fetchone()  # no pass copies what is committed after this
+    states = RESTART_PAGES * 4096 // STATE_TEXT + 1  # each state takes more than STATE_TEXT of WAL
+    await commit_states(ledger, states)
+    until(lambda: checkpointer._restart_due, "a background pass over the commits")
+    reader.execute("COMMIT")
+    reader.close()
+    checkpointer.close()  # from here on only the writer can copy the WAL back
+    restarts = wal_restarts(wal)
+    # The writer copies what is left after the first commit (unless a last pass of the thread,
+    # which closing let finish, did), so the second writes the WAL from its beginning at the latest.
+    await commit_states(ledger, 2, start=states)
+    assert wal_restarts(wal) > restarts
+
+
+async def test_sqlite_checkpoints_inside_a_commit_only_at_the_fallback_mark(sqlite_ledger: tuple[Ledger, str]) -> None:
     ledger, _ = sqlite_ledger
 
     def pages(tx: Any) -> int:
