@@ -7,6 +7,7 @@ an anchor names included), and every error code a client can be answered is expl
 from __future__ import annotations
 
 import re
+import tomllib
 from pathlib import Path
 
 from mvu_store.errors import Code
@@ -125,3 +126,75 @@ def test_every_error_code_a_client_can_get_is_explained_in_the_guides() -> None:
     assert {"MVU_UNAUTHORIZED", "MVU_BAD_REQUEST"} <= wire
     text = "".join(page.read_text(encoding="utf-8") for page in guides())
     assert sorted(code for code in {*(code.value for code in Code), *wire} if code not in text) == []
+
+
+# -- ARCHITECTURE.md: the modules it names and the layers it draws are the code's ---------------
+
+ARCHITECTURE = ROOT / "ARCHITECTURE.md"
+PACKAGE_ROOTS = (ROOT, ROOT / "mvu_store", ROOT / "mvu_api")
+
+
+def _found(name: str, where: list[Path]) -> list[Path]:
+    """The files ``name`` (a glob such as ``lodash*.py`` allowed) names under any of ``where``."""
+    return [path for folder in where for path in folder.glob(name) if path.is_file()]
+
+
+def named_modules(text: str) -> list[tuple[str, list[Path]]]:
+    """Each ``.py`` file a text names in a code span, with the folders it may be in.
+
+    A name with a folder (``service/pipeline.py``) is read from the repository, ``mvu_store`` or
+    ``mvu_api``; a bare one (``views.py``) from where the text stands: the package a paragraph
+    opened in bold (``**`ledger`**``, any depth of it) or the folder of the last such path of the
+    paragraph or table row, else anywhere in the code."""
+    named: list[tuple[str, list[Path]]] = []
+    everywhere = [path for root in ("mvu_store", "mvu_api", "tests", "benchmarks")
+                  for path in (ROOT / root).rglob("*") if path.is_dir()]
+    for block in re.split(r"\n\s*\n|\n(?=\|)", text):
+        package: list[Path] = []
+        near: list[Path] = []
+        for bold, span in re.findall(r"\*\*`([\w.]+)`\*\*|`([^`\n]+)`", block):
+            if bold:
+                folder = next((root / bold for root in PACKAGE_ROOTS if (root / bold).is_dir()), None)
+                package = [folder, *(path for path in folder.rglob("*") if path.is_dir())] if folder else []
+            elif span.endswith(".py") and "/" in span:
+                named.append((span, list(PACKAGE_ROOTS)))
+                near = sorted({found.parent for found in _found(span, list(PACKAGE_ROOTS))})
+            elif re.fullmatch(r"[\w*]+\.py", span):
+                named.append((span, package + near or everywhere))
+    return named
+
+
+def test_the_module_reader_reads_where_a_name_stands() -> None:
+    text = ("**`ledger`** is persistence (`commits.py`).\n\n"
+            "the flow: `service/pipeline.py` runs `turn_stages.py`\n"
+            "| a row | `mvu_store/js/` and `numbers.py` |")
+    (commits, in_ledger), (pipeline, _), (stages, in_service), (numbers, anywhere) = named_modules(text)
+    assert (commits, pipeline, stages, numbers) == ("commits.py", "service/pipeline.py", "turn_stages.py", "numbers.py")
+    assert ROOT / "mvu_store" / "ledger" in in_ledger and ROOT / "mvu_store" / "service" not in in_ledger
+    assert in_service == [ROOT / "mvu_store" / "service"]
+    assert ROOT / "mvu_store" / "js" in anywhere
+
+
+def test_every_module_architecture_names_is_in_the_repository() -> None:
+    """A new maintainer finds a feature's place from ARCHITECTURE.md alone: a file it names that
+    was renamed or removed sends them nowhere."""
+    named = named_modules(ARCHITECTURE.read_text(encoding="utf-8"))
+    assert len(named) > 100
+    missing = [name for name, where in named if not _found(name, where)]
+    assert not missing, "ARCHITECTURE.md names modules that are not where it says: " + ", ".join(missing)
+
+
+def test_the_layers_table_is_the_layers_contract() -> None:
+    """The table of ARCHITECTURE.md, row by row from the bottom, is pyproject's ``store-layers``
+    contract (then ``mvu_api`` on top, its own layers named in the contract's order)."""
+    text = ARCHITECTURE.read_text(encoding="utf-8")
+    rows = re.findall(r"^\| \d+ \| (.*?) \| (.*) \|$", text, flags=re.M)
+    drawn = [set(re.findall(r"`mvu_store\.(\w+)`", packages)) for packages, _ in rows]
+    linter = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["importlinter"]
+    contracts = {contract["id"]: contract for contract in linter["contracts"]}
+    store = [{name.strip() for name in layer.split("|")} for layer in reversed(contracts["store-layers"]["layers"])]
+    assert drawn[:-1] == store
+    assert rows[-1][0] == "`mvu_api`"
+    api = [name.strip() for layer in contracts["api-layers"]["layers"] for name in layer.split("|")]
+    mentioned = [span.rstrip("/") for span in re.findall(r"`([^`]+)`", rows[-1][1])]
+    assert sorted((span for span in dict.fromkeys(mentioned) if span in api), key=mentioned.index) == api

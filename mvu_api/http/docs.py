@@ -148,7 +148,7 @@ def install_openapi(app: FastAPI) -> None:
                     generated = operation.get("responses", {}).get("422", {})
                     if "HTTPValidationError" in str(generated):
                         del operation["responses"]["422"]
-                    # The transport answers any route so when its head is over the bound (protocol.py).
+                    # The transport answers any route so when its head is over the bound (h11_protocol.py).
                     operation.setdefault("responses", {})["431"] = {
                         "description": "Request Header Fields Too Large (MVU_HEAD_TOO_LARGE)",
                         "content": {"application/problem+json": {"schema": _PROBLEM_SCHEMA}}}

@@ -20,8 +20,8 @@ from typing import Any
 from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from mvu_api.http.h11_protocol import AUTHENTICATED
 from mvu_api.http.problems import UNAUTHORIZED, problem
-from mvu_api.http.protocol import AUTHENTICATED
 
 access_log = logging.getLogger("mvu.http")
 # nginx's "client closed request": logged for a client that left before its answer.

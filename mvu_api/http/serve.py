@@ -39,9 +39,9 @@ import uvicorn
 from mvu_api.http.app import OPENAPI_PATH, create_app
 from mvu_api.http.bodies import BODY_TIMEOUT_SECONDS
 from mvu_api.http.cors import allowed_origins
+from mvu_api.http.h11_protocol import HEAD_TIMEOUT_SECONDS, with_head_timeout
 from mvu_api.http.index import EXPLORER
-from mvu_api.http.logs import nonblocking_logging
-from mvu_api.http.protocol import HEAD_TIMEOUT_SECONDS, with_head_timeout
+from mvu_api.http.nonblocking_logs import nonblocking_logging
 from mvu_api.http.routes import API_PREFIX, MVU_PREFIX
 from mvu_api.http.start_files import taken_back_on_failure
 from mvu_api.inspector.signin import CODE_LIFETIME_S, SIGNIN, SignIn

@@ -1,4 +1,4 @@
-"""The host protocol and what every host shares (layer 2: it imports only errors and jsonvalue).
+"""The host protocol and what every host shares (it imports only errors and jsonvalue).
 
 - :mod:`protocol`: what the service asks of a host (:class:`Host` and the protocols beside it),
   the session shapes and the fingerprint chain (``docs/host-events.md``);

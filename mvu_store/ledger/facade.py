@@ -11,7 +11,7 @@
 ``instances.py``   a session's selection and its instances, each with its boundary
 ``seeds.py``       fork / swipe / retry tickets: capture and install
 ``fact_log.py``    the bounded facts store and the usage counters
-``views.py``       what a session's read needs, gathered in one round trip
+``session_rows``   what a session's read needs, gathered in one round trip
 ``host_sessions``  the store-backed host's sessions and events (outside the budget)
 ``chat_rows.py``   a SillyTavern chat's import (one unit) and export (one snapshot)
 ``transfer_rows``  ``mvu import``'s rows (one unit) and the whole ledger (one snapshot)
@@ -41,9 +41,9 @@ from mvu_store.ledger.instances import Instances
 from mvu_store.ledger.resources import Resources
 from mvu_store.ledger.seeds import Seeds
 from mvu_store.ledger.selections import Selections
+from mvu_store.ledger.session_rows import Views
 from mvu_store.ledger.store import Store
 from mvu_store.ledger.transfer_rows import TransferRows
-from mvu_store.ledger.views import Views
 
 
 class Ledger:

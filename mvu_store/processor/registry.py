@@ -34,7 +34,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from mvu_store.bounded import BoundedCache
+from mvu_store.bounded import BoundedCache, Generations
 from mvu_store.errors import Code, MvuError
 from mvu_store.host import Lease, holds
 from mvu_store.jsonvalue import JsonValue
@@ -48,6 +48,8 @@ from mvu_store.processor.repair import repairs
 MAX_USER_TEXT_UNITS = 64 * 1024
 """UTF-16 code units of the turn's user text the gate may read; longer text is dropped whole."""
 _TURNS = 4096
+_STARTS = 65_536
+"""Resources whose registration starts are counted; one forgotten cancels a start still running."""
 
 
 @dataclass(eq=False, slots=True)
@@ -76,7 +78,9 @@ class CardProcessors:
     def __init__(self) -> None:
         self._worker: Worker | None = None
         self._current: dict[str, Registration] = {}
-        self._generation: dict[str, int] = {}
+        # Per resource, a generation each start issues: a start still current sees its own
+        # (bounded: a resource forgotten reads as started again, which cancels, never as unchanged).
+        self._generation: Generations[str] = Generations(_STARTS)
         self._running: set[Cancel] = set()
         # Per resource: the card registration being started, and its source, which replies that
         # arrive meanwhile with the same source wait for instead of starting their own.
@@ -104,7 +108,8 @@ class CardProcessors:
     async def _start(self, resource_id: str, made: Declaration, origin: Literal["card", "host"],
                      lease: Lease | None = None) -> Registration:
         self._alive()
-        generation = self._generation[resource_id] = self._generation.get(resource_id, 0) + 1
+        self._generation.bump(resource_id)
+        generation = self._generation.generation(resource_id)
         key = str(uuid.uuid4())
         try:
             count = await self._begin(key, made)
@@ -129,7 +134,7 @@ class CardProcessors:
 
     def _still_starting(self, resource_id: str, generation: int) -> None:
         self._alive()
-        if self._generation.get(resource_id) != generation:
+        if self._generation.generation(resource_id) != generation:
             raise MvuError(Code.USAGE_CANCELLED, "the command processor was registered again meanwhile",
                            id=resource_id)
 

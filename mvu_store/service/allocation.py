@@ -42,13 +42,13 @@ from mvu_store.service.openings import (
     opening_envelope,
 )
 from mvu_store.service.session_cache import SessionLog
+from mvu_store.service.session_view import LedgerReads, SessionView
 from mvu_store.service.templates import (
     configured_definition,
     discovered_definition,
     instance_definition,
     template_record,
 )
-from mvu_store.service.views import LedgerReads, SessionView
 
 Ingest = Callable[[str, SessionLog, Signal | None, Lease], Awaitable[Any]]
 """Apply a session's completed turns not yet processed (the pipeline's ``ingest_locked``)."""

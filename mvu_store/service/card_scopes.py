@@ -33,7 +33,7 @@ from mvu_store.service.context import ServiceContext
 from mvu_store.service.identity import character_template_id, session_identity
 from mvu_store.service.models import MAX_SESSION_ID, storable
 from mvu_store.service.openings import card_template_id_of, greeting_index_of
-from mvu_store.service.turns import reply_fingerprint
+from mvu_store.service.session_replies import reply_fingerprint
 
 MAX_SCOPE_CHARS = 4000
 """A scope's JSON text in a query string."""

@@ -17,7 +17,7 @@ from mvu_store.ledger import Ledger
 from mvu_store.ledger.records import Head, ResourceRecord, VersionRecord
 from mvu_store.service.legacy import CAPABILITIES, LEGACY_FILE, LegacyResource, parse_legacy
 from mvu_store.service.models import Scope, storable
-from mvu_store.service.views import LedgerReads
+from mvu_store.service.session_view import LedgerReads
 
 _DEFINITION_CACHE = 4096
 

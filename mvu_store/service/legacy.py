@@ -16,7 +16,7 @@ from typing import Any
 from mvu_store.errors import Code, MvuError
 from mvu_store.host import SessionSnapshot
 from mvu_store.jsonvalue import JsonValue
-from mvu_store.service.turns import has_conversation
+from mvu_store.service.session_replies import has_conversation
 
 LEGACY_FILE = "mvu-state.json"
 CAPABILITIES = {"edit": False, "copy": False, "management": False}

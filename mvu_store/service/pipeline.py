@@ -24,8 +24,8 @@ from mvu_store.service.identity import session_identity
 from mvu_store.service.models import CheckpointInfo, IngestReport, check_session_id
 from mvu_store.service.reply_turn import ReplyCall, ReplyTurn
 from mvu_store.service.session_cache import SessionLog
-from mvu_store.service.turns import Reply
-from mvu_store.service.views import LedgerReads, SessionView
+from mvu_store.service.session_replies import Reply
+from mvu_store.service.session_view import LedgerReads, SessionView
 
 _CURSORS = 4096
 

@@ -28,7 +28,7 @@ from mvu_store.processor.repair import repairs
 from mvu_store.service.catalog import Entry
 from mvu_store.service.offload import off_loop
 from mvu_store.service.openings import card_template_id_of
-from mvu_store.service.views import LedgerReads
+from mvu_store.service.session_view import LedgerReads
 
 
 def claims(processor: CommandProcessor, resource_id: str, command_source: str | None) -> bool:

@@ -36,7 +36,7 @@ from mvu_store.service.models import Scope, StateRecord, check_session_id, parse
 from mvu_store.service.offload import off_loop
 from mvu_store.service.reads import Reads
 from mvu_store.service.request_lease import request_lease
-from mvu_store.service.usage import sync_lease
+from mvu_store.service.usage import Usage, sync_lease
 from mvu_store.service.validation import CHAINS
 
 ADAPTER_ID = "tavern.mvu"
@@ -162,13 +162,13 @@ class PromptReads:
         facts = _RetrieveFacts(record.id, request.session_id, turn, request.event["usage"])
         leases = await self._leased_decision(record.id, request, content, signal, facts)
         if leases is None:
-            await facts.send(self._ctx, "skipped", revision, None, detail="usage-policy")
+            await facts.send(self._ctx.usage, "skipped", revision, None, detail="usage-policy")
             return None
         policy, config_revision = leases
         check_current = Leases(lease, *policy)
         if not check_current():  # something moved while the policy was deciding
             return None
-        await facts.send(self._ctx, "triggered", revision, config_revision)
+        await facts.send(self._ctx.usage, "triggered", revision, config_revision)
         return PromptDependency(id=record.id, content=copy_json(content), revision=revision,
                                 config_revision=config_revision, check_current=check_current)
 
@@ -220,7 +220,7 @@ class PromptReads:
         """Every handler's lease and the configuration revision, or None when one does not allow
         with a synchronous lease. A registration change while they decide gives None too."""
         usage = self._ctx.usage
-        await facts.send(self._ctx, "started", None, None)
+        await facts.send(self._ctx.usage, "started", None, None)
         try:
             epoch, _, answers = await usage.answers(
                 RETRIEVE, resource_id=resource_id, scope=request.scope.to_json(), event=request.event,
@@ -316,37 +316,52 @@ class PromptReads:
             # allocates it: a preview writes nothing).
             raise MvuError(Code.PREVIEW_STATE_UNAVAILABLE, "the session's state is not initialised yet: "
                                                            "nothing to preview", session_id=session_id)
-        records = [record for record, _ in listed if _usable(record)]
+        leases: list[Lease] = [lease, host_lease]
         blocks: list[dict[str, JsonValue]] = []
         diagnostics: list[dict[str, JsonValue]] = []
-        leases: list[Lease] = [lease, host_lease]
         event: dict[str, JsonValue] = {"preview": preview, "turn": turn, "step": step}
-        for record in records:
-            facts = _RetrieveFacts(record.id, session_id, turn, "state-source")
-            await facts.send(self._ctx, "started", None, None)
-            decision = await usage.decide(RETRIEVE, resource_id=record.id, scope=scope.to_json(), event=event,
-                                          variables=record.content, signal=signal)
-            usage.check_epoch(decision)
-            if not decision.enabled:
-                await facts.send(self._ctx, "skipped", record.revision, decision.config_revision,
-                                 detail="usage-policy")
+        for record, _ in listed:
+            if not _usable(record):
                 continue
-            leases.append(self._lease(session_id, record.id, signal))
-            block_id = "v1-" + sha256_hex(js_json([record.id, record.revision, decision.config_revision,
-                                                    STRATEGY_VERSION]))
-            blocks.append({"type": "text", "role": "system", "id": block_id, "name": record.name,
-                           "source": {"resourceId": record.id, "field": "stat_data"},
-                           "text": js_json(_stat_data(record.content)) + "\n" + DEFAULT_INSTRUCTIONS})
-            diagnostics.append({"code": "MVU_RESOURCE_VERSION", "resourceId": record.id, "blockId": block_id,
-                                "revision": record.revision, "configRevision": decision.config_revision,
-                                "strategyRevision": STRATEGY_VERSION})
-            await facts.send(self._ctx, "triggered", record.revision, decision.config_revision)
+            decided = await self._state_block(record, session_id, turn, scope, event, signal)
+            if decided is not None:
+                block, diagnostic, record_lease = decided
+                blocks.append(block)
+                diagnostics.append(diagnostic)
+                leases.append(record_lease)
         epoch = usage.epoch
         check_current = Leases(lambda: usage.epoch == epoch, *leases)
         if not check_current():
             raise MvuError(Code.USAGE_CANCELLED, "the session changed while its state was assembled",
                            session_id=session_id)
         return StateAssembly(blocks, diagnostics, check_current)
+
+    async def _state_block(self, record: StateRecord, session_id: str, turn: Any, scope: Scope,
+                           event: dict[str, JsonValue], signal: Signal | None,
+                           ) -> tuple[dict[str, JsonValue], dict[str, JsonValue], Lease] | None:
+        """The state source's block for one record, its diagnostic and its lease; None when the
+        usage policy skips the record (its retrieve facts told either way)."""
+        usage = self._ctx.usage
+        facts = _RetrieveFacts(record.id, session_id, turn, "state-source")
+        await facts.send(usage, "started", None, None)
+        decision = await usage.decide(RETRIEVE, resource_id=record.id, scope=scope.to_json(), event=event,
+                                      variables=record.content, signal=signal)
+        usage.check_epoch(decision)
+        if not decision.enabled:
+            await facts.send(usage, "skipped", record.revision, decision.config_revision, detail="usage-policy")
+            return None
+        lease = self._lease(session_id, record.id, signal)
+        block_id = "v1-" + sha256_hex(js_json([record.id, record.revision, decision.config_revision,
+                                                STRATEGY_VERSION]))
+        block: dict[str, JsonValue] = {
+            "type": "text", "role": "system", "id": block_id, "name": record.name,
+            "source": {"resourceId": record.id, "field": "stat_data"},
+            "text": js_json(_stat_data(record.content)) + "\n" + DEFAULT_INSTRUCTIONS}
+        diagnostic: dict[str, JsonValue] = {
+            "code": "MVU_RESOURCE_VERSION", "resourceId": record.id, "blockId": block_id, "revision": record.revision,
+            "configRevision": decision.config_revision, "strategyRevision": STRATEGY_VERSION}
+        await facts.send(usage, "triggered", record.revision, decision.config_revision)
+        return block, diagnostic, lease
 
     # -- management defaults ----------------------------------------------------------------------
 
@@ -375,7 +390,7 @@ class _RetrieveFacts:
     def __post_init__(self) -> None:
         self.event_id = f"{self.session_id}:{RETRIEVE}:{time.time_ns()}"
 
-    async def send(self, ctx: ServiceContext, phase: str, revision: int | None, config_revision: JsonValue,
+    async def send(self, usage: Usage, phase: str, revision: int | None, config_revision: JsonValue,
                    detail: str | None = None) -> None:
         fact: dict[str, JsonValue] = {"id": self.resource_id, "eventId": self.event_id, "phase": phase,
                                       "sessionId": self.session_id, "on": RETRIEVE, "detail": detail or self.detail,
@@ -383,7 +398,7 @@ class _RetrieveFacts:
         for key, value in (("turn", self.turn), ("revision", revision), ("configRevision", config_revision)):
             if value is not None:
                 fact[key] = value
-        await ctx.usage.notify([fact])
+        await usage.notify([fact])
 
 
 def _parse_request(resource_id: Any, scope: Any, event: Any) -> _Request:

@@ -28,8 +28,8 @@ from mvu_store.service.models import (
     parse_scope,
 )
 from mvu_store.service.processing import registered_receipt
+from mvu_store.service.session_view import SessionView
 from mvu_store.service.verification import Logs
-from mvu_store.service.views import SessionView
 
 # Why a record's content cannot be read now (P-2, I-3); the management list still shows the record.
 _HISTORY_REFUSALS = frozenset({Code.HISTORY_UNAVAILABLE.value, Code.HISTORY_CHANGED.value,

@@ -28,10 +28,10 @@ from mvu_store.service.context import ServiceContext, Signal
 from mvu_store.service.models import TurnOutcome
 from mvu_store.service.offload import off_loop
 from mvu_store.service.processing import check_current, claims, command_source
+from mvu_store.service.session_replies import Reply
+from mvu_store.service.session_view import LedgerReads
 from mvu_store.service.trigger_facts import Facts
 from mvu_store.service.turn_stages import Applied, CommandSource, ReplyRun, TurnFailed
-from mvu_store.service.turns import Reply
-from mvu_store.service.views import LedgerReads
 
 # Failures of the store itself: nothing is recorded, the reply stays unprocessed for a retry. A
 # full ledger is one of them: going over the budget keeps the previous content *and revision*

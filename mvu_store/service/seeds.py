@@ -17,7 +17,7 @@ from mvu_store.errors import Code, MvuError
 from mvu_store.host import SessionEvent, SessionSnapshot, event_turn, message_id, message_text, user_source_kind
 from mvu_store.ledger.records import VersionRecord
 from mvu_store.service.models import storable
-from mvu_store.service.turns import CONVERSATION_EVENTS, reply_fingerprint, seed_boundary
+from mvu_store.service.session_replies import CONVERSATION_EVENTS, reply_fingerprint, seed_boundary
 
 KINDS = ("fork", "reply-swipe", "request-retry")
 _MESSAGES = frozenset({"user/message", "assistant/message"})

@@ -27,7 +27,7 @@ from mvu_store.processor.port import CardRegistry, CommandProcessor, Registered
 from mvu_store.processor.registry import CardProcessors
 from mvu_store.service.allocation import Allocation
 from mvu_store.service.branching import Branching
-from mvu_store.service.cards import Cards
+from mvu_store.service.card_scripts import Cards
 from mvu_store.service.context import ServiceContext, Signal
 from mvu_store.service.editing import Editing
 from mvu_store.service.models import (

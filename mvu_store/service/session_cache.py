@@ -32,7 +32,7 @@ from mvu_store.host import (
 )
 from mvu_store.lang.macros import Names
 from mvu_store.ledger import Ledger, SessionRows, SessionRowsQuery
-from mvu_store.service.turns import Reply, ReplyParser, seed_boundary
+from mvu_store.service.session_replies import Reply, ReplyParser, seed_boundary
 
 # Sessions whose copy is kept, and what their copies may weigh in all (about the memory they
 # hold: see SessionLog.weight); the least recently used beyond either is dropped (and rebuilt from

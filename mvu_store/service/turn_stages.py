@@ -41,8 +41,8 @@ from mvu_store.service.context import Signal
 from mvu_store.service.initial import DeclaredSchema
 from mvu_store.service.offload import off_loop
 from mvu_store.service.processing import processed
+from mvu_store.service.session_replies import Reply
 from mvu_store.service.trigger_facts import Facts
-from mvu_store.service.turns import Reply
 from mvu_store.service.usage import Decision, Usage
 
 

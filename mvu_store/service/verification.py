@@ -24,7 +24,7 @@ from mvu_store.ledger.records import VersionRecord
 from mvu_store.service.catalog import Entry
 from mvu_store.service.identity import session_identity
 from mvu_store.service.session_cache import SessionCache, SessionLog
-from mvu_store.service.turns import verify_recorded
+from mvu_store.service.session_replies import verify_recorded
 
 # Version kinds whose source names a durable message to check against the session.
 _AUDITED_KINDS = frozenset({"reply", "failed", "card", "initial", "inherited"})

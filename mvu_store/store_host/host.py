@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from mvu_store.bounded import Generations
 from mvu_store.errors import Code, MvuError
 from mvu_store.host import (
     SESSION_FORMAT_VERSION,
@@ -33,6 +34,9 @@ from mvu_store.ledger import Appended, Ledger, StoredSession
 from mvu_store.store_host.events import Kept, keep_batch
 from mvu_store.store_host.recent import RecentAppends
 
+KNOWN_SESSIONS = 65_536
+"""Sessions whose appends a host's leases count; one forgotten is looked up again."""
+
 
 class StoreHost:
     """Implements :class:`mvu_store.host.IncrementalHost` over the ledger's ``host_*`` tables, and
@@ -41,9 +45,10 @@ class StoreHost:
 
     def __init__(self, ledger: Ledger) -> None:
         self._ledger = ledger
-        # Appends through this host per session known to exist: a lease is valid while its count
-        # is unchanged.
-        self._appends: dict[str, int] = {}
+        # A generation per session known to exist, issued anew by every append through this host:
+        # a lease is valid while its session's generation stands. Bounded: a session forgotten is
+        # looked up again, and a lease taken before reads as changed, never as unchanged.
+        self._appends: Generations[str] = Generations(KNOWN_SESSIONS)
         self._recent = RecentAppends()
         self.facts = HostFacts()
 
@@ -66,15 +71,16 @@ class StoreHost:
     async def capture_session_lease(self, session_id: str) -> Lease:
         # Sessions are never deleted: one seen once needs no second look (a lease is taken on
         # every checkpoint and ingest, so this saves a round trip per call).
-        if session_id not in self._appends:
+        appends = self._appends
+        if appends.generation(session_id) <= 0:  # issued generations are positive: not known here
             if await self._ledger.host_session(session_id) is None:
                 raise MvuError(Code.MISSING, f"no session {session_id!r}", session_id=session_id)
-            self._appends.setdefault(session_id, 0)
-        appends = self._appends
-        taken = appends.get(session_id, 0)
+            if appends.generation(session_id) <= 0:  # an append meanwhile made it known already
+                appends.bump(session_id)
+        taken = appends.generation(session_id)
 
         def valid() -> bool:
-            return appends.get(session_id, 0) == taken
+            return appends.generation(session_id) == taken
 
         return valid
 
@@ -114,6 +120,6 @@ class StoreHost:
         async with self._ledger.session_lock(session_id):
             appended = await self._ledger.append_host_events(session_id, [(kept.event, kept.text) for kept in batch])
             if appended.appended:
-                self._appends[session_id] = self._appends.get(session_id, 0) + 1
+                self._appends.bump(session_id)
                 self._recent.add(session_id, [kept.event for kept in batch[appended.replayed:]])
         return appended

@@ -155,7 +155,7 @@ def test_a_server_whose_log_nobody_reads_keeps_answering(tmp_path: Path) -> None
 
 
 def test_the_log_queue_drops_and_counts_instead_of_waiting() -> None:
-    from mvu_api.http.logs import QUEUE_RECORDS, nonblocking_logging
+    from mvu_api.http.nonblocking_logs import QUEUE_RECORDS, nonblocking_logging
 
     release = threading.Event()
     written: list[str] = []

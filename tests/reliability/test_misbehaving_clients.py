@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from mvu_api.http.protocol import MAX_CONNECTIONS, MAX_HEAD_BYTES
+from mvu_api.http.h11_protocol import MAX_CONNECTIONS, MAX_HEAD_BYTES
 
 BENCHMARK = Path(__file__).resolve().parents[2] / "benchmarks" / "misbehaving.py"
 

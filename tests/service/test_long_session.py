@@ -109,7 +109,7 @@ async def test_an_old_reply_rewritten_or_lost_after_1000_turns_blocks_the_sessio
     await assert_exact(service, instance, "long", TURNS, START_GOLD + TURNS)
 
     # The old reply's place now holds a user message (the log keeps its length): evidence that
-    # is there but different is a change, not a loss (mvu_store.service.turns.verify_recorded).
+    # is there but different is a change, not a loss (mvu_store.service.session_replies.verify_recorded).
     host.replace_event("long", seq, "user/message", user_message(OLD, "the reply went missing"))
     await expect_code("MVU_HISTORY_CHANGED", service.read(id=instance, scope=scope("long")))
     await expect_code("MVU_HISTORY_CHANGED", service.ingest(session_id="long"))

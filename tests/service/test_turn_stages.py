@@ -21,9 +21,9 @@ from mvu_store.service import turn_stages as stages
 from mvu_store.service.catalog import Entry
 from mvu_store.service.commit_loop import CAS_ATTEMPTS, Refused, on_head, refusing
 from mvu_store.service.processing import PassThrough
+from mvu_store.service.session_replies import Reply
 from mvu_store.service.trigger_facts import Facts
 from mvu_store.service.turn_stages import CommandSource, ReplyRun, TurnFailed
-from mvu_store.service.turns import Reply
 from mvu_store.service.usage import Usage
 
 HEAD = Head("r", 3, "k-3", {"stat_data": {"hp": 10, "gold": 1}})

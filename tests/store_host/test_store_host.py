@@ -13,6 +13,7 @@ from mvu_store.ledger import Ledger, open_ledger
 from mvu_store.ledger.writer import WriteTx
 from mvu_store.service import MvuService
 from mvu_store.store_host import StoreHost, feed, play_turn
+from mvu_store.store_host import host as host_module
 from tests.service.support import HERO
 
 CREATED = 1_700_000_000_000
@@ -362,3 +363,26 @@ async def test_request_preparation_is_logged_and_keeps_a_prompt_read_current_but
         {"turn": 1, "step": 1}, {"turn": 1}, {"header": {"startsSeries": True}, "reason": "preset"}, {"turn": 1}]
     await host.append("s1", [reply(5, 1, "_.set('hp', 1);")])
     assert found.check_current() is False
+
+
+async def test_the_sessions_a_host_counts_appends_of_are_bounded(ledger: Ledger,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """Room for two sessions: a third forgets the first, whose lease then reads as changed (never
+    as unchanged); a new lease on it looks the session up again and holds."""
+    monkeypatch.setattr(host_module, "KNOWN_SESSIONS", 2)
+    host = StoreHost(ledger)
+    for session_id in ("s1", "s2", "s3"):
+        await host.create_session(session_id, created_at=CREATED)
+    first = await host.capture_session_lease("s1")
+    second = await host.capture_session_lease("s2")
+    assert first() is True and second() is True
+    await host.capture_session_lease("s3")
+    assert first() is False  # s1 forgotten: changed, though nothing was appended to it
+    assert second() is True
+    again = await host.capture_session_lease("s1")
+    assert again() is True
+    await host.append("s1", [start(0, 1)])
+    assert again() is False
+    with pytest.raises(MvuError) as refused:
+        await host.capture_session_lease("s4")
+    assert refused.value.code == Code.MISSING

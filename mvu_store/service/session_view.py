@@ -21,7 +21,7 @@ from typing import Any, Protocol
 from mvu_store.jsonvalue import JsonValue
 from mvu_store.ledger import Ledger
 from mvu_store.ledger.records import Head, ResourceRecord, SessionRows, SessionRowsQuery
-from mvu_store.ledger.views import SHARED_KINDS
+from mvu_store.ledger.session_rows import SHARED_KINDS
 from mvu_store.service.identity import character_template_id
 from mvu_store.service.legacy import LEGACY_FILE
 from mvu_store.service.models import ResourceConfig, storable
