@@ -34,6 +34,7 @@ from mvu_store.js.values import (
     typeof,
 )
 from mvu_store.jsonvalue import UNSAFE_KEYS
+from mvu_store.schema.accessors import GetterObject
 from mvu_store.schema.arrays import array_from, array_like, make_array
 from mvu_store.schema.dates import DATE, JsDate
 from mvu_store.schema.locale_numbers import INTL
@@ -407,6 +408,10 @@ def _own_entries(budget: Budget, value: Any) -> list[tuple[str, Any]]:
         budget.charge(len(value))
         items = list(units(value)) if type(value) is str else value
         return [(str(index), item) for index, item in enumerate(items)]
+    if type(value) is GetterObject:  # `Object.values` runs each getter once, as `{...value}` does
+        budget.charge(len(value.entries))
+        entries = value.values(budget)
+        return [(key, entries[key]) for key in own_keys(entries)]
     return []
 
 
