@@ -14,7 +14,7 @@ from typing import Any
 
 from mvu_store.errors import Code, MvuError
 from mvu_store.js import json as json_text
-from mvu_store.js.members import check_writable, data_member, own_keys, safe_key, set_member
+from mvu_store.js.members import check_writable, data_member, own_keys, property_key, safe_key, set_member
 from mvu_store.js.strings import units
 from mvu_store.js.values import (
     UNDEFINED,
@@ -141,6 +141,9 @@ def item_string(value: Any) -> str:
 def read_path(value: Any, parts: list[Any]) -> Any:
     """``_.get(value, parts)``: own data along the path, ``undefined`` where it ends."""
     for part in parts:
+        if type(value) is GetterObject:  # its data, or a refusal naming a getter (no budget here)
+            value = value.get(property_key(part))
+            continue
         if type(value) is not dict and type(value) is not list and type(value) is not str:
             return UNDEFINED
         value = data_member(value, part)

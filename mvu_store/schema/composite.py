@@ -141,6 +141,10 @@ class ObjectSchema(Schema):
     def p_shape(self) -> Any:
         return dict(self.shape)
 
+    def field(self, key: str) -> Schema | None:
+        """The schema of ``key`` (a discriminated union reads its options' tags)."""
+        return self.shape.get(key)
+
     def m_extend(self, budget: Budget, args: list[Any]) -> Schema:
         extra = arg(args, 0)
         if type(extra) is GetterObject:
@@ -260,6 +264,23 @@ class LazyObjectSchema(ObjectSchema):
 
             return Builtin(key, resolved_first)
         return super().get(key)
+
+    def field(self, key: str) -> Schema | None:
+        """Without running a getter when ``key`` is plain data: a recursive option of a
+        discriminated union is declared before the union it names exists (as Zod, which
+        reads the tags late, allows)."""
+        if "shape" in self.__dict__:
+            return self.shape.get(key)
+        for source in reversed(self.sources):
+            if isinstance(source, ObjectSchema):
+                found = source.field(key)
+            elif type(source) is GetterObject and key in source.getters:
+                return super().field(key)
+            else:
+                found = source.get(key)
+            if isinstance(found, Schema):
+                return found
+        return None
 
     def p_shape(self) -> Any:
         if len(self.sources) == 1 and type(self.sources[0]) is GetterObject:
@@ -592,7 +613,7 @@ class DiscriminatedUnionSchema(Schema):
         self.by_value: dict[tuple[str, Any], Schema] = {}
         self.labels: list[str] = []
         for index, option in enumerate(options):
-            tag = option.shape.get(key) if isinstance(option, ObjectSchema) else None
+            tag = option.field(key) if isinstance(option, ObjectSchema) else None
             values = None if tag is None else prop_values(tag)
             if not values:
                 raise MvuError(Code.SCHEMA, f'Invalid discriminated union option at index "{index}"')

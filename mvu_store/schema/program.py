@@ -15,8 +15,8 @@ from typing import Any
 
 from mvu_store.errors import Code, MvuError
 from mvu_store.js.values import UNDEFINED, Budget, Builtin, JsCallable, Namespace, arg
-from mvu_store.schema.builtins import GLOBALS, JsSet
 from mvu_store.schema.accessors import GetterObject
+from mvu_store.schema.builtins import GLOBALS, JsSet
 from mvu_store.schema.composite import LazyObjectSchema, ObjectSchema
 from mvu_store.schema.dates import JsDate
 from mvu_store.schema.dsl import make_z
