@@ -158,7 +158,7 @@ class ObjectSchema(Schema):
         self.unrefined("merge", ". Use .safeExtend() instead.")
         if not isinstance(other, ObjectSchema):
             raise MvuError(Code.SCHEMA, "merge() needs an object schema")
-        if isinstance(other, LazyObjectSchema):
+        if isinstance(self, LazyObjectSchema) or isinstance(other, LazyObjectSchema):
             return LazyObjectSchema((self, other), other.mode, other.rest)
         return ObjectSchema({**self.shape, **other.shape}, other.mode, other.rest)
 
@@ -298,13 +298,6 @@ class LazyObjectSchema(ObjectSchema):
         return self.deferred((*self.sources, arg(args, 0)), self.mode, self.rest)
 
     m_safeExtend = m_extend
-
-    def m_merge(self, budget: Budget, args: list[Any]) -> Schema:
-        other = as_schema(arg(args, 0), "merge()'s argument")
-        self.unrefined("merge", ". Use .safeExtend() instead.")
-        if not isinstance(other, ObjectSchema):
-            raise MvuError(Code.SCHEMA, "merge() needs an object schema")
-        return LazyObjectSchema((*self.sources, other), other.mode, other.rest)
 
     def m_strict(self, budget: Budget, args: list[Any]) -> Schema:
         return self.deferred(self.sources, "strict", self.rest)
