@@ -14,7 +14,7 @@ from typing import Any
 
 from mvu_store.errors import Code, MvuError
 from mvu_store.js import json as json_text
-from mvu_store.js.members import check_writable, data_member, own_keys, safe_key, set_member
+from mvu_store.js.members import check_writable, data_member, own_keys, property_key, safe_key, set_member
 from mvu_store.js.strings import units
 from mvu_store.js.values import (
     UNDEFINED,
@@ -34,6 +34,7 @@ from mvu_store.js.values import (
     typeof,
 )
 from mvu_store.jsonvalue import UNSAFE_KEYS
+from mvu_store.schema.accessors import GetterObject
 from mvu_store.schema.arrays import array_from, array_like, make_array
 from mvu_store.schema.dates import DATE, JsDate
 from mvu_store.schema.locale_numbers import INTL
@@ -140,6 +141,9 @@ def item_string(value: Any) -> str:
 def read_path(value: Any, parts: list[Any]) -> Any:
     """``_.get(value, parts)``: own data along the path, ``undefined`` where it ends."""
     for part in parts:
+        if type(value) is GetterObject:  # its data, or a refusal naming a getter (no budget here)
+            value = value.get(property_key(part))
+            continue
         if type(value) is not dict and type(value) is not list and type(value) is not str:
             return UNDEFINED
         value = data_member(value, part)
@@ -407,6 +411,10 @@ def _own_entries(budget: Budget, value: Any) -> list[tuple[str, Any]]:
         budget.charge(len(value))
         items = list(units(value)) if type(value) is str else value
         return [(str(index), item) for index, item in enumerate(items)]
+    if type(value) is GetterObject:  # `Object.values` runs each getter once, as `{...value}` does
+        budget.charge(len(value.entries))
+        entries = value.values(budget)
+        return [(key, entries[key]) for key in own_keys(entries)]
     return []
 
 

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from typing import Any
 
 from mvu_store.errors import Code, MvuError
 from mvu_store.js.values import (
     UNDEFINED,
     Budget,
+    Builtin,
     arg,
     fail,
     same_value_key,
@@ -18,6 +20,7 @@ from mvu_store.js.values import (
     truthy,
 )
 from mvu_store.jsonvalue import copy_json
+from mvu_store.schema.accessors import GetterObject
 from mvu_store.schema.issues import (
     NONOPTIONAL,
     Issue,
@@ -138,8 +141,15 @@ class ObjectSchema(Schema):
     def p_shape(self) -> Any:
         return dict(self.shape)
 
+    def field(self, key: str) -> Schema | None:
+        """The schema of ``key`` (a discriminated union reads its options' tags)."""
+        return self.shape.get(key)
+
     def m_extend(self, budget: Budget, args: list[Any]) -> Schema:
-        return self.reshape({**self.shape, **shape_arg(arg(args, 0))})
+        extra = arg(args, 0)
+        if type(extra) is GetterObject:
+            return self.deferred((self, extra), self.mode, self.rest)
+        return self.reshape({**self.shape, **shape_arg(extra)})
 
     m_safeExtend = m_extend
 
@@ -148,7 +158,15 @@ class ObjectSchema(Schema):
         self.unrefined("merge", ". Use .safeExtend() instead.")
         if not isinstance(other, ObjectSchema):
             raise MvuError(Code.SCHEMA, "merge() needs an object schema")
+        if isinstance(self, LazyObjectSchema) or isinstance(other, LazyObjectSchema):
+            return LazyObjectSchema((self, other), other.mode, other.rest)
         return ObjectSchema({**self.shape, **other.shape}, other.mode, other.rest)
+
+    def deferred(self, sources: tuple[Any, ...], mode: str, rest: Schema | None) -> LazyObjectSchema:
+        """An object whose shape is read from ``sources`` when first needed; refinements stay."""
+        result = LazyObjectSchema(sources, mode, rest)
+        result.checks = self.checks
+        return result
 
     def mask(self, value: Any) -> set[str]:
         if type(value) is not dict:
@@ -196,6 +214,125 @@ class ObjectSchema(Schema):
 
     def m_catchall(self, budget: Budget, args: list[Any]) -> Schema:
         return self.reshape(self.shape, "catchall", as_schema(arg(args, 0), "catchall()'s argument"))
+
+
+class LazyObjectSchema(ObjectSchema):
+    """An object whose shape has getters (Zod 4's recursive objects): ``sources`` (shapes with
+    getters, plain shapes and object schemas, merged in order) are read the first time the
+    shape is needed, as Zod reads them, after the constants the getters name exist; the shape
+    is then kept. Parsing reads it with the validation's budget, a method with its caller's, a
+    reader without one (``.shape``, a discriminated union) with a budget of its own."""
+
+    def __init__(self, sources: tuple[Any, ...], mode: str = "strip", rest: Schema | None = None) -> None:
+        self.sources = sources
+        self.mode = mode
+        self.rest = rest
+        self.resolving = False
+
+    def __getattr__(self, name: str) -> Any:
+        # `shape` and `fields` are set by resolve(): until then, reading them resolves.
+        if name in {"shape", "fields"}:
+            self.resolve(Budget())
+            return self.__dict__[name]
+        raise AttributeError(name)
+
+    def resolve(self, budget: Budget) -> dict[str, Schema]:
+        if "shape" not in self.__dict__:
+            if self.resolving:  # a getter that needs the shape it belongs to: no end in JavaScript
+                raise MvuError(Code.SCHEMA, "an object's shape refers to itself while it is being read")
+            self.resolving = True
+            try:
+                shape: dict[str, Schema] = {}
+                for source in self.sources:
+                    shape.update(_source_shape(budget, source))
+            finally:
+                self.resolving = False
+            ObjectSchema.__init__(self, shape, self.mode, self.rest)
+        return self.shape
+
+    def parse(self, value: Any, ctx: ParseCtx) -> Any:
+        self.resolve(ctx.budget)
+        return ObjectSchema.parse(self, value, ctx)
+
+    def get(self, key: str) -> Any:
+        if key in _SHAPE_READERS:  # the method reads the shape: with its caller's budget
+            method = getattr(ObjectSchema, "m_" + key)
+
+            def resolved_first(budget: Budget, args: list[Any]) -> Any:
+                self.resolve(budget)
+                return method(self, budget, args)
+
+            return Builtin(key, resolved_first)
+        return super().get(key)
+
+    def field(self, key: str) -> Schema | None:
+        """Without running a getter when ``key`` is plain data: a recursive option of a
+        discriminated union is declared before the union it names exists (as Zod, which
+        reads the tags late, allows)."""
+        if "shape" in self.__dict__:
+            return self.shape.get(key)
+        for source in reversed(self.sources):
+            if isinstance(source, ObjectSchema):
+                found = source.field(key)
+            elif type(source) is GetterObject and key in source.getters:
+                return super().field(key)
+            else:
+                found = source.get(key)
+            if isinstance(found, Schema):
+                return found
+        return None
+
+    def p_shape(self) -> Any:
+        if len(self.sources) == 1 and type(self.sources[0]) is GetterObject:
+            return self.sources[0]  # as Zod's: the declared object, whose getters run on each read
+        return dict(self.shape)
+
+    def refs(self) -> Iterator[Any]:
+        yield from self.sources
+        yield from self.checks
+        if self.rest is not None:
+            yield self.rest
+        yield from self.__dict__.get("shape", {}).values()
+
+    def m_extend(self, budget: Budget, args: list[Any]) -> Schema:
+        return self.deferred((*self.sources, arg(args, 0)), self.mode, self.rest)
+
+    m_safeExtend = m_extend
+
+    def m_strict(self, budget: Budget, args: list[Any]) -> Schema:
+        return self.deferred(self.sources, "strict", self.rest)
+
+    def m_passthrough(self, budget: Budget, args: list[Any]) -> Schema:
+        return self.deferred(self.sources, "loose", self.rest)
+
+    m_loose = m_passthrough
+
+    def m_strip(self, budget: Budget, args: list[Any]) -> Schema:
+        return self.deferred(self.sources, "strip", self.rest)
+
+    def m_catchall(self, budget: Budget, args: list[Any]) -> Schema:
+        return self.deferred(self.sources, "catchall", as_schema(arg(args, 0), "catchall()'s argument"))
+
+
+_SHAPE_READERS = frozenset({"pick", "omit", "partial", "exactPartial", "required", "keyof"})
+
+
+def _source_shape(budget: Budget, source: Any) -> dict[str, Schema]:
+    """The schemas one source of a :class:`LazyObjectSchema` gives its shape."""
+    if isinstance(source, LazyObjectSchema):
+        return source.resolve(budget)
+    if isinstance(source, ObjectSchema):
+        return source.shape
+    if type(source) is GetterObject:
+        return {key: as_schema(source.read(budget, key), f"the shape's `{key}`") for key in source.entries}
+    return shape_arg(source)
+
+
+def object_schema(shape: Any, mode: str) -> ObjectSchema:
+    """``z.object(shape)`` and its kin: a shape with getters is read when first needed."""
+    if type(shape) is GetterObject:
+        return LazyObjectSchema((shape,), mode)
+    return ObjectSchema(shape_arg(shape), mode)
 
 
 def shape_arg(value: Any) -> dict[str, Schema]:
@@ -469,7 +606,7 @@ class DiscriminatedUnionSchema(Schema):
         self.by_value: dict[tuple[str, Any], Schema] = {}
         self.labels: list[str] = []
         for index, option in enumerate(options):
-            tag = option.shape.get(key) if isinstance(option, ObjectSchema) else None
+            tag = option.field(key) if isinstance(option, ObjectSchema) else None
             values = None if tag is None else prop_values(tag)
             if not values:
                 raise MvuError(Code.SCHEMA, f'Invalid discriminated union option at index "{index}"')

@@ -16,12 +16,11 @@ from mvu_store.schema.composite import (
     ArraySchema,
     DiscriminatedUnionSchema,
     IntersectionSchema,
-    ObjectSchema,
     RecordSchema,
     TupleSchema,
     UnionSchema,
     XorSchema,
-    shape_arg,
+    object_schema,
 )
 from mvu_store.schema.primitives import (
     AnySchema,
@@ -59,7 +58,7 @@ _V2_ONLY = frozenset({"looseObject", "strictObject"})
 
 
 def _object(mode: str) -> Any:
-    return lambda budget, args: ObjectSchema(shape_arg({} if arg(args, 0) is UNDEFINED else arg(args, 0)), mode)
+    return lambda budget, args: object_schema({} if arg(args, 0) is UNDEFINED else arg(args, 0), mode)
 
 
 def _enum(budget: Budget, args: list[Any]) -> Schema:

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from typing import Any
 
 from mvu_store.errors import Code, MvuError
-from mvu_store.js.members import delete_own, own_keys, property_key, set_member
+from mvu_store.js.members import delete_own, own_keys, property_key, safe_key, set_member
 from mvu_store.js.values import (
     UNDEFINED,
     Budget,
@@ -31,6 +31,7 @@ from mvu_store.js.values import (
 )
 from mvu_store.jsonvalue import UNSAFE_KEYS
 from mvu_store.schema import builtins, dates
+from mvu_store.schema.accessors import GetterObject
 from mvu_store.schema.classes import instance_of
 from mvu_store.schema.maps import JsMap
 from mvu_store.schema.operators import BINARY, UNARY, clip
@@ -48,6 +49,7 @@ from mvu_store.schema.runtime import (
     bind,
     destructure,
     get_member,
+    receiver,
 )
 from mvu_store.schema.syntax import Node, pattern_names
 
@@ -157,14 +159,17 @@ class Compiler:
         entries: list[tuple[str, Any, Eval]] = []
         for kid in node.kids:
             assert kid is not None
-            if kid.kind == "property":
+            if kid.kind in {"property", "getter"}:
                 if kid.value in UNSAFE_KEYS:
                     raise _refuse_at(kid, f"the key `{kid.value}` is not allowed")
-                entries.append(("property", kid.value, self.expression(kid.child(0))))
+                entries.append((kid.kind, kid.value, self.expression(kid.child(0))))
             elif kid.kind == "computed":
                 entries.append(("computed", self.expression(kid.child(0)), self.expression(kid.child(1))))
             else:
                 entries.append(("spread", None, self.expression(kid.child(0))))
+
+        if any(shape == "getter" for shape, _, _ in entries):
+            return _getter_object(entries)
 
         def obj(frame: Frame) -> dict[str, Any]:
             result: dict[str, Any] = {}
@@ -177,12 +182,13 @@ class Compiler:
                         raise MvuError(Code.SCHEMA, f"the key `{name}` is not allowed", key=name)
                     result[name] = value(frame)
                 else:
-                    source = value(frame)
-                    frame.budget.charge(len(source) if isinstance(source, (dict, list, str)) else 1)
-                    result.update(builtins.spread_entries(source))
+                    result.update(_spread(frame.budget, value(frame)))
             return result
 
         return obj
+
+    def e_this(self, node: Node) -> Eval:
+        return receiver
 
     def e_member(self, node: Node) -> Eval:
         name, optional = node.value
@@ -202,6 +208,8 @@ class Compiler:
             obj = target(frame)
             if optional and (obj is None or obj is UNDEFINED):
                 raise _ShortCircuit
+            if type(obj) is GetterObject:
+                return obj.read(frame.budget, name)
             try:
                 return get_member(obj, name)
             except MvuError as error:
@@ -228,6 +236,8 @@ class Compiler:
             obj = target(frame)
             if optional and (obj is None or obj is UNDEFINED):
                 raise _ShortCircuit
+            if type(obj) is GetterObject:
+                return obj.read(frame.budget, property_key(key(frame)))
             return get_member(obj, key(frame))
 
         return index
@@ -257,6 +267,9 @@ class Compiler:
 
             return call_builtin
 
+        if callee_node.kind == "member" and callee_node.value[0] != "lastIndex":
+            return self.method_call(node, args)
+
         def call(frame: Frame) -> Any:
             function = callee(frame)
             if isinstance(function, JsCallable):
@@ -264,6 +277,31 @@ class Compiler:
             if optional and (function is None or function is UNDEFINED):
                 raise _ShortCircuit
             raise fail(f"{label} is not a function")
+
+        return call
+
+    def method_call(self, node: Node, args: Callable[[Frame], list[Any]]) -> Eval:
+        """``obj.m(...)``: the function read from ``obj`` is called with ``obj`` as its ``this``."""
+        callee_node = node.child(0)
+        name, optional_member = callee_node.value
+        optional_call = node.value
+        holder = self.operand(callee_node.child(0))
+
+        def call(frame: Frame) -> Any:
+            obj = holder(frame)
+            if optional_member and (obj is None or obj is UNDEFINED):
+                raise _ShortCircuit
+            try:
+                function = obj.read(frame.budget, name) if type(obj) is GetterObject else get_member(obj, name)
+            except MvuError as error:
+                raise _located(error, callee_node) from None
+            if isinstance(function, JsFunction):
+                return function.call(frame.budget, args(frame), obj)
+            if isinstance(function, JsCallable):
+                return function.call(frame.budget, args(frame))
+            if optional_call and (function is None or function is UNDEFINED):
+                raise _ShortCircuit
+            raise fail(f"{name} is not a function")
 
         return call
 
@@ -303,9 +341,10 @@ class Compiler:
         body = self.expression(body_node.child(0)) if expression else self.statement(body_node)
         cost = 1 + body_node.size()
         source = node if source is None else source
+        binds_this = len(node.kids) > 1  # syntax.py's `binds_this` marker
 
         def function(frame: Frame) -> JsFunction:
-            return kind(params, body, frame, cost, expression, source)
+            return kind(params, body, frame, cost, expression, source, binds_this)
 
         return function
 
@@ -781,6 +820,33 @@ def _continues_loop(completion: Any, labels: frozenset[str]) -> bool:
 
 def _iteration_limit() -> MvuError:
     return MvuError(Code.LIMIT, f"loops visit at most {MAX_LOOP_ITEMS} items", limit=MAX_LOOP_ITEMS, kind="loop")
+
+
+def _getter_object(entries: list[tuple[str, Any, Eval]]) -> Eval:
+    """A literal with a getter: a :class:`GetterObject` (entries are compiled as in e_object)."""
+    def obj(frame: Frame) -> GetterObject:
+        result = GetterObject()
+        for shape, key, value in entries:
+            if shape == "getter":
+                result.define_getter(key, value(frame))
+            elif shape == "property":
+                result.put(key, value(frame))
+            elif shape == "computed":
+                result.put(safe_key(property_key(key(frame))), value(frame))
+            else:
+                for name, item in _spread(frame.budget, value(frame)).items():
+                    result.put(name, item)
+        return result
+
+    return obj
+
+
+def _spread(budget: Budget, source: Any) -> dict[str, Any]:
+    """The entries ``{...source}`` copies: an object with getters runs each of them once."""
+    if type(source) is GetterObject:
+        return source.values(budget)
+    budget.charge(len(source) if isinstance(source, (dict, list, str)) else 1)
+    return builtins.spread_entries(source)
 
 
 def _map_entries(budget: Budget, value: Any) -> list[Any]:

@@ -711,8 +711,8 @@ REFUSED_LODASH = {
     "uniqueId": "its counter is shared between calls", "debounce": "timers", "throttle": "timers",
     "defer": "timers", "delay": "timers", "template": "it compiles text to code",
     "curry": "it reads a function's arity", "curryRight": "it reads a function's arity",
-    "bind": "declarations have no `this`", "bindAll": "declarations have no `this`",
-    "bindKey": "declarations have no `this`", "attempt": "it turns errors into Error objects",
+    "bind": "it fixes a function's `this`", "bindAll": "it fixes a function's `this`",
+    "bindKey": "it fixes a function's `this`", "attempt": "it turns errors into Error objects",
     "mixin": "it changes lodash itself", "runInContext": "it makes another lodash",
     "noConflict": "it changes the global scope",
 }

@@ -24,6 +24,7 @@ from mvu_store.js.values import (
     truthy,
     typeof,
 )
+from mvu_store.schema.accessors import GetterObject
 from mvu_store.schema.numeric import power
 
 _INT_LIMIT = 2**53
@@ -104,6 +105,8 @@ def _in(left: Any, right: Any) -> bool:
     if type(right) is list:
         index = array_index(left)
         return (index is not None and 0 <= index < len(right)) or property_key(left) == "length"
+    if type(right) is GetterObject:  # a getter's key is there without running it
+        return property_key(left) in right.entries
     raise fail("`in` needs an object on its right")
 
 

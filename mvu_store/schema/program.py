@@ -15,8 +15,9 @@ from typing import Any
 
 from mvu_store.errors import Code, MvuError
 from mvu_store.js.values import UNDEFINED, Budget, Builtin, JsCallable, Namespace, arg
+from mvu_store.schema.accessors import GetterObject
 from mvu_store.schema.builtins import GLOBALS, JsSet
-from mvu_store.schema.composite import ObjectSchema
+from mvu_store.schema.composite import LazyObjectSchema, ObjectSchema
 from mvu_store.schema.dates import JsDate
 from mvu_store.schema.dsl import make_z
 from mvu_store.schema.evaluate import Compiler, hoisted
@@ -89,6 +90,7 @@ def build(source: str, version: int) -> Compiled:
         callback.call(budget, [])
     registry.top_schema = top.vars.get("Schema", UNDEFINED)
     root = _pick_root(registry, budget, version)
+    _read_shapes(root, budget)
     top.sealed = globals_frame.sealed = True
     return Compiled(root, frozenset(_freeze(top, registry)))
 
@@ -159,6 +161,8 @@ def _pick_root(registry: _Registry, budget: Budget, version: int) -> Schema:
             # mvu_zod rebuilds a directly registered root object as a loose object from its shape:
             # the root's own strictness and checks are gone, nested schemas keep theirs.
             return ObjectSchema(candidate.shape, "loose")
+        if verified and version >= 2 and type(candidate) is LazyObjectSchema:
+            return LazyObjectSchema(candidate.sources, "loose")
         return candidate
     exported = [value for value in registry.exports.values() if isinstance(value, Schema)]
     for name in ("Schema", "default"):
@@ -171,6 +175,22 @@ def _pick_root(registry: _Registry, budget: Budget, version: int) -> Schema:
     if isinstance(registry.top_schema, Schema):  # a script that only declares `const Schema = ...`
         return registry.top_schema
     raise MvuError(Code.SCHEMA, "the declaration neither registers nor exports a schema")
+
+
+def _read_shapes(root: Schema, budget: Budget) -> None:
+    """Read, at compile, the shape of every object with getters the root reaches: validations
+    then find them read (none changes a schema), and a getter that throws refuses the
+    declaration here rather than every value later."""
+    seen: set[int] = set()
+    stack: list[Any] = [root]
+    while stack:
+        item = stack.pop()
+        if not isinstance(item, Schema) or id(item) in seen:
+            continue
+        seen.add(id(item))
+        if isinstance(item, LazyObjectSchema):
+            item.resolve(budget)
+        stack.extend(item.refs())
 
 
 def _freeze(top: Frame, registry: _Registry) -> Iterator[int]:
@@ -197,6 +217,9 @@ def _freeze(top: Frame, registry: _Registry) -> Iterator[int]:
             yield id(item)  # `const RE = /x/g`: each validation keeps its own lastIndex
         elif isinstance(item, JsDate):
             yield id(item)  # `const start = new Date(0)`: its setters would change it for later runs
+        elif isinstance(item, GetterObject):
+            yield id(item)
+            stack.extend(item.refs())
         elif isinstance(item, (Schema, JsFunction)) and id(item) not in seen_opaque:
             seen_opaque.add(id(item))
             if isinstance(item, JsFunction):

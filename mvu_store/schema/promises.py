@@ -85,17 +85,18 @@ class AsyncFunction(JsFunction):
 
     __slots__ = ()
 
-    def call(self, budget: Budget, args: list[Any]) -> Any:
-        return settle(_Body(self), budget, args)
+    def call(self, budget: Budget, args: list[Any], this: Any = UNDEFINED) -> Any:
+        return settle(_Body(self, this), budget, args)
 
 
 class _Body(JsCallable):
     """An async function's body called as a plain function, for :func:`settle`."""
 
-    __slots__ = ("fn",)
+    __slots__ = ("fn", "this")
 
-    def __init__(self, fn: AsyncFunction) -> None:
+    def __init__(self, fn: AsyncFunction, this: Any) -> None:
         self.fn = fn
+        self.this = this
 
     def call(self, budget: Budget, args: list[Any]) -> Any:
-        return JsFunction.call(self.fn, budget, args)
+        return JsFunction.call(self.fn, budget, args, self.this)

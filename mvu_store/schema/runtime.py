@@ -98,10 +98,10 @@ class Jump:
 class JsFunction(FunctionObject):
     """A declaration's arrow or function expression, closed over its defining frame."""
 
-    __slots__ = ("body", "closure", "cost", "expression", "names", "node", "params", "picks")
+    __slots__ = ("binds_this", "body", "closure", "cost", "expression", "names", "node", "params", "picks")
 
     def __init__(self, params: list[Param], body: Exec, closure: Frame, cost: int, expression: bool,
-                 node: Any) -> None:
+                 node: Any, binds_this: bool = False) -> None:
         super().__init__()  # its properties (bundlers' `getter.a`): empty for nearly every function
         self.params = params
         self.body = body
@@ -111,17 +111,20 @@ class JsFunction(FunctionObject):
         # The syntax node it was compiled from: the fast path reads it to decide purity (native.py).
         self.node = node
         # Plain `(a, b) => ...` parameters (most transforms) bind with one dict: the hot path.
-        simple = all(pattern[0] == "name" and default is None for pattern, default in params)
+        # A function that reads `this` binds it in its frame: only the general path below does.
+        self.binds_this = binds_this
+        simple = not binds_this and all(pattern[0] == "name" and default is None for pattern, default in params)
         self.names = [pattern[1] for pattern, _ in params] if simple else None
         # `({count}) => ...` (lodash predicates): one object pattern of plain names and no
         # defaults binds its names straight from the argument, without the general walk.
         self.picks: list[tuple[Any, str]] | None = None
-        if not simple and len(params) == 1 and params[0][1] is None and params[0][0][0] == "object":
+        if not simple and not binds_this and len(params) == 1 and params[0][1] is None and params[0][0][0] == "object":
             entries = params[0][0][1]
             if all(key is not None and target[0] == "name" and default is None for key, target, default in entries):
                 self.picks = [(key, target[1]) for key, target, _ in entries]
 
-    def call(self, budget: Budget, args: list[Any]) -> Any:
+    def call(self, budget: Budget, args: list[Any], this: Any = UNDEFINED) -> Any:
+        """Run the function; ``this`` is the receiver of ``obj.m()`` or of a getter's read."""
         budget.fuel -= self.cost  # Budget.charge inlined: this is the hottest call of all
         if budget.fuel < 0:
             budget.charge(0)
@@ -140,7 +143,7 @@ class JsFunction(FunctionObject):
             value = args[0]  # as destructure() reads it: own members, S-7's rules
             frame = Frame(self.closure, budget, {name: get_member(value, key) for key, name in self.picks})
         else:
-            frame = Frame(self.closure, budget)
+            frame = Frame(self.closure, budget, {THIS: this} if self.binds_this else None)
             for index, (pattern, default) in enumerate(self.params):
                 if pattern[0] == "rest":  # `(a, ...more)`: the arguments after the named ones
                     bind(frame, pattern[1], list(args[index:]), const=False)
@@ -173,6 +176,22 @@ class JsFunction(FunctionObject):
         yield from self.members.values()
         for frame in self.frames():
             yield from frame.vars.values()
+
+
+THIS = "this"
+"""The frame variable a receiver is bound to: a reserved word, so no declared name meets it."""
+
+
+def receiver(frame: Frame) -> Any:
+    """``this``: the receiver bound by the innermost non-arrow function that reads it (arrows
+    see their enclosing one's), ``undefined`` at the top level as in a module."""
+    scope: Frame | None = frame
+    while scope is not None:
+        value = scope.vars.get(THIS, _ABSENT)
+        if value is not _ABSENT:
+            return value
+        scope = scope.parent
+    return UNDEFINED
 
 
 def bind(frame: Frame, pattern: tuple[Any, ...], value: Any, *, const: bool) -> None:

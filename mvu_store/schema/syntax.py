@@ -9,7 +9,7 @@ is ``MVU_SCHEMA_CODE`` with the line and column, so a refusal is always explaina
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import tree_sitter_javascript
@@ -122,6 +122,7 @@ class _Lowerer:
         self.data = data
         self.depth = 0
         self.original = original
+        self.this_users: list[bool] = []  # per enclosing non-arrow function: whether it reads `this`
 
     def deeper(self, cst: CstNode) -> None:
         self.depth += 1
@@ -408,6 +409,18 @@ class _Lowerer:
         return self.plain_function(cst)
 
     def plain_function(self, cst: CstNode) -> Node:
+        """``kids``: the body, then a ``binds_this`` marker when a non-arrow function (or an arrow
+        inside it) reads ``this``: only such a function gives its calls a receiver."""
+        arrow = cst.type == "arrow_function"
+        if not arrow:
+            self.this_users.append(False)
+        try:
+            node = self.function_parts(cst)
+        finally:
+            uses_this = not arrow and self.this_users.pop()
+        return replace(node, kids=(*node.kids, self.node(cst, "binds_this"))) if uses_this else node
+
+    def function_parts(self, cst: CstNode) -> Node:
         params: list[tuple[tuple[Any, ...], Node | None]] = []
         single = cst.child_by_field_name("parameter")
         if single is not None:
@@ -474,6 +487,15 @@ class _Lowerer:
     def x_undefined(self, cst: CstNode) -> Node:
         return self.node(cst, "undefined")
 
+    def x_this(self, cst: CstNode) -> Node:
+        """``this``: the receiver of the innermost non-arrow function (``obj.m()``, a getter's
+        object), ``undefined`` outside one, as in a module. The original interpreter has none."""
+        if self.original:
+            raise refuse(cst, _describe_refusal("this"))
+        if self.this_users:
+            self.this_users[-1] = True
+        return self.node(cst, "this")
+
     def x_identifier(self, cst: CstNode) -> Node:
         name = self.text(cst)
         if name == "undefined":
@@ -539,13 +561,26 @@ class _Lowerer:
             elif child.type == "spread_element":
                 entries.append(self.node(child, "spread", None, self.expression(self.children(child)[0])))
             elif child.type == "method_definition":
-                name_cst = self.field(child, "name")
-                if any(part.type in {"get", "set", "async", "*"} for part in child.children):
-                    raise refuse(child, "getters, setters, async and generator methods are not supported")
-                entries.append(self.node(child, "property", self.property_key(name_cst), self.function(child)))
+                entries.append(self.method(child))
             else:
                 raise refuse(child, _describe_refusal(child.type))
         return self.node(cst, "object", None, *entries)
+
+    def method(self, cst: CstNode) -> Node:
+        """``m() {...}`` is a property holding the function; ``get k() {...}`` a ``getter`` entry
+        (Zod 4's recursive objects). A setter has nothing to do in a declaration: refused by name."""
+        name_cst = self.field(cst, "name")
+        parts = {part.type for part in cst.children}
+        if "set" in parts:
+            line, col = cst.start_point[0] + 1, cst.start_point[1] + 1
+            raise MvuError(Code.UNSUPPORTED, f"setters (`set {self.text(name_cst)}(...)`) are not supported at line "
+                           f"{line}, column {col}", member="set", line=line, column=col)
+        if parts & {"async", "*"}:
+            raise refuse(cst, "async and generator methods are not supported")
+        if "get" in parts and name_cst.type == "computed_property_name":
+            raise refuse(cst, "getters with a computed name are not supported")
+        kind = "getter" if "get" in parts else "property"
+        return self.node(cst, kind, self.property_key(name_cst), self.function(cst))
 
     def property_key(self, cst: CstNode) -> str:
         if cst.type in {"property_identifier", "shorthand_property_identifier", "identifier"}:

@@ -158,6 +158,94 @@ for (let index = 0; index < 60; index += 1) {
   add(`composed-${index}`, `z.object({ f: ${field} })`, [...inputs, { f: 5 }, {}, { f: null }]);
 }
 
+// Recursive objects as Zod 4 documents them: a getter in the shape (`get children() {...}`),
+// reading the object's own constant, a parent, mutual recursion, extend/safeExtend/merge with a
+// getter, getters behind wrappers and unions, `.shape` reads and `this` in the shape object.
+// Inputs are seeded trees, valid and broken deep inside (wrong types, missing and extra keys, null).
+const RECURSIVE = {
+  category: 'const Category = z.object({ name: z.string(), get subcategories() { return z.array(Category) } });',
+  strict: 'const Category = z.strictObject({ name: z.string(), get subcategories() { return z.array(Category) } });',
+  loose: 'const Category = z.looseObject({ name: z.string(), get subcategories() { return z.array(Category) } });',
+  optional: 'const Category = z.object({ name: z.string(), get subcategories() { return z.array(Category).optional() } });',
+  defaulted: 'const Category = z.object({ name: z.string().min(1), get subcategories() { return z.array(Category).default([]) } });',
+  extend: 'const Base = z.object({ name: z.string() });\nconst Category = Base.extend({ get subcategories() { return z.array(Category) } });',
+  safeExtend: 'const Base = z.object({ name: z.string() });\nconst Category = Base.safeExtend({ get subcategories() { return z.array(Category).max(3) } });',
+  extendStrict: 'const Base = z.object({ name: z.string() });\nconst Category = Base.extend({ get subcategories() { return z.array(Category) } }).strict();',
+  merge: 'const Base = z.object({ name: z.string() });\nconst Category = Base.merge(z.object({ get subcategories() { return z.array(Category) } }));',
+  record: 'const Category = z.object({ name: z.string(), get subcategories() { return z.record(z.string(), Category).optional() } });',
+  union: 'const Category = z.object({ name: z.union([z.string(), z.number()]), get subcategories() { return z.union([z.array(Category), z.null()]) } });',
+  thisShape: 'const shape = { label: z.string(), get name() { return this.label }, get subcategories() { return z.array(Category) } };\nconst Category = z.object(shape);',
+  method: 'const make = { item: z.string(), tree() { const Node = z.object({ name: this.item, get subcategories() { return z.array(Node) } }); return Node; } };\nconst Category = make.tree();',
+};
+const ROOTS = {
+  plain: 'export default Category;',
+  nested: 'export default z.object({ root: Category.optional(), count: z.number().optional() });',
+  shapeRead: 'export default z.object({ root: Category.shape.subcategories });',
+};
+const PARENT = 'const Node = z.object({ id: z.number(), get parent() { return Node.optional() } });\nexport default Node;';
+const LIST = 'const List = z.object({ v: z.number(), get next() { return List.nullable() } });\nexport default List;';
+const MUTUAL = 'const User = z.object({ name: z.string(), get posts() { return z.array(Post) } });\n'
+  + 'const Post = z.object({ title: z.string(), get author() { return User.optional() } });\nexport default User;';
+const SHAPE_KIND = 'const Shape = z.discriminatedUnion("t", [z.object({ t: z.literal("leaf"), v: z.number() }),\n'
+  + '  z.object({ t: z.literal("node"), get kids() { return z.array(Shape) } })]);\nexport default Shape;';
+const NAMES = ['a', 'b', 'root', '火', '', 7, null, true, ['x'], { n: 1 }];
+function tree(depth, breadth) {
+  const kids = depth <= 0 ? [] : Array.from({ length: Math.floor(random() * breadth) }, () => tree(depth - 1, breadth));
+  const node = { name: pick(['a', 'b', 'c', '甲']), subcategories: kids };
+  if (random() < 0.2) node.label = 'L';
+  return node;
+}
+function breakTree(node) { // one change somewhere down the tree
+  const copy = JSON.parse(JSON.stringify(node));
+  let at = copy;
+  while (at.subcategories.length && random() < 0.7) at = pick(at.subcategories);
+  const change = pick(['name', 'drop-name', 'drop-kids', 'kids', 'extra', 'null-kid', 'kid-array']);
+  if (change === 'name') at.name = pick(NAMES);
+  if (change === 'drop-name') delete at.name;
+  if (change === 'drop-kids') delete at.subcategories;
+  if (change === 'kids') at.subcategories = pick([null, 'x', {}, 3]);
+  if (change === 'extra') at.extra = pick([1, 'y', null]);
+  if (change === 'null-kid') at.subcategories.push(null);
+  if (change === 'kid-array') at.subcategories.push([]);
+  return copy;
+}
+const trees = () => {
+  const valid = Array.from({ length: 8 }, () => tree(3, 3));
+  return [...valid, ...valid.flatMap(item => [breakTree(item), breakTree(item)]), null, {}, [], 'x', { name: 'a' },
+    { name: 'a', subcategories: [] }, { name: 'a', subcategories: [{ name: 'b', subcategories: [], x: 1 }] }];
+};
+for (const [shape, declaration] of Object.entries(RECURSIVE)) {
+  for (const [root, tail] of Object.entries(ROOTS)) {
+    const inputs = trees();
+    const wrapped = root === 'plain' ? inputs : root === 'nested' ? inputs.map(item => ({ root: item }))
+      : inputs.map(item => ({ root: item?.subcategories ?? item }));
+    cases.push({ name: `recursive-${shape}-${root}`, source: `${declaration}\n${tail}`, inputs: wrapped });
+  }
+}
+const parents = length => {
+  let node = { id: length };
+  for (let index = length - 1; index >= 0; index -= 1) node = { id: index, parent: node };
+  return node;
+};
+cases.push({ name: 'recursive-parent', source: PARENT, inputs: [parents(0), parents(3), parents(10), { id: 1, parent: null },
+  { id: 1, parent: { id: 'x' } }, { id: 1, parent: { id: 2, parent: { parent: {} } } }, { parent: { id: 1 } }, null,
+  { id: 1, parent: { id: 2, extra: true } }] });
+const list = (length, last) => {
+  let node = last;
+  for (let index = length; index >= 0; index -= 1) node = { v: index, next: node };
+  return node;
+};
+cases.push({ name: 'recursive-list', source: LIST, inputs: [list(0, null), list(5, null), list(3, undefined), list(3, { v: 'x', next: null }),
+  list(2, {}), list(4, 7), { v: 1 }, { next: null }] });
+cases.push({ name: 'recursive-mutual', source: MUTUAL, inputs: [{ name: 'u', posts: [] },
+  { name: 'u', posts: [{ title: 't' }, { title: 's', author: { name: 'v', posts: [{ title: 'r' }] } }] },
+  { name: 'u', posts: [{ title: 1, author: { name: 2, posts: null } }] }, { name: 'u' }, { posts: [] }, null,
+  { name: 'u', posts: [{ title: 't', author: null }] }] });
+cases.push({ name: 'recursive-discriminated', source: SHAPE_KIND, inputs: [{ t: 'leaf', v: 1 }, { t: 'node', kids: [] },
+  { t: 'node', kids: [{ t: 'leaf', v: 1 }, { t: 'node', kids: [{ t: 'leaf', v: 2 }] }] },
+  { t: 'node', kids: [{ t: 'node', kids: [{ t: 'x' }] }] }, { t: 'node', kids: [{ t: 'leaf', v: 'no' }] }, { t: 'node' },
+  { t: 'leaf' }, null, { t: 'node', kids: [null] }] });
+
 const oracle = loadOracle();
 for (const entry of cases) {
   try {
