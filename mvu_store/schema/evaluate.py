@@ -269,6 +269,8 @@ class Compiler:
 
         if callee_node.kind == "member" and callee_node.value[0] != "lastIndex":
             return self.method_call(node, args)
+        if callee_node.kind == "index":
+            return self.index_call(node, args)
 
         def call(frame: Frame) -> Any:
             function = callee(frame)
@@ -302,6 +304,34 @@ class Compiler:
             if optional_call and (function is None or function is UNDEFINED):
                 raise _ShortCircuit
             raise fail(f"{name} is not a function")
+
+        return call
+
+    def index_call(self, node: Node, args: Callable[[Frame], list[Any]]) -> Eval:
+        """``obj[key](...)``: as ``obj.m(...)``, the function is called with ``obj`` as its ``this``."""
+        callee_node = node.child(0)
+        optional_member = callee_node.value
+        optional_call = node.value
+        holder = self.operand(callee_node.child(0))
+        key = self.expression(callee_node.child(1))
+
+        def call(frame: Frame) -> Any:
+            obj = holder(frame)
+            if optional_member and (obj is None or obj is UNDEFINED):
+                raise _ShortCircuit
+            try:
+                name = key(frame)
+                function = (obj.read(frame.budget, property_key(name)) if type(obj) is GetterObject
+                            else get_member(obj, name))
+            except MvuError as error:
+                raise _located(error, callee_node) from None
+            if isinstance(function, JsFunction):
+                return function.call(frame.budget, args(frame), obj)
+            if isinstance(function, JsCallable):
+                return function.call(frame.budget, args(frame))
+            if optional_call and (function is None or function is UNDEFINED):
+                raise _ShortCircuit
+            raise fail(f"{name if isinstance(name, str) else 'the value'} is not a function")
 
         return call
 

@@ -28,6 +28,7 @@ from mvu_store.js.values import (
     to_string,
     truthy,
 )
+from mvu_store.schema.accessors import GetterObject
 from mvu_store.schema.arrays import size_limit
 from mvu_store.schema.builtins import (
     Fn,
@@ -704,6 +705,30 @@ _LODASH_HELPERS.update(MERGE_HELPERS)
 _LODASH_HELPERS.update(FUNCTION_HELPERS)
 _LODASH_HELPERS.update(COMPARATOR_HELPERS)
 _LODASH_HELPERS["chain"] = Builtin("chain", lambda budget, args: LodashChain(arg(args, 0), explicit=True))
+
+# The helpers that do not look inside an object: they answer the same for an object with getters.
+_TAKE_GETTER_OBJECTS = frozenset({"get", "identity", "isFunction", "isObject", "isObjectLike", "isNil", "isNull",
+                                  "isUndefined", "constant", "stubArray", "stubFalse", "stubObject",
+                                  "stubString", "stubTrue", "noop", "chain"})
+
+
+def _refusing_getter_objects(name: str, fn: Fn) -> Fn:
+    """``fn`` that refuses an object with getters by name: lodash would run its getters, and
+    these helpers read plain data only, so an answer without them would be silently wrong
+    (``_.keys`` of such an object giving ``[]``)."""
+    def guarded(budget: Budget, args: list[Any]) -> Any:
+        for value in args:
+            if type(value) is GetterObject:
+                raise MvuError(Code.UNSUPPORTED, f"`_.{name}` does not take an object with getters: read the "
+                                                 "getter as `object.key`, or spread it first (`{...object}`)",
+                               function=f"_.{name}")
+        return fn(budget, args)
+    return guarded
+
+
+for _name, _helper in _LODASH_HELPERS.items():
+    if _name not in _TAKE_GETTER_OBJECTS and isinstance(_helper, Builtin):
+        _helper.fn = _refusing_getter_objects(_name, _helper.fn)
 
 REFUSED_LODASH = {
     "random": "it draws chance", "sample": "it draws chance", "sampleSize": "it draws chance",

@@ -117,3 +117,26 @@ def test_a_getter_that_returns_no_schema_is_refused_at_compile() -> None:
     with pytest.raises(MvuError) as caught:
         compile_schema("const X = z.object({ get a() { return 5 } });\nexport default X;")
     assert caught.value.code == "MVU_SCHEMA" and "`a`" in caught.value.message
+
+
+def test_a_computed_method_call_passes_its_object_as_this() -> None:
+    source = """const counter = { step: 3, add(v) { return v + this.step } };
+const name = 'add';
+export default z.any().transform(v => [counter['add'](1), counter[name](2), counter?.['add'](3)]);"""
+    assert _value(source) == [4, 5, 6]
+
+
+@pytest.mark.parametrize("call", ["_.keys(o)", "_.values(o)", "_.size(o)", "_.pick(o, 'a')", "_.cloneDeep(o)",
+                                  "_.isEmpty(o)", "_.merge({}, o)", "_(o).keys().value()"])
+def test_a_lodash_helper_refuses_an_object_with_getters_by_name(call: str) -> None:
+    """lodash would run the getters; an answer from the plain data alone (`_.keys` giving [])
+    would be silently wrong, so each helper that looks inside refuses and names itself."""
+    source = f"const o = {{ a: 1, get b() {{ return 2 }} }};\nexport default z.any().transform(v => {call});"
+    refused = _refusal(source)
+    assert refused.code == "MVU_UNSUPPORTED" and "_." in refused.message and "getters" in refused.message
+
+
+def test_lodash_helpers_that_do_not_look_inside_take_an_object_with_getters() -> None:
+    source = """const o = { a: 1, get b() { return 2 } };
+export default z.any().transform(v => [_.isObject(o), _.isNil(o), _.identity(o) === o, _.keys({ ...o })]);"""
+    assert _value(source) == [True, False, True, ["a", "b"]]
