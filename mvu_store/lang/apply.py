@@ -142,10 +142,19 @@ def _real_changes(changes: list[dict[str, Any]], stat_data: JsonValue) -> str | 
         elif op in ("set", "add") and change["path"] and "previous" not in change:
             reason = STRIPPED  # a declared set recorded without the value it ended with: none is left
             continue
+        elif op == "insert" and "key" in change and _key_gone(stat_data, change["path"], change["key"]):
+            reason = STRIPPED
+            continue
         changes[kept] = change
         kept += 1
     del changes[kept:]
     return None if kept else reason
+
+
+def _key_gone(stat_data: JsonValue, container: str, key: JsonValue) -> bool:
+    """An insert's key that the object it was written to no longer has (the declaration dropped it)."""
+    found, value = lookup(stat_data, parse_pointer(container))
+    return found and isinstance(value, dict) and isinstance(key, str) and key not in value
 
 
 def execute_commands(

@@ -16,6 +16,7 @@ from mvu_store.lang.paths import format_path
 
 
 def _ignored_message(reason: str, path: str) -> str:
+    path = path or "stat_data"
     if reason == STRIPPED:
         return f"the card's schema dropped what was written at {path!r}: it does not keep that key"
     return f"{path!r} already holds this value: nothing changed"

@@ -381,7 +381,7 @@ class TurnOutcome(_Output):
     commands: list[dict[str, JsonValue]] = Field(default_factory=list)
     """Every command found in the reply, in text order, with its outcome (docs/python-api.md)."""
     ignored_total: int = 0
-    """Ignored commands in the reply (``commands`` names at most 64 of them)."""
+    """Ignored commands in the reply (``commands`` names at most 64 of those reading dropped)."""
     possible_total: int = 0
     """Possible commands (near-misses) in the reply (``diagnostics`` names at most 32 of them)."""
 

@@ -175,7 +175,7 @@ class ReplyTurn:
                            reason=None if run.runs else skip_reason(run),
                            diagnostics=list(applied.diagnostics),
                            commands=[item.to_json() for item in applied.outcomes],
-                           ignored_total=applied.notes.ignored_total,
+                           ignored_total=applied.ignored_total,
                            possible_total=applied.notes.possible_total), await committed.facts.committed(
                                outcome, self._ctx.usage)
 

@@ -265,6 +265,13 @@ class Applied:
     outcomes: tuple[CommandOutcome, ...] = ()
     notes: ReplyNotes = EMPTY_NOTES
 
+    @property
+    def ignored_total(self) -> int:
+        """Commands ignored: those reading dropped (counted beyond the cap), and those that ran
+        without a change."""
+        ran = sum(1 for outcome in self.outcomes if outcome.kind == "ignored" and outcome.index is not None)
+        return self.notes.ignored_total + ran
+
     @staticmethod
     def of(result: UpdateResult) -> Applied:
         listed = result.variables.get("update_diagnostics", [])
