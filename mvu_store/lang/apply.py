@@ -123,17 +123,18 @@ def _diagnostic(command: Command, index: int, error: MvuError) -> dict[str, Any]
     return diagnostic
 
 
-def _real_changes(changes: list[dict[str, Any]], stat_data: JsonValue) -> str | None:
+def _real_changes(changes: list[dict[str, Any]], stat_data: JsonValue, checked: bool) -> str | None:
     """Drop from ``changes`` (one command's) those that changed nothing; why none is left, if so.
 
     A set or add whose value was already there is a no-op; one whose path the checked state no
-    longer has was stripped by the card's declaration (a key its ``z.object`` root drops)."""
+    longer has was stripped by the card's declaration (a key its ``z.object`` root drops). Without
+    a check (``checked`` false) nothing strips: the executors' writes stand as recorded."""
     reason = None
     kept = 0
     for change in changes:
         op = change["op"]
         if op in ("set", "add") and change["path"] and "value" in change:
-            if not lookup(stat_data, parse_pointer(change["path"]))[0]:
+            if checked and not lookup(stat_data, parse_pointer(change["path"]))[0]:
                 reason = STRIPPED
                 continue
             if "previous" in change and same(change["previous"], change["value"]):
@@ -142,7 +143,7 @@ def _real_changes(changes: list[dict[str, Any]], stat_data: JsonValue) -> str | 
         elif op in ("set", "add") and change["path"] and "previous" not in change:
             reason = STRIPPED  # a declared set recorded without the value it ended with: none is left
             continue
-        elif op == "insert" and "key" in change and _key_gone(stat_data, change["path"], change["key"]):
+        elif checked and op == "insert" and "key" in change and _key_gone(stat_data, change["path"], change["key"]):
             reason = STRIPPED
             continue
         changes[kept] = change
@@ -199,7 +200,7 @@ def execute_commands(
                 outcomes.append(refused_outcome(command, index, error))
             continue
         mine = run.changes[saved[2] :]
-        ignored = _real_changes(mine, run.stat_data)
+        ignored = _real_changes(mine, run.stat_data, parse is not None or check is not None)
         run.changes[saved[2] :] = mine
         if outcomes is not None:
             outcomes.append(run_outcome(command, index, mine, ignored))
