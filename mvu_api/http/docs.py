@@ -83,7 +83,12 @@ APPENDED_EXAMPLE: dict[str, Any] = {
     **SESSION_INFO_EXAMPLE, "lastSeq": 3, "appended": 2, "replayed": 0, "checkpoints": [],
     "ingest": {"sessionId": "s1", "outcomes": [{"resourceId": "mvu:instance-…", "turn": 1, "messageSeq": 2,
                                                 "versionKey": "8a2f…", "status": "committed", "revision": 1,
-                                                "changed": True, "diagnostics": []}], "factErrors": []},
+                                                "changed": True, "diagnostics": [],
+                                                "commands": [{"kind": "applied", "command": "_.add('gold', 5);",
+                                                              "start": 0, "end": 17, "index": 0, "op": "add",
+                                                              "path": "/gold", "before": 10, "after": 15}],
+                                                "ignoredTotal": 0, "possibleTotal": 0}],
+                "factErrors": []},
     "error": None,
 }
 

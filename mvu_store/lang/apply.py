@@ -18,12 +18,14 @@ from typing import Any
 
 from mvu_store.errors import Code, MvuError
 from mvu_store.jsonvalue import JsonValue, find_unsafe_key, json_pointer, measure_state, normalize
-from mvu_store.lang.commands import Command, parse_commands
+from mvu_store.lang.command_outcomes import merged_outcomes, refused_outcome, run_outcome, update_diagnostics
+from mvu_store.lang.commands import Command, scan_commands
 from mvu_store.lang.creation import CandidateValidator, validated
 from mvu_store.lang.declared import Parse, execute_declared
 from mvu_store.lang.executors import EXECUTORS, Run
 from mvu_store.lang.jsvalues import same
 from mvu_store.lang.meta import reconcile
+from mvu_store.lang.outcomes import EMPTY_NOTES, NO_OP, STRIPPED, CommandOutcome, ReplyNotes
 from mvu_store.lang.paths import lookup, parse_pointer
 
 # Refusals that MagVarUpdate logs and skips; every other MvuError aborts the whole update.
@@ -40,6 +42,10 @@ class UpdateResult:
     encoded: bytes
     """The canonical JSON of ``variables`` (UTF-8), as the state budget check measured it: a
     store can keep these bytes instead of encoding the state a second time."""
+    outcomes: tuple[CommandOutcome, ...] = ()
+    """Every command of the reply and what became of it (applied, refused, ignored), in text
+    order; the reading's near-misses are in ``notes``."""
+    notes: ReplyNotes = EMPTY_NOTES
 
 
 def private_envelope(variables: JsonValue) -> dict[str, Any]:
@@ -117,16 +123,53 @@ def _diagnostic(command: Command, index: int, error: MvuError) -> dict[str, Any]
     return diagnostic
 
 
+def _real_changes(changes: list[dict[str, Any]], stat_data: JsonValue, checked: bool) -> str | None:
+    """Drop from ``changes`` (one command's) those that changed nothing; why none is left, if so.
+
+    A set or add whose value was already there is a no-op; one whose path the checked state no
+    longer has was stripped by the card's declaration (a key its ``z.object`` root drops). Without
+    a check (``checked`` false) nothing strips: the executors' writes stand as recorded."""
+    reason = None
+    kept = 0
+    for change in changes:
+        op = change["op"]
+        if op in ("set", "add") and change["path"] and "value" in change:
+            if checked and not lookup(stat_data, parse_pointer(change["path"]))[0]:
+                reason = STRIPPED
+                continue
+            if "previous" in change and same(change["previous"], change["value"]):
+                reason = reason or NO_OP
+                continue
+        elif op in ("set", "add") and change["path"] and "previous" not in change:
+            reason = STRIPPED  # a declared set recorded without the value it ended with: none is left
+            continue
+        elif checked and op == "insert" and "key" in change and _key_gone(stat_data, change["path"], change["key"]):
+            reason = STRIPPED
+            continue
+        changes[kept] = change
+        kept += 1
+    del changes[kept:]
+    return None if kept else reason
+
+
+def _key_gone(stat_data: JsonValue, container: str, key: JsonValue) -> bool:
+    """An insert's key that the object it was written to no longer has (the declaration dropped it)."""
+    found, value = lookup(stat_data, parse_pointer(container))
+    return found and isinstance(value, dict) and isinstance(key, str) and key not in value
+
+
 def execute_commands(
     envelope: dict[str, Any],
     commands: list[Command],
     validator: CandidateValidator | None,
     check: StateCheck | None = None,
+    outcomes: list[CommandOutcome] | None = None,
 ) -> tuple[Run, list[dict[str, Any]]]:
     """Run ``commands`` on a private envelope: the run (its ``stat_data`` and changes) and the
     diagnostics of the commands refused. The envelope is not finished (no schema reconciled, no
     budget measured): :func:`run_commands` does that; a check that only compares the resulting
-    ``stat_data`` (an imported chat's recorded transitions) needs no more."""
+    ``stat_data`` (an imported chat's recorded transitions) needs no more. ``outcomes``, when
+    given, receives each command's outcome."""
     run = Run(envelope["stat_data"], native_schema(envelope))
     # With a declaration (mvu_schema) the declaration decides, as in the original: the native
     # $meta schema is neither checked nor re-derived (its root flags, strictSet..., still apply).
@@ -153,6 +196,14 @@ def execute_commands(
             run.stat_data, run.schema = saved[0], saved[1]
             del run.changes[saved[2] :]
             diagnostics.append(_diagnostic(command, index, error))
+            if outcomes is not None:
+                outcomes.append(refused_outcome(command, index, error))
+            continue
+        mine = run.changes[saved[2] :]
+        ignored = _real_changes(mine, run.stat_data, parse is not None or check is not None)
+        run.changes[saved[2] :] = mine
+        if outcomes is not None:
+            outcomes.append(run_outcome(command, index, mine, ignored))
     return run, diagnostics
 
 
@@ -161,10 +212,13 @@ def run_commands(
     commands: list[Command],
     validator: CandidateValidator | None,
     check: StateCheck | None = None,
+    notes: ReplyNotes = EMPTY_NOTES,
 ) -> UpdateResult:
-    """Apply ``commands`` to a private envelope (see :func:`apply_update`)."""
+    """Apply ``commands`` to a private envelope (see :func:`apply_update`); ``notes`` is what
+    reading the reply noted (:func:`~mvu_store.lang.commands.scan_commands`)."""
     before = envelope["stat_data"]  # states are persistent: nothing mutates it
-    run, diagnostics = execute_commands(envelope, commands, validator, check)
+    outcomes: list[CommandOutcome] = []
+    run, diagnostics = execute_commands(envelope, commands, validator, check, outcomes)
     declared = run.declared
     changed = not same(before, run.stat_data)
     envelope["stat_data"] = run.stat_data
@@ -176,9 +230,10 @@ def run_commands(
     # Shared, not copied: measure_state below returns a fresh copy of the whole envelope.
     envelope["display_data"] = run.stat_data
     envelope["delta_data"] = {"changes": run.changes}
-    envelope["update_diagnostics"] = diagnostics
+    every = merged_outcomes(outcomes, notes)
+    envelope["update_diagnostics"] = update_diagnostics(every, notes)
     checked, encoded, _ = measure_state(envelope)
-    return UpdateResult(checked, tuple(diagnostics), changed, encoded)
+    return UpdateResult(checked, tuple(diagnostics), changed, encoded, every, notes)
 
 
 def apply_update(
@@ -200,5 +255,5 @@ def apply_update(
     ``MVU_JSON`` ...) when the update as a whole is refused; ordinary per-command refusals are
     in ``diagnostics``.
     """
-    commands = parse_commands(text)
-    return run_commands(private_envelope(variables), commands, validator, check)
+    scanned = scan_commands(text)
+    return run_commands(private_envelope(variables), list(scanned.commands), validator, check, scanned.notes)

@@ -20,6 +20,15 @@ from dataclasses import dataclass
 from mvu_store.errors import Code, MvuError
 from mvu_store.jsonvalue import utf8
 from mvu_store.lang.jsonpatch import PATCH_TAG, PatchOp, find_patch_blocks
+from mvu_store.lang.outcomes import (
+    ARGUMENTS,
+    MAX_OUTCOME_TEXT,
+    NO_TERMINATOR,
+    THINKING,
+    UNCLOSED,
+    Noted,
+    ReplyNotes,
+)
 from mvu_store.lang.paths import Path, parse_path
 from mvu_store.lang.scanner import find_closes, simple_close
 
@@ -40,6 +49,9 @@ _CALL = re.compile(r"_\.(set|insert|assign|remove|unset|delete|add)\(")
 # Chinese replies put before "//"; Python's \s differs (it has \x1c-\x1f, not \ufeff).
 _JS_SPACE = "\t\n\v\f\r \u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000\ufeff"
 _REASON = re.compile(f"[{_JS_SPACE}]*//([^\n\r\u2028\u2029]*)")
+# Something shaped like a call: "_", ".", a name, "(" with spaces allowed between (possessive,
+# so each attempt reads one name and its spaces once).
+_POSSIBLE = re.compile(r"_\s*+\.\s*+[A-Za-z_$][\w$]*+\s*+\(")
 _THINKING = re.compile(r"<(/?)(thinking|think)>", re.IGNORECASE)
 
 
@@ -163,7 +175,14 @@ def _too_many() -> MvuError:
     return MvuError(Code.LIMIT, f"reply has more than {MAX_COMMANDS} commands", limit=MAX_COMMANDS, kind="commands")
 
 
-def _function_commands(text: str, hidden: Callable[[int], bool]) -> list[Command]:
+def _line_end(text: str, start: int) -> int:
+    """Where an unclosed call is shown to end: its line's end, at most a shown text away."""
+    limit = min(len(text), start + MAX_OUTCOME_TEXT)
+    found = text.find("\n", start, limit)
+    return limit if found == -1 else found
+
+
+def _function_commands(text: str, hidden: Callable[[int], bool], notes: Noted | None) -> list[Command]:
     # A call needs a ')' after its '(': none can start after the text's last ')'.
     end_of_calls = max(text.rfind(")"), 0)
     # The track scan runs once, from the first call that simple_close cannot settle; later
@@ -171,7 +190,8 @@ def _function_commands(text: str, hidden: Callable[[int], bool]) -> list[Command
     closes: dict[int, int] | None = None
     commands: list[Command] = []
     resume = 0
-    for match in _CALL.finditer(text, 0, end_of_calls):
+    # Accounting (notes) sees the calls past the last ')' too: they are all unclosed.
+    for match in _CALL.finditer(text, 0, len(text) if notes is not None else end_of_calls):
         start, open_at, name = match.start(), match.end() - 1, match.group(1)
         if start < resume:
             continue
@@ -182,11 +202,16 @@ def _function_commands(text: str, hidden: Callable[[int], bool]) -> list[Command
                 closes = find_closes(text, [m.end() - 1 for m in _CALL.finditer(text, start, end_of_calls)])
             close_at = closes.get(open_at)
         if close_at is None:
+            if notes is not None:
+                notes.ignore(text, start, _line_end(text, start), UNCLOSED, f"no ')' closes this {name} call",
+                             op=ALIASES[name])
             resume = open_at + 1
             continue
         end = close_at + 1
         resume = end
         if not text.startswith(";", end):
+            if notes is not None:
+                notes.ignore(text, start, end, NO_TERMINATOR, "a command must end with ';'", op=ALIASES[name])
             continue  # MagVarUpdate silently drops a call not followed by ';'
         end += 1
         reason = ""
@@ -198,11 +223,28 @@ def _function_commands(text: str, hidden: Callable[[int], bool]) -> list[Command
         kind = ALIASES[name]
         args = split_arguments(text[open_at + 1 : close_at])
         if not _arity_ok(kind, len(args)) or hidden(start):
+            if notes is not None:
+                _note_unrun(notes, text, start, end, kind, len(args), hidden(start))
             continue
         if len(commands) == MAX_COMMANDS:
             raise _too_many()  # stop early: the rest of the text cannot change the outcome
         commands.append(Command(kind, name, tuple(args), parse_path(args[0]), text[start:end], reason, start, end))
     return commands
+
+
+def _note_unrun(notes: Noted, text: str, start: int, end: int, kind: str, count: int, hidden: bool) -> None:
+    if hidden:
+        notes.ignore(text, start, end, THINKING, "inside the model's thinking", op=kind)
+    else:
+        notes.ignore(text, start, end, ARGUMENTS, f"{kind} does not take {count} argument(s)", op=kind)
+
+
+def _possible_commands(text: str, notes: Noted) -> None:
+    """Text shaped like a call (``_.sett(``, ``_.set (``, ``_.Set(``) that is not one."""
+    for match in _POSSIBLE.finditer(text):
+        if _CALL.match(text, match.start()) is None:
+            notes.maybe(text, match.start(), _line_end(text, match.start()),
+                        f"not a command: the names are {', '.join(ALIASES)}, written _.name( with no space")
 
 
 def _patch_command(op: PatchOp, start: int, end: int) -> Command:
@@ -211,6 +253,27 @@ def _patch_command(op: PatchOp, start: int, end: int) -> Command:
 
 def parse_commands(text: str) -> list[Command]:
     """Every update command in ``text``, in text order (``MVU_LIMIT`` past 1 MiB / 1,000)."""
+    return _parse(text, None)
+
+
+@dataclass(frozen=True, slots=True)
+class Scanned:
+    """A reply's commands, and what reading it noted besides (ignored and possible commands)."""
+
+    commands: tuple[Command, ...]
+    notes: ReplyNotes
+
+
+def scan_commands(text: str) -> Scanned:
+    """:func:`parse_commands`, accounting for what it does not extract: the calls and JSON Patch
+    operations it ignores (with why) and the near-misses (bounded: :mod:`mvu_store.lang.outcomes`)."""
+    notes = Noted()
+    commands = _parse(text, notes)
+    _possible_commands(text, notes)
+    return Scanned(tuple(commands), notes.frozen())
+
+
+def _parse(text: str, notes: Noted | None) -> list[Command]:
     if not isinstance(text, str):
         raise MvuError(Code.PARSE, "the reply must be text")
     # utf8() refuses a lone surrogate (MVU_JSON): no value taken from such a reply could be saved.
@@ -220,8 +283,8 @@ def parse_commands(text: str) -> list[Command]:
     # Thinking and patch tags start with "<": a text without one skips both pattern scans.
     tagged = "<" in text
     hidden = inside_spans(_thinking_spans(text) if tagged else [])
-    commands = _function_commands(text, hidden)
-    for block in find_patch_blocks(text, hidden) if tagged else ():
+    commands = _function_commands(text, hidden, notes)
+    for block in find_patch_blocks(text, hidden, notes) if tagged else ():
         commands.extend(_patch_command(op, block.start, block.end) for op in block.ops)
         if len(commands) > MAX_COMMANDS:
             raise _too_many()

@@ -175,7 +175,7 @@ def execute_insert(run: Run, command: Command, parse: Parse) -> None:
     keyed = len(command.args) >= 3
     key = _value(run, command.args[1])
     if keyed and to_string(key) in UNSAFE_KEYS:
-        raise MvuError(Code.PATH, f"the key {to_string(key)!r} is refused")
+        raise MvuError(Code.PATH, f"the key {to_string(key)!r} under {format_path(path)!r} is refused")
     value = _value(run, command.args[-1])
     undefined = is_undefined(command.args[-1])
     found, existing = lookup(run.stat_data, path)

@@ -220,7 +220,7 @@ def execute_insert(run: Run, command: Command) -> None:
         raise _refused(f"{format_path(path)!r} holds a {type(existing).__name__}, not a container")
     key = parse_value(command.args[1], run.budget) if keyed else None
     if keyed and to_string(key) in UNSAFE_KEYS:
-        raise MvuError(Code.PATH, f"the key {to_string(key)!r} is refused")
+        raise MvuError(Code.PATH, f"the key {to_string(key)!r} under {format_path(path)!r} is refused")
     value = parse_value(command.args[2] if keyed else command.args[1], run.budget)
     if not found:
         # undefined counts as a primitive target in MagVarUpdate, in both forms: an insert never

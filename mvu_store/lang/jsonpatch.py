@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from mvu_store.errors import MvuError
 from mvu_store.jsonvalue import JsonValue
 from mvu_store.lang.jsonrepair import repair_json
+from mvu_store.lang.outcomes import THINKING, UNCLOSED_BLOCK, UNKNOWN_OP, UNREADABLE_BLOCK, Noted
 from mvu_store.lang.paths import Path, format_path, parse_pointer
 from mvu_store.lang.restricted_yaml import MAX_YAML_BYTES
 from mvu_store.lang.slowparse import ParseBudget, Unreadable, read_json5, read_yaml
@@ -129,40 +130,77 @@ def _translate(item: dict[str, JsonValue]) -> PatchOp | None:
     return PatchOp("insert", op, (format_path(path[:-1]), key_text, value), path[:-1])
 
 
-def _ops(body: str, budget: ParseBudget) -> tuple[PatchOp, ...]:
+def _ops(body: str, budget: ParseBudget) -> tuple[PatchOp, ...] | str:
+    """The block's operations, or why the block is ignored as a whole."""
     if not body:
-        return ()
+        return "the block is empty"
     try:
         value = _read(body, budget)
     except (MvuError, Unreadable):
-        return ()
+        return "the block is neither JSON, JSON5 nor YAML"
     if not _is_patch(value):
-        return ()
+        return "the block is not an array of operations, each with a string op and path"
     try:
         translated = [(index, item, _translate(item)) for index, item in enumerate(value)]
         return tuple(
-            dataclasses.replace(op, index=index, text=json.dumps(item, ensure_ascii=False, separators=(",", ":")))
+            dataclasses.replace(op, index=index, text=_compact(item)) if op is not None
+            # An operation MagVarUpdate drops: no type, kept only to be accounted for.
+            else PatchOp("", str(item["op"]), (), (), index, _compact(item))
             for index, item, op in translated
-            if op is not None
         )
     except (ValueError, TypeError):
-        return ()  # a value JSON cannot carry (NaN from JSON5): the block is ignored
+        return "the block holds a value JSON cannot carry"  # NaN from JSON5
 
 
-def find_patch_blocks(text: str, hidden: Callable[[int], bool]) -> list[PatchBlock]:
+def _compact(item: JsonValue) -> str:
+    return json.dumps(item, ensure_ascii=False, separators=(",", ":"))
+
+
+def _runnable(ops: tuple[PatchOp, ...] | str, start: int, end: int, notes: Noted | None) -> tuple[PatchOp, ...]:
+    """The operations that run; the rest (an unknown op, a whole unreadable block) noted."""
+    if isinstance(ops, str):
+        if notes is not None:
+            notes.ignore("", start, end, UNREADABLE_BLOCK, ops, command=f"<JSONPatch> block at {start}")
+        return ()
+    if all(op.type for op in ops):
+        return ops
+    if notes is not None:
+        for op in ops:
+            if not op.type:
+                notes.ignore("", start, end, UNKNOWN_OP, f"JSON Patch op {op.name!r} is not run",
+                             command=op.text, op=op.name, patch_index=op.index)
+    return tuple(op for op in ops if op.type)
+
+
+def find_patch_blocks(text: str, hidden: Callable[[int], bool], notes: Noted | None = None) -> list[PatchBlock]:
     """Every JSON Patch block of ``text`` in order, with its translated operations.
 
     Blocks starting where ``hidden`` says so (inside a model's thinking) are not even read.
+    ``notes``, when given, hears of every block or operation that does not run, and why.
     """
     blocks: list[PatchBlock] = []
     budget = ParseBudget()
     last_open: re.Match[str] | None = None
     for tag in PATCH_TAG.finditer(text):
         if not tag.group(1):
+            if last_open is not None and notes is not None:
+                _unclosed(text, last_open, notes, "a later opening tag replaces it")
             last_open = tag
         elif last_open is not None and last_open.group(2).lower() == tag.group(2).lower():
-            ops = () if hidden(last_open.start()) else _ops(_body(text, last_open.end(), tag.start()), budget)
-            if ops:
-                blocks.append(PatchBlock(last_open.start(), tag.end(), ops))
+            if hidden(last_open.start()):
+                if notes is not None:
+                    notes.ignore(text, last_open.start(), tag.end(), THINKING, "inside the model's thinking")
+            else:
+                found = _ops(_body(text, last_open.end(), tag.start()), budget)
+                ops = _runnable(found, last_open.start(), tag.end(), notes)
+                if ops:
+                    blocks.append(PatchBlock(last_open.start(), tag.end(), ops))
             last_open = None
+    if last_open is not None and notes is not None:
+        _unclosed(text, last_open, notes, "no closing tag follows")
     return blocks
+
+
+def _unclosed(text: str, tag: re.Match[str], notes: Noted, why: str) -> None:
+    notes.ignore(text, tag.start(), tag.end(), UNCLOSED_BLOCK,
+                 f"{tag.group(0)} is not closed by </{tag.group(2)}> ({why}): its operations are not run")

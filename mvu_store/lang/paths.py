@@ -40,7 +40,8 @@ def _checked(segments: list[str], source: str) -> Path:
         raise MvuError(Code.PATH, f"path has more than {MAX_SEGMENTS} segments", path=source[:200])
     for segment in segments:
         if segment in UNSAFE_KEYS:
-            raise MvuError(Code.PATH, f"path segment {segment!r} is refused", path=source[:200])
+            raise MvuError(Code.PATH, f"path {source[:200]!r}: the segment {segment!r} is refused "
+                                      "(it names JavaScript's prototype machinery)", path=source[:200])
     return tuple(segments)
 
 

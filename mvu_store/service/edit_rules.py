@@ -82,7 +82,10 @@ def edited_envelope(sent: dict[str, Any], current: JsonValue, *, now_ms: int) ->
     stat_data = sent["stat_data"]
     declared = DeclaredSchema.of(envelope, now_ms, allowance=Allowance("the edit's declaration work"))
     if declared is not None:
-        checked = declared.check(stat_data)
+        try:
+            checked = declared.check(stat_data)
+        except MvuError as error:
+            raise _whole_state_refusal(error, envelope.get("stat_data"), stat_data) from None
         if not isinstance(checked, dict):
             raise MvuError(Code.SCHEMA, "the declaration turned stat_data into something other than an object")
         stat_data = checked
@@ -92,3 +95,39 @@ def edited_envelope(sent: dict[str, Any], current: JsonValue, *, now_ms: int) ->
     envelope.update(stat_data=stat_data, display_data=copy_json(stat_data), delta_data={"changes": []},
                     update_diagnostics=[])
     return envelope
+
+
+_MISSING_SHOWN = 5
+_MISSING_VISITS = 10_000  # containers compared at most: the states may be large
+
+
+def missing_keys(current: JsonValue, sent: JsonValue) -> list[str]:
+    """JSON pointers of keys ``current`` has and ``sent`` lacks (a few, breadth first, bounded)."""
+    missing: list[str] = []
+    level: list[tuple[list[str], JsonValue, JsonValue]] = [([], current, sent)]
+    visits = 0
+    while level and len(missing) < _MISSING_SHOWN and visits < _MISSING_VISITS:
+        deeper: list[tuple[list[str], JsonValue, JsonValue]] = []
+        for path, have, got in level:
+            visits += 1
+            if not isinstance(have, dict) or not isinstance(got, dict):
+                continue
+            for key, value in have.items():
+                if key not in got:
+                    missing.append(json_pointer([*path, key]))
+                elif isinstance(value, dict):
+                    deeper.append(([*path, key], value, got[key]))
+        level = deeper
+    return missing[:_MISSING_SHOWN]
+
+
+def _whole_state_refusal(error: MvuError, current: JsonValue, sent: JsonValue) -> MvuError:
+    """The declaration's refusal of an edit, saying that an edit replaces the whole ``stat_data``
+    (a partial one reads as keys removed, which the schema may refuse in words that do not say so)."""
+    missing = missing_keys(current, sent)
+    if not missing:
+        return error
+    shown = ", ".join(missing)
+    return MvuError(error.code, f"an edit replaces the whole stat_data, and this one leaves out {shown} "
+                                f"(send every key, changed or not): {error.message}",
+                    **{**error.details, "missing": missing})

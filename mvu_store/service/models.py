@@ -372,7 +372,18 @@ class TurnOutcome(_Output):
     revision: int
     changed: bool = False
     error: str | None = None
+    message: str | None = None
+    """A failed turn's error message (``error`` is its code)."""
+    reason: str | None = None
+    """Why a skipped turn applied nothing."""
     diagnostics: list[dict[str, JsonValue]] = Field(default_factory=list)
+    """The version's ``update_diagnostics``: each command that did not apply, then near-misses."""
+    commands: list[dict[str, JsonValue]] = Field(default_factory=list)
+    """Every command found in the reply, in text order, with its outcome (docs/python-api.md)."""
+    ignored_total: int = 0
+    """Ignored commands in the reply (``commands`` names at most 64 of those reading dropped)."""
+    possible_total: int = 0
+    """Possible commands (near-misses) in the reply (``diagnostics`` names at most 32 of them)."""
 
 
 class IngestReport(_Output):

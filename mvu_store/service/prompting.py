@@ -143,6 +143,12 @@ class PromptReads:
     # -- dependencies -----------------------------------------------------------------------------
 
     async def resolve(self, resource_id: Any, scope: Any, event: Any, signal: Signal | None) -> PromptDependency | None:
+        found = await self._dependency(resource_id, scope, event, signal)
+        return found if isinstance(found, PromptDependency) else None
+
+    async def _dependency(self, resource_id: Any, scope: Any, event: Any,
+                          signal: Signal | None) -> PromptDependency | str:
+        """What :meth:`resolve` reads, or why nothing can be given to the model now (in words)."""
         check_signal(signal)
         request = _parse_request(resource_id, scope, event)
         world_book = request.event["usage"] == "world-book-variable"
@@ -150,24 +156,24 @@ class PromptReads:
             raise MvuError(Code.MISSING, "a prompt template dependency names its resource (id)")
         found = await self._current(request, signal)
         if found is None:
-            return None
+            return "no state of this session can be read (no such resource here, or the session's history is gone)"
         record, lease = found
         content, revision = record.content, record.revision
         turn = request.event.get("turn")
         if world_book and isinstance(turn, int) and request.event["preview"] is not True:
             point = await self._checkpoint(record.id, request, turn, signal)
-            if point is None:
-                return None
+            if isinstance(point, str):
+                return point
             content, revision = point
         facts = _RetrieveFacts(record.id, request.session_id, turn, request.event["usage"])
         leases = await self._leased_decision(record.id, request, content, signal, facts)
         if leases is None:
             await facts.send(self._ctx.usage, "skipped", revision, None, detail="usage-policy")
-            return None
+            return "the usage policy did not allow it"
         policy, config_revision = leases
         check_current = Leases(lease, *policy)
         if not check_current():  # something moved while the policy was deciding
-            return None
+            return "the state changed while it was read: ask again"
         await facts.send(self._ctx.usage, "triggered", revision, config_revision)
         return PromptDependency(id=record.id, content=copy_json(content), revision=revision,
                                 config_revision=config_revision, check_current=check_current)
@@ -199,21 +205,27 @@ class PromptReads:
         return record, current
 
     async def _checkpoint(self, resource_id: str, request: _Request, turn: int,
-                          signal: Signal | None) -> tuple[JsonValue, int] | None:
+                          signal: Signal | None) -> tuple[JsonValue, int] | str:
         """A send's state: its turn's pre-request checkpoint, while that turn is the session's
-        latest (an older turn never reads a later reply)."""
+        latest (an older turn never reads a later reply); else why not, in words."""
         log = await self._ctx.sessions.log(request.session_id)
         snapshot = log.snapshot() if log is not None else None
         starts = [event for event in snapshot.events if event.type == "turn/start"] if snapshot is not None else []
-        if not starts or _turn_of(starts[-1]) != turn:
-            return None
+        latest = _turn_of(starts[-1]) if starts else None
+        if not isinstance(latest, int) or latest < turn:
+            return (f"turn {turn} has no turn/start event: send it (with the user's message) before the turn's "
+                    "prompt, or ask for a preview")
+        if latest != turn:
+            return f"turn {turn} is over (the session is at turn {latest}): a prompt reads its session's latest turn"
         try:
             point = await self._reads.checkpoint_state(resource_id, request.scope, turn, signal)
         except MvuError as error:
             if error.code in _UNAVAILABLE:
-                return None
+                return f"turn {turn}'s pre-turn state cannot be read ({error.code})"
             raise
-        return (point.content, point.revision) if point is not None else None
+        if point is None:
+            return f"turn {turn} has no pre-turn checkpoint of this state: its turn/start was not checkpointed"
+        return point.content, point.revision
 
     async def _leased_decision(self, resource_id: str, request: _Request, content: JsonValue, signal: Signal | None,
                                facts: _RetrieveFacts) -> tuple[list[Lease], JsonValue] | None:
@@ -277,9 +289,11 @@ class PromptReads:
         event: dict[str, JsonValue] = {
             "preview": preview, "turn": turn, "step": step, "usage": "world-book-variable",
             "consumer": {"adapterId": CONSUMERS["world-book-variable"], "id": consumer_id}}
-        found = await self.resolve(resource_id, scope, event, signal)
-        if found is None or not found.check_current():
-            raise MvuError(Code.USAGE_DENIED, "the state these entries name cannot be given to the model now",
+        found = await self._dependency(resource_id, scope, event, signal)
+        if isinstance(found, PromptDependency) and not found.check_current():
+            found = "the state changed while it was read: ask again"
+        if isinstance(found, str):
+            raise MvuError(Code.USAGE_DENIED, f"the state these entries name cannot be given to the model now: {found}",
                            id=resource_id if isinstance(resource_id, str) else None)
         content = found.content
         texts = await off_loop(lambda: [expand_message_variables(entry["text"], content) if is_active else None

@@ -172,8 +172,12 @@ class ReplyTurn:
         return TurnOutcome(resource_id=run.entry.id, turn=reply.turn, message_seq=reply.message.seq,
                            version_key=reply.key, status="committed" if run.runs else "skipped",
                            revision=outcome.revision, changed=applied.changed,
-                           diagnostics=list(applied.diagnostics)), await committed.facts.committed(outcome,
-                                                                                                  self._ctx.usage)
+                           reason=None if run.runs else skip_reason(run),
+                           diagnostics=list(applied.diagnostics),
+                           commands=[item.to_json() for item in applied.outcomes],
+                           ignored_total=applied.ignored_total,
+                           possible_total=applied.notes.possible_total), await committed.facts.committed(
+                               outcome, self._ctx.usage)
 
     # -- failure paths ----------------------------------------------------------------------------
 
@@ -204,10 +208,10 @@ class ReplyTurn:
             ended.add("failed", revision=outcome.revision, detail=error.code)
             return TurnOutcome(resource_id=run.entry.id, turn=reply.turn, message_seq=reply.message.seq,
                                version_key=reply.key, status="replayed", revision=outcome.revision,
-                               error=error.code), await ended.write(ctx.ledger, ctx.usage)
+                               error=error.code, message=error.message), await ended.write(ctx.ledger, ctx.usage)
         return TurnOutcome(resource_id=run.entry.id, turn=reply.turn, message_seq=reply.message.seq,
                            version_key=reply.key, status="failed", revision=outcome.revision,
-                           error=error.code), await ended.committed(outcome, ctx.usage)
+                           error=error.code, message=error.message), await ended.committed(outcome, ctx.usage)
 
     async def _receipt(self, run: ReplyRun, error: MvuError, current: Head) -> tuple[CommitOutcome, Facts]:
         """One compare-and-swap attempt of the failed receipt on ``current``."""
@@ -216,8 +220,22 @@ class ReplyTurn:
         ended.add("failed", revision=current.revision + 1, detail=error.code)
         reply = run.reply
         return await self._ctx.ledger.commit(CommitRequest(
-            run.entry.id, current.revision, "failed", current.variables, reply.fingerprint, reply.source,
+            # The version keeps the state, with no changes and no diagnostics of the version before.
+            run.entry.id, current.revision, "failed", Applied.unchanged(current.variables).variables,
+            reply.fingerprint, reply.source,
             key=reply.key, error=error.code, facts=tuple(ended.records))), ended
+
+
+def skip_reason(run: ReplyRun) -> str:
+    """Why a reply that does not run applied nothing, in words."""
+    if run.decision is not None and not run.decision.enabled:
+        return "the usage policy did not let this reply run"
+    notes = run.parsed.notes
+    if notes.ignored:
+        return f"no command of the reply runs: {notes.ignored[0].message}"
+    if notes.possible:
+        return f"the reply has no command; {notes.possible[0].command!r} is {notes.possible[0].message}"
+    return "the reply has no update command"
 
 
 def _check_seen(seen: Head | None, head: Head) -> None:

@@ -28,9 +28,12 @@ from typing import Any
 from mvu_store.errors import MvuError
 from mvu_store.host import Lease
 from mvu_store.jsonvalue import JsonValue, copy_json
-from mvu_store.lang import Command, contains_update, parse_commands
+from mvu_store.lang import Command, contains_update
 from mvu_store.lang.apply import UpdateResult, private_envelope, run_commands
+from mvu_store.lang.command_outcomes import merged_outcomes, update_diagnostics
+from mvu_store.lang.commands import scan_commands
 from mvu_store.lang.macros import Names, substitute
+from mvu_store.lang.outcomes import EMPTY_NOTES, CommandOutcome, ReplyNotes
 from mvu_store.ledger.records import Head
 from mvu_store.processor.port import CardRegistry, CommandProcessor, ProcessorTurn
 from mvu_store.processor.repair import repairs
@@ -55,6 +58,8 @@ class Parsed:
     error: MvuError | None
     """Why the text could not be read (its commands are then none): the reply's refusal."""
     has_update: bool
+    notes: ReplyNotes = EMPTY_NOTES
+    """What reading noted besides the commands: those it ignores, and near-misses."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,10 +127,10 @@ def parse(raw: str, names: Names) -> Parsed:
     text = raw
     try:
         text = substitute(raw, names)
-        commands = tuple(parse_commands(text))
+        scanned = scan_commands(text)
     except MvuError as error:
         return Parsed(text, (), error, contains_update(text))
-    return Parsed(text, commands, None, bool(commands))
+    return Parsed(text, scanned.commands, None, bool(scanned.commands), scanned.notes)
 
 
 def repairable(parsed: Parsed) -> Parsed:
@@ -244,7 +249,7 @@ def apply_commands(run: ReplyRun, head: Head, commands: tuple[Command, ...]) -> 
     # command changed.
     declared = DeclaredSchema.of(head.variables, run.reply.at, ValidationMemo(), run.allowance)
     return run_commands(private_envelope(head.variables), list(commands), declared,
-                        declared.check if declared is not None else None)
+                        declared.check if declared is not None else None, run.parsed.notes)
 
 
 @dataclass(frozen=True, slots=True)
@@ -256,17 +261,40 @@ class Applied:
     changed: bool = False
     encoded: bytes | None = None
     diagnostics: tuple[dict[str, Any], ...] = ()
+    """The version's ``update_diagnostics``: every command that did not apply, and near-misses."""
+    outcomes: tuple[CommandOutcome, ...] = ()
+    notes: ReplyNotes = EMPTY_NOTES
+
+    @property
+    def ignored_total(self) -> int:
+        """Commands ignored: those reading dropped (counted beyond the cap), and those that ran
+        without a change."""
+        ran = sum(1 for outcome in self.outcomes if outcome.kind == "ignored" and outcome.index is not None)
+        return self.notes.ignored_total + ran
 
     @staticmethod
     def of(result: UpdateResult) -> Applied:
-        return Applied(result.variables, result.changed, result.encoded,
-                       tuple(dict(item) for item in result.diagnostics))
+        listed = result.variables.get("update_diagnostics", [])
+        return Applied(result.variables, result.changed, result.encoded, tuple(dict(item) for item in listed),
+                       result.outcomes, result.notes)
+
+    @staticmethod
+    def unchanged(variables: JsonValue, notes: ReplyNotes = EMPTY_NOTES) -> Applied:
+        """``variables`` kept by a version that applies nothing: its own diagnostics (what reading
+        the reply noted) and no changes, never those of the version before (a read of it shows
+        what this turn did)."""
+        outcomes = merged_outcomes([], notes)
+        listed = update_diagnostics(outcomes, notes)
+        if not isinstance(variables, dict):
+            return Applied(variables, outcomes=outcomes, notes=notes)
+        kept = {**variables, "delta_data": {"changes": []}, "update_diagnostics": listed}
+        return Applied(kept, diagnostics=tuple(listed), outcomes=outcomes, notes=notes)
 
 
 async def applied(run: ReplyRun, head: Head) -> Applied:
     """The apply stage on ``head``, for one commit attempt."""
     if not run.runs:
-        return Applied(head.variables)
+        return Applied.unchanged(head.variables, run.parsed.notes)
     result = applied_ahead(run, head)
     return Applied.of(result if result is not None else await off_loop(lambda: apply(run, head)))
 

@@ -181,7 +181,11 @@ async def test_history_is_the_sessions_versions_oldest_first_with_failures(servi
     assert [entry.kind for entry in history] == ["reply", "failed", "reply", "manual"]
     assert [entry.revision for entry in history] == [1, 2, 3, 4]
     assert (history[1].error, history[0].error) == ("MVU_PATH", None)
-    assert history[1].variables == history[0].variables, "a failure keeps the state unchanged"
+    failed, before = history[1].variables, history[0].variables
+    assert isinstance(failed, dict) and isinstance(before, dict)
+    assert failed["stat_data"] == before["stat_data"], "a failure keeps the state unchanged"
+    # ... but not the diagnostics of the version before it: it changed nothing (issue 33).
+    assert (failed["delta_data"], failed["update_diagnostics"]) == ({"changes": []}, [])
     assert history[3].operation_id == "edit"
     assert all(entry.before_available is None and "beforeAvailable" not in entry.to_json() for entry in history)
     assert isinstance(history, list)

@@ -195,10 +195,13 @@ async def test_the_result_ahead_is_used_only_on_the_head_seen_with_every_command
     assert applied.changed and applied.encoded is not None
 
 
-async def test_a_reply_that_does_not_run_stores_the_head_as_it_is() -> None:
+async def test_a_reply_that_does_not_run_stores_the_heads_state_with_no_changes_of_its_own() -> None:
+    stale = Head("r", 3, "k-3", {"stat_data": {"hp": 10}, "delta_data": {"changes": [{"op": "set", "path": "/hp"}]},
+                                 "update_diagnostics": [{"code": "MVU_SCHEMA"}]})
     run = await decided("just words")
-    applied = await stages.applied(run, HEAD)
-    assert applied == stages.Applied(HEAD.variables) and applied.variables is HEAD.variables
+    applied = await stages.applied(run, stale)
+    assert applied.variables == {"stat_data": {"hp": 10}, "delta_data": {"changes": []}, "update_diagnostics": []}
+    assert not applied.changed and applied.encoded is None and applied.outcomes == ()
     ended = stages.ended_facts(run, HEAD, applied.changed)
     assert phases(ended)[-1] == ("completed", None) and ended.records[-1]["revision"] == HEAD.revision + 1
 
