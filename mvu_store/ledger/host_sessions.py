@@ -153,9 +153,10 @@ class _Marks:
     """A turn starts once and ends once (the table's unique index says so too; this says it
     clearly): the turn marks stored before a batch, and the batch's own as they come.
 
-    The stored ones are read with one query when the batch's marked turns lie close together
-    (the index holds at most two marks per turn, so it reads at most two rows per turn it spans:
-    no more than a query per mark would); a batch whose turns lie far apart asks once per mark."""
+    The stored ones are read with one query when the batch's marked turns span fewer than twice
+    as many turns as it has marks (the index holds at most two marks per turn, so the query reads
+    at most four rows per mark: the work of a query per mark, in one); a batch whose turns lie
+    further apart asks once per mark."""
 
     def __init__(self, tx: WriteTx, session_id: str, fresh: Sequence[tuple[SessionEvent, str]]) -> None:
         self._tx, self._session_id = tx, session_id
