@@ -10,12 +10,12 @@ the wrong type, a ``swipe_id`` outside its swipes, a ``variables`` element that 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from datetime import datetime
 from typing import IO, Any
 
-from mvu_store.chats.line_text import Around, MessageText, written_as
+from mvu_store.chats.line_text import Around, MessageText, Written, written_as
 from mvu_store.errors import Code, MvuError
 from mvu_store.jsonvalue import unique_keys
 
@@ -100,18 +100,20 @@ def decode_line(data: bytes, line: int) -> str:
         raise line_error(line, f"is not UTF-8 (byte {error.start})") from None
 
 
-def parse_line(text: str, line: int, *, written: bool = True) -> tuple[Any, MessageText | None]:
+def parse_line(text: str, line: int, *, written: bool = True,
+               shown: Iterable[Written] = ()) -> tuple[Any, MessageText | None]:
     """One line's JSON value: strict JSON, no key named twice in an object; and its text in
     parts when the line is as ``JSON.stringify`` writes it (:mod:`mvu_store.chats.line_text`).
     ``written``: whether to try that (the usual case, and the line is parsed once); a line that is
-    not so is parsed again with a check of each object's keys."""
+    not so is parsed again with a check of each object's keys. ``shown``: the object values of the
+    state the message before showed, with their texts (:func:`~mvu_store.chats.line_text.written_as`)."""
     if written:
         try:
             value = json.loads(text, parse_constant=_refuse_constant, parse_float=_number)
         except (ValueError, RecursionError):
             value = None  # the strict parse below says why
         else:
-            pieces = written_as(value, text)
+            pieces = written_as(value, text, shown)
             if pieces is not None:
                 return value, pieces
             del value  # not held while the line is parsed again
@@ -243,8 +245,10 @@ def read_message(raw: Any, line: int, index: int, text: MessageText | None = Non
 def read_chat(stream: IO[bytes]) -> Iterator[ChatHeader | ChatMessage]:
     """The header, then each message, as the stream is read. Blank lines are skipped (and
     counted); a line over :data:`MAX_LINE_BYTES` is refused. While a message is imported, no
-    text of its line is held here: only what it was parsed into."""
+    text of its line is held here: only what it was parsed into, and the texts of the objects of
+    the state it shows (a user's message after it repeats that state: they are tried for it)."""
     index = number = written = 0  # written: lines as JSON.stringify writes them, less lines not
+    shown: tuple[Written, ...] = ()
     while data := stream.readline(MAX_LINE_BYTES + 1):
         number += 1
         if len(data) > MAX_LINE_BYTES and not data.endswith(b"\n"):
@@ -253,10 +257,17 @@ def read_chat(stream: IO[bytes]) -> Iterator[ChatHeader | ChatMessage]:
             continue
         text = decode_line(data, number)
         del data
-        raw, parts = parse_line(text, number, written=written >= 0)  # a file of the other kind is parsed once
-        del text
+        raw, parts = parse_line(text, number, written=written >= 0, shown=shown)  # a file of the other
+        del text  # kind is parsed once
         written += 1 if parts is not None else -1
-        yield read_header(raw, number) if index == 0 else read_message(raw, number, index - 1, parts)
+        if index == 0:
+            yield read_header(raw, number)
+        else:
+            message = read_message(raw, number, index - 1, parts)
+            element = message.state_text(message.selected)
+            shown = () if element is None else element.written()
+            yield message
+            del message
         del raw, parts
         index += 1
     if index == 0:

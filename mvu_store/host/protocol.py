@@ -23,7 +23,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
-from mvu_store.jsonvalue import JsonValue
+from mvu_store.jsonvalue import JsonValue, dumps
 
 SESSION_FORMAT_VERSION = 4
 """The session log format version hosts write today (stored as ``sessionFormatVersion``)."""
@@ -141,6 +141,14 @@ def event_text(event: SessionEvent) -> str:
     """The text an event is hashed as in the fingerprint chain (key-sorted, compact JSON)."""
     return json.dumps([event.seq, event.type, event.data], ensure_ascii=False, separators=(",", ":"),
                       sort_keys=True, default=str)
+
+
+def canonical_event_text(seq: int, kind: str, data_text: str) -> str:
+    """:func:`event_text` of an event whose ``data`` is already written as key-sorted compact
+    JSON (``mvu_store.jsonvalue.dumps``, as a store keeps it): put together around that text
+    instead of encoding the data again. The same text, since a list is written as its items
+    joined by commas, each as it is written alone."""
+    return f"[{seq},{dumps(kind)},{data_text}]"
 
 
 def chain_link(previous: str, text: str) -> str:

@@ -89,8 +89,8 @@ class ChatImportRows:
         self.room = (int(usage["limit_bytes"]) - int(usage["used_bytes"])) if usage else 0
         """The bytes the ledger had free when the import began."""
         self._queued = RowBatch()
-        """Lines, versions and a branch's selection and activations, written a batch at a time
-        (:meth:`write_queued`): one statement per table and batch."""
+        """States, lines, versions and a branch's selection and activations, written a batch at
+        a time (:meth:`write_queued`): one statement per table and batch."""
 
     @property
     def charged(self) -> int:
@@ -104,6 +104,9 @@ class ChatImportRows:
 
     def _queue(self, table: str, row: dict[str, Any]) -> None:
         self._queued.add_row(table, row)
+        self._write_when_full()
+
+    def _write_when_full(self) -> None:
         if self._queued.size >= QUEUED_BYTES:
             self.write_queued()
 
@@ -135,6 +138,9 @@ class ChatImportRows:
         key, state hash); its session selects the template, which and it are active from
         ``boundary``. The parent's version may still be queued: it is not looked up."""
         revision, key, state_hash = head
+        queued = self._queued.take_blob(state_hash)
+        if queued is not None:  # the resource row names its state: stored first
+            self._parts.store.put_blob(self._tx, queued)
         self._parts.resources.insert_resource(self._tx, new, revision=revision, head=(key, state_hash),
                                               lineage=fork_of[:2] if fork_of is not None else None)
         self._queue("selections", {"session_id": new.session_id, "template_id": new.template_id})
@@ -143,9 +149,12 @@ class ChatImportRows:
 
     def put_state(self, variables: JsonValue, encoded: bytes, text: str | None = None) -> str:
         """Store a recorded state (its canonical bytes ``encoded``, checked against the state
-        budget; ``text``: the same as text, when known); returns its hash."""
-        store = self._parts.store
-        return store.put_blob(self._tx, store.prepare_state(variables, encoded, text))
+        budget now; ``text``: the same as text, when known); returns its hash. It is queued with
+        the versions that name it, and written before them."""
+        blob = self._parts.store.prepare_state(variables, encoded, text)
+        self._queued.add_blob(blob)
+        self._write_when_full()
+        return blob.hash
 
     def add_version(self, version: ImportedVersion) -> None:
         self._queue("versions", {
@@ -161,6 +170,7 @@ class ChatImportRows:
         session selects ``template_id``, which and the resource are active from ``boundary``."""
         parts, tx = self._parts, self._tx
         if head is not None:
+            self.write_queued()  # the head names its state and version: stored first
             revision, key, state_hash = head
             parts.store.update_row(tx, t.resources, {"id": resource_id},
                                    {"revision": revision, "head_key": key, "head_hash": state_hash})

@@ -11,11 +11,19 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from sqlalchemy import bindparam, select, text
 
 from mvu_store.errors import Code, MvuError
-from mvu_store.host import SessionEvent, SessionHeader, SessionTail, chain_fingerprint, header_fingerprint
+from mvu_store.host import (
+    SessionEvent,
+    SessionHeader,
+    SessionTail,
+    canonical_event_text,
+    chain_link,
+    header_fingerprint,
+)
 from mvu_store.jsonvalue import canonical_text
 from mvu_store.ledger import tables as t
 from mvu_store.ledger.query import LEDGER, Query, ReadRows, Row
@@ -46,6 +54,12 @@ _TURN_MARK = Query(
     # the session (a chat's turns grew slower the longer it ran).
     lambda: select(_e.seq).where(_e.ledger_id == LEDGER, _e.session_id == bindparam("session_id"),
                                  _e.type == bindparam("type"), _e.turn == bindparam("turn"), text(t.TURN_MARKS)),
+)
+_TURN_MARKS_BETWEEN = Query(
+    "host-turn-marks-between",
+    lambda: select(_e.seq, _e.type, _e.turn).where(
+        _e.ledger_id == LEDGER, _e.session_id == bindparam("session_id"), text(t.TURN_MARKS),
+        _e.turn >= bindparam("low"), _e.turn <= bindparam("high")),
 )
 _SESSION_IDS = Query("host-session-ids", lambda: select(_h.id).where(_h.ledger_id == LEDGER).order_by(_h.id))
 
@@ -135,14 +149,37 @@ def _turn_of(event: SessionEvent) -> int | None:
     return turn if type(turn) is int else None
 
 
-def _check_marks_turn_once(tx: WriteTx, session_id: str, event: SessionEvent, turn: int | None) -> None:
+class _Marks:
     """A turn starts once and ends once (the table's unique index says so too; this says it
-    clearly). Events of one batch are inserted in order, so an earlier one of the batch counts."""
-    earlier = tx.one(_TURN_MARK, session_id=session_id, type=event.type, turn=turn)
-    if earlier is not None:
-        raise MvuError(Code.EVENT_CONFLICT, f"session {session_id!r} already has a {event.type} of turn {turn} (event "
-                                            f"{earlier['seq']}): a turn starts and ends once",
-                       session_id=session_id, seq=event.seq, turn=turn, earlier_seq=int(earlier["seq"]))
+    clearly): the turn marks stored before a batch, and the batch's own as they come.
+
+    The stored ones are read with one query when the batch's marked turns span fewer than twice
+    as many turns as it has marks (the index holds at most two marks per turn, so the query reads
+    at most four rows per mark: the work of a query per mark, in one); a batch whose turns lie
+    further apart asks once per mark."""
+
+    def __init__(self, tx: WriteTx, session_id: str, fresh: Sequence[tuple[SessionEvent, str]]) -> None:
+        self._tx, self._session_id = tx, session_id
+        turns = [turn for event, _ in fresh if event.type in TURN_MARKS and (turn := _turn_of(event)) is not None]
+        self._seen: dict[tuple[str, int], int] = {}
+        self._read = bool(turns) and max(turns) - min(turns) < 2 * len(turns)
+        if self._read:
+            for row in tx.all(_TURN_MARKS_BETWEEN, session_id=session_id, low=min(turns), high=max(turns)):
+                self._seen[row["type"], int(row["turn"])] = int(row["seq"])
+
+    def take(self, event: SessionEvent, turn: int | None) -> None:
+        if turn is None:
+            return  # never equal to another (nor in the index)
+        earlier = self._seen.get((event.type, turn))
+        if earlier is None and not self._read:
+            row = self._tx.one(_TURN_MARK, session_id=self._session_id, type=event.type, turn=turn)
+            earlier = None if row is None else int(row["seq"])
+        if earlier is not None:
+            session_id = self._session_id
+            raise MvuError(Code.EVENT_CONFLICT, f"session {session_id!r} already has a {event.type} of turn {turn} "
+                                                f"(event {earlier}): a turn starts and ends once",
+                           session_id=session_id, seq=event.seq, turn=turn, earlier_seq=earlier)
+        self._seen[event.type, turn] = event.seq
 
 
 def _event(row: Row) -> SessionEvent:
@@ -208,14 +245,19 @@ class HostSessions:
             return Appended(stored, 0, len(overlap))
         link = stored.fingerprint
         order = _Order(stored.header, row["open_turn"], row["end_seed"])
+        marks = _Marks(tx, session_id, fresh)
+        rows: list[dict[str, Any]] = []
         for event, text in fresh:
             turn = _turn_of(event)
             order.take(event, turn)
             if event.type in TURN_MARKS:
-                _check_marks_turn_once(tx, session_id, event, turn)
-            link = chain_fingerprint(link, event)
-            self._store.insert_row(tx, t.host_events, {"session_id": session_id, "seq": event.seq, "type": event.type,
-                                                "turn": turn, "data": text, "fingerprint": link})
+                marks.take(event, turn)
+            # ``text`` is the data's canonical text (what is stored): the chain's text is put
+            # together around it, not encoded again.
+            link = chain_link(link, canonical_event_text(event.seq, event.type, text))
+            rows.append({"session_id": session_id, "seq": event.seq, "type": event.type, "turn": turn, "data": text,
+                         "fingerprint": link})
+        self._store.insert_rows(tx, t.host_events, rows)  # one statement, once every event fits
         last = fresh[-1][0].seq
         self._store.update_row(tx, t.host_sessions, {"id": session_id}, {
             "last_seq": last, "fingerprint": link, "open_turn": order.open_turn, "end_seed": order.end_seed})

@@ -19,7 +19,7 @@ from mvu_store.ledger import tables as t
 from mvu_store.ledger.audit import row_bytes
 from mvu_store.ledger.blob import Blob
 from mvu_store.ledger.query import LEDGER, Query
-from mvu_store.ledger.store import Store, _insert_query
+from mvu_store.ledger.store import Store
 from mvu_store.ledger.writer import WriteTx
 
 BATCH_TABLES = {table.name: table for table in (t.versions, t.chat_lines, t.selections, t.activations)}
@@ -46,6 +46,13 @@ class RowBatch:
             self.size += blob.size
         return blob.hash
 
+    def take_blob(self, digest: str) -> Blob | None:
+        """The blob queued under ``digest``, no longer queued (None: none is)."""
+        blob = self.blobs.pop(digest, None)
+        if blob is not None:
+            self.size -= blob.size
+        return blob
+
     def add_row(self, table: str, row: dict[str, Any]) -> None:
         """``row`` without ``ledger_id`` and ``bytes``: the ledger adds them."""
         row["bytes"] = row_bytes(BATCH_TABLES[table], row)
@@ -62,17 +69,12 @@ def insert_batch(store: Store, tx: WriteTx, batch: RowBatch) -> None:
     known = _known_blobs(tx, list(batch.blobs))
     fresh = [blob for digest, blob in batch.blobs.items() if digest not in known]
     if fresh:
-        tx.execute_many(_insert_query(t.blobs), [
-            {"ledger_id": store.ledger_id, "hash": blob.hash, "size": blob.size, "body": blob.text} for blob in fresh])
+        store.insert_rows(tx, t.blobs, [{"hash": blob.hash, "size": blob.size, "body": blob.text} for blob in fresh])
         tx.charge(sum(blob.size for blob in fresh))
     for name, table in BATCH_TABLES.items():
         rows = batch.rows.get(name)
-        if not rows:
-            continue
-        for row in rows:
-            row["ledger_id"] = store.ledger_id
-        tx.execute_many(_insert_query(table), rows)
-        tx.charge(sum(row["bytes"] for row in rows))
+        if rows:
+            store.insert_rows(tx, table, rows)
     batch.blobs, batch.rows, batch.size = {}, {}, 0
 
 

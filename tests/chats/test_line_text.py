@@ -103,6 +103,41 @@ def test_a_key_named_twice_is_refused_at_any_depth_naming_the_line(line: str) ->
         assert "twice" in caught.value.message and "key" in caught.value.details
 
 
+def _shown_then(element: dict[str, Any], after: str) -> bytes:
+    """A file whose first message shows ``element``, then the line ``after``."""
+    return chat_text([HEADER, {"mes": "a", "swipes": ["a"], "swipe_id": 0, "variables": [element]}]) + \
+        after.encode() + b"\n"
+
+
+@pytest.mark.parametrize("line", [
+    '{"mes":"b","variables":[{"stat_data":{"hp":1,"hp":1},"display_data":{"hp":1}}]}',
+    '{"mes":"b","variables":[{"stat_data":{"hp":1},"display_data":{"hp":1,"hp":1}}]}',
+    '{"mes":"b","variables":[{"stat_data":{"hp":1},"display_data":{"hp":1}},{"stat_data":{"hp":1,"hp":1}}]}',
+])
+def test_a_key_named_twice_in_a_state_equal_to_one_written_before_is_refused(line: str) -> None:
+    # The line before shows {"hp": 1}: its text is tried for every value equal to it.
+    with pytest.raises(MvuError) as caught:
+        _messages(_shown_then({"stat_data": {"hp": 1}, "display_data": {"hp": 1}}, line))
+    assert caught.value.details["line"] == 3 and "twice" in caught.value.message
+
+
+@pytest.mark.parametrize(("shown", "element"), [
+    ({"stat_data": {"hp": True}}, {"stat_data": {"hp": 1}, "display_data": {"hp": 1}}),  # 1 == True
+    ({"stat_data": {"a": 1, "b": 2}}, {"stat_data": {"b": 2, "a": 1}, "display_data": {"a": 1, "b": 2}}),
+    ({"stat_data": {"hp": 0}}, {"stat_data": {"hp": False}, "display_data": {"hp": 0}}),
+    ({"stat_data": {"hp": 1}}, {"stat_data": {"hp": 1}, "display_data": {"hp": 1}, "delta_data": {"hp": 1}}),
+])
+def test_values_equal_to_ones_written_before_are_written_as_they_are(shown: dict[str, Any],
+                                                                     element: dict[str, Any]) -> None:
+    """``==`` takes 1 for true and ignores the key order: the texts given are the line's own."""
+    line = {"mes": "b", "is_user": True, "variables": [element]}
+    _, message = _messages(_shown_then(shown, js_json(line)))
+    assert message.written is not None and message.written.line() == js_json(line)
+    assert message.state(0) == element and json.dumps(message.state(0)) == json.dumps(element)
+    parts = message.state_text(0)
+    assert parts is not None and stored_state(element, None, parts).encoded == stored_state(element, None).encoded
+
+
 def test_a_key_named_twice_in_the_header_is_refused() -> None:
     for header in ('{"user_name":"U","chat_metadata":{},"user_name":"V"}',
                    '{"chat_metadata":{"variables":{"stat_data":{"a":1,"a":1}}}}'):

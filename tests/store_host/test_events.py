@@ -8,7 +8,14 @@ from typing import Any
 import pytest
 
 from mvu_store.errors import Code, MvuError
-from mvu_store.host import SessionEvent, has_tool_call, message_text, user_source_kind
+from mvu_store.host import (
+    SessionEvent,
+    canonical_event_text,
+    event_text,
+    has_tool_call,
+    message_text,
+    user_source_kind,
+)
 from mvu_store.store_host.events import (
     MAX_BATCH_EVENTS,
     MAX_REPLY_BYTES,
@@ -145,6 +152,18 @@ def test_the_kept_text_is_canonical_so_a_resent_event_compares_equal() -> None:
     one = keep({"seq": 0, "type": "turn/end", "data": {"reason": {"kind": "completed"}, "turn": 1}})
     two = keep({"type": "turn/end", "data": {"turn": 1.0, "reason": {"kind": "completed"}}, "seq": 0})
     assert one.text == two.text == '{"reason":{"kind":"completed"},"turn":1}'
+
+
+@pytest.mark.parametrize("raw", [
+    {"seq": 0, "type": "turn/start", "data": {"turn": 0}},
+    {"seq": 7, "type": "user/message", "data": {"turn": 3, "message": {"source": {"kind": "user"},
+                                                                      "content": "你好 \"quoted\" \\ \u2028 🙂"}}},
+    {"seq": 12, "type": "model/selection", "data": {"model": "x", "temperature": 0.7, "top": 1.0, "list": [2, {"b": 1,
+                                                                                                     "a": None}]}},
+])
+def test_the_chain_text_put_together_around_the_kept_text_is_the_events_own(raw: dict[str, Any]) -> None:
+    item = keep(raw)
+    assert canonical_event_text(item.event.seq, item.event.type, item.text) == event_text(item.event)
 
 
 def test_a_turn_end_keeps_the_turns_time() -> None:

@@ -217,6 +217,24 @@ async def test_a_turn_starts_once_and_ends_once_so_a_reply_is_never_applied_twic
     assert stored is not None and stored.last_seq == 2
 
 
+@pytest.mark.parametrize(("batch", "seq", "earlier"), [
+    ([start(4, 1)], 4, 0),                                                   # a stored turn's start
+    ([start(4, 100), end(5, 100), start(6, 5)], 6, 2),                       # turns far apart: asked per mark
+    ([start(4, 9), end(5, 9), start(6, 9)], 6, 4),                           # the batch's own start
+    ([start(4, 9), end(5, 9), start(6, 900), end(7, 900), start(8, 9)], 8, 4),
+])
+async def test_a_turn_mark_again_names_the_event_that_marked_it_first(host: StoreHost, batch: list[Any], seq: int,
+                                                                      earlier: int) -> None:
+    await host.create_session("s1", created_at=CREATED)
+    await host.append("s1", [start(0, 1), end(1, 1), start(2, 5), end(3, 5)])
+    with pytest.raises(MvuError) as refused:
+        await host.append("s1", batch)
+    assert refused.value.code == Code.EVENT_CONFLICT
+    assert (refused.value.details["seq"], refused.value.details["earlier_seq"]) == (seq, earlier)
+    stored = await host.session("s1")
+    assert stored is not None and stored.last_seq == 3
+
+
 @pytest.mark.parametrize(("events", "why"), [
     ([reply(0, 7, "x"), end(1, 7)], "no turn runs"),                        # an end without its start
     ([start(0, 1), start(1, 2)], "while turn 1 runs"),                      # overlapping turns
