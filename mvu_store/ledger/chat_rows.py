@@ -79,18 +79,31 @@ class ImportedVersion:
     """When the message was sent (None: unknown, the time of the import)."""
 
 
+def _ended(what: str) -> MvuError:
+    return MvuError(Code.DISPOSED, f"the chat {what}'s unit of work has ended: its steps run only inside it")
+
+
 class ChatImportRows:
     """The steps of one chat import, inside its unit of work (valid only during
     :meth:`ChatRows.import_chat_rows`, on the writer's thread)."""
 
     def __init__(self, parts: ChatRows, tx: WriteTx) -> None:
-        self._parts, self._tx = parts, tx
+        self._parts, self._open_tx = parts, tx
+        self.closed = False
+        """Set when the unit of work ends: a step kept and called later is refused, never run
+        on a finished transaction."""
         usage = tx.one(USAGE)
         self.room = (int(usage["limit_bytes"]) - int(usage["used_bytes"])) if usage else 0
         """The bytes the ledger had free when the import began."""
         self._queued = RowBatch()
         """States, lines, versions and a branch's selection and activations, written a batch at
         a time (:meth:`write_queued`): one statement per table and batch."""
+
+    @property
+    def _tx(self) -> WriteTx:
+        if self.closed:
+            raise _ended("import")
+        return self._open_tx
 
     @property
     def charged(self) -> int:
@@ -190,7 +203,15 @@ class ChatExportRows:
     :meth:`ChatRows.export_chat_rows`)."""
 
     def __init__(self, rows: ReadRows, session_id: str) -> None:
-        self._rows, self.session_id = rows, session_id
+        self._open_rows, self.session_id = rows, session_id
+        self.closed = False
+        """Set when the snapshot ends (as :attr:`ChatImportRows.closed`)."""
+
+    @property
+    def _rows(self) -> ReadRows:
+        if self.closed:
+            raise _ended("export")
+        return self._open_rows
 
     def tail(self) -> StoredTail | None:
         """The session's header and every event (None without the session)."""
@@ -252,10 +273,21 @@ class ChatRows:
                     raise MvuError(Code.ID_CONFLICT, f"session {session_id!r} holds another imported chat",
                                    session_id=session_id, sha256=stored["sha256"])
                 return again(stored["summary"])
-            return write(ChatImportRows(self, tx))
+            steps = ChatImportRows(self, tx)
+            try:
+                return write(steps)
+            finally:
+                steps.closed = True
 
         return await self.store.write(work)
 
     async def export_chat_rows(self, session_id: str, read: Callable[[ChatExportRows], T]) -> T:
         """Run ``read`` over the session's rows in one snapshot (off the loop)."""
-        return await self.store.read_rows(lambda rows: read(ChatExportRows(rows, session_id)))
+        def snapshot(rows: ReadRows) -> T:
+            steps = ChatExportRows(rows, session_id)
+            try:
+                return read(steps)
+            finally:
+                steps.closed = True
+
+        return await self.store.read_rows(snapshot)
