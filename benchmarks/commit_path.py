@@ -3,15 +3,27 @@
 Everything is measured side by side in one run, in temporary directories, with the same 4 KiB
 state and the same durability (WAL, ``synchronous=FULL``):
 
-- raw ``sqlite3``, one writer: ``BEGIN IMMEDIATE``; CAS ``UPDATE``; history ``INSERT``; receipt
-  ``INSERT``; ``COMMIT`` per operation;
+- raw ``sqlite3``, one writer, its own SQL: ``BEGIN IMMEDIATE``; CAS ``UPDATE``; history
+  ``INSERT``; receipt ``INSERT``; ``COMMIT`` per operation, on a small schema of its own (the
+  historical baseline of ``ratio_single``; it writes about half the WAL pages ours does);
+- raw ``sqlite3``, one writer, OUR SQL (``ratio_single_same_sql``): before the rounds, a ledger
+  made by our migrations runs as many commits as a round times (warm-up included) while every
+  connection it opens records what it executes (``sqlite3.connect`` is swapped for the capture
+  only); each round then replays the writer's transactions, statement by statement with the
+  same parameters (``BEGIN IMMEDIATE``, the head-and-receipt read, blob ``INSERT``, CAS
+  ``UPDATE``, version and receipt ``INSERT``, budget ``UPDATE``, ``COMMIT``: fresh keys and
+  values per operation, the same sizes), on a fresh copy of the file as it was before the first
+  commit. Same schema and page size (the copy's), same pragmas (WAL, ``synchronous=FULL``,
+  foreign keys on). Checkpointing is SQLite's default (``wal_autocheckpoint`` 1,000 pages,
+  inside the COMMIT that crosses it), as for the first baseline: ours checkpoints on a thread
+  of its own instead (``ledger/checkpointer.py``), which no plain sqlite3 program has;
 - ours, one writer: sequential ``await ledger.commit(...)`` through the public async API;
 - ours, 16 writers on 16 resources: ``asyncio.gather`` of 16 such loops;
 - the original design: a JSON ledger file of 1,000 resources of 4 KiB each, rewritten whole
   (temp file + fsync + rename) per commit;
-- (the three above run in interleaved rounds, ratios taken within a round, median reported;
+- (the five above run in interleaved rounds, ratios taken within a round, median reported;
   each round uses fresh resources in the same two ledger files, so history accumulates
-  across rounds as it does in use);
+  across rounds as it does in use, while both raw baselines start each round on a fresh file);
 - fork cost: ``ledger.fork`` of a resource with 1,000 versions against one with 10 (bytes
   charged to the ledger, rows added, median time).
 
@@ -29,20 +41,24 @@ import functools
 import hashlib
 import json
 import os
+import shutil
 import sqlite3
 import statistics
 import sys
 import tempfile
 import time
+from contextlib import closing
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar, Self
+from unittest import mock
 
 from mvu_store.ledger import CommitRequest, Ledger, NewResource, open_ledger
 
 STATE_BYTES = 4096
 TABLES = ("resources", "versions", "receipts", "blobs", "checkpoints", "seeds", "templates")
-TARGETS = {"ratio_single": ">= 0.5", "ratio_concurrent": ">= 1.0", "ratio_vs_json_file": ">= 100",
-           "ratio_concurrent_vs_json_file": ">= 100", "fork_cost_growth": "<= 1.1"}
+TARGETS = {"ratio_single": ">= 0.5", "ratio_single_same_sql": ">= 0.5", "ratio_concurrent": ">= 1.0",
+           "ratio_vs_json_file": ">= 100", "ratio_concurrent_vs_json_file": ">= 100", "fork_cost_growth": "<= 1.1"}
 
 
 def state(owner: str, n: int) -> dict[str, Any]:
@@ -114,6 +130,144 @@ def raw_sqlite(directory: Path, ops: int) -> float:
     return ops / elapsed
 
 
+# -- raw sqlite3 running our SQL ----------------------------------------------------------------
+
+
+Statement = tuple[str, Any, bool]  # SQL, its parameters, whether executemany ran it
+
+
+class _RecordingCursor(sqlite3.Cursor):
+    """A cursor that logs every statement and its parameters on its connection (capture only)."""
+
+    def execute(self, sql: str, parameters: Any = (), /) -> Self:
+        self.connection.log.append((sql, parameters, False))  # type: ignore[attr-defined]
+        return super().execute(sql, parameters)
+
+    def executemany(self, sql: str, seq_of_parameters: Any, /) -> Self:
+        rows = list(seq_of_parameters)
+        self.connection.log.append((sql, rows, True))  # type: ignore[attr-defined]
+        return super().executemany(sql, rows)
+
+
+class _RecordingConnection(sqlite3.Connection):
+    """What every connection of the capture ledger is: the writer's log holds each commit's
+    statements in order, BEGIN and COMMIT included (``commit()`` issues COMMIT in C)."""
+
+    opened: ClassVar[list[_RecordingConnection]] = []
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.log: list[Statement] = []
+        _RecordingConnection.opened.append(self)
+
+    def cursor(self, factory: Any = _RecordingCursor) -> Any:
+        return super().cursor(factory)
+
+    def commit(self) -> None:
+        self.log.append(("COMMIT", (), False))
+        super().commit()
+
+
+@dataclass
+class Capture:
+    """Our SQL for ``len(ops)`` sequential commits of one resource, and the file they start from."""
+
+    template: Path
+    ops: list[list[Statement]]
+    changes: int  # rows the commits changed (sqlite3's total_changes), to check the replay
+    resource: str
+
+
+def _recording_connect(*args: Any, **kwargs: Any) -> sqlite3.Connection:
+    return _CONNECT(*args, factory=_RecordingConnection, **kwargs)
+
+
+_CONNECT = sqlite3.connect
+
+
+def _transactions(log: list[Statement]) -> list[list[Statement]]:
+    """The log cut into transactions, BEGIN ... COMMIT (the writer's checkpoint finish and
+    anything else outside a transaction is left out: raw sqlite3 checkpoints its own way)."""
+    transactions: list[list[Statement]] = []
+    current: list[Statement] | None = None
+    for statement in log:
+        sql = statement[0]
+        if sql.startswith("BEGIN"):
+            current = []
+        if current is not None:
+            current.append(statement)
+        if sql == "COMMIT" and current is not None:
+            transactions.append(current)
+            current = None
+    return transactions
+
+
+async def capture_commits(directory: Path, count: int) -> Capture:
+    """Run ``count`` commits through ``ledger.commit`` on a fresh ledger in ``directory`` (made by
+    our migrations) whose connections log what they execute; the ledger's file as it was before
+    the first of them is copied to ``template`` (sqlite3's backup: a consistent copy of a WAL database)."""
+    path, template, owner = directory / "capture.sqlite3", directory / "capture-template.sqlite3", "r"
+    # Every connection the ledger opens, whichever way (SQLAlchemy's dialect or the ledger's own
+    # opener of an existing file), is made by sqlite3.connect: for the capture, a recording one.
+    with mock.patch.object(sqlite3, "connect", _recording_connect):
+        ledger = await open_ledger(f"sqlite:///{path}", synchronous="FULL", ledger_limit_bytes=1 << 40)
+        try:
+            await create(ledger, owner)
+            with closing(_CONNECT(path)) as source, closing(_CONNECT(template)) as copy:
+                source.backup(copy)
+            return await _record(ledger, owner, count, template)
+        finally:
+            await ledger.close()
+            _RecordingConnection.opened.clear()
+
+
+async def _record(ledger: Ledger, owner: str, count: int, template: Path) -> Capture:
+    """The writer's transactions of ``count`` commits of ``owner`` (see :func:`capture_commits`)."""
+    for connection in _RecordingConnection.opened:
+        connection.log.clear()
+    changes = {id(connection): connection.total_changes for connection in _RecordingConnection.opened}
+    await chain(ledger, owner, 0, count)
+    writers = [c for c in _RecordingConnection.opened if any(sql.startswith("BEGIN") for sql, _, _ in c.log)]
+    assert len(writers) == 1, "one writer connection ran the commits"
+    ops = _transactions(writers[0].log)
+    assert len(ops) == count, (len(ops), count)
+    return Capture(template, ops, writers[0].total_changes - changes[id(writers[0])], owner)
+
+
+def raw_same_sql(directory: Path, capture: Capture, warmup: int) -> float:
+    """Ops/s of raw sqlite3 replaying our captured SQL, op by op, on a copy of the file the
+    commits started from: same statements, parameters, schema, page size and pragmas
+    (WAL, ``synchronous=FULL``, foreign keys); SQLite's own checkpointing (see the module doc)."""
+    directory.mkdir()
+    path = directory / "raw-same-sql.sqlite3"
+    shutil.copyfile(capture.template, path)
+    db = sqlite3.connect(path, isolation_level=None)
+    db.execute("PRAGMA journal_mode=WAL")
+    db.execute("PRAGMA synchronous=FULL")
+    db.execute("PRAGMA foreign_keys=ON")
+    cursor = db.cursor()
+
+    def replay(op: list[Statement]) -> None:
+        for sql, parameters, many in op:
+            if many:
+                cursor.executemany(sql, parameters)
+            else:
+                cursor.execute(sql, parameters)
+                if cursor.description is not None:
+                    cursor.fetchall()
+
+    for op in capture.ops[:warmup]:
+        replay(op)
+    started = time.perf_counter()
+    for op in capture.ops[warmup:]:
+        replay(op)
+    elapsed = time.perf_counter() - started
+    # The replay changed what our commits changed: the same SQL did the same work.
+    assert db.total_changes == capture.changes, (db.total_changes, capture.changes)
+    db.close()
+    return (len(capture.ops) - warmup) / elapsed
+
+
 # -- ours ---------------------------------------------------------------------------------------
 
 
@@ -165,24 +319,29 @@ async def ours_concurrent(ledger: Ledger, prefix: str, ops: int, writers: int = 
 
 async def rounds_side_by_side(directory: Path, rounds: int, ops: int, concurrent_ops: int, json_ops: int
                               ) -> dict[str, list[float]]:
-    """Per round: raw sqlite3, ours with one writer, ours with 16 writers, the JSON file (ops/s).
+    """Per round: raw sqlite3 (its own SQL, then ours), ours with one writer, ours with 16
+    writers, the JSON file (ops/s).
 
     Interleaving puts load from the rest of the machine on both sides alike. Ours keeps two
     ledger files open for the whole run (fresh resources per round, history accumulating as
     in use); the raw baseline is synchronous and simply blocks the loop while it runs.
     """
+    warmup = min(50, ops // 10)  # as ours_single warms up
+    capture = await capture_commits(directory, warmup + ops)  # before our ledgers open
     options: dict[str, Any] = {"synchronous": "FULL", "ledger_limit_bytes": 1 << 40}
     single = await open_ledger(f"sqlite:///{directory / 'single.sqlite3'}", **options)
     concurrent = await open_ledger(f"sqlite:///{directory / 'concurrent.sqlite3'}", **options)
     json_ledger = JsonFileLedger(directory, 1000)
-    rates: dict[str, list[float]] = {"raw": [], "single": [], "concurrent": [], "json": []}
+    rates: dict[str, list[float]] = {"raw": [], "raw_same_sql": [], "single": [], "concurrent": [], "json": []}
     try:
         for index in range(rounds):
             rates["raw"].append(raw_sqlite(directory / f"raw-{index}", ops))
+            rates["raw_same_sql"].append(raw_same_sql(directory / f"raw-same-sql-{index}", capture, warmup))
             rates["single"].append(await ours_single(single, f"s{index}", ops))
             rates["concurrent"].append(await ours_concurrent(concurrent, f"c{index}", concurrent_ops))
             rates["json"].append(json_ledger.rate(json_ops))
-            say(f"round {index + 1}/{rounds}: raw sqlite3 1 writer {rates['raw'][-1]:6.0f} | ours 1 writer "
+            say(f"round {index + 1}/{rounds}: raw sqlite3 1 writer {rates['raw'][-1]:6.0f} | raw sqlite3 our SQL "
+                f"{rates['raw_same_sql'][-1]:6.0f} | ours 1 writer "
                 f"{rates['single'][-1]:6.0f} | ours 16 writers {rates['concurrent'][-1]:6.0f} | JSON file "
                 f"(1,000 x 4 KiB) {rates['json'][-1]:5.1f}  ops/s")
     finally:
@@ -331,11 +490,13 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     growth = max(fork["fork_bytes_ratio"], fork["fork_rows_ratio"], fork["fork_time_ratio"])
     result: dict[str, Any] = {
         "ratio_single": round(median_ratio("single", "raw"), 3),
+        "ratio_single_same_sql": round(median_ratio("single", "raw_same_sql"), 3),
         "ratio_concurrent": round(median_ratio("concurrent", "raw"), 3),
         "ratio_vs_json_file": round(median_ratio("single", "json"), 1),
         "ratio_concurrent_vs_json_file": round(median_ratio("concurrent", "json"), 1),
         "fork_cost_growth": round(growth, 3),
         "raw_sqlite_ops_per_s": round(raw, 1),
+        "raw_sqlite_same_sql_ops_per_s": round(statistics.median(rates["raw_same_sql"]), 1),
         "rounds": {name: [round(rate, 1) for rate in values] for name, values in rates.items()},
         "ours_single_ops_per_s": round(single, 1),
         "ours_concurrent_ops_per_s": round(concurrent, 1),
@@ -349,6 +510,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     }
     verdicts = {
         "ratio_single": result["ratio_single"] >= 0.5,
+        "ratio_single_same_sql": result["ratio_single_same_sql"] >= 0.5,
         "ratio_concurrent": result["ratio_concurrent"] >= 1.0,
         "ratio_vs_json_file": result["ratio_vs_json_file"] >= 100,
         "ratio_concurrent_vs_json_file": result["ratio_concurrent_vs_json_file"] >= 100,

@@ -74,7 +74,7 @@ async def test_the_writer_finishes_a_pass_so_the_wal_starts_over(sqlite_ledger: 
     commit, so the write after that starts the WAL over (a WAL that only grows makes every
     commit's sync write its size too)."""
     ledger, url = sqlite_ledger
-    checkpointer = ledger._checkpointer
+    checkpointer = ledger._store._checkpointer
     assert checkpointer is not None
     wal = Path(f"{database_file(url)}-wal")
     reader = sqlite3.connect(database_file(url), isolation_level=None)
