@@ -79,6 +79,17 @@ class ImportedVersion:
     """When the message was sent (None: unknown, the time of the import)."""
 
 
+S = TypeVar("S", "ChatImportRows", "ChatExportRows")
+
+
+def _closing_after(steps: S, run: Callable[[S], T]) -> T:
+    """``run(steps)``, then ``steps`` closed whatever happened: they live as long as their unit."""
+    try:
+        return run(steps)
+    finally:
+        steps.closed = True
+
+
 def _ended(what: str) -> MvuError:
     return MvuError(Code.DISPOSED, f"the chat {what}'s unit of work has ended: its steps run only inside it")
 
@@ -273,21 +284,10 @@ class ChatRows:
                     raise MvuError(Code.ID_CONFLICT, f"session {session_id!r} holds another imported chat",
                                    session_id=session_id, sha256=stored["sha256"])
                 return again(stored["summary"])
-            steps = ChatImportRows(self, tx)
-            try:
-                return write(steps)
-            finally:
-                steps.closed = True
+            return _closing_after(ChatImportRows(self, tx), write)
 
         return await self.store.write(work)
 
     async def export_chat_rows(self, session_id: str, read: Callable[[ChatExportRows], T]) -> T:
         """Run ``read`` over the session's rows in one snapshot (off the loop)."""
-        def snapshot(rows: ReadRows) -> T:
-            steps = ChatExportRows(rows, session_id)
-            try:
-                return read(steps)
-            finally:
-                steps.closed = True
-
-        return await self.store.read_rows(snapshot)
+        return await self.store.read_rows(lambda rows: _closing_after(ChatExportRows(rows, session_id), read))

@@ -267,10 +267,8 @@ class Compiler:
 
             return call_builtin
 
-        if callee_node.kind == "member" and callee_node.value[0] != "lastIndex":
+        if (callee_node.kind == "member" and callee_node.value[0] != "lastIndex") or callee_node.kind == "index":
             return self.method_call(node, args)
-        if callee_node.kind == "index":
-            return self.index_call(node, args)
 
         def call(frame: Frame) -> Any:
             function = callee(frame)
@@ -283,9 +281,15 @@ class Compiler:
         return call
 
     def method_call(self, node: Node, args: Callable[[Frame], list[Any]]) -> Eval:
-        """``obj.m(...)``: the function read from ``obj`` is called with ``obj`` as its ``this``."""
+        """``obj.m(...)`` or ``obj[key](...)``: the function read from ``obj`` is called with ``obj``
+        as its ``this``."""
         callee_node = node.child(0)
-        name, optional_member = callee_node.value
+        key: Eval | None = None
+        if callee_node.kind == "member":
+            constant, optional_member = callee_node.value
+        else:
+            constant, optional_member = None, callee_node.value
+            key = self.expression(callee_node.child(1))
         optional_call = node.value
         holder = self.operand(callee_node.child(0))
 
@@ -293,34 +297,8 @@ class Compiler:
             obj = holder(frame)
             if optional_member and (obj is None or obj is UNDEFINED):
                 raise _ShortCircuit
+            name = constant if key is None else key(frame)
             try:
-                function = obj.read(frame.budget, name) if type(obj) is GetterObject else get_member(obj, name)
-            except MvuError as error:
-                raise _located(error, callee_node) from None
-            if isinstance(function, JsFunction):
-                return function.call(frame.budget, args(frame), obj)
-            if isinstance(function, JsCallable):
-                return function.call(frame.budget, args(frame))
-            if optional_call and (function is None or function is UNDEFINED):
-                raise _ShortCircuit
-            raise fail(f"{name} is not a function")
-
-        return call
-
-    def index_call(self, node: Node, args: Callable[[Frame], list[Any]]) -> Eval:
-        """``obj[key](...)``: as ``obj.m(...)``, the function is called with ``obj`` as its ``this``."""
-        callee_node = node.child(0)
-        optional_member = callee_node.value
-        optional_call = node.value
-        holder = self.operand(callee_node.child(0))
-        key = self.expression(callee_node.child(1))
-
-        def call(frame: Frame) -> Any:
-            obj = holder(frame)
-            if optional_member and (obj is None or obj is UNDEFINED):
-                raise _ShortCircuit
-            try:
-                name = key(frame)
                 function = (obj.read(frame.budget, property_key(name)) if type(obj) is GetterObject
                             else get_member(obj, name))
             except MvuError as error:
