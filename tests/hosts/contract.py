@@ -211,16 +211,6 @@ class HostContract:
             tail = await driver.host.inspect_since("s1", after)
             assert tail is not None and tail.base_fingerprint == fingerprint, after
 
-    async def test_a_host_opened_again_on_its_storage_answers_the_same(self, driver: HostDriver) -> None:
-        await driver.create("s1", created_at=CREATED, origin="web")
-        await driver.append("s1", turn(1, "a", "b"))
-        again = await driver.reopen()
-        if again is None:
-            pytest.skip("this host keeps its sessions in its own memory only")
-        assert await again.inspect("s1") == await driver.host.inspect("s1")
-        for after in (-1, 1, 3):
-            assert await again.inspect_since("s1", after) == await driver.host.inspect_since("s1", after)
-
     # -- creating a session: the header checks every host shares --------------------------------
 
     @pytest.mark.parametrize("session_id", BAD_SESSION_IDS)
@@ -376,3 +366,17 @@ class HostContract:
         with pytest.raises(MvuError) as error:
             host.facts.grant("x" * 201, source_identity={}, scope={})
         assert error.value.code == Code.OPERATION and error.value.details["field"] == "grantId"
+
+
+class StorageContract:
+    """The cases of a host that keeps its sessions in storage (a ledger, log files): mixed into
+    the ``Test…`` classes of those drivers only, whose ``reopen`` opens the same storage again."""
+
+    async def test_a_host_opened_again_on_its_storage_answers_the_same(self, driver: HostDriver) -> None:
+        await driver.create("s1", created_at=CREATED, origin="web")
+        await driver.append("s1", turn(1, "a", "b"))
+        again = await driver.reopen()
+        assert again is not None, "a driver with storage opens it again"
+        assert await again.inspect("s1") == await driver.host.inspect("s1")
+        for after in (-1, 1, 3):
+            assert await again.inspect_since("s1", after) == await driver.host.inspect_since("s1", after)

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from mvu_store.memory_host import MemoryHost
-from tests.hosts.contract import Event, HostContract
+from tests.hosts.contract import Event, HostContract, StorageContract
 
 
 class MemoryDriver:
@@ -31,7 +31,13 @@ class MemoryDriver:
         return None if self.path is None else MemoryHost(self.path)
 
 
-class TestMemoryHostContract(HostContract):
-    @pytest.fixture(params=["in memory", "in log files"])
-    def driver(self, request: pytest.FixtureRequest, tmp_path: Path) -> MemoryDriver:
-        return MemoryDriver(tmp_path / "sessions" if request.param == "in log files" else None)
+class TestMemoryHostInMemory(HostContract):
+    @pytest.fixture
+    def driver(self) -> MemoryDriver:
+        return MemoryDriver(None)
+
+
+class TestMemoryHostOnLogFiles(HostContract, StorageContract):
+    @pytest.fixture
+    def driver(self, tmp_path: Path) -> MemoryDriver:
+        return MemoryDriver(tmp_path / "sessions")

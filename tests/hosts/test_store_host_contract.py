@@ -10,7 +10,7 @@ import pytest
 
 from mvu_store.ledger import Ledger, open_ledger
 from mvu_store.store_host import StoreHost
-from tests.hosts.contract import Event, HostContract
+from tests.hosts.contract import Event, HostContract, StorageContract
 
 
 class StoreDriver:
@@ -36,7 +36,7 @@ class StoreDriver:
         return StoreHost(other)
 
 
-class TestStoreHostContract(HostContract):
+class TestStoreHostContract(HostContract, StorageContract):
     @pytest.fixture
     async def driver(self, ledger: Ledger, ledger_url: str, ledger_id: str) -> AsyncIterator[StoreDriver]:
         async with AsyncExitStack() as opened:
