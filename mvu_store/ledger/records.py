@@ -153,6 +153,32 @@ class SessionRows:
     """The session's activation boundaries by owner (template or resource id), when asked for."""
 
 
+ChangeStatus = Literal["applied", "refused", "ignored"]
+ChangeActor = Literal["reply", "opening", "script", "manual", "import", "initial"]
+
+
+@dataclass(frozen=True, slots=True)
+class ChangeRow:
+    """One path a version changed, or one command it refused or ignored (a ``changes`` row).
+
+    The ledger fills in where it belongs (resource, the version's position and revision, its
+    session and message) when it writes the version. ``before``/``after`` hold the value at
+    ``path`` (a JSON pointer) before and after: an empty tuple means there was no value.
+    """
+
+    path: str
+    status: ChangeStatus
+    actor: ChangeActor
+    op: str | None = None
+    before: tuple[JsonValue, ...] = ()
+    after: tuple[JsonValue, ...] = ()
+    command: str | None = None
+    code: str | None = None
+    reason: str | None = None
+    message: str | None = None
+    turn: int | None = None
+
+
 @dataclass(frozen=True, slots=True)
 class CommitRequest:
     """One state write (or a failure receipt, ``kind='failed'``, that claims the next revision
@@ -180,6 +206,9 @@ class CommitRequest:
     version (never on a replay), so they are durable exactly when the write is. They are written
     in a savepoint of their own: facts the store refuses are rolled back alone and reported as
     :attr:`CommitOutcome.fact_error`, and the write stands."""
+    changes: tuple[ChangeRow, ...] = ()
+    """What this version did path by path (the ``changes`` table), written in its transaction
+    when it writes a new version (never on a replay)."""
     encoded: bytes | None = None
     """The canonical JSON (UTF-8) of ``variables``, when the caller holds it from
     :func:`~mvu_store.jsonvalue.measure_state` of this very value (an update's

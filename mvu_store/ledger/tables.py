@@ -200,6 +200,49 @@ versions = Table(
     sqlite_with_rowid=False,
 )
 
+# What each version did, path by path (docs/storage.md, "Each variable's story"): written in the
+# version's own transaction, one row per command a reply's update ran or dropped, per key an edit
+# or an import changed, per value the opening set. ``position`` is the version's; ``seq`` orders a
+# version's rows (text order of its commands). ``before``/``after`` are canonical JSON, SQL NULL
+# where there was no value (a key created or removed); a value too large to keep inline is NULL
+# with ``omitted`` set (the version's state holds it). ``derived`` marks rows a migration
+# back-filled from stored versions (no command text, no refusals: only what two states show).
+changes = Table(
+    "changes",
+    metadata,
+    Column("ledger_id", String(64), primary_key=True),
+    Column("resource_id", String(ID), primary_key=True),
+    Column("position", Integer, primary_key=True),
+    Column("seq", Integer, primary_key=True),
+    Column("revision", BigInteger, nullable=False),
+    Column("session_id", String(ID)),
+    Column("turn", BigInteger),
+    Column("message_seq", BigInteger),
+    # A JSON pointer ('' for the whole stat_data).
+    Column("path", Text, nullable=False),
+    Column("op", String(32)),
+    # 'applied', 'refused' or 'ignored'.
+    Column("status", String(16), nullable=False),
+    # Who wrote it: 'reply', 'opening', 'script', 'manual', 'import' or 'initial'.
+    Column("actor", String(16), nullable=False),
+    Column("before", Text),
+    Column("after", Text),
+    Column("omitted", Boolean, nullable=False, server_default=text("false")),
+    Column("command", Text),
+    Column("code", String(64)),
+    Column("reason", String(32)),
+    Column("message", Text),
+    Column("derived", Boolean, nullable=False, server_default=text("false")),
+    Column("bytes", Integer, nullable=False),
+    ForeignKeyConstraint(["ledger_id", "resource_id", "position"],
+                         ["versions.ledger_id", "versions.resource_id", "versions.position"]),
+    # "This path over time": a seek on the path, in version order.
+    Index("ix_changes_path", "ledger_id", "resource_id", "path", "position"),
+    # "This turn's changes" by the host's session and turn.
+    Index("ix_changes_session_turn", "ledger_id", "session_id", "turn"),
+    sqlite_with_rowid=False,
+)
+
 checkpoints = Table(
     "checkpoints",
     metadata,
