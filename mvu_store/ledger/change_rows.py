@@ -18,6 +18,7 @@ import, ``mvu import``, the migration's back-fill), so each bounds them the same
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable
 from typing import Any
 
@@ -78,15 +79,25 @@ def table_rows(changes: Iterable[ChangeRow], *, resource_id: str, position: int,
     return rows
 
 
-def derived_changes(before: JsonValue, after: JsonValue, *, kind: str, error: str | None) -> list[ChangeRow]:
+def derived_changes(before: JsonValue, after: JsonValue, *, kind: str, error: str | None,
+                    source: str) -> list[ChangeRow]:
     """The rows two consecutive stored states show: each path of ``stat_data`` that differs
-    (the actor by the version's ``kind``); a failed version's one refusal (``error``, path '')."""
+    (the actor by the version's ``kind``, the turn its ``source`` text names); a failed version's
+    one refusal (``error``, path '')."""
     actor = KIND_ACTORS.get(kind, "reply")
+    turn = _turn(source)
     if kind == "failed":
-        return [ChangeRow("", "refused", actor, code=error)]
+        return [ChangeRow("", "refused", actor, code=error, turn=turn)]
     # One past the cap, so table_rows sees that there were more.
     diff = json_diff(_stat_data(before), _stat_data(after), limit=MAX_CHANGES_PER_VERSION + 1)
-    return [ChangeRow(d.path, "applied", actor, op=d.op, before=d.before, after=d.after) for d in diff.differences]
+    return [ChangeRow(d.path, "applied", actor, op=d.op, before=d.before, after=d.after, turn=turn)
+            for d in diff.differences]
+
+
+def _turn(source: str) -> int | None:
+    """The turn a version's source names (a reply's and an imported message's do)."""
+    turn = json.loads(source).get("turn") if '"turn"' in source else None
+    return turn if type(turn) is int else None
 
 
 def _stat_data(state: JsonValue) -> JsonValue:

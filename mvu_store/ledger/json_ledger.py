@@ -20,6 +20,9 @@ Shapes are those of the original's JSON ledger files (docs/json-ledger.md). What
   ``operationId``, ``fingerprint``, ``error`` when they fit; the rest -> ``meta``. A manual, card
   or initial version with an operation id, fingerprint and ``result`` also becomes a ``commit``
   receipt, which then holds the ``result`` (stored once: a replay returns it).
+- a version's ``changes`` (mvu-store's own field) -> ``changes`` rows when every entry fits
+  them as it is, else it stays in ``meta``; a version without such rows gets the rows its state
+  shows against the one before (``derived``), which export leaves out (import derives them again).
 - checkpoint: array order -> ``position``; ``sessionId`` ('' when absent), ``turn``, ``seq``,
   ``revision``, ``versionKey``, ``variables`` (blob); the rest (``inheritedFrom``) -> ``meta``.
 - ``managementOperations`` -> ``management`` receipts in order; seeds -> one blob each, plus
@@ -367,7 +370,7 @@ def _derive_changes(rows: Rows, initial: JsonValue, states: list[JsonValue]) -> 
     for row, state in zip(rows.versions, states, strict=True):
         if row["position"] not in rows.recorded:
             rows.changes += table_rows(
-                derived_changes(previous, state, kind=row["kind"], error=row["error"]),
+                derived_changes(previous, state, kind=row["kind"], error=row["error"], source=row["source"]),
                 resource_id=row["resource_id"], position=row["position"], revision=row["revision"],
                 session_id=row["session_id"], message_seq=row["message_seq"], derived=True)
         if row["kind"] != "failed":

@@ -95,7 +95,8 @@ _FLUSH = 512
 """Rows inserted per statement."""
 
 _v, _b, _r = t.versions.c, t.blobs.c, t.resources.c
-_VERSIONS = (select(_v.position, _v.kind, _v.revision, _v.session_id, _v.message_seq, _v.error, _v.variables_hash)
+_VERSIONS = (select(_v.position, _v.kind, _v.revision, _v.session_id, _v.message_seq, _v.error, _v.variables_hash,
+                    _v.source)
              .where(_v.ledger_id == bindparam("ledger_id"), _v.resource_id == bindparam("resource_id"),
                     _v.position > bindparam("after"))
              .order_by(_v.position).limit(_PAGE))
@@ -149,7 +150,7 @@ class _Backfill:
         while True:
             page = self._connection.execute(_VERSIONS, {"ledger_id": ledger_id, "resource_id": resource_id,
                                                         "after": after}).all()
-            for position, kind, revision, session_id, message_seq, error, variables_hash in page:
+            for position, kind, revision, session_id, message_seq, error, variables_hash, source in page:
                 after = position
                 if kind != "failed" and variables_hash == previous_hash:
                     continue  # the same state: nothing changed
@@ -158,9 +159,9 @@ class _Backfill:
                     if previous is None:
                         previous = self._state(ledger_id, previous_hash)
                     state = self._state(ledger_id, variables_hash)
-                rows = table_rows(derived_changes(previous, state, kind=kind, error=error), resource_id=resource_id,
-                                  position=position, revision=revision, session_id=session_id,
-                                  message_seq=message_seq, derived=True)
+                rows = table_rows(derived_changes(previous, state, kind=kind, error=error, source=source),
+                                  resource_id=resource_id, position=position, revision=revision,
+                                  session_id=session_id, message_seq=message_seq, derived=True)
                 for row in rows:
                     row["ledger_id"] = ledger_id
                     row["bytes"] = audit.row_bytes(t.changes, row)
