@@ -23,6 +23,7 @@ from mvu_store.ledger.host_sessions import Appended, StoredSession
 from mvu_store.ledger.migrate import check as check_schema
 from mvu_store.ledger.migrate import current_revision, head_revision
 from mvu_store.ledger.records import (
+    ChangeRow,
     CheckpointRecord,
     CommitOutcome,
     CommitRequest,
@@ -47,6 +48,7 @@ __all__ = [
     "FORMAT_VERSION",
     "LEFTOVERS",
     "Appended",
+    "ChangeRow",
     "ChatExportRows",
     "ChatImportRows",
     "CheckpointRecord",

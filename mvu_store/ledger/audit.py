@@ -46,10 +46,10 @@ def row_bytes(table: Table, values: dict[str, object]) -> int:
 
 
 CHARGED_TABLES = (t.templates, t.resources, t.versions, t.checkpoints, t.seeds, t.receipts, t.activations,
-                  t.selections, t.chat_imports, t.chat_lines)
+                  t.selections, t.chat_imports, t.chat_lines, t.changes)
 
 
-def _views(dialect: Dialect) -> dict[str, str]:
+def _views(dialect: Dialect, charged: tuple[Table, ...]) -> dict[str, str]:
     octets, text_hash, bytes_hash = dialect.octets.format, dialect.text_sha256.format, dialect.bytes_sha256.format
 
     def recomputed(table: Table) -> str:
@@ -59,11 +59,11 @@ def _views(dialect: Dialect) -> dict[str, str]:
         f"""            SELECT ledger_id, '{table.name}' AS subject,
                    '{table.name} row bytes do not match its text' AS detail
             FROM {table.name} WHERE bytes <> {recomputed(table)}"""
-        for table in (*CHARGED_TABLES, t.facts)
+        for table in (*charged, t.facts)
     )
     charged_sum = "\n                  + ".join(
         f"COALESCE((SELECT SUM(bytes) FROM {table.name} x WHERE x.ledger_id = l2.ledger_id), 0)"
-        for table in CHARGED_TABLES
+        for table in charged
     )
     return {
         # Committed and failed versions and management receipts of a resource claim its
@@ -195,8 +195,10 @@ AUDIT_VIEWS = ("audit_revisions", "audit_heads", "audit_references", "audit_blob
                "audit_usage", "audit_legacy", "audit_host_sessions")
 
 
-def create_views(connection: Connection) -> None:
-    views = _views(dialect_of(connection))
+def create_views(connection: Connection, *, without: tuple[Table, ...] = ()) -> None:
+    """Create the views. ``without``: charged tables the schema does not have (a migration's
+    downgrade recreates the views of the schema it leaves)."""
+    views = _views(dialect_of(connection), tuple(table for table in CHARGED_TABLES if table not in without))
     for name in AUDIT_VIEWS:
         connection.exec_driver_sql(f"CREATE VIEW {name} AS {views[name]}")
     union = "\nUNION ALL ".join(

@@ -21,9 +21,10 @@ from mvu_store.errors import Code, MvuError
 from mvu_store.host import SessionEvent, SessionHeader
 from mvu_store.jsonvalue import JsonValue
 from mvu_store.ledger import tables as t
+from mvu_store.ledger.change_rows import table_rows
 from mvu_store.ledger.host_sessions import HostSessions, StoredTail, stored_tail
 from mvu_store.ledger.query import LEDGER, Query, ReadRows, Row
-from mvu_store.ledger.records import NewResource
+from mvu_store.ledger.records import ChangeRow, NewResource
 from mvu_store.ledger.resources import Resources
 from mvu_store.ledger.row_batch import RowBatch, insert_batch
 from mvu_store.ledger.selections import Selections
@@ -77,6 +78,9 @@ class ImportedVersion:
     meta: str
     created_at: int | None
     """When the message was sent (None: unknown, the time of the import)."""
+    changes: tuple[ChangeRow, ...] = ()
+    """What the recorded state changed of the one before it (actor ``import``): written with the
+    version, as a commit writes its :attr:`CommitRequest.changes`."""
 
 
 S = TypeVar("S", "ChatImportRows", "ChatExportRows")
@@ -187,6 +191,10 @@ class ChatImportRows:
             "session_id": version.session_id, "message_seq": version.message_seq, "operation_id": None,
             "fingerprint": None, "error": None, "source": version.source, "meta": version.meta,
             "created_at": now_ms() if version.created_at is None else version.created_at})
+        for row in table_rows(version.changes, resource_id=version.resource_id, position=version.position,
+                              revision=version.revision, session_id=version.session_id,
+                              message_seq=version.message_seq):
+            self._queue("changes", row)
 
     def settle(self, resource_id: str, head: tuple[int, str, str] | None, session_id: str, template_id: str,
                boundary: int) -> None:

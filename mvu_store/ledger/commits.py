@@ -17,6 +17,7 @@ from mvu_store.errors import Code, MvuError
 from mvu_store.jsonvalue import JsonValue, canonical_text
 from mvu_store.ledger import tables as t
 from mvu_store.ledger.blob import Blob
+from mvu_store.ledger.change_rows import table_rows
 from mvu_store.ledger.fact_log import FactLog, PreparedFact, prepare_facts
 from mvu_store.ledger.query import LEDGER, Query, Row
 from mvu_store.ledger.records import CommitOutcome, CommitRequest
@@ -159,6 +160,7 @@ class Commits:
             if request.error is not None:
                 result["error"] = request.error
         position = int(row["next_position"])
+        session_id, message_seq = request.source.get("sessionId"), request.source.get("messageSeq")
         self._store.insert_row(
             tx,
             t.versions,
@@ -171,8 +173,8 @@ class Commits:
                 # The original's failed version names no parent: it is not part of the head chain.
                 "parent_key": head_key if moves_head else None,
                 "variables_hash": variables_hash,
-                "session_id": request.source.get("sessionId"),
-                "message_seq": request.source.get("messageSeq"),
+                "session_id": session_id,
+                "message_seq": message_seq,
                 "operation_id": request.operation_id,
                 "fingerprint": request.fingerprint,
                 "error": request.error,
@@ -181,6 +183,11 @@ class Commits:
                 "created_at": now_ms(),
             },
         )
+        if request.changes:
+            # What the version did, path by path: in its transaction, charged with it (one statement).
+            self._store.insert_rows(tx, t.changes, table_rows(
+                request.changes, resource_id=request.resource_id, position=position, revision=revision,
+                session_id=session_id, message_seq=message_seq))
         if request.operation_id is not None:
             # A commit's receipt takes its version's position: receipts stay in append order
             # without another lookup.

@@ -4,8 +4,9 @@
 bytes flipped inside a TEXT value (bit rot) pass it, and the row then fails when it is read.
 :func:`damaged_rows` reads every row of one ledger as bytes and checks what the schema promises
 of it: every text column is UTF-8, every ``Text`` column holds JSON (``tables.py`` keeps JSON in
-``Text`` and identifiers in ``String``), and every stored state (a blob) is the text its hash
-names. Each damaged row is one finding naming its table, its key and the column.
+``Text``, but for the few marked ``PLAIN_TEXT``, and identifiers in ``String``), and every stored
+state (a blob) is the text its hash names. Each damaged row is one finding naming its table, its
+key and the column.
 """
 
 from __future__ import annotations
@@ -68,7 +69,7 @@ def _row_problem(table: Table, texts: list[Column[Any]], values: dict[str, Any])
             decoded = raw.decode()
         except UnicodeDecodeError as error:
             return f"{column.name} is not UTF-8 text (byte {error.start})"
-        if isinstance(column.type, Text):
+        if isinstance(column.type, Text) and not column.info.get("plain_text"):
             try:
                 json.loads(decoded)
             except (ValueError, RecursionError):

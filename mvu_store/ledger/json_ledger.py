@@ -20,6 +20,9 @@ Shapes are those of the original's JSON ledger files (docs/json-ledger.md). What
   ``operationId``, ``fingerprint``, ``error`` when they fit; the rest -> ``meta``. A manual, card
   or initial version with an operation id, fingerprint and ``result`` also becomes a ``commit``
   receipt, which then holds the ``result`` (stored once: a replay returns it).
+- a version's ``changes`` (mvu-store's own field) -> ``changes`` rows when every entry fits
+  them as it is, else it stays in ``meta``; a version without such rows gets the rows its state
+  shows against the one before (``derived``), which export leaves out (import derives them again).
 - checkpoint: array order -> ``position``; ``sessionId`` ('' when absent), ``turn``, ``seq``,
   ``revision``, ``versionKey``, ``variables`` (blob); the rest (``inheritedFrom``) -> ``meta``.
 - ``managementOperations`` -> ``management`` receipts in order; seeds -> one blob each, plus
@@ -38,7 +41,7 @@ import math
 import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, get_args
 
 from mvu_store.errors import Code, MvuError
 from mvu_store.jsonvalue import (
@@ -54,8 +57,15 @@ from mvu_store.jsonvalue import (
 )
 from mvu_store.ledger import tables as t
 from mvu_store.ledger.blob import Blob
+from mvu_store.ledger.change_rows import (
+    MAX_CHANGES_PER_VERSION,
+    MAX_TEXT_CHARS,
+    MAX_VALUE_BYTES,
+    derived_changes,
+    table_rows,
+)
 from mvu_store.ledger.fact_log import FACTS_MAX_BYTES, FACTS_MAX_RECORDS
-from mvu_store.ledger.records import NewResource, ResourceKind, VersionKind
+from mvu_store.ledger.records import ChangeActor, ChangeRow, ChangeStatus, NewResource, ResourceKind, VersionKind
 from mvu_store.ledger.results import STATE_FIELDS, holds_marker, restored_result
 
 INSTANCES_FILE = "mvu-instances.json"
@@ -98,6 +108,15 @@ _VERSION_COLUMNS: tuple[tuple[str, str, Fits], ...] = (
 )
 _CHECKPOINT_COLUMNS: tuple[tuple[str, str, Fits], ...] = (("versionKey", "version_key", _hash),)
 _RESOURCE_COLUMNS: tuple[tuple[str, str, Fits], ...] = (("managementMode", "management_mode", _short),)
+# A version's ``changes`` (mvu-store's field: the original writes none) are its ``changes`` rows a
+# reply, an edit or an import recorded; rows back-filled from states (``derived``) are not
+# written, since an import derives them again from the same states. An entry's texts fit their
+# columns as they are (never cut), and its values stay inline, so export gives the field back.
+_CHANGE_TEXTS: dict[str, Fits] = {"op": _width(32), "code": _code, "reason": _width(32),
+                                  "command": _width(MAX_TEXT_CHARS), "message": _width(MAX_TEXT_CHARS)}
+_CHANGE_FIELDS = frozenset({"path", "status", "actor", "before", "after", "omitted", "turn", *_CHANGE_TEXTS})
+_CHANGE_STATUSES = frozenset(get_args(ChangeStatus))
+_CHANGE_ACTORS = frozenset(get_args(ChangeActor))
 
 
 def refuse(code: Code | str, message: str, path: Path, file: str, **details: Any) -> MvuError:
@@ -231,6 +250,9 @@ class Rows:
     checkpoints: list[dict[str, Any]] = field(default_factory=list)
     receipts: list[dict[str, Any]] = field(default_factory=list)
     activations: list[dict[str, Any]] = field(default_factory=list)
+    changes: list[dict[str, Any]] = field(default_factory=list)
+    recorded: set[int] = field(default_factory=set)
+    """The positions of the versions whose ``changes`` the file holds (the others' are derived)."""
     # What the unique keys of these tables have seen so far: a duplicate is refused with its path
     # here rather than by the database, without a path, in the middle of the write.
     seen: set[tuple[Any, ...]] = field(default_factory=set)
@@ -311,6 +333,65 @@ def _lift(fields: dict[str, Any], columns: tuple[tuple[str, str, Fits], ...]) ->
         else:
             row[column] = None
     return row
+
+
+def _changes_fit(value: Any) -> bool:
+    """Whether a version's ``changes`` field can become its rows as it is (else it stays in meta)."""
+    return isinstance(value, list) and len(value) <= MAX_CHANGES_PER_VERSION and all(map(_change_fits, value))
+
+
+def _change_fits(entry: Any) -> bool:
+    return (isinstance(entry, dict) and entry.keys() <= _CHANGE_FIELDS
+            and type(entry.get("path")) is str and "\x00" not in entry["path"]
+            and entry.get("status") in _CHANGE_STATUSES and entry.get("actor") in _CHANGE_ACTORS
+            and all(fits(entry[name]) for name, fits in _CHANGE_TEXTS.items() if name in entry)
+            and ("turn" not in entry or _is_int(entry["turn"])) and entry.get("omitted", True) is True
+            and all(len(dumps(entry[name]).encode()) <= MAX_VALUE_BYTES for name in ("before", "after")
+                    if name in entry))
+
+
+def _recorded_rows(entries: list[dict[str, Any]], **where: Any) -> list[dict[str, Any]]:
+    """The rows of a version's ``changes`` field (each entry checked by :func:`_change_fits`)."""
+    changes = [ChangeRow(entry["path"], entry["status"], entry["actor"], op=entry.get("op"),
+                         before=(entry["before"],) if "before" in entry else (),
+                         after=(entry["after"],) if "after" in entry else (), command=entry.get("command"),
+                         code=entry.get("code"), reason=entry.get("reason"), message=entry.get("message"),
+                         turn=entry.get("turn")) for entry in entries]
+    rows = table_rows(changes, **where)
+    for row, entry in zip(rows, entries, strict=True):
+        row["omitted"] = "omitted" in entry
+    return rows
+
+
+def _derive_changes(rows: Rows, initial: JsonValue, states: list[JsonValue]) -> None:
+    """The rows of the versions whose ``changes`` the file does not hold: what each state shows
+    against the one before it (the initial one first), as the migration back-fills them."""
+    previous = initial
+    for row, state in zip(rows.versions, states, strict=True):
+        if row["position"] not in rows.recorded:
+            rows.changes += table_rows(
+                derived_changes(previous, state, kind=row["kind"], error=row["error"], source=row["source"]),
+                resource_id=row["resource_id"], position=row["position"], revision=row["revision"],
+                session_id=row["session_id"], message_seq=row["message_seq"], derived=True)
+        if row["kind"] != "failed":
+            previous = state
+
+
+def rebuild_changes(rows: list[Any]) -> list[dict[str, Any]]:
+    """A version's ``changes`` field from its recorded rows (in ``seq`` order)."""
+    entries: list[dict[str, Any]] = []
+    for row in rows:
+        entry: dict[str, Any] = {"path": row.path, "status": row.status, "actor": row.actor}
+        for name in ("op", "command", "code", "reason", "message", "turn"):
+            if getattr(row, name) is not None:
+                entry[name] = getattr(row, name)
+        for name in ("before", "after"):
+            if getattr(row, name) is not None:
+                entry[name] = json.loads(getattr(row, name))
+        if row.omitted:
+            entry["omitted"] = True
+        entries.append(entry)
+    return entries
 
 
 def _lower(record: dict[str, Any], row: Any, columns: tuple[tuple[str, str, Fits], ...]) -> None:
@@ -425,6 +506,7 @@ class _InstancesParser(_Reader):
             if current_key not in keys:
                 raise self.fail("currentKey names no version of this resource", (*path, "currentKey"))
             head_hash = hashes[keys.index(current_key)]
+        _derive_changes(rows, initial, [item["variables"] for item in versions])
         for index, item in enumerate(self.row_list(fields, "checkpoints", path)):
             self.checkpoint(rows, resource_id, index, item, (*path, "checkpoints", index))
         for index, item in enumerate(self.row_list(fields, "managementOperations", path)):
@@ -472,6 +554,13 @@ class _InstancesParser(_Reader):
         for name in ("key", "revision", "variables", "source"):
             del fields[name]
         columns = _lift(fields, _VERSION_COLUMNS)
+        if _changes_fit(fields.get("changes")):
+            rows.recorded.add(index)
+            source_ids = source.get("sessionId"), source.get("messageSeq")
+            rows.changes += _recorded_rows(fields.pop("changes"), resource_id=resource_id, position=index,
+                                           revision=revision,
+                                           session_id=source_ids[0] if _id(source_ids[0]) else None,
+                                           message_seq=source_ids[1] if _is_int(source_ids[1]) else None)
         operation_id, fingerprint = columns["operation_id"], columns["fingerprint"]
         if kind in _RECEIPT_KINDS and operation_id is not None and fingerprint is not None and "result" in fields:
             if holds_marker(fields["result"]):
@@ -665,10 +754,15 @@ def check_legacy(data: bytes) -> None:
 # -- rebuilding: rows back to the original records (export) ------------------------------------
 
 
-def rebuild_version(row: Any, variables: JsonValue, receipt_result: str | None) -> dict[str, Any]:
+def rebuild_version(row: Any, variables: JsonValue, receipt_result: str | None,
+                    changes: list[Any] | None = None) -> dict[str, Any]:
+    """A version record from its row, its state, its receipt's result and its recorded (not
+    derived) ``changes`` rows."""
     record: dict[str, Any] = json.loads(row.meta)
     record.update(key=row.key, revision=row.revision, variables=variables, source=json.loads(row.source))
     _lower(record, row, _VERSION_COLUMNS)
+    if changes:
+        record["changes"] = rebuild_changes(changes)
     if receipt_result is not None:
         record["result"] = restored_result(receipt_result, lambda: variables)
     return record

@@ -22,9 +22,10 @@ from mvu_store.ledger.query import LEDGER, Query
 from mvu_store.ledger.store import Store
 from mvu_store.ledger.writer import WriteTx
 
-BATCH_TABLES = {table.name: table for table in (t.versions, t.chat_lines, t.selections, t.activations)}
+BATCH_TABLES = {table.name: table for table in (t.versions, t.changes, t.chat_lines, t.selections, t.activations)}
 """The tables a batch may hold rows of (besides blobs), in the order they are written: a row's
-foreign keys point at blobs and at rows written before the batch."""
+foreign keys point at blobs, at rows written before the batch and at rows of a table before its
+own (a change row at its version)."""
 
 _KNOWN_CHUNK = 256
 """Blob hashes looked up per statement (one compiled statement per power of two up to it)."""

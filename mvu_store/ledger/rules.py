@@ -3,14 +3,17 @@ source disagree, facts that would carry content; and the original format's versi
 
 from __future__ import annotations
 
+from typing import get_args
+
 from mvu_store.errors import Code, MvuError
 from mvu_store.jsonvalue import JsonValue, js_json, json_scalar, sha256_hex, utf8
 from mvu_store.ledger import tables as t
-from mvu_store.ledger.records import CommitRequest
+from mvu_store.ledger.records import ChangeActor, ChangeStatus, CommitRequest
 
 FACT_FIELDS = ("phase", "recordedAt", "id", "sessionId", "eventId", "on", "cause", "requestId", "reason", "detail",
                "turn", "turnKind", "revision", "configRevision")
 FACT_TEXT_LIMIT = 300
+_STATUSES, _ACTORS = frozenset(get_args(ChangeStatus)), frozenset(get_args(ChangeActor))
 
 
 def fact_fields(record: dict[str, JsonValue]) -> dict[str, JsonValue]:
@@ -89,3 +92,9 @@ def check_request(request: CommitRequest) -> None:
         raise MvuError(Code.OPERATION, f"a commit cannot be of kind {request.kind!r}", kind=request.kind)
     elif flags != _SOURCE_FLAGS[request.kind]:
         raise MvuError(Code.OPERATION, f"a {request.kind} version's source flags say otherwise", kind=request.kind)
+    for change in request.changes:
+        # The other columns are bounded where the rows are made (change_rows.table_rows).
+        if change.status not in _STATUSES or change.actor not in _ACTORS or not isinstance(change.path, str):
+            raise MvuError(Code.OPERATION, f"a change row needs a path, a status of {sorted(_STATUSES)} and an "
+                                           f"actor of {sorted(_ACTORS)}", path=change.path, status=change.status,
+                           actor=change.actor)

@@ -75,6 +75,9 @@ RESOURCE_KINDS = ("instance", "shared", "configured", "copy")
 # Columns a row's UPDATEs change: not charged, so a row's bytes never go stale (each is small
 # and bounded, so leaving it out cannot let a ledger grow unnoticed).
 MUTABLE = {"mutable": True}
+# ``Text`` columns hold JSON, but for these: unbounded plain text (a JSON pointer, a command as
+# the reply wrote it, a message), which the damage check must not read as JSON.
+PLAIN_TEXT = {"plain_text": True}
 
 
 def _blob_fk(column: str) -> ForeignKeyConstraint:
@@ -219,7 +222,7 @@ changes = Table(
     Column("turn", BigInteger),
     Column("message_seq", BigInteger),
     # A JSON pointer ('' for the whole stat_data).
-    Column("path", Text, nullable=False),
+    Column("path", Text, nullable=False, info=PLAIN_TEXT),
     Column("op", String(32)),
     # 'applied', 'refused' or 'ignored'.
     Column("status", String(16), nullable=False),
@@ -228,10 +231,10 @@ changes = Table(
     Column("before", Text),
     Column("after", Text),
     Column("omitted", Boolean, nullable=False, server_default=text("false")),
-    Column("command", Text),
+    Column("command", Text, info=PLAIN_TEXT),
     Column("code", String(64)),
     Column("reason", String(32)),
-    Column("message", Text),
+    Column("message", Text, info=PLAIN_TEXT),
     Column("derived", Boolean, nullable=False, server_default=text("false")),
     Column("bytes", Integer, nullable=False),
     ForeignKeyConstraint(["ledger_id", "resource_id", "position"],

@@ -50,6 +50,7 @@ class ImportWork:
             "templates": len(self.instances.templates),
             "resources": len(resources),
             "versions": sum(len(plan.rows.versions) for plan in resources),
+            "changes": sum(len(plan.rows.changes) for plan in resources),
             "checkpoints": sum(len(plan.rows.checkpoints) for plan in resources),
             "receipts": sum(len(plan.rows.receipts) for plan in resources),
             "activations": (sum(len(plan.rows.activations) for plan in resources)
@@ -89,6 +90,8 @@ class TransferRows:
                                   (t.receipts, rows.receipts), (t.activations, rows.activations)):
                 for row in values:
                     store.insert_row(tx, table, row)
+            if rows.changes:  # after their versions (foreign key), in one statement
+                store.insert_rows(tx, t.changes, rows.changes)
         position = store.next_position(tx, t.seeds, None, None)
         for index, seed in enumerate(work.instances.seeds):
             store.insert_row(tx, t.seeds, {**seed.row, "position": position + index,
@@ -183,6 +186,13 @@ class _Histories:
         for row in reader.rows(t.checkpoints, "resource_id", "session_id", "turn", "seq", "revision", "version_key",
                                "variables_hash", "meta", order=("resource_id", "position")):
             self._checkpoints[row.resource_id].append(row)
+        # The recorded rows only: derived ones are what the states show, derived again on import.
+        self._changes: dict[tuple[str, int], list[Any]] = defaultdict(list)
+        for row in reader.rows(t.changes, "resource_id", "position", "path", "status", "actor", "op", "before",
+                               "after", "omitted", "command", "code", "reason", "message", "turn", "derived",
+                               order=("resource_id", "position", "seq")):
+            if not row.derived:
+                self._changes[row.resource_id, row.position].append(row)
         self._histories: dict[str, list[dict[str, Any]]] = {}
 
     def resources(self, activations: dict[str, dict[str, int]]) -> dict[str, JsonValue]:
@@ -199,7 +209,8 @@ class _Histories:
         versions = [*inherited]
         for version in self._own[row.id]:
             record = jl.rebuild_version(version, blob(version.variables_hash),
-                                        self._results.get((row.id, version.key)))
+                                        self._results.get((row.id, version.key)),
+                                        self._changes.get((row.id, version.position)))
             if "parentKey" in record:
                 record["parentKey"] = _rename(renamed, record["parentKey"])
             versions.append(record)
