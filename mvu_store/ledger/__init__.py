@@ -13,6 +13,7 @@ from mvu_store.errors import Code, MvuError
 from mvu_store.jsonvalue import MAX_STATE_BYTES
 from mvu_store.ledger import migrate
 from mvu_store.ledger import tables as t
+from mvu_store.ledger.change_rows import state_changes
 from mvu_store.ledger.chat_rows import ChatExportRows, ChatImportRows, ImportedVersion
 from mvu_store.ledger.database_file import LEFTOVERS, create_if_missing, ledger_file, refuse_a_lost_file
 from mvu_store.ledger.dialect import dialect_of, translated
@@ -76,6 +77,7 @@ __all__ = [
     "ledger_file",
     "open_ledger",
     "refuse_a_lost_file",
+    "state_changes",
 ]
 
 

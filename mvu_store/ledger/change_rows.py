@@ -88,8 +88,15 @@ def derived_changes(before: JsonValue, after: JsonValue, *, kind: str, error: st
     turn = _turn(source)
     if kind == "failed":
         return [ChangeRow("", "refused", actor, code=error, turn=turn)]
+    return state_changes(_stat_data(before), _stat_data(after), actor, turn=turn)
+
+
+def state_changes(before: JsonValue, after: JsonValue, actor: ChangeActor, *,
+                  turn: int | None = None) -> list[ChangeRow]:
+    """The applied rows of a write that replaced ``stat_data`` ``before`` with ``after`` as a
+    whole (an edit, an import, the opening): one per path that differs (:func:`json_diff`)."""
     # One past the cap, so table_rows sees that there were more.
-    diff = json_diff(_stat_data(before), _stat_data(after), limit=MAX_CHANGES_PER_VERSION + 1)
+    diff = json_diff(before, after, limit=MAX_CHANGES_PER_VERSION + 1)
     return [ChangeRow(d.path, "applied", actor, op=d.op, before=d.before, after=d.after, turn=turn)
             for d in diff.differences]
 

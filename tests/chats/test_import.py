@@ -2,21 +2,26 @@
 
 from __future__ import annotations
 
+import itertools
 import uuid
 from pathlib import Path
 from typing import Any
 
 import pytest
+from sqlalchemy import select
 
 from mvu_store.cards.reader import CardDefinition
 from mvu_store.chats import importer
 from mvu_store.chats.importer import FROM_FIRST_STATE, ChatImport, import_chat
 from mvu_store.errors import MvuError
-from mvu_store.jsonvalue import MAX_DEPTH, MAX_NODES
+from mvu_store.json_diff import json_diff
+from mvu_store.jsonvalue import MAX_DEPTH, MAX_NODES, loads
 from mvu_store.ledger import Ledger, open_ledger
+from mvu_store.ledger import tables as t
 from mvu_store.service import MvuService
 from mvu_store.store_host import StoreHost, play_turn
 from tests.chats.synthetic import ChatSpec, chat_lines, chat_text, write_chat
+from tests.ledger.change_fixtures import change_rows
 
 
 def scope(session_id: str) -> dict[str, str]:
@@ -226,6 +231,37 @@ async def test_a_swipe_branch_reads_as_its_own_session_and_goes_on(ledger: Ledge
     after = await service.read(id=record.id, scope=scope(branch))
     assert after is not None
     assert after.content["stat_data"]["Erin"]["gold"] == swiped["variables"][0]["stat_data"]["Erin"]["gold"] + 1
+
+
+async def test_each_imported_state_records_what_it_changed_as_import_rows(ledger: Ledger, tmp_path: Path) -> None:
+    spec = ChatSpec(language="en", turns=4, swipes=2, gap=0)
+    summary = await import_chat(ledger, write_chat(tmp_path / "chat.jsonl", spec))
+    rows = await change_rows(ledger)
+    assert rows and {row["actor"] for row in rows} == {"import"} and {row["status"] for row in rows} == {"applied"}
+    assert not any(row["derived"] for row in rows)
+    # The chat's own instance: its rows, version by version, are the diffs of the states it holds.
+    states = await _version_states(ledger, summary.instance_id)
+    expected = [(position, item.to_json()) for position, (before, after) in enumerate(itertools.pairwise(states), 1)
+                for item in json_diff(before, after).differences]
+    got = [(row["position"], {"path": row["path"], "op": row["op"],
+                              **({"before": loads(row["before"])} if row["before"] is not None else {}),
+                              **({"after": loads(row["after"])} if row["after"] is not None else {})})
+           for row in rows if row["resource_id"] == summary.instance_id and row["position"] > 0]
+    assert got == expected and expected
+    assert await ledger.audit() == []
+
+
+async def _version_states(ledger: Ledger, resource_id: str | None) -> list[Any]:
+    """The ``stat_data`` of each version of ``resource_id``, by position."""
+    versions, blobs = t.versions.c, t.blobs.c
+    query = select(blobs.body).select_from(t.versions.join(t.blobs, (blobs.ledger_id == versions.ledger_id) & (
+        blobs.hash == versions.variables_hash))).where(versions.ledger_id == ledger.ledger_id,
+                                                      versions.resource_id == resource_id).order_by(versions.position)
+
+    def read(connection: Any) -> list[Any]:
+        return [loads(body)["stat_data"] for (body,) in connection.execute(query)]
+
+    return await ledger._store.read(read)
 
 
 async def test_a_message_of_many_swipes_is_checked_within_its_own_size(ledger: Ledger, tmp_path: Path) -> None:
