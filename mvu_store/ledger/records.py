@@ -282,8 +282,8 @@ class ChangeEntry:
     message_seq: int | None
     path: str
     op: str | None
-    status: str
-    actor: str
+    status: ChangeStatus
+    actor: ChangeActor
     before: tuple[JsonValue, ...]
     after: tuple[JsonValue, ...]
     omitted: bool
