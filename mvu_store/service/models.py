@@ -421,7 +421,7 @@ class _WithValues(_Output):
 
 class Change(_WithValues):
     """One ``changes`` row of a resource's history: a path a version changed, or a command it
-    refused or ignored (docs/storage.md#the-changes-table)."""
+    refused or ignored (docs/storage.md)."""
 
     resource_id: str
     """The row's owner: the resource read, or an ancestor whose version it inherits."""
