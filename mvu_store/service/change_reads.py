@@ -34,7 +34,8 @@ from mvu_store.service.models import (
     parse_scope,
 )
 from mvu_store.service.offload import off_loop
-from mvu_store.service.reads import check_page
+from mvu_store.service.reads import Reads, check_page
+from mvu_store.service.verification import Logs
 
 DEFAULT_CHANGES_PAGE = 100
 MAX_PATH_CHARS = 4_096
@@ -49,9 +50,10 @@ millisecond); larger ones in a worker thread."""
 class ChangeReads:
     """``MvuService.changes`` and ``MvuService.diff``."""
 
-    def __init__(self, ctx: ServiceContext, allocation: Allocation) -> None:
+    def __init__(self, ctx: ServiceContext, allocation: Allocation, reads: Reads) -> None:
         self._ctx = ctx
         self._allocation = allocation
+        self._reads = reads
 
     async def changes(self, resource_id: Any, scope: Scope | dict[str, Any], *, path: Any, revision: Any, turn: Any,
                       session_id: Any, before: Any, limit: Any, signal: Signal | None) -> Changes:
@@ -67,7 +69,7 @@ class ChangeReads:
         if turn is None and session_id is not None:
             raise MvuError(Code.OPERATION, "session_id names the session of a turn: give it with turn only")
         check_page(limit, before)
-        entry = await self._entry(resource_id, parsed)
+        entry, logs = await self._entry(resource_id, parsed)
         ledger = self._ctx.ledger
         # What a session's history shows of a resource: an instance's whole history, another
         # resource's versions of that session and what it inherits.
@@ -87,7 +89,7 @@ class ChangeReads:
         else:
             page = await ledger.turn_changes(entry.id, session_id=_turn_session(session_id, parsed),
                                              turn=_turn(turn))
-        await self._ctx.verifier.check(entry)  # after the read: every change listed is of a checked version
+        await self._ctx.verifier.check(entry, logs)  # after the read: every change listed is of a checked version
         entries = [change for change in (page.entries if page is not None else ())
                    if only is None or change.inherited or change.session_id == only]
         return Changes(id=entry.id, changes=[_change(change) for change in entries],
@@ -100,8 +102,8 @@ class ChangeReads:
         parsed = parse_scope(scope)
         start = _revision("from_revision", from_revision)
         end = None if to_revision is None else _revision("to_revision", to_revision)
-        first = await self._entry(resource_id, None)
-        second = first if to_id is None or to_id == first.id else await self._entry(to_id, None)
+        first, logs = await self._entry(resource_id, parsed, refuse=False)
+        second = first if to_id is None or to_id == first.id else (await self._entry(to_id, None))[0]
         # One end the scope may read, the other too or of the same lineage: another branch,
         # swipe or session of one playthrough, or the parent a fork child's history goes back to.
         readable = [entry for entry in (first, second) if entry.accessible(parsed)]
@@ -115,22 +117,33 @@ class ChangeReads:
         if len(readable) == 1 and after.root != before.root:
             (second if readable[0] is first else first).require_access(parsed)
         for entry in {first.id: first, second.id: second}.values():
-            await self._ctx.verifier.check(entry)
+            await self._ctx.verifier.check(entry, logs)
         size = len(before.text) + len(after.text)
         found = _difference(before, after) if size <= _DIFF_ON_LOOP_CHARS \
             else await off_loop(lambda: _difference(before, after))
         return StateDiff.model_validate({"from": _point(before), "to": _point(after), **found})
 
-    async def _entry(self, resource_id: Any, scope: Scope | None) -> Entry:
-        """The resource, refused as history refuses it (``scope`` None: checked by the caller)."""
-        await self._allocation.unallocated_shared()  # its refusals (a configured id held by legacy state)
-        entry = await self._ctx.catalog.entry(resource_id) if isinstance(resource_id, str) else None
-        if entry is None:
+    async def _entry(self, resource_id: Any, scope: Scope | None, *, refuse: bool = True) -> tuple[Entry, Logs]:
+        """The resource and the session logs it was found with. In a session's scope it is found
+        as a read finds it (the session's rows and log in one round trip, its refusals first);
+        ``refuse``: a resource the scope may not read is refused, as history refuses it."""
+        if scope is not None and scope.session_id is not None and isinstance(resource_id, str):
+            try:
+                found, logs, _ = await self._reads.accessible(resource_id, scope)
+            except MvuError as error:
+                if refuse or error.code != Code.SCOPE_MISMATCH:
+                    raise
+                found, logs = await self._ctx.catalog.entry(resource_id), {}
+        else:
+            await self._allocation.unallocated_shared()  # its refusals (a configured id held by legacy state)
+            found = await self._ctx.catalog.entry(resource_id) if isinstance(resource_id, str) else None
+            logs = {}
+            if found is not None and scope is not None and refuse:
+                found.require_access(scope)
+        if found is None:
             shown = resource_id[:200] if isinstance(resource_id, str) else None
             raise MvuError(Code.MISSING, f"no resource {shown!r}", id=shown)
-        if scope is not None:
-            entry.require_access(scope)
-        return entry
+        return found, logs
 
 
 def _pointer(path: Any) -> str:
@@ -160,16 +173,18 @@ def _turn_session(session_id: Any, scope: Scope) -> str:
 
 
 def _change(entry: ChangeEntry) -> Change:
+    # Built without validation: every field comes typed from the ledger's record, and a page holds
+    # up to a thousand (validating each would cost more than reading them).
     values: dict[str, JsonValue] = {}
     if entry.before:
         values["before"] = entry.before[0]
     if entry.after:
         values["after"] = entry.after[0]
-    return Change(resource_id=entry.resource_id, inherited=entry.inherited, position=entry.position,
-                  revision=entry.revision, seq=entry.seq, session_id=entry.session_id, turn=entry.turn,
-                  message_seq=entry.message_seq, path=entry.path, op=entry.op, status=entry.status,
-                  actor=entry.actor, omitted=entry.omitted, command=entry.command, code=entry.code,
-                  reason=entry.reason, message=entry.message, derived=entry.derived, **values)
+    return Change.model_construct(
+        resource_id=entry.resource_id, inherited=entry.inherited, position=entry.position, revision=entry.revision,
+        seq=entry.seq, session_id=entry.session_id, turn=entry.turn, message_seq=entry.message_seq, path=entry.path,
+        op=entry.op, status=entry.status, actor=entry.actor, omitted=entry.omitted, command=entry.command,
+        code=entry.code, reason=entry.reason, message=entry.message, derived=entry.derived, **values)
 
 
 def _point(point: StatePoint) -> DiffPoint:
@@ -180,9 +195,9 @@ def _difference(before: StatePoint, after: StatePoint) -> dict[str, Any]:
     """The differences of the two states' ``stat_data`` (bounded: states of at most the state
     budget, at most ``MAX_DIFFERENCES`` listed)."""
     found = json_diff(_stat_data(before), _stat_data(after), limit=MAX_DIFFERENCES)
-    return {"changes": [DiffChange(path=item.path, op=item.op,
-                                   **({"before": item.before[0]} if item.before else {}),
-                                   **({"after": item.after[0]} if item.after else {}))
+    return {"changes": [DiffChange.model_construct(path=item.path, op=item.op,
+                                                   **({"before": item.before[0]} if item.before else {}),
+                                                   **({"after": item.after[0]} if item.after else {}))
                         for item in found.differences],
             "truncated": found.truncated}
 

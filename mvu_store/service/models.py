@@ -449,6 +449,23 @@ class Change(_WithValues):
     derived: bool = False
     """Back-filled by a migration from stored states, not recorded when the version was written."""
 
+    def to_json(self) -> dict[str, Any]:
+        # Written field by field: a page holds up to a thousand, and a model dump costs far more.
+        data: dict[str, Any] = {"resourceId": self.resource_id, "inherited": self.inherited,
+                                "position": self.position, "revision": self.revision, "seq": self.seq}
+        for key, value in (("sessionId", self.session_id), ("turn", self.turn), ("messageSeq", self.message_seq),
+                           ("path", self.path), ("op", self.op), ("status", self.status), ("actor", self.actor)):
+            if value is not None:
+                data[key] = value
+        data.update({name: getattr(self, name) for name in ("before", "after") if name in self.model_fields_set})
+        data["omitted"] = self.omitted
+        for key, value in (("command", self.command), ("code", self.code), ("reason", self.reason),
+                           ("message", self.message)):
+            if value is not None:
+                data[key] = value
+        data["derived"] = self.derived
+        return data
+
 
 class Changes(_Output):
     """A page of changes, oldest first (``MvuService.changes``)."""
@@ -481,6 +498,11 @@ class DiffChange(_WithValues):
 
     path: str
     op: Literal["add", "remove", "replace"]
+
+    def to_json(self) -> dict[str, Any]:
+        data: dict[str, Any] = {"path": self.path, "op": self.op}
+        data.update({name: getattr(self, name) for name in ("before", "after") if name in self.model_fields_set})
+        return data
 
 
 class StateDiff(_Output):

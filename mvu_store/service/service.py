@@ -89,7 +89,7 @@ class MvuService:
         self._allocation = Allocation(ctx)
         self._pipeline = Pipeline(ctx, self._allocation)
         self._reads = Reads(ctx, self._allocation)
-        self._changes = ChangeReads(ctx, self._allocation)
+        self._changes = ChangeReads(ctx, self._allocation, self._reads)
         self._editing = Editing(ctx, self._allocation, self._reads)
         self._branching = Branching(ctx, self._allocation, self._pipeline)
         self._prompts = PromptReads(ctx, self._reads)
