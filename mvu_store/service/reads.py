@@ -108,7 +108,7 @@ class Reads:
         parsed = parse_scope(scope)
         if not isinstance(resource_id, str):
             raise MvuError(Code.MISSING, "id must be a string")
-        entry, logs, view = await self._accessible(resource_id, parsed)
+        entry, logs, view = await self.accessible(resource_id, parsed)
         return await self.record(entry, parsed, logs, view) if entry is not None else None
 
     async def read_json(self, resource_id: Any, scope: Scope | dict[str, Any],
@@ -122,7 +122,7 @@ class Reads:
         parsed = parse_scope(scope)
         if not isinstance(resource_id, str):
             raise MvuError(Code.MISSING, "id must be a string")
-        entry, logs, view = await self._accessible(resource_id, parsed)
+        entry, logs, view = await self.accessible(resource_id, parsed)
         if entry is None:
             return None
         # The card's script registers on the first read: before the key, which names it.
@@ -151,7 +151,7 @@ class Reads:
                 row.definition_hash, self._ctx.management_mode(),
                 None if registration is None else f"{registration['registrationId']}/{registration['listenerCount']}")
 
-    async def _accessible(self, resource_id: str, scope: Scope) -> tuple[Entry | None, Logs, SessionView | None]:
+    async def accessible(self, resource_id: str, scope: Scope) -> tuple[Entry | None, Logs, SessionView | None]:
         """The resource, if ``scope`` may read it, and the session's view it was found in (if
         any); a session's reads meet its refusals first."""
         blocked: MvuError | None = None
@@ -307,7 +307,7 @@ class Reads:
             raise MvuError(Code.OPERATION, "turn must be a non-negative integer")
         if not isinstance(resource_id, str):
             raise MvuError(Code.MISSING, "id must be a string")
-        entry, logs, _ = await self._accessible(resource_id, parsed)
+        entry, logs, _ = await self.accessible(resource_id, parsed)
         if entry is None or entry.row is None or entry.initial is not None:
             return None
         await self._ctx.verifier.check(entry, logs)

@@ -1,0 +1,14 @@
+"""Smoke test of ``benchmarks/changes.py``: it runs and its last line carries the figures (no
+timing is asserted)."""
+
+from __future__ import annotations
+
+from tests.benchmark_runs import run_benchmark
+
+
+def test_the_changes_benchmark_prints_its_ratios_as_json_on_its_last_line() -> None:
+    lines, figures = run_benchmark("changes.py", "--quick", "--turns", "12", "--requests", "2")
+    for name in ("story_page", "story_whole", "diff"):
+        assert figures[f"{name}_ms"] > 0 and figures[f"ratio_{name}"] > 0, name
+    assert (figures["turns"], figures["requests"], figures["server_exit"]) == (12, 2, 0)
+    assert any("GET diff" in line for line in lines)
