@@ -79,11 +79,12 @@ class SessionView {
   async loadTurn(turn, body) {
     replace(body, h('p', {}, 'Loading…'));
     try {
-      const records = await this.api.resources(this.sessionId);
+      const [records, reply] = await Promise.all([this.api.resources(this.sessionId),
+        this.api.reply(this.sessionId, turn)]);
       const panels = await Promise.all(records.map(async (record) => {
         const [history, facts] = await Promise.all([this.api.history(record.id, this.sessionId),
           this.api.facts(record.id, this.sessionId)]);
-        return new ResourcePanel(this, turn, record, history, facts);
+        return new ResourcePanel(this, turn, record, history, facts, reply);
       }));
       panels.forEach((panel) => this.panels.add(panel));
       replace(body, panels.length ? panels.map((p) => p.node) : h('p', {}, 'This session has no state yet.'));
