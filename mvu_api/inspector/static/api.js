@@ -57,6 +57,8 @@ export function createApi({ csrf, fetcher = fetch }) {
     reply: (sessionId, turn, opts) => get(`/inspector/sessions/${encodeURIComponent(sessionId)}/turns/${turn}/reply`,
       {}, opts).then((r) => r.value, (error) => { if (error.status === 404) return null; throw error; }),
     facts: (id, sessionId, opts) => get('/facts', { id, scope: sessionScope(sessionId) }, opts).then((r) => r.value),
+    /** `GET /mvu/diff`: `{id, scope, from, to, toId?}`. */
+    diff: (params, opts) => get('/diff', params, opts).then((r) => r.value),
     update: (body, opts) => post('/update', body, opts),
   };
 }
