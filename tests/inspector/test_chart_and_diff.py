@@ -54,7 +54,7 @@ def test_each_numeric_variable_is_charted_over_the_turns_and_a_point_opens_its_t
     expect(hp.locator("circle.point")).to_have_count(4)  # the opening and three turns
     assert hp.locator("circle.point").evaluate_all("ps => ps.map(p => [p.dataset.turn, p.textContent])") == [
         ["0", "opening: 50"], ["1", "turn 1: 40"], ["2", "turn 2: 40"], ["3", "turn 3: 45"]]
-    expect(hp.locator("figcaption")).to_have_text("/stat_data/hp 40 … 50")
+    expect(hp.locator("figcaption")).to_have_text("/stat_data/hp 40 … 50 · opening – turn 3")
     assert charts.locator("figure.series").evaluate_all("fs => fs.map(f => f.dataset.path)") == [
         "/stat_data/gold", "/stat_data/hp"]  # a name is not a number
     # The highest value is drawn highest: y grows downwards in SVG.

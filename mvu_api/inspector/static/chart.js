@@ -85,7 +85,8 @@ function seriesChart({ path, points, count }, pick) {
     'aria-label': `${path} over the turns` }, line, ...dots);
   const thin = count > points.length ? ` · ${points.length} of ${count} points shown` : '';
   return h('figure', { class: 'series', dataset: { path } }, chart,
-    h('figcaption', {}, h('code', {}, path), ` ${low} … ${high}${thin}`));
+    h('figcaption', {}, h('code', {}, path), ` ${low} … ${high} · ${turnLabel(turns[0])} – `
+      + `${turnLabel(turns[turns.length - 1])}${thin}`));
 }
 
 /** The charts of one resource's history. */
