@@ -163,3 +163,27 @@ def install_openapi(app: FastAPI) -> None:
         return app.openapi_schema
 
     app.openapi = openapi  # type: ignore[method-assign]
+
+CHANGES_EXAMPLE: dict[str, Any] = {
+    "id": "mvu:instance-…",
+    "changes": [
+        {"resourceId": "mvu:instance-…", "inherited": False, "position": 3, "revision": 4, "seq": 0,
+         "sessionId": "s1", "turn": 4, "messageSeq": 13, "path": "/hp", "op": "add", "status": "applied",
+         "actor": "reply", "before": 70, "after": 50, "omitted": False, "command": "_.add('hp', -20);//hit",
+         "derived": False},
+        {"resourceId": "mvu:instance-…", "inherited": False, "position": 4, "revision": 5, "seq": 1,
+         "sessionId": "s1", "turn": 5, "messageSeq": 17, "path": "/hp", "op": "set", "status": "refused",
+         "actor": "reply", "before": 50, "omitted": False, "command": "_.set('hp', 'lots');",
+         "code": "MVU_SCHEMA", "message": "hp: expected number, received string", "derived": False},
+    ],
+    "nextBefore": 3,
+    "truncated": False,
+}
+DIFF_EXAMPLE: dict[str, Any] = {
+    "from": {"id": "mvu:instance-…", "revision": 0, "versionKey": None},
+    "to": {"id": "mvu:instance-…", "revision": 2, "versionKey": "8a2f…"},
+    "changes": [{"path": "/hp", "op": "replace", "before": 100, "after": 50},
+                {"path": "/mood", "op": "add", "after": "wary"},
+                {"path": "/items/2", "op": "remove", "before": "rope"}],
+    "truncated": False,
+}

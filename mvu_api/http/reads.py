@@ -49,7 +49,7 @@ MAX_HISTORY_PAGE = 1000
 _DIGITS = re.compile(r"[0-9]+")
 
 
-def _digits(raw: object) -> object:
+def plain_digits(raw: object) -> object:
     """A paging number as the wire spells it: ASCII digits only (not "+5", " 5", "1.0" or "1e3")."""
     if isinstance(raw, str) and not _DIGITS.fullmatch(raw):
         raise ValueError("must be an integer in plain decimal digits")
@@ -59,11 +59,11 @@ def _digits(raw: object) -> object:
 LimitParam = Annotated[int | None, Query(
     ge=1, le=MAX_HISTORY_PAGE, openapi_examples={"newest": {"value": 50}},
     description=f"At most this many entries (1 to {MAX_HISTORY_PAGE}): the newest whose position is below `before`, "
-                "oldest first. Without limit and before, the whole history."), BeforeValidator(_digits)]
+                "oldest first. Without limit and before, the whole history."), BeforeValidator(plain_digits)]
 BeforeParam = Annotated[int | None, Query(
     ge=0, openapi_examples={"older": {"value": 120}},
     description="Only entries whose `position` (their index in the resource's whole history, oldest 0) is below "
-                "this; the next older page is `before=` the first entry's position."), BeforeValidator(_digits)]
+                "this; the next older page is `before=` the first entry's position."), BeforeValidator(plain_digits)]
 
 
 def reads_router(service: MvuService, host: StoreHost | None = None) -> APIRouter:

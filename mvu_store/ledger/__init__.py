@@ -13,6 +13,7 @@ from mvu_store.errors import Code, MvuError
 from mvu_store.jsonvalue import MAX_STATE_BYTES
 from mvu_store.ledger import migrate
 from mvu_store.ledger import tables as t
+from mvu_store.ledger.change_log import MAX_VERSION_CHANGES
 from mvu_store.ledger.chat_rows import ChatExportRows, ChatImportRows, ImportedVersion
 from mvu_store.ledger.database_file import LEFTOVERS, create_if_missing, ledger_file, refuse_a_lost_file
 from mvu_store.ledger.dialect import dialect_of, translated
@@ -23,6 +24,8 @@ from mvu_store.ledger.host_sessions import Appended, StoredSession
 from mvu_store.ledger.migrate import check as check_schema
 from mvu_store.ledger.migrate import current_revision, head_revision
 from mvu_store.ledger.records import (
+    ChangeEntry,
+    ChangePage,
     CheckpointRecord,
     CommitOutcome,
     CommitRequest,
@@ -32,6 +35,7 @@ from mvu_store.ledger.records import (
     ResourceRecord,
     SessionRows,
     SessionRowsQuery,
+    StatePoint,
     Usage,
     VersionRecord,
 )
@@ -46,7 +50,10 @@ __all__ = [
     "FACTS_MAX_RECORDS",
     "FORMAT_VERSION",
     "LEFTOVERS",
+    "MAX_VERSION_CHANGES",
     "Appended",
+    "ChangeEntry",
+    "ChangePage",
     "ChatExportRows",
     "ChatImportRows",
     "CheckpointRecord",
@@ -61,6 +68,7 @@ __all__ = [
     "ResourceRecord",
     "SessionRows",
     "SessionRowsQuery",
+    "StatePoint",
     "Step",
     "StoredSession",
     "Usage",

@@ -11,6 +11,7 @@
 ``instances.py``   a session's selection and its instances, each with its boundary
 ``seeds.py``       fork / swipe / retry tickets: capture and install
 ``fact_log.py``    the bounded facts store and the usage counters
+``change_log.py``  each path's story, a version's and a turn's changes, the states a diff compares
 ``session_rows``   what a session's read needs, gathered in one round trip
 ``host_sessions``  the store-backed host's sessions and events (outside the budget)
 ``chat_rows.py``   a SillyTavern chat's import (one unit) and export (one snapshot)
@@ -32,6 +33,7 @@ from typing import Self
 
 from sqlalchemy import Engine
 
+from mvu_store.ledger.change_log import ChangeLog
 from mvu_store.ledger.chat_rows import ChatRows
 from mvu_store.ledger.commits import Commits
 from mvu_store.ledger.fact_log import FactLog
@@ -61,6 +63,9 @@ class Ledger:
             facts.append_fact, facts.append_facts, facts.facts, facts.usage)
         commits = Commits(store, facts)
         self.commit, self.set_management_mode = commits.commit, commits.set_management_mode
+        changes = ChangeLog(store)
+        self.path_changes, self.version_changes, self.turn_changes, self.states_at = (
+            changes.path_changes, changes.version_changes, changes.turn_changes, changes.states_at)
         views = Views(store)
         self.session_rows, self.session_rows_since = views.session_rows, views.session_rows_since
         hosts = HostSessions(store)

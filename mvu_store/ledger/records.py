@@ -260,3 +260,60 @@ class SeedChild:
     at_key: str | None
     activation_seq: int
     checkpoints: tuple[CheckpointRecord, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class ChangeEntry:
+    """A ``changes`` row as a read of one resource's history shows it.
+
+    ``resource_id`` is the row's owner: the resource read, or an ancestor whose version it
+    inherits (``inherited``). ``position`` is the version's index in the read resource's whole
+    history (oldest 0), the same number its history entries carry. ``before``/``after`` hold the
+    value at ``path`` (an empty tuple: no value there); with ``omitted`` both are empty because the
+    values were too large to keep, not because there were none.
+    """
+
+    resource_id: str
+    position: int
+    seq: int
+    revision: int
+    session_id: str | None
+    turn: int | None
+    message_seq: int | None
+    path: str
+    op: str | None
+    status: ChangeStatus
+    actor: ChangeActor
+    before: tuple[JsonValue, ...]
+    after: tuple[JsonValue, ...]
+    omitted: bool
+    command: str | None
+    code: str | None
+    reason: str | None
+    message: str | None
+    derived: bool
+    inherited: bool
+
+
+@dataclass(frozen=True, slots=True)
+class ChangePage:
+    """Changes in history order (oldest first). ``next_before``: the ``before_position`` of the
+    next older page of a path's story (None: this page reaches its oldest change). ``truncated``:
+    rows were left out that no page shows (one version with more changes than a page holds)."""
+
+    entries: tuple[ChangeEntry, ...]
+    next_before: int | None = None
+    truncated: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class StatePoint:
+    """A resource's variables at one revision, as stored: the text of its state (canonical JSON)
+    and the version that wrote it (None: no version, the state the resource started from).
+    ``root`` is the first resource of its lineage (itself when it was not forked)."""
+
+    resource_id: str
+    revision: int
+    version_key: str | None
+    text: str
+    root: str

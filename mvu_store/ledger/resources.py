@@ -83,6 +83,27 @@ def _ancestry(rows: Rows, resource_id: str) -> Iterator[tuple[str, int]]:
         link = rows.one(_HEAD_ROW, id=link["parent_id"])
 
 
+Owner = tuple[str, int | None, int]
+"""A resource whose versions another's history shows: its id, the last position shown (None: all,
+the resource itself) and the history index its position 0 has there."""
+
+
+def lineage(rows: Rows, resource_id: str) -> list[Owner] | None:
+    """The owners of ``resource_id``'s history, itself first, then its ancestors nearest first;
+    None without the resource. A history lists the oldest ancestor's versions up to its cut, then
+    the next one's and so on (``Resources.versions``): positions count from 0 in every resource, so
+    an owner's offset is the number of versions the owners before it show."""
+    if rows.one(_HEAD_ROW, id=resource_id) is None:
+        return None
+    chain: list[tuple[str, int | None]] = [(resource_id, None), *_ancestry(rows, resource_id)]
+    owners: list[Owner] = []
+    offset = 0
+    for owner, cut in reversed(chain):
+        owners.append((owner, cut, offset))
+        offset += 0 if cut is None else cut + 1
+    return owners[::-1]
+
+
 def _in_lineage(rows: Rows, query: Query, resource_id: str, key: str) -> tuple[str, Row] | None:
     """Version ``key`` as ``resource_id``'s history shows it: its owner (the resource itself or
     the ancestor it inherits it from) and its row by ``query`` (a lookup by ``resource_id``, ``key``)."""

@@ -391,3 +391,107 @@ class IngestReport(_Output):
     outcomes: list[TurnOutcome] = Field(default_factory=list)
     fact_errors: list[str] = Field(default_factory=list)
     """Optional fact writes that failed (DIGEST A-5: they never fail a commit)."""
+
+
+# -- changes and diffs (docs/python-api.md#changes-and-diffs) -------------------------------------
+
+
+class _WithValues(_Output):
+    """An answer with ``before``/``after`` values where "no value" and JSON ``null`` differ: a
+    field set (``has_before``) is written even when null, an unset one is left out."""
+
+    before: JsonValue = None
+    after: JsonValue = None
+
+    @property
+    def has_before(self) -> bool:
+        return "before" in self.model_fields_set
+
+    @property
+    def has_after(self) -> bool:
+        return "after" in self.model_fields_set
+
+    def to_json(self) -> dict[str, Any]:
+        data = super().to_json()
+        data.pop("before", None)
+        data.pop("after", None)
+        data.update({name: getattr(self, name) for name in ("before", "after") if name in self.model_fields_set})
+        return data
+
+
+class Change(_WithValues):
+    """One ``changes`` row of a resource's history: a path a version changed, or a command it
+    refused or ignored (docs/storage.md)."""
+
+    resource_id: str
+    """The row's owner: the resource read, or an ancestor whose version it inherits."""
+    inherited: bool
+    position: int
+    """The version's index in the resource's whole history: the ``position`` of its history entry."""
+    revision: int
+    """The owner's revision of the version."""
+    seq: int
+    """The change's order within its version."""
+    session_id: str | None = None
+    turn: int | None = None
+    message_seq: int | None = None
+    path: str
+    """A JSON pointer into ``stat_data`` (``''``: the whole of it)."""
+    op: str | None = None
+    status: Literal["applied", "refused", "ignored"]
+    actor: Literal["reply", "opening", "script", "manual", "import", "initial"]
+    omitted: bool = False
+    """The values were too large to keep: neither ``before`` nor ``after`` is given."""
+    command: str | None = None
+    code: str | None = None
+    reason: str | None = None
+    message: str | None = None
+    derived: bool = False
+    """Back-filled by a migration from stored states, not recorded when the version was written."""
+
+
+class Changes(_Output):
+    """A page of changes, oldest first (``MvuService.changes``)."""
+
+    id: str
+    changes: list[Change]
+    next_before: int | None = None
+    """A path's story: ``before`` for the next older page; None when this page reaches the oldest."""
+    truncated: bool = False
+    """Changes were left out that no page lists (one version with more than a page holds)."""
+
+    def to_json(self) -> dict[str, Any]:
+        return {"id": self.id, "changes": [change.to_json() for change in self.changes],
+                "nextBefore": self.next_before, "truncated": self.truncated}
+
+
+class DiffPoint(_Output):
+    """One end of a diff: a resource at a revision (``version_key`` None: no version wrote it)."""
+
+    id: str
+    revision: int
+    version_key: str | None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"id": self.id, "revision": self.revision, "versionKey": self.version_key}
+
+
+class DiffChange(_WithValues):
+    """One path of ``stat_data`` whose value differs between the two ends."""
+
+    path: str
+    op: Literal["add", "remove", "replace"]
+
+
+class StateDiff(_Output):
+    """What changed in ``stat_data`` from one point to another (``MvuService.diff``)."""
+
+    from_: DiffPoint = Field(alias="from")
+    to: DiffPoint
+    changes: list[DiffChange]
+    truncated: bool = False
+    """More differences than the answer lists (the first ones in document order are listed)."""
+
+    def to_json(self) -> dict[str, Any]:
+        return {"from": self.from_.to_json(), "to": self.to.to_json(),
+                "changes": [change.to_json() for change in self.changes], "truncated": self.truncated}

@@ -28,9 +28,11 @@ from mvu_store.processor.registry import CardProcessors
 from mvu_store.service.allocation import Allocation
 from mvu_store.service.branching import Branching
 from mvu_store.service.card_scripts import Cards
+from mvu_store.service.change_reads import ChangeReads
 from mvu_store.service.context import ServiceContext, Signal
 from mvu_store.service.editing import Editing
 from mvu_store.service.models import (
+    Changes,
     CharacterDefinition,
     CheckpointInfo,
     CheckpointState,
@@ -41,6 +43,7 @@ from mvu_store.service.models import (
     ResourceConfig,
     Scope,
     SelectionResult,
+    StateDiff,
     StateRecord,
     TemplateRecord,
     UpdateReceipt,
@@ -86,6 +89,7 @@ class MvuService:
         self._allocation = Allocation(ctx)
         self._pipeline = Pipeline(ctx, self._allocation)
         self._reads = Reads(ctx, self._allocation)
+        self._changes = ChangeReads(ctx, self._allocation)
         self._editing = Editing(ctx, self._allocation, self._reads)
         self._branching = Branching(ctx, self._allocation, self._pipeline)
         self._prompts = PromptReads(ctx, self._reads)
@@ -224,6 +228,29 @@ class MvuService:
         """
         self._ctx.alive()
         return await self._reads.history(id, scope, include_before, limit, before, signal)
+
+    async def changes(self, *, id: str, scope: Scope | dict[str, Any], path: str | None = None,
+                      revision: int | None = None, turn: int | None = None, session_id: str | None = None,
+                      before: int | None = None, limit: int | None = None, signal: Signal | None = None) -> Changes:
+        """What the resource's versions changed, path by path, with the commands they refused or
+        ignored: exactly one of ``path`` (a JSON pointer into ``stat_data``: its story, paged like
+        :meth:`history` by ``before`` / ``limit``, 100 by default, through a fork child's lineage),
+        ``revision`` (that version's changes) or ``turn`` (that turn's, of ``session_id``, by
+        default the scope's session). Scope and refusals as :meth:`history`; an unknown id is
+        ``MVU_MISSING``."""
+        self._ctx.alive()
+        return await self._changes.changes(id, scope, path=path, revision=revision, turn=turn, session_id=session_id,
+                                           before=before, limit=limit, signal=signal)
+
+    async def diff(self, *, id: str, scope: Scope | dict[str, Any], from_revision: int,
+                   to_revision: int | None = None, to_id: str | None = None, signal: Signal | None = None) -> StateDiff:
+        """What differs in ``stat_data`` from revision ``from_revision`` of ``id`` to revision
+        ``to_revision`` (None: the current one) of ``to_id`` (None: ``id``): another branch,
+        swipe or session of the playthrough. Revision 0 is what a resource started from (a fork
+        child's: its fork point). At most 1,000 differences (``truncated`` beyond)."""
+        self._ctx.alive()
+        return await self._changes.diff(id, scope, from_revision=from_revision, to_revision=to_revision, to_id=to_id,
+                                        signal=signal)
 
     async def facts(self, *, id: str, scope: Scope | dict[str, Any],
                     signal: Signal | None = None) -> builtins.list[dict[str, JsonValue]]:

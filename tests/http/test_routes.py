@@ -232,7 +232,8 @@ def test_the_openapi_document_is_published_with_examples(client: httpx.Client) -
     document = client.get(f"{API}/openapi.json").json()
     paths = document["paths"]
     assert set(paths) == {f"{MVU}/{name}" for name in (
-        "resources", "resource", "history", "facts", "update", "cards", "sessions", "sessions/{sessionId}",
+        "resources", "resource", "history", "facts", "changes", "diff", "update", "cards", "sessions",
+        "sessions/{sessionId}",
         "sessions/{sessionId}/events", "sessions/{sessionId}/selection", "seeds", "seeds/install",
         "inspector/sessions", "inspector/sessions/{sessionId}/turns",
         "inspector/sessions/{sessionId}/turns/{turn}/reply", "prompt", "prompt/current", "request-observed",

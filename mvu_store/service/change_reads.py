@@ -1,0 +1,195 @@
+"""Why a value is what it is: a path's story, a version's or a turn's changes, and the diff of
+two points (docs/python-api.md#changes-and-diffs).
+
+Both are reads as history is one: the same scope and the same refusals (``MvuService.history``),
+the same check of recorded history after the rows are read, and nothing written. The changes are
+the ledger's ``changes`` rows; a diff is computed from the two stored states with the one diff
+every part uses (:func:`mvu_store.json_diff.json_diff`), on ``stat_data`` only: the display and
+delta data are what one turn showed and did, not state, and a diff of them would repeat the
+state's differences in other words.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from mvu_store.errors import Code, MvuError
+from mvu_store.json_diff import MAX_DIFFERENCES, json_diff
+from mvu_store.jsonvalue import MAX_STATE_BYTES, JsonValue
+from mvu_store.ledger import ChangeEntry, ChangePage, StatePoint
+from mvu_store.service.allocation import Allocation
+from mvu_store.service.catalog import Entry
+from mvu_store.service.context import ServiceContext, Signal, check_signal
+from mvu_store.service.models import (
+    MAX_REVISION,
+    Change,
+    Changes,
+    DiffChange,
+    DiffPoint,
+    Scope,
+    StateDiff,
+    check_session_id,
+    parse_scope,
+)
+from mvu_store.service.offload import off_loop
+from mvu_store.service.reads import check_page
+
+DEFAULT_CHANGES_PAGE = 100
+MAX_PATH_CHARS = 4_096
+"""The longest JSON pointer a story is asked for (a path no state can hold is refused early)."""
+# RFC 6901: '' or '/'-separated tokens in which '~' only escapes '0' ('~') or '1' ('/').
+_POINTER = re.compile(r"(?:/(?:[^~/]|~[01])*)*")
+_DIFF_ON_LOOP_CHARS = 64 * 1024
+"""Two states up to this many characters together are compared on the loop (well under a
+millisecond); larger ones in a worker thread."""
+
+
+class ChangeReads:
+    """``MvuService.changes`` and ``MvuService.diff``."""
+
+    def __init__(self, ctx: ServiceContext, allocation: Allocation) -> None:
+        self._ctx = ctx
+        self._allocation = allocation
+
+    async def changes(self, resource_id: Any, scope: Scope | dict[str, Any], *, path: Any, revision: Any, turn: Any,
+                      session_id: Any, before: Any, limit: Any, signal: Signal | None) -> Changes:
+        check_signal(signal)
+        parsed = parse_scope(scope)
+        chosen = [name for name, value in (("path", path), ("revision", revision), ("turn", turn))
+                  if value is not None]
+        if len(chosen) != 1:
+            raise MvuError(Code.OPERATION, "give exactly one of path (a path's story), revision (a version's "
+                                           "changes) or turn (a turn's changes)")
+        if path is None and (before is not None or limit is not None):
+            raise MvuError(Code.OPERATION, "before and limit page a path's story: give them with path only")
+        if turn is None and session_id is not None:
+            raise MvuError(Code.OPERATION, "session_id names the session of a turn: give it with turn only")
+        check_page(limit, before)
+        entry = await self._entry(resource_id, parsed)
+        ledger = self._ctx.ledger
+        # What a session's history shows of a resource: an instance's whole history, another
+        # resource's versions of that session and what it inherits.
+        only = None if entry.is_instance else parsed.session_id
+        page: ChangePage | None
+        if entry.row is None:  # a legacy record or an instance not allocated: no version, no change
+            page = ChangePage(())
+        elif path is not None:
+            page = await ledger.path_changes(entry.id, _pointer(path), before_position=before,
+                                             limit=DEFAULT_CHANGES_PAGE if limit is None else limit,
+                                             session_id=only)
+        elif revision is not None:
+            page = await ledger.version_changes(entry.id, revision=_revision("revision", revision))
+            if page is None and revision != 0:
+                raise MvuError(Code.MISSING, f"{entry.id} has no revision {revision}", id=entry.id,
+                               revision=revision)
+        else:
+            page = await ledger.turn_changes(entry.id, session_id=_turn_session(session_id, parsed),
+                                             turn=_turn(turn))
+        await self._ctx.verifier.check(entry)  # after the read: every change listed is of a checked version
+        entries = [change for change in (page.entries if page is not None else ())
+                   if only is None or change.inherited or change.session_id == only]
+        return Changes(id=entry.id, changes=[_change(change) for change in entries],
+                       next_before=page.next_before if page is not None else None,
+                       truncated=page.truncated if page is not None else False)
+
+    async def diff(self, resource_id: Any, scope: Scope | dict[str, Any], *, from_revision: Any, to_revision: Any,
+                   to_id: Any, signal: Signal | None) -> StateDiff:
+        check_signal(signal)
+        parsed = parse_scope(scope)
+        start = _revision("from_revision", from_revision)
+        end = None if to_revision is None else _revision("to_revision", to_revision)
+        first = await self._entry(resource_id, None)
+        second = first if to_id is None or to_id == first.id else await self._entry(to_id, None)
+        # One end the scope may read, the other too or of the same lineage: another branch,
+        # swipe or session of one playthrough, or the parent a fork child's history goes back to.
+        readable = [entry for entry in (first, second) if entry.accessible(parsed)]
+        if not readable:
+            first.require_access(parsed)
+        for entry in (first, second):
+            if entry.row is None:
+                raise MvuError(Code.MIGRATION_REQUIRED if entry.legacy is not None else Code.MISSING,
+                               f"{entry.id} keeps no versions to compare", id=entry.id)
+        before, after = await self._ctx.ledger.states_at([(first.id, start), (second.id, end)])
+        if len(readable) == 1 and after.root != before.root:
+            (second if readable[0] is first else first).require_access(parsed)
+        for entry in {first.id: first, second.id: second}.values():
+            await self._ctx.verifier.check(entry)
+        size = len(before.text) + len(after.text)
+        found = _difference(before, after) if size <= _DIFF_ON_LOOP_CHARS \
+            else await off_loop(lambda: _difference(before, after))
+        return StateDiff.model_validate({"from": _point(before), "to": _point(after), **found})
+
+    async def _entry(self, resource_id: Any, scope: Scope | None) -> Entry:
+        """The resource, refused as history refuses it (``scope`` None: checked by the caller)."""
+        await self._allocation.unallocated_shared()  # its refusals (a configured id held by legacy state)
+        entry = await self._ctx.catalog.entry(resource_id) if isinstance(resource_id, str) else None
+        if entry is None:
+            shown = resource_id[:200] if isinstance(resource_id, str) else None
+            raise MvuError(Code.MISSING, f"no resource {shown!r}", id=shown)
+        if scope is not None:
+            entry.require_access(scope)
+        return entry
+
+
+def _pointer(path: Any) -> str:
+    if not isinstance(path, str) or len(path) > MAX_PATH_CHARS or not _POINTER.fullmatch(path):
+        raise MvuError(Code.PATH, f"path must be a JSON pointer of at most {MAX_PATH_CHARS} characters into "
+                                  "stat_data: '' (all of it) or '/hp', '/items/0', '~1' for '/' and '~0' for '~' "
+                                  "in a key", field="path")
+    return path
+
+
+def _revision(name: str, value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_REVISION:
+        raise MvuError(Code.OPERATION, f"{name} must be an integer from 0 to {MAX_REVISION}", field=name)
+    return value
+
+
+def _turn(value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_REVISION:
+        raise MvuError(Code.OPERATION, "turn must be a non-negative integer", field="turn")
+    return value
+
+
+def _turn_session(session_id: Any, scope: Scope) -> str:
+    if session_id is None and scope.session_id is None:
+        raise MvuError(Code.OPERATION, "a turn is one session's: give session_id (the scope names none)")
+    return check_session_id(scope.session_id if session_id is None else session_id)
+
+
+def _change(entry: ChangeEntry) -> Change:
+    values: dict[str, JsonValue] = {}
+    if entry.before:
+        values["before"] = entry.before[0]
+    if entry.after:
+        values["after"] = entry.after[0]
+    return Change(resource_id=entry.resource_id, inherited=entry.inherited, position=entry.position,
+                  revision=entry.revision, seq=entry.seq, session_id=entry.session_id, turn=entry.turn,
+                  message_seq=entry.message_seq, path=entry.path, op=entry.op, status=entry.status,
+                  actor=entry.actor, omitted=entry.omitted, command=entry.command, code=entry.code,
+                  reason=entry.reason, message=entry.message, derived=entry.derived, **values)
+
+
+def _point(point: StatePoint) -> DiffPoint:
+    return DiffPoint(id=point.resource_id, revision=point.revision, version_key=point.version_key)
+
+
+def _difference(before: StatePoint, after: StatePoint) -> dict[str, Any]:
+    """The differences of the two states' ``stat_data`` (bounded: states of at most the state
+    budget, at most ``MAX_DIFFERENCES`` listed)."""
+    found = json_diff(_stat_data(before), _stat_data(after), limit=MAX_DIFFERENCES)
+    return {"changes": [DiffChange(path=item.path, op=item.op,
+                                   **({"before": item.before[0]} if item.before else {}),
+                                   **({"after": item.after[0]} if item.after else {}))
+                        for item in found.differences],
+            "truncated": found.truncated}
+
+
+def _stat_data(point: StatePoint) -> JsonValue:
+    if len(point.text) > MAX_STATE_BYTES or len(point.text.encode()) > MAX_STATE_BYTES:
+        raise MvuError(Code.LIMIT, f"the state of {point.resource_id} at revision {point.revision} is over "
+                                   f"{MAX_STATE_BYTES} bytes: too large to compare", limit=MAX_STATE_BYTES)
+    variables = json.loads(point.text)
+    return variables.get("stat_data") if isinstance(variables, dict) else None
