@@ -121,3 +121,22 @@ def test_two_points_are_compared_through_the_diff_read(page: Page, chats: dict[s
     assert {k: v[0] for k, v in query.items()} == {
         "id": own, "scope": json.dumps({"authority": "local", "sessionId": "climb"}, separators=(",", ":")),
         "from": "1", "to": "1", "toId": branch}
+
+
+def test_a_turn_and_a_branchs_turn_are_compared_by_the_server(page: Page) -> None:
+    compare = open_view(page, "climb", "compare")
+    expect(compare.locator("select.from option")).to_have_count(4)
+    compare.locator("select.from").select_option(label="turn 1 · r1")
+    compare.locator("select.to-session").select_option("climb-b")
+    expect(compare.locator("select.to option").last).to_have_text("turn 3 · r1")
+    compare.locator("button.compare-button").click()
+    rows = compare.locator("table.diff tbody tr")
+    expect(rows).to_have_count(2)
+    # Turn 1 here: hp 40, gold 3; the branch's turn 3: its purse of turn 2, then a worse fall.
+    assert rows.evaluate_all("rs => rs.map(r => [...r.cells].map(c => c.textContent))") == [
+        ["/gold", "changed", "3", "9"], ["/hp", "changed", "40", "10"]]
+    # The same point on both sides is no difference.
+    compare.locator("select.to-session").select_option("climb")
+    compare.locator("select.to").select_option(label="turn 1 · r1")
+    compare.locator("button.compare-button").click()
+    expect(compare.locator(".diff-result")).to_contain_text("The two states are the same.")
