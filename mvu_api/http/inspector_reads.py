@@ -1,22 +1,29 @@
-"""Two reads the inspector page needs and the trace routes do not give: which sessions there are,
-and a session's turns with the one still running (its ``turn/start`` came, its ``turn/end`` not
-yet). Everything else the page shows it derives from ``/resources``, ``/resource``, ``/history``
-and ``/facts``. They sit beside the host routes (``/mvu/inspector/…``), behind the same token or
-the page's sign-in, and are documented in docs/host-protocol.md.
+"""Three reads the inspector page needs and the trace routes do not give: which sessions there
+are, a session's turns with the one still running (its ``turn/start`` came, its ``turn/end`` not
+yet), and the reply a turn ended with, read as the turn read it (its text and the commands found
+in it, for the page to mark each with its outcome). Everything else the page shows it derives
+from ``/resources``, ``/resource``, ``/history`` and ``/facts``. They sit beside the host routes
+(``/mvu/inspector/…``), behind the same token or the page's sign-in, and are documented in
+docs/host-protocol.md.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from fastapi import APIRouter
+from fastapi import APIRouter, Path
 from starlette.responses import Response
 
 from mvu_api.http.docs import problems
 from mvu_api.http.hosting import SessionIdPath, session_json, session_missing
 from mvu_api.http.wire import json_response
+from mvu_store.errors import Code, MvuError
 from mvu_store.host import SessionEvent
+from mvu_store.service import off_loop, turn_reply
 from mvu_store.store_host import StoreHost
+
+MAX_TURN = 2**53 - 1
+"""The largest turn number a host can write (JavaScript's safe integers)."""
 
 
 def turns_of(events: tuple[SessionEvent, ...]) -> list[dict[str, Any]]:
@@ -54,5 +61,20 @@ def inspector_router(host: StoreHost) -> APIRouter:
         listed = turns_of(snapshot.events)
         return json_response({"sessionId": session_id, "lastSeq": snapshot.last_seq, "turns": listed,
                               "runningTurn": next((t["turn"] for t in listed if t["running"]), None)})
+
+    @router.get("/sessions/{sessionId}/turns/{turn}/reply", operation_id="inspectorTurnReply",
+                responses=problems(400, 401, 404),
+                summary="The reply a turn ended with and the commands found in it (for the inspector page)")
+    async def reply(session_id: SessionIdPath, turn: int = Path(ge=0, le=MAX_TURN)) -> Response:
+        snapshot = await host.inspect(session_id)
+        if snapshot is None:
+            raise session_missing(session_id)
+        found = await off_loop(lambda: turn_reply(snapshot, turn))
+        if found is None:
+            raise MvuError(Code.MISSING, f"turn {turn} of session {session_id!r} has no reply: it has not ended, or "
+                           "ended without an assistant message (GET /inspector/sessions/{sessionId}/turns lists "
+                           "its turns)",
+                           session_id=session_id, turn=turn)
+        return json_response({"sessionId": session_id, **found.to_json()})
 
     return router

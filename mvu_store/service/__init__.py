@@ -31,6 +31,7 @@ from mvu_store.service.processing import PassThrough
 from mvu_store.service.prompting import ManagementDefaults, PromptDependency, RenderedPrompt, StateAssembly
 from mvu_store.service.service import MvuService
 from mvu_store.service.session_cache import DEFAULT_MEMORY_BYTES as DEFAULT_SESSION_MEMORY_BYTES
+from mvu_store.service.turn_replies import TurnReply, turn_reply
 
 __all__ = [
     "DEFAULT_SESSION_MEMORY_BYTES",
@@ -64,6 +65,8 @@ __all__ = [
     "StateRecord",
     "TemplateRecord",
     "TurnOutcome",
+    "TurnReply",
     "UpdateReceipt",
     "off_loop",
+    "turn_reply",
 ]

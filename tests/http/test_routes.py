@@ -235,7 +235,8 @@ def test_the_openapi_document_is_published_with_examples(client: httpx.Client) -
         "resources", "resource", "history", "facts", "changes", "diff", "update", "cards", "sessions",
         "sessions/{sessionId}",
         "sessions/{sessionId}/events", "sessions/{sessionId}/selection", "seeds", "seeds/install",
-        "inspector/sessions", "inspector/sessions/{sessionId}/turns", "prompt", "prompt/current", "request-observed",
+        "inspector/sessions", "inspector/sessions/{sessionId}/turns",
+        "inspector/sessions/{sessionId}/turns/{turn}/reply", "prompt", "prompt/current", "request-observed",
         "snapshot", "card-binding", "card-write", "card-binding/revoke", "playthroughs/{playthroughId}",
         "card-grants/{grantId}", "chats/import", "chats/{sessionId}/export")}
     for removal in ("playthroughs/{playthroughId}", "card-grants/{grantId}"):  # a path id over its bound

@@ -113,7 +113,7 @@ def test_an_inherited_version_is_a_snapshot_without_trigger_or_before(page: Page
       const [r] = t.roundEvents(versions, [], 1);
       return { on: r.on, changes: r.changes.length, phases: r.phases.size, status: t.rowStatus(r) };
     """)
-    assert row == {"on": "inherited_snapshot", "changes": 0, "phases": 0, "status": "unknown"}
+    assert row == {"on": "inherited_snapshot", "changes": 0, "phases": 0, "status": "inherited"}
 
 
 def test_a_skip_reads_as_skipped_with_its_reason_and_an_opening_write_belongs_to_turn_one(page: Page) -> None:

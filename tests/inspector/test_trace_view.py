@@ -167,7 +167,7 @@ def test_an_edit_of_the_latest_state_saves_and_shows_the_validated_value(page: P
     expect(row.locator("td.value")).to_have_text("100")
     assert row.locator("textarea").count() == 0
     assert stat_data(client, chats["edit"]) == {"hp": 100, "gold": 10}
-    expect(turn.locator("table.events tr.event").first.locator("td").first).to_contain_text("manual_update")
+    expect(turn.locator("table.events tr.event").first.locator("td").first).to_have_text("manual edit · turn 1")
 
 
 def test_a_conflicting_or_refused_edit_keeps_its_draft_and_says_why(page: Page, client: httpx.Client,
@@ -273,7 +273,8 @@ def test_the_trigger_table_shows_results_diagnostics_and_skips(page: Page) -> No
     [row] = first.locator("table.events tr.event").all()
     expect(row.locator("td.result")).to_have_text("applied · r1")
     # The declaration refused the toll (gold may not go below 0) and kept the club.
-    expect(row.locator("td.reason .diagnostics")).to_have_text("refused commands: MVU_SCHEMA")
+    expect(row.locator("td.reason .diagnostics")).to_have_text(
+        "refused add /gold — gold: Too small: expected number to be >=0 (MVU_SCHEMA)")
     expect(row).to_contain_text("/stat_data/hp")
     assert "/stat_data/gold" not in row.inner_text()
     expect(first.locator("tr[data-path='/stat_data/gold'] td.value")).to_have_text("10")
@@ -288,7 +289,7 @@ def test_a_branch_labels_what_it_inherited_and_keeps_its_own_history(page: Page)
     expect(page.locator("nav button[data-session='trig-b']")).to_have_text("trig-b (branch of trig)")
     inherited = open_turn(page, "trig-b", 2)
     rows = inherited.locator("table.events tr.event")
-    expect(rows.first.locator("td").first).to_have_text("inherited_snapshot · turn 2")
+    expect(rows.first.locator("td").first).to_have_text("inherited from the parent session · turn 2")
     expect(rows.first).to_contain_text("Inherited snapshot: before not recorded")
     options = inherited.locator("select.state option").all_inner_texts()
     assert any("inherited snapshot" in option for option in options), options

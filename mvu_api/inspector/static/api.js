@@ -53,7 +53,12 @@ export function createApi({ csrf, fetcher = fetch }) {
     resource: (id, sessionId, opts) => get('/resource', { id, scope: sessionScope(sessionId) }, opts),
     history: (id, sessionId, opts) => get('/history', { id, scope: sessionScope(sessionId), includeBefore: 'true' },
       opts).then((r) => r.value),
+    /** The reply that ended `turn`, read (its text and commands), or null when it has none. */
+    reply: (sessionId, turn, opts) => get(`/inspector/sessions/${encodeURIComponent(sessionId)}/turns/${turn}/reply`,
+      {}, opts).then((r) => r.value, (error) => { if (error.status === 404) return null; throw error; }),
     facts: (id, sessionId, opts) => get('/facts', { id, scope: sessionScope(sessionId) }, opts).then((r) => r.value),
+    /** `GET /mvu/diff`: `{id, scope, from, to, toId?}`. */
+    diff: (params, opts) => get('/diff', params, opts).then((r) => r.value),
     update: (body, opts) => post('/update', body, opts),
   };
 }

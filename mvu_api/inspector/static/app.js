@@ -1,7 +1,10 @@
-// The inspector page: sign-in, the sessions, and per turn a collapsed "variables and changes"
-// section that reads the trace routes only once it is opened.
+// The inspector page: sign-in, the sessions, and per session two collapsed views (its numbers
+// over the turns, a comparison of two points) and per turn a collapsed "variables and changes"
+// section; each reads the trace routes only once it is opened.
 
 import { createApi } from './api.js';
+import { chartView } from './chart.js';
+import { diffView } from './diff.js';
 import { h, replace } from './dom.js';
 import { ResourcePanel } from './panel.js';
 import { signedInCsrf, signInForm, signOutButton } from './signin.js';
@@ -10,9 +13,27 @@ import { turnLabel } from './trace.js';
 const POLL_MS = 3000;
 const main = document.querySelector('main');
 
+/** A collapsed section whose body `load()` makes (a node, or a promise of nodes) when first opened. */
+function lazy(name, title, load) {
+  const body = h('div', { class: 'body' });
+  const details = h('details', { class: name }, h('summary', {}, title), body);
+  let loaded = false;
+  details.addEventListener('toggle', async () => {
+    if (!details.open || loaded) return;
+    loaded = true;
+    replace(body, h('p', {}, 'Loading…'));
+    try {
+      replace(body, await load());
+    } catch (error) {
+      replace(body, h('p', { class: 'alert', role: 'alert' }, `${error.code ?? 'MVU_READ_FAILED'}: ${error.message}`));
+    }
+  });
+  return details;
+}
+
 /** One session: its turns, newest first, each with a collapsed section per resource. */
 class SessionView {
-  constructor(api, sessionId) {
+  constructor(api, sessionId, sessions) {
     this.api = api;
     this.sessionId = sessionId;
     this.turns = [];
@@ -21,8 +42,29 @@ class SessionView {
     this.sections = new Map();
     this.list = h('div', { class: 'turns' });
     this.node = h('div', { class: 'session', dataset: { session: sessionId } },
-      h('h2', {}, 'Session ', h('code', {}, sessionId)), this.list);
+      h('h2', {}, 'Session ', h('code', {}, sessionId)),
+      lazy('chart', 'Numbers over the turns', () => this.charts()),
+      lazy('compare', 'Compare two turns or branches', () => diffView(api, sessionId, sessions)),
+      this.list);
     this.timer = null;
+  }
+
+  /** Each state's numeric variables over the turns; a point opens its turn. */
+  async charts() {
+    const records = await this.api.resources(this.sessionId);
+    const blocks = await Promise.all(records.map(async (record) => h('div', { class: 'resource-charts',
+      dataset: { id: record.id } }, h('h4', {}, record.name ?? record.id),
+    chartView(await this.api.history(record.id, this.sessionId), (turn) => this.openTurn(turn)))));
+    return blocks.length ? blocks : h('p', {}, 'This session has no state yet.');
+  }
+
+  /** Show turn `turn` (the opening belongs to turn 1) with its variables open. */
+  openTurn(turn) {
+    const section = this.sections.get(Math.max(1, turn)) ?? this.sections.get(turn);
+    if (!section) return;
+    section.details.open = true;
+    section.node.scrollIntoView({ block: 'start' });
+    section.details.querySelector('summary').focus();
   }
 
   lastTurn() {
@@ -79,11 +121,12 @@ class SessionView {
   async loadTurn(turn, body) {
     replace(body, h('p', {}, 'Loading…'));
     try {
-      const records = await this.api.resources(this.sessionId);
+      const [records, reply] = await Promise.all([this.api.resources(this.sessionId),
+        this.api.reply(this.sessionId, turn)]);
       const panels = await Promise.all(records.map(async (record) => {
         const [history, facts] = await Promise.all([this.api.history(record.id, this.sessionId),
           this.api.facts(record.id, this.sessionId)]);
-        return new ResourcePanel(this, turn, record, history, facts);
+        return new ResourcePanel(this, turn, record, history, facts, reply);
       }));
       panels.forEach((panel) => this.panels.add(panel));
       replace(body, panels.length ? panels.map((p) => p.node) : h('p', {}, 'This session has no state yet.'));
@@ -117,7 +160,7 @@ async function showSessions(api) {
     for (const button of nav.querySelectorAll('button')) {
       button.setAttribute('aria-current', String(button.dataset.session === sessionId));
     }
-    current = new SessionView(api, sessionId);
+    current = new SessionView(api, sessionId, sessions);
     replace(pane, current.node);
     history.replaceState(null, '', `#session=${encodeURIComponent(sessionId)}`);
     await current.load();

@@ -1,10 +1,13 @@
 // One resource inside one turn: the state selector, the variable table (20 rows a page, a path
-// filter, the inline edit of the current state) and the turn's trigger table.
+// filter, the inline edit of the current state), the turn's reply with its commands' outcomes
+// and the turn's trigger table.
 
 import { h, replace, shown } from './dom.js';
+import { outcomeLine, storyView } from './story.js';
 import {
   editVariable, eventName, pageOf, rowStatus, rowsAt, roundEvents, roundSnapshot, turnLabel, versionTurn,
 } from './trace.js';
+import { eventWords } from './words.js';
 
 const CURRENT = 'current';
 
@@ -19,6 +22,15 @@ function kindLabel(version) {
   return version.kind;
 }
 
+/** Where a row's value came from, in words. */
+function updateLabel(updated) {
+  if (!updated) return 'not recorded';
+  if (updated.opening) return 'set by the opening';
+  if (updated.inherited) return 'inherited from the parent session';
+  const by = { manual: 'manual edit', card: 'card script', import: 'import' }[updated.kind];
+  return by ? `${turnLabel(updated.turn)} · ${by}` : turnLabel(updated.turn);
+}
+
 function cell(present, known, value) {
   if (!known) return h('span', { class: 'label' }, 'Not recorded');
   if (!present) return h('span', { class: 'label' }, 'Absent');
@@ -26,11 +38,13 @@ function cell(present, known, value) {
 }
 
 export class ResourcePanel {
-  /** `session`: {api, sessionId, isLatest(turn), isRunning()}; `record`: the resource as listed. */
-  constructor(session, turn, record, history, facts) {
+  /** `session`: {api, sessionId, isLatest(turn), isRunning()}; `record`: the resource as listed;
+   * `reply`: the turn's reply read, or null. */
+  constructor(session, turn, record, history, facts, reply = null) {
     this.session = session;
     this.turn = turn;
     this.record = record;
+    this.reply = reply;
     this.history = history;
     this.facts = facts;
     this.round = history.filter((v) => inRound(v, turn));
@@ -96,6 +110,7 @@ export class ResourcePanel {
       'Next');
     this.pageLabel = h('span', { class: 'page-label' });
     this.events = h('tbody');
+    this.story = h('div', { class: 'story-slot' });
     const record = this.record;
     return h('section', { class: 'resource', dataset: { id: record.id } },
       h('h4', {}, record.name ?? record.id, ' ', h('code', {}, record.id),
@@ -109,6 +124,7 @@ export class ResourcePanel {
           h('th', {}, 'Last update'), h('th', {}, ''))),
         this.tbody),
       h('div', { class: 'pager' }, this.prev, this.pageLabel, this.next),
+      this.story,
       h('h5', {}, 'Triggers'),
       h('table', { class: 'events' },
         h('thead', {}, h('tr', {}, h('th', {}, 'Event / turn'), h('th', {}, 'Result'), h('th', {}, 'Before → after'),
@@ -120,7 +136,16 @@ export class ResourcePanel {
   renderAll() {
     this.renderSelect();
     this.renderTable();
+    this.renderStory();
     this.renderEvents();
+  }
+
+  /** The reply's story as this resource's version of it tells it (the turn's last version made
+   * from that very message). */
+  renderStory() {
+    const seq = this.reply?.messageSeq;
+    const made = this.round.filter((v) => seq !== undefined && v.source?.messageSeq === seq);
+    replace(this.story, storyView(this.reply, made.length ? made[made.length - 1] : null));
   }
 
   renderSelect() {
@@ -196,7 +221,7 @@ export class ResourcePanel {
           onclick: () => this.edit(row) }, 'Edit');
       }
     }
-    const updated = row.updated ? turnLabel(row.updated.turn) : 'not recorded';
+    const updated = updateLabel(row.updated);
     return h('tr', { dataset: { path: row.path } }, h('td', { class: 'path' }, h('code', {}, row.path)),
       h('td', { class: 'value' }, value), h('td', { class: 'type' }, row.type), h('td', { class: 'updated' }, updated),
       h('td', { class: 'action' }, action));
@@ -213,12 +238,13 @@ export class ResourcePanel {
           : 'Not recorded')];
       const result = replay ? `${status} · replay, no new commit` : (row.revision === undefined ? status
         : `${status} · r${row.revision}`);
-      return h('tr', { class: `event ${status}`, dataset: { status } },
-        h('td', {}, eventName(row), ' · ', turnLabel(row.turn)),
+      const missed = (row.diagnostics ?? []).filter((d) => d.kind !== 'possible');
+      return h('tr', { class: `event ${status}`, dataset: { status, on: eventName(row) } },
+        h('td', {}, eventWords(eventName(row)), ' · ', turnLabel(row.turn)),
         h('td', { class: 'result' }, result),
         h('td', {}, row.version || row.comparisonAvailable ? changes : ''),
-        h('td', { class: 'reason' }, row.reason ?? '', row.diagnostics
-          ? h('div', { class: 'diagnostics' }, `refused commands: ${row.diagnostics}`) : null));
+        h('td', { class: 'reason' }, row.reason ?? '', missed.map((d) => h('div', { class: `diagnostics ${d.kind}` },
+          outcomeLine(d)))));
     });
     if (!rows.length) rows.push(h('tr', { class: 'empty' }, h('td', { colspan: 4 }, 'No triggers recorded')));
     replace(this.events, rows);
@@ -252,14 +278,16 @@ export class ResourcePanel {
     const { api, sessionId } = this.session;
     const signal = this.controller.signal;
     try {
-      [this.history, this.facts] = await Promise.all([api.history(this.record.id, sessionId, { signal }),
-        api.facts(this.record.id, sessionId, { signal })]);
+      // A turn that was running when the panel opened has its reply once it ends.
+      [this.history, this.facts, this.reply] = await Promise.all([api.history(this.record.id, sessionId, { signal }),
+        api.facts(this.record.id, sessionId, { signal }), this.reply ?? api.reply(sessionId, this.turn, { signal })]);
     } catch (error) {
       if (error.name === 'AbortError') return;
       this.alert = `${error.code ?? 'MVU_READ_FAILED'}: ${error.detail ?? error.message}`;
     }
     this.round = this.history.filter((v) => inRound(v, this.turn));
     this.renderSelect();
+    this.renderStory();
     this.renderEvents();
     if (this.mode === CURRENT) await this.readCurrent();
     else this.renderTable();

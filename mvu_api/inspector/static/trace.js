@@ -94,17 +94,26 @@ export function roundSnapshot(versions, turn) {
   return null;
 }
 
-/** The turn each leaf of `content` was last changed in, over the versions up to `selected`. */
+/** Where each leaf of `content` last got its value, over the versions up to `selected`: the turn
+ * and kind of the version that last changed it; else `{opening: true}` when the history reaches
+ * back to the opening (every version knows its before), `{inherited: true}` when it starts with a
+ * branch's inherited snapshot, or null (not recorded). */
 export function rowsAt(content, versions, selected) {
   const boundary = selected ? versions.findIndex((v) => v.key === selected.key) : versions.length - 1;
+  const considered = versions.slice(0, boundary + 1);
   const updated = new Map();
-  for (const version of versions.slice(0, boundary + 1)) {
-    if (version.error || !version.beforeAvailable) continue;
+  let origin = considered[0]?.inherited ? { inherited: true } : { opening: true };
+  for (const version of considered) {
+    if (version.error) continue;
+    if (!version.beforeAvailable) {
+      if (!version.inherited) origin = null;
+      continue;
+    }
     for (const change of variableChanges(version.before, version.variables?.stat_data)) {
-      updated.set(change.path, { ...version.source, turn: versionTurn(version) });
+      updated.set(change.path, { ...version.source, turn: versionTurn(version), kind: version.kind });
     }
   }
-  return flattenVariables(content?.stat_data).map((row) => ({ ...row, updated: updated.get(row.path) ?? null }));
+  return flattenVariables(content?.stat_data).map((row) => ({ ...row, updated: updated.get(row.path) ?? origin }));
 }
 
 export function turnLabel(turn) {
@@ -124,9 +133,11 @@ function versionOn(version) {
   return 'assistant_message_committed';
 }
 
-function diagnosticCodes(version) {
+/** The commands a version did not apply, with their outcomes (a failed version keeps the state
+ * it failed on, and with it an earlier version's diagnostics: it has none of its own). */
+function diagnosticsOf(version) {
   const found = version.variables?.update_diagnostics;
-  return Array.isArray(found) && found.length ? found.map((d) => d.code).join(', ') : null;
+  return !version.error && Array.isArray(found) ? found : [];
 }
 
 /** The trigger rows of one turn, newest first: facts grouped per attempt (a new `started` begins a
@@ -169,7 +180,7 @@ export function roundEvents(versions, facts, turn) {
       // The refusal reason and the commands the declaration refused, apart (the stored envelope
       // carries its last diagnostics along, so they would hide a later skip's reason).
       reason: version.error ?? row.reason,
-      diagnostics: diagnosticCodes(version),
+      diagnostics: diagnosticsOf(version),
       changes: version.beforeAvailable ? variableChanges(version.before, version.variables?.stat_data) : [],
       comparisonAvailable: Boolean(version.beforeAvailable),
     });
@@ -177,11 +188,14 @@ export function roundEvents(versions, facts, turn) {
   return groups.reverse();
 }
 
-/** What happened to an attempt: failed, skipped, applied, completed, triggered, started, unknown. */
+/** What happened to an attempt: failed, skipped, applied, completed, triggered, started; a version
+ * no fact tells of is inherited or saved; else unknown. */
 export function rowStatus(row) {
   if (row.phases.has('failed') || row.version?.error) return 'failed';
   for (const phase of ['skipped', 'applied', 'completed', 'triggered']) if (row.phases.has(phase)) return phase;
-  return row.phases.size ? 'started' : 'unknown';
+  if (row.phases.size) return 'started';
+  if (row.version) return row.version.inherited ? 'inherited' : 'saved';
+  return 'unknown';
 }
 
 export function eventName(row) {
