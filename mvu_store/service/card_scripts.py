@@ -34,6 +34,7 @@ from mvu_store.schema.allowance import Allowance
 from mvu_store.service.allocation import Allocation
 from mvu_store.service.card_scopes import HEX64, CardScope, Evidence, parse_card_scope, read_only, resolve
 from mvu_store.service.catalog import Entry
+from mvu_store.service.change_rows import diff_rows
 from mvu_store.service.context import ServiceContext, Signal, check_signal, now_ms
 from mvu_store.service.edit_rules import edit_content, edited_envelope
 from mvu_store.service.initial import DeclaredSchema
@@ -363,9 +364,12 @@ class Cards:
         _no_config(ended, "completed", revision=revision, detail="card-write")
         await self._still_bound(binding, grant, evidence, session_lease, signal)
         source, meta = _card_source(binding, version, evidence)
+        turn = source.get("turn")
+        changes = await off_loop(lambda: diff_rows(before, variables.get("stat_data"), "script",
+                                                   turn if isinstance(turn, int) else None)) if previous is None else ()
         outcome = await ctx.ledger.commit(CommitRequest(
             entry.id, expected_revision, "card", variables, fingerprint, source, operation_id=operation_id,
-            meta=meta, result=result, facts=tuple(ended.records)))
+            meta=meta, result=result, facts=tuple(ended.records), changes=changes))
         if not outcome.replayed:
             ctx.verifier.recorded(entry, expected_revision, outcome.revision, fingerprint=fingerprint,
                                   key=outcome.version_key)

@@ -19,6 +19,7 @@ from mvu_store.jsonvalue import JsonValue, js_json, json_equal, sha256_hex
 from mvu_store.ledger.records import CommitRequest, NewResource, VersionRecord
 from mvu_store.service.allocation import Allocation
 from mvu_store.service.catalog import Entry, SeenHead
+from mvu_store.service.change_rows import diff_rows
 from mvu_store.service.context import ServiceContext, Signal, check_signal, now_ms
 from mvu_store.service.edit_rules import edit_content, edited_envelope
 from mvu_store.service.models import (
@@ -76,6 +77,9 @@ class Editing:
             facts.add("started")
             facts.add("triggered")
             before = head.variables.get("stat_data") if isinstance(head.variables, dict) else None
+            turn = source.get("turn")
+            changes = await off_loop(lambda: diff_rows(before, variables["stat_data"], "manual",
+                                                       turn if isinstance(turn, int) else None))
             # The stored head has sorted keys; key order alone is no change of state.
             if not json_equal(before, variables["stat_data"]):
                 facts.add("applied", revision=expected_revision + 1, detail="state-committed")
@@ -84,7 +88,7 @@ class Editing:
             # The expected revision is the caller's: a conflict is theirs to resolve, never retried here.
             outcome = await ctx.ledger.commit(CommitRequest(
                 entry.id, expected_revision, "manual", variables, fingerprint, source,
-                operation_id=operation_id, meta=meta, result=result, facts=tuple(facts.records)))
+                operation_id=operation_id, meta=meta, result=result, facts=tuple(facts.records), changes=changes))
             stored = outcome.result if isinstance(outcome.result, dict) else result
             if not outcome.replayed:
                 ctx.verifier.recorded(entry, expected_revision, outcome.revision, fingerprint=fingerprint,
