@@ -45,6 +45,7 @@ from mvu_store.host import check_session_id as check_store_session_id
 from mvu_store.jsonvalue import JsonValue, canonical_text, dumps, js_json, measure_state, sha256_hex
 from mvu_store.lang.macros import MAX_NAME_CHARS, Names
 from mvu_store.ledger import ChatImportRows, ImportedVersion, Ledger, NewResource
+from mvu_store.service.change_rows import diff_rows
 from mvu_store.service.identity import character_template_id, instance_id
 from mvu_store.service.initial import with_names
 from mvu_store.service.models import CharacterDefinition
@@ -188,6 +189,8 @@ class _Head:
     blob_hash: str | None = None
     position: int = 0
     """Where the resource's next own version goes."""
+    stat_data: JsonValue = None
+    """The ``stat_data`` of its head (its next version's changes are from it)."""
 
 
 class _Import:
@@ -399,7 +402,8 @@ class _Import:
         resource = instance_id(template["id"], self._identity(summary.session_id))
         self._rows.create_instance(self._new(template, resource, summary.session_id))
         summary.instance_id = resource
-        self._main = _Head(resource)
+        assert self._initial is not None and isinstance(self._initial[0], dict)
+        self._main = _Head(resource, stat_data=self._initial[0].get("stat_data"))
         return self._main
 
     def _new(self, template: dict[str, Any], resource: str, session_id: str) -> NewResource:
@@ -431,13 +435,15 @@ class _Import:
         # is, without the normalising copy canonical_text makes of a value from outside.
         source_text = dumps(source)
         key = sha256_hex(source_text)
+        stat_data = stored.variables.get("stat_data")
         self._rows.add_version(ImportedVersion(
             resource_id=head.id, key=key, position=head.position, revision=head.revision + 1, parent_key=head.key,
             variables_hash=blob_hash, session_id=session, message_seq=seq, source=source_text,
             meta=dumps({"import": {"format": FORMAT, "message": message.index, "line": message.line,
                                    "swipe": swipe, "restore": stored.restore}}),
-            created_at=message.sent_at))
+            created_at=message.sent_at, changes=diff_rows(head.stat_data, stat_data, "import", self._turns.turn)))
         head.position, head.revision, head.key, head.blob_hash = head.position + 1, head.revision + 1, key, blob_hash
+        head.stat_data = stat_data
         self._summary.states += 1
 
     def _branch(self, message: ChatMessage, swipe: int, user: str | None, stored: StoredState) -> _Head:
@@ -458,7 +464,8 @@ class _Import:
         self._rows.append_events(child, [(item.event, item.text) for item in kept])
         assert self._template is not None
         resource = instance_id(self._template["id"], self._identity(child))
-        branch = _Head(resource, key=main.key)  # a fork child starts at revision 0, at its parent's version
+        # A fork child starts at revision 0, at its parent's version (and state).
+        branch = _Head(resource, key=main.key, stat_data=main.stat_data)
         self._version(branch, child, stored, message, swipe, len(events) - 2)
         assert branch.key is not None and branch.blob_hash is not None
         # Created at its own version, forked at the version the chat's instance wrote last (its

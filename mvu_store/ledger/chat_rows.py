@@ -23,7 +23,7 @@ from mvu_store.jsonvalue import JsonValue
 from mvu_store.ledger import tables as t
 from mvu_store.ledger.host_sessions import HostSessions, StoredTail, stored_tail
 from mvu_store.ledger.query import LEDGER, Query, ReadRows, Row
-from mvu_store.ledger.records import NewResource
+from mvu_store.ledger.records import ChangeRow, NewResource
 from mvu_store.ledger.resources import Resources
 from mvu_store.ledger.row_batch import RowBatch, insert_batch
 from mvu_store.ledger.selections import Selections
@@ -77,6 +77,8 @@ class ImportedVersion:
     meta: str
     created_at: int | None
     """When the message was sent (None: unknown, the time of the import)."""
+    changes: tuple[ChangeRow, ...] = ()
+    """What the version changed from the state before it (the ``changes`` rows, actor ``import``)."""
 
 
 S = TypeVar("S", "ChatImportRows", "ChatExportRows")
