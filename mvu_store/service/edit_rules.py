@@ -21,6 +21,7 @@ from mvu_store.jsonvalue import (
     UNSAFE_KEYS,
     JsonValue,
     copy_json,
+    dumps,
     find_unsafe_key,
     json_equal,
     json_pointer,
@@ -99,18 +100,33 @@ def edited_envelope(sent: dict[str, Any], current: JsonValue, *, now_ms: int) ->
     return envelope
 
 
+EDIT_VALUE_BYTES = 256
+"""A value an edit's ``delta_data`` shows beside its path at most (as JSON); a larger one is left
+out (``omitted``): the envelope holds the state twice already (``stat_data``, ``display_data``),
+and a third copy would push an edit that fits over the state budget."""
+EDIT_VALUES_BYTES = 64 * 1024
+"""The values one edit's ``delta_data`` shows in all (the later ones are ``omitted``)."""
+
+
 def edit_changes(before: JsonValue, after: JsonValue) -> dict[str, JsonValue]:
     """An edit's ``delta_data``: each path it changed, as a reply's changes are listed (``op``
-    ``add`` / ``remove`` / ``replace``, ``previous`` and ``value`` when there was one), and
-    ``truncated`` when more than the diff's bound changed."""
+    ``add`` / ``remove`` / ``replace``, ``previous`` and ``value`` when there was one, small
+    ones only: ``omitted`` says one was left out), and ``truncated`` when more than the diff's
+    bound changed."""
     diff = json_diff(before, after)
     changes: list[JsonValue] = []
+    room = EDIT_VALUES_BYTES
     for item in diff.differences:
         change: dict[str, JsonValue] = {"op": item.op, "path": item.path}
-        if item.before:
-            change["previous"] = item.before[0]
-        if item.after:
-            change["value"] = item.after[0]
+        for name, value in (("previous", item.before), ("value", item.after)):
+            if not value:
+                continue
+            size = len(dumps(value[0]))
+            if size <= min(EDIT_VALUE_BYTES, room):
+                change[name] = value[0]
+                room -= size
+            else:
+                change["omitted"] = True
         changes.append(change)
     return {"changes": changes, "truncated": True} if diff.truncated else {"changes": changes}
 

@@ -173,3 +173,12 @@ async def test_commands_a_processor_drops_are_ignored_as_filtered(ledger: Ledger
     record = await service.read(id=instance, scope=scope("s1"))
     assert record is not None and isinstance(record.content, dict)
     assert [item["reason"] for item in record.content["update_diagnostics"]] == ["script_filtered"]
+
+
+def test_an_edits_delta_data_leaves_large_values_out() -> None:
+    from mvu_store.service.edit_rules import EDIT_VALUE_BYTES, edit_changes
+
+    big = "y" * (EDIT_VALUE_BYTES + 1)
+    assert edit_changes({"pad": "x", "n": 1}, {"pad": big, "n": 2}) == {"changes": [
+        {"op": "replace", "path": "/pad", "previous": "x", "omitted": True},
+        {"op": "replace", "path": "/n", "previous": 1, "value": 2}]}
