@@ -6,12 +6,13 @@ it runs; :func:`merged_outcomes` puts them in text order with what reading the r
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from mvu_store.errors import MvuError
 from mvu_store.jsonvalue import JsonValue, json_pointer
 from mvu_store.lang.commands import Command
-from mvu_store.lang.outcomes import NO_OP, STRIPPED, CommandOutcome, ReplyNotes, clipped
+from mvu_store.lang.outcomes import MAX_IGNORED, NO_OP, SCRIPT_FILTERED, STRIPPED, CommandOutcome, ReplyNotes, clipped
 from mvu_store.lang.paths import format_path
 
 
@@ -49,6 +50,28 @@ def refused_outcome(command: Command, index: int, error: MvuError) -> CommandOut
     return CommandOutcome("refused", clipped(command.full_match), command.start, command.end, index,
                           op=command.type, path=json_pointer(list(command.path)), code=error.code,
                           message=clipped(message), patch_index=command.patch_index)
+
+
+def filtered_notes(notes: ReplyNotes, offered: tuple[Command, ...], chosen: tuple[Command, ...]) -> ReplyNotes:
+    """``notes`` with every command of ``offered`` that a command processor left out of
+    ``chosen`` (a filtered subsequence of it) ignored as ``script_filtered``."""
+    if len(chosen) >= len(offered):
+        return notes  # nothing dropped (a repair offers commands the reply's text did not have)
+    remaining = iter(chosen)
+    following = next(remaining, None)
+    dropped: list[CommandOutcome] = []
+    for command in offered:
+        if following is not None and command == following:
+            following = next(remaining, None)
+            continue
+        dropped.append(CommandOutcome(
+            "ignored", clipped(command.full_match), command.start, command.end, op=command.type,
+            path=json_pointer(list(command.path)), reason=SCRIPT_FILTERED,
+            message="the card's command processor dropped this command before it ran",
+            patch_index=command.patch_index))
+    room = max(0, MAX_IGNORED - len(notes.ignored))
+    ignored = tuple(sorted((*notes.ignored, *dropped[:room]), key=lambda item: (item.start, item.patch_index or 0)))
+    return replace(notes, ignored=ignored, ignored_total=notes.ignored_total + len(dropped))
 
 
 def merged_outcomes(ran: list[CommandOutcome], notes: ReplyNotes) -> tuple[CommandOutcome, ...]:

@@ -42,6 +42,8 @@ NO_OP = "no_op"
 """The command ran and changed nothing (the value was already there)."""
 STRIPPED = "stripped"
 """The card's declaration dropped what the command wrote (a key its ``z.object`` strips)."""
+SCRIPT_FILTERED = "script_filtered"
+"""The card's command processor (its script) dropped the command before it ran."""
 LOOKS_LIKE_COMMAND = "looks_like_command"
 """Text shaped like a command that the extractor does not read as one (a possible command)."""
 

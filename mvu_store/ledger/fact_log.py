@@ -47,7 +47,7 @@ PreparedFact = tuple[str, dict[str, Any]]
 
 def prepare_facts(records: Iterable[dict[str, JsonValue]]) -> list[PreparedFact]:
     """The facts ``records`` as the store keeps them (done before the writer's thread is asked).
-    :func:`fact_fields` leaves flat, normalised scalars: their canonical text needs no walk."""
+    :func:`fact_fields` leaves flat, normalised scalars (and the short strings of ``outcomes``)."""
     return [(dumps(fields), fields) for fields in map(fact_fields, records)]
 
 

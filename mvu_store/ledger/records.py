@@ -102,6 +102,10 @@ class Head:
     revision: int
     version_key: str | None
     variables: JsonValue = field(metadata=STORED_AS_JSON)
+    failure: JsonValue = field(default=None, metadata=STORED_AS_JSON)
+    """The ``meta`` of a failed receipt written since the head moved (the resource's last version
+    is one), None otherwise: a current read shows that failure as the record's own diagnostics,
+    while the head (key, state) stays where it was."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -151,6 +155,9 @@ class SessionRows:
     JSON text (decoded by whoever needs it: a read whose answer is known needs no state)."""
     activations: dict[str, int] | None = None
     """The session's activation boundaries by owner (template or resource id), when asked for."""
+    failures: dict[str, str] = field(default_factory=dict)
+    """For each head above whose resource's last version is a failed receipt: that receipt's
+    stored ``meta`` text (:attr:`Head.failure`)."""
 
 
 ChangeStatus = Literal["applied", "refused", "ignored"]

@@ -13,7 +13,7 @@ import json
 from collections.abc import Iterator
 from typing import Any
 
-from sqlalchemy import and_, bindparam, select
+from sqlalchemy import ColumnElement, and_, bindparam, case, select
 
 from mvu_store.errors import Code, MvuError
 from mvu_store.jsonvalue import JsonValue, canonical_text
@@ -51,9 +51,21 @@ _VERSION_RECORD = Query(
     ),
 )
 _RESOURCE = Query("resource", lambda: _select_resources().where(_r.id == bindparam("id")))
+def failure_since_head() -> ColumnElement[Any]:
+    """The ``meta`` of the resource's (``resources`` of the enclosing query) last version when it
+    is a failed receipt, else NULL: one seek on the versions' primary key. A failed receipt
+    claims a revision but leaves the head where it was, so the head alone cannot tell a read
+    that the latest turn failed."""
+    last = (select(case((_v.kind == "failed", _v.meta)))
+            .where(_v.ledger_id == _r.ledger_id, _v.resource_id == _r.id)
+            .order_by(_v.position.desc()).limit(1))
+    return last.scalar_subquery()
+
+
 _HEAD = Query(
     "head",
-    lambda: select(_r.revision, _r.head_key.label("version_key"), _b.body.label("variables"))
+    lambda: select(_r.revision, _r.head_key.label("version_key"), _b.body.label("variables"),
+                   failure_since_head().label("failure"))
     .join(t.blobs, and_(_b.ledger_id == _r.ledger_id, _b.hash == _r.head_hash))
     .where(_r.ledger_id == LEDGER, _r.id == bindparam("id")),
 )

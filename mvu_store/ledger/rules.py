@@ -11,9 +11,13 @@ from mvu_store.ledger import tables as t
 from mvu_store.ledger.records import ChangeActor, ChangeStatus, CommitRequest
 
 FACT_FIELDS = ("phase", "recordedAt", "id", "sessionId", "eventId", "on", "cause", "requestId", "reason", "detail",
-               "turn", "turnKind", "revision", "configRevision")
+               "turn", "turnKind", "revision", "configRevision", "commandsApplied", "commandsRefused",
+               "commandsIgnored", "commandsPossible")
 FACT_TEXT_LIMIT = 300
 _STATUSES, _ACTORS = frozenset(get_args(ChangeStatus)), frozenset(get_args(ChangeActor))
+FACT_OUTCOMES = 8
+"""Items a fact's ``outcomes`` keeps (a reply's first commands that did not apply)."""
+_OUTCOME_FIELDS = ("kind", "path", "code", "reason")
 
 
 def fact_fields(record: dict[str, JsonValue]) -> dict[str, JsonValue]:
@@ -29,6 +33,12 @@ def fact_fields(record: dict[str, JsonValue]) -> dict[str, JsonValue]:
             fields[name] = json_scalar(value)  # as normalised JSON: the fact's text is encoded as it is
         elif value is None and name in record:
             fields[name] = None
+    outcomes = record.get("outcomes")
+    if isinstance(outcomes, list):
+        # The one structured field: each item by kind, path and code or reason, strings only.
+        fields["outcomes"] = [{key: text[:FACT_TEXT_LIMIT] for key in _OUTCOME_FIELDS
+                               if isinstance(text := item.get(key), str)}
+                              for item in outcomes[:FACT_OUTCOMES] if isinstance(item, dict)]
     return fields
 
 

@@ -14,13 +14,14 @@ from __future__ import annotations
 import functools
 from typing import Any
 
-from sqlalchemy import ColumnElement, and_, bindparam, exists, false, or_, select, true
+from sqlalchemy import ColumnElement, and_, bindparam, case, exists, false, or_, select, true
 
 from mvu_store.host import SessionTail
 from mvu_store.ledger import tables as t
 from mvu_store.ledger.host_sessions import stored_tail
 from mvu_store.ledger.query import LEDGER, Query, ReadRows
 from mvu_store.ledger.records import ResourceRecord, SessionRows, SessionRowsQuery, StoredTemplate
+from mvu_store.ledger.resources import failure_since_head
 from mvu_store.ledger.rows import columns, record
 from mvu_store.ledger.selections import ACTIVATIONS
 from mvu_store.ledger.store import Store
@@ -74,7 +75,8 @@ def _resources_query(heads: int | None, instance_heads: bool) -> Query:
         if instance_heads:
             wanted = or_(wanted, _r.kind == "instance")
         return (
-            select(*columns(t.resources, ResourceRecord), _b.body.label("head_body"))
+            select(*columns(t.resources, ResourceRecord), _b.body.label("head_body"),
+                   case((wanted, failure_since_head())).label("head_failure"))
             .outerjoin(t.blobs, and_(_b.ledger_id == _r.ledger_id, _b.hash == _r.head_hash, wanted))
             .where(_r.ledger_id == LEDGER,
                    or_(and_(_r.session_id == bindparam("session_id"), _r.kind == "instance"),
@@ -124,6 +126,7 @@ def _session_rows(rows: ReadRows, query: SessionRowsQuery) -> SessionRows:
     listed = rows.all(_resources_query(None if wanted is None else len(wanted), query.turn), session_id=session_id,
                       **binds)
     resources = [(record(ResourceRecord, row), row["head_body"]) for row in listed]
+    failures = {row["id"]: row["head_failure"] for row in listed if row["head_failure"] is not None}
     return SessionRows(
         session_id=session_id, seed_pending=bool(header["seed_pending"]), selected=bool(header["selected"]),
         template_id=template_id, templates=templates,
@@ -131,5 +134,6 @@ def _session_rows(rows: ReadRows, query: SessionRowsQuery) -> SessionRows:
         shared=tuple(resource for resource, _ in resources if resource.kind != "instance"),
         legacy_digest=header["legacy_digest"],
         heads={resource.id: body for resource, body in resources if body is not None},
+        failures=failures,
         activations={row["owner_id"]: int(row["seq"]) for row in rows.all(ACTIVATIONS, session_id=session_id)}
         if query.turn else None)

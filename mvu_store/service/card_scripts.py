@@ -28,7 +28,8 @@ from mvu_store.host import CardGrant, CardHost, Lease
 from mvu_store.jsonvalue import JsonValue, js_json, json_equal, normalize, sha256_hex
 from mvu_store.lang import parse_commands
 from mvu_store.lang.apply import private_envelope, run_commands
-from mvu_store.ledger.records import CommitRequest, Head, VersionRecord
+from mvu_store.ledger import state_changes
+from mvu_store.ledger.records import ChangeRow, CommitRequest, Head, VersionRecord
 from mvu_store.ledger.rules import operation_key
 from mvu_store.schema.allowance import Allowance
 from mvu_store.service.allocation import Allocation
@@ -363,9 +364,14 @@ class Cards:
         _no_config(ended, "completed", revision=revision, detail="card-write")
         await self._still_bound(binding, grant, evidence, session_lease, signal)
         source, meta = _card_source(binding, version, evidence)
+        turn = source.get("turn")
+        changes: tuple[ChangeRow, ...] = ()
+        if previous is None:
+            changes = tuple(await off_loop(lambda: state_changes(before, variables.get("stat_data"), "script",
+                                                                 turn=turn if isinstance(turn, int) else None)))
         outcome = await ctx.ledger.commit(CommitRequest(
             entry.id, expected_revision, "card", variables, fingerprint, source, operation_id=operation_id,
-            meta=meta, result=result, facts=tuple(ended.records)))
+            meta=meta, result=result, facts=tuple(ended.records), changes=changes))
         if not outcome.replayed:
             ctx.verifier.recorded(entry, expected_revision, outcome.revision, fingerprint=fingerprint,
                                   key=outcome.version_key)

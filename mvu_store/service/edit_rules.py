@@ -3,7 +3,8 @@
 An edit sends a variables envelope; only its ``stat_data`` is taken. The source owns the rest: a
 declaration (``mvu_schema``) or native schema sent back unchanged is fine, a different one is
 ``MVU_SCHEMA_CODE`` (so an old envelope can never be restored over a new playthrough's schema),
-and the derived parts (``display_data``, ``delta_data``, ``update_diagnostics``) are recomputed.
+and the derived parts (``display_data``, ``delta_data``, ``update_diagnostics``) are recomputed:
+``delta_data.changes`` lists what the edit changed, path by path.
 The new ``stat_data`` must be data every later reply can run on: no prototype keys, numbers
 JavaScript holds exactly; a declaration validates (and may transform) it exactly once, a native
 schema is reconciled with it as after any update.
@@ -15,10 +16,12 @@ from typing import Any
 
 from mvu_store.errors import Code, MvuError
 from mvu_store.js.values import MAX_SAFE_INTEGER
+from mvu_store.json_diff import json_diff
 from mvu_store.jsonvalue import (
     UNSAFE_KEYS,
     JsonValue,
     copy_json,
+    dumps,
     find_unsafe_key,
     json_equal,
     json_pointer,
@@ -92,9 +95,40 @@ def edited_envelope(sent: dict[str, Any], current: JsonValue, *, now_ms: int) ->
     elif isinstance(envelope.get("schema"), dict):
         envelope["schema"] = reconcile(stat_data, envelope["schema"])
         clean_metadata(stat_data)  # a $meta in the edit shaped the schema, as at initialisation
-    envelope.update(stat_data=stat_data, display_data=copy_json(stat_data), delta_data={"changes": []},
-                    update_diagnostics=[])
+    envelope.update(stat_data=stat_data, display_data=copy_json(stat_data),
+                    delta_data=edit_changes(envelope.get("stat_data"), stat_data), update_diagnostics=[])
     return envelope
+
+
+EDIT_VALUE_BYTES = 256
+"""A value an edit's ``delta_data`` shows beside its path at most (as JSON); a larger one is left
+out (``omitted``): the envelope holds the state twice already (``stat_data``, ``display_data``),
+and a third copy would push an edit that fits over the state budget."""
+EDIT_VALUES_BYTES = 64 * 1024
+"""The values one edit's ``delta_data`` shows in all (the later ones are ``omitted``)."""
+
+
+def edit_changes(before: JsonValue, after: JsonValue) -> dict[str, JsonValue]:
+    """An edit's ``delta_data``: each path it changed, as a reply's changes are listed (``op``
+    ``add`` / ``remove`` / ``replace``, ``previous`` and ``value`` when there was one, small
+    ones only: ``omitted`` says one was left out), and ``truncated`` when more than the diff's
+    bound changed."""
+    diff = json_diff(before, after)
+    changes: list[JsonValue] = []
+    room = EDIT_VALUES_BYTES
+    for item in diff.differences:
+        change: dict[str, JsonValue] = {"op": item.op, "path": item.path}
+        for name, value in (("previous", item.before), ("value", item.after)):
+            if not value:
+                continue
+            size = len(dumps(value[0]))
+            if size <= min(EDIT_VALUE_BYTES, room):
+                change[name] = value[0]
+                room -= size
+            else:
+                change["omitted"] = True
+        changes.append(change)
+    return {"changes": changes, "truncated": True} if diff.truncated else {"changes": changes}
 
 
 _MISSING_SHOWN = 5

@@ -16,6 +16,7 @@ from typing import Any, TypeVar
 from mvu_store.errors import Code, MvuError
 from mvu_store.host import Lease
 from mvu_store.jsonvalue import JsonValue, js_json, json_equal, sha256_hex
+from mvu_store.ledger import state_changes
 from mvu_store.ledger.records import CommitRequest, NewResource, VersionRecord
 from mvu_store.service.allocation import Allocation
 from mvu_store.service.catalog import Entry, SeenHead
@@ -76,6 +77,9 @@ class Editing:
             facts.add("started")
             facts.add("triggered")
             before = head.variables.get("stat_data") if isinstance(head.variables, dict) else None
+            turn = source.get("turn")
+            changes = tuple(await off_loop(lambda: state_changes(before, variables["stat_data"], "manual",
+                                                                 turn=turn if isinstance(turn, int) else None)))
             # The stored head has sorted keys; key order alone is no change of state.
             if not json_equal(before, variables["stat_data"]):
                 facts.add("applied", revision=expected_revision + 1, detail="state-committed")
@@ -84,7 +88,7 @@ class Editing:
             # The expected revision is the caller's: a conflict is theirs to resolve, never retried here.
             outcome = await ctx.ledger.commit(CommitRequest(
                 entry.id, expected_revision, "manual", variables, fingerprint, source,
-                operation_id=operation_id, meta=meta, result=result, facts=tuple(facts.records)))
+                operation_id=operation_id, meta=meta, result=result, facts=tuple(facts.records), changes=changes))
             stored = outcome.result if isinstance(outcome.result, dict) else result
             if not outcome.replayed:
                 ctx.verifier.recorded(entry, expected_revision, outcome.revision, fingerprint=fingerprint,

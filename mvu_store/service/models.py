@@ -337,6 +337,8 @@ class HistoryEntry(_Output):
     created_at: int
     before_available: bool | None = None
     before: JsonValue = None
+    commands: list[JsonValue] | None = None
+    """A reply version's commands, each with its result, in text order (docs/python-api.md)."""
 
 
 class CheckpointState(_Output):

@@ -18,6 +18,7 @@ from mvu_store.ledger.records import CheckpointRecord, VersionRecord
 from mvu_store.service.allocation import Allocation
 from mvu_store.service.catalog import Entry
 from mvu_store.service.context import ServiceContext, Signal, check_signal
+from mvu_store.service.failures import shown_after_failure
 from mvu_store.service.legacy import CAPABILITIES
 from mvu_store.service.models import (
     CheckpointState,
@@ -227,7 +228,9 @@ class Reads:
                                historical=scope.historical, version_key=None)
         if not scope.historical:
             head = await (view or ctx.ledger).head(entry.id)
-            return StateRecord(**common, content=head.variables, revision=head.revision,
+            # After a failed turn the record shows that failure, not the head's own diagnostics.
+            return StateRecord(**common, content=shown_after_failure(head.variables, head.failure),
+                               revision=head.revision,
                                current_revision=head.revision, historical=False, version_key=head.version_key)
         version = _historical_version(entry, versions, scope)
         if version is None:
@@ -277,9 +280,12 @@ class Reads:
                 variables = states.get(before_hash) if before_hash is not None else None
                 stat_data = variables.get("stat_data") if isinstance(variables, dict) else None
                 fields = {"before_available": before_hash is not None, "before": stat_data}
+            variables = states.get(version.variables_hash)
+            if version.kind == "reply":
+                fields["commands"] = history_commands(version.meta, variables)
             result.append(HistoryEntry(
                 key=version.key, kind=version.kind, revision=version.revision, position=position,
-                source=version.source, variables=states.get(version.variables_hash),
+                source=version.source, variables=variables,
                 fingerprint=version.fingerprint, parent_key=version.parent_key, operation_id=version.operation_id,
                 error=version.error, inherited=version.inherited or version.kind == "inherited",
                 created_at=version.created_at, **fields))
@@ -317,6 +323,23 @@ class Reads:
         return CheckpointState(id=entry.id, session_id=point.session_id, turn=point.turn, seq=point.seq,
                                revision=point.revision, version_key=point.version_key,
                                content=await self._ctx.ledger.blob(point.variables_hash))
+
+
+def history_commands(meta: dict[str, JsonValue], variables: JsonValue) -> list[JsonValue]:
+    """Every command of a reply version with its result, in text order: the applied ones its
+    ``meta`` keeps, and the refused and ignored ones of its ``update_diagnostics``."""
+    applied = meta.get("applied")
+    listed = [item for item in applied if isinstance(item, dict)] if isinstance(applied, list) else []
+    diagnostics = variables.get("update_diagnostics") if isinstance(variables, dict) else None
+    if isinstance(diagnostics, list):
+        listed.extend(item for item in diagnostics
+                      if isinstance(item, dict) and item.get("kind") in ("refused", "ignored") and "start" in item)
+    return sorted(listed, key=_place)
+
+
+def _place(item: dict[str, JsonValue]) -> tuple[int, int]:
+    start, patch = item.get("start"), item.get("patchIndex")
+    return (start if isinstance(start, int) else 0), (patch if isinstance(patch, int) else 0)
 
 
 def _page(entries: list[tuple[int, Any]], limit: int | None, before: int | None) -> list[tuple[int, Any]]:

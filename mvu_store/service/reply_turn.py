@@ -23,8 +23,10 @@ from mvu_store.ledger.records import CommitRequest, Head
 from mvu_store.schema.allowance import Allowance
 from mvu_store.service import turn_stages as stages
 from mvu_store.service.catalog import Entry
+from mvu_store.service.change_rows import failure_rows, reply_rows
 from mvu_store.service.commit_loop import Refused, on_head, refusing
 from mvu_store.service.context import ServiceContext, Signal
+from mvu_store.service.failures import FAILURE, failure_diagnostic, with_failure
 from mvu_store.service.models import TurnOutcome
 from mvu_store.service.offload import off_loop
 from mvu_store.service.processing import check_current, claims, command_source
@@ -129,15 +131,17 @@ class ReplyTurn:
             applied = await stages.applied(run, head)
         except MvuError as error:
             raise TurnFailed(run, head, error) from None
-        ended = stages.ended_facts(run, head, applied.changed)
+        ended = stages.ended_facts(run, head, applied)
         self._check(run, head)
         assert run.decision is not None
         try:
             outcome = await self._ctx.ledger.commit(CommitRequest(
                 run.entry.id, head.revision, "reply", applied.variables, run.reply.fingerprint, run.reply.source,
                 key=run.reply.key, meta={"sourceRevision": head.revision,
-                                         "configRevision": run.decision.config_revision},
-                facts=tuple(ended.records), encoded=applied.encoded))
+                                         "configRevision": run.decision.config_revision,
+                                         **stages.applied_commands(applied)},
+                facts=tuple(ended.records), encoded=applied.encoded,
+                changes=reply_rows(applied.outcomes, run.reply.turn, ignored_total=applied.ignored_total)))
         except MvuError as error:
             if error.code == Code.REVISION_CONFLICT:
                 raise  # the loop's: the next attempt is on the new head
@@ -219,11 +223,13 @@ class ReplyTurn:
         ended = run.facts.copy()
         ended.add("failed", revision=current.revision + 1, detail=error.code)
         reply = run.reply
+        diagnostic = failure_diagnostic(error)
         return await self._ctx.ledger.commit(CommitRequest(
-            # The version keeps the state, with no changes and no diagnostics of the version before.
-            run.entry.id, current.revision, "failed", Applied.unchanged(current.variables).variables,
-            reply.fingerprint, reply.source,
-            key=reply.key, error=error.code, facts=tuple(ended.records))), ended
+            # The version keeps the state, with no changes and only its own diagnostic: the
+            # failure (a current read shows it too: service/failures.py).
+            run.entry.id, current.revision, "failed", with_failure(current.variables, diagnostic),
+            reply.fingerprint, reply.source, key=reply.key, error=error.code, meta={FAILURE: diagnostic},
+            facts=tuple(ended.records), changes=failure_rows(error, reply.turn))), ended
 
 
 def skip_reason(run: ReplyRun) -> str:

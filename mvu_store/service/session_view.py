@@ -122,7 +122,9 @@ class SessionView:
             return await self._ledger.head(resource_id)
         row = self._row(resource_id)
         assert row is not None  # a head read is a listed row's
-        return Head(resource_id, row.revision, row.head_key, json.loads(text))
+        failure = self._rows.failures.get(resource_id)
+        return Head(resource_id, row.revision, row.head_key, json.loads(text),
+                    None if failure is None else json.loads(failure))
 
     def _row(self, resource_id: str) -> ResourceRecord | None:
         """The resource's row in the view, if it is one of the session's."""

@@ -30,7 +30,7 @@ from mvu_store.host import Lease
 from mvu_store.jsonvalue import JsonValue, copy_json
 from mvu_store.lang import Command, contains_update
 from mvu_store.lang.apply import UpdateResult, private_envelope, run_commands
-from mvu_store.lang.command_outcomes import merged_outcomes, update_diagnostics
+from mvu_store.lang.command_outcomes import filtered_notes, merged_outcomes, update_diagnostics
 from mvu_store.lang.commands import scan_commands
 from mvu_store.lang.macros import Names, substitute
 from mvu_store.lang.outcomes import EMPTY_NOTES, CommandOutcome, ReplyNotes
@@ -248,8 +248,10 @@ def apply_commands(run: ReplyRun, head: Head, commands: tuple[Command, ...]) -> 
     # The declaration, at the turn's time; after the first command it parses only what each
     # command changed.
     declared = DeclaredSchema.of(head.variables, run.reply.at, ValidationMemo(), run.allowance)
+    # What a card's script dropped is reported as ignored, as what reading dropped is.
+    notes = filtered_notes(run.parsed.notes, run.parsed.commands, commands)
     return run_commands(private_envelope(head.variables), list(commands), declared,
-                        declared.check if declared is not None else None, run.parsed.notes)
+                        declared.check if declared is not None else None, notes)
 
 
 @dataclass(frozen=True, slots=True)
@@ -299,15 +301,54 @@ async def applied(run: ReplyRun, head: Head) -> Applied:
     return Applied.of(result if result is not None else await off_loop(lambda: apply(run, head)))
 
 
-def ended_facts(run: ReplyRun, head: Head, changed: bool) -> Facts:
-    """The reply's facts as a commit on ``head`` ends them."""
+def ended_facts(run: ReplyRun, head: Head, applied: Applied) -> Facts:
+    """The reply's facts as a commit of ``applied`` on ``head`` ends them; ``completed`` carries
+    what became of the reply's commands (:func:`outcome_summary`)."""
     assert run.decision is not None
     config_revision = run.decision.config_revision
     ended = run.facts.copy()
-    if changed:
+    if applied.changed:
         ended.add("applied", revision=head.revision + 1, detail="state-committed", configRevision=config_revision)
     # 'state-committed' says the state changed (A-4): a skipped or no-op reply is recorded (its
     # version keeps the state) but completes without that claim.
-    ended.add("completed", revision=head.revision + 1, detail="state-committed" if changed else None,
-              configRevision=config_revision)
+    ended.add("completed", revision=head.revision + 1, detail="state-committed" if applied.changed else None,
+              configRevision=config_revision, **outcome_summary(applied))
     return ended
+
+
+MAX_FACT_OUTCOMES = 8
+"""Commands that did not apply a ``completed`` fact names (the first ones, in text order)."""
+MAX_FACT_PATH = 120
+"""Characters of a path a fact keeps."""
+
+
+def outcome_summary(applied: Applied) -> dict[str, JsonValue]:
+    """What a fact may say of a reply's commands (A-4, A-5: no value, no chat text): how many
+    applied, were refused, ignored, or only looked like commands, and the first
+    :data:`MAX_FACT_OUTCOMES` that did not apply, each by kind, path and code (or reason)."""
+    counts = {"applied": 0, "refused": 0, "ignored": 0}
+    listed: list[JsonValue] = []
+    for outcome in applied.outcomes:
+        counts[outcome.kind] = counts.get(outcome.kind, 0) + 1
+        if outcome.kind in ("refused", "ignored") and len(listed) < MAX_FACT_OUTCOMES:
+            item: dict[str, JsonValue] = {"kind": outcome.kind, "path": (outcome.path or "")[:MAX_FACT_PATH]}
+            if outcome.code is not None:
+                item["code"] = outcome.code
+            if outcome.reason is not None:
+                item["reason"] = outcome.reason
+            listed.append(item)
+    summary: dict[str, JsonValue] = {
+        "commandsApplied": counts["applied"], "commandsRefused": counts["refused"],
+        "commandsIgnored": applied.ignored_total, "commandsPossible": applied.notes.possible_total}
+    if listed:
+        summary["outcomes"] = listed
+    return summary
+
+
+def applied_commands(applied: Applied) -> dict[str, JsonValue]:
+    """What a reply version's ``meta`` keeps of its commands: the applied ones (without their
+    values, which its ``delta_data`` holds); its ``update_diagnostics`` hold the others, so its
+    history entry lists every command (:func:`~mvu_store.service.reads.history_commands`)."""
+    listed = [{name: value for name, value in outcome.to_json().items() if name not in ("before", "after", "key")}
+              for outcome in applied.outcomes if outcome.kind == "applied"]
+    return {"applied": listed} if listed else {}

@@ -290,3 +290,25 @@ async def test_a_summary_lists_the_first_differences_and_counts_them_all(ledger:
     path = write_chat(tmp_path / "chat.jsonl", ChatSpec(language="en", turns=6, gap=0, edited=(3, 5)))
     summary = await import_chat(ledger, path)
     assert summary.differed == 2 and [difference["message"] for difference in summary.differences] == [6]
+
+
+async def test_each_imported_version_carries_its_changes(ledger: Ledger, tmp_path: Path,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    written: list[Any] = []
+    add_version = importer.ChatImportRows.add_version
+
+    def recording(rows: Any, version: Any) -> None:
+        written.append(version)
+        add_version(rows, version)
+
+    monkeypatch.setattr(importer.ChatImportRows, "add_version", recording)
+    spec = ChatSpec(language="en", turns=4)
+    summary = await import_chat(ledger, write_chat(tmp_path / "chat.jsonl", spec))
+    assert summary.imported and written
+    for version in written:
+        assert {row.actor for row in version.changes} <= {"import"}
+        assert all(row.status == "applied" and row.op in ("add", "remove", "replace") for row in version.changes)
+    # The first version is the chat's first state, the template's initial one: nothing changed;
+    # later ones changed something, each a path of the state.
+    assert written[0].changes == () and any(version.changes for version in written[1:])
+    assert all(row.path.startswith("/") for version in written for row in version.changes)

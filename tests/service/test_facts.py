@@ -38,10 +38,14 @@ async def test_a_committed_change_is_started_triggered_applied_completed(service
     facts = await reply_facts(service, instance, key)
     assert phases(facts) == [("started", None, None), ("triggered", None, None),
                              ("applied", 1, "state-committed"), ("completed", 1, "state-committed")]
+    counts = ("commandsApplied", "commandsRefused", "commandsIgnored", "commandsPossible")
     for fact in facts:
-        assert {k for k in fact if k not in ("revision", "detail")} == COMMON_KEYS
+        assert {k for k in fact if k not in ("revision", "detail", *counts)} == COMMON_KEYS
         assert (fact["id"], fact["sessionId"], fact["turn"], fact["turnKind"], fact["on"]) == (
             instance, "s1", 1, "human", "assistant_message_committed")
+    # Only `completed` says what became of the commands (issue 33).
+    assert [tuple(fact.get(name) for name in counts) for fact in facts][-1] == (1, 0, 0, 0)
+    assert all(name not in fact for fact in facts[:-1] for name in counts)
     assert await ledger.audit() == []
 
 

@@ -184,8 +184,10 @@ async def test_history_is_the_sessions_versions_oldest_first_with_failures(servi
     failed, before = history[1].variables, history[0].variables
     assert isinstance(failed, dict) and isinstance(before, dict)
     assert failed["stat_data"] == before["stat_data"], "a failure keeps the state unchanged"
-    # ... but not the diagnostics of the version before it: it changed nothing (issue 33).
-    assert (failed["delta_data"], failed["update_diagnostics"]) == ({"changes": []}, [])
+    # ... but not the diagnostics of the version before it: it changed nothing, and its one
+    # diagnostic is its failure (issue 33).
+    assert failed["delta_data"] == {"changes": []}
+    assert [(item["kind"], item["code"]) for item in failed["update_diagnostics"]] == [("refused", "MVU_PATH")]
     assert history[3].operation_id == "edit"
     assert all(entry.before_available is None and "beforeAvailable" not in entry.to_json() for entry in history)
     assert isinstance(history, list)

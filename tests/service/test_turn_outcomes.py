@@ -60,16 +60,17 @@ async def test_a_record_shows_the_diagnostics_of_its_own_version(service: MvuSer
     assert (three.status, three.error) == ("failed", "MVU_PATH")
     assert three.message is not None and "'__proto__.x'" in three.message
     # A failed version leaves the head where it was (the original's receipt): the record shows the
-    # skipped version, under its key, with that version's own diagnostics, and the failed version
-    # in the history has none of another's.
-    assert failed_content == skipped_content and skipped_content["stat_data"] == {
-        "hp": 20, "gold": 10, "level": 1, "mood": "calm"}
+    # skipped version's state, under its key, with the failed version's own diagnostic (the
+    # failure), and the failed version in the history has none of another's.
+    assert {**failed_content, "update_diagnostics": None} == {**skipped_content, "update_diagnostics": None}
+    assert skipped_content["stat_data"] == {"hp": 20, "gold": 10, "level": 1, "mood": "calm"}
+    assert [item["code"] for item in failed_content["update_diagnostics"]] == ["MVU_PATH"]
     record = await service.read(id=detached, scope=scope("s1"))
     assert record is not None and record.version_key == two.version_key
     history = await service.history(id=detached, scope=scope("s1"))
     failure: Any = history[-1].variables
     assert history[-1].kind == "failed" and (failure["delta_data"], failure["update_diagnostics"]) == (
-        {"changes": []}, [])
+        {"changes": []}, failed_content["update_diagnostics"])
     assert first.outcomes[0].diagnostics != skipped_content["update_diagnostics"]
 
 

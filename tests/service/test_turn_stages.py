@@ -202,7 +202,7 @@ async def test_a_reply_that_does_not_run_stores_the_heads_state_with_no_changes_
     applied = await stages.applied(run, stale)
     assert applied.variables == {"stat_data": {"hp": 10}, "delta_data": {"changes": []}, "update_diagnostics": []}
     assert not applied.changed and applied.encoded is None and applied.outcomes == ()
-    ended = stages.ended_facts(run, HEAD, applied.changed)
+    ended = stages.ended_facts(run, HEAD, applied)
     assert phases(ended)[-1] == ("completed", None) and ended.records[-1]["revision"] == HEAD.revision + 1
 
 
@@ -210,7 +210,7 @@ async def test_a_change_ends_with_applied_and_completed_claiming_the_committed_s
     run = await stages.process(PassThrough(), await decided("_.set('hp', 5);"), HEAD)
     applied = await stages.applied(run, HEAD)
     assert applied.changed and applied.diagnostics == ()
-    ended = stages.ended_facts(run, HEAD, applied.changed)
+    ended = stages.ended_facts(run, HEAD, applied)
     assert phases(ended)[-2:] == [("applied", "state-committed"), ("completed", "state-committed")]
     assert phases(run.facts) == [("started", None), ("triggered", None)]  # the run's facts stay as they were
 
