@@ -10,11 +10,13 @@ from typing import Any
 import pytest
 
 from mvu_store.lang import Command
+from mvu_store.lang.outcomes import CommandOutcome
 from mvu_store.ledger import Ledger
 from mvu_store.ledger.records import ChangeRow, CommitRequest
 from mvu_store.memory_host import MemoryHost
 from mvu_store.processor.port import ProcessorTurn
 from mvu_store.service import MvuService
+from mvu_store.service.change_rows import UNLISTED, reply_rows
 from tests.service.support import playing, scope, text_message
 from tests.service.test_pipeline import detached, hand_turn
 
@@ -172,3 +174,14 @@ def test_an_edits_delta_data_leaves_large_values_out() -> None:
     assert edit_changes({"pad": "x", "n": 1}, {"pad": big, "n": 2}) == {"changes": [
         {"op": "replace", "path": "/pad", "previous": "x", "omitted": True},
         {"op": "replace", "path": "/n", "previous": 1, "value": 2}]}
+
+
+def test_ignored_commands_beyond_those_named_are_counted_in_one_row() -> None:
+    named = [CommandOutcome("ignored", "_.set('a', 1)", 0, 13, reason="no_terminator", message="m"),
+             CommandOutcome("applied", "_.set('b', 2);", 14, 28, 0, op="set", path="/b", after=(2,)),
+             CommandOutcome("possible", "_.sett('c', 3);", 29, 44, reason="looks_like_command", message="m")]
+    rows = reply_rows(named, 4, ignored_total=70)
+    assert [(row.status, row.path, row.reason) for row in rows] == [
+        ("ignored", "", "no_terminator"), ("applied", "/b", None), ("ignored", "", UNLISTED)]
+    assert rows[-1].message == "69 more ignored commands of this reply are not listed" and rows[-1].turn == 4
+    assert len(reply_rows(named, 4, ignored_total=1)) == 2
