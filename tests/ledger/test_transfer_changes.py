@@ -97,11 +97,14 @@ async def test_changes_that_fit_no_row_stay_as_they_came(ledger: Ledger, others:
     versions = document["resources"][HERO]["versions"]
     odd = [{"path": "/hp", "status": "maybe", "actor": "reply"}]
     versions[1]["changes"] = odd
+    document["resources"][HERO]["openingChanges"] = odd
     (tmp_path / "a" / INSTANCES).write_text(json.dumps(document))
 
     copy = await others()
     await import_directory(copy, tmp_path / "a")
     rows = [row for row in await change_rows(copy) if row["resource_id"] == HERO and row["position"] == 1]
     assert [(row["path"], row["after"], row["derived"]) for row in rows] == [("/hp", "5", True)]
+    assert await _opening_rows(copy) == []  # nothing derives an opening's rows
     await export_directory(copy, tmp_path / "b")
-    assert read(tmp_path / "b", INSTANCES)["resources"][HERO]["versions"][1]["changes"] == odd
+    exported = read(tmp_path / "b", INSTANCES)["resources"][HERO]
+    assert exported["versions"][1]["changes"] == odd and exported["openingChanges"] == odd
