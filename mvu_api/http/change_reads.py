@@ -27,7 +27,8 @@ PathParam = Annotated[str | None, Query(
                 "whole of it): this path's story, paged by `before` / `limit`, through a fork child's lineage.",
     openapi_examples={"hp": {"value": "/hp"}})]
 RevisionParam = Annotated[int | None, Query(
-    ge=0, description="That version's changes: a revision of `id` itself (0: none, no version wrote it).",
+    ge=0, description="That version's changes: a revision of `id` itself (0: its creation's, what its opening "
+                      "changed; none for a fork child).",
     openapi_examples={"second": {"value": 2}}), BeforeValidator(plain_digits)]
 TurnParam = Annotated[int | None, Query(
     ge=0, description="That turn's changes, of `sessionId` (by default the scope's session).",

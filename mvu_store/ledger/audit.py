@@ -61,6 +61,16 @@ def _views(dialect: Dialect, charged: tuple[Table, ...]) -> dict[str, str]:
             FROM {table.name} WHERE bytes <> {recomputed(table)}"""
         for table in (*charged, t.facts)
     )
+    # The changes' foreign key names their resource only (a creation's rows have no version):
+    # each row but a creation's (position -1, revision 0) names a version of its resource.
+    change_references = """
+            UNION ALL
+            SELECT c.ledger_id, c.resource_id, 'changes at position ' || CAST(c.position AS TEXT)
+                   || ' name no version'
+            FROM (SELECT DISTINCT ledger_id, resource_id, position, revision FROM changes) c
+            WHERE NOT (c.position = -1 AND c.revision = 0) AND NOT EXISTS (
+                SELECT 1 FROM versions v WHERE v.ledger_id = c.ledger_id AND v.resource_id = c.resource_id
+                                           AND v.position = c.position)""" if t.changes in charged else ""
     charged_sum = "\n                  + ".join(
         f"COALESCE((SELECT SUM(bytes) FROM {table.name} x WHERE x.ledger_id = l2.ledger_id), 0)"
         for table in charged
@@ -140,7 +150,8 @@ def _views(dialect: Dialect, charged: tuple[Table, ...]) -> dict[str, str]:
                   UNION ALL SELECT ledger_id, id, initial_hash FROM resources
                   UNION ALL SELECT ledger_id, id, definition_hash FROM templates
                   UNION ALL SELECT ledger_id, ticket, body_hash FROM seeds) h
-            WHERE NOT EXISTS (SELECT 1 FROM blobs b WHERE b.ledger_id = h.ledger_id AND b.hash = h.hash)""",
+            WHERE NOT EXISTS (SELECT 1 FROM blobs b WHERE b.ledger_id = h.ledger_id AND b.hash = h.hash)"""
+        + change_references,
         # Content addressing holds: each blob's hash and size are those of its bytes.
         "audit_blobs": f"""
             SELECT ledger_id, hash AS subject, 'stored hash or size does not match the bytes' AS detail

@@ -3,9 +3,11 @@
 A resource's history includes what it inherits through lineage (``resources.lineage``): a fork
 child's story of a path goes on into its parent's versions up to the fork point, and every
 change carries the index of its version in the child's whole history, the cursor history pages
-use too (``position``). Rows are read by ``ix_changes_path`` (a path's story, a seek per owner
-that stops after one page) and ``ix_changes_session_turn`` (a turn's changes); a version's by its
-primary key. Nothing here decodes more than the rows a page shows.
+use too (``position``). The rows of the oldest owner's creation, what its opening changed, come
+before its first version: position -1 (``CREATION_POSITION``), revision 0. Rows are read by
+``ix_changes_path`` (a path's story, a seek per owner that stops after one page) and
+``ix_changes_session_turn`` (a turn's changes); a version's by its primary key. Nothing here
+decodes more than the rows a page shows.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from sqlalchemy import bindparam, select, text
 from mvu_store.errors import Code, MvuError
 from mvu_store.jsonvalue import JsonValue
 from mvu_store.ledger import tables as t
+from mvu_store.ledger.change_rows import CREATION_POSITION
 from mvu_store.ledger.query import LEDGER, Query, ReadRows, Row
 from mvu_store.ledger.records import ChangeEntry, ChangePage, StatePoint
 from mvu_store.ledger.resources import Owner, blob_bodies, lineage
@@ -102,7 +105,10 @@ def _newest_page(found: list[ChangeEntry], limit: int) -> ChangePage:
     if page[-1].position == extra.position:
         whole = [entry for entry in page if entry.position != extra.position]
         page, truncated = (whole, False) if whole else (page, True)
-    return ChangePage(tuple(reversed(page)), next_before=page[-1].position, truncated=truncated)
+    oldest = page[-1].position
+    # Nothing is older than a creation's rows: no next page (a cut one says truncated).
+    return ChangePage(tuple(reversed(page)), next_before=oldest if oldest > CREATION_POSITION else None,
+                      truncated=truncated)
 
 
 class ChangeLog:
@@ -124,7 +130,7 @@ class ChangeLog:
                 below = _ALL if cut is None else cut + 1
                 if before_position is not None:
                     below = min(below, before_position - offset)
-                if below <= 0:
+                if below <= CREATION_POSITION:
                     continue
                 own = owner == resource_id
                 query = _path_query(own and session_id is not None)
@@ -140,12 +146,16 @@ class ChangeLog:
     async def version_changes(self, resource_id: str, *, revision: int | None = None,
                               position: int | None = None) -> ChangePage | None:
         """One version's changes in order: the resource's own version of ``revision``, or the
-        version at ``position`` of its history (an inherited one too). None when it has no such
-        version; ``MVU_MISSING`` without the resource."""
+        version at ``position`` of its history (an inherited one too). Revision 0 is the
+        resource's creation: what its opening changed (a page, empty for a resource whose creation
+        changed nothing, or a fork child's). None when it has no such version; ``MVU_MISSING``
+        without the resource."""
 
         def read(rows: ReadRows) -> ChangePage | None:
             owners = _owners(rows, resource_id)
-            if revision is not None:
+            if revision == 0:
+                owner, at, offset = resource_id, CREATION_POSITION, owners[0][2]
+            elif revision is not None:
                 found = rows.one(_VERSION_OF_REVISION, resource_id=resource_id, revision=revision)
                 if found is None:
                     return None

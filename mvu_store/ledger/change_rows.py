@@ -2,7 +2,8 @@
 bounds, and the rows two stored states show when nothing else recorded them (back-fill, import).
 
 Every path that writes a version writes its rows through :func:`table_rows` (a commit, a chat's
-import, ``mvu import``, the migration's back-fill), so each bounds them the same way:
+import, ``mvu import``, the migration's back-fill), and so does a resource's creation (an
+instance's opening, at :data:`CREATION_POSITION`), so each bounds them the same way:
 
 - a value (``before``/``after``) whose canonical JSON is longer than :data:`MAX_VALUE_BYTES` is
   stored as SQL NULL with ``omitted`` set: the version's state holds it, and a row stays small
@@ -26,6 +27,9 @@ from mvu_store.json_diff import json_diff
 from mvu_store.jsonvalue import JsonValue, dumps
 from mvu_store.ledger.records import ChangeActor, ChangeRow
 
+CREATION_POSITION = -1
+"""The ``position`` of the rows a resource's creation wrote (revision 0): what the opening changed
+in the template's initial data, before the resource's first version (position 0)."""
 MAX_VALUE_BYTES = 1024
 """The longest canonical JSON (UTF-8 bytes) a row keeps inline as ``before`` or ``after``."""
 MAX_CHANGES_PER_VERSION = 1024

@@ -23,6 +23,9 @@ Shapes are those of the original's JSON ledger files (docs/json-ledger.md). What
 - a version's ``changes`` (mvu-store's own field) -> ``changes`` rows when every entry fits
   them as it is, else it stays in ``meta``; a version without such rows gets the rows its state
   shows against the one before (``derived``), which export leaves out (import derives them again).
+  A resource record's ``openingChanges`` (mvu-store's too) are the rows of its creation (what an
+  instance's opening changed, position -1), by the same rule; without it there are none (nothing
+  derives them: the file holds no state from before the opening).
 - checkpoint: array order -> ``position``; ``sessionId`` ('' when absent), ``turn``, ``seq``,
   ``revision``, ``versionKey``, ``variables`` (blob); the rest (``inheritedFrom``) -> ``meta``.
 - ``managementOperations`` -> ``management`` receipts in order; seeds -> one blob each, plus
@@ -58,6 +61,7 @@ from mvu_store.jsonvalue import (
 from mvu_store.ledger import tables as t
 from mvu_store.ledger.blob import Blob
 from mvu_store.ledger.change_rows import (
+    CREATION_POSITION,
     MAX_CHANGES_PER_VERSION,
     MAX_TEXT_CHARS,
     MAX_VALUE_BYTES,
@@ -517,6 +521,11 @@ class _InstancesParser(_Reader):
         mode = _lift(fields, _RESOURCE_COLUMNS)["management_mode"]
         instance = definition.get("instance")
         identity = instance if isinstance(instance, dict) else {}
+        if _changes_fit(fields.get("openingChanges")):
+            rows.changes += _recorded_rows(fields.pop("openingChanges"), resource_id=resource_id,
+                                           position=CREATION_POSITION, revision=0,
+                                           session_id=identity.get("sessionId") if _id(identity.get("sessionId"))
+                                           else None, message_seq=None)
         new = NewResource(
             id=resource_id,
             kind=_resource_kind(value, definition),
@@ -830,7 +839,10 @@ def rebuild_resource(
     checkpoints: list[dict[str, Any]],
     management: list[dict[str, Any]],
     activations: dict[str, int],
+    opening_changes: list[Any] | None = None,
 ) -> dict[str, Any]:
+    """A resource record from its row, its blobs, its history and the recorded ``changes`` rows
+    of its creation (``openingChanges``)."""
     record: dict[str, Any] = json.loads(row.meta)
     full = {**definition, "initial": initial}
     if activations:
@@ -840,6 +852,8 @@ def rebuild_resource(
         record["checkpoints"] = checkpoints
     if management:
         record["managementOperations"] = management
+    if opening_changes:
+        record["openingChanges"] = rebuild_changes(opening_changes)
     _lower(record, row, _RESOURCE_COLUMNS)
     return record
 

@@ -41,6 +41,11 @@ class NewResource:
     encoded_initial: bytes | None = None
     """``initial`` as stored (JSON bytes), when the caller has them: it is not encoded again (an
     import creates many instances of one large initial state)."""
+    changes: tuple[ChangeRow, ...] = ()
+    """What the resource's creation changed in the data it was made from: an instance's opening
+    (its greeting applied to the template's initial data). Written with the resource, at
+    ``changes`` position :data:`~mvu_store.ledger.change_rows.CREATION_POSITION` and revision 0;
+    a fork child has none (its story before its own versions is its parent's)."""
 
 
 @dataclass(frozen=True, slots=True)

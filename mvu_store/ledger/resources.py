@@ -19,10 +19,11 @@ from mvu_store.errors import Code, MvuError
 from mvu_store.jsonvalue import JsonValue, canonical_text
 from mvu_store.ledger import tables as t
 from mvu_store.ledger.blob import Blob
+from mvu_store.ledger.change_rows import CREATION_POSITION, table_rows
 from mvu_store.ledger.query import LEDGER, Query, ReadRows, Row, Rows
 from mvu_store.ledger.records import CheckpointRecord, Head, NewResource, ResourceRecord, VersionRecord
 from mvu_store.ledger.rows import columns, record, values
-from mvu_store.ledger.rules import check_text
+from mvu_store.ledger.rules import check_changes, check_text
 from mvu_store.ledger.store import Store
 from mvu_store.ledger.writer import WriteTx
 
@@ -168,13 +169,20 @@ class Resources:
         head: tuple[str | None, str] | None = None,
         lineage: tuple[str, int] | None = None,
     ) -> None:
-        """Insert a resource row (the initial envelope and definition as blobs)."""
+        """Insert a resource row (the initial envelope and definition as blobs) and the
+        ``changes`` rows of its creation (``new.changes``)."""
         check_text("resource id", new.id, t.ID)
         check_text("template id", new.template_id, t.ID)
         check_text("session id", new.session_id, t.ID)
         check_text("management mode", new.management_mode, 16)
         if new.kind not in t.RESOURCE_KINDS:
             raise MvuError(Code.OPERATION, f"unknown resource kind {new.kind!r}", kind=new.kind)
+        check_changes(new.changes)
+        if new.changes and (head is not None or lineage is not None):
+            # A fork child's story before its own versions is its parent's (read through its
+            # lineage); an imported resource's creation rows come with its other rows.
+            raise MvuError(Code.OPERATION, f"only a resource created at its initial state records what its creation "
+                                           f"changed ({new.id!r} starts elsewhere)", id=new.id)
         if self.resource_exists(tx, new.id):
             raise MvuError(Code.ID_CONFLICT, f"resource {new.id!r} already exists", id=new.id)
         initial = self._store.prepare_state(new.initial, new.encoded_initial)
@@ -205,6 +213,11 @@ class Resources:
                 "meta": meta,
             },
         )
+        if new.changes:
+            # What the opening changed: charged with the resource, in its unit (one statement).
+            self._store.insert_rows(tx, t.changes, table_rows(
+                new.changes, resource_id=new.id, position=CREATION_POSITION, revision=0,
+                session_id=new.session_id, message_seq=None))
 
     async def create_resource(self, new: NewResource) -> ResourceRecord:
         """Create a resource at revision 0 whose content is ``new.initial``.

@@ -3,12 +3,13 @@ source disagree, facts that would carry content; and the original format's versi
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import get_args
 
 from mvu_store.errors import Code, MvuError
 from mvu_store.jsonvalue import JsonValue, js_json, json_scalar, sha256_hex, utf8
 from mvu_store.ledger import tables as t
-from mvu_store.ledger.records import ChangeActor, ChangeStatus, CommitRequest
+from mvu_store.ledger.records import ChangeActor, ChangeRow, ChangeStatus, CommitRequest
 
 FACT_FIELDS = ("phase", "recordedAt", "id", "sessionId", "eventId", "on", "cause", "requestId", "reason", "detail",
                "turn", "turnKind", "revision", "configRevision", "commandsApplied", "commandsRefused",
@@ -102,7 +103,13 @@ def check_request(request: CommitRequest) -> None:
         raise MvuError(Code.OPERATION, f"a commit cannot be of kind {request.kind!r}", kind=request.kind)
     elif flags != _SOURCE_FLAGS[request.kind]:
         raise MvuError(Code.OPERATION, f"a {request.kind} version's source flags say otherwise", kind=request.kind)
-    for change in request.changes:
+    check_changes(request.changes)
+
+
+def check_changes(changes: Iterable[ChangeRow]) -> None:
+    """Refuse a ``changes`` row whose status or actor the table does not know (a commit's, or a
+    resource's creation's)."""
+    for change in changes:
         # The other columns are bounded where the rows are made (change_rows.table_rows).
         if change.status not in _STATUSES or change.actor not in _ACTORS or not isinstance(change.path, str):
             raise MvuError(Code.OPERATION, f"a change row needs a path, a status of {sorted(_STATUSES)} and an "

@@ -215,6 +215,9 @@ changes = Table(
     metadata,
     Column("ledger_id", String(64), primary_key=True),
     Column("resource_id", String(ID), primary_key=True),
+    # The version's position; -1 (``change_rows.CREATION_POSITION``, revision 0) for the rows of
+    # the resource's creation: what an instance's opening changed. ``audit_references`` checks
+    # that every other position names a version (the foreign key names the resource only).
     Column("position", Integer, primary_key=True),
     Column("seq", Integer, primary_key=True),
     Column("revision", BigInteger, nullable=False),
@@ -237,8 +240,7 @@ changes = Table(
     Column("message", Text, info=PLAIN_TEXT),
     Column("derived", Boolean, nullable=False, server_default=text("false")),
     Column("bytes", Integer, nullable=False),
-    ForeignKeyConstraint(["ledger_id", "resource_id", "position"],
-                         ["versions.ledger_id", "versions.resource_id", "versions.position"]),
+    ForeignKeyConstraint(["ledger_id", "resource_id"], ["resources.ledger_id", "resources.id"]),
     # "This path over time": a seek on the path, in version order.
     Index("ix_changes_path", "ledger_id", "resource_id", "path", "position"),
     # "This turn's changes" by the host's session and turn.

@@ -14,6 +14,7 @@ from mvu_store.errors import Code, MvuError
 from mvu_store.jsonvalue import JsonValue, sha256_hex
 from mvu_store.ledger import json_ledger as jl
 from mvu_store.ledger import tables as t
+from mvu_store.ledger.change_rows import CREATION_POSITION
 from mvu_store.ledger.dialect import dialect_of
 from mvu_store.ledger.fact_log import FactLog
 from mvu_store.ledger.resources import Resources
@@ -90,7 +91,7 @@ class TransferRows:
                                   (t.receipts, rows.receipts), (t.activations, rows.activations)):
                 for row in values:
                     store.insert_row(tx, table, row)
-            if rows.changes:  # after their versions (foreign key), in one statement
+            if rows.changes:  # the versions' and the creation's, in one statement
                 store.insert_rows(tx, t.changes, rows.changes)
         position = store.next_position(tx, t.seeds, None, None)
         for index, seed in enumerate(work.instances.seeds):
@@ -221,7 +222,8 @@ class _Histories:
                 point["versionKey"] = _rename(renamed, point["versionKey"])
         return jl.rebuild_resource(
             row, blob(row.definition_hash), blob(row.initial_hash), current_key=_rename(renamed, row.head_key),
-            versions=versions, checkpoints=points, management=self._management[row.id], activations=activations)
+            versions=versions, checkpoints=points, management=self._management[row.id], activations=activations,
+            opening_changes=self._changes.get((row.id, CREATION_POSITION)))
 
 
 def _rename(renamed: dict[str, str], key: Any) -> Any:

@@ -32,6 +32,7 @@ from mvu_store.service.models import (
 )
 from mvu_store.service.offload import off_loop
 from mvu_store.service.openings import (
+    Opening,
     card_template_id_of,
     check_greeting_index,
     drafts,
@@ -70,18 +71,19 @@ def _healthy(template: JsonValue) -> bool:
     return isinstance(template, dict) and "sourceError" not in template
 
 
-async def _opening(template: dict[str, Any], names: Names) -> dict[str, Any]:
+async def _opening(template: dict[str, Any], names: Names) -> Opening:
     """A new instance's initial data: the template's with the session's ``names``, its opening
-    greeting applied (``MVU_INITIALIZATION_INVALID`` when that greeting fails), in a worker
-    thread and within one allowance."""
+    greeting applied (``MVU_INITIALIZATION_INVALID`` when that greeting fails), with the rows of
+    what the greeting changed, in a worker thread and within one allowance."""
     return await off_loop(lambda: opening_envelope(template, names, Allowance("the greeting's declaration work")))
 
 
 def _new_instance(template: dict[str, Any], resource_id: str, identity: dict[str, JsonValue],
-                  initial: dict[str, Any]) -> NewResource:
-    """The session's instance of ``template``, starting from ``initial`` (:func:`_opening`)."""
+                  opening: Opening) -> NewResource:
+    """The session's instance of ``template``, opened by ``opening`` (:func:`_opening`): its
+    creation writes what the greeting changed."""
     return NewResource(
-        id=resource_id, kind="instance", initial=initial,
+        id=resource_id, kind="instance", initial=opening.initial, changes=opening.changes,
         definition=instance_definition(template, resource_id, identity), template_id=template["id"],
         session_id=str(identity["sessionId"]), session_created_at=identity["createdAt"],
         management_mode=template.get("managementMode") or "native",
@@ -160,7 +162,7 @@ class Allocation:
             selected, previous = await ctx.ledger.selection(session_id)
             chosen = await self._greeting_choice(card, previous, greeting_index, log) if card is not None else None
             template_id = chosen["id"] if chosen is not None else None
-            opened: dict[str, dict[str, Any]] = {}
+            opened: dict[str, Opening] = {}
             if not (selected and previous == template_id):
                 opened = await self._opened(chosen, log, identity, names)
                 await _apply_outgoing(ingest, session_id, log, signal, lease)
@@ -191,7 +193,7 @@ class Allocation:
         return card
 
     async def _opened(self, chosen: dict[str, Any] | None, log: SessionLog, identity: dict[str, JsonValue],
-                      names: Names | None) -> dict[str, dict[str, Any]]:
+                      names: Names | None) -> dict[str, Opening]:
         """The initial data of the chosen template's instance when the session has none yet (by
         template id), its greeting opened once per selection; refused before anything is stored,
         since a refused selection must not stick (L-1, F-5)."""
@@ -201,7 +203,7 @@ class Allocation:
         return {chosen["id"]: await _opening(chosen, (names or Names()).over(log.names))}
 
     async def _selection(self, session_id: str, log: SessionLog, chosen: dict[str, Any] | None,
-                         names: Names | None, opened: dict[str, dict[str, Any]]) -> SelectionResult:
+                         names: Names | None, opened: dict[str, Opening]) -> SelectionResult:
         """The session's selection once recorded, its instances allocated."""
         template_id = chosen["id"] if chosen is not None else None
         instances = await self.instances(session_id, log, allocate=True, names=names, opened=opened)
@@ -262,7 +264,7 @@ class Allocation:
 
     async def instances(self, session_id: str, log: SessionLog, *, allocate: bool,
                         view: SessionView | None = None, names: Names | None = None,
-                        opened: dict[str, dict[str, Any]] | None = None) -> list[Entry]:
+                        opened: dict[str, Opening] | None = None) -> list[Entry]:
         """The session's instances. With ``allocate`` the missing ones are created, exactly once;
         without, nothing is written, but the refusals an allocation would meet are raised.
         ``view``: where to look rows up (the ledger by default); told when this wrote. A new
@@ -297,13 +299,13 @@ class Allocation:
                 legacy = await ctx.catalog.legacy(view)
                 boundaries = await ledger.activations(session_id)
             self.check_allocatable(template["id"], snapshot, legacy)
-            initial = (opened or {}).get(template["id"]) or await _opening(template, (names or Names()).over(log.names))
+            opening = (opened or {}).get(template["id"]) or await _opening(template, (names or Names()).over(log.names))
             if allocate:
                 boundary = boundaries.get(template["id"], log.allocation_boundary())
-                await self._create_instance(template, resource_id, identity, boundary, initial)
+                await self._create_instance(template, resource_id, identity, boundary, opening)
                 known.add(resource_id)
             else:
-                planned.append(_unallocated(_new_instance(template, resource_id, identity, initial)))
+                planned.append(_unallocated(_new_instance(template, resource_id, identity, opening)))
         if allocate and legacy is not None:  # something was allocated (here or by a concurrent writer)
             if view is not None:
                 view.wrote()
@@ -393,9 +395,9 @@ class Allocation:
                            session_id=snapshot.header.id, parent_session=snapshot.header.parent_session)
 
     async def _create_instance(self, template: dict[str, Any], resource_id: str, identity: dict[str, JsonValue],
-                               boundary: int, initial: dict[str, Any]) -> None:
+                               boundary: int, opening: Opening) -> None:
         ledger = self._ctx.ledger
-        new = _new_instance(template, resource_id, identity, initial)
+        new = _new_instance(template, resource_id, identity, opening)
         if template.get("discovered") is not True:
             # A configured template is stored when first used, so an export carries it.
             await ledger.put_template(template["id"], template)

@@ -9,7 +9,9 @@ every actor that writes one: what a row of each says is decided here, once.
 - a failed reply: one refused row, at the path the failure names (``''`` when it names none);
 - a manual edit (``manual``), a card script's write (``script``): the difference between the
   ``stat_data`` before and after, path by path (:func:`~mvu_store.ledger.state_changes`, the
-  diff an imported chat's versions and the migration's back-fill use too).
+  diff an imported chat's versions and the migration's back-fill use too);
+- an opening (``opening``), written with the instance it opens (no version): the difference its
+  greeting made to the template's initial data, then its commands that ran without a change.
 
 The ledger bounds what a version keeps (``ledger.change_rows``: at most 1,024 rows, the last
 then saying how many more there were; large values left out): the rows here are never cut.
@@ -20,7 +22,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from mvu_store.errors import MvuError
+from mvu_store.jsonvalue import JsonValue
 from mvu_store.lang.outcomes import CommandOutcome, clipped
+from mvu_store.ledger import state_changes
 from mvu_store.ledger.records import ChangeActor, ChangeRow
 from mvu_store.service.failures import failure_path
 
@@ -43,10 +47,20 @@ def reply_rows(outcomes: Iterable[CommandOutcome], turn: int, *,
     return tuple(rows)
 
 
-def _outcome_row(outcome: CommandOutcome, turn: int) -> ChangeRow:
+def opening_rows(before: JsonValue, after: JsonValue, outcomes: Iterable[CommandOutcome]) -> tuple[ChangeRow, ...]:
+    """An opening's rows: each path of ``stat_data`` its greeting changed, ``before`` (the
+    template's initial data with the session's names) to ``after`` (its blocks applied, its
+    ``<initvar>`` data and the declaration's parse included), then each of its commands that ran
+    and changed nothing (ignored: a no-op, a value the declaration strips). A refused command
+    refuses the whole opening, so none has a row. No turn: the opening is not one."""
+    ignored = [_outcome_row(outcome, None, actor="opening") for outcome in outcomes if outcome.kind == "ignored"]
+    return (*state_changes(before, after, "opening"), *ignored)
+
+
+def _outcome_row(outcome: CommandOutcome, turn: int | None, *, actor: ChangeActor = "reply") -> ChangeRow:
     status = outcome.kind
     assert status != "possible"
-    return ChangeRow(path=outcome.path or "", status=status, actor="reply", op=outcome.op, before=outcome.before,
+    return ChangeRow(path=outcome.path or "", status=status, actor=actor, op=outcome.op, before=outcome.before,
                      after=outcome.after, command=outcome.command, code=outcome.code, reason=outcome.reason,
                      message=outcome.message, turn=turn)
 

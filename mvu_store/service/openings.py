@@ -5,7 +5,9 @@ A card's greetings (its first message, then its alternates) may carry explicit u
 applied once, when its instance is created at the session's selection, on the card's initial
 envelope (the ``[initvar]`` entries and the declaration): the session's names go into the
 envelope and the greeting's text first, then :func:`mvu_store.lang.apply_greeting` runs the
-blocks, then the declaration parses the result. It is not a turn: no version, no fact.
+blocks, then the declaration parses the result. It is not a turn: no version, no fact. What it
+changed is written with the instance, as the ``changes`` rows of its creation (actor ``opening``,
+:func:`~mvu_store.service.change_rows.opening_rows`), so "what set this value" finds the opening.
 
 Each greeting keeps its own copy. Greeting 0 is the card's own template (so instances made
 before openings were applied keep their ids); greeting *n* is a *greeting template*, the card's
@@ -25,13 +27,16 @@ import copy
 import json
 import re
 from collections.abc import Collection, Iterable
+from dataclasses import dataclass
 from typing import Any
 
 from mvu_store.errors import Code, MvuError
 from mvu_store.host import SessionSnapshot
 from mvu_store.lang import apply_greeting
 from mvu_store.lang.macros import Names, substitute
+from mvu_store.ledger.records import ChangeRow
 from mvu_store.schema.allowance import Allowance
+from mvu_store.service.change_rows import opening_rows
 from mvu_store.service.initial import DeclaredSchema, with_declaration, with_names
 
 MAX_GREETING_BYTES = 1024 * 1024
@@ -211,7 +216,15 @@ def opening_text(template: dict[str, Any]) -> str | None:
     return None
 
 
-def opening_envelope(template: dict[str, Any], names: Names, allowance: Allowance | None = None) -> dict[str, Any]:
+@dataclass(frozen=True, slots=True)
+class Opening:
+    """A new instance's initial content, and what its greeting changed (the rows of its creation)."""
+
+    initial: dict[str, Any]
+    changes: tuple[ChangeRow, ...] = ()
+
+
+def opening_envelope(template: dict[str, Any], names: Names, allowance: Allowance | None = None) -> Opening:
     """A new instance's initial content: the template's envelope with the session's names, its
     opening greeting applied. ``MVU_INITIALIZATION_INVALID`` (``MVU_LIMIT`` for a greeting over
     1 MiB, or one whose declaration work spends ``allowance``) refuses the opening; nothing of it
@@ -219,7 +232,7 @@ def opening_envelope(template: dict[str, Any], names: Names, allowance: Allowanc
     envelope = with_names(template["initial"], names)
     text = opening_text(template) if template.get("discovered") is True else None
     if not text or "sourceError" in template:
-        return envelope
+        return Opening(envelope)
     if len(text.encode("utf-8", "surrogatepass")) > MAX_GREETING_BYTES:
         raise MvuError(Code.LIMIT, f"a greeting is at most {MAX_GREETING_BYTES} bytes", limit=MAX_GREETING_BYTES)
     check_blocks(text)
@@ -232,7 +245,9 @@ def opening_envelope(template: dict[str, Any], names: Names, allowance: Allowanc
         # the card's (a command after it was checked on the replaced data; parsing the result
         # again is what the card's own helper does on load).
         variables = with_declaration(variables, declared.descriptor, now_ms=None, allowance=allowance)
-    return variables
+    # Only what the greeting changed: the template's own data is the template's, not the opening's.
+    return Opening(variables, opening_rows(envelope.get("stat_data", {}), variables.get("stat_data", {}),
+                                           result.outcomes))
 
 
 def first_send(snapshot: SessionSnapshot) -> bool:

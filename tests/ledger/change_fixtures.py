@@ -1,9 +1,10 @@
 """A short played story with its ``changes`` rows: the ledger the change-log tests and the SQL
 examples of docs/storage.md ("Each variable's story") run against.
 
-``mvu:hero`` in session ``chat-1``: the opening sets hp 10 and mood calm; turn 1 takes hp to 5
-and has a mood refused by the schema; turn 2 takes hp to -3; turn 3 fails; a manual edit sets hp
-to 7. ``mvu:hero-swipe`` is a fork of the hero at turn 1 whose own turn 2 takes hp to -1.
+``mvu:hero`` is session ``chat-1``'s instance: its opening names it Aria (the rows of its creation,
+position -1); an initial write sets hp 10 and mood calm; turn 1 takes hp to 5 and has a mood
+refused by the schema; turn 2 takes hp to -3; turn 3 fails; a manual edit sets hp to 7.
+``mvu:hero-swipe`` is a fork of the hero at turn 1 whose own turn 2 takes hp to -1.
 """
 
 from __future__ import annotations
@@ -25,10 +26,12 @@ from tests.conftest import POSTGRES_SERVER_URL, postgres_url_in_schema, require_
 
 HERO, SWIPE, SESSION = "mvu:hero", "mvu:hero-swipe", "chat-1"
 MOOD_REFUSAL = 'mood: Invalid option: expected one of "calm"|"wary"|"angry"'
+OPENING = ChangeRow("/name", "applied", "opening", op="replace", before=("stranger",), after=("Aria",))
+"""What the hero's opening changed: its greeting named the stranger of the template's data."""
 
 
 def state(hp: int, mood: str = "calm") -> dict[str, JsonValue]:
-    return {"stat_data": {"hp": hp, "mood": mood}, "display_data": {}, "delta_data": {}}
+    return {"stat_data": {"hp": hp, "mood": mood, "name": "Aria"}, "display_data": {}, "delta_data": {}}
 
 
 def reply(session: str, seq: int, turn: int) -> dict[str, JsonValue]:
@@ -42,11 +45,14 @@ def hp(before: int | None, after: int, turn: int | None, actor: Any = "reply", c
 
 
 async def play_story(ledger: Ledger) -> None:
-    await ledger.create_resource(NewResource(id=HERO, kind="shared", initial={"stat_data": {}}, definition={}))
+    await ledger.create_instance(NewResource(
+        id=HERO, kind="instance", initial={"stat_data": {"name": "Aria"}},
+        definition={"instance": {"sessionId": SESSION, "createdAt": 1000}}, session_id=SESSION,
+        session_created_at=1000, changes=(OPENING,)), boundary=0)
     await ledger.commit(CommitRequest(
-        HERO, 0, "initial", state(10), "f0", {"sessionId": SESSION, "initial": True}, operation_id="opening",
-        changes=(hp(None, 10, 0, "opening"),
-                 ChangeRow("/mood", "applied", "opening", op="add", after=("calm",), turn=0))))
+        HERO, 0, "initial", state(10), "f0", {"sessionId": SESSION, "initial": True}, operation_id="initial",
+        changes=(hp(None, 10, 0, "initial"),
+                 ChangeRow("/mood", "applied", "initial", op="add", after=("calm",), turn=0))))
     turn_one = await ledger.commit(CommitRequest(
         HERO, 1, "reply", state(5), "f1", reply(SESSION, 3, 1),
         changes=(hp(10, 5, 1, command="_.set('hp', 10, 5);"),

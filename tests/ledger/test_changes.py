@@ -26,6 +26,10 @@ async def test_a_commit_writes_its_changes_where_its_version_is(ledger: Ledger) 
     rows = await change_rows(ledger)
     versions = {(v.resource_id, v.position): v for rid in (HERO, SWIPE)
                 for v in await ledger.versions(rid, include_lineage=False)}
+    # The opening's row, written with the hero: before its first version, at revision 0.
+    opening = rows.pop(0)
+    assert (opening["resource_id"], opening["position"], opening["revision"], opening["session_id"],
+            opening["turn"], opening["actor"], opening["after"]) == (HERO, -1, 0, SESSION, None, "opening", '"Aria"')
     for row in rows:
         version = versions[row["resource_id"], row["position"]]
         assert row["revision"] == version.revision

@@ -36,7 +36,8 @@ EXPECTED: dict[str, list[tuple[Any, ...]]] = {
     "every turn where hp fell below 0": [
         ("mvu:hero", 3, "chat-1", 2, "5", "-3", "_.add('hp', -8);"),
         ("mvu:hero-swipe", 1, "chat-1.swipe", 2, "5", "-1", "_.add('hp', -6);")],
-    "what set this value": [(5, None, "manual", "-3", "7", None, False)],
+    # The opening's row: no turn ever changed the hero's name.
+    "what set this value": [(-1, 0, None, "opening", '"stranger"', '"Aria"', None, False)],
     "this turn's changes": [
         ("mvu:hero", 0, "/hp", "replace", "applied", "reply", "10", "5", "_.set('hp', 10, 5);", None, None),
         ("mvu:hero", 1, "/mood", "set", "refused", "reply", None, None, "_.set('mood', 'sad');", "MVU_SCHEMA",

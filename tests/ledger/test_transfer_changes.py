@@ -37,6 +37,12 @@ async def by_version(ledger: Ledger) -> dict[tuple[str, str, int], tuple[Any, ..
     return await ledger._store.read(run)
 
 
+async def _opening_rows(ledger: Ledger) -> list[dict[str, Any]]:
+    """The rows of the resources' creations, without the ledger's own columns."""
+    return [{name: value for name, value in row.items() if name != "bytes"}
+            for row in await change_rows(ledger) if row["position"] == -1]
+
+
 async def test_recorded_rows_survive_a_round_trip(ledger: Ledger, others: Callable[..., Awaitable[Ledger]],
                                                   tmp_path: Path) -> None:
     await play_story(ledger)
@@ -45,11 +51,18 @@ async def test_recorded_rows_survive_a_round_trip(ledger: Ledger, others: Callab
     [turn_one] = [v for v in document["resources"][HERO]["versions"] if v["source"].get("turn") == 1]
     assert [entry["path"] for entry in turn_one["changes"]] == ["/hp", "/mood"]
     assert turn_one["changes"][1]["code"] == "MVU_SCHEMA" and "before" not in turn_one["changes"][1]
+    # The opening's rows travel on the instance's record: no version holds them.
+    assert document["resources"][HERO]["openingChanges"] == [
+        {"path": "/name", "status": "applied", "actor": "opening", "op": "replace", "before": "stranger",
+         "after": "Aria"}]
+    assert "openingChanges" not in document["resources"][SWIPE]
 
     copy = await others()
     report = await import_directory(copy, tmp_path / "a")
     original, imported = await by_version(ledger), await by_version(copy)
-    assert report.created["changes"] == len(imported)
+    openings = [await _opening_rows(found) for found in (ledger, copy)]
+    assert openings[0] == openings[1] and len(openings[0]) == 1
+    assert report.created["changes"] == len(imported) + 1
     recorded = {key: row for key, row in imported.items() if not row[-1]}
     assert recorded == original  # every recorded row, as it was
     # The fork child's history now holds copies of its parent's versions: their rows are derived.
@@ -84,11 +97,14 @@ async def test_changes_that_fit_no_row_stay_as_they_came(ledger: Ledger, others:
     versions = document["resources"][HERO]["versions"]
     odd = [{"path": "/hp", "status": "maybe", "actor": "reply"}]
     versions[1]["changes"] = odd
+    document["resources"][HERO]["openingChanges"] = odd
     (tmp_path / "a" / INSTANCES).write_text(json.dumps(document))
 
     copy = await others()
     await import_directory(copy, tmp_path / "a")
     rows = [row for row in await change_rows(copy) if row["resource_id"] == HERO and row["position"] == 1]
     assert [(row["path"], row["after"], row["derived"]) for row in rows] == [("/hp", "5", True)]
+    assert await _opening_rows(copy) == []  # nothing derives an opening's rows
     await export_directory(copy, tmp_path / "b")
-    assert read(tmp_path / "b", INSTANCES)["resources"][HERO]["versions"][1]["changes"] == odd
+    exported = read(tmp_path / "b", INSTANCES)["resources"][HERO]
+    assert exported["versions"][1]["changes"] == odd and exported["openingChanges"] == odd

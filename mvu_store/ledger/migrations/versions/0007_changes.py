@@ -6,8 +6,11 @@ The back-fill walks each resource's versions in position order, a page of rows a
 state in memory besides the previous one, and writes what two consecutive states show: each path
 of ``stat_data`` that differs (``change_rows.derived_changes``), marked ``derived``, the actor by
 the version's kind; a failed version gets its one refusal. A resource's first version is compared
-with its initial state, or, for a fork child, with its parent's version at the fork point. The
-rows are charged to ``ledger.used_bytes`` like any row. A ledger whose budget cannot take them all
+with its initial state, or, for a fork child, with its parent's version at the fork point.
+Nothing is back-filled for an instance's opening (the rows a creation writes at position -1):
+the ledger keeps the state an instance started from, not its template's data before the
+greeting, so no two stored states show what the opening changed. The rows are charged to
+``ledger.used_bytes`` like any row. A ledger whose budget cannot take them all
 gets them in resource creation order until the next version's rows would not fit, and none after:
 upgrading never refuses, nor leaves a ledger over its budget (docs/storage.md, "Each variable's
 story").
@@ -64,9 +67,8 @@ def upgrade() -> None:
     sa.Column('message', sa.Text(), nullable=True),
     sa.Column('derived', sa.Boolean(), server_default=sa.text('false'), nullable=False),
     sa.Column('bytes', sa.Integer(), nullable=False),
-    sa.ForeignKeyConstraint(['ledger_id', 'resource_id', 'position'],
-                            ['versions.ledger_id', 'versions.resource_id', 'versions.position'],
-                            name=op.f('fk_changes_ledger_id_resource_id_position_versions')),
+    sa.ForeignKeyConstraint(['ledger_id', 'resource_id'], ['resources.ledger_id', 'resources.id'],
+                            name=op.f('fk_changes_ledger_id_resource_id_resources')),
     sa.PrimaryKeyConstraint('ledger_id', 'resource_id', 'position', 'seq', name=op.f('pk_changes')),
     sqlite_with_rowid=False
     )
