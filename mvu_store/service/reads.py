@@ -17,7 +17,7 @@ from mvu_store.jsonvalue import JsonValue
 from mvu_store.ledger.records import CheckpointRecord, VersionRecord
 from mvu_store.service.allocation import Allocation
 from mvu_store.service.catalog import Entry
-from mvu_store.service.context import ServiceContext, Signal, check_signal
+from mvu_store.service.context import ReadsContext, Signal, check_signal
 from mvu_store.service.legacy import CAPABILITIES
 from mvu_store.service.models import (
     CheckpointState,
@@ -55,7 +55,7 @@ _TextKey = tuple[int, int, str | None, str, str | None, str, str, str | None]
 
 
 class Reads:
-    def __init__(self, ctx: ServiceContext, allocation: Allocation) -> None:
+    def __init__(self, ctx: ReadsContext, allocation: Allocation) -> None:
         self._ctx = ctx
         self._allocation = allocation
         self._texts: BoundedCache[tuple[str, str], tuple[_TextKey, RecordJson]] = BoundedCache(
