@@ -36,15 +36,18 @@ class BoundedCache(Generic[K, V]):
         return item[0]
 
     def put(self, key: K, value: V) -> None:
-        self.pop(key)
+        items = self._items
+        old = items.pop(key, None)  # pop(), inline: a put is on every turn's path
+        if old is not None:
+            self._weight -= old[1]
         weight = self._weigh(value) if self._weigh is not None else 1
         if weight > self._capacity:
             return  # it would push out everything else, and then itself
-        self._items[key] = (value, weight)
+        items[key] = (value, weight)
         self._weight += weight
         while self._weight > self._capacity or (self._max_entries is not None
-                                                and len(self._items) > self._max_entries):
-            _, (_, dropped) = self._items.popitem(last=False)
+                                                and len(items) > self._max_entries):
+            _, (_, dropped) = items.popitem(last=False)
             self._weight -= dropped
 
     @property
@@ -77,17 +80,26 @@ class Generations(Generic[K]):
         self._capacity = capacity
         self._next = 0
         self._floor = 0
-        self._generations: BoundedCache[K, int] = BoundedCache(capacity)
+        # A plain ordered map rather than a BoundedCache: a store host bumps and reads a session's
+        # generation several times a turn, and each entry weighs one.
+        self._generations: OrderedDict[K, int] = OrderedDict()
 
     def bump(self, key: K) -> None:
-        if self._generations.get(key) is None and len(self._generations) >= self._capacity:
-            self._floor -= 1  # the put below forgets the least recently used key
+        generations = self._generations
         self._next += 1
-        self._generations.put(key, self._next)
+        generations[key] = self._next
+        generations.move_to_end(key)
+        if len(generations) > self._capacity:
+            generations.popitem(last=False)
+            self._floor -= 1  # the key just forgotten now reads as the floor, below its generation
 
     def generation(self, key: K) -> int:
-        found = self._generations.get(key)
-        return self._floor if found is None else found
+        generations = self._generations
+        found = generations.get(key)
+        if found is None:
+            return self._floor
+        generations.move_to_end(key)
+        return found
 
     def __len__(self) -> int:
         return len(self._generations)

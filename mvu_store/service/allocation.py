@@ -19,7 +19,7 @@ from mvu_store.lang.macros import Names
 from mvu_store.ledger.records import NewResource, ResourceRecord
 from mvu_store.schema.allowance import Allowance
 from mvu_store.service.catalog import Entry
-from mvu_store.service.context import ServiceContext, Signal, check_signal
+from mvu_store.service.context import AllocationContext, Signal, check_signal
 from mvu_store.service.identity import character_template_id, instance_id, session_identity
 from mvu_store.service.legacy import LegacyResource
 from mvu_store.service.models import (
@@ -103,7 +103,7 @@ async def _apply_outgoing(ingest: Ingest, session_id: str, log: SessionLog, sign
 
 
 class Allocation:
-    def __init__(self, ctx: ServiceContext) -> None:
+    def __init__(self, ctx: AllocationContext) -> None:
         self._ctx = ctx
         self._shared_ready = False
 

@@ -20,7 +20,7 @@ from mvu_store.jsonvalue import JsonValue, js_json, json_equal, sha256_hex
 from mvu_store.ledger.records import CheckpointRecord, NewResource, SeedChild
 from mvu_store.service.allocation import Allocation
 from mvu_store.service.catalog import Entry
-from mvu_store.service.context import ServiceContext, Signal, check_signal
+from mvu_store.service.context import BranchingContext, Signal, check_signal
 from mvu_store.service.identity import instance_id, session_identity
 from mvu_store.service.models import storable
 from mvu_store.service.pipeline import Pipeline
@@ -55,7 +55,7 @@ def _checkpoint_version(point: CheckpointRecord) -> tuple[str | None, int]:
 
 
 class Branching:
-    def __init__(self, ctx: ServiceContext, allocation: Allocation, pipeline: Pipeline) -> None:
+    def __init__(self, ctx: BranchingContext, allocation: Allocation, pipeline: Pipeline) -> None:
         self._ctx = ctx
         self._allocation = allocation
         self._pipeline = pipeline

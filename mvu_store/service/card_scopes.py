@@ -29,7 +29,7 @@ from mvu_store.errors import Code, MvuError
 from mvu_store.host import CardHost, Lease, Leases, Playthrough, SessionSnapshot, message_id, message_text
 from mvu_store.js.values import MAX_SAFE_INTEGER
 from mvu_store.jsonvalue import JsonValue
-from mvu_store.service.context import ServiceContext
+from mvu_store.service.context import CardScopeContext
 from mvu_store.service.identity import character_template_id, session_identity
 from mvu_store.service.models import MAX_SESSION_ID, storable
 from mvu_store.service.openings import card_template_id_of, greeting_index_of
@@ -145,14 +145,14 @@ class Evidence:
     session's selection (an initial scope: its whole ``check_current``)."""
 
 
-def _card_host(ctx: ServiceContext) -> CardHost:
+def _card_host(ctx: CardScopeContext) -> CardHost:
     host = ctx.host
     if not isinstance(host, CardHost):
         raise read_only("this host reports no playthroughs: card scopes are unavailable")
     return host
 
 
-async def resolve(ctx: ServiceContext, scope: CardScope) -> Evidence:
+async def resolve(ctx: CardScopeContext, scope: CardScope) -> Evidence:
     """The evidence for ``scope`` (``MVU_READ_ONLY`` when the host's facts or the log refuse it)."""
     host = _card_host(ctx)
     membership = await host.membership(scope.playthrough_id)
@@ -213,7 +213,7 @@ def _last_finished_reply(snapshot: SessionSnapshot, seq: int) -> bool:
         and isinstance(reason, Mapping) and reason.get("kind") == "completed"
 
 
-async def _opening(ctx: ServiceContext, scope: CardScope, playthrough: Playthrough,
+async def _opening(ctx: CardScopeContext, scope: CardScope, playthrough: Playthrough,
                    snapshot: SessionSnapshot, membership: Lease, session_lease: Lease) -> Evidence:
     assert scope.character_id is not None
     session_id = scope.session_id

@@ -35,7 +35,7 @@ from mvu_store.schema.allowance import Allowance
 from mvu_store.service.allocation import Allocation
 from mvu_store.service.card_scopes import HEX64, CardScope, Evidence, parse_card_scope, read_only, resolve
 from mvu_store.service.catalog import Entry
-from mvu_store.service.context import ServiceContext, Signal, check_signal, now_ms
+from mvu_store.service.context import CardsContext, Signal, check_signal, now_ms
 from mvu_store.service.edit_rules import edit_content, edited_envelope
 from mvu_store.service.initial import DeclaredSchema
 from mvu_store.service.models import Scope, check_operation_id, check_revision
@@ -100,7 +100,7 @@ def _is_reply_at(version: VersionRecord | None, scope: CardScope, evidence: Evid
 
 
 class Cards:
-    def __init__(self, ctx: ServiceContext, allocation: Allocation, reads: Reads) -> None:
+    def __init__(self, ctx: CardsContext, allocation: Allocation, reads: Reads) -> None:
         self._ctx = ctx
         self._allocation = allocation
         self._reads = reads

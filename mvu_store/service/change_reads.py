@@ -21,7 +21,7 @@ from mvu_store.jsonvalue import MAX_STATE_BYTES, JsonValue
 from mvu_store.ledger import ChangeEntry, ChangePage, StatePoint
 from mvu_store.service.allocation import Allocation
 from mvu_store.service.catalog import Entry
-from mvu_store.service.context import ServiceContext, Signal, check_signal
+from mvu_store.service.context import ChangeReadsContext, Signal, check_signal
 from mvu_store.service.models import (
     MAX_REVISION,
     Change,
@@ -50,7 +50,7 @@ millisecond); larger ones in a worker thread."""
 class ChangeReads:
     """``MvuService.changes`` and ``MvuService.diff``."""
 
-    def __init__(self, ctx: ServiceContext, allocation: Allocation, reads: Reads) -> None:
+    def __init__(self, ctx: ChangeReadsContext, allocation: Allocation, reads: Reads) -> None:
         self._ctx = ctx
         self._allocation = allocation
         self._reads = reads

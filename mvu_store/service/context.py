@@ -1,12 +1,20 @@
-"""What every part of the service shares: the ledger, the host, the caches and the session locks.
+"""What the parts of the service share: the ledger, the host, the caches and the session locks.
 
-The parts (:mod:`allocation`, :mod:`pipeline`, :mod:`reads`, :mod:`editing`, :mod:`branching`)
-each take this one object instead of callbacks into the front class. Everything durable is in the
-ledger; the context keeps only caches of immutable or re-checkable data (definitions by hash, the
-parsed legacy file, session logs, what was verified). Work on a session that reads, then writes
-what it read, runs holding the ledger's session lock (:meth:`Ledger.session_lock`), which orders
-it among the tasks of this process and every other process on the database; each write is exact
-on its own anyway (unique version keys, row-versioned compare-and-swap, derived instance ids).
+:class:`ServiceContext` holds them, once per service. No part takes it whole: each part names
+what it reads in a protocol of its own below (:class:`TurnContext` for a reply's turn,
+:class:`PipelineContext` for checkpoints and ingest, ...), composed of one small protocol per
+member, and annotates its ``ctx`` with it. ``ServiceContext`` satisfies every one of them
+structurally (mypy proves it where :class:`~mvu_store.service.service.MvuService` hands it to
+the parts), and a part that reads a member its protocol does not name fails the type check
+(``make lint``) and ``tests/service/test_context_needs.py``. A part that needs one more member
+adds it to its protocol here, in view of the others.
+
+Everything durable is in the ledger; the context keeps only caches of immutable or re-checkable
+data (definitions by hash, session logs, what was verified). Work on a session that reads, then
+writes what it read, runs holding the ledger's session lock (:meth:`Ledger.session_lock`), which
+orders it among the tasks of this process and every other process on the database; each write
+is exact on its own anyway (unique version keys, row-versioned compare-and-swap, derived
+instance ids).
 """
 
 from __future__ import annotations
@@ -15,7 +23,7 @@ import asyncio
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import Protocol, TypeVar
 
 from mvu_store.bounded import Generations
 from mvu_store.errors import Code, MvuError
@@ -146,3 +154,136 @@ class ServiceContext:
     def management_mode(self) -> str:
         """Who manages execution now: the current registrations decide, not the stored preference (I-8)."""
         return self.usage.mode()
+
+
+# -- what each part reads ---------------------------------------------------------------------------
+# One protocol per member of ServiceContext, then one per part, composed of those it reads.
+
+
+class _Ledger(Protocol):
+    @property
+    def ledger(self) -> Ledger: ...
+
+
+class _Host(Protocol):
+    @property
+    def host(self) -> Host: ...
+
+
+class _Configs(Protocol):
+    @property
+    def configs(self) -> tuple[ResourceConfig, ...]: ...
+
+
+class _Processor(Protocol):
+    @property
+    def processor(self) -> CommandProcessor: ...
+
+
+class _Catalog(Protocol):
+    @property
+    def catalog(self) -> Catalog: ...
+
+
+class _Sessions(Protocol):
+    @property
+    def sessions(self) -> SessionCache: ...
+
+
+class _Verifier(Protocol):
+    @property
+    def verifier(self) -> Verifier: ...
+
+
+class _Usage(Protocol):
+    @property
+    def usage(self) -> Usage: ...
+
+
+class _Views(Protocol):
+    @property
+    def views(self) -> ViewGenerations: ...
+
+
+class _SessionChanges(Protocol):
+    @property
+    def session_changes(self) -> Generations[str]: ...
+
+
+class _Disposed(Protocol):
+    @property
+    def disposed(self) -> bool: ...
+
+
+class _Alive(Protocol):
+    def alive(self) -> None: ...
+
+
+class _Locked(Protocol):
+    async def locked(self, session_id: str, work: Callable[[], Awaitable[T]]) -> T: ...
+
+
+class _CheckBeforeCommit(Protocol):
+    def check_before_commit(self, signal: Signal | None, *leases: Lease | None) -> None: ...
+
+
+class _Lease(Protocol):
+    async def lease(self, session_id: str) -> Lease: ...
+
+
+class _Durable(Protocol):
+    async def durable(self, session_id: str) -> tuple[SessionLog, dict[str, JsonValue]]: ...
+
+
+class _ManagementMode(Protocol):
+    def management_mode(self) -> str: ...
+
+
+class TurnContext(_Ledger, _Processor, _Usage, _Verifier, _Alive, _CheckBeforeCommit, Protocol):
+    """What one reply's turn reads (:mod:`~mvu_store.service.reply_turn`)."""
+
+
+class PipelineContext(TurnContext, _Catalog, _Configs, _Sessions, _Locked, _Lease, Protocol):
+    """What checkpoints and ingest read (:mod:`~mvu_store.service.pipeline`), with a reply's turn."""
+
+
+class ReadsContext(_Ledger, _Catalog, _Configs, _Processor, _Sessions, _Verifier, _ManagementMode, Protocol):
+    """What reads read (:mod:`~mvu_store.service.reads`)."""
+
+
+class ChangeReadsContext(_Ledger, _Catalog, _Verifier, Protocol):
+    """What a path's story and a diff read (:mod:`~mvu_store.service.change_reads`)."""
+
+
+class AllocationContext(_Ledger, _Catalog, _Configs, _Sessions, _Views, _CheckBeforeCommit, _Durable, _Lease,
+                        _Locked, Protocol):
+    """What templates, selections and instances read (:mod:`~mvu_store.service.allocation`)."""
+
+
+class EditingContext(_Ledger, _Catalog, _Sessions, _Usage, _Verifier, _Alive, _CheckBeforeCommit, _Lease, _Locked,
+                     _ManagementMode, Protocol):
+    """What manual edits read (:mod:`~mvu_store.service.editing`)."""
+
+
+class BranchingContext(_Ledger, _Sessions, _Verifier, _CheckBeforeCommit, _Durable, _Lease, _Locked, Protocol):
+    """What branches read (:mod:`~mvu_store.service.branching`)."""
+
+
+class LeaseContext(_Host, _Sessions, _Lease, Protocol):
+    """What a prompt request's session lease reads (:mod:`~mvu_store.service.request_lease`)."""
+
+
+class PromptContext(LeaseContext, _Usage, _SessionChanges, _Disposed, Protocol):
+    """What prompt reads read (:mod:`~mvu_store.service.prompting`), with their leases."""
+
+
+class ObserveContext(_Ledger, _Sessions, _Usage, Protocol):
+    """What an observed prompt request reads (:mod:`~mvu_store.service.observed_requests`)."""
+
+
+class CardScopeContext(_Ledger, _Host, _Sessions, _Views, _Lease, Protocol):
+    """What resolving a card scope reads (:mod:`~mvu_store.service.card_scopes`)."""
+
+
+class CardsContext(CardScopeContext, _Catalog, _Processor, _Usage, _Verifier, _Alive, _Locked, Protocol):
+    """What card scripts read (:mod:`~mvu_store.service.card_scripts`), with their scopes."""

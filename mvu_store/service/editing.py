@@ -20,7 +20,7 @@ from mvu_store.ledger import state_changes
 from mvu_store.ledger.records import CommitRequest, NewResource, VersionRecord
 from mvu_store.service.allocation import Allocation
 from mvu_store.service.catalog import Entry, SeenHead
-from mvu_store.service.context import ServiceContext, Signal, check_signal, now_ms
+from mvu_store.service.context import EditingContext, Signal, check_signal, now_ms
 from mvu_store.service.edit_rules import edit_content, edited_envelope
 from mvu_store.service.models import (
     RESOURCE_ID,
@@ -41,7 +41,7 @@ T = TypeVar("T")
 
 
 class Editing:
-    def __init__(self, ctx: ServiceContext, allocation: Allocation, reads: Reads) -> None:
+    def __init__(self, ctx: EditingContext, allocation: Allocation, reads: Reads) -> None:
         self._ctx = ctx
         self._allocation = allocation
         self._reads = reads

@@ -16,7 +16,7 @@ from mvu_store.errors import Code, MvuError
 from mvu_store.host import event_turn
 from mvu_store.jsonvalue import JsonValue
 from mvu_store.prompt.observed import OWNERS, evidence, messages_digest
-from mvu_store.service.context import ServiceContext, Signal, check_signal
+from mvu_store.service.context import ObserveContext, Signal, check_signal
 from mvu_store.service.models import check_session_id
 from mvu_store.service.trigger_facts import Facts
 
@@ -24,7 +24,7 @@ DETAIL = "dsh-request-observed"
 _PHASES = ("started", "triggered", "applied", "completed")
 
 
-async def observe_request(ctx: ServiceContext, session_id: Any, messages: Any,
+async def observe_request(ctx: ObserveContext, session_id: Any, messages: Any,
                           signal: Signal | None) -> list[dict[str, JsonValue]]:
     """The facts the reported ``messages`` prove (none when they are not the recorded ones)."""
     check_signal(signal)

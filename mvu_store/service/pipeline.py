@@ -19,7 +19,7 @@ from mvu_store.host import Lease, message_text
 from mvu_store.lang.macros import Names
 from mvu_store.service.allocation import Allocation
 from mvu_store.service.catalog import Entry
-from mvu_store.service.context import ServiceContext, Signal, check_signal
+from mvu_store.service.context import PipelineContext, Signal, check_signal
 from mvu_store.service.identity import session_identity
 from mvu_store.service.models import CheckpointInfo, IngestReport, check_session_id
 from mvu_store.service.reply_turn import ReplyCall, ReplyTurn
@@ -31,7 +31,7 @@ _CURSORS = 4096
 
 
 class Pipeline:
-    def __init__(self, ctx: ServiceContext, allocation: Allocation) -> None:
+    def __init__(self, ctx: PipelineContext, allocation: Allocation) -> None:
         self._ctx = ctx
         self._allocation = allocation
         self._turn = ReplyTurn(ctx)

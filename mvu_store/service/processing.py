@@ -19,6 +19,8 @@ pipeline asks it again right before the commit.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from functools import cache
+from typing import TypeGuard
 
 from mvu_store.errors import Code, MvuError
 from mvu_store.jsonvalue import JsonValue
@@ -31,19 +33,31 @@ from mvu_store.service.openings import card_template_id_of
 from mvu_store.service.session_view import LedgerReads
 
 
+def revocable(processor: CommandProcessor) -> TypeGuard[Revocable]:
+    """Whether ``processor`` is :class:`Revocable`, asked of its class once: ``isinstance``
+    against a protocol looks up every member of the protocol on each call (tens of microseconds
+    for a processor that is not one), and every turn asks."""
+    return _revocable_class(type(processor))
+
+
+@cache  # one entry per processor class: bounded by the program, not by its input
+def _revocable_class(kind: type[CommandProcessor]) -> bool:
+    return issubclass(kind, Revocable)
+
+
 def claims(processor: CommandProcessor, resource_id: str, command_source: str | None) -> bool:
-    return isinstance(processor, Revocable) and processor.claims(resource_id, command_source)
+    return revocable(processor) and processor.claims(resource_id, command_source)
 
 
 def check_current(processor: CommandProcessor, turn: ProcessorTurn | None) -> None:
-    if turn is not None and isinstance(processor, Revocable):
+    if turn is not None and revocable(processor):
         processor.check_current(turn)
 
 
 async def registered_receipt(processor: CommandProcessor, entry: Entry,
                              reads: LedgerReads) -> dict[str, JsonValue] | None:
     """The receipt a read shows: the card's declaration is registered on the first read (C-1)."""
-    if not isinstance(processor, Revocable):
+    if not revocable(processor):
         return None
     if not entry.takes_replies or entry.row is None:
         return processor.receipt(entry.id)

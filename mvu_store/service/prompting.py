@@ -31,7 +31,7 @@ from mvu_store.errors import Code, MvuError
 from mvu_store.host import Lease, Leases, SessionEvent, holds
 from mvu_store.jsonvalue import JsonValue, copy_json, js_json, sha256_hex
 from mvu_store.prompt import expand_message_variables, has_macro
-from mvu_store.service.context import ServiceContext, Signal, check_signal
+from mvu_store.service.context import PromptContext, Signal, check_signal
 from mvu_store.service.models import Scope, StateRecord, check_session_id, parse_scope
 from mvu_store.service.offload import off_loop
 from mvu_store.service.reads import Reads
@@ -126,7 +126,7 @@ class _Request:
 
 
 class PromptReads:
-    def __init__(self, ctx: ServiceContext, reads: Reads) -> None:
+    def __init__(self, ctx: PromptContext, reads: Reads) -> None:
         self._ctx = ctx
         self._reads = reads
         self._resource_changes: Generations[str] = Generations(_RESOURCE_CHANGES)

@@ -8,6 +8,7 @@ which costs only what changed since the last check.
 
 from __future__ import annotations
 
+import bisect
 from collections.abc import Collection
 from typing import Any
 
@@ -17,7 +18,7 @@ from mvu_store.jsonvalue import JsonValue
 from mvu_store.ledger.records import CheckpointRecord, VersionRecord
 from mvu_store.service.allocation import Allocation
 from mvu_store.service.catalog import Entry
-from mvu_store.service.context import ServiceContext, Signal, check_signal
+from mvu_store.service.context import ReadsContext, Signal, check_signal
 from mvu_store.service.failures import shown_after_failure
 from mvu_store.service.legacy import CAPABILITIES
 from mvu_store.service.models import (
@@ -56,7 +57,7 @@ _TextKey = tuple[int, int, str | None, str, str | None, str, str, str | None]
 
 
 class Reads:
-    def __init__(self, ctx: ServiceContext, allocation: Allocation) -> None:
+    def __init__(self, ctx: ReadsContext, allocation: Allocation) -> None:
         self._ctx = ctx
         self._allocation = allocation
         self._texts: BoundedCache[tuple[str, str], tuple[_TextKey, RecordJson]] = BoundedCache(
@@ -330,11 +331,37 @@ def history_commands(meta: dict[str, JsonValue], variables: JsonValue) -> list[J
     ``meta`` keeps, and the refused and ignored ones of its ``update_diagnostics``."""
     applied = meta.get("applied")
     listed = [item for item in applied if isinstance(item, dict)] if isinstance(applied, list) else []
+    listed = _with_values(listed, variables)
     diagnostics = variables.get("update_diagnostics") if isinstance(variables, dict) else None
     if isinstance(diagnostics, list):
         listed.extend(item for item in diagnostics
                       if isinstance(item, dict) and item.get("kind") in ("refused", "ignored") and "start" in item)
     return sorted(listed, key=_place)
+
+
+def _with_values(applied: list[dict[str, JsonValue]], variables: JsonValue) -> list[dict[str, JsonValue]]:
+    """The applied commands (in the order they ran) with the value before and after each, from
+    the version's ``delta_data``: a command's first change is the first change of its path after
+    the previous command's (the meta leaves the values out, to keep them once)."""
+    delta = variables.get("delta_data") if isinstance(variables, dict) else None
+    changes = delta.get("changes") if isinstance(delta, dict) else None
+    if not isinstance(changes, list):
+        return applied
+    by_path: dict[JsonValue, list[int]] = {}
+    for index, change in enumerate(changes):
+        if isinstance(change, dict):
+            by_path.setdefault(change.get("path"), []).append(index)
+    at, shown = 0, []
+    for item in applied:
+        places = by_path.get(item.get("path"), [])
+        next_place = bisect.bisect_left(places, at)
+        if next_place == len(places):
+            shown.append(item)
+            continue
+        change, at = changes[places[next_place]], places[next_place] + 1
+        values = {name: change[key] for name, key in (("before", "previous"), ("after", "value")) if key in change}
+        shown.append({**item, **values})
+    return shown
 
 
 def _place(item: dict[str, JsonValue]) -> tuple[int, int]:

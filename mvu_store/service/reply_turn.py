@@ -25,7 +25,7 @@ from mvu_store.service import turn_stages as stages
 from mvu_store.service.catalog import Entry
 from mvu_store.service.change_rows import failure_rows, reply_rows
 from mvu_store.service.commit_loop import Refused, on_head, refusing
-from mvu_store.service.context import ServiceContext, Signal
+from mvu_store.service.context import Signal, TurnContext
 from mvu_store.service.failures import FAILURE, failure_diagnostic, with_failure
 from mvu_store.service.models import TurnOutcome
 from mvu_store.service.offload import off_loop
@@ -73,7 +73,7 @@ class Committed:
 
 
 class ReplyTurn:
-    def __init__(self, ctx: ServiceContext) -> None:
+    def __init__(self, ctx: TurnContext) -> None:
         self._ctx = ctx
 
     async def apply(self, entry: Entry, reply: Reply, call: ReplyCall) -> tuple[TurnOutcome, str | None]:

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from mvu_store.host import AppendsSince, AppendWatchHost, Lease, SessionEvent, SessionSnapshot, event_turn
-from mvu_store.service.context import ServiceContext
+from mvu_store.service.context import LeaseContext
 
 TITLE_KEYS = frozenset({"title", "messageSeqs", "source"})
 HEADER_EVENT_KEYS = frozenset({"header", "reason", "turn"})
@@ -119,7 +119,7 @@ def _name(value: Any) -> bool:
     return isinstance(value, str) and bool(value)
 
 
-async def request_lease(ctx: ServiceContext, session_id: str) -> Lease:
+async def request_lease(ctx: LeaseContext, session_id: str) -> Lease:
     """The session lease of a prompt read: the strict one, relaxed as above when the host can
     say what it appended (``MVU_SESSION_IDENTITY`` / ``MVU_SESSION_LEASE`` as :meth:`ServiceContext.lease`)."""
     strict = await ctx.lease(session_id)

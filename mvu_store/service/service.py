@@ -1,7 +1,8 @@
 """MvuService: the host-facing state source (DIGEST I, F-6, P, A, L).
 
 The front door only: it checks that the service is open and hands each call to the part whose
-one job it is, all sharing one :class:`~mvu_store.service.context.ServiceContext`:
+one job it is, all sharing one :class:`~mvu_store.service.context.ServiceContext` (each through
+the protocol of what it reads, in :mod:`~mvu_store.service.context`):
 
 - :mod:`allocation`: templates, selections, instances;
 - :mod:`pipeline`: checkpoints and ingest, a reply in stages (decide, parse, process, apply, commit);

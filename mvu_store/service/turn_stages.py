@@ -22,8 +22,8 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 from contextlib import suppress
-from dataclasses import dataclass, field, replace
-from typing import Any
+from dataclasses import dataclass, replace
+from typing import Any, NamedTuple
 
 from mvu_store.errors import MvuError
 from mvu_store.host import Lease
@@ -70,19 +70,21 @@ class CommandSource:
     refused: str | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class ReplyRun:
+class ReplyRun(NamedTuple):
     """One reply's run for one resource: what the stages found, and what the commit attempts
-    and the failure paths read. A stage returns a new record; none is changed in place."""
+    and the failure paths read. A stage returns a new record (``_replace``); none is changed in
+    place. A named tuple rather than a frozen dataclass: the stages copy it on every turn, and
+    a tuple's copy of these 17 fields costs a quarter of ``dataclasses.replace`` (one of the
+    costs the HTTP turn benchmark found; docs/performance.md)."""
 
     entry: Entry
     reply: Reply
     parsed: Parsed
     source: CommandSource
-    facts: Facts = field(compare=False)
+    facts: Facts
     """The facts so far (``started``, then ``triggered`` or ``skipped``); each commit attempt or
     failure path ends a copy of its own."""
-    allowance: Allowance = field(compare=False)
+    allowance: Allowance
     """One allowance for all the declaration work of this reply: every command's check, on
     every compare-and-swap attempt and while a card's script chooses."""
     signal: Signal | None = None
@@ -102,11 +104,15 @@ class ReplyRun:
     @property
     def runs(self) -> bool:
         """The reply attempts an update and the usage policy lets it run."""
-        return self.parsed.has_update and self.decision is not None and self.decision.enabled
+        return _runs(self.parsed, self.decision)
 
     @property
     def session_id(self) -> str:
         return str(self.reply.source["sessionId"])
+
+
+def _runs(parsed: Parsed, decision: Decision | None) -> bool:
+    return parsed.has_update and decision is not None and decision.enabled
 
 
 class TurnFailed(Exception):
@@ -158,14 +164,15 @@ async def decide(usage: Usage, run: ReplyRun, baseline: Head) -> Decision:
 def decided(run: ReplyRun, decision: Decision, scripted: bool) -> ReplyRun:
     """``run`` with its decision, its ``triggered`` or ``skipped`` fact, and whether a card's
     script chooses (only for a reply that runs)."""
+    # One copy of the run, not one per field set: each copy is on every turn's path.
     facts = run.facts.copy()
-    run = replace(run, decision=decision, facts=facts)
-    if run.runs:
+    runs = _runs(run.parsed, decision)
+    if runs:
         facts.add("triggered", configRevision=decision.config_revision)
     else:
         facts.add("skipped", detail="no-update" if decision.enabled else "usage-policy",
                   configRevision=decision.config_revision)
-    return replace(run, scripted=run.runs and scripted)
+    return run._replace(decision=decision, facts=facts, scripted=runs and scripted)
 
 
 # -- 3. process -----------------------------------------------------------------------------------
@@ -180,23 +187,23 @@ async def process(processor: CommandProcessor, run: ReplyRun, head: Head) -> Rep
                                                "its replies never run unfiltered", id=run.entry.id)
     except MvuError as error:
         raise TurnFailed(run, head, error) from None
-    ready = on_head(processor, run, head)
-    assert ready.turn is not None
+    turn, seen = _processor_turn(processor, run, head)
     commands = run.parsed.commands
     try:
         if run.scripted:
-            chosen, ahead = await _processed_ahead(processor, commands, ready.turn,
-                                                   lambda: apply_commands(ready, head, commands))
+            chosen, ahead = await _processed_ahead(processor, commands, turn,
+                                                   lambda: apply_commands(run, head, commands))
         else:
-            chosen, ahead = await processed(processor, commands, ready.turn), None
+            chosen, ahead = await processed(processor, commands, turn), None
     except MvuError as error:
-        raise TurnFailed(ready, head, error) from None
-    return replace(ready, chosen=tuple(chosen), ahead=ahead)
+        raise TurnFailed(run._replace(turn=turn, seen=seen), head, error) from None
+    # One copy of the run with all this stage found (see decided()).
+    return run._replace(turn=turn, seen=seen, chosen=tuple(chosen), ahead=ahead)
 
 
-def on_head(processor: CommandProcessor, run: ReplyRun, head: Head) -> ReplyRun:
-    """``run`` about to be processed on ``head``: the turn the processor sees and, for a card's
-    script, ``head`` as the one it chooses on."""
+def _processor_turn(processor: CommandProcessor, run: ReplyRun, head: Head) -> tuple[ProcessorTurn, Head | None]:
+    """``run`` about to be processed on ``head``: the turn the processor sees and the head a
+    card's script chooses on (``head``, for one; otherwise the run's own)."""
     # A private copy: a processor filters, it never writes the state (C-2). A card registry
     # only serialises the variables for its script's own copy: it gets the head itself.
     shared = run.scripted and isinstance(processor, CardRegistry)
@@ -204,7 +211,7 @@ def on_head(processor: CommandProcessor, run: ReplyRun, head: Head) -> ReplyRun:
     turn = ProcessorTurn(resource_id=run.entry.id, session_id=run.session_id, turn=run.reply.turn,
                          message_seq=run.reply.message.seq, text=run.parsed.text, variables=variables,
                          user_text=run.user_text, command_source=run.source.source)
-    return replace(run, turn=turn, seen=head if run.scripted else run.seen)
+    return turn, head if run.scripted else run.seen
 
 
 async def _processed_ahead(processor: CommandProcessor, commands: tuple[Command, ...], turn: ProcessorTurn,

@@ -34,7 +34,7 @@ CHECKS = [not_a_server_error, response_schema_conformance, status_code_conforman
 def test_fuzz_the_published_openapi(server: Server) -> None:
     schema = schemathesis.openapi.from_url(f"{server.base}{API}/openapi.json", headers=server.auth)
     operations = [result.ok() for result in schema.get_all_operations()]
-    assert len(operations) == 27  # 24, the chat import and export, the observed request
+    assert len(operations) == 30  # 24, chat import and export, observed request, changes, diff, a turn's reply
     strategy = st.one_of([operation.as_strategy(generation_mode=mode) for operation in operations
                           for mode in (GenerationMode.POSITIVE, GenerationMode.NEGATIVE)])
     seen: set[int] = set()

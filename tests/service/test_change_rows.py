@@ -139,10 +139,21 @@ async def test_the_history_lists_every_command_of_a_reply(service: MvuService, h
     assert entry.commands is not None
     assert [(item["kind"], item["path"]) for item in entry.commands] == [  # type: ignore[index]
         ("applied", "/hp"), ("refused", "/mood"), ("ignored", "/gold")]
-    # The answer's own list, without the values (the version's delta_data holds them).
+    # The answer's own list, the applied command's values included (from the version's delta_data).
     [outcome] = report.outcomes
-    assert [{k: v for k, v in item.items() if k not in ("before", "after")} for item in outcome.commands] \
-        == entry.commands
+    assert outcome.commands == entry.commands
+    assert (entry.commands[0]["before"], entry.commands[0]["after"]) == (50, 20)  # type: ignore[index]
+
+
+async def test_each_applied_command_of_the_history_has_its_own_values(service: MvuService, host: MemoryHost,
+                                                                      detached: str) -> None:
+    text = "_.set('hp', 20);\n_.set('hp', 20);\n_.add('hp', 5);\n_.set('gold', 3);"
+    _, report = await hand_turn(host, service, 1, [text_message(1, "m", text)])
+    [entry] = await service.history(id=detached, scope=scope("s1"))
+    [outcome] = report.outcomes
+    assert entry.commands == outcome.commands
+    assert [(item["kind"], item.get("before"), item.get("after")) for item in entry.commands] == [  # type: ignore[union-attr]
+        ("applied", 50, 20), ("ignored", None, None), ("applied", 20, 25), ("applied", 10, 3)]
 
 
 class DropsGold:
