@@ -12,7 +12,9 @@ import hashlib
 import json
 import math
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
+from json.encoder import c_make_encoder, encode_basestring  # type: ignore[attr-defined]
 from typing import Any, TypeAlias
 
 from mvu_store.errors import Code, MvuError
@@ -167,15 +169,26 @@ def copy_json(value: JsonValue) -> JsonValue:
     return value
 
 
-# Built once: json.dumps with options builds an encoder per call, which costs more than
-# encoding the small objects (sources, facts, receipts) most calls are for.
-_CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
-_STRINGIFY = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+def _encoder(*, sort_keys: bool) -> Callable[[JsonValue], str]:
+    """An encoder built once: ``json.dumps`` with options builds one per call, and even a kept
+    ``JSONEncoder`` builds its C encoder per call, which costs more than encoding the small
+    objects (sources, facts, receipts) most calls are for. The C encoder is kept without a
+    cycle check: its values are normalised trees (:func:`normalize` bounds their depth), and a
+    kept check would be left holding the containers of a call that raised."""
+    options = json.JSONEncoder(sort_keys=sort_keys, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+    if c_make_encoder is None:  # pragma: no cover - CPython always has the C encoder
+        return options.encode
+    encode = c_make_encoder(None, options.default, encode_basestring, None, ":", ",", sort_keys, False, False)
+    return lambda value: "".join(encode(value, 0))
+
+
+_CANONICAL = _encoder(sort_keys=True)
+_STRINGIFY = _encoder(sort_keys=False)
 
 
 def dumps(value: JsonValue) -> str:
     """Canonical JSON text of an already-normalised value: sorted keys, no spaces, UTF-8."""
-    return _CANONICAL.encode(value)
+    return _CANONICAL(value)
 
 
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
@@ -187,13 +200,13 @@ def js_json(value: JsonValue) -> str:
     The original implementation hashes this text for its keys (versions, inherited copies), so
     keys computed here match keys it wrote.
     """
-    return _escape_lone_surrogates(_STRINGIFY.encode(value))
+    return _escape_lone_surrogates(_STRINGIFY(value))
 
 
 def js_json_bytes(value: JsonValue) -> bytes:
     """:func:`js_json` as UTF-8. A text that encodes holds no lone surrogate: the search for one
     (a quarter of the encoding's cost) is made only for a text that does not."""
-    text = _STRINGIFY.encode(value)
+    text = _STRINGIFY(value)
     try:
         return text.encode()
     except UnicodeEncodeError:

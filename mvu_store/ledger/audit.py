@@ -38,8 +38,7 @@ def charged_columns(table: Table) -> tuple[str, ...]:
 def row_bytes(table: Table, values: dict[str, object]) -> int:
     """What a row costs: the UTF-8 bytes of its charged columns (the audit recomputes this)."""
     total = 0
-    for name in charged_columns(table):
-        value = values.get(name)
+    for value in map(values.get, charged_columns(table)):
         if isinstance(value, str):
             total += len(value.encode())
     return total

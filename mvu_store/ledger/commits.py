@@ -14,7 +14,7 @@ from typing import Any
 from sqlalchemy import and_, bindparam, func, select, update
 
 from mvu_store.errors import Code, MvuError
-from mvu_store.jsonvalue import JsonValue, canonical_text
+from mvu_store.jsonvalue import JsonValue, canonical_text, dumps
 from mvu_store.ledger import tables as t
 from mvu_store.ledger.blob import Blob
 from mvu_store.ledger.change_rows import table_rows
@@ -190,9 +190,11 @@ class Commits:
                 session_id=session_id, message_seq=message_seq))
         if request.operation_id is not None:
             # A commit's receipt takes its version's position: receipts stay in append order
-            # without another lookup.
+            # without another lookup. A result made here holds checked texts and an int and no
+            # state: its text needs no walk of its values.
+            stored = dumps(result) if request.result is None else stored_result(result, request.variables)
             self._insert_receipt(tx, request.resource_id, request.operation_id, "commit", request.fingerprint,
-                                 revision, key, stored_result(result, request.variables), position)
+                                 revision, key, stored, position)
         return CommitOutcome(request.resource_id, revision, key, result, False, self._facts_of_commit(tx, facts))
 
     def _facts_of_commit(self, tx: WriteTx, facts: list[PreparedFact] | str) -> str | None:

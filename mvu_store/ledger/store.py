@@ -66,7 +66,8 @@ class Store:
         self._reader_engine = reader_engine
         self._checkpointer = Checkpointer(reader_engine, ledger_id) if self._dialect.embedded else None
         self._file = DatabaseFile(writer_engine.url.database) if self._dialect.embedded else None
-        self._writer = Writer(writer_engine, ledger_id, self._settle, serialize=self._serialize,
+        self._writer = Writer(writer_engine, ledger_id, self._settle,
+                              serialize=self._serialize if self._dialect.locks_ledger_row else None,
                               committed=self._checkpointer.committed if self._checkpointer else None,
                               admit=self._file.check if self._file else None)
         self._read_statements = Statements(reader_engine.dialect)
@@ -247,20 +248,19 @@ class Store:
         Facts are the exception: they are bounded on their own (DIGEST A-5), not charged.
         """
         row = {"ledger_id": self.ledger_id, **values}
-        if "bytes" in table.c:
-            row["bytes"] = row_bytes(table, row)
-        tx.execute(_insert_query(table), **row)
-        if "bytes" not in table.c:
-            return 0
-        if table is not t.facts:
-            tx.charge(row["bytes"])
-        return int(row["bytes"])
+        size = 0
+        if _counted(table):
+            size = row["bytes"] = row_bytes(table, row)
+            if table is not t.facts:
+                tx.charge(size)
+        tx.execute_row(_insert_query(table), row)
+        return size
 
     def insert_rows(self, tx: WriteTx, table: Table, rows: list[dict[str, Any]]) -> None:
         """:meth:`insert_row` for many rows of ``table`` in one driver call (``executemany``):
         one statement's Python cost instead of one per row. Each row gets ``ledger_id`` and, for
         a charged table, its ``bytes`` unless already measured."""
-        charged = "bytes" in table.c
+        charged = _counted(table)
         for row in rows:
             row["ledger_id"] = self.ledger_id
             if charged and "bytes" not in row:
@@ -291,9 +291,9 @@ class Store:
         ``BEGIN IMMEDIATE`` already serialises writers of the file; on PostgreSQL the ledger's
         usage row is the lock: every charged unit updates it anyway, so taking it at the start
         costs no concurrency within a ledger and rules out write skew between processes.
+        The writer runs it only where the dialect locks that row (PostgreSQL, see ``__init__``).
         """
-        if self._dialect.locks_ledger_row:
-            tx.execute(_LOCK_LEDGER)
+        tx.execute(_LOCK_LEDGER)
 
     def _settle(self, tx: WriteTx) -> None:
         """Charge a unit's bytes with one conditional UPDATE: over budget refuses the unit."""
@@ -321,6 +321,13 @@ def _database_locks(engine: Engine, ledger_id: str) -> DatabaseLocks:
 @functools.cache
 def _column_names(table: Table) -> list[str]:
     return [column.name for column in table.columns]
+
+
+@functools.cache
+def _counted(table: Table) -> bool:
+    """Whether ``table``'s rows carry their ``bytes`` (asked once per table: a column lookup by
+    name costs more than the row's insert preparation)."""
+    return "bytes" in table.c
 
 
 @functools.cache

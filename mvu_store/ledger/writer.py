@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import operator
 import queue
 import threading
 from collections.abc import Callable
@@ -49,9 +50,14 @@ class WriteTx:
 
     def execute(self, query: Query, **params: Any) -> Any:
         """Run ``query`` (``ledger_id`` bound to this ledger's); returns the cursor (``rowcount``)."""
-        sql = self.statements.sql(query)
         params.setdefault("ledger_id", self.ledger_id)  # ``params`` is this call's own dict
-        self.cursor.execute(sql.text, sql.params(params))
+        return self.execute_row(query, params)
+
+    def execute_row(self, query: Query, row: dict[str, Any]) -> Any:
+        """:meth:`execute` with the parameters in a dict that already binds ``ledger_id`` (a row
+        to insert, passed on without a copy)."""
+        sql = self.statements.sql(query)
+        self.cursor.execute(sql.text, sql.params(row))
         return self.cursor
 
     def execute_many(self, query: Query, rows: list[dict[str, Any]]) -> None:
@@ -63,16 +69,19 @@ class WriteTx:
         row = self.execute(query, **params).fetchone()
         if row is None:
             return None
-        return {column[0]: value for column, value in zip(self.cursor.description, row, strict=True)}
+        return dict(zip(map(_name, self.cursor.description), row, strict=True))
 
     def all(self, query: Query, **params: Any) -> list[Row]:
         rows = self.execute(query, **params).fetchall()
-        names = [column[0] for column in self.cursor.description]
+        names = list(map(_name, self.cursor.description))
         return [dict(zip(names, row, strict=True)) for row in rows]
 
     def charge(self, size: int) -> None:
         self.charged += size
 
+
+_name = operator.itemgetter(0)
+"""A result column's name, from its DB-API description."""
 
 Work = Callable[[WriteTx], T]
 Settle = Callable[[WriteTx], None]
@@ -92,13 +101,14 @@ class Writer:
     """Runs units of work on one thread, batching whatever is queued into one transaction."""
 
     def __init__(
-        self, engine: Engine, ledger_id: str, settle: Settle, *, serialize: Settle, max_batch: int = 64,
+        self, engine: Engine, ledger_id: str, settle: Settle, *, serialize: Settle | None = None, max_batch: int = 64,
         committed: Callable[[Any], None] | None = None, admit: Callable[[], None] | None = None,
     ) -> None:
         self.statements = Statements(engine.dialect)
         self._engine = engine
         self._ledger_id = ledger_id
         self._settle = settle
+        # Run first in every transaction (None: the dialect's BEGIN already serialises writers).
         self._serialize = serialize
         self._max_batch = max_batch
         # Told after every batch that committed, with the connection, once the batch's callers
@@ -221,10 +231,11 @@ class Writer:
         try:
             if connection is None:
                 connection = self._engine.raw_connection()
+            dbapi = connection.dbapi_connection
             # Sharing the transaction needs a driver that tells whether a failed unit wrote.
-            isolate = not hasattr(connection.dbapi_connection, "total_changes")
+            isolate = not hasattr(dbapi, "total_changes")
             while live:
-                attempt = self._attempt(connection.dbapi_connection, live, isolate=isolate)
+                attempt = self._attempt(dbapi, live, isolate=isolate)
                 if attempt is not None and not any(job.future.cancelled() for job in live):
                     outcomes = attempt
                     break
@@ -264,9 +275,11 @@ class Writer:
         """
         cursor = dbapi.cursor()
         try:
-            self._begin(cursor)
+            if self._begin_sql is not None:
+                cursor.execute(self._begin_sql)
             try:
-                self._serialize(WriteTx(cursor, self.statements, self._ledger_id))
+                if self._serialize is not None:
+                    self._serialize(WriteTx(cursor, self.statements, self._ledger_id))
                 outcomes: list[tuple[bool, Any]] | None
                 if len(live) == 1:
                     outcomes = [self._run_alone(cursor, live[0])]
@@ -326,10 +339,6 @@ class Writer:
             cursor.execute("ROLLBACK TO SAVEPOINT mvu_unit")
         cursor.execute("RELEASE SAVEPOINT mvu_unit")
         return ok, value
-
-    def _begin(self, cursor: Any) -> None:
-        if self._begin_sql is not None:
-            cursor.execute(self._begin_sql)
 
 
 def _resolve_all(results: list[tuple[asyncio.Future[Any], bool, Any]]) -> None:
