@@ -547,8 +547,9 @@ def side_figures(figures: dict[str, Any], baseline: Path, turns: int, rounds: in
         result[f"ratio_{name}_vs_baseline"] = round(ratio, 3)
         result[key] = round(figures[key], 3) if unit else round(figures[key])
         result[f"baseline_{key}"] = round(figures[f"baseline_{key}"], 3) if unit else round(figures[f"baseline_{key}"])
-        say(f"  {label + ':':14} {figures[f'baseline_{key}']:,.2f} {unit} (baseline) -> {figures[key]:,.2f} {unit} "
-            f"(this checkout) = x{ratio:.3f}")
+        shown = ",.2f" if unit else ",.0f"
+        say(f"  {label + ':':14} {figures[f'baseline_{key}']:{shown}}{unit and ' ' + unit} (baseline) -> "
+            f"{figures[key]:{shown}}{unit and ' ' + unit} (this checkout) = x{ratio:.3f}")
     return result
 
 
