@@ -17,9 +17,14 @@ alike:
 ``ratio_<name>`` = its mean time / the read's: the issue asks for at most 2. Until commits write
 the changes table (issue 33's ledger part), the script writes each reply's ``/hp`` row itself, as a
 commit would, so the story has its 1,000 rows either way (``rows_written_here`` says which).
+
+With ``--baseline DIR`` (another checkout of this repository, e.g. ``git worktree add --detach DIR
+COMMIT``, whose ledger schema is this one's), a second ``mvu serve`` runs that checkout's code on
+the same ledger, and every request goes to both servers in turn, in the same rounds:
+``baseline_<name>_ms`` and ``baseline_ratio_<name>`` beside this checkout's figures.
 Human lines first; the LAST line is one JSON object.
 
-    python benchmarks/changes.py [--quick] [--turns N] [--requests N]
+    python benchmarks/changes.py [--quick] [--turns N] [--requests N] [--baseline DIR]
 """
 
 from __future__ import annotations
@@ -98,7 +103,8 @@ async def write_hp_rows(ledger: Ledger, instance: str) -> None:
     await store.write(lambda tx: store.insert_rows(tx, t.changes, rows))
 
 
-async def measure(port: int, instance: str, requests: int) -> dict[str, float]:
+async def measure(ports: dict[str, int], instance: str, requests: int) -> dict[str, dict[str, float]]:
+    """The mean time of each request, per server (``ports``: by label), interleaved in rounds."""
     scope = json.dumps({"authority": "local", "sessionId": SESSION})
 
     def target(route: str, **params: str) -> str:
@@ -106,21 +112,30 @@ async def measure(port: int, instance: str, requests: int) -> dict[str, float]:
 
     targets = {"read": target("resource"), "story_page": target("changes", path="/hp"),
                "story_whole": target("changes", path="/hp", limit="1000"), "diff": target("diff", **{"from": "1"})}
-    connection = await bench_http.Connection.open("127.0.0.1", port)
+    connections = {label: await bench_http.Connection.open("127.0.0.1", port) for label, port in ports.items()}
     try:
-        for name, path in targets.items():  # warm: first compiles, caches, the check of history
-            status, _, payload = await connection.request("GET", path)
-            assert status == 200, (name, payload[:300])
-        times: dict[str, list[float]] = {name: [] for name in targets}
+        answers: dict[str, dict[str, Any]] = {label: {} for label in ports}
+        for label, connection in connections.items():
+            for name, path in targets.items():  # warm: first compiles, caches, the check of history
+                status, _, payload = await connection.request("GET", path)
+                assert status == 200, (label, name, payload[:300])
+                answers[label][name] = json.loads(payload)
+        first = next(iter(answers.values()))
+        for label, answered in answers.items():  # both servers say the same
+            for name in ("story_page", "story_whole", "diff"):
+                assert answered[name] == first[name], (label, name)
+        times: dict[str, dict[str, list[float]]] = {label: {name: [] for name in targets} for label in ports}
         for _ in range(requests):
             for name, path in targets.items():
-                started = time.perf_counter()
-                status, _, payload = await connection.request("GET", path)
-                times[name].append(time.perf_counter() - started)
-                assert status == 200, payload[:300]
-        return {name: fmean(spent) * 1000 for name, spent in times.items()}
+                for label, connection in connections.items():
+                    started = time.perf_counter()
+                    status, _, payload = await connection.request("GET", path)
+                    times[label][name].append(time.perf_counter() - started)
+                    assert status == 200, payload[:300]
+        return {label: {name: fmean(spent) * 1000 for name, spent in kept.items()} for label, kept in times.items()}
     finally:
-        connection.close()
+        for connection in connections.values():
+            connection.close()
 
 
 def main() -> None:
@@ -128,27 +143,37 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--turns", type=int, default=None, help="turns the chat plays (default 1,000; quick 100)")
     parser.add_argument("--requests", type=int, default=None, help="requests of each kind (default 200; quick 20)")
+    parser.add_argument("--baseline", type=Path, help="another checkout whose server to measure side by side")
     args = parser.parse_args()
     turns = args.turns if args.turns is not None else (100 if args.quick else 1000)
     requests = args.requests if args.requests is not None else (20 if args.quick else 200)
+    codes: dict[str, Path | None] = {"": None}
+    if args.baseline is not None:
+        codes = {"baseline_": args.baseline.resolve(), "": None}
     with tempfile.TemporaryDirectory(prefix="mvu-changes-bench-") as directory:
         db = f"sqlite:///{Path(directory) / 'ledger.sqlite3'}"
         started = time.perf_counter()
         instance, written_here = asyncio.run(play(db, turns))
         print(f"played {turns} turns in {time.perf_counter() - started:.1f} s"
               f"{' (the /hp rows written by this script)' if written_here else ''}", flush=True)
-        process, port = bench_http.start_server(db)
+        servers = {label: bench_http.start_server(db, code) for label, code in codes.items()}
         try:
-            mean_ms = asyncio.run(measure(port, instance, requests))
+            mean_ms = asyncio.run(measure({label: port for label, (_, port) in servers.items()}, instance, requests))
         finally:
-            process.send_signal(signal.SIGTERM)
-            code = process.wait(timeout=60)
-    ratios = {f"ratio_{name}": round(ms / mean_ms["read"], 3) for name, ms in mean_ms.items() if name != "read"}
-    for name, ms in mean_ms.items():
-        print(f"GET {name:<12} {ms:7.3f} ms" + (f"   x{ratios[f'ratio_{name}']} a read" if name != "read" else ""),
-              flush=True)
-    result = {**{f"{name}_ms": round(ms, 3) for name, ms in mean_ms.items()}, **ratios, "turns": turns,
-              "requests": requests, "rows_written_here": written_here, "quick": args.quick, "server_exit": code}
+            for process, _ in servers.values():
+                process.send_signal(signal.SIGTERM)
+            exits = [process.wait(timeout=60) for process, _ in servers.values()]
+    result: dict[str, Any] = {"turns": turns, "requests": requests, "rows_written_here": written_here,
+                              "quick": args.quick, "server_exit": max(exits)}
+    for label, measured in mean_ms.items():
+        ratios = {name: round(ms / measured["read"], 3) for name, ms in measured.items() if name != "read"}
+        if codes[label] is not None:
+            print(f"baseline {codes[label]}:", flush=True)
+        for name, ms in measured.items():
+            print(f"GET {name:<12} {ms:7.3f} ms" + (f"   x{ratios[name]} a read" if name != "read" else ""),
+                  flush=True)
+        result.update({f"{label}{name}_ms": round(ms, 3) for name, ms in measured.items()})
+        result.update({f"{label}ratio_{name}": ratio for name, ratio in ratios.items()})
     print(json.dumps(result, sort_keys=True))
 
 

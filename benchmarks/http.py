@@ -307,9 +307,12 @@ async def turns_over_http(port: int, window: Window) -> float | None:
             connection.close()
 
 
-def start_server(db: str) -> tuple[subprocess.Popen[str], int]:
+def start_server(db: str, code: Path | None = None) -> tuple[subprocess.Popen[str], int]:
+    """``mvu serve`` on ``db``; ``code``: another checkout whose ``mvu_api`` and ``mvu_store`` it runs."""
     command = [sys.executable, "-m", "mvu_api.cli", "serve", "--db", db, "--port", "0", "--token", TOKEN]
-    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    # `-m` looks in the working directory first, then PYTHONPATH, then the installed package.
+    other = {"cwd": code, "env": {**os.environ, "PYTHONPATH": str(code)}} if code is not None else {}
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, **other)
     assert process.stdout is not None
     lines: list[str] = []
 

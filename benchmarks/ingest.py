@@ -40,6 +40,19 @@ Measured beside them in the same run, to say how far a turn is from the cost of 
   ``ratio_update_vs_ledger_commit`` = updates/s over the ledger's commits/s (the median of the
   rounds' ratios).
 
+- (e) with ``--baseline DIR`` (another checkout of this repository, e.g. ``git worktree add --detach
+  DIR COMMIT``): the same turns, one session of ``--side-turns`` (100; 10 with ``--quick``) after
+  a warm-up turn, each in a child process of its own (a fresh SQLite ledger, ``synchronous=FULL``)
+  whose ``mvu_store`` is that checkout's or this one's, alternating (the baseline's child right
+  before this checkout's, ``--rounds`` times: 5, 2 with ``--quick``) so that the machine's load
+  falls on both alike. ``turn_ms`` / ``baseline_turn_ms`` (wall) and ``turn_cpu_ms`` /
+  ``baseline_turn_cpu_ms`` (the process's CPU time, every thread) are the medians of the rounds;
+  ``ratio_turn_vs_baseline`` and ``ratio_turn_cpu_vs_baseline`` divide this checkout's by the
+  baseline's. With ``--instructions`` too, each checkout's turn is also counted in instructions,
+  a figure load hardly moves: the child run under ``valgrind --tool=callgrind`` twice, to
+  ``--instruction-turns`` (20) and to twice as many, the difference divided by the turns between
+  (``turn_instructions``, ``baseline_turn_instructions``, ``ratio_turn_instructions_vs_baseline``).
+
 The ledger is a SQLite file in a temporary directory (WAL, ``synchronous=FULL``), or ``--url``
 (e.g. the PostgreSQL test database; each run uses its own ``ledger_id``; the raw figure is then
 still SQLite's, for reference). Human lines first; the LAST line is one JSON object with
@@ -48,6 +61,8 @@ the growth figures above).
 
     python benchmarks/ingest.py [--turns N] [--sessions N] [--growth-turns N] [--reads N]
                                 [--skip-growth] [--url URL] [--quick]
+                                [--baseline DIR [--side-turns N] [--rounds N]
+                                 [--instructions [--instruction-turns N]]]
 """
 
 from __future__ import annotations
@@ -56,8 +71,12 @@ import argparse
 import asyncio
 import hashlib
 import json
+import os
+import re
+import shutil
 import sqlite3
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -372,8 +391,8 @@ async def measure_growth(service: MvuService, host: MemoryHost, run: str, turns:
             "growth_s": sum(turn_s.values())}
 
 
-async def measure(ledger: Ledger, turns: int, sessions: int, growth_turns: int | None,
-                  reads: int, edits: int, scratch: Path) -> dict[str, Any]:
+async def bench_service(ledger: Ledger) -> tuple[MvuService, MemoryHost]:
+    """A service over ``ledger`` that knows the card, with its host attached."""
     host = MemoryHost()
     service = MvuService(ledger=ledger, host=host)
     card = {"character_id": "bench", "name": "Bench", "initvar": [json.dumps(initial_state())],
@@ -381,6 +400,12 @@ async def measure(ledger: Ledger, turns: int, sessions: int, growth_turns: int |
     template = await service.discover(definition=card)
     assert template.source_error is None, template
     host.attach(service)
+    return service, host
+
+
+async def measure(ledger: Ledger, turns: int, sessions: int, growth_turns: int | None,
+                  reads: int, edits: int, scratch: Path) -> dict[str, Any]:
+    service, host = await bench_service(ledger)
     run = uuid.uuid4().hex[:8]
 
     # (a) one session, turns one after another (one warm-up turn first, not counted).
@@ -433,6 +458,101 @@ async def run(url: str, turns: int, sessions: int, growth_turns: int | None, rea
         await ledger.close()
 
 
+ROOT = Path(__file__).resolve().parents[1]
+"""This checkout: the code a side-by-side child imports unless it is the baseline's."""
+
+
+async def side_turns(url: str, turns: int) -> dict[str, Any]:
+    """(e), one child: a warm-up turn, then ``turns`` turns of one session, timed."""
+    ledger = await open_ledger(url, synchronous="FULL")
+    try:
+        service, host = await bench_service(ledger)
+        instance = await play(service, host, "side", turns, 1000)
+        await session_loop(host, "side", 1, 1)
+        started, cpu = time.perf_counter(), time.process_time()
+        await session_loop(host, "side", 2, turns)
+        seconds, cpu = time.perf_counter() - started, time.process_time() - cpu
+        await check(service, instance, "side", turns + 1)
+    finally:
+        await ledger.close()
+    return {"turn_ms": 1000 * seconds / turns, "turn_cpu_ms": 1000 * cpu / turns}
+
+
+def side_child(code: Path, turns: int, scratch: Path, *, callgrind: Path | None = None) -> dict[str, Any]:
+    """One (e) child run with ``code``'s ``mvu_store`` (under callgrind when ``callgrind`` names
+    its output file); its figures."""
+    db = scratch / f"side-{uuid.uuid4().hex[:8]}.sqlite3"
+    command = [sys.executable, __file__, "--child-turns", str(turns), "--url", f"sqlite:///{db}"]
+    if callgrind is not None:
+        command = ["valgrind", "--tool=callgrind", f"--callgrind-out-file={callgrind}", *command]
+    # PYTHONPATH comes before the installed (editable) package: the child imports ``code``'s.
+    # A fixed hash seed: the same dictionaries, the same instructions, run after run.
+    env = {**os.environ, "PYTHONPATH": str(code), "PYTHONHASHSEED": "0"}
+    done = subprocess.run(command, capture_output=True, text=True, check=False, env=env)
+    if done.returncode != 0:
+        raise SystemExit(f"the side-by-side child ({code}) failed:\n{done.stderr[-4000:]}")
+    figures: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    return figures
+
+
+def callgrind_instructions(out: Path) -> int:
+    """The instructions a callgrind run counted, all threads (its ``totals:`` / ``summary:`` line)."""
+    total = 0
+    for path in out.parent.glob(f"{out.name}*"):  # one file per thread with --separate-threads
+        match = re.search(r"^(?:totals|summary): (\d+)", path.read_text(errors="replace"), re.MULTILINE)
+        assert match is not None, path
+        total += int(match.group(1))
+    return total
+
+
+def turn_instructions(code: Path, turns: int, scratch: Path) -> float:
+    """Instructions a turn costs with ``code``: two callgrind runs, to ``turns`` and ``2 * turns``
+    turns, so that start-up, the card's compile and the warm-up cancel out."""
+    counts = []
+    for played in (turns, 2 * turns):
+        out = scratch / f"callgrind-{uuid.uuid4().hex[:8]}.out"
+        side_child(code, played, scratch, callgrind=out)
+        counts.append(callgrind_instructions(out))
+    return (counts[1] - counts[0]) / turns
+
+
+def side_by_side(baseline: Path, turns: int, rounds: int, instructions: int | None, scratch: Path) -> dict[str, Any]:
+    """(e): this checkout's turn against ``baseline``'s, alternating children (see the module doc)."""
+    runs: dict[str, list[dict[str, Any]]] = {"baseline": [], "this": []}
+    for round_ in range(rounds):
+        for name, code in (("baseline", baseline), ("this", ROOT)):
+            runs[name].append(side_child(code, turns, scratch))
+        say(f"  side by side, round {round_ + 1}/{rounds}: a turn {runs['baseline'][-1]['turn_ms']:.2f} ms "
+            f"(baseline) / {runs['this'][-1]['turn_ms']:.2f} ms (this checkout)")
+    figures: dict[str, Any] = {}
+    for key in ("turn_ms", "turn_cpu_ms"):
+        figures[f"baseline_{key}"] = statistics.median(run[key] for run in runs["baseline"])
+        figures[key] = statistics.median(run[key] for run in runs["this"])
+    if instructions is not None:
+        figures["baseline_turn_instructions"] = turn_instructions(baseline, instructions, scratch)
+        figures["turn_instructions"] = turn_instructions(ROOT, instructions, scratch)
+    return figures
+
+
+def side_figures(figures: dict[str, Any], baseline: Path, turns: int, rounds: int) -> dict[str, Any]:
+    """Print (e)'s lines and return its part of the JSON line."""
+    say(f"side by side with {baseline} ({turns} turns a run, median of {rounds} alternating runs):")
+    result: dict[str, Any] = {"side_turns": turns, "rounds": rounds}
+    for key, label, unit in (("turn_ms", "a turn", "ms"), ("turn_cpu_ms", "its CPU", "ms"),
+                             ("turn_instructions", "instructions", "")):
+        if key not in figures:
+            continue
+        ratio = figures[key] / figures[f"baseline_{key}"]
+        name = key.removesuffix("_ms")
+        result[f"ratio_{name}_vs_baseline"] = round(ratio, 3)
+        result[key] = round(figures[key], 3) if unit else round(figures[key])
+        result[f"baseline_{key}"] = round(figures[f"baseline_{key}"], 3) if unit else round(figures[f"baseline_{key}"])
+        shown = ",.2f" if unit else ",.0f"
+        say(f"  {label + ':':14} {figures[f'baseline_{key}']:{shown}}{unit and ' ' + unit} (baseline) -> "
+            f"{figures[key]:{shown}}{unit and ' ' + unit} (this checkout) = x{ratio:.3f}")
+    return result
+
+
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--turns", type=int, default=200, help="turns of the single session (default 200)")
@@ -444,7 +564,25 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--edits", type=int, default=200, help="service.update calls of (d) (default 200)")
     parser.add_argument("--skip-growth", action="store_true", help="skip the growth session (c)")
     parser.add_argument("--quick", action="store_true", help="a smaller run (seconds, for smoke tests)")
+    parser.add_argument("--baseline", type=Path, help="another checkout whose turn to measure side by side (e)")
+    parser.add_argument("--side-turns", type=int, default=None, help="turns of each (e) run (default 100; quick 10)")
+    parser.add_argument("--rounds", type=int, default=None, help="alternating (e) runs of each (default 5; quick 2)")
+    parser.add_argument("--instructions", action="store_true",
+                        help="with --baseline: count a turn's instructions under callgrind too (slow)")
+    parser.add_argument("--instruction-turns", type=int, default=20,
+                        help="turns of the shorter callgrind run (default 20; the longer plays twice as many)")
+    parser.add_argument("--child-turns", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    if args.child_turns is not None:
+        figures = asyncio.run(side_turns(args.url, args.child_turns))
+        print(json.dumps(figures), flush=True)
+        return figures
+    side_turns_n = args.side_turns if args.side_turns is not None else (10 if args.quick else 100)
+    rounds = args.rounds if args.rounds is not None else (2 if args.quick else 5)
+    if side_turns_n < 1 or rounds < 1 or args.instruction_turns < 1:
+        parser.error("--side-turns, --rounds and --instruction-turns must be positive")
+    if args.instructions and (args.baseline is None or shutil.which("valgrind") is None):
+        parser.error("--instructions needs --baseline and valgrind")
     turns = 16 if args.quick else args.turns
     edits = 2 * EDIT_ROUNDS if args.quick else args.edits
     sessions = args.sessions
@@ -462,6 +600,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         say(f"ingest, end to end through MvuService + MemoryHost, {engine} ledger"
             f"{' (quick)' if args.quick else ''}")
         figures = asyncio.run(run(url, turns, sessions, growth_turns, args.reads, edits, Path(temp)))
+        if args.baseline is not None:
+            figures.update(side_by_side(args.baseline.resolve(), side_turns_n, rounds,
+                                        args.instruction_turns if args.instructions else None, Path(temp)))
 
     turns_per_s = figures["turns"] / figures["single_s"]
     parallel_per_s = figures["parallel_turns"] / figures["parallel_s"]
@@ -498,6 +639,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     }
     if growth_turns is not None:
         result.update(growth_figures(figures))
+    if args.baseline is not None:
+        result.update(side_figures(figures, args.baseline.resolve(), side_turns_n, rounds))
     print(json.dumps(result, sort_keys=True), flush=True)
     return result
 

@@ -1,14 +1,14 @@
 """The routes that explain a state: ``/changes`` (a path's story, a version's or a turn's changes)
 and ``/diff`` (what differs between two points of a playthrough).
 
-Each parses its query, calls ``MvuService.changes`` or ``MvuService.diff`` (scoped and refused as
-``/history`` is) and answers with the service's camelCase JSON, written off the loop when it is
-long (a page of up to a thousand changes or differences, with their values).
+Each parses its query and answers with ``MvuService.changes_json`` or ``MvuService.diff_json``
+(scoped and refused as ``/history`` is): the camelCase JSON of ``Changes`` / ``StateDiff``, which
+the service writes from the rows (off the loop when it is long), not through the models.
 """
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated
 
 from fastapi import APIRouter, Query
 from pydantic import BeforeValidator
@@ -16,11 +16,8 @@ from starlette.responses import Response
 
 from mvu_api.http.docs import CHANGES_EXAMPLE, DIFF_EXAMPLE, ok, problems
 from mvu_api.http.reads import MAX_HISTORY_PAGE, BeforeParam, IdParam, ScopeParam, plain_digits
-from mvu_api.http.wire import json_response, json_text, parse_scope_param
-from mvu_store.service import MAX_SESSION_ID, Changes, MvuService, StateDiff, off_loop
-
-# Answers with more entries than this are written in a worker thread.
-_ON_LOOP_ENTRIES = 64
+from mvu_api.http.wire import parse_scope_param
+from mvu_store.service import MAX_SESSION_ID, Changes, MvuService, StateDiff
 
 PathParam = Annotated[str | None, Query(
     description="A JSON pointer into stat_data (RFC 6901: `/hp`, `/items/0`, `~1` for `/` in a key, `''` for the "
@@ -55,13 +52,6 @@ ToIdParam = Annotated[str | None, Query(
     openapi_examples={"swipe": {"value": "mvu:instance-…"}})]
 
 
-async def _answer(data: dict[str, Any], entries: int) -> Response:
-    if entries <= _ON_LOOP_ENTRIES:
-        return json_response(data)
-    body = await off_loop(lambda: json_text(data).encode())
-    return Response(body, media_type="application/json")
-
-
 def change_reads_router(service: MvuService) -> APIRouter:
     router = APIRouter()
 
@@ -72,17 +62,16 @@ def change_reads_router(service: MvuService) -> APIRouter:
     async def changes(id: IdParam, scope: ScopeParam, path: PathParam = None, revision: RevisionParam = None,
                       turn: TurnParam = None, session_id: TurnSessionParam = None,
                       limit: ChangesLimitParam = None, before: BeforeParam = None) -> Response:
-        answer = await service.changes(id=id, scope=parse_scope_param(scope), path=path, revision=revision,
-                                       turn=turn, session_id=session_id, limit=limit, before=before)
-        return await _answer(answer.to_json(), len(answer.changes))
+        return Response(await service.changes_json(
+            id=id, scope=parse_scope_param(scope), path=path, revision=revision, turn=turn, session_id=session_id,
+            limit=limit, before=before), media_type="application/json")
 
     @router.get("/diff", operation_id="diff", response_model=StateDiff,
                 responses={**problems(400, 401, 403, 404, 503), **ok(DIFF_EXAMPLE)},
                 summary="What differs in stat_data between two revisions, of one resource or two of a playthrough")
     async def diff(id: IdParam, scope: ScopeParam, from_: FromParam, to: ToParam = None,
                    to_id: ToIdParam = None) -> Response:
-        answer = await service.diff(id=id, scope=parse_scope_param(scope), from_revision=from_, to_revision=to,
-                                    to_id=to_id)
-        return await _answer(answer.to_json(), len(answer.changes))
+        return Response(await service.diff_json(id=id, scope=parse_scope_param(scope), from_revision=from_,
+                                                to_revision=to, to_id=to_id), media_type="application/json")
 
     return router

@@ -5,25 +5,25 @@ child's story of a path goes on into its parent's versions up to the fork point,
 change carries the index of its version in the child's whole history, the cursor history pages
 use too (``position``). The rows of the oldest owner's creation, what its opening changed, come
 before its first version: position -1 (``CREATION_POSITION``), revision 0. Rows are read by
-``ix_changes_path`` (a path's story, a seek per owner that stops after one page) and
-``ix_changes_session_turn`` (a turn's changes); a version's by its primary key. Nothing here
-decodes more than the rows a page shows.
+``ix_changes_path`` (a path's story, a seek per owner that stops after one page, which SQLite's
+planner takes only when told: ``dialect.seek_on``) and ``ix_changes_session_turn`` (a turn's
+changes); a version's by its primary key. Nothing here decodes a value: an entry keeps
+``before``/``after`` as the canonical JSON text they are stored as.
 """
 
 from __future__ import annotations
 
 import functools
-import json
 from collections.abc import Sequence
 from typing import Any
 
 from sqlalchemy import bindparam, select, text
 
 from mvu_store.errors import Code, MvuError
-from mvu_store.jsonvalue import JsonValue
 from mvu_store.ledger import tables as t
 from mvu_store.ledger.change_rows import CREATION_POSITION
-from mvu_store.ledger.query import LEDGER, Query, ReadRows, Row
+from mvu_store.ledger.dialect import seek_on
+from mvu_store.ledger.query import LEDGER, Query, ReadRows
 from mvu_store.ledger.records import ChangeEntry, ChangePage, StatePoint
 from mvu_store.ledger.resources import Owner, blob_bodies, lineage
 from mvu_store.ledger.store import Store
@@ -34,6 +34,7 @@ MAX_VERSION_CHANGES = 1_000
 _ch, _v, _r = t.changes.c, t.versions.c, t.resources.c
 _ALL = 2**31 - 1
 """A position no version reaches (positions are 32-bit integers)."""
+# In ChangeEntry's order: _entries reads rows of them by position.
 _COLUMNS = ("resource_id", "position", "seq", "revision", "session_id", "turn", "message_seq", "path", "op",
             "status", "actor", "before", "after", "omitted", "command", "code", "reason", "message", "derived")
 
@@ -49,7 +50,7 @@ def _path_query(by_session: bool) -> Query:
     ``ix_changes_path``); ``by_session``: only those of ``:session_id``."""
 
     def build() -> Any:
-        query = _select_changes().where(_ch.path == bindparam("path"), _ch.position < bindparam("below"))
+        query = _select_changes().where(seek_on(_ch.path == bindparam("path")), _ch.position < bindparam("below"))
         if by_session:
             query = query.where(_ch.session_id == bindparam("session_id"))
         return query.order_by(_ch.position.desc(), _ch.seq.desc()).limit(bindparam("n"))
@@ -60,7 +61,8 @@ def _path_query(by_session: bool) -> Query:
 _VERSION_ROWS = Query("version-changes", lambda: _select_changes().where(
     _ch.position == bindparam("position")).order_by(_ch.seq).limit(bindparam("n")))
 _TURN_ROWS = Query("turn-changes", lambda: _select_changes().where(
-    _ch.session_id == bindparam("session_id"), _ch.turn == bindparam("turn"), _ch.position < bindparam("below"),
+    _ch.session_id == bindparam("session_id"), seek_on(_ch.turn == bindparam("turn")),
+    _ch.position < bindparam("below"),
 ).order_by(_ch.position, _ch.seq).limit(bindparam("n")))
 _VERSION_AT = Query("version-at-position", lambda: select(_v.key, _v.revision, _v.variables_hash).where(
     _v.ledger_id == LEDGER, _v.resource_id == bindparam("resource_id"), _v.position == bindparam("position")))
@@ -73,18 +75,13 @@ _POINT_HEAD = Query("point-head", lambda: select(
 ).where(_r.ledger_id == LEDGER, _r.id == bindparam("id")))
 
 
-def _value(stored: str | None) -> tuple[JsonValue, ...]:
-    return () if stored is None else (json.loads(stored),)
-
-
-def _entry(row: Row, offset: int, inherited: bool) -> ChangeEntry:
-    return ChangeEntry(
-        resource_id=row["resource_id"], position=offset + int(row["position"]), seq=int(row["seq"]),
-        revision=int(row["revision"]), session_id=row["session_id"], turn=row["turn"],
-        message_seq=row["message_seq"], path=row["path"], op=row["op"], status=row["status"], actor=row["actor"],
-        before=_value(row["before"]), after=_value(row["after"]), omitted=bool(row["omitted"]),
-        command=row["command"], code=row["code"], reason=row["reason"], message=row["message"],
-        derived=bool(row["derived"]), inherited=inherited)
+def _entries(rows: list[tuple[Any, ...]], offset: int, inherited: bool) -> list[ChangeEntry]:
+    """The entries of rows of ``_COLUMNS`` (tuples: a page holds a thousand), their positions
+    moved by ``offset``; the values stay the text they are stored as (see ChangeEntry)."""
+    return [ChangeEntry(owner, offset + position, seq, revision, session_id, turn, message_seq, path, op, status,
+                        actor, before, after, bool(omitted), command, code, reason, message, bool(derived), inherited)
+            for (owner, position, seq, revision, session_id, turn, message_seq, path, op, status, actor, before,
+                 after, omitted, command, code, reason, message, derived) in rows]
 
 
 def _owners(rows: ReadRows, resource_id: str) -> list[Owner]:
@@ -134,9 +131,9 @@ class ChangeLog:
                     continue
                 own = owner == resource_id
                 query = _path_query(own and session_id is not None)
-                found.extend(_entry(row, offset, not own) for row in rows.all(
+                found.extend(_entries(rows.tuples(
                     query, resource_id=owner, path=path, below=below, session_id=session_id,
-                    n=limit + 1 - len(found)))
+                    n=limit + 1 - len(found)), offset, not own))
                 if len(found) > limit:
                     break
             return _newest_page(found, limit)
@@ -167,8 +164,8 @@ class ChangeLog:
                 if shown is None or rows.one(_VERSION_AT, resource_id=shown[0], position=shown[1]) is None:
                     return None
                 owner, at, offset = shown
-            listed = rows.all(_VERSION_ROWS, resource_id=owner, position=at, n=MAX_VERSION_CHANGES + 1)
-            entries = tuple(_entry(row, offset, owner != resource_id) for row in listed[:MAX_VERSION_CHANGES])
+            listed = rows.tuples(_VERSION_ROWS, resource_id=owner, position=at, n=MAX_VERSION_CHANGES + 1)
+            entries = tuple(_entries(listed[:MAX_VERSION_CHANGES], offset, owner != resource_id))
             return ChangePage(entries, truncated=len(listed) > MAX_VERSION_CHANGES)
 
         return await self._store.read_rows(read, brief=True)
@@ -180,9 +177,10 @@ class ChangeLog:
         def read(rows: ReadRows) -> ChangePage:
             found: list[ChangeEntry] = []
             for owner, cut, offset in reversed(_owners(rows, resource_id)):
-                found.extend(_entry(row, offset, owner != resource_id) for row in rows.all(
+                found.extend(_entries(rows.tuples(
                     _TURN_ROWS, resource_id=owner, session_id=session_id, turn=turn,
-                    below=_ALL if cut is None else cut + 1, n=MAX_VERSION_CHANGES + 1 - len(found)))
+                    below=_ALL if cut is None else cut + 1, n=MAX_VERSION_CHANGES + 1 - len(found)),
+                    offset, owner != resource_id))
                 if len(found) > MAX_VERSION_CHANGES:
                     break
             return ChangePage(tuple(found[:MAX_VERSION_CHANGES]), truncated=len(found) > MAX_VERSION_CHANGES)

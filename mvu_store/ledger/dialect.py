@@ -4,7 +4,8 @@ Connecting (URLs, pragmas, pools) is ``engine.py``'s job and the schema's per-ba
 written with the tables; everything else the ledger does differently per backend is here: how the
 writer begins and serialises its transactions, an insert that keeps an existing row, the
 isolation of a consistent multi-query read, the migration lock, the SQL functions the audit views
-use, and what the drivers' errors mean (:func:`translate`, for writes and reads alike).
+use, the planner hint of a seek (:func:`seek_on`), and what the drivers' errors mean
+(:func:`translate`, for writes and reads alike).
 """
 
 from __future__ import annotations
@@ -16,10 +17,13 @@ from dataclasses import dataclass
 from typing import Any
 
 import psycopg
-from sqlalchemy import Table
+from sqlalchemy import ColumnElement, Table
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.exc import TimeoutError as PoolTimeout
+from sqlalchemy.ext.compiler import compiles
+from sqlalchemy.sql.visitors import InternalTraversal, _TraverseInternalsType
+from sqlalchemy.types import NullType
 
 from mvu_store.errors import Code, MvuError
 
@@ -90,6 +94,38 @@ POSTGRESQL = Dialect(
 )
 
 _DIALECTS = {dialect.name: dialect for dialect in (SQLITE, POSTGRESQL)}
+
+
+class _Seek(ColumnElement[Any]):
+    """A condition the planner should seek an index on (see :func:`seek_on`)."""
+
+    inherit_cache = True
+    _traverse_internals: _TraverseInternalsType = [(  # noqa: RUF012 (SQLAlchemy declares it a list)
+        "condition", InternalTraversal.dp_clauseelement)]
+    # No type: SQLAlchemy writes a Boolean term as `... = 1` on SQLite, which no index serves.
+    type = NullType()
+
+    def __init__(self, condition: ColumnElement[bool]) -> None:
+        self.condition = condition
+
+
+def seek_on(condition: ColumnElement[bool]) -> ColumnElement[Any]:
+    """``condition``, marked as one that keeps few rows: SQLite's planner, with no statistics,
+    reads a table's rows of one resource in primary-key order rather than seek an index on a
+    further equality (a path's story would read every change of the resource to find one
+    path's); wrapped in SQLite's ``unlikely()`` the term makes it seek. PostgreSQL keeps
+    statistics: the condition as is."""
+    return _Seek(condition)
+
+
+@compiles(_Seek)
+def _seek(element: _Seek, compiler: Any, **kw: Any) -> str:
+    return str(compiler.process(element.condition, **kw))
+
+
+@compiles(_Seek, "sqlite")
+def _seek_sqlite(element: _Seek, compiler: Any, **kw: Any) -> str:
+    return f"unlikely({compiler.process(element.condition, **kw)})"
 
 
 def dialect_of(bind: Any) -> Dialect:

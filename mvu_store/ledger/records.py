@@ -1,7 +1,9 @@
-"""What the ledger reads and writes: plain frozen records, no behaviour."""
+"""What the ledger reads and writes: plain frozen records, no behaviour (a change entry, of which a
+read builds a thousand, is not frozen and decodes the values it holds as text when asked)."""
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -274,15 +276,20 @@ class SeedChild:
     checkpoints: tuple[CheckpointRecord, ...] = ()
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class ChangeEntry:
     """A ``changes`` row as a read of one resource's history shows it.
 
     ``resource_id`` is the row's owner: the resource read, or an ancestor whose version it
     inherits (``inherited``). ``position`` is the version's index in the read resource's whole
-    history (oldest 0), the same number its history entries carry. ``before``/``after`` hold the
-    value at ``path`` (an empty tuple: no value there); with ``omitted`` both are empty because the
+    history (oldest 0), the same number its history entries carry. ``before_text``/``after_text``
+    are the values at ``path`` as stored, canonical JSON (None: no value there), and
+    :attr:`before`/:attr:`after` the same decoded; with ``omitted`` there are none because the
     values were too large to keep, not because there were none.
+
+    Not frozen: a page holds up to a thousand, and a frozen dataclass's ``__init__`` costs ten
+    times a plain one's. The values stay text until asked for, so an answer written as JSON
+    carries them as stored, never decoded and encoded again.
     """
 
     resource_id: str
@@ -296,8 +303,8 @@ class ChangeEntry:
     op: str | None
     status: ChangeStatus
     actor: ChangeActor
-    before: tuple[JsonValue, ...]
-    after: tuple[JsonValue, ...]
+    before_text: str | None
+    after_text: str | None
     omitted: bool
     command: str | None
     code: str | None
@@ -305,6 +312,16 @@ class ChangeEntry:
     message: str | None
     derived: bool
     inherited: bool
+
+    @property
+    def before(self) -> tuple[JsonValue, ...]:
+        """The value before, decoded (an empty tuple: none)."""
+        return () if self.before_text is None else (json.loads(self.before_text),)
+
+    @property
+    def after(self) -> tuple[JsonValue, ...]:
+        """The value after, decoded (an empty tuple: none)."""
+        return () if self.after_text is None else (json.loads(self.after_text),)
 
 
 @dataclass(frozen=True, slots=True)

@@ -7,20 +7,26 @@ the ledger's ``changes`` rows; a diff is computed from the two stored states wit
 every part uses (:func:`mvu_store.json_diff.json_diff`), on ``stat_data`` only: the display and
 delta data are what one turn showed and did, not state, and a diff of them would repeat the
 state's differences in other words.
+
+Each answer comes typed (``changes``, ``diff``) or as the JSON the wire carries (``changes_json``,
+``diff_json``, written by :mod:`mvu_store.service.change_json` without the models).
 """
 
 from __future__ import annotations
 
 import json
 import re
-from typing import Any
+from collections.abc import Callable
+from dataclasses import replace
+from typing import Any, TypeVar
 
 from mvu_store.errors import Code, MvuError
-from mvu_store.json_diff import MAX_DIFFERENCES, json_diff
+from mvu_store.json_diff import MAX_DIFFERENCES, Diff, json_diff
 from mvu_store.jsonvalue import MAX_STATE_BYTES, JsonValue
 from mvu_store.ledger import ChangeEntry, ChangePage, StatePoint
 from mvu_store.service.allocation import Allocation
 from mvu_store.service.catalog import Entry
+from mvu_store.service.change_json import changes_text, diff_text
 from mvu_store.service.context import ChangeReadsContext, Signal, check_signal
 from mvu_store.service.models import (
     MAX_REVISION,
@@ -45,6 +51,10 @@ _POINTER = re.compile(r"(?:/(?:[^~/]|~[01])*)*")
 _DIFF_ON_LOOP_CHARS = 64 * 1024
 """Two states up to this many characters together are compared on the loop (well under a
 millisecond); larger ones in a worker thread."""
+_ON_LOOP_ENTRIES = 64
+"""A page of changes up to this many is written as JSON on the loop; a longer one (up to a
+thousand, with their values) in a worker thread."""
+T = TypeVar("T")
 
 
 class ChangeReads:
@@ -57,6 +67,22 @@ class ChangeReads:
 
     async def changes(self, resource_id: Any, scope: Scope | dict[str, Any], *, path: Any, revision: Any, turn: Any,
                       session_id: Any, before: Any, limit: Any, signal: Signal | None) -> Changes:
+        found_id, page = await self._changes(resource_id, scope, path=path, revision=revision, turn=turn,
+                                             session_id=session_id, before=before, limit=limit, signal=signal)
+        return Changes(id=found_id, changes=[_change(change) for change in page.entries],
+                       next_before=page.next_before, truncated=page.truncated)
+
+    async def changes_json(self, resource_id: Any, scope: Scope | dict[str, Any], *, path: Any, revision: Any,
+                           turn: Any, session_id: Any, before: Any, limit: Any, signal: Signal | None) -> bytes:
+        found_id, page = await self._changes(resource_id, scope, path=path, revision=revision, turn=turn,
+                                             session_id=session_id, before=before, limit=limit, signal=signal)
+        if len(page.entries) <= _ON_LOOP_ENTRIES:
+            return changes_text(found_id, page.entries, page.next_before, page.truncated)
+        return await off_loop(lambda: changes_text(found_id, page.entries, page.next_before, page.truncated))
+
+    async def _changes(self, resource_id: Any, scope: Scope | dict[str, Any], *, path: Any, revision: Any, turn: Any,
+                       session_id: Any, before: Any, limit: Any, signal: Signal | None) -> tuple[str, ChangePage]:
+        """The resource's id and the page of its changes the scope's session sees."""
         check_signal(signal)
         parsed = parse_scope(scope)
         chosen = [name for name, value in (("path", path), ("revision", revision), ("turn", turn))
@@ -90,14 +116,29 @@ class ChangeReads:
             page = await ledger.turn_changes(entry.id, session_id=_turn_session(session_id, parsed),
                                              turn=_turn(turn))
         await self._ctx.verifier.check(entry, logs)  # after the read: every change listed is of a checked version
-        entries = [change for change in (page.entries if page is not None else ())
-                   if only is None or change.inherited or change.session_id == only]
-        return Changes(id=entry.id, changes=[_change(change) for change in entries],
-                       next_before=page.next_before if page is not None else None,
-                       truncated=page.truncated if page is not None else False)
+        if page is None:
+            return entry.id, ChangePage(())
+        if only is not None:
+            page = replace(page, entries=tuple(change for change in page.entries
+                                               if change.inherited or change.session_id == only))
+        return entry.id, page
 
     async def diff(self, resource_id: Any, scope: Scope | dict[str, Any], *, from_revision: Any, to_revision: Any,
                    to_id: Any, signal: Signal | None) -> StateDiff:
+        before, after = await self._points(resource_id, scope, from_revision=from_revision, to_revision=to_revision,
+                                           to_id=to_id, signal=signal)
+        found = await _off_loop_if_large(before, after, lambda: _difference(before, after))
+        return StateDiff.model_validate({"from": _point(before), "to": _point(after), **found})
+
+    async def diff_json(self, resource_id: Any, scope: Scope | dict[str, Any], *, from_revision: Any,
+                        to_revision: Any, to_id: Any, signal: Signal | None) -> bytes:
+        before, after = await self._points(resource_id, scope, from_revision=from_revision, to_revision=to_revision,
+                                           to_id=to_id, signal=signal)
+        return await _off_loop_if_large(before, after, lambda: diff_text(before, after, _state_diff(before, after)))
+
+    async def _points(self, resource_id: Any, scope: Scope | dict[str, Any], *, from_revision: Any,
+                      to_revision: Any, to_id: Any, signal: Signal | None) -> tuple[StatePoint, StatePoint]:
+        """The two stored states a diff compares, once the scope may read them."""
         check_signal(signal)
         parsed = parse_scope(scope)
         start = _revision("from_revision", from_revision)
@@ -118,10 +159,7 @@ class ChangeReads:
             (second if readable[0] is first else first).require_access(parsed)
         for entry in {first.id: first, second.id: second}.values():
             await self._ctx.verifier.check(entry, logs)
-        size = len(before.text) + len(after.text)
-        found = _difference(before, after) if size <= _DIFF_ON_LOOP_CHARS \
-            else await off_loop(lambda: _difference(before, after))
-        return StateDiff.model_validate({"from": _point(before), "to": _point(after), **found})
+        return before, after
 
     async def _entry(self, resource_id: Any, scope: Scope | None, *, refuse: bool = True) -> tuple[Entry, Logs]:
         """The resource and the session logs it was found with. In a session's scope it is found
@@ -176,10 +214,10 @@ def _change(entry: ChangeEntry) -> Change:
     # Built without validation: every field comes typed from the ledger's record, and a page holds
     # up to a thousand (validating each would cost more than reading them).
     values: dict[str, JsonValue] = {}
-    if entry.before:
-        values["before"] = entry.before[0]
-    if entry.after:
-        values["after"] = entry.after[0]
+    if entry.before_text is not None:
+        values["before"] = json.loads(entry.before_text)
+    if entry.after_text is not None:
+        values["after"] = json.loads(entry.after_text)
     return Change.model_construct(
         resource_id=entry.resource_id, inherited=entry.inherited, position=entry.position, revision=entry.revision,
         seq=entry.seq, session_id=entry.session_id, turn=entry.turn, message_seq=entry.message_seq, path=entry.path,
@@ -191,10 +229,22 @@ def _point(point: StatePoint) -> DiffPoint:
     return DiffPoint(id=point.resource_id, revision=point.revision, version_key=point.version_key)
 
 
-def _difference(before: StatePoint, after: StatePoint) -> dict[str, Any]:
+async def _off_loop_if_large(before: StatePoint, after: StatePoint, compare: Callable[[], T]) -> T:
+    """``compare()`` of two states: on the loop when they are small, else in a worker thread."""
+    if len(before.text) + len(after.text) <= _DIFF_ON_LOOP_CHARS:
+        return compare()
+    return await off_loop(compare)
+
+
+def _state_diff(before: StatePoint, after: StatePoint) -> Diff:
     """The differences of the two states' ``stat_data`` (bounded: states of at most the state
     budget, at most ``MAX_DIFFERENCES`` listed)."""
-    found = json_diff(_stat_data(before), _stat_data(after), limit=MAX_DIFFERENCES)
+    return json_diff(_stat_data(before), _stat_data(after), limit=MAX_DIFFERENCES)
+
+
+def _difference(before: StatePoint, after: StatePoint) -> dict[str, Any]:
+    """:func:`_state_diff` as the fields of a :class:`StateDiff`."""
+    found = _state_diff(before, after)
     return {"changes": [DiffChange.model_construct(path=item.path, op=item.op,
                                                    **({"before": item.before[0]} if item.before else {}),
                                                    **({"after": item.after[0]} if item.after else {}))

@@ -243,6 +243,16 @@ class MvuService:
         return await self._changes.changes(id, scope, path=path, revision=revision, turn=turn, session_id=session_id,
                                            before=before, limit=limit, signal=signal)
 
+    async def changes_json(self, *, id: str, scope: Scope | dict[str, Any], path: str | None = None,
+                           revision: int | None = None, turn: int | None = None, session_id: str | None = None,
+                           before: int | None = None, limit: int | None = None,
+                           signal: Signal | None = None) -> bytes:
+        """:meth:`changes` as the wire carries it: the JSON of its ``to_json()``, compact, UTF-8,
+        written from the rows without the models (values as stored), for transports."""
+        self._ctx.alive()
+        return await self._changes.changes_json(id, scope, path=path, revision=revision, turn=turn,
+                                                session_id=session_id, before=before, limit=limit, signal=signal)
+
     async def diff(self, *, id: str, scope: Scope | dict[str, Any], from_revision: int,
                    to_revision: int | None = None, to_id: str | None = None, signal: Signal | None = None) -> StateDiff:
         """What differs in ``stat_data`` from revision ``from_revision`` of ``id`` to revision
@@ -252,6 +262,15 @@ class MvuService:
         self._ctx.alive()
         return await self._changes.diff(id, scope, from_revision=from_revision, to_revision=to_revision, to_id=to_id,
                                         signal=signal)
+
+    async def diff_json(self, *, id: str, scope: Scope | dict[str, Any], from_revision: int,
+                        to_revision: int | None = None, to_id: str | None = None,
+                        signal: Signal | None = None) -> bytes:
+        """:meth:`diff` as the wire carries it: the JSON of its ``to_json()``, compact, UTF-8,
+        written without the models, for transports."""
+        self._ctx.alive()
+        return await self._changes.diff_json(id, scope, from_revision=from_revision, to_revision=to_revision,
+                                             to_id=to_id, signal=signal)
 
     async def facts(self, *, id: str, scope: Scope | dict[str, Any],
                     signal: Signal | None = None) -> builtins.list[dict[str, JsonValue]]:

@@ -1,15 +1,16 @@
 """``changes`` rows written the way the ledger's commit writes them, for tests of their reads.
 
-Until commits write them, a test writes a version's rows here in a unit of work of its own:
-each row takes the version's revision, session and message from its ``versions`` row and its
-bytes are charged to the budget, as a commit's are.
+A test writes a version's rows here in a unit of work of its own, in place of those its commit
+wrote (theirs are deleted and their bytes given back): each row takes the version's revision,
+session and message from its ``versions`` row and its bytes are charged to the budget, as a
+commit's are.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import bindparam, select
+from sqlalchemy import bindparam, delete, func, select
 
 from mvu_store.jsonvalue import canonical_text
 from mvu_store.ledger import Ledger
@@ -27,13 +28,20 @@ async def write_changes(ledger: Ledger, resource_id: str, revision: int, rows: l
     def work(tx: WriteTx) -> None:
         found = tx.one(_VERSION, resource_id=resource_id, revision=revision)
         assert found is not None, f"{resource_id} has no revision {revision}"
+        written = tx.one(_WRITTEN, resource_id=resource_id, position=found["position"])
+        tx.execute(_DELETE, resource_id=resource_id, position=found["position"])
+        tx.charge(-int(written["bytes"]) if written else 0)
         store.insert_rows(tx, t.changes, [_row(resource_id, revision, found, seq, row, omitted, derived)
                                           for seq, row in enumerate(rows)])
 
     await store.write(work)
 
 
-_v = t.versions.c
+_v, _c = t.versions.c, t.changes.c
+_WRITTEN = Query("test-changes-bytes", lambda: select(func.coalesce(func.sum(_c.bytes), 0).label("bytes")).where(
+    _c.ledger_id == LEDGER, _c.resource_id == bindparam("resource_id"), _c.position == bindparam("position")))
+_DELETE = Query("test-changes-delete", lambda: delete(t.changes).where(
+    _c.ledger_id == LEDGER, _c.resource_id == bindparam("resource_id"), _c.position == bindparam("position")))
 _VERSION = Query("test-version-of-revision", lambda: select(_v.position, _v.session_id, _v.message_seq).where(
     _v.ledger_id == LEDGER, _v.resource_id == bindparam("resource_id"), _v.revision == bindparam("revision")))
 

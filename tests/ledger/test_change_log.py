@@ -3,13 +3,28 @@ changes, and the states a diff compares (both engines)."""
 
 from __future__ import annotations
 
+import asyncio
+import sqlite3
+from pathlib import Path
+
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from sqlalchemy.dialects import sqlite
 
 from mvu_store.errors import Code, MvuError
 from mvu_store.jsonvalue import JsonValue
-from mvu_store.ledger import MAX_VERSION_CHANGES, ChangeEntry, CommitOutcome, CommitRequest, Ledger, NewResource
+from mvu_store.ledger import (
+    MAX_VERSION_CHANGES,
+    ChangeEntry,
+    CommitOutcome,
+    CommitRequest,
+    Ledger,
+    NewResource,
+    change_log,
+    open_ledger,
+)
+from mvu_store.ledger.query import Statements
 from mvu_store.ledger.records import ChangeRow
 from tests.ledger.change_rows import write_changes
 
@@ -247,3 +262,34 @@ async def test_paging_back_lists_every_change_once_in_order(ledger: Ledger, coun
         before = page.next_before
 
     assert listed == expected
+
+
+def test_sqlite_seeks_a_paths_story_and_a_turns_changes_by_their_indexes(tmp_path: Path) -> None:
+    """Without statistics SQLite's planner would read every change of the resource in
+    primary-key order and keep one path's: the story's term makes it seek ix_changes_path, in
+    the page's order (no sort), and a turn's ix_changes_session_turn."""
+    db = tmp_path / "plan.sqlite3"
+    asyncio.run(_created(f"sqlite:///{db}"))
+    statements = Statements(sqlite.dialect())
+    plans = {}
+    with sqlite3.connect(db) as connection:
+        for query, params in ((change_log._path_query(False), ("default", "r", "/hp", 9, 101)),
+                              (change_log._path_query(True), ("default", "r", "/hp", "s1", 9, 101)),
+                              (change_log._TURN_ROWS, ("default", "r", "s1", 2, 9, 101))):
+            sql = statements.sql(query)
+            plan = connection.execute(f"EXPLAIN QUERY PLAN {sql.text}", (*params, 0)).fetchall()
+            plans[query.name] = " / ".join(str(row[-1]) for row in plan)
+    assert "USING INDEX ix_changes_path (ledger_id=? AND resource_id=? AND path=? AND position<?)" in \
+        plans["path-changes:False"]
+    assert "ix_changes_path" in plans["path-changes:True"]
+    assert "ix_changes_session_turn" in plans["turn-changes"]
+    assert not any("TEMP B-TREE" in plan for plan in plans.values()), plans
+
+
+async def _created(url: str) -> None:
+    opened = await open_ledger(url)
+    try:
+        await opened.create_resource(new("r"))
+        await play(opened, "r", [90, 80])
+    finally:
+        await opened.close()

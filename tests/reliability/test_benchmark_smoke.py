@@ -66,6 +66,25 @@ def test_quick_ingest_benchmark_without_growth_reports_only_the_rates() -> None:
     assert not {"turn_cost_growth", "read_cost_growth", "history_page_ms"} & set(figures)
 
 
+def test_the_ingest_benchmark_measures_a_baseline_checkout_side_by_side() -> None:
+    root = Path(__file__).resolve().parents[2]  # this checkout as its own baseline
+    lines, figures = run_benchmark("ingest.py", "--quick", "--skip-growth", "--baseline", str(root),
+                                   "--side-turns", "3", "--rounds", "2")
+    assert (figures["side_turns"], figures["rounds"]) == (3, 2)
+    for key in ("turn_ms", "turn_cpu_ms"):
+        assert figures[key] > 0 and figures[f"baseline_{key}"] > 0, key
+    assert figures["ratio_turn_vs_baseline"] > 0 and figures["ratio_turn_cpu_vs_baseline"] > 0
+    assert "turn_instructions" not in figures  # only with --instructions
+    assert sum("side by side, round" in line for line in lines) == 2
+
+
+def test_the_ingest_benchmark_counts_instructions_only_beside_a_baseline() -> None:
+    done = subprocess.run([sys.executable, str(INGEST), "--instructions"], capture_output=True, text=True,
+                          timeout=120, check=False)
+    assert done.returncode == 2
+    assert "--instructions needs --baseline" in done.stderr
+
+
 def test_the_ingest_benchmark_refuses_growth_windows_that_overlap() -> None:
     done = subprocess.run([sys.executable, str(INGEST), "--growth-turns", "6"], capture_output=True, text=True,
                           timeout=120, check=False)
