@@ -113,11 +113,12 @@ class ChangeReads:
             await self._ctx.verifier.check(entry, logs)
             return kept
         page = await self._page(entry, logs, query)
-        if len(page.entries) <= _ON_LOOP_ENTRIES:
-            body = changes_text(entry.id, page.entries, page.next_before, page.truncated)
-        else:
-            body = await off_loop(lambda: changes_text(entry.id, page.entries, page.next_before, page.truncated))
-        answer = RecordJson.of_body(0 if head is None else head[1], body)
+
+        def answer_of() -> RecordJson:
+            return RecordJson.of_body(0 if head is None else head[1],
+                                      changes_text(entry.id, page.entries, page.next_before, page.truncated))
+
+        answer = answer_of() if len(page.entries) <= _ON_LOOP_ENTRIES else await off_loop(answer_of)
         if head is not None:
             self._stories.put(key, head, answer)
         return answer
@@ -200,8 +201,8 @@ class ChangeReads:
                 await self._ctx.verifier.check(entry, logs)
             return answer
         before, after = await self._points(parsed, first, second, logs, start, end)
-        body = await _off_loop_if_large(before, after, lambda: diff_text(before, after, _state_diff(before, after)))
-        answer = RecordJson.of_body(after.revision, body)
+        answer = await _off_loop_if_large(before, after, lambda: RecordJson.of_body(
+            after.revision, diff_text(before, after, _state_diff(before, after))))
         self._diffs.put(key, (heads[0], heads[1]), (answer, after.root != before.root))
         return answer
 
