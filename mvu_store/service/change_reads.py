@@ -18,7 +18,7 @@ import json
 import re
 from collections.abc import Callable
 from dataclasses import replace
-from typing import Any, TypeVar
+from typing import Any, NamedTuple, TypeVar
 
 from mvu_store.bounded import KeptBy
 from mvu_store.errors import Code, MvuError
@@ -65,11 +65,21 @@ weight does not count."""
 
 _Head = tuple[int, int, str | None]
 """What moves a resource's changes: its row's position, revision and head version."""
-_ChangesQuery = tuple[str | None, str | None, int | None, str | None, int | None, int | None, int | None]
-"""A story's, a version's or a turn's query as checked: the session whose rows it shows (None:
-all), path, revision, the turn's session, turn, before, limit."""
 _DiffQuery = tuple[str, int, str, int | None]
 """A diff's ends: resource and revision (None: the current one) of each."""
+
+
+class _ChangesQuery(NamedTuple):
+    """A story's, a version's or a turn's query as checked (a kept answer's key, with the resource)."""
+
+    only: str | None
+    """The session whose rows it shows (None: all)."""
+    path: str | None = None
+    revision: int | None = None
+    turn_session: str | None = None
+    turn: int | None = None
+    before: int | None = None
+    limit: int | None = None
 
 
 class ChangeReads:
@@ -144,11 +154,11 @@ class ChangeReads:
         # resource's versions of that session and what it inherits.
         only = None if entry.is_instance else parsed.session_id
         if path is not None:
-            return entry, logs, (only, _pointer(path), None, None, None, before,
-                                 DEFAULT_CHANGES_PAGE if limit is None else limit)
+            return entry, logs, _ChangesQuery(only, path=_pointer(path), before=before,
+                                              limit=DEFAULT_CHANGES_PAGE if limit is None else limit)
         if revision is not None:
-            return entry, logs, (only, None, _revision("revision", revision), None, None, None, None)
-        return entry, logs, (only, None, None, _turn_session(session_id, parsed), _turn(turn), None, None)
+            return entry, logs, _ChangesQuery(only, revision=_revision("revision", revision))
+        return entry, logs, _ChangesQuery(only, turn_session=_turn_session(session_id, parsed), turn=_turn(turn))
 
     async def _page(self, entry: Entry, logs: Logs, query: _ChangesQuery) -> ChangePage:
         """The page of the resource's changes ``query`` asks for, as the scope's session sees it."""
