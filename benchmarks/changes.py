@@ -12,7 +12,11 @@ alike:
 - ``story_whole``: ``GET /mvu/changes?path=/hp&limit=1000`` (the whole story of a 1,000-turn chat in
   one page);
 - ``diff``: ``GET /mvu/diff?from=1`` (revision 1 against the current state: two 5 KiB states, the
-  100 text fields and ``hp`` apart).
+  100 text fields and ``hp`` apart);
+- ``story_page_first``, ``story_whole_first``, ``diff_first``: the same work asked so that no
+  server has answered it before (a new ``before`` beyond the newest change, the same page; a new
+  ``from``, 2, 3, ..., as far apart), every time: what a first request costs, where the ones
+  above may be answered from what a server kept of the same request.
 
 ``ratio_<name>`` = its mean time / the read's: the issue asks for at most 2. Until commits write
 the changes table (issue 33's ledger part), the script writes each reply's ``/hp`` row itself, as a
@@ -59,6 +63,8 @@ FIELDS = 100
 INITVAR = "hp: 50\n" + "".join(f"note_{n:03}: '{'x' * 36}'\n" for n in range(FIELDS))
 CARD = {"character_id": "teller", "name": "Teller", "initvar": [INITVAR]}
 SESSION = "story"
+FAR = 1_000_000
+"""A ``before`` beyond any change's position: the newest page, under a query not asked before."""
 
 
 def reply(turn: int) -> str:
@@ -110,26 +116,33 @@ async def measure(ports: dict[str, int], instance: str, requests: int) -> dict[s
     def target(route: str, **params: str) -> str:
         return f"{bench_http.PREFIX}/{route}?{urllib.parse.urlencode({'id': instance, 'scope': scope, **params})}"
 
-    targets = {"read": target("resource"), "story_page": target("changes", path="/hp"),
-               "story_whole": target("changes", path="/hp", limit="1000"), "diff": target("diff", **{"from": "1"})}
+    # Each request's target in round n (0 for the warm-up).
+    targets = {"read": lambda n: target("resource"), "story_page": lambda n: target("changes", path="/hp"),
+               "story_whole": lambda n: target("changes", path="/hp", limit="1000"),
+               "diff": lambda n: target("diff", **{"from": "1"}),
+               "story_page_first": lambda n: target("changes", path="/hp", before=str(FAR + n)),
+               "story_whole_first": lambda n: target("changes", path="/hp", limit="1000", before=str(FAR + n)),
+               "diff_first": lambda n: target("diff", **{"from": str(2 + n)})}
     connections = {label: await bench_http.Connection.open("127.0.0.1", port) for label, port in ports.items()}
     try:
         answers: dict[str, dict[str, Any]] = {label: {} for label in ports}
         for label, connection in connections.items():
             for name, path in targets.items():  # warm: first compiles, caches, the check of history
-                status, _, payload = await connection.request("GET", path)
+                status, _, payload = await connection.request("GET", path(0))
                 assert status == 200, (label, name, payload[:300])
                 answers[label][name] = json.loads(payload)
         first = next(iter(answers.values()))
         for label, answered in answers.items():  # both servers say the same
             for name in ("story_page", "story_whole", "diff"):
                 assert answered[name] == first[name], (label, name)
+            for name in ("story_page", "story_whole"):  # the same page, under a query not asked before
+                assert answered[f"{name}_first"] == answered[name], (label, name)
         times: dict[str, dict[str, list[float]]] = {label: {name: [] for name in targets} for label in ports}
-        for _ in range(requests):
+        for n in range(1, requests + 1):
             for name, path in targets.items():
                 for label, connection in connections.items():
                     started = time.perf_counter()
-                    status, _, payload = await connection.request("GET", path)
+                    status, _, payload = await connection.request("GET", path(n))
                     times[label][name].append(time.perf_counter() - started)
                     assert status == 200, payload[:300]
         return {label: {name: fmean(spent) * 1000 for name, spent in kept.items()} for label, kept in times.items()}
@@ -147,6 +160,8 @@ def main() -> None:
     args = parser.parse_args()
     turns = args.turns if args.turns is not None else (100 if args.quick else 1000)
     requests = args.requests if args.requests is not None else (20 if args.quick else 200)
+    if requests + 2 > turns:
+        parser.error("--requests must be below --turns - 1: each diff_first compares from a revision of its own")
     codes: dict[str, Path | None] = {"": None}
     if args.baseline is not None:
         codes = {"baseline_": args.baseline.resolve(), "": None}
@@ -170,7 +185,7 @@ def main() -> None:
         if codes[label] is not None:
             print(f"baseline {codes[label]}:", flush=True)
         for name, ms in measured.items():
-            print(f"GET {name:<12} {ms:7.3f} ms" + (f"   x{ratios[name]} a read" if name != "read" else ""),
+            print(f"GET {name:<18} {ms:7.3f} ms" + (f"   x{ratios[name]} a read" if name != "read" else ""),
                   flush=True)
         result.update({f"{label}{name}_ms": round(ms, 3) for name, ms in measured.items()})
         result.update({f"{label}ratio_{name}": ratio for name, ratio in ratios.items()})

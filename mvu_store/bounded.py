@@ -12,6 +12,7 @@ from collections.abc import Callable
 from typing import Generic, TypeVar
 
 K = TypeVar("K")
+M = TypeVar("M")
 V = TypeVar("V")
 
 
@@ -66,6 +67,24 @@ class BoundedCache(Generic[K, V]):
         item = self._items.pop(key, None)
         if item is not None:
             self._weight -= item[1]
+
+
+class KeptBy(Generic[K, M, V]):
+    """Values kept under a key with what they were made of (a :class:`BoundedCache`, weighed by
+    ``weigh``): :meth:`get` answers only when what the caller would make the value of now is the
+    same, so a value whose sources moved is never given out; one value per key, so a key's
+    older values are not kept beside it."""
+
+    def __init__(self, capacity: int, *, weigh: Callable[[V], int], max_entries: int | None = None) -> None:
+        self._kept: BoundedCache[K, tuple[M, V]] = BoundedCache(
+            capacity, weigh=lambda kept: weigh(kept[1]), max_entries=max_entries)
+
+    def get(self, key: K, made_of: M) -> V | None:
+        kept = self._kept.get(key)
+        return kept[1] if kept is not None and kept[0] == made_of else None
+
+    def put(self, key: K, made_of: M, value: V) -> None:
+        self._kept.put(key, (made_of, value))
 
 
 class Generations(Generic[K]):

@@ -1,9 +1,9 @@
 """The bounded maps: caches that forget their least recently used entries, by count or by weight,
-and generations whose forgotten keys read as changed."""
+values kept with what they were made of, and generations whose forgotten keys read as changed."""
 
 from __future__ import annotations
 
-from mvu_store.bounded import BoundedCache, Generations
+from mvu_store.bounded import BoundedCache, Generations, KeptBy
 
 
 def test_beyond_its_capacity_the_least_recently_used_entry_goes() -> None:
@@ -61,3 +61,16 @@ def test_forgetting_any_key_moves_the_floor_so_a_never_changed_read_is_not_kept_
     generations.bump("y")  # "x" forgotten: whatever was forgotten may have been "quiet" before
     assert generations.generation("quiet") != floor
     assert generations.generation("x") == generations.generation("quiet")  # both at the new floor
+
+
+def test_a_kept_value_is_given_only_for_what_it_was_made_of() -> None:
+    kept: KeptBy[str, int, bytes] = KeptBy(10, weigh=len, max_entries=2)
+    kept.put("a", 1, b"1234")
+    assert (kept.get("a", 1), kept.get("a", 2), kept.get("b", 1)) == (b"1234", None, None)
+    kept.put("a", 2, b"12345")  # the key's value made of something else replaces it
+    assert (kept.get("a", 1), kept.get("a", 2)) == (None, b"12345")
+    kept.put("b", 1, b"123456")  # 5 + 6 > 10: "a" goes
+    assert (kept.get("a", 2), kept.get("b", 1)) == (None, b"123456")
+    kept.put("c", 1, b"1")
+    kept.put("d", 1, b"1")  # beyond two entries: "b", the least recently used, goes
+    assert [kept.get(key, 1) for key in "bcd"] == [None, b"1", b"1"]

@@ -3,20 +3,30 @@ and ``/diff`` (what differs between two points of a playthrough).
 
 Each parses its query and answers with ``MvuService.changes_json`` or ``MvuService.diff_json``
 (scoped and refused as ``/history`` is): the camelCase JSON of ``Changes`` / ``StateDiff``, which
-the service writes from the rows (off the loop when it is long), not through the models.
+the service writes from the rows (off the loop when it is long), not through the models, and
+keeps until the resource's head moves. Each answer has a strong ETag, and ``If-None-Match`` with
+it answers 304, as ``/resource`` does.
 """
 
 from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Query
+from fastapi import APIRouter, Query, Request
 from pydantic import BeforeValidator
 from starlette.responses import Response
 
 from mvu_api.http.docs import CHANGES_EXAMPLE, DIFF_EXAMPLE, ok, problems
-from mvu_api.http.reads import MAX_HISTORY_PAGE, BeforeParam, IdParam, ScopeParam, plain_digits
-from mvu_api.http.wire import parse_scope_param
+from mvu_api.http.reads import (
+    IF_NONE_MATCH,
+    MAX_HISTORY_PAGE,
+    NOT_MODIFIED,
+    BeforeParam,
+    IdParam,
+    ScopeParam,
+    plain_digits,
+)
+from mvu_api.http.wire import conditional_response, parse_scope_param
 from mvu_store.service import MAX_SESSION_ID, Changes, MvuService, StateDiff
 
 PathParam = Annotated[str | None, Query(
@@ -56,22 +66,29 @@ def change_reads_router(service: MvuService) -> APIRouter:
     router = APIRouter()
 
     @router.get("/changes", operation_id="changes", response_model=Changes,
-                responses={**problems(400, 401, 403, 404, 503), **ok(CHANGES_EXAMPLE)},
+                responses={**problems(400, 401, 403, 404, 503), **ok(CHANGES_EXAMPLE), **NOT_MODIFIED},
                 summary="Why a value is what it is: a path's story, a version's or a turn's changes (one of "
-                        "path, revision, turn)")
-    async def changes(id: IdParam, scope: ScopeParam, path: PathParam = None, revision: RevisionParam = None,
-                      turn: TurnParam = None, session_id: TurnSessionParam = None,
+                        "path, revision, turn); its ETag names the answer",
+                openapi_extra={"parameters": [IF_NONE_MATCH]})
+    async def changes(request: Request, id: IdParam, scope: ScopeParam, path: PathParam = None,
+                      revision: RevisionParam = None, turn: TurnParam = None, session_id: TurnSessionParam = None,
                       limit: ChangesLimitParam = None, before: BeforeParam = None) -> Response:
-        return Response(await service.changes_json(
+        answer = await service.changes_json(
             id=id, scope=parse_scope_param(scope), path=path, revision=revision, turn=turn, session_id=session_id,
-            limit=limit, before=before), media_type="application/json")
+            limit=limit, before=before)
+        return conditional_response(request.headers.get("if-none-match"), answer.body, answer.revision,
+                                    answer.digest)
 
     @router.get("/diff", operation_id="diff", response_model=StateDiff,
-                responses={**problems(400, 401, 403, 404, 503), **ok(DIFF_EXAMPLE)},
-                summary="What differs in stat_data between two revisions, of one resource or two of a playthrough")
-    async def diff(id: IdParam, scope: ScopeParam, from_: FromParam, to: ToParam = None,
+                responses={**problems(400, 401, 403, 404, 503), **ok(DIFF_EXAMPLE), **NOT_MODIFIED},
+                summary="What differs in stat_data between two revisions, of one resource or two of a "
+                        "playthrough; its ETag names the answer",
+                openapi_extra={"parameters": [IF_NONE_MATCH]})
+    async def diff(request: Request, id: IdParam, scope: ScopeParam, from_: FromParam, to: ToParam = None,
                    to_id: ToIdParam = None) -> Response:
-        return Response(await service.diff_json(id=id, scope=parse_scope_param(scope), from_revision=from_,
-                                                to_revision=to, to_id=to_id), media_type="application/json")
+        answer = await service.diff_json(id=id, scope=parse_scope_param(scope), from_revision=from_,
+                                         to_revision=to, to_id=to_id)
+        return conditional_response(request.headers.get("if-none-match"), answer.body, answer.revision,
+                                    answer.digest)
 
     return router

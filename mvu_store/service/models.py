@@ -284,8 +284,9 @@ class StateRecord(_Output):
 
 @dataclass(frozen=True, slots=True)
 class RecordJson:
-    """A record as the wire carries it (``MvuService.read_json``): ``json.dumps`` of its
-    ``to_json()``, compact, UTF-8, with its revision and the sha256 of those bytes."""
+    """A read's answer as the wire carries it (``MvuService.read_json``, ``changes_json``,
+    ``diff_json``): compact UTF-8 JSON, with the revision it names and the sha256 of those bytes
+    (what its ETag is made of)."""
 
     revision: int
     body: bytes
@@ -293,8 +294,12 @@ class RecordJson:
 
     @classmethod
     def of(cls, record: StateRecord) -> RecordJson:
-        body = json.dumps(record.to_json(), ensure_ascii=False, separators=(",", ":")).encode()
-        return cls(record.revision, body, hashlib.sha256(body).hexdigest())
+        return cls.of_body(record.revision,
+                           json.dumps(record.to_json(), ensure_ascii=False, separators=(",", ":")).encode())
+
+    @classmethod
+    def of_body(cls, revision: int, body: bytes) -> RecordJson:
+        return cls(revision, body, hashlib.sha256(body).hexdigest())
 
 
 class UpdateReceipt(_Output):

@@ -12,7 +12,7 @@ import bisect
 from collections.abc import Collection
 from typing import Any
 
-from mvu_store.bounded import BoundedCache
+from mvu_store.bounded import KeptBy
 from mvu_store.errors import Code, MvuError
 from mvu_store.jsonvalue import JsonValue
 from mvu_store.ledger.records import CheckpointRecord, VersionRecord
@@ -60,8 +60,8 @@ class Reads:
     def __init__(self, ctx: ReadsContext, allocation: Allocation) -> None:
         self._ctx = ctx
         self._allocation = allocation
-        self._texts: BoundedCache[tuple[str, str], tuple[_TextKey, RecordJson]] = BoundedCache(
-            RECORD_TEXT_BYTES, weigh=lambda kept: len(kept[1].body))
+        self._texts: KeptBy[tuple[str, str], _TextKey, RecordJson] = KeptBy(
+            RECORD_TEXT_BYTES, weigh=lambda kept: len(kept.body))
 
     async def records(self, scope: Scope | dict[str, Any], signal: Signal | None) -> list[StateRecord]:
         check_signal(signal)
@@ -131,13 +131,13 @@ class Reads:
         registration = await self._registration(entry, view)
         key = self._text_key(entry, parsed, view, registration)
         slot = (entry.id, str(parsed.session_id))
-        kept = self._texts.get(slot) if key is not None else None
-        if kept is not None and kept[0] == key:
+        kept = self._texts.get(slot, key) if key is not None else None
+        if kept is not None:
             await self._ctx.verifier.check(entry, logs)
-            return kept[1]
+            return kept
         text = RecordJson.of(await self._record(entry, parsed, logs, view, registration))
         if key is not None:
-            self._texts.put(slot, (key, text))
+            self._texts.put(slot, key, text)
         return text
 
     def _text_key(self, entry: Entry, scope: Scope, view: SessionView | None,

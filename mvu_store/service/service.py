@@ -246,9 +246,12 @@ class MvuService:
     async def changes_json(self, *, id: str, scope: Scope | dict[str, Any], path: str | None = None,
                            revision: int | None = None, turn: int | None = None, session_id: str | None = None,
                            before: int | None = None, limit: int | None = None,
-                           signal: Signal | None = None) -> bytes:
+                           signal: Signal | None = None) -> RecordJson:
         """:meth:`changes` as the wire carries it: the JSON of its ``to_json()``, compact, UTF-8,
-        written from the rows without the models (values as stored), for transports."""
+        written from the rows without the models (values as stored), for transports; with the
+        resource's current revision and the digest of the bytes. The bytes are kept by the query
+        and the resource's head: while no version is written, the same query is answered from
+        them (its scope and history still checked)."""
         self._ctx.alive()
         return await self._changes.changes_json(id, scope, path=path, revision=revision, turn=turn,
                                                 session_id=session_id, before=before, limit=limit, signal=signal)
@@ -265,9 +268,10 @@ class MvuService:
 
     async def diff_json(self, *, id: str, scope: Scope | dict[str, Any], from_revision: int,
                         to_revision: int | None = None, to_id: str | None = None,
-                        signal: Signal | None = None) -> bytes:
+                        signal: Signal | None = None) -> RecordJson:
         """:meth:`diff` as the wire carries it: the JSON of its ``to_json()``, compact, UTF-8,
-        written without the models, for transports."""
+        written without the models, for transports; with the ``to`` point's revision and the
+        digest of the bytes. Kept as :meth:`changes_json` is, by both ends' heads."""
         self._ctx.alive()
         return await self._changes.diff_json(id, scope, from_revision=from_revision, to_revision=to_revision,
                                              to_id=to_id, signal=signal)

@@ -4,7 +4,9 @@ their refusals, as the guides describe them."""
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -55,9 +57,10 @@ def server(seeded: Seeded) -> Iterator[Server]:
         assert code == 0, err[-2000:]
 
 
-def get(server: Server, route: str, token: str | None = None, **params: Any) -> httpx.Response:
-    headers = {"Authorization": f"Bearer {token or server.token}"}
-    return httpx.get(f"{server.base}{MVU}/{route}", params=params, headers=headers, timeout=30)
+def get(server: Server, route: str, token: str | None = None, headers: dict[str, str] | None = None,
+        **params: Any) -> httpx.Response:
+    sent = {"Authorization": f"Bearer {token or server.token}", **(headers or {})}
+    return httpx.get(f"{server.base}{MVU}/{route}", params=params, headers=sent, timeout=30)
 
 
 def test_a_path_story_pages_back(server: Server, seeded: Seeded) -> None:
@@ -153,10 +156,10 @@ def test_both_routes_are_in_the_openapi_document(server: Server) -> None:
     changes = document["paths"][f"{MVU}/changes"]["get"]
     diff = document["paths"][f"{MVU}/diff"]["get"]
     assert {p["name"] for p in changes["parameters"]} == {"id", "scope", "path", "revision", "turn", "sessionId",
-                                                         "limit", "before"}
-    assert {p["name"] for p in diff["parameters"]} == {"id", "scope", "from", "to", "toId"}
+                                                         "limit", "before", "If-None-Match"}
+    assert {p["name"] for p in diff["parameters"]} == {"id", "scope", "from", "to", "toId", "If-None-Match"}
     for operation in (changes, diff):
-        assert {"200", "400", "401", "404"} <= set(operation["responses"])
+        assert {"200", "304", "400", "401", "404"} <= set(operation["responses"])
         assert operation["responses"]["200"]["content"]["application/json"]["example"]["changes"]
 
 
@@ -171,3 +174,44 @@ def test_the_guides_examples_have_the_answers_shape(server: Server, seeded: Seed
     for example, answer in zip(shown, served, strict=True):
         assert set(example) == set(answer)
         assert set(example["changes"][0]) <= set(answer["changes"][0]) | {"before", "after", "code", "message"}
+
+
+def test_each_answer_has_an_etag_and_if_none_match_answers_304(server: Server, seeded: Seeded) -> None:
+    instance = seeded.instances["s1"]
+    for route, params in (("changes", {"path": "/hp"}), ("changes", {"turn": "2"}),
+                          ("diff", {"from": "0"}), ("diff", {"from": "0", "to": "1"})):
+        first = get(server, route, id=instance, scope=S1, **params)
+        tag = first.headers["etag"]
+        assert first.status_code == 200 and re.fullmatch(r'"r2-[0-9a-f]{16}"' if "to" not in params
+                                                         else r'"r1-[0-9a-f]{16}"', tag), (route, params, tag)
+        assert tag[4:-1] == hashlib.sha256(first.content).hexdigest()[:16]
+        again = get(server, route, id=instance, scope=S1, headers={"If-None-Match": f'"r0-0000000000000000", {tag}'},
+                    **params)
+        assert (again.status_code, again.content, again.headers["etag"]) == (304, b"", tag)
+        other = get(server, route, id=instance, scope=S1, headers={"If-None-Match": '"r2-0000000000000000"'},
+                    **params)
+        assert (other.status_code, other.content) == (200, first.content)
+    # A condition never skips the scope's refusal.
+    tag = get(server, "changes", id=instance, scope=S1, path="/hp").headers["etag"]
+    refused = get(server, "changes", id=instance, scope=json.dumps(scope("s2")), path="/hp",
+                  headers={"If-None-Match": tag})
+    assert refused.status_code == 400 and refused.json()["code"] == "SCOPE_MISMATCH"
+
+
+def test_an_edit_after_a_kept_story_shows_its_change(server: Server, seeded: Seeded) -> None:
+    instance, s4 = seeded.instances["s4"], json.dumps(scope("s4"))
+    before = get(server, "changes", id=instance, scope=s4, path="/hp")
+    diff = get(server, "diff", id=instance, scope=s4, **{"from": "0"})
+    assert json.loads(before.content)["changes"] == [] and json.loads(diff.content)["changes"] == []
+    record = get(server, "resource", id=instance, scope=s4)
+    edited = httpx.post(f"{server.base}{MVU}/update", timeout=30, headers={
+        "Authorization": f"Bearer {server.token}", "If-Match": record.headers["etag"], "Idempotency-Key": "kept-1"},
+        json={"id": instance, "scope": scope("s4"), "content": {"stat_data": {"hp": 3, "items": []}}})
+    assert edited.status_code == 200, edited.text
+
+    after = get(server, "changes", id=instance, scope=s4, path="/hp", headers={"If-None-Match": before.headers["etag"]})
+    moved = get(server, "diff", id=instance, scope=s4, headers={"If-None-Match": diff.headers["etag"]}, **{"from": "0"})
+    assert after.status_code == moved.status_code == 200
+    assert [(c["actor"], c["after"]) for c in after.json()["changes"]] == [("manual", 3)]
+    assert [(c["path"], c["after"]) for c in moved.json()["changes"]] == [("/hp", 3)]
+    assert after.headers["etag"].startswith('"r1-') and after.headers["etag"] != before.headers["etag"]

@@ -10,7 +10,7 @@ from tests.benchmark_runs import run_benchmark
 
 def test_the_changes_benchmark_prints_its_ratios_as_json_on_its_last_line() -> None:
     lines, figures = run_benchmark("changes.py", "--quick", "--turns", "12", "--requests", "2")
-    for name in ("story_page", "story_whole", "diff"):
+    for name in ("story_page", "story_whole", "diff", "story_page_first", "story_whole_first", "diff_first"):
         assert figures[f"{name}_ms"] > 0 and figures[f"ratio_{name}"] > 0, name
     assert (figures["turns"], figures["requests"], figures["server_exit"]) == (12, 2, 0)
     assert any("GET diff" in line for line in lines)

@@ -3,6 +3,8 @@ diff of two points, with history's scope and refusals (both engines)."""
 
 from __future__ import annotations
 
+import hashlib
+import json
 from typing import Any
 
 import pytest
@@ -189,3 +191,85 @@ async def test_a_large_diff_is_bounded(service: MvuService, host: MemoryHost) ->
     assert diff.truncated and len(diff.changes) == MAX_DIFFERENCES
     assert [c.path for c in diff.changes[:2]] == ["/k00000", "/k00001"]
     assert all(c.op == "add" and not c.has_before for c in diff.changes)
+
+
+# -- the wire's answers are kept until the resource's head moves ------------------------------------
+
+async def turn(service: MvuService, host: MemoryHost, instance: str, number: int, reply: str,
+               session_id: str = "s1") -> int:
+    """Play a turn to its version (a read takes the reply in); returns the new revision."""
+    await host.turn(session_id, turn=number, user="u", reply=reply)
+    record = await service.read(id=instance, scope=scope(session_id))
+    assert record is not None
+    return record.revision
+
+
+async def test_a_kept_story_is_the_same_answer_until_a_new_version(service: MvuService, host: MemoryHost) -> None:
+    instance = await playing(service, host)
+    assert await turn(service, host, instance, 1, "_.set('hp', 40);") == 1
+
+    first = await service.changes_json(id=instance, scope=scope("s1"), path="/hp")
+    again = await service.changes_json(id=instance, scope=scope("s1"), path="/hp")
+    assert again is first  # kept: not read nor written again
+    assert first.revision == 1 and first.digest == hashlib.sha256(first.body).hexdigest()
+    typed = await service.changes(id=instance, scope=scope("s1"), path="/hp")
+    assert json.loads(first.body) == typed.to_json()
+
+    assert await turn(service, host, instance, 2, "_.set('hp', 30);") == 2
+    moved = await service.changes_json(id=instance, scope=scope("s1"), path="/hp")
+    assert [c["after"] for c in json.loads(moved.body)["changes"]] == [40, 30]
+    assert moved.revision == 2 and moved.digest != first.digest
+    # Another query of the same resource is its own answer; a version's is kept too.
+    newest = await service.changes_json(id=instance, scope=scope("s1"), path="/hp", limit=1)
+    assert [c["after"] for c in json.loads(newest.body)["changes"]] == [30]
+    version = await service.changes_json(id=instance, scope=scope("s1"), revision=2)
+    assert await service.changes_json(id=instance, scope=scope("s1"), revision=2) is version
+
+
+async def test_an_edit_moves_a_kept_turn_and_diff(service: MvuService, host: MemoryHost) -> None:
+    instance = await playing(service, host)
+    await turn(service, host, instance, 1, "_.set('hp', 40);")
+    this_turn = await service.changes_json(id=instance, scope=scope("s1"), turn=1)
+    to_now = await service.diff_json(id=instance, scope=scope("s1"), from_revision=0)
+    fixed = await service.diff_json(id=instance, scope=scope("s1"), from_revision=0, to_revision=1)
+    assert await service.diff_json(id=instance, scope=scope("s1"), from_revision=0) is to_now
+    assert to_now.revision == 1 and json.loads(to_now.body) == (
+        await service.diff(id=instance, scope=scope("s1"), from_revision=0)).to_json()
+
+    record = await service.read(id=instance, scope=scope("s1"))
+    assert record is not None and isinstance(record.content, dict)
+    await service.update(id=instance, content={"stat_data": {**record.content["stat_data"], "hp": 7}},
+                         expected_revision=1, operation_id="edit", scope=scope("s1"))
+
+    moved = await service.diff_json(id=instance, scope=scope("s1"), from_revision=0)
+    assert moved.revision == 2
+    assert [(c["path"], c["after"]) for c in json.loads(moved.body)["changes"]] == [("/hp", 7)]
+    # What two fixed revisions differ in is what it was; the edit, made in turn 1, is of its changes.
+    assert (await service.diff_json(id=instance, scope=scope("s1"), from_revision=0, to_revision=1)).body == \
+        fixed.body
+    [reply] = json.loads(this_turn.body)["changes"]
+    edited = json.loads((await service.changes_json(id=instance, scope=scope("s1"), turn=1)).body)["changes"]
+    assert [(c["actor"], c["after"]) for c in edited] == [(reply["actor"], 40), ("manual", 7)]
+
+
+async def test_a_kept_answer_still_meets_the_scope(service: MvuService, host: MemoryHost) -> None:
+    parent = await playing(service, host)
+    r1 = await host.turn("s1", turn=1, user="u", reply="_.set('hp', 40);")
+    ticket = await service.capture_session_seed(session_id="s1", kind="fork", at_event_id=r1)
+    assert ticket is not None
+    host.fork("s1", at_event_id=r1, new_session_id="f1", created_at=2000)
+    [child] = await service.install_session_seed(ticket=ticket, session_id="f1")
+    other = await playing(service, host, "s3", card=PLAIN, created_at=3000)
+    host.create_session("s2", created_at=2000)
+
+    assert (await service.changes_json(id=parent, scope=scope("s1"), path="/hp")).revision == 1
+    assert await refused(service.changes_json(id=parent, scope=scope("s2"), path="/hp")) == Code.SCOPE_MISMATCH
+    # The management view reads both ends of any diff; a session reads another lineage's end never.
+    await service.diff_json(id=child, scope=scope(), from_revision=0, to_id=other)
+    assert await refused(service.diff_json(id=child, scope=scope("f1"), from_revision=0, to_id=other)) == \
+        Code.SCOPE_MISMATCH
+    # The same lineage's parent is readable from the child's session, kept or not.
+    from_parent = await service.diff_json(id=parent, scope=scope("f1"), from_revision=0, to_id=child)
+    assert await service.diff_json(id=parent, scope=scope("f1"), from_revision=0, to_id=child) is from_parent
+    assert await refused(service.diff_json(id=parent, scope=scope("s2"), from_revision=0, to_id=child)) == \
+        Code.SCOPE_MISMATCH
