@@ -17,8 +17,9 @@ import pytest
 from playwright.sync_api import Browser, Locator, Page, expect
 
 from tests.http.support import MVU, Server
+from tests.inspector import support
 from tests.inspector.chat import Chat, card, register
-from tests.inspector.support import DEADLINE_MS, inspector_page
+from tests.inspector.support import inspector_page
 
 MARKUP = "<img src=x onerror=window.pwned=1>"
 SCHEMA = """
@@ -76,11 +77,7 @@ def page(browser: Browser, server: Server, chats: dict[str, Chat]) -> Iterator[P
 
 
 def open_turn(page: Page, session_id: str, turn: int) -> Locator:
-    page.click(f"nav button[data-session='{session_id}']")
-    article = page.locator(f"article.turn[data-turn='{turn}']")
-    article.locator("summary").click()
-    expect(article.locator("section.story").first).to_be_visible(timeout=DEADLINE_MS)
-    return article
+    return support.open_turn(page, session_id, turn, "section.story")
 
 
 def test_the_reply_read_gives_the_text_and_where_each_command_stands(client: httpx.Client,
