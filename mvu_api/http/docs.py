@@ -187,3 +187,9 @@ DIFF_EXAMPLE: dict[str, Any] = {
                 {"path": "/items/2", "op": "remove", "before": "rope"}],
     "truncated": False,
 }
+TURN_REPLY_EXAMPLE: dict[str, Any] = {
+    "sessionId": "s1", "turn": 1, "messageSeq": 2, "messageId": "s1-m1",
+    "text": "Hit. _.set('hp', 40);//ouch",
+    "commands": [{"command": "_.set('hp', 40);//ouch", "start": 5, "end": 27, "op": "set", "path": "/hp"}],
+    "error": None,
+}

@@ -14,7 +14,7 @@ from typing import Any
 from fastapi import APIRouter, Path
 from starlette.responses import Response
 
-from mvu_api.http.docs import problems
+from mvu_api.http.docs import TURN_REPLY_EXAMPLE, ok, problems
 from mvu_api.http.hosting import SessionIdPath, session_json, session_missing
 from mvu_api.http.wire import json_response
 from mvu_store.errors import Code, MvuError
@@ -63,7 +63,7 @@ def inspector_router(host: StoreHost) -> APIRouter:
                               "runningTurn": next((t["turn"] for t in listed if t["running"]), None)})
 
     @router.get("/sessions/{sessionId}/turns/{turn}/reply", operation_id="inspectorTurnReply",
-                responses=problems(400, 401, 404),
+                responses={**problems(400, 401, 404), **ok(TURN_REPLY_EXAMPLE)},
                 summary="The reply a turn ended with and the commands found in it (for the inspector page)")
     async def reply(session_id: SessionIdPath, turn: int = Path(ge=0, le=MAX_TURN)) -> Response:
         snapshot = await host.inspect(session_id)

@@ -21,7 +21,7 @@ from sqlalchemy import bindparam, select, text
 
 from mvu_store.errors import Code, MvuError
 from mvu_store.ledger import tables as t
-from mvu_store.ledger.change_rows import CREATION_POSITION
+from mvu_store.ledger.change_rows import CREATION_POSITION, column_text
 from mvu_store.ledger.dialect import seek_on
 from mvu_store.ledger.query import LEDGER, Query, ReadRows
 from mvu_store.ledger.records import ChangeEntry, ChangePage, StatePoint
@@ -119,7 +119,9 @@ class ChangeLog:
         """A path's story: the newest ``limit`` changes of ``path`` (a JSON pointer) whose version
         is below ``before_position`` in the resource's history, oldest first, through its lineage.
         ``session_id``: only the resource's own changes of that session (what a shared resource's
-        history shows a session; inherited ones always show). ``MVU_MISSING`` without the resource."""
+        history shows a session; inherited ones always show). ``MVU_MISSING`` without the resource.
+        ``path`` is looked up as the rows store it (NUL and lone surrogates replaced)."""
+        path = column_text(path)
 
         def read(rows: ReadRows) -> ChangePage:
             found: list[ChangeEntry] = []

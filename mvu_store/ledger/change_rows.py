@@ -67,7 +67,7 @@ def table_rows(changes: Iterable[ChangeRow], *, resource_id: str, position: int,
         rows.append({
             "resource_id": resource_id, "position": position, "seq": len(rows), "revision": revision,
             "session_id": session_id, "turn": change.turn, "message_seq": message_seq,
-            "path": _text(change.path), "op": _clip(change.op, _WIDTHS["op"]), "status": change.status,
+            "path": column_text(change.path), "op": _clip(change.op, _WIDTHS["op"]), "status": change.status,
             "actor": change.actor, "before": before, "after": after, "omitted": before_omitted or after_omitted,
             "command": _clip(change.command, MAX_TEXT_CHARS), "code": _clip(change.code, _WIDTHS["code"]),
             "reason": _clip(change.reason, _WIDTHS["reason"]), "message": _clip(change.message, MAX_TEXT_CHARS),
@@ -120,7 +120,7 @@ def _value(held: tuple[JsonValue, ...]) -> tuple[str | None, bool]:
     """A value's stored text and whether it was left out for its size (no value: NULL, kept)."""
     if not held:
         return None, False
-    text = _text(dumps(held[0]))
+    text = column_text(dumps(held[0]))
     if len(text) > MAX_VALUE_BYTES // 4 and len(text.encode()) > MAX_VALUE_BYTES:
         return None, True
     return text, False
@@ -129,10 +129,10 @@ def _value(held: tuple[JsonValue, ...]) -> tuple[str | None, bool]:
 def _clip(text: str | None, limit: int) -> str | None:
     if text is None:
         return None
-    return _text(text if len(text) <= limit else text[:limit - 1] + "…")
+    return column_text(text if len(text) <= limit else text[:limit - 1] + "…")
 
 
-def _text(text: str) -> str:
+def column_text(text: str) -> str:
     """``text`` as a column can hold it: NUL replaced, a lone surrogate written as its escape
     (``\\ud800``: inside canonical JSON, which escapes NUL itself, the same value)."""
     if "\x00" in text:

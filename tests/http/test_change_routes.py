@@ -7,7 +7,6 @@ import asyncio
 import hashlib
 import json
 import re
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -45,16 +44,6 @@ def seeded(tmp_path_factory: pytest.TempPathFactory) -> Seeded:
     seeded = seed(tmp_path_factory.mktemp("changes"))
     asyncio.run(_record_changes(seeded))
     return seeded
-
-
-@pytest.fixture(scope="module")
-def server(seeded: Seeded) -> Iterator[Server]:
-    running = Server.start(seeded.db)
-    try:
-        yield running
-    finally:
-        code, _, err = running.stop()
-        assert code == 0, err[-2000:]
 
 
 def get(server: Server, route: str, token: str | None = None, headers: dict[str, str] | None = None,

@@ -251,6 +251,10 @@ def test_the_openapi_document_is_published_with_examples(client: httpx.Client) -
     assert paths[f"{MVU}/resource"]["get"]["parameters"][1]["examples"]["historical"]
     assert update["responses"]["200"]["content"]["application/json"]["example"]["revision"] == 2
     assert update["responses"]["409"]["content"]["application/problem+json"]["example"]["currentRevision"] == 2
+    # The reads that explain a state answer with examples too.
+    for route, field in (("changes", "changes"), ("diff", "changes"),
+                         ("inspector/sessions/{sessionId}/turns/{turn}/reply", "commands")):
+        assert paths[f"{MVU}/{route}"]["get"]["responses"]["200"]["content"]["application/json"]["example"][field]
 
 
 # -- malformed scopes and bodies -------------------------------------------------------------------

@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 
-from playwright.sync_api import Browser, BrowserContext, Page, expect
+from playwright.sync_api import Browser, BrowserContext, Locator, Page, expect
 
 from tests.http.support import Server
 
@@ -41,3 +41,12 @@ def inspector_page(browser: Browser, server: Server) -> Iterator[Page]:
     finally:
         context.close()
     assert errors == []
+
+
+def open_turn(page: Page, session_id: str, turn: int, ready: str = "tr[data-path]") -> Locator:
+    """Open ``turn`` of ``session_id`` in the page: its article, once ``ready`` shows in it."""
+    page.click(f"nav button[data-session='{session_id}']")
+    article = page.locator(f"article.turn[data-turn='{turn}']")
+    article.locator("summary").click()
+    expect(article.locator(ready).first).to_be_visible(timeout=DEADLINE_MS)
+    return article

@@ -17,8 +17,9 @@ import pytest
 from playwright.sync_api import Browser, Locator, Page, expect
 
 from tests.http.support import MVU, Server
+from tests.inspector import support
 from tests.inspector.chat import Chat, card, register
-from tests.inspector.support import DEADLINE_MS, inspector_page
+from tests.inspector.support import inspector_page
 
 MARKUP = "<img src=x onerror=window.pwned=1>"
 SCHEMA = """
@@ -62,7 +63,12 @@ def chats(client: httpx.Client) -> dict[str, Chat]:
     troll.play(1, REPLY)
     troll.play(2, "You rest. _.add('hp', 5);//rest")
     edit(client, troll, {"gold": 99})
-    return {"troll": troll}
+    ogre = Chat.open(client, "ogre", "troll")
+    ogre.play(1, "A near miss: _.sett('hp', 1); and _.set('hp', 45);")
+    ogre.play(2, '<JSONPatch>[{"op":"replace","path":"/hp","value":3}]')
+    edit(client, ogre, {"gold": 50})
+    ogre.play(3, "_.set('__proto__.x', 1);")
+    return {"troll": troll, "ogre": ogre}
 
 
 @pytest.fixture
@@ -71,11 +77,7 @@ def page(browser: Browser, server: Server, chats: dict[str, Chat]) -> Iterator[P
 
 
 def open_turn(page: Page, session_id: str, turn: int) -> Locator:
-    page.click(f"nav button[data-session='{session_id}']")
-    article = page.locator(f"article.turn[data-turn='{turn}']")
-    article.locator("summary").click()
-    expect(article.locator("section.story").first).to_be_visible(timeout=DEADLINE_MS)
-    return article
+    return support.open_turn(page, session_id, turn, "section.story")
 
 
 def test_the_reply_read_gives_the_text_and_where_each_command_stands(client: httpx.Client,
@@ -165,10 +167,28 @@ def test_outcomes_join_a_versions_diagnostics_and_changes_to_the_reply(page: Pag
                unplaced: moved.unplaced.length };
     }""")
     assert found["joined"] == [["applied", "/x", 0, 1], ["refused", "/y", None, None]]
-    # A failed turn ran nothing: its stored diagnostics are an earlier version's.
+    # A failed turn ran nothing.
     assert found["failed"] == [["unrun", "/x", None, None], ["unrun", "/y", None, None]]
     assert "MVU_TIMEOUT" in found["message"]
     assert found["none"] == [["unrun", "/x", None, None], ["unrun", "/y", None, None]]
     # Text that moved (a name put in before the command) is found by the command's text.
     assert found["marks"] == [["applied", "_.set('x', 1);"], ["refused", "_.set('y', 2);"]]
     assert found["unplaced"] == 0
+
+
+def test_near_misses_skips_after_edits_and_failures_tell_their_own_story(page: Page) -> None:
+    near = open_turn(page, "ogre", 1).locator("section.story")
+    # A near-miss is shown to its line's end, but never over a real command of that line.
+    expect(near.locator("mark.cmd.possible")).to_have_text("_.sett('hp', 1); and ")
+    expect(near.locator("mark.cmd.applied")).to_have_text("_.set('hp', 45);")
+    expect(near.locator("ul.missed li.possible")).to_contain_text("not a command")
+    # The turn's reply is told by its own version, not by the edit made after it.
+    skipped = open_turn(page, "ogre", 2).locator("section.story")
+    expect(skipped.locator("mark.cmd.ignored")).to_have_text("<JSONPatch>")
+    expect(skipped.locator("ul.missed li.ignored")).to_contain_text("is not closed by </JSONPatch>")
+    failed = open_turn(page, "ogre", 3)
+    expect(failed.locator("section.story p.failure")).to_contain_text("'__proto__.x'")
+    expect(failed.locator("section.story")).to_contain_text("No command ran.")
+    expect(failed.locator("section.story")).not_to_contain_text("Every command applied.")
+    reason = failed.locator("table.events tr.event td.reason")
+    expect(reason.locator(".diagnostics.refused")).to_contain_text("'__proto__.x'")

@@ -20,7 +20,7 @@ from playwright.sync_api import Error as PlaywrightError
 
 from tests.http.support import MVU, Server
 from tests.inspector.chat import Chat, card, register
-from tests.inspector.support import DEADLINE_MS, inspector_page
+from tests.inspector.support import DEADLINE_MS, inspector_page, open_turn
 
 MARKUP = "<img src=x onerror=window.pwned=1>"
 MANY = "".join(f"value{n:02d}: {n}\n" for n in range(44)) + "名字: 艾莉\n"
@@ -67,14 +67,6 @@ def chats(client: httpx.Client) -> dict[str, Chat]:
 @pytest.fixture
 def page(browser: Browser, server: Server, chats: dict[str, Chat]) -> Iterator[Page]:
     yield from inspector_page(browser, server)
-
-
-def open_turn(page: Page, session_id: str, turn: int) -> Locator:
-    page.click(f"nav button[data-session='{session_id}']")
-    article = page.locator(f"article.turn[data-turn='{turn}']")
-    article.locator("summary").click()
-    expect(article.locator("tr[data-path]").first).to_be_visible(timeout=DEADLINE_MS)
-    return article
 
 
 def draft(page: Page, session_id: str, turn: int, path: str, text: str) -> tuple[Locator, Locator]:

@@ -4,6 +4,7 @@ changes, and the states a diff compares (both engines)."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import sqlite3
 from pathlib import Path
 
@@ -293,3 +294,17 @@ async def _created(url: str) -> None:
         await play(opened, "r", [90, 80])
     finally:
         await opened.close()
+
+
+async def test_a_path_with_text_no_column_holds_is_found_as_it_was_stored(ledger: Ledger) -> None:
+    # A key with NUL (which PostgreSQL refuses in text) or a lone surrogate (which UTF-8 cannot
+    # carry) is stored replaced; asking for the path as the state spells it finds those rows.
+    await ledger.create_resource(new("mvu:odd"))
+    await ledger.commit(dataclasses.replace(turn("mvu:odd", 0, 1), changes=(
+        ChangeRow(path="/a\x00b", status="applied", actor="reply", op="set", after=(1,), turn=1),
+        ChangeRow(path="/c\ud800", status="applied", actor="reply", op="set", after=(2,), turn=1))))
+
+    found = [await ledger.path_changes("mvu:odd", path, before_position=None, limit=10)
+             for path in ("/a\x00b", "/c\ud800")]
+
+    assert [[entry.after for entry in page.entries] for page in found] == [[(1,)], [(2,)]]

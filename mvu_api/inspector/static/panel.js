@@ -141,10 +141,12 @@ export class ResourcePanel {
   }
 
   /** The reply's story as this resource's version of it tells it (the turn's last version made
-   * from that very message). */
+   * from that very message: an edit or a card write made after it names the message too, and
+   * tells nothing of the reply). */
   renderStory() {
     const seq = this.reply?.messageSeq;
-    const made = this.round.filter((v) => seq !== undefined && v.source?.messageSeq === seq);
+    const made = this.round.filter((v) => seq !== undefined && v.source?.messageSeq === seq
+      && v.kind !== 'manual' && v.kind !== 'card');
     replace(this.story, storyView(this.reply, made.length ? made[made.length - 1] : null));
   }
 

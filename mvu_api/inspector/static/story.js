@@ -24,13 +24,16 @@ function within(change, path) {
  * for applied if the version records a change of its path, else it is `unrun`. */
 export function replyOutcomes(version, reply) {
   const byPlace = (a, b) => a.start - b.start || (a.patchIndex ?? 0) - (b.patchIndex ?? 0);
-  if (Array.isArray(version?.commands)) return [...version.commands].sort(byPlace);
+  const diagnostics = Array.isArray(version?.variables?.update_diagnostics) ? version.variables.update_diagnostics : [];
+  if (Array.isArray(version?.commands)) {
+    // The history's commands are the reply's commands; its near-misses are only diagnostics.
+    return [...version.commands, ...diagnostics.filter((d) => d.kind === 'possible')].sort(byPlace);
+  }
   const scanned = reply?.commands ?? [];
   if (!version || version.error) {
-    const message = version ? `the turn failed (${version.error}): no command ran` : 'this state recorded no version for this reply';
+    const message = version ? `the turn failed: ${failureLine(version)}; no command ran` : 'this state recorded no version for this reply';
     return scanned.map((c) => ({ ...c, kind: 'unrun', message }));
   }
-  const diagnostics = Array.isArray(version.variables?.update_diagnostics) ? version.variables.update_diagnostics : [];
   const known = new Set(diagnostics.map(place));
   const changes = (version.variables?.delta_data?.changes ?? []).filter((c) => typeof c?.path === 'string');
   const used = new Set();
@@ -45,6 +48,12 @@ export function replyOutcomes(version, reply) {
     return outcome;
   });
   return [...diagnostics, ...derived].sort(byPlace);
+}
+
+/** A failed version's failure in words: its stored diagnostic's message, else its code alone. */
+function failureLine(version) {
+  const failure = (version.variables?.update_diagnostics ?? []).find?.((d) => d?.kind === 'refused' && d.code === version.error);
+  return failure?.message ? `${failure.message} (${version.error})` : String(version.error);
 }
 
 /** Where `outcome` stands in `text`: its own span when the text there is its command; inside its
@@ -69,9 +78,15 @@ export function segments(text, outcomes) {
   const marks = [];
   const unplaced = [];
   let from = 0;
+  const commandStarts = outcomes.filter((o) => o.kind !== 'possible' && Number.isInteger(o.start)).map((o) => o.start);
   for (const outcome of outcomes) {
     const range = locate(text, outcome, from);
     if (!range) { unplaced.push(outcome); continue; }
+    if (outcome.kind === 'possible') {
+      // A near-miss is shown to its line's end: it stops where a real command of that line starts.
+      const next = commandStarts.filter((at) => at > range[0] && at < range[1]);
+      if (next.length) range[1] = Math.min(...next);
+    }
     from = range[1];
     const last = marks[marks.length - 1];
     if (last && range[0] < last.end) {
@@ -141,15 +156,19 @@ export function storyView(reply, version) {
     const kinds = [...new Set(part.outcomes.map((o) => outcomeWords(o.kind)))].join(' + ');
     return [mark, h('span', { class: `tag ${part.kind}` }, kinds)];
   }));
-  if (reply.error) node.append(h('p', { class: 'alert' }, `The reply could not be read: ${reply.error}`));
+  if (version?.error) node.append(h('p', { class: 'alert failure' }, `The turn failed: ${failureLine(version)}. No command of the reply ran.`));
+  else if (reply.error) node.append(h('p', { class: 'alert' }, `The reply could not be read: ${reply.error}`));
   node.append(text, detail);
   const missed = outcomes.filter((o) => o.kind !== 'applied');
+  let none = 'Every command applied.';
+  if (version?.error) none = 'No command ran.';
+  else if (!outcomes.length) none = 'The reply has no command.';
   const counted = version?.variables?.update_diagnostics?.find?.((d) => d.kind === 'possible' && d.total)?.total;
   node.append(h('h5', {}, 'Refused, ignored and possible commands'), missed.length
     ? h('ul', { class: 'missed' }, missed.map((o) => h('li', { class: `outcome ${o.kind}`, dataset: { kind: o.kind } },
       h('span', { class: `tag ${o.kind}` }, outcomeWords(o.kind)), ' ', h('code', {}, o.command ?? ''), ' ',
       h('span', { class: 'why' }, outcomeLine(o)))))
-    : h('p', { class: 'label' }, 'Every command applied.'));
+    : h('p', { class: 'label' }, none));
   if (counted && counted > missed.filter((o) => o.kind === 'possible').length) {
     node.append(h('p', { class: 'note' }, `${counted} possible commands in all; the first are listed.`));
   }

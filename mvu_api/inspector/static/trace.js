@@ -133,11 +133,13 @@ function versionOn(version) {
   return 'assistant_message_committed';
 }
 
-/** The commands a version did not apply, with their outcomes (a failed version keeps the state
- * it failed on, and with it an earlier version's diagnostics: it has none of its own). */
+/** The commands a version did not apply, with their outcomes. A failed version's own diagnostic
+ * is its failure (its code, no place in the reply); one written before failures kept theirs
+ * carries an earlier version's diagnostics along, which are not shown. */
 function diagnosticsOf(version) {
-  const found = version.variables?.update_diagnostics;
-  return !version.error && Array.isArray(found) ? found : [];
+  const found = Array.isArray(version.variables?.update_diagnostics) ? version.variables.update_diagnostics : [];
+  if (!version.error) return found;
+  return found.filter((d) => d?.kind === 'refused' && d.code === version.error && !('start' in d));
 }
 
 /** The trigger rows of one turn, newest first: facts grouped per attempt (a new `started` begins a
