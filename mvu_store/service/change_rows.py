@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from mvu_store.errors import MvuError
-from mvu_store.jsonvalue import JsonValue
+from mvu_store.jsonvalue import JsonValue, json_pointer
 from mvu_store.lang.outcomes import CommandOutcome, clipped
 from mvu_store.ledger import state_changes
 from mvu_store.ledger.records import ChangeActor, ChangeRow
@@ -60,7 +60,7 @@ def opening_rows(before: JsonValue, after: JsonValue, outcomes: Iterable[Command
 def _outcome_row(outcome: CommandOutcome, turn: int | None, *, actor: ChangeActor = "reply") -> ChangeRow:
     status = outcome.kind
     assert status != "possible"
-    return ChangeRow(path=outcome.path or "", status=status, actor=actor, op=outcome.op, before=outcome.before,
+    return ChangeRow(path=_changed_path(outcome), status=status, actor=actor, op=outcome.op, before=outcome.before,
                      after=outcome.after, command=outcome.command, code=outcome.code, reason=outcome.reason,
                      message=outcome.message, turn=turn)
 
@@ -70,3 +70,12 @@ def failure_rows(error: MvuError, turn: int | None, *, actor: ChangeActor = "rep
     pointer it names (``''`` when it names none; the message names a path it spells otherwise)."""
     return (ChangeRow(path=failure_path(error), status="refused", actor=actor,
                       code=error.code, message=clipped(error.message), turn=turn),)
+
+
+def _changed_path(outcome: CommandOutcome) -> str:
+    """The pointer whose value the row's before/after are: an insert under a key names the key
+    (``_.insert('', 'extra', 1)`` set ``/extra``), an append or a merge its container."""
+    path = outcome.path or ""
+    if not outcome.key or not isinstance(outcome.key[0], (str, int)) or isinstance(outcome.key[0], bool):
+        return path
+    return path + json_pointer([outcome.key[0]])

@@ -56,6 +56,17 @@ async def test_a_reply_commits_one_row_per_command(service: MvuService, host: Me
     assert request.changes[2].message is not None and "mood" in request.changes[2].message
 
 
+async def test_an_insert_under_a_key_names_the_key_it_set(service: MvuService, host: MemoryHost, detached: str,
+                                                         commits: list[CommitRequest]) -> None:
+    text = "_.insert('', 'extra', 1);\n_.insert('bag', 'rope');\n_.insert('bag', 0, 'map');"
+    await hand_turn(host, service, 1, [text_message(1, "m", text)])
+    [request] = commits
+    rows = [(row.status, row.path, row.after) for row in request.changes]
+    # A key names the value it set; an append names its array; an index names the new element.
+    assert rows[0] == ("applied", "/extra", (1,))
+    assert [path for _, path, _ in rows[1:]] == ["/bag", "/bag/0"]
+
+
 async def test_a_failed_turn_commits_one_refused_row(service: MvuService, host: MemoryHost, detached: str,
                                                      commits: list[CommitRequest]) -> None:
     await hand_turn(host, service, 1, [text_message(1, "m", "_.set('__proto__.x', 1);")])
