@@ -12,7 +12,7 @@ import re
 from typing import TypeAlias
 
 from mvu_store.errors import Code, MvuError
-from mvu_store.jsonvalue import UNSAFE_KEYS, JsonValue
+from mvu_store.jsonvalue import UNSAFE_KEYS, JsonValue, json_pointer
 
 Path: TypeAlias = tuple[str, ...]
 
@@ -37,11 +37,12 @@ def is_index(segment: str) -> bool:
 
 def _checked(segments: list[str], source: str) -> Path:
     if len(segments) > MAX_SEGMENTS:
-        raise MvuError(Code.PATH, f"path has more than {MAX_SEGMENTS} segments", path=source[:200])
+        raise MvuError(Code.PATH, f"path {source[:200]!r} has more than {MAX_SEGMENTS} segments", path=source[:200])
     for segment in segments:
         if segment in UNSAFE_KEYS:
             raise MvuError(Code.PATH, f"path {source[:200]!r}: the segment {segment!r} is refused "
-                                      "(it names JavaScript's prototype machinery)", path=source[:200])
+                                      "(it names JavaScript's prototype machinery)", path=source[:200],
+                           pointer=json_pointer(list(segments)))
     return tuple(segments)
 
 

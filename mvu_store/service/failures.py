@@ -29,9 +29,13 @@ def failure_diagnostic(error: MvuError) -> dict[str, JsonValue]:
 
 
 def failure_path(error: MvuError) -> str:
-    """The JSON pointer a failure names (``''``: none, or a path only its message spells)."""
-    path = error.details.get("path")
-    return path if isinstance(path, str) and path.startswith("/") else ""
+    """The JSON pointer a failure names (``''``: none, or a path only its message spells): its
+    ``pointer`` (a dotted path the language turned into one), else a ``path`` given as one."""
+    for name in ("pointer", "path"):
+        path = error.details.get(name)
+        if isinstance(path, str) and path.startswith("/"):
+            return path
+    return ""
 
 
 def with_failure(variables: JsonValue, diagnostic: JsonValue) -> JsonValue:

@@ -49,12 +49,14 @@ def test_prototype_segments_are_refused(raw: str) -> None:
     with pytest.raises(MvuError) as caught:
         parse_path(raw)
     assert caught.value.code == "MVU_PATH"
+    # The refusal names the path, and the pointer it would have been (for a change row).
+    assert repr(raw) in caught.value.message and caught.value.details["pointer"].startswith("/")
 
 
 def test_more_than_64_segments_is_refused() -> None:
     with pytest.raises(MvuError) as caught:
         parse_path(".".join(["a"] * (MAX_SEGMENTS + 1)))
-    assert caught.value.code == "MVU_PATH"
+    assert caught.value.code == "MVU_PATH" and "'a.a.a." in caught.value.message
     assert len(parse_path(".".join(["a"] * MAX_SEGMENTS))) == MAX_SEGMENTS
 
 

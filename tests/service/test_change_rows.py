@@ -73,7 +73,7 @@ async def test_a_failed_turn_commits_one_refused_row(service: MvuService, host: 
     [request] = commits
     assert request.kind == "failed"
     [row] = request.changes
-    assert (row.status, row.actor, row.path, row.code, row.turn) == ("refused", "reply", "", "MVU_PATH", 1)
+    assert (row.status, row.actor, row.path, row.code, row.turn) == ("refused", "reply", "/__proto__/x", "MVU_PATH", 1)
     assert row.message is not None and "'__proto__.x'" in row.message
 
 
