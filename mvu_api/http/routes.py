@@ -35,7 +35,6 @@ def build_router(service: MvuService, *, host: StoreHost | None = None, body_tim
     """The routes; the host routes only when the service's host is ``host``, a store-backed one."""
     router = APIRouter(prefix="/mvu", tags=["mvu"])
     router.include_router(reads_router(service, host))
-    router.include_router(change_reads_router(service))
     router.include_router(writes_router(service, body_timeout=body_timeout, stopping=stopping))
     router.include_router(prompt_router(service, body_timeout=body_timeout, stopping=stopping), tags=["prompt"])
     router.include_router(cards_router(service, body_timeout=body_timeout, stopping=stopping))
@@ -45,4 +44,7 @@ def build_router(service: MvuService, *, host: StoreHost | None = None, body_tim
         router.include_router(card_facts_router(host, body_timeout=body_timeout, stopping=stopping))
         router.include_router(inspector_router(host))
         router.include_router(chats_router(host.ledger, body_timeout=body_timeout))
+    # Last: a request is matched against the routes in order, and the host's events (every turn
+    # over HTTP) should not pay for reads a host asks for now and then (docs/performance.md).
+    router.include_router(change_reads_router(service))
     return router

@@ -123,18 +123,20 @@ def _diagnostic(command: Command, index: int, error: MvuError) -> dict[str, Any]
     return diagnostic
 
 
-def _real_changes(changes: list[dict[str, Any]], stat_data: JsonValue, checked: bool) -> str | None:
+def _real_changes(changes: list[dict[str, Any]], stat_data: JsonValue, checked: bool, settled: bool) -> str | None:
     """Drop from ``changes`` (one command's) those that changed nothing; why none is left, if so.
 
     A set or add whose value was already there is a no-op; one whose path the checked state no
     longer has was stripped by the card's declaration (a key its ``z.object`` root drops). Without
-    a check (``checked`` false) nothing strips: the executors' writes stand as recorded."""
+    a check (``checked`` false) nothing strips: the executors' writes stand as recorded. The
+    declared executors (``settled``) read each set's and add's value back from the checked state
+    and record none when the path is gone, so their records need no second lookup."""
     reason = None
     kept = 0
     for change in changes:
         op = change["op"]
         if op in ("set", "add") and change["path"] and "value" in change:
-            if checked and not lookup(stat_data, parse_pointer(change["path"]))[0]:
+            if checked and not settled and not lookup(stat_data, parse_pointer(change["path"]))[0]:
                 reason = STRIPPED
                 continue
             if "previous" in change and same(change["previous"], change["value"]):
@@ -200,7 +202,7 @@ def execute_commands(
                 outcomes.append(refused_outcome(command, index, error))
             continue
         mine = run.changes[saved[2] :]
-        ignored = _real_changes(mine, run.stat_data, parse is not None or check is not None)
+        ignored = _real_changes(mine, run.stat_data, parse is not None or check is not None, parse is not None)
         run.changes[saved[2] :] = mine
         if outcomes is not None:
             outcomes.append(run_outcome(command, index, mine, ignored))

@@ -34,13 +34,10 @@ def run_outcome(command: Command, index: int, changes: list[dict[str, Any]], ign
                               patch_index=command.patch_index)
     change = changes[0]
     return CommandOutcome("applied", clipped(command.full_match), command.start, command.end, index,
-                          op=command.type, path=change["path"], before=_present(change, "previous"),
-                          after=_present(change, "value"), key=_present(change, "key"),
-                          patch_index=command.patch_index)
-
-
-def _present(change: dict[str, Any], name: str) -> tuple[JsonValue, ...]:
-    return (change[name],) if name in change else ()
+                          op=command.type, path=change["path"],
+                          before=(change["previous"],) if "previous" in change else (),
+                          after=(change["value"],) if "value" in change else (),
+                          key=(change["key"],) if "key" in change else (), patch_index=command.patch_index)
 
 
 def refused_outcome(command: Command, index: int, error: MvuError) -> CommandOutcome:

@@ -44,14 +44,17 @@ ALIASES = {
     "remove": "delete",
     "unset": "delete",
 }
-_CALL = re.compile(r"_\.(set|insert|assign|remove|unset|delete|add)\(")
+_NAMES = "set|insert|assign|remove|unset|delete|add"
+_CALL = re.compile(rf"_\.({_NAMES})\(")
 # JavaScript's \s (MagVarUpdate's reason pattern), which also spans the ideographic space that
 # Chinese replies put before "//"; Python's \s differs (it has \x1c-\x1f, not \ufeff).
 _JS_SPACE = "\t\n\v\f\r \u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000\ufeff"
 _REASON = re.compile(f"[{_JS_SPACE}]*//([^\n\r\u2028\u2029]*)")
 # Something shaped like a call: "_", ".", a name, "(" with spaces allowed between (possessive,
-# so each attempt reads one name and its spaces once).
-_POSSIBLE = re.compile(r"_\s*+\.\s*+[A-Za-z_$][\w$]*+\s*+\(")
+# so each attempt reads one name and its spaces once), that is not a command (_CALL): the
+# lookahead skips the reply's real commands in the pattern engine, not one by one in Python
+# (after the "_", so that the engine still looks for that character first).
+_POSSIBLE = re.compile(rf"_(?!\.(?:{_NAMES})\()\s*+\.\s*+[A-Za-z_$][\w$]*+\s*+\(")
 _THINKING = re.compile(r"<(/?)(thinking|think)>", re.IGNORECASE)
 
 
@@ -242,9 +245,8 @@ def _note_unrun(notes: Noted, text: str, start: int, end: int, kind: str, count:
 def _possible_commands(text: str, notes: Noted) -> None:
     """Text shaped like a call (``_.sett(``, ``_.set (``, ``_.Set(``) that is not one."""
     for match in _POSSIBLE.finditer(text):
-        if _CALL.match(text, match.start()) is None:
-            notes.maybe(text, match.start(), _line_end(text, match.start()),
-                        f"not a command: the names are {', '.join(ALIASES)}, written _.name( with no space")
+        notes.maybe(text, match.start(), _line_end(text, match.start()),
+                    f"not a command: the names are {', '.join(ALIASES)}, written _.name( with no space")
 
 
 def _patch_command(op: PatchOp, start: int, end: int) -> Command:

@@ -22,6 +22,9 @@ def same(left: JsonValue, right: JsonValue) -> bool:
     Exactly "the sorted-key JSON texts are equal" (so ``5`` is not ``5.0`` either), walked
     side by side: a subtree two states share (persistent states share most) is equal at once.
     """
+    scalar = type(left)
+    if scalar is type(right) and (scalar is int or scalar is str or scalar is bool):
+        return bool(left == right)  # two scalars (most calls): equal JSON texts when equal
     stack = [(left, right)]
     while stack:
         a, b = stack.pop()

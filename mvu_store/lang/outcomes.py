@@ -10,7 +10,7 @@ outcomes a reply may produce without running are counted beyond a cap (:class:`N
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Literal, NamedTuple
 
 from mvu_store.jsonvalue import JsonValue
 
@@ -53,22 +53,25 @@ def clipped(text: str) -> str:
     return text if len(text) <= MAX_OUTCOME_TEXT else text[: MAX_OUTCOME_TEXT - 1] + "…"
 
 
-@dataclass(frozen=True, slots=True)
-class CommandOutcome:
+class CommandOutcome(NamedTuple):
     """One command of a reply and what became of it.
 
-    ``start``/``end`` locate the command in the reply (after macro substitution); ``index`` is
-    its place among the commands that ran (None for one that never ran). ``before``/``after``
-    hold the value at ``path`` before and after an applied command: an empty tuple means there
-    was no value (a key created, or removed). ``code`` and ``message`` say why a command was
+    ``start``/``end`` locate the command in the reply (after macro substitution); ``ran_index``
+    is its place among the commands that ran (None for one that never ran; ``index`` in JSON, a
+    name a tuple keeps for its own method). ``before``/``after`` hold the value at ``path``
+    before and after an applied command: an empty tuple means there was no value (a key
+    created, or removed). ``code`` and ``message`` say why a command was
     refused (an error code) or ignored (``reason`` is then one of this module's reasons).
+
+    A named tuple rather than a frozen dataclass: every command of every turn builds one, and a
+    tuple costs a fifth of a frozen dataclass's field-by-field ``__init__`` (docs/performance.md).
     """
 
     kind: Kind
     command: str
     start: int
     end: int
-    index: int | None = None
+    ran_index: int | None = None
     op: str | None = None
     path: str | None = None
     before: tuple[JsonValue, ...] = ()
@@ -80,17 +83,33 @@ class CommandOutcome:
     message: str | None = None
     patch_index: int | None = None
 
-    def to_json(self) -> dict[str, JsonValue]:
-        """The outcome as camelCase JSON; absent values are left out."""
+    def to_json(self, *, values: bool = True) -> dict[str, JsonValue]:
+        """The outcome as camelCase JSON; absent values are left out (``values`` false: ``before``,
+        ``after`` and ``key`` too, as a version's ``meta`` keeps an applied command)."""
+        # Spelled out field by field: this runs for every command of every turn, twice.
         data: dict[str, JsonValue] = {"kind": self.kind, "command": self.command, "start": self.start,
                                       "end": self.end}
-        optional: tuple[tuple[str, JsonValue], ...] = (
-            ("index", self.index), ("op", self.op), ("path", self.path), ("code", self.code),
-            ("reason", self.reason), ("message", self.message), ("patchIndex", self.patch_index))
-        data.update((name, value) for name, value in optional if value is not None)
-        for name, value in (("before", self.before), ("after", self.after), ("key", self.key)):
-            if value:
-                data[name] = value[0]
+        if self.ran_index is not None:
+            data["index"] = self.ran_index
+        if self.op is not None:
+            data["op"] = self.op
+        if self.path is not None:
+            data["path"] = self.path
+        if self.code is not None:
+            data["code"] = self.code
+        if self.reason is not None:
+            data["reason"] = self.reason
+        if self.message is not None:
+            data["message"] = self.message
+        if self.patch_index is not None:
+            data["patchIndex"] = self.patch_index
+        if values:
+            if self.before:
+                data["before"] = self.before[0]
+            if self.after:
+                data["after"] = self.after[0]
+            if self.key:
+                data["key"] = self.key[0]
         return data
 
 

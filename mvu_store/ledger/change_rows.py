@@ -120,7 +120,9 @@ def _value(held: tuple[JsonValue, ...]) -> tuple[str | None, bool]:
     """A value's stored text and whether it was left out for its size (no value: NULL, kept)."""
     if not held:
         return None, False
-    text = column_text(dumps(held[0]))
+    value = held[0]
+    # An integer (most values a turn changes) is its own canonical JSON: no encoder call.
+    text = str(value) if type(value) is int else column_text(dumps(value))
     if len(text) > MAX_VALUE_BYTES // 4 and len(text.encode()) > MAX_VALUE_BYTES:
         return None, True
     return text, False

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Literal, NamedTuple
 
 from mvu_store.jsonvalue import JsonValue
 
@@ -171,13 +171,16 @@ ChangeStatus = Literal["applied", "refused", "ignored"]
 ChangeActor = Literal["reply", "opening", "script", "manual", "import", "initial"]
 
 
-@dataclass(frozen=True, slots=True)
-class ChangeRow:
+class ChangeRow(NamedTuple):
     """One path a version changed, or one command it refused or ignored (a ``changes`` row).
 
     The ledger fills in where it belongs (resource, the version's position and revision, its
     session and message) when it writes the version. ``before``/``after`` hold the value at
     ``path`` (a JSON pointer) before and after: an empty tuple means there was no value.
+
+    A named tuple rather than a frozen dataclass: a reply builds one for each of its commands,
+    on every turn, and a tuple's construction costs a fraction of a frozen dataclass's
+    field-by-field ``__init__`` (docs/performance.md).
     """
 
     path: str

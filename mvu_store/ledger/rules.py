@@ -14,6 +14,7 @@ from mvu_store.ledger.records import ChangeActor, ChangeRow, ChangeStatus, Commi
 FACT_FIELDS = ("phase", "recordedAt", "id", "sessionId", "eventId", "on", "cause", "requestId", "reason", "detail",
                "turn", "turnKind", "revision", "configRevision", "commandsApplied", "commandsRefused",
                "commandsIgnored", "commandsPossible")
+_KNOWN_FIELDS = frozenset(FACT_FIELDS)
 FACT_TEXT_LIMIT = 300
 _STATUSES, _ACTORS = frozenset(get_args(ChangeStatus)), frozenset(get_args(ChangeActor))
 FACT_OUTCOMES = 8
@@ -26,13 +27,15 @@ def fact_fields(record: dict[str, JsonValue]) -> dict[str, JsonValue]:
     if not isinstance(record, dict) or not isinstance(record.get("phase"), str):
         raise MvuError(Code.JSON, "a fact is an object with a string phase")
     fields: dict[str, JsonValue] = {}
-    for name in FACT_FIELDS:
-        value = record.get(name)
+    # The record's own fields, looked up among the known ones (a fact has about half of them).
+    for name, value in record.items():
+        if name not in _KNOWN_FIELDS:
+            continue
         if isinstance(value, str):
             fields[name] = value[:FACT_TEXT_LIMIT]
         elif isinstance(value, (int, float)) and not isinstance(value, bool):
             fields[name] = json_scalar(value)  # as normalised JSON: the fact's text is encoded as it is
-        elif value is None and name in record:
+        elif value is None:
             fields[name] = None
     outcomes = record.get("outcomes")
     if isinstance(outcomes, list):

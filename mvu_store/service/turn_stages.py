@@ -278,7 +278,7 @@ class Applied:
     def ignored_total(self) -> int:
         """Commands ignored: those reading dropped (counted beyond the cap), and those that ran
         without a change."""
-        ran = sum(1 for outcome in self.outcomes if outcome.kind == "ignored" and outcome.index is not None)
+        ran = sum(1 for outcome in self.outcomes if outcome.kind == "ignored" and outcome.ran_index is not None)
         return self.notes.ignored_total + ran
 
     @staticmethod
@@ -356,6 +356,6 @@ def applied_commands(applied: Applied) -> dict[str, JsonValue]:
     """What a reply version's ``meta`` keeps of its commands: the applied ones (without their
     values, which its ``delta_data`` holds); its ``update_diagnostics`` hold the others, so its
     history entry lists every command (:func:`~mvu_store.service.reads.history_commands`)."""
-    listed = [{name: value for name, value in outcome.to_json().items() if name not in ("before", "after", "key")}
-              for outcome in applied.outcomes if outcome.kind == "applied"]
+    listed: list[JsonValue] = [outcome.to_json(values=False) for outcome in applied.outcomes
+                               if outcome.kind == "applied"]
     return {"applied": listed} if listed else {}
