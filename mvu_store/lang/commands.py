@@ -16,9 +16,10 @@ import re
 from bisect import bisect_right
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 
 from mvu_store.errors import Code, MvuError
-from mvu_store.jsonvalue import utf8
+from mvu_store.jsonvalue import json_pointer, utf8
 from mvu_store.lang.jsonpatch import PATCH_TAG, PatchOp, find_patch_blocks
 from mvu_store.lang.outcomes import (
     ARGUMENTS,
@@ -214,7 +215,8 @@ def _function_commands(text: str, hidden: Callable[[int], bool], notes: Noted | 
         resume = end
         if not text.startswith(";", end):
             if notes is not None:
-                notes.ignore(text, start, end, NO_TERMINATOR, "a command must end with ';'", op=ALIASES[name])
+                notes.ignore(text, start, end, NO_TERMINATOR, "a command must end with ';'", op=ALIASES[name],
+                             path=partial(_call_pointer, text, open_at, close_at))
             continue  # MagVarUpdate silently drops a call not followed by ';'
         end += 1
         reason = ""
@@ -227,7 +229,7 @@ def _function_commands(text: str, hidden: Callable[[int], bool], notes: Noted | 
         args = split_arguments(text[open_at + 1 : close_at])
         if not _arity_ok(kind, len(args)) or hidden(start):
             if notes is not None:
-                _note_unrun(notes, text, start, end, kind, len(args), hidden(start))
+                _note_unrun(notes, text, start, end, kind, args, hidden(start))
             continue
         if len(commands) == MAX_COMMANDS:
             raise _too_many()  # stop early: the rest of the text cannot change the outcome
@@ -235,11 +237,26 @@ def _function_commands(text: str, hidden: Callable[[int], bool], notes: Noted | 
     return commands
 
 
-def _note_unrun(notes: Noted, text: str, start: int, end: int, kind: str, count: int, hidden: bool) -> None:
+def _note_unrun(notes: Noted, text: str, start: int, end: int, kind: str, args: list[str], hidden: bool) -> None:
+    path = partial(_named_pointer, args)
     if hidden:
-        notes.ignore(text, start, end, THINKING, "inside the model's thinking", op=kind)
+        notes.ignore(text, start, end, THINKING, "inside the model's thinking", op=kind, path=path)
     else:
-        notes.ignore(text, start, end, ARGUMENTS, f"{kind} does not take {count} argument(s)", op=kind)
+        notes.ignore(text, start, end, ARGUMENTS, f"{kind} does not take {len(args)} argument(s)", op=kind,
+                     path=path)
+
+
+def _call_pointer(text: str, open_at: int, close_at: int) -> str | None:
+    """The JSON pointer the call whose arguments are ``text[open_at + 1 : close_at]`` names."""
+    return _named_pointer(split_arguments(text[open_at + 1 : close_at]))
+
+
+def _named_pointer(args: list[str]) -> str | None:
+    """The JSON pointer an ignored call's first argument names, if it names one."""
+    try:
+        return json_pointer(list(parse_path(args[0]))) if args else None
+    except MvuError:
+        return None
 
 
 def _possible_commands(text: str, notes: Noted) -> None:

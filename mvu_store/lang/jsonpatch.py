@@ -23,9 +23,10 @@ import re
 from collections.abc import Callable
 from contextlib import suppress
 from dataclasses import dataclass
+from functools import partial
 
 from mvu_store.errors import MvuError
-from mvu_store.jsonvalue import JsonValue
+from mvu_store.jsonvalue import JsonValue, json_pointer
 from mvu_store.lang.jsonrepair import repair_json
 from mvu_store.lang.outcomes import THINKING, UNCLOSED_BLOCK, UNKNOWN_OP, UNREADABLE_BLOCK, Noted
 from mvu_store.lang.paths import Path, format_path, parse_pointer
@@ -103,6 +104,15 @@ def _dumps(value: JsonValue) -> str:
     return json.dumps(value, ensure_ascii=False, allow_nan=False)
 
 
+def _named_path(item: dict[str, JsonValue]) -> Path:
+    """The path a dropped operation names, when it is a pointer the store would take (its
+    outcome names it); else none."""
+    try:
+        return parse_pointer(str(item["path"]))
+    except MvuError:
+        return ()
+
+
 def _translate(item: dict[str, JsonValue]) -> PatchOp | None:
     op = item["op"]
     if op == "move":
@@ -145,7 +155,7 @@ def _ops(body: str, budget: ParseBudget) -> tuple[PatchOp, ...] | str:
         return tuple(
             dataclasses.replace(op, index=index, text=_compact(item)) if op is not None
             # An operation MagVarUpdate drops: no type, kept only to be accounted for.
-            else PatchOp("", str(item["op"]), (), (), index, _compact(item))
+            else PatchOp("", str(item["op"]), (), _named_path(item), index, _compact(item))
             for index, item, op in translated
         )
     except (ValueError, TypeError):
@@ -168,7 +178,8 @@ def _runnable(ops: tuple[PatchOp, ...] | str, start: int, end: int, notes: Noted
         for op in ops:
             if not op.type:
                 notes.ignore("", start, end, UNKNOWN_OP, f"JSON Patch op {op.name!r} is not run",
-                             command=op.text, op=op.name, patch_index=op.index)
+                             command=op.text, op=op.name, patch_index=op.index,
+                             path=partial(json_pointer, list(op.path)))
     return tuple(op for op in ops if op.type)
 
 

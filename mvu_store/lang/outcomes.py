@@ -9,6 +9,7 @@ outcomes a reply may produce without running are counted beyond a cap (:class:`N
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Literal, NamedTuple
 
@@ -123,12 +124,15 @@ class Noted:
     possible_total: int = 0
 
     def ignore(self, text: str, start: int, end: int, reason: str, message: str, *, command: str | None = None,
-               op: str | None = None, patch_index: int | None = None) -> None:
-        """Note an ignored command at ``text[start:end]`` (``command``: its own text instead)."""
+               op: str | None = None, patch_index: int | None = None,
+               path: Callable[[], str | None] | None = None) -> None:
+        """Note an ignored command at ``text[start:end]`` (``command``: its own text instead;
+        ``path``: the JSON pointer it names, asked only of a command that is listed)."""
         self.ignored_total += 1
         if len(self.ignored) < MAX_IGNORED:
             shown = command if command is not None else text[start : min(end, start + MAX_OUTCOME_TEXT)]
-            self.ignored.append(CommandOutcome("ignored", clipped(shown), start, end, op=op, reason=reason,
+            self.ignored.append(CommandOutcome("ignored", clipped(shown), start, end, op=op,
+                                               path=path() if path is not None else None, reason=reason,
                                                message=clipped(message), patch_index=patch_index))
 
     def maybe(self, text: str, start: int, end: int, message: str) -> None:

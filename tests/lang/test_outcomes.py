@@ -30,19 +30,20 @@ def test_an_applied_command_names_its_path_and_the_values_before_and_after() -> 
                        "op": "set", "path": "/hp", "before": 100, "after": 80}
 
 
-@pytest.mark.parametrize(("text", "reason"), [
-    ("_.set('hp', 50\nmore words", "unclosed"),
-    ("_.set('hp', 50)\n", "no_terminator"),
-    ("_.add('hp');", "arguments"),
-    ("<thinking>_.set('hp', 1);</thinking>", "thinking"),
-    ('<JSONPatch>[{"op":"frobnicate","path":"/hp","value":1}]</JSONPatch>', "unknown_op"),
-    ('<JSONPatch>[{"op":"replace","path":"/hp","value":1}]', "unclosed_block"),
-    ("<JSONPatch>not a patch: [</JSONPatch>", "unreadable_block"),
-    ("_.set('mp', 5);", "no_op"),
+@pytest.mark.parametrize(("text", "reason", "path"), [
+    ("_.set('hp', 50\nmore words", "unclosed", None),
+    ("_.set('hp', 50)\n", "no_terminator", "/hp"),
+    ("_.add('hp');", "arguments", "/hp"),
+    ("<thinking>_.set('hp', 1);</thinking>", "thinking", "/hp"),
+    ('<JSONPatch>[{"op":"frobnicate","path":"/hp","value":1}]</JSONPatch>', "unknown_op", "/hp"),
+    ('<JSONPatch>[{"op":"replace","path":"/hp","value":1}]', "unclosed_block", None),
+    ("<JSONPatch>not a patch: [</JSONPatch>", "unreadable_block", None),
+    ("_.set('mp', 5);", "no_op", "/mp"),
+    ("_.set('__proto__.x', 5)", "no_terminator", None),
 ])
-def test_each_command_that_does_not_run_says_why(text: str, reason: str) -> None:
+def test_each_command_that_does_not_run_says_why(text: str, reason: str, path: str | None) -> None:
     [ignored] = outcomes(text)
-    assert (ignored["kind"], ignored["reason"]) == ("ignored", reason)
+    assert (ignored["kind"], ignored["reason"], ignored.get("path")) == ("ignored", reason, path)
     assert isinstance(ignored["message"], str) and ignored["message"]
     assert apply_update(START, text).variables["stat_data"] == START["stat_data"]
 

@@ -50,7 +50,7 @@ async def test_a_reply_commits_one_row_per_command(service: MvuService, host: Me
         ("applied", "/hp", "set", (50,), (20,), None),
         ("ignored", "/gold", "set", (), (), "no_op"),
         ("refused", "/mood", "set", (), (), "MVU_SCHEMA"),
-        ("ignored", "", "set", (), (), "no_terminator")]  # the near-miss `_.sett` is no row
+        ("ignored", "/level", "set", (), (), "no_terminator")]  # the near-miss `_.sett` is no row
     assert {row.actor for row in request.changes} == {"reply"} and {row.turn for row in request.changes} == {1}
     assert request.changes[0].command == "_.set('hp', 20);"
     assert request.changes[2].message is not None and "mood" in request.changes[2].message
