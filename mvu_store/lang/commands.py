@@ -186,6 +186,14 @@ def _line_end(text: str, start: int) -> int:
     return limit if found == -1 else found
 
 
+def _possible_end(text: str, start: int) -> int:
+    """Where a near-miss is shown to end: its first ``;`` (a real command may follow on its
+    line), else where an unclosed call would."""
+    line_end = _line_end(text, start)
+    semicolon = text.find(";", start, line_end)
+    return line_end if semicolon == -1 else semicolon + 1
+
+
 def _function_commands(text: str, hidden: Callable[[int], bool], notes: Noted | None) -> list[Command]:
     # A call needs a ')' after its '(': none can start after the text's last ')'.
     end_of_calls = max(text.rfind(")"), 0)
@@ -262,7 +270,7 @@ def _named_pointer(args: list[str]) -> str | None:
 def _possible_commands(text: str, notes: Noted) -> None:
     """Text shaped like a call (``_.sett(``, ``_.set (``, ``_.Set(``) that is not one."""
     for match in _POSSIBLE.finditer(text):
-        notes.maybe(text, match.start(), _line_end(text, match.start()),
+        notes.maybe(text, match.start(), _possible_end(text, match.start()),
                     f"not a command: the names are {', '.join(ALIASES)}, written _.name( with no space")
 
 

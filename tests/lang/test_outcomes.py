@@ -53,6 +53,14 @@ def test_an_unclosed_call_is_shown_to_the_end_of_its_line() -> None:
     assert ignored["command"] == "_.set('hp', 50" and ignored["op"] == "set"
 
 
+def test_a_near_miss_ends_at_its_semicolon_not_over_the_command_after_it() -> None:
+    scanned = scan_commands("_.sett('hp', 1); and _.set('hp', 45);")
+    [possible] = scanned.notes.possible
+    assert (possible.command, possible.end) == ("_.sett('hp', 1);", 16) and len(scanned.commands) == 1
+    [unended] = scan_commands("_.Set('hp', 1)\nnext line").notes.possible
+    assert unended.command == "_.Set('hp', 1)"
+
+
 def test_an_unknown_op_leaves_no_change_in_delta_data_and_the_known_ones_still_run() -> None:
     text = '<JSONPatch>[{"op":"frobnicate","path":"/x","value":1},{"op":"replace","path":"/hp","value":3}]</JSONPatch>'
     result = apply_update(START, text)
