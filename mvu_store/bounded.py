@@ -86,6 +86,9 @@ class KeptBy(Generic[K, M, V]):
     def put(self, key: K, made_of: M, value: V) -> None:
         self._kept.put(key, (made_of, value))
 
+    def __len__(self) -> int:
+        return len(self._kept)
+
 
 class Generations(Generic[K]):
     """A generation per key, for at most ``capacity`` keys (the least recently used beyond are

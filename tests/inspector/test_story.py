@@ -178,8 +178,8 @@ def test_outcomes_join_a_versions_diagnostics_and_changes_to_the_reply(page: Pag
 
 def test_near_misses_skips_after_edits_and_failures_tell_their_own_story(page: Page) -> None:
     near = open_turn(page, "ogre", 1).locator("section.story")
-    # A near-miss is shown to its line's end, but never over a real command of that line.
-    expect(near.locator("mark.cmd.possible")).to_have_text("_.sett('hp', 1); and ")
+    # A near-miss is shown to its ';', never over the real command after it on its line.
+    expect(near.locator("mark.cmd.possible")).to_have_text("_.sett('hp', 1);")
     expect(near.locator("mark.cmd.applied")).to_have_text("_.set('hp', 45);")
     expect(near.locator("ul.missed li.possible")).to_contain_text("not a command")
     # The turn's reply is told by its own version, not by the edit made after it.
