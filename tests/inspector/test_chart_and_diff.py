@@ -100,13 +100,7 @@ def test_two_points_are_compared_through_the_diff_read(page: Page, chats: dict[s
 
     page.route("**/api/v1/mvu/diff?*", diff)
     compare = open_view(page, "climb", "compare")
-    expect(compare.locator("select.from option")).to_have_count(4)
-    options = compare.locator("select.from option").all_inner_texts()
-    assert options == ["opening · r0", "turn 1 · r1", "turn 2 · r2", "turn 3 · r3"]
-    compare.locator("select.from").select_option(label="turn 1 · r1")
-    compare.locator("select.to-session").select_option("climb-b")
-    expect(compare.locator("select.to option").last).to_have_text("turn 3 · r1")
-    compare.locator("button.compare-button").click()
+    compare_turn_one_with_the_branch(compare)
     rows = compare.locator("table.diff tbody tr")
     expect(rows).to_have_count(3)
     assert rows.evaluate_all("rs => rs.map(r => [...r.cells].map(c => c.textContent))") == [
@@ -123,13 +117,20 @@ def test_two_points_are_compared_through_the_diff_read(page: Page, chats: dict[s
         "from": "1", "to": "1", "toId": branch}
 
 
-def test_a_turn_and_a_branchs_turn_are_compared_by_the_server(page: Page) -> None:
-    compare = open_view(page, "climb", "compare")
+def compare_turn_one_with_the_branch(compare: Locator) -> None:
+    """Ask the compare view for climb's turn 1 against climb-b's last turn (its turn 3)."""
     expect(compare.locator("select.from option")).to_have_count(4)
+    options = compare.locator("select.from option").all_inner_texts()
+    assert options == ["opening · r0", "turn 1 · r1", "turn 2 · r2", "turn 3 · r3"]
     compare.locator("select.from").select_option(label="turn 1 · r1")
     compare.locator("select.to-session").select_option("climb-b")
     expect(compare.locator("select.to option").last).to_have_text("turn 3 · r1")
     compare.locator("button.compare-button").click()
+
+
+def test_a_turn_and_a_branchs_turn_are_compared_by_the_server(page: Page) -> None:
+    compare = open_view(page, "climb", "compare")
+    compare_turn_one_with_the_branch(compare)
     rows = compare.locator("table.diff tbody tr")
     expect(rows).to_have_count(2)
     # Turn 1 here: hp 40, gold 3; the branch's turn 3: its purse of turn 2, then a worse fall.
